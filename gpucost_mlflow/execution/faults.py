@@ -1,0 +1,72 @@
+"""Failure reasons, per-batch progress, and fault injection for tests (GPUCOST_FAULT).
+
+GPUCOST_FAULT=oom@N raises the device's out-of-memory error at the N-th measured batch,
+kill@N makes the child SIGKILL itself there, dupid@N writes the N-th entry's id twice in the
+predictions file. Unset in normal use.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpucost_mlflow.core.errors import GpucostError
+
+ENV = "GPUCOST_FAULT"
+_PATTERN = re.compile(r"^(oom|kill|dupid)@([1-9][0-9]*)$")
+
+
+@dataclass(frozen=True)
+class Fault:
+    kind: str = ""
+    at: int = 0
+
+    @property
+    def dupid_at(self) -> int:
+        return self.at if self.kind == "dupid" else 0
+
+
+def parse(value: str) -> Fault:
+    """The fault a GPUCOST_FAULT value asks for; a malformed value is a one-line error."""
+    value = (value or "").strip()
+    if not value:
+        return Fault()
+    match = _PATTERN.match(value)
+    if not match:
+        raise GpucostError(f"{ENV}={value!r} is malformed; expected oom@N, kill@N or dupid@N with N >= 1")
+    return Fault(match.group(1), int(match.group(2)))
+
+
+def reason(exc: BaseException) -> str:
+    """A one-line failure reason for the attempts table."""
+    import torch
+
+    message = " ".join(str(exc).split())[:300]
+    if isinstance(exc, (torch.cuda.OutOfMemoryError, MemoryError)):
+        return f"out of memory: {message}" if message else "out of memory"
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    return f"error: {type(exc).__name__}: {message}"
+
+
+class Progress:
+    """Counts measured batches and fires the injected fault at its batch."""
+
+    def __init__(self, workdir: Path, fault: Fault):
+        self.workdir = workdir
+        self.fault = fault
+        self.batches_done = 0
+
+    def on_batch(self, number: int) -> None:
+        self.batches_done = number - 1
+        if number != self.fault.at:
+            return
+        if self.fault.kind == "oom":
+            import torch
+
+            raise torch.cuda.OutOfMemoryError(f"injected by {ENV}=oom@{number}")
+        if self.fault.kind == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)

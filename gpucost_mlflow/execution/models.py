@@ -1,0 +1,128 @@
+"""Loading a classifier directory as a variant asks: device, precision, quantization, attention, compile."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.fingerprints import directory_files, sha256_files
+
+TOKENIZER_FILES = {
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.txt",
+    "special_tokens_map.json",
+    "merges.txt",
+    "vocab.json",
+    "sentencepiece.bpe.model",
+    "spiece.model",
+    "added_tokens.json",
+}
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the manifest records of a classifier directory."""
+
+    path: str
+    revision: str
+    tokenizer_revision: str
+    labels: list[str]
+    architecture: str
+    provenance: dict
+
+
+def describe_model(path: Path) -> ModelInfo:
+    """Revisions (content hashes) and labels of a classifier directory, checked before any run starts."""
+    config_path = path / "config.json"
+    if not path.is_dir():
+        raise GpucostError(f"{path}: model directory not found (run `gpucost model prepare` or pass -P model=PATH)")
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise GpucostError(f"{path}: no readable config.json, not a transformers model directory") from None
+    id2label = config.get("id2label") or {}
+    labels = [id2label[key] for key in sorted(id2label, key=int)]
+    if not labels:
+        raise GpucostError(f"{path}: config.json has no id2label, not a sequence classifier")
+    files = directory_files(path)
+    tokenizer = describe_tokenizer(path)
+    provenance_path = path / "gpucost_model.json"
+    provenance = json.loads(provenance_path.read_text(encoding="utf-8")) if provenance_path.exists() else {}
+    return ModelInfo(
+        path=str(path.resolve()),
+        revision=sha256_files(path, [f for f in files if f not in tokenizer["files"]]),
+        tokenizer_revision=tokenizer["revision"],
+        labels=labels,
+        architecture=",".join(config.get("architectures") or []),
+        provenance=provenance,
+    )
+
+
+def resolve_device(choice: str) -> torch.device:
+    """`auto` takes the GPU when torch sees one (CUDA or ROCm), else the CPU."""
+    if choice == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if choice == "cuda" and not torch.cuda.is_available():
+        raise GpucostError("variant asks for device cuda but torch sees no GPU")
+    return torch.device(choice)
+
+
+def load_tokenizer(path: Path):
+    """The directory's fast tokenizer, from local files only."""
+    from transformers import AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    return AutoTokenizer.from_pretrained(str(path), local_files_only=True, use_fast=True)
+
+
+def load_classifier(path: Path, device: torch.device, precision: str, quantization: str, attention: str, compile_: bool):
+    """The classifier in eval mode on its device, with the variant's precision and quantization."""
+    from transformers import AutoModelForSequenceClassification
+
+    model = AutoModelForSequenceClassification.from_pretrained(
+        str(path), local_files_only=True, attn_implementation=attention, dtype=DTYPES[precision]
+    )
+    model.eval()
+    if quantization == "dynamic-int8":
+        if device.type != "cpu":
+            raise GpucostError("dynamic-int8 quantization runs on the CPU only")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+    model.to(device)
+    if compile_:
+        model = torch.compile(model)
+    return model
+
+
+def describe_tokenizer(path: Path) -> dict:
+    """The tokenizer revision: content hash of the tokenizer files in a directory."""
+    files = [f for f in directory_files(path) if f in TOKENIZER_FILES]
+    if not files:
+        raise GpucostError(f"{path}: no tokenizer files")
+    return {"revision": sha256_files(path, files), "files": files}
+
+
+def predict_labels(path: Path, texts: list[str], batch_size: int = 32, max_length: int = 256) -> list[str]:
+    """Labels for texts, length-sorted batches on the CPU: a quick evaluation, not a timed pass."""
+    tokenizer = load_tokenizer(path)
+    model = load_classifier(path, torch.device("cpu"), "fp32", "none", "sdpa", False)
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    labels: list[str] = [""] * len(texts)
+    with torch.inference_mode():
+        for start in range(0, len(order), batch_size):
+            batch = order[start : start + batch_size]
+            encoded = tokenizer(
+                [texts[i] for i in batch], padding=True, truncation=True, max_length=max_length, return_tensors="pt"
+            )
+            for index, label in zip(batch, model(**encoded).logits.argmax(dim=-1).tolist()):
+                labels[index] = model.config.id2label[label]
+    return labels

@@ -1,0 +1,215 @@
+"""The pass itself, run in a child process: load, warm-up, the measured pass, export.
+
+The launcher writes a spec JSON, starts `python -m gpucost_mlflow.execution.runner SPEC`, and reads
+back `outcome.json` and `predictions.jsonl.gz` from the work folder. This module never imports mlflow.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import sys
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+WARMUP_RULE = {
+    "inputs": 32,
+    "passes": 1,
+    "selection": "the first inputs of the corpus file, processed with the variant's own batching",
+    "recompilations": "counted inside warm-up; none expected after it for eager models",
+}
+SEED = 0
+PREDICTIONS = "predictions.jsonl.gz"
+OUTCOME = "outcome.json"
+
+
+@dataclass
+class PassSpec:
+    """Everything the child needs, as plain JSON: paths, the variant's settings, the rules."""
+
+    corpus_path: str
+    model_path: str
+    workdir: str
+    settings: dict
+    warmup: dict = field(default_factory=lambda: dict(WARMUP_RULE))
+    seed: int = SEED
+    fault: str = ""
+
+
+@dataclass
+class Predictions:
+    """Ids with predicted label index and score, in processing order, on the host."""
+
+    ids: list[str] = field(default_factory=list)
+    labels: list[int] = field(default_factory=list)
+    scores: list[float] = field(default_factory=list)
+
+
+def read_texts(corpus_path: str) -> tuple[list[str], list[str]]:
+    """Ids and texts of the corpus file, in file order (the launcher validated it already)."""
+    with open(corpus_path, encoding="utf-8") as handle:
+        records = [json.loads(line) for line in handle if line.strip()]
+    return [r["id"] for r in records], [r["text"] for r in records]
+
+
+def batches(lengths: list[int], batch_size: int, grouping: str) -> list[list[int]]:
+    """Index batches: corpus order, or sorted by token length (stable) for length grouping."""
+    order = list(range(len(lengths)))
+    if grouping == "sorted":
+        order.sort(key=lambda i: lengths[i])
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[int], None] | None = None) -> Predictions:
+    """Tokenize, pad each batch to its longest input, transfer, infer, bring labels and scores to the host.
+
+    On an exception the predictions made so far are attached to it as `partial_predictions`.
+    """
+    import numpy as np
+    import torch
+
+    encoded = tokenizer(texts, truncation=True, max_length=settings["max_length"])["input_ids"]
+    lengths = [len(seq) for seq in encoded]
+    pad_id = tokenizer.pad_token_id or 0
+    done_labels, done_scores, done_order = [], [], []
+    try:
+        with torch.inference_mode():
+            for number, batch in enumerate(batches(lengths, settings["batch_size"], settings["length_grouping"]), start=1):
+                if on_batch is not None:
+                    on_batch(number)
+                width = max(lengths[i] for i in batch)
+                input_ids = np.full((len(batch), width), pad_id, dtype=np.int64)
+                mask = np.zeros((len(batch), width), dtype=np.int64)
+                for row, index in enumerate(batch):
+                    input_ids[row, : lengths[index]] = encoded[index]
+                    mask[row, : lengths[index]] = 1
+                logits = model(
+                    input_ids=torch.from_numpy(input_ids).to(device, non_blocking=True),
+                    attention_mask=torch.from_numpy(mask).to(device, non_blocking=True),
+                ).logits
+                score, label = logits.float().softmax(dim=-1).max(dim=-1)
+                done_labels.append(label)
+                done_scores.append(score)
+                done_order.extend(batch)
+        return _to_host(ids, done_order, done_labels, done_scores)
+    except BaseException as exc:
+        exc.partial_predictions = _to_host(ids, done_order[: sum(len(t) for t in done_labels)], done_labels, done_scores)
+        raise
+
+
+def _to_host(ids, order, labels, scores) -> Predictions:
+    import torch
+
+    if not labels:
+        return Predictions()
+    label_list = torch.cat(labels).cpu().tolist()
+    score_list = torch.cat(scores).cpu().tolist()
+    return Predictions([ids[i] for i in order], label_list, score_list)
+
+
+def write_predictions(path: Path, predictions: Predictions, label_names: list[str], duplicate_at: int = 0) -> None:
+    """One JSON line per prediction (id, label, score), gzip with a fixed mtime so equal passes give equal bytes."""
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as out:
+        for number, (ident, label, score) in enumerate(zip(predictions.ids, predictions.labels, predictions.scores), 1):
+            line = json.dumps({"id": ident, "label": label_names[label], "score": round(score, 6)}) + "\n"
+            out.write(line.encode("utf-8"))
+            if number == duplicate_at:
+                out.write(line.encode("utf-8"))
+
+
+def _seconds(start_ns: int) -> float:
+    return (time.perf_counter_ns() - start_ns) / 1e9
+
+
+def run(spec: PassSpec, started_ns: int) -> dict:
+    """Run one pass as the spec says; return the outcome (also written to the work folder)."""
+    import torch
+
+    from gpucost_mlflow.execution import faults, memory, models
+    from gpucost_mlflow.execution.timing import Stopwatch, no_sync
+
+    settings = spec.settings
+    workdir = Path(spec.workdir)
+    outcome: dict = {"status": "failed", "reason": "", "completed_entries": 0}
+    fault = faults.parse(spec.fault)
+    torch.manual_seed(spec.seed)
+    device = models.resolve_device(settings["device"])
+    sync = torch.cuda.synchronize if device.type == "cuda" else no_sync
+    tokenizer = models.load_tokenizer(Path(spec.model_path))
+    model = models.load_classifier(
+        Path(spec.model_path), device, settings["precision"], settings["quantization"],
+        settings["attention"], settings["compile"],
+    )
+    label_names = [model.config.id2label[i] for i in range(model.config.num_labels)]
+    sync()
+    outcome["load_s"] = _seconds(started_ns)
+    outcome["device"] = str(device)
+    outcome["deterministic"] = {
+        "torch_seed": spec.seed,
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "cudnn_deterministic": bool(torch.backends.cudnn.deterministic),
+        "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
+    }
+
+    ids, texts = read_texts(spec.corpus_path)
+    warm = Stopwatch(sync)
+    warm.start()
+    for _ in range(spec.warmup["passes"]):
+        process(ids[: spec.warmup["inputs"]], texts[: spec.warmup["inputs"]], tokenizer, model, settings, device)
+    outcome["warmup_s"] = warm.stop()
+    del ids, texts
+
+    memory.reset_peaks(device)
+    clock = Stopwatch(sync)
+    progress = faults.Progress(workdir, fault)
+    clock.start()
+    try:
+        ids, texts = read_texts(spec.corpus_path)
+        predictions = process(ids, texts, tokenizer, model, settings, device, progress.on_batch)
+        clock.stop()
+        outcome.update(status="completed", pass_s=clock.seconds)
+    except BaseException as exc:  # every failure is kept as a row with its reason
+        clock.stop()
+        predictions = getattr(exc, "partial_predictions", None) or Predictions()
+        outcome.update(
+            reason=faults.reason(exc),
+            elapsed_until_failure_s=clock.seconds,
+            error="".join(traceback.format_exception(exc)),
+        )
+    outcome["completed_entries"] = len(predictions.ids)
+    outcome["memory"] = memory.peaks(device)
+
+    export = Stopwatch(sync)
+    export.start()
+    write_predictions(workdir / PREDICTIONS, predictions, label_names, fault.dupid_at)
+    outcome["export_s"] = export.stop()
+    return outcome
+
+
+def main(argv: list[str]) -> int:
+    started_ns = time.perf_counter_ns()
+    spec = PassSpec(**json.loads(Path(argv[0]).read_text(encoding="utf-8")))
+    workdir = Path(spec.workdir)
+    try:
+        outcome = run(spec, started_ns)
+    except BaseException as exc:
+        from gpucost_mlflow.execution import faults
+
+        outcome = {
+            "status": "failed",
+            "reason": faults.reason(exc),
+            "error": "".join(traceback.format_exception(exc)),
+            "completed_entries": 0,
+        }
+    (workdir / OUTCOME).write_text(json.dumps(outcome, indent=2), encoding="utf-8")
+    return 0 if outcome["status"] == "completed" else 1
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    sys.exit(main(sys.argv[1:]))

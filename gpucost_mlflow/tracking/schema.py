@@ -1,0 +1,50 @@
+"""The MLflow names gpucost writes and reads: one module owns them (see DESIGN.md, MLflow schema)."""
+
+from __future__ import annotations
+
+TAG_PREFIX = "gpucost."
+ROLE = "gpucost.role"
+VARIANT = "gpucost.variant"
+CAMPAIGN_ID = "gpucost.campaign_id"
+PASS_INDEX = "gpucost.pass_index"
+STATUS = "gpucost.status"
+STATUS_REASON = "gpucost.status_reason"
+DEVICE_NAME = "gpucost.device_name"
+BACKEND = "gpucost.backend"
+PROTOCOL_DIGEST = "gpucost.protocol_digest"
+CORPUS_FINGERPRINT = "gpucost.corpus_fingerprint"
+CORPUS_ACCEPTED = "gpucost.corpus_accepted"
+MEMORY_COUNTER = "gpucost.memory_counter"
+IDS_MATCH = "gpucost.ids_match"
+LAUNCHER = "gpucost.launcher"
+
+ROLES = ("benchmark", "deliverable")
+STATUSES = ("accepted", "rejected", "failed", "excluded")
+
+TIMINGS = ("load_s", "warmup_s", "pass_s", "eval_s", "export_s")
+ID_METRICS = ("expected_ids", "observed_ids", "completed_entries")
+
+MANIFEST = "manifest.json"
+PREDICTIONS = "predictions.jsonl.gz"
+VERDICT = "verdict.json"
+ENVIRONMENT = "environment.txt"
+ERROR = "error.txt"
+
+DATASET_CONTEXT = "comparison"
+DEFAULT_EXPERIMENT = "gpucost"
+
+
+def params_from_manifest(manifest: dict) -> dict[str, str]:
+    """Params: every variant setting, model and tokenizer revision, seeds (strings, as MLflow stores them)."""
+    params = {f"setting.{key}": str(value) for key, value in manifest["settings"].items()}
+    params.update(
+        {
+            "model.revision": manifest["model"]["revision"],
+            "model.tokenizer_revision": manifest["model"]["tokenizer_revision"],
+            "corpus.order_digest": manifest["corpus"]["order_digest"],
+            "warmup.inputs": str(manifest["warmup"]["inputs"]),
+            "warmup.passes": str(manifest["warmup"]["passes"]),
+        }
+    )
+    params.update({f"seed.{key}": str(value) for key, value in manifest["seeds"].items()})
+    return params

@@ -1,0 +1,62 @@
+"""Shared fixtures: a small slice of the real corpus, the real MiniLM encoder with a fresh head, a SQLite store."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.pop("GPUCOST_FAULT", None)
+
+ROOT = Path(__file__).resolve().parents[1]
+LABELS = ["fresh", "plot", "rotten"]
+
+
+@pytest.fixture(scope="session")
+def corpus_dir(tmp_path_factory) -> Path:
+    """A 30-input comparison corpus and 30-input tuning corpus built from the real default source."""
+    from gpucost_mlflow.prepare import build_corpus
+
+    out = tmp_path_factory.mktemp("corpus")
+    build_corpus(out, source=None, labels=None, tokenizer_dir=None, size=30, tuning_size=30, seed=0)
+    return out
+
+
+@pytest.fixture(scope="session")
+def model_dir(tmp_path_factory) -> Path:
+    """all-MiniLM-L6-v2 with a seeded, untrained 3-label head: the real architecture, fast to save."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    from gpucost_mlflow.prepare import base_model_dir
+
+    hf_logging.set_verbosity_error()
+    torch.manual_seed(0)
+    out = tmp_path_factory.mktemp("model")
+    model = AutoModelForSequenceClassification.from_pretrained(
+        str(base_model_dir()), num_labels=3, id2label=dict(enumerate(LABELS)),
+        label2id={label: i for i, label in enumerate(LABELS)},
+    )
+    model.save_pretrained(out)
+    AutoTokenizer.from_pretrained(str(base_model_dir())).save_pretrained(out)
+    return out
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch) -> str:
+    """A fresh SQLite tracking store in a fresh working directory."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.delenv("MLFLOW_RUN_ID", raising=False)
+    monkeypatch.delenv("MLFLOW_EXPERIMENT_NAME", raising=False)
+    monkeypatch.delenv("MLFLOW_EXPERIMENT_ID", raising=False)
+    monkeypatch.chdir(tmp_path)
+    import mlflow
+
+    mlflow.set_tracking_uri(uri)
+    yield uri
+    mlflow.set_tracking_uri(None)
