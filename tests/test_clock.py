@@ -1,0 +1,88 @@
+"""The measured pass's clock (PROTOCOL §4): only the work itself between the two clock reads."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from gpucost_mlflow.core.variants import get_variant
+from gpucost_mlflow.execution import runner, timing
+
+from conftest import ROOT
+
+FORBIDDEN_MODULES = ("hashlib", "_hashlib", "mlflow", "logging", "gzip", "zlib",
+                     "gpucost_mlflow.core.quality", "gpucost_mlflow.core.verdicts",
+                     "gpucost_mlflow.core.fingerprints", "gpucost_mlflow.tracking")
+
+
+def _module_of(frame_or_function, event: str) -> str:
+    if event.startswith("c_"):
+        return getattr(frame_or_function, "__module__", None) or ""
+    return frame_or_function.f_globals.get("__name__", "")
+
+
+def test_nothing_but_the_work_runs_between_the_two_clock_reads(tmp_path, corpus_dir, model_dir, monkeypatch):
+    windows: list[list[tuple[str, str]]] = []
+    recording: list[tuple[str, str]] | None = None
+
+    class RecordingStopwatch(timing.Stopwatch):
+        def start(self):
+            nonlocal recording
+            super().start()
+            recording = []
+
+        def stop(self):
+            nonlocal recording
+            windows.append(recording)
+            recording = None
+            return super().stop()
+
+    def profile(frame, event, arg):
+        if recording is None or event not in ("call", "c_call"):
+            return
+        if event == "call":
+            recording.append((_module_of(frame, event), frame.f_code.co_name))
+        else:
+            recording.append((_module_of(arg, event), getattr(arg, "__qualname__", str(arg))))
+
+    monkeypatch.setattr(timing, "Stopwatch", RecordingStopwatch)
+    spec = runner.PassSpec(
+        corpus_path=str(corpus_dir / "comparison.jsonl"), model_path=str(model_dir), workdir=str(tmp_path),
+        settings=get_variant(ROOT / "projects" / "variants.yaml", "batch8").settings(),
+    )
+    sys.setprofile(profile)
+    try:
+        outcome = runner.run(spec, time.perf_counter_ns())
+    finally:
+        sys.setprofile(None)
+
+    assert outcome["status"] == "completed"
+    warmup, measured, export = windows
+    called = {name for _, name in measured}
+    assert "forward" in called and "loads" in called, "the measured window holds the reading and inference"
+    offenders = sorted({f"{module}.{name}" for module, name in measured if module.startswith(FORBIDDEN_MODULES)})
+    assert offenders == []
+    assert any(module.startswith("gzip") for module, _ in export), "export is timed apart, after the clock"
+
+
+def test_stopwatch_synchronises_before_each_read():
+    events = []
+    watch = timing.Stopwatch(synchronize=lambda: events.append("sync"))
+    watch.start()
+    events.append("work")
+    seconds = watch.stop()
+    assert events == ["sync", "work", "sync"] and seconds >= 0
+
+
+def test_warmup_rule_is_identical_for_every_variant():
+    from gpucost_mlflow.core.variants import load_variants
+
+    specs = [runner.PassSpec("c", "m", "w", v.settings()) for v in load_variants(ROOT / "projects" / "variants.yaml").values()]
+    assert all(spec.warmup == runner.WARMUP_RULE for spec in specs)
+
+
+def test_length_grouping_sorts_batches_by_token_length_only_when_declared():
+    lengths = [5, 1, 9, 3, 7]
+    assert runner.batches(lengths, 2, "none") == [[0, 1], [2, 3], [4]]
+    assert runner.batches(lengths, 2, "sorted") == [[1, 3], [0, 4], [2]]

