@@ -86,7 +86,10 @@ def load_tokenizer(path: Path):
 def load_classifier(path: Path, device: torch.device, precision: str, quantization: str, attention: str, compile_: bool):
     """The classifier in eval mode on its device, with the variant's precision and quantization."""
     from transformers import AutoModelForSequenceClassification
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
     model = AutoModelForSequenceClassification.from_pretrained(
         str(path), local_files_only=True, attn_implementation=attention, dtype=DTYPES[precision]
     )

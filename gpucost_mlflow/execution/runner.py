@@ -101,6 +101,22 @@ def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[
         raise
 
 
+def measure(corpus_path, tokenizer, model, settings, device, sync, on_batch=None) -> tuple[Predictions, float]:
+    """The measured pass: synchronise, start the clock, read, tokenize, transfer, infer, bring to host,
+    synchronise, stop. Nothing else happens between the two clock reads."""
+    from gpucost_mlflow.execution import timing
+
+    clock = timing.Stopwatch(sync)
+    clock.start()
+    try:
+        ids, texts = read_texts(corpus_path)
+        predictions = process(ids, texts, tokenizer, model, settings, device, on_batch)
+    except BaseException as exc:
+        exc.elapsed_s = clock.stop()
+        raise
+    return predictions, clock.stop()
+
+
 def _to_host(ids, order, labels, scores) -> Predictions:
     import torch
 
@@ -164,20 +180,15 @@ def run(spec: PassSpec, started_ns: int) -> dict:
     del ids, texts
 
     memory.reset_peaks(device)
-    clock = Stopwatch(sync)
     progress = faults.Progress(workdir, fault)
-    clock.start()
     try:
-        ids, texts = read_texts(spec.corpus_path)
-        predictions = process(ids, texts, tokenizer, model, settings, device, progress.on_batch)
-        clock.stop()
-        outcome.update(status="completed", pass_s=clock.seconds)
+        predictions, seconds = measure(spec.corpus_path, tokenizer, model, settings, device, sync, progress.on_batch)
+        outcome.update(status="completed", pass_s=seconds)
     except BaseException as exc:  # every failure is kept as a row with its reason
-        clock.stop()
         predictions = getattr(exc, "partial_predictions", None) or Predictions()
         outcome.update(
             reason=faults.reason(exc),
-            elapsed_until_failure_s=clock.seconds,
+            elapsed_until_failure_s=getattr(exc, "elapsed_s", None),
             error="".join(traceback.format_exception(exc)),
         )
     outcome["completed_entries"] = len(predictions.ids)

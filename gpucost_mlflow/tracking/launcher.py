@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -131,13 +132,15 @@ def _log_dataset(corpus, manifest: dict) -> None:
     import pandas as pd
 
     frame = pd.DataFrame(corpus.rows, columns=["id", "text", "label", "bucket"])
-    dataset = mlflow.data.from_pandas(
-        frame,
-        source=manifest["corpus"]["path"],
-        targets="label",
-        name=Path(manifest["corpus"]["path"]).stem,
-        digest=corpus.fingerprint[:16],
-    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dataset = mlflow.data.from_pandas(
+            frame,
+            source=manifest["corpus"]["path"],
+            targets="label",
+            name=Path(manifest["corpus"]["path"]).stem,
+            digest=corpus.fingerprint[:16],
+        )
     mlflow.log_input(dataset, context=schema.DATASET_CONTEXT)
 
 
