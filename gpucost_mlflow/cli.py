@@ -12,6 +12,7 @@ from gpucost_mlflow.core.errors import GpucostError
 DEFAULT_CORPUS_DIR = Path("data/corpus")
 DEFAULT_MODEL_DIR = Path("data/model")
 DEFAULT_VARIANTS = Path("projects/variants.yaml")
+DEFAULT_TUNING_SIZE = 4000
 
 
 class Gpucost(click.Group):
@@ -45,7 +46,7 @@ def corpus() -> None:
 @click.option("--labels", help="Comma-separated allowed labels of --source; any other label is an error.")
 @click.option("--tokenizer", "tokenizer_dir", type=click.Path(path_type=Path), help="Tokenizer directory that sets the length buckets. Default: all-MiniLM-L6-v2.")
 @click.option("--size", default=1000, show_default=True, help="Comparison corpus size (600/300/100 short/medium/long ratios).")
-@click.option("--tuning-size", default=3000, show_default=True, help="Tuning corpus size, disjoint from the comparison corpus.")
+@click.option("--tuning-size", default=DEFAULT_TUNING_SIZE, show_default=True, help="Tuning corpus size, disjoint from the comparison corpus.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the order-independent sampling.")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), default=DEFAULT_CORPUS_DIR, show_default=True)
 def corpus_build(source, labels, tokenizer_dir, size, tuning_size, seed, out_dir) -> None:

@@ -16,7 +16,6 @@ COMPARISON = "comparison.jsonl"
 TUNING = "tuning.jsonl"
 METADATA = "corpus.json"
 MODEL_PROVENANCE = "gpucost_model.json"
-DEFAULT_TUNING_SIZE = 3000
 
 
 def base_model_dir() -> Path:
@@ -95,6 +94,10 @@ def prepare_model(out_dir: Path, tuning_path: Path, comparison_path: Path | None
     from gpucost_mlflow.core.quality import majority_baseline
     from gpucost_mlflow.execution import models, training
 
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
     tuning = corpora.read_corpus(tuning_path)
     labels = tuning.labels
     base = base_model_dir()

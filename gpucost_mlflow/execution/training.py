@@ -13,16 +13,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from transformers import (
-    AutoModelForSequenceClassification,
-    AutoTokenizer,
-    get_linear_schedule_with_warmup,
-)
+from torch.nn.utils.rnn import pad_sequence
+from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup
 
 
 @dataclass
 class TrainingResult:
-    """Statistics of one training run, ready to be logged by the caller."""
+    """Statistics of one training run, ready to be logged by the caller.
+
+    `train_seconds` is the wall time of the whole call (tokenize, load, train,
+    save); `final_loss` is the mean training loss of the last epoch; `settings`
+    holds every hyper-parameter as plain JSON types.
+    """
 
     steps: int
     examples: int
@@ -62,11 +64,11 @@ def train_classifier(
     out_dir: Path,
     *,
     seed: int = 0,
-    max_length: int = 128,
+    max_length: int = 64,
     threads: int = 2,
     epochs: int = 2,
-    batch_size: int = 32,
-    learning_rate: float = 1e-4,
+    batch_size: int = 16,
+    learning_rate: float = 8e-5,
     weight_decay: float = 0.01,
     warmup_ratio: float = 0.1,
     freeze_embeddings: bool = True,
@@ -80,16 +82,18 @@ def train_classifier(
     started = time.perf_counter()
     settings = {
         "seed": seed, "max_length": max_length, "threads": threads, "epochs": epochs,
-        "batch_size": batch_size, "learning_rate": learning_rate,
-        "weight_decay": weight_decay, "warmup_ratio": warmup_ratio,
-        "freeze_embeddings": freeze_embeddings, "base_model": str(base_model),
+        "batch_size": batch_size, "learning_rate": learning_rate, "weight_decay": weight_decay,
+        "warmup_ratio": warmup_ratio, "freeze_embeddings": freeze_embeddings,
     }
     label2id = {label: i for i, label in enumerate(labels)}
+    unknown = sorted({str(row["label"]) for row in rows} - set(label2id))
+    if not rows or unknown:
+        raise ValueError(f"need at least one row, all labelled from {labels}; unknown labels: {unknown}")
     tokenizer = AutoTokenizer.from_pretrained(base_model)
-    encoded = tokenizer([row["text"] for row in rows], truncation=True, max_length=max_length)
-    input_ids = encoded["input_ids"]
-    targets = [label2id[row["label"]] for row in rows]
-    lengths = [len(ids) for ids in input_ids]
+    encoded = tokenizer([row["text"] for row in rows], truncation=True, max_length=max_length)["input_ids"]
+    tokens = [torch.tensor(ids) for ids in encoded]
+    targets = torch.tensor([label2id[row["label"]] for row in rows])
+    pad_id = tokenizer.pad_token_id
 
     previous_threads = torch.get_num_threads()
     previous_deterministic = torch.are_deterministic_algorithms_enabled()
@@ -99,45 +103,35 @@ def train_classifier(
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             model = AutoModelForSequenceClassification.from_pretrained(
-                base_model, num_labels=len(labels),
-                id2label=dict(enumerate(labels)), label2id=label2id,
+                base_model, num_labels=len(labels), id2label=dict(enumerate(labels)), label2id=label2id,
             )
             if freeze_embeddings:
                 model.base_model.embeddings.requires_grad_(False)
             params = [p for p in model.parameters() if p.requires_grad]
-            decay = [p for p in params if p.ndim > 1]
-            no_decay = [p for p in params if p.ndim <= 1]
             optimizer = torch.optim.AdamW(
-                [{"params": decay, "weight_decay": weight_decay},
-                 {"params": no_decay, "weight_decay": 0.0}],
+                [{"params": [p for p in params if p.ndim > 1], "weight_decay": weight_decay},
+                 {"params": [p for p in params if p.ndim <= 1], "weight_decay": 0.0}],
                 lr=learning_rate,
             )
-            steps_per_epoch = -(-len(rows) // batch_size)
-            total_steps = steps_per_epoch * epochs
-            scheduler = get_linear_schedule_with_warmup(
-                optimizer, int(warmup_ratio * total_steps), total_steps
-            )
+            total_steps = -(-len(rows) // batch_size) * epochs
+            scheduler = get_linear_schedule_with_warmup(optimizer, int(warmup_ratio * total_steps), total_steps)
             generator = torch.Generator().manual_seed(seed)
             model.train()
             steps, final_loss = 0, float("nan")
             for _ in range(epochs):
-                for batch in _batches(lengths, batch_size, generator):
-                    width = max(lengths[i] for i in batch)
-                    ids = torch.full((len(batch), width), tokenizer.pad_token_id)
-                    mask = torch.zeros((len(batch), width), dtype=torch.long)
-                    for row, i in enumerate(batch):
-                        ids[row, :lengths[i]] = torch.tensor(input_ids[i])
-                        mask[row, :lengths[i]] = 1
-                    loss = model(
-                        input_ids=ids, attention_mask=mask,
-                        labels=torch.tensor([targets[i] for i in batch]),
-                    ).loss
+                epoch_loss, epoch_batches = 0.0, 0
+                for batch in _batches([len(t) for t in tokens], batch_size, generator):
+                    ids = pad_sequence([tokens[i] for i in batch], batch_first=True, padding_value=pad_id)
+                    lengths = torch.tensor([len(tokens[i]) for i in batch])
+                    mask = (torch.arange(ids.shape[1]) < lengths[:, None]).long()
+                    loss = model(input_ids=ids, attention_mask=mask, labels=targets[batch]).loss
                     loss.backward()
                     torch.nn.utils.clip_grad_norm_(params, 1.0)
                     optimizer.step()
                     scheduler.step()
                     optimizer.zero_grad(set_to_none=True)
-                    steps, final_loss = steps + 1, loss.item()
+                    steps, epoch_loss, epoch_batches = steps + 1, epoch_loss + loss.item(), epoch_batches + 1
+                final_loss = epoch_loss / epoch_batches
     finally:
         torch.set_num_threads(previous_threads)
         torch.use_deterministic_algorithms(previous_deterministic)
@@ -146,8 +140,7 @@ def train_classifier(
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
-    train_seconds = time.perf_counter() - started
     return TrainingResult(
-        steps=steps, examples=len(rows), epochs=epochs,
-        train_seconds=round(train_seconds, 3), final_loss=final_loss, settings=settings,
+        steps=steps, examples=len(rows), epochs=epochs, train_seconds=round(time.perf_counter() - started, 3),
+        final_loss=final_loss, settings=settings,
     )

@@ -101,4 +101,7 @@ def attempts(experiment: str, client: MlflowClient | None = None) -> pd.DataFram
     if found is None:
         raise GpucostError(f"experiment '{experiment}' not found in {client.tracking_uri}")
     rows = [attempt_row(run) for run in _runs(client, found.experiment_id)]
-    return pd.DataFrame(rows, columns=COLUMNS)
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    for column in ("expected_ids", "observed_ids", "completed_entries"):
+        table[column] = table[column].astype("Int64")
+    return table

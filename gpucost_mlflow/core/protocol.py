@@ -1,0 +1,146 @@
+"""The pre-registered protocol: loading, validation (one-line errors naming the field) and its digest."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from gpucost_mlflow.core.errors import GpucostError
+
+SCENARIOS = ("offline",)
+METRICS = ("macro_f1", "accuracy")
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    """The quality bar, fixed before any timing is seen."""
+
+    coverage: float
+    main_metric: str
+    threshold: float
+    per_bucket_threshold: float
+    reference_variant: str
+    max_metric_difference: float
+    min_label_agreement: float
+
+
+@dataclass(frozen=True)
+class Protocol:
+    path: str
+    digest: str
+    question: str
+    scenario: str
+    corpus_file: str
+    corpus_size: int
+    buckets: dict
+    labels: list
+    acceptance: Acceptance
+    passes_per_variant: int
+    warmup: dict
+    exclusion_rule: str
+    deadline: dt.datetime
+    deliverables: dict
+
+
+def digest_of(data: bytes) -> str:
+    """The protocol digest: sha256 of the file's bytes (any edit is a new protocol)."""
+    return hashlib.sha256(data).hexdigest()
+
+
+class _Fields:
+    """Reads typed fields from the YAML mapping, naming the dotted field in every error."""
+
+    def __init__(self, path: Path, document: dict):
+        self.path = path
+        self.document = document
+
+    def get(self, dotted: str, kind: type | tuple, *, allow_empty: bool = False):
+        node = self.document
+        for part in dotted.split("."):
+            if not isinstance(node, dict) or part not in node or node[part] is None:
+                raise GpucostError(f"{self.path}: missing field '{dotted}'")
+            node = node[part]
+        if isinstance(node, bool) and kind in (int, float, (int, float)):
+            raise GpucostError(f"{self.path}: field '{dotted}' must be a number")
+        if not isinstance(node, kind):
+            name = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+            raise GpucostError(f"{self.path}: field '{dotted}' must be a {name}")
+        if not allow_empty and isinstance(node, (str, list, dict)) and not node:
+            raise GpucostError(f"{self.path}: field '{dotted}' is empty")
+        return node
+
+    def fraction(self, dotted: str) -> float:
+        value = float(self.get(dotted, (int, float)))
+        if not 0.0 <= value <= 1.0:
+            raise GpucostError(f"{self.path}: field '{dotted}' must be between 0 and 1")
+        return value
+
+    def positive(self, dotted: str) -> int:
+        value = self.get(dotted, int)
+        if value < 1:
+            raise GpucostError(f"{self.path}: field '{dotted}' must be a positive whole number")
+        return value
+
+
+def load_protocol(path: Path) -> Protocol:
+    """The protocol file, every required field present and typed; its digest from the exact bytes."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise GpucostError(f"{path}: protocol file not found") from None
+    try:
+        document = yaml.safe_load(data.decode("utf-8"))
+    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise GpucostError(f"{path}: not valid YAML ({' '.join(str(exc).split())[:200]})") from None
+    if not isinstance(document, dict):
+        raise GpucostError(f"{path}: expected a mapping of protocol fields")
+    f = _Fields(path, document)
+    scenario = f.get("scenario", str)
+    if scenario not in SCENARIOS:
+        raise GpucostError(f"{path}: field 'scenario' must be one of {', '.join(SCENARIOS)} (got {scenario!r})")
+    metric = f.get("acceptance.main_metric", str)
+    if metric not in METRICS:
+        raise GpucostError(f"{path}: field 'acceptance.main_metric' must be one of {', '.join(METRICS)}")
+    if f.get("acceptance.ids", str) != "exact":
+        raise GpucostError(f"{path}: field 'acceptance.ids' must be 'exact'")
+    f.get("acceptance.format", str)
+    buckets = f.get("corpus.buckets", dict)
+    for name, count in buckets.items():
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise GpucostError(f"{path}: field 'corpus.buckets.{name}' must be a whole number")
+    deadline_text = f.get("deadline", (str, dt.datetime))
+    try:
+        deadline = deadline_text if isinstance(deadline_text, dt.datetime) else dt.datetime.fromisoformat(deadline_text)
+    except ValueError:
+        raise GpucostError(f"{path}: field 'deadline' must be an ISO date-time with its UTC offset") from None
+    if deadline.tzinfo is None:
+        raise GpucostError(f"{path}: field 'deadline' needs a UTC offset (e.g. +01:00)")
+    warmup = {"inputs": f.positive("warmup.inputs"), "passes": f.positive("warmup.passes")}
+    return Protocol(
+        path=str(path),
+        digest=digest_of(data),
+        question=" ".join(f.get("question", str).split()),
+        scenario=scenario,
+        corpus_file=f.get("corpus.file", str),
+        corpus_size=f.positive("corpus.size"),
+        buckets=dict(buckets),
+        labels=list(f.get("corpus.labels", list)),
+        acceptance=Acceptance(
+            coverage=f.fraction("acceptance.coverage"),
+            main_metric=metric,
+            threshold=f.fraction("acceptance.threshold"),
+            per_bucket_threshold=f.fraction("acceptance.per_bucket_threshold"),
+            reference_variant=f.get("acceptance.reference.variant", str),
+            max_metric_difference=f.fraction("acceptance.reference.max_metric_difference"),
+            min_label_agreement=f.fraction("acceptance.reference.min_label_agreement"),
+        ),
+        passes_per_variant=f.positive("passes_per_variant"),
+        warmup=warmup,
+        exclusion_rule=" ".join(f.get("exclusion_rule", str).split()),
+        deadline=deadline,
+        deliverables={"expected": f.positive("deliverables.expected"), "description": f.get("deliverables.description", str)},
+    )
