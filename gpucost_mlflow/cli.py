@@ -13,6 +13,7 @@ DEFAULT_CORPUS_DIR = Path("data/corpus")
 DEFAULT_MODEL_DIR = Path("data/model")
 DEFAULT_VARIANTS = Path("projects/variants.yaml")
 DEFAULT_TUNING_SIZE = 4000
+DEFAULT_PROTOCOL = Path("projects/protocol.yaml")
 
 
 class Gpucost(click.Group):
@@ -28,6 +29,14 @@ class Gpucost(click.Group):
 
 def _under(root: Path, path: Path) -> Path:
     return path if path.is_absolute() else root / path
+
+
+def _experiment(name: str | None) -> str:
+    import os
+
+    from gpucost_mlflow.tracking import schema
+
+    return name or os.environ.get("MLFLOW_EXPERIMENT_NAME") or schema.DEFAULT_EXPERIMENT
 
 
 @click.group(cls=Gpucost)
@@ -107,9 +116,10 @@ def list_variants(variants_file) -> None:
 @click.option("--model", "model_path", type=click.Path(path_type=Path), default=DEFAULT_MODEL_DIR, show_default=True, help="A transformers sequence-classifier directory.")
 @click.option("--variants", "variants_file", type=click.Path(path_type=Path), default=DEFAULT_VARIANTS, show_default=True)
 @click.option("--experiment", default=None, help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else 'gpucost'); ignored under `mlflow run`.")
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=DEFAULT_PROTOCOL, show_default=True, help="The pre-registered protocol; its digest is locked on the experiment.")
 @click.option("--role", default="benchmark", show_default=True, help="benchmark, or deliverable for a production corpus.")
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."), help="Folder that relative paths are resolved from (the MLproject passes the repository root).")
-def run_pass(variant_name, corpus_path, model_path, variants_file, experiment, role, root) -> None:
+def run_pass(variant_name, corpus_path, model_path, variants_file, experiment, protocol_file, role, root) -> None:
     """Run one pass of a variant over the corpus as one MLflow run."""
     import os
 
@@ -122,7 +132,9 @@ def run_pass(variant_name, corpus_path, model_path, variants_file, experiment, r
         variant=variant,
         corpus_path=_under(root, corpus_path),
         model_path=_under(root, model_path),
-        experiment=experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or schema.DEFAULT_EXPERIMENT,
+        experiment=_experiment(experiment),
+        protocol_path=_under(root, protocol_file),
+        variants_path=_under(root, variants_file),
         role=role,
         code_root=Path(__file__).resolve().parent,
     )
@@ -131,6 +143,8 @@ def run_pass(variant_name, corpus_path, model_path, variants_file, experiment, r
     except KeyboardInterrupt:
         click.echo("pass interrupted: recorded as a failed attempt (interrupted)", err=True)
         sys.exit(130)
+    if result.locked_now:
+        click.echo(f"experiment locked to protocol {request.protocol_path} (first pass)", err=True)
     timing = f"pass_s {result.metrics['pass_s']:.2f}" if "pass_s" in result.metrics else "pass_s empty"
     quality = f", macro-F1 {result.metrics['macro_f1']:.3f}" if "macro_f1" in result.metrics else ""
     click.echo(f"pass {variant.name}: {result.status} ({result.reason}); {timing}{quality}; run {result.run_id}")
@@ -140,22 +154,66 @@ def run_pass(variant_name, corpus_path, model_path, variants_file, experiment, r
 
 @main.command("attempts")
 @click.option("--experiment", default=None, help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else 'gpucost').")
-@click.option("--csv", "csv_path", type=click.Path(path_type=Path), help="Also write the full table as CSV.")
-def show_attempts(experiment, csv_path) -> None:
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "markdown", "json"]), default="table", show_default=True)
+@click.option("--out", "out_path", type=click.Path(path_type=Path), help="Write to this file instead of the terminal.")
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=DEFAULT_PROTOCOL, show_default=True, help="Compared with the experiment's locked protocol.")
+def show_attempts(experiment, fmt, out_path, protocol_file) -> None:
     """The raw attempts table: one row per attempted pass, failed and interrupted ones included."""
-    import os
+    from gpucost_mlflow.tracking.reader import attempts, protocol_warnings, render
 
-    from gpucost_mlflow.tracking import schema
-    from gpucost_mlflow.tracking.reader import attempts
+    name = _experiment(experiment)
+    table, experiment_tags = attempts(name)
+    warnings = protocol_warnings(table, experiment_tags, protocol_file)
+    for line in warnings:
+        click.echo(f"Warning: {line}", err=True)
+    text = render(table, fmt, warnings)
+    if out_path is not None:
+        from gpucost_mlflow.core.corpus import write_atomic
 
-    name = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or schema.DEFAULT_EXPERIMENT
-    table = attempts(name)
-    if csv_path is not None:
-        table.to_csv(csv_path, index=False)
-    shown = table[["variant", "status", "batch_size", "load_s", "warmup_s", "pass_s", "eval_s",
-                   "expected_ids", "observed_ids", "ids_match", "macro_f1", "reason"]].copy()
-    click.echo(f"{len(table)} attempt(s) in experiment '{name}':")
-    click.echo(shown.to_string(index=False, na_rep="", float_format=lambda v: f"{v:.3f}") if len(table) else "(none)")
+        write_atomic(out_path, text.encode("utf-8"))
+        click.echo(f"{len(table)} attempt(s) written to {out_path}")
+    else:
+        click.echo(text, nl=not text.endswith("\n"))
+
+
+@main.group()
+def protocol() -> None:
+    """The pre-registered protocol: show it, lock it on an experiment."""
+
+
+@protocol.command("show")
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=DEFAULT_PROTOCOL, show_default=True)
+def protocol_show(protocol_file) -> None:
+    """Check the protocol file and print its digest and acceptance rules."""
+    from dataclasses import asdict
+
+    from gpucost_mlflow.core.protocol import load_protocol
+
+    loaded = load_protocol(protocol_file)
+    click.echo(f"protocol {protocol_file}: digest {loaded.digest}")
+    click.echo(f"question: {loaded.question}")
+    for key, value in asdict(loaded.acceptance).items():
+        click.echo(f"  {key}: {value}")
+    click.echo(f"passes per variant: {loaded.passes_per_variant}; warm-up: {loaded.warmup}; deadline: {loaded.deadline.isoformat()}")
+
+
+@protocol.command("lock")
+@click.option("--experiment", default=None, help="MLflow experiment (created when missing).")
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=DEFAULT_PROTOCOL, show_default=True)
+def protocol_lock(experiment, protocol_file) -> None:
+    """Store the protocol digest on the experiment before any pass; a pass under another digest is refused."""
+    from mlflow.tracking import MlflowClient
+
+    from gpucost_mlflow.core.protocol import load_protocol
+    from gpucost_mlflow.tracking import experiments
+
+    loaded = load_protocol(protocol_file)
+    client = MlflowClient()
+    name = _experiment(experiment)
+    experiment_id, name = experiments.resolve(client, name, create=True)
+    newly = experiments.lock(client, experiment_id, name, loaded, protocol_file.read_text(encoding="utf-8"))
+    state = "locked" if newly else "already locked"
+    click.echo(f"experiment '{name}' {state} to protocol {loaded.digest[:12]} ({protocol_file})")
 
 
 if __name__ == "__main__":

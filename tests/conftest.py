@@ -60,3 +60,41 @@ def store(tmp_path, monkeypatch) -> str:
     mlflow.set_tracking_uri(uri)
     yield uri
     mlflow.set_tracking_uri(None)
+
+
+PROTOCOL_TEMPLATE = """
+question: Which configuration classifies the test slice for the lowest budget?
+scenario: offline
+corpus:
+  file: comparison.jsonl
+  size: 30
+  buckets: {{short: 18, medium: 9, long: 3}}
+  labels: [fresh, plot, rotten]
+acceptance:
+  ids: exact
+  format: predictions.jsonl.gz with id, label, score
+  coverage: 1.0
+  main_metric: macro_f1
+  threshold: {threshold}
+  per_bucket_threshold: 0.0
+  reference:
+    variant: batch8
+    max_metric_difference: {max_diff}
+    min_label_agreement: {min_agreement}
+passes_per_variant: 5
+warmup: {{inputs: 8, passes: 1}}
+exclusion_rule: documented external cause only, same rule for all variants
+deadline: "2026-12-04T09:00:00+01:00"
+deliverables: {{expected: 1, description: the slice classified once}}
+"""
+
+
+def write_protocol(path: Path, threshold: float = 0.0, max_diff: float = 0.05, min_agreement: float = 0.9) -> Path:
+    path.write_text(PROTOCOL_TEMPLATE.format(threshold=threshold, max_diff=max_diff, min_agreement=min_agreement))
+    return path
+
+
+@pytest.fixture(scope="session")
+def protocol_file(tmp_path_factory) -> Path:
+    """A protocol for the 30-input slice: quality bar 0 (the head is untrained), tolerance as the demo's."""
+    return write_protocol(tmp_path_factory.mktemp("protocol") / "protocol.yaml")

@@ -79,7 +79,8 @@ def test_warmup_rule_is_identical_for_every_variant():
     from gpucost_mlflow.core.variants import load_variants
 
     specs = [runner.PassSpec("c", "m", "w", v.settings()) for v in load_variants(ROOT / "projects" / "variants.yaml").values()]
-    assert all(spec.warmup == runner.WARMUP_RULE for spec in specs)
+    assert all(spec.warmup == specs[0].warmup for spec in specs)
+    assert set(specs[0].warmup) == {"inputs", "passes"}
 
 
 def test_length_grouping_sorts_batches_by_token_length_only_when_declared():

@@ -14,12 +14,12 @@ from gpucost_mlflow.tracking import schema
 from conftest import ROOT
 
 
-def test_mlflow_run_main_entry_point_records_one_finished_pass(store, corpus_dir, model_dir):
+def test_mlflow_run_main_entry_point_records_one_finished_pass(store, corpus_dir, model_dir, protocol_file):
     bin_dir = str(Path(sys.executable).parent)
     env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ["PATH"])
     result = subprocess.run(
         [os.path.join(bin_dir, "mlflow"), "run", str(ROOT / "projects"), "-P", "variant=batch4",
-         "-P", f"model={model_dir}", "-P", f"corpus={corpus_dir / 'comparison.jsonl'}",
+         "-P", f"model={model_dir}", "-P", f"corpus={corpus_dir / 'comparison.jsonl'}", "-P", f"protocol={protocol_file}",
          "--env-manager", "local", "--experiment-name", "project"],
         env=env, capture_output=True, text=True, timeout=300,
     )

@@ -22,9 +22,18 @@ from conftest import ROOT
 VARIANTS = ROOT / "projects" / "variants.yaml"
 
 
-def run_pass(corpus: Path, model: Path, variant: str = "batch8", *extra: str):
+PROTOCOL = None
+
+
+@pytest.fixture(autouse=True)
+def _protocol(protocol_file):
+    global PROTOCOL
+    PROTOCOL = protocol_file
+
+
+def run_pass(corpus: Path, model: Path, variant: str = "batch8", *extra: str, protocol: Path | None = None):
     args = ["pass", "--variant", variant, "--corpus", str(corpus), "--model", str(model),
-            "--variants", str(VARIANTS), "--experiment", "t", *extra]
+            "--variants", str(VARIANTS), "--experiment", "t", "--protocol", str(protocol or PROTOCOL), *extra]
     return CliRunner().invoke(main, args)
 
 
@@ -85,8 +94,9 @@ def test_predictions_are_read_back_from_the_written_file(store, corpus_dir, mode
 
 def test_manifests_of_batch1_and_batch8_differ_only_in_batch_size(corpus_dir, model_dir):
     def manifest(name):
-        request = PassRequest(get_variant(VARIANTS, name), corpus_dir / "comparison.jsonl", model_dir, "t", code_root=ROOT)
-        return prepare(request)[0]
+        request = PassRequest(get_variant(VARIANTS, name), corpus_dir / "comparison.jsonl", model_dir, "t",
+                              protocol_path=PROTOCOL, variants_path=VARIANTS, code_root=ROOT)
+        return prepare(request).manifest
 
     diff = differences(manifest("batch1"), manifest("batch8"))
     assert set(diff) == {"settings.batch_size"}
@@ -140,14 +150,14 @@ def test_missing_model_directory_is_one_line_error(store, corpus_dir, tmp_path):
 
 
 def test_oom_pass_is_kept_as_failed_row_with_partial_predictions(store, corpus_dir, model_dir, monkeypatch):
-    monkeypatch.setenv("GPUCOST_FAULT", "oom@2")
+    monkeypatch.setenv("GPUCOST_FAULT", "oom@3")
     result = run_pass(corpus_dir / "comparison.jsonl", model_dir)
     assert result.exit_code == 1
     run = only_run()
     assert run.info.status == "FAILED"
     assert run.data.tags[schema.STATUS] == "failed"
     assert run.data.tags[schema.STATUS_REASON].startswith("out of memory")
-    assert run.data.metrics["completed_entries"] == 8
+    assert run.data.metrics["completed_entries"] == 16  # the two batches finished before the third
     assert "pass_s" not in run.data.metrics
     artifacts = {a.path for a in MlflowClient().list_artifacts(run.info.run_id)}
     assert {"predictions.jsonl.gz", "error.txt", "verdict.json"} <= artifacts
@@ -159,11 +169,11 @@ def test_killed_child_is_kept_as_failed_row(store, corpus_dir, model_dir, monkey
     assert result.exit_code == 1
     run = only_run()
     assert run.data.tags[schema.STATUS_REASON] == "killed by signal SIGKILL"
-    assert "completed_entries" not in run.data.metrics
+    assert run.data.metrics["completed_entries"] == 8  # from the child's progress counter
 
 
 def test_duplicate_id_in_predictions_rejects_the_corpus(store, corpus_dir, model_dir, monkeypatch):
-    monkeypatch.setenv("GPUCOST_FAULT", "dupid@3")
+    monkeypatch.setenv("GPUCOST_FAULT", "dupid@5")
     result = run_pass(corpus_dir / "comparison.jsonl", model_dir)
     assert result.exit_code == 0
     run = only_run()

@@ -110,3 +110,68 @@ def basic_checks(expected: Sequence[str], back: ReadBack) -> tuple[list[Check], 
 def corpus_accepted(checks: Sequence[Check]) -> bool:
     """A corpus is accepted only when every check passed."""
     return bool(checks) and all(check.passed for check in checks)
+
+
+NUMERIC_FIELDS = ("precision", "quantization", "attention", "compile")
+
+
+def needs_reference(settings: dict, reference_settings: dict) -> bool:
+    """A variant whose numerics differ from the reference (precision, quantization, attention, compile)
+    is judged against the reference's stored predictions."""
+    return any(settings.get(key) != reference_settings.get(key) for key in NUMERIC_FIELDS)
+
+
+def quality_checks(metrics: dict, acceptance) -> list[Check]:
+    """Main metric on the whole corpus and in every length bucket, against the pre-registered bars."""
+    name = acceptance.main_metric
+    value = metrics.get(name)
+    checks = [
+        Check(
+            "quality",
+            value is not None and value >= acceptance.threshold,
+            f"{name} {value:.4f} {'>=' if value >= acceptance.threshold else '<'} {acceptance.threshold}"
+            if value is not None else f"{name} not measured",
+        )
+    ]
+    buckets = sorted(key[len("bucket_"): -len(name) - 1] for key in metrics if key.startswith("bucket_") and key.endswith("_" + name))
+    low = [f"{b} {metrics[f'bucket_{b}_{name}']:.4f}" for b in buckets if metrics[f"bucket_{b}_{name}"] < acceptance.per_bucket_threshold]
+    checks.append(
+        Check(
+            "buckets",
+            bool(buckets) and not low,
+            f"{name} below {acceptance.per_bucket_threshold} in: {', '.join(low)}" if low
+            else f"{name} >= {acceptance.per_bucket_threshold} in every bucket ({', '.join(buckets)})",
+        )
+    )
+    return checks
+
+
+def agreement(labels: dict[str, str], reference: dict[str, str]) -> float:
+    """Share of the reference's inputs that got the same label."""
+    if not reference:
+        return 0.0
+    return sum(1 for ident, label in reference.items() if labels.get(ident) == label) / len(reference)
+
+
+def reference_checks(metrics: dict, labels: dict[str, str], reference_metrics: dict, reference_labels: dict[str, str],
+                     acceptance, reference_run: str) -> tuple[list[Check], dict]:
+    """Label agreement and metric difference (whole corpus and buckets) against the reference pass."""
+    name = acceptance.main_metric
+    share = agreement(labels, reference_labels)
+    keys = [name] + sorted(k for k in reference_metrics if k.startswith("bucket_") and k.endswith("_" + name))
+    differences = {key: abs(metrics.get(key, float("nan")) - reference_metrics[key]) for key in keys}
+    worst_key = max(differences, key=lambda k: differences[k])
+    worst = differences[worst_key]
+    checks = [
+        Check(
+            "reference_agreement",
+            share >= acceptance.min_label_agreement,
+            f"{100 * share:.2f} % of labels agree with reference run {reference_run} (minimum {100 * acceptance.min_label_agreement:.2f} %)",
+        ),
+        Check(
+            "reference_metric",
+            worst <= acceptance.max_metric_difference,
+            f"largest |{name} difference| {worst:.4f} ({worst_key}) vs reference run {reference_run} (maximum {acceptance.max_metric_difference})",
+        ),
+    ]
+    return checks, {"run_id": reference_run, "label_agreement": share, "metric_differences": differences}

@@ -7,9 +7,11 @@ predictions file. Unset in normal use.
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
 import signal
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,16 +54,24 @@ def reason(exc: BaseException) -> str:
     return f"error: {type(exc).__name__}: {message}"
 
 
+PROGRESS_FILE = "progress.bin"
+
+
 class Progress:
-    """Counts measured batches and fires the injected fault at its batch."""
+    """Counts measured batches and entries in a shared 16-byte file (two integers written in memory,
+    no system call), so the launcher knows how far a child got even if it was killed; fires the
+    injected fault at its batch."""
 
     def __init__(self, workdir: Path, fault: Fault):
-        self.workdir = workdir
         self.fault = fault
-        self.batches_done = 0
+        path = workdir / PROGRESS_FILE
+        path.write_bytes(b"\0" * 16)
+        with open(path, "r+b") as handle:
+            self._map = mmap.mmap(handle.fileno(), 16)
 
-    def on_batch(self, number: int) -> None:
-        self.batches_done = number - 1
+    def on_batch(self, number: int, done: int) -> None:
+        """Called before batch `number` (from 1) starts, with `done` entries finished before it."""
+        struct.pack_into("<qq", self._map, 0, number - 1, done)
         if number != self.fault.at:
             return
         if self.fault.kind == "oom":
@@ -70,3 +80,11 @@ class Progress:
             raise torch.cuda.OutOfMemoryError(f"injected by {ENV}=oom@{number}")
         if self.fault.kind == "kill":
             os.kill(os.getpid(), signal.SIGKILL)
+
+
+def read_progress(workdir: Path) -> tuple[int, int] | None:
+    """(batches done, entries done) as the child last recorded them; None when it never started."""
+    path = workdir / PROGRESS_FILE
+    if not path.exists() or path.stat().st_size < 16:
+        return None
+    return struct.unpack("<qq", path.read_bytes()[:16])

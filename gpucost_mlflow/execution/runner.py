@@ -35,7 +35,7 @@ class PassSpec:
     model_path: str
     workdir: str
     settings: dict
-    warmup: dict = field(default_factory=lambda: dict(WARMUP_RULE))
+    warmup: dict = field(default_factory=lambda: {k: WARMUP_RULE[k] for k in ("inputs", "passes")})
     seed: int = SEED
     fault: str = ""
 
@@ -64,7 +64,7 @@ def batches(lengths: list[int], batch_size: int, grouping: str) -> list[list[int
     return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
 
-def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[int], None] | None = None) -> Predictions:
+def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[int, int], None] | None = None) -> Predictions:
     """Tokenize, pad each batch to its longest input, transfer, infer, bring labels and scores to the host.
 
     On an exception the predictions made so far are attached to it as `partial_predictions`.
@@ -80,7 +80,7 @@ def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[
         with torch.inference_mode():
             for number, batch in enumerate(batches(lengths, settings["batch_size"], settings["length_grouping"]), start=1):
                 if on_batch is not None:
-                    on_batch(number)
+                    on_batch(number, len(done_order))
                 width = max(lengths[i] for i in batch)
                 input_ids = np.full((len(batch), width), pad_id, dtype=np.int64)
                 mask = np.zeros((len(batch), width), dtype=np.int64)

@@ -27,10 +27,11 @@ from gpucost_mlflow.core.corpus import read_corpus
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.fingerprints import sha256_file
 from gpucost_mlflow.core.manifest import build_manifest
+from gpucost_mlflow.core.protocol import Protocol, load_protocol
 from gpucost_mlflow.core.quality import evaluate
-from gpucost_mlflow.core.variants import Variant
+from gpucost_mlflow.core.variants import Variant, get_variant
 from gpucost_mlflow.execution import environment, faults, models, runner
-from gpucost_mlflow.tracking import schema
+from gpucost_mlflow.tracking import experiments, schema
 
 CHILD_GRACE_S = 60
 
@@ -43,6 +44,8 @@ class PassRequest:
     corpus_path: Path
     model_path: Path
     experiment: str
+    protocol_path: Path
+    variants_path: Path
     role: str = "benchmark"
     campaign_id: str = ""
     pass_index: str = ""
@@ -55,6 +58,7 @@ class PassResult:
     status: str
     reason: str
     metrics: dict
+    locked_now: bool = False
 
 
 def corpus_metadata(corpus_path: Path) -> dict:
@@ -68,13 +72,43 @@ def corpus_metadata(corpus_path: Path) -> dict:
         raise GpucostError(f"{meta_path}: not valid JSON") from None
 
 
-def prepare(request: PassRequest) -> tuple[dict, object]:
+@dataclass
+class Prepared:
+    """Everything checked before a run exists."""
+
+    manifest: dict
+    corpus: object
+    protocol: Protocol
+    protocol_text: str
+    reference: Variant
+
+
+def check_corpus_spec(corpus, protocol: Protocol) -> None:
+    """A benchmark pass runs on the corpus the protocol describes: size, buckets, labels."""
+    buckets = {name: sum(1 for row in corpus.rows if row["bucket"] == name) for name in protocol.buckets}
+    problems = []
+    if len(corpus.rows) != protocol.corpus_size:
+        problems.append(f"{len(corpus.rows)} inputs, the protocol says {protocol.corpus_size}")
+    if buckets != protocol.buckets:
+        problems.append(f"buckets {buckets}, the protocol says {protocol.buckets}")
+    extra = sorted(set(corpus.labels) - set(protocol.labels))
+    if extra:
+        problems.append(f"labels {', '.join(extra)} not in the protocol")
+    if problems:
+        raise GpucostError(f"{corpus.path}: not the protocol's corpus ({'; '.join(problems)})")
+
+
+def prepare(request: PassRequest) -> Prepared:
     """Check every input and assemble the manifest; raises GpucostError before anything is recorded."""
     if request.role not in schema.ROLES:
         raise GpucostError(f"unknown role '{request.role}'; valid roles: {', '.join(schema.ROLES)}")
     faults.parse(os.environ.get(faults.ENV, ""))
+    protocol = load_protocol(request.protocol_path)
+    reference = get_variant(request.variants_path, protocol.acceptance.reference_variant)
     model = models.describe_model(request.model_path)
     corpus = read_corpus(request.corpus_path, labels=model.labels)
+    if request.role == "benchmark":
+        check_corpus_spec(corpus, protocol)
     meta = corpus_metadata(request.corpus_path)
     device = models.resolve_device(request.variant.device)
     import torch
@@ -109,7 +143,7 @@ def prepare(request: PassRequest) -> tuple[dict, object]:
         stack=stack,
         code=environment.code_version(request.code_root),
         dependencies=environment.package_versions(),
-        warmup=dict(runner.WARMUP_RULE),
+        warmup={**runner.WARMUP_RULE, **protocol.warmup},
         seeds={
             "torch": runner.SEED,
             "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
@@ -118,14 +152,15 @@ def prepare(request: PassRequest) -> tuple[dict, object]:
         },
         run={"role": request.role, "campaign_id": request.campaign_id, "pass_index": request.pass_index},
     )
-    return manifest, corpus
+    manifest["protocol"] = {"digest": protocol.digest, "path": str(request.protocol_path)}
+    text = request.protocol_path.read_text(encoding="utf-8")
+    return Prepared(manifest, corpus, protocol, text, reference)
 
 
-def _start_run(experiment: str, run_name: str):
+def _start_run(experiment_id: str, run_name: str):
     if os.environ.get("MLFLOW_RUN_ID"):
         return mlflow.start_run()
-    mlflow.set_experiment(experiment)
-    return mlflow.start_run(run_name=run_name)
+    return mlflow.start_run(experiment_id=experiment_id, run_name=run_name)
 
 
 def _log_dataset(corpus, manifest: dict) -> None:
@@ -149,7 +184,11 @@ def _run_child(spec: runner.PassSpec, workdir: Path) -> tuple[int, bool]:
     spec_path = workdir / "spec.json"
     spec_path.write_text(json.dumps(spec.__dict__), encoding="utf-8")
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-    child = subprocess.Popen([sys.executable, "-m", "gpucost_mlflow.execution.runner", str(spec_path)], env=env)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "gpucost_mlflow.execution.runner", str(spec_path)],
+        env=env,
+        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+    )
     interrupted = False
     while True:
         try:
@@ -163,18 +202,32 @@ def _run_child(spec: runner.PassSpec, workdir: Path) -> tuple[int, bool]:
                 child.kill()
 
 
+def _die_with_parent() -> None:
+    """The child gets SIGKILL if the launcher dies, so no orphan keeps the device busy."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def _child_outcome(workdir: Path, returncode: int, interrupted: bool) -> dict:
     outcome_path = workdir / runner.OUTCOME
     if outcome_path.exists():
         outcome = json.loads(outcome_path.read_text(encoding="utf-8"))
     else:
-        outcome = {"status": "failed", "completed_entries": None}
+        progress = faults.read_progress(workdir)
+        outcome = {"status": "failed", "completed_entries": progress[1] if progress else None}
         if returncode < 0:
             name = signal.Signals(-returncode).name
             outcome["reason"] = f"killed by signal {name}"
         else:
             outcome["reason"] = f"child exited with code {returncode} without an outcome"
-        outcome["completed_entries_reason"] = "child died before reporting"
+        outcome["completed_entries_reason"] = (
+            "child died before reporting; counted from its progress counter, its predictions were lost with it"
+            if progress else "child died before the measured pass started"
+        )
     if interrupted and outcome["status"] != "completed":
         outcome["reason"] = "interrupted"
     return outcome
@@ -182,9 +235,12 @@ def _child_outcome(workdir: Path, returncode: int, interrupted: bool) -> dict:
 
 def execute(request: PassRequest) -> PassResult:
     """One pass = one MLflow run, ending as accepted, rejected or failed."""
-    manifest, corpus = prepare(request)
+    prepared = prepare(request)
+    manifest, corpus, protocol = prepared.manifest, prepared.corpus, prepared.protocol
     client = MlflowClient()
-    with tempfile.TemporaryDirectory(prefix="gpucost-pass-") as temp, _start_run(request.experiment, request.variant.name) as run:
+    experiment_id, experiment_name = experiments.resolve(client, request.experiment, create=True)
+    locked_now = experiments.lock(client, experiment_id, experiment_name, protocol, prepared.protocol_text)
+    with tempfile.TemporaryDirectory(prefix="gpucost-pass-") as temp, _start_run(experiment_id, request.variant.name) as run:
         run_id = run.info.run_id
         workdir = Path(temp)
         manifest["run"].update(run_id=run_id, experiment_id=run.info.experiment_id)
@@ -204,6 +260,7 @@ def execute(request: PassRequest) -> PassResult:
             model_path=str(request.model_path.resolve()),
             workdir=str(workdir),
             settings=request.variant.settings(),
+            warmup=dict(protocol.warmup),
             fault=os.environ.get(faults.ENV, ""),
         )
         returncode, interrupted = _run_child(spec, workdir)
@@ -213,9 +270,22 @@ def execute(request: PassRequest) -> PassResult:
         back = verdicts.read_predictions(workdir / schema.PREDICTIONS, manifest["model"]["labels"])
         checks, counts = verdicts.basic_checks(corpus.ids, back)
         quality = evaluate(corpus.rows, back.labels, manifest["model"]["labels"])
+        checks += verdicts.quality_checks(quality if back.ids else {}, protocol.acceptance)
+        comparison, pending = {}, ""
+        if verdicts.needs_reference(request.variant.settings(), prepared.reference.settings()):
+            found = _reference_pass(client, experiment_id, prepared, workdir)
+            if found is None:
+                pending = (
+                    f"pending reference: no accepted {prepared.reference.name} pass on this corpus and model yet"
+                )
+            else:
+                ref_checks, comparison = verdicts.reference_checks(
+                    quality, back.labels, found[1], found[2], protocol.acceptance, found[0]
+                )
+                checks += ref_checks
         eval_s = (time.perf_counter_ns() - eval_started) / 1e9
 
-        status, reason = _status(outcome, checks)
+        status, reason = _status(outcome, checks, pending)
         metrics = {key: outcome[key] for key in schema.TIMINGS if outcome.get(key) is not None}
         metrics["eval_s"] = eval_s
         metrics.update(expected_ids=counts["expected_ids"], observed_ids=counts["observed_ids"])
@@ -233,6 +303,9 @@ def execute(request: PassRequest) -> PassResult:
             "checks": [check.record() for check in checks],
             "ids": counts,
             "quality": quality if back.ids else {},
+            "quality_verdict": _quality_verdict(outcome, checks, pending),
+            "reference": comparison,
+            "protocol_digest": protocol.digest,
             "missing_measurements": _missing(outcome, metrics),
             "memory_counter": (outcome.get("memory") or {}).get("counter", ""),
             "deterministic": outcome.get("deterministic", {}),
@@ -260,7 +333,30 @@ def execute(request: PassRequest) -> PassResult:
             mlflow.end_run(status="KILLED" if interrupted else "FAILED")
     if interrupted:
         raise KeyboardInterrupt
-    return PassResult(run_id, status, reason, metrics)
+    return PassResult(run_id, status, reason, metrics, locked_now)
+
+
+def _reference_pass(client: MlflowClient, experiment_id: str, prepared: Prepared, workdir: Path):
+    """(run id, metrics, labels) of the latest accepted reference pass on the same corpus and model, or None."""
+    manifest = prepared.manifest
+    runs = client.search_runs(
+        [experiment_id],
+        filter_string=(
+            f"tags.`{schema.VARIANT}` = '{prepared.reference.name}' AND tags.`{schema.STATUS}` = 'accepted' "
+            f"AND tags.`{schema.CORPUS_FINGERPRINT}` = '{manifest['corpus']['fingerprint']}' "
+            f"AND params.`model.revision` = '{manifest['model']['revision']}'"
+        ),
+        order_by=["attributes.start_time DESC"],
+        max_results=1,
+    )
+    if not runs:
+        return None
+    run = runs[0]
+    target = workdir / "reference"
+    target.mkdir(exist_ok=True)
+    path = mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path=schema.PREDICTIONS, dst_path=str(target))
+    labels = verdicts.read_predictions(Path(path), manifest["model"]["labels"]).labels
+    return run.info.run_id, dict(run.data.metrics), labels
 
 
 def _tags(request: PassRequest, manifest: dict) -> dict[str, str]:
@@ -273,6 +369,7 @@ def _tags(request: PassRequest, manifest: dict) -> dict[str, str]:
         schema.DEVICE_NAME: ", ".join(stack["device_names"]),
         schema.BACKEND: stack["backend"],
         schema.CORPUS_FINGERPRINT: manifest["corpus"]["fingerprint"],
+        schema.PROTOCOL_DIGEST: manifest["protocol"]["digest"],
     }
     if request.campaign_id:
         tags[schema.CAMPAIGN_ID] = request.campaign_id
@@ -285,13 +382,25 @@ def _check(checks: list, name: str) -> bool:
     return any(check.name == name and check.passed for check in checks)
 
 
-def _status(outcome: dict, checks: list) -> tuple[str, str]:
+def _status(outcome: dict, checks: list, pending: str) -> tuple[str, str]:
     if outcome["status"] != "completed":
         return "failed", outcome.get("reason") or "failed without a reason"
     failed = [check for check in checks if not check.passed]
     if failed:
         return "rejected", "; ".join(f"{c.name}: {c.reason}" for c in failed)
+    if pending:
+        return "pending", pending
     return "accepted", "every check passed"
+
+
+def _quality_verdict(outcome: dict, checks: list, pending: str) -> str:
+    """passed, failed: <checks>, pending reference, or empty when the pass produced nothing to judge."""
+    if outcome["status"] != "completed":
+        return ""
+    failed = [c.name for c in checks if not c.passed and c.name in ("quality", "buckets", "reference_agreement", "reference_metric")]
+    if failed:
+        return "failed: " + ", ".join(failed)
+    return "pending reference" if pending else "passed"
 
 
 def _missing(outcome: dict, metrics: dict) -> dict[str, str]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+from pathlib import Path
 from typing import Iterator
 
 import pandas as pd
@@ -11,16 +13,20 @@ from mlflow.entities import Run, ViewType
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.protocol import digest_of
 from gpucost_mlflow.tracking import schema
 
 PAGE = 1000
 COLUMNS = [
-    "run_id", "variant", "role", "status", "reason", "corpus", "batch_size", "precision",
-    "quantization", "length_grouping", "device", "backend", "load_s", "warmup_s", "pass_s",
-    "eval_s", "export_s", "expected_ids", "observed_ids", "ids_match", "completed_entries",
-    "corpus_accepted", "accuracy", "macro_f1", "mem_peak_allocated_bytes",
-    "mem_peak_reserved_bytes", "mem_peak_rss_bytes", "start_time", "notes",
+    "run_id", "campaign_id", "pass_index", "variant", "role", "corpus_fingerprint", "device", "backend",
+    "batch_size", "precision", "quantization", "length_grouping", "status", "reason",
+    "load_s", "warmup_s", "pass_s", "eval_s", "export_s", "quality_verdict", "accuracy", "macro_f1",
+    "expected_ids", "observed_ids", "ids_match", "corpus_accepted", "completed_entries",
+    "mem_peak_allocated_bytes", "mem_peak_reserved_bytes", "mem_peak_rss_bytes",
+    "protocol_digest", "start_time", "notes",
 ]
+SHOWN = ["variant", "status", "batch_size", "pass_s", "quality_verdict", "macro_f1", "expected_ids",
+         "observed_ids", "ids_match", "corpus_accepted", "completed_entries", "reason"]
 
 
 def _runs(client: MlflowClient, experiment_id: str) -> Iterator[Run]:
@@ -65,37 +71,43 @@ def attempt_row(run: Run) -> dict:
         status, reason = "failed", reason or f"run {run.info.status.lower()} before the attempt was recorded"
     row = {
         "run_id": run.info.run_id,
+        "campaign_id": tags.get(schema.CAMPAIGN_ID, ""),
+        "pass_index": tags.get(schema.PASS_INDEX, ""),
         "variant": tags.get(schema.VARIANT, ""),
         "role": tags.get(schema.ROLE, ""),
-        "status": status,
-        "reason": reason,
-        "corpus": tags.get(schema.CORPUS_FINGERPRINT, "")[:12],
+        "corpus_fingerprint": tags.get(schema.CORPUS_FINGERPRINT, ""),
+        "device": tags.get(schema.DEVICE_NAME, ""),
+        "backend": tags.get(schema.BACKEND, ""),
         "batch_size": params.get("setting.batch_size"),
         "precision": params.get("setting.precision"),
         "quantization": params.get("setting.quantization"),
         "length_grouping": params.get("setting.length_grouping"),
-        "device": tags.get(schema.DEVICE_NAME, ""),
-        "backend": tags.get(schema.BACKEND, ""),
+        "status": status,
+        "reason": reason,
+        "quality_verdict": tags.get(schema.QUALITY_VERDICT, ""),
+        "ids_match": tags.get(schema.IDS_MATCH, "") == "true",
+        "corpus_accepted": tags.get(schema.CORPUS_ACCEPTED, "") == "true" and status == "accepted",
+        "protocol_digest": tags.get(schema.PROTOCOL_DIGEST, ""),
         "start_time": pd.Timestamp(run.info.start_time, unit="ms", tz="UTC"),
     }
-    notes = []
     for key in COLUMNS:
-        if key in row:
-            continue
-        if key in metrics:
+        if key not in row and key in metrics:
             row[key] = metrics[key]
-    if "expected_ids" in metrics and "observed_ids" in metrics:
-        row["ids_match"] = tags.get(schema.IDS_MATCH, "") == "true"
-    row["corpus_accepted"] = tags.get(schema.CORPUS_ACCEPTED, "") == "true"
-    for key in schema.TIMINGS:
+    notes = []
+    if status not in ("accepted", ""):
+        notes.append(f"{status}: {reason}")
+    why = reason or "not recorded"
+    for key in schema.TIMINGS + ("completed_entries",):
         if key not in metrics:
-            notes.append(f"{key} empty: {reason or 'not recorded'}")
+            notes.append(f"{key} empty: {why}")
+    if status != "running":
+        notes.append(f"predictions: {run.info.artifact_uri}/{schema.PREDICTIONS}")
     row["notes"] = "; ".join(notes)
     return row
 
 
-def attempts(experiment: str, client: MlflowClient | None = None) -> pd.DataFrame:
-    """The attempts table of an experiment, oldest first, every gpucost pass run as a row."""
+def attempts(experiment: str, client: MlflowClient | None = None) -> tuple[pd.DataFrame, dict]:
+    """The attempts table of an experiment (oldest first, every gpucost pass a row) and the experiment's tags."""
     client = client or MlflowClient()
     found = client.get_experiment_by_name(experiment)
     if found is None:
@@ -104,4 +116,47 @@ def attempts(experiment: str, client: MlflowClient | None = None) -> pd.DataFram
     table = pd.DataFrame(rows, columns=COLUMNS)
     for column in ("expected_ids", "observed_ids", "completed_entries"):
         table[column] = table[column].astype("Int64")
-    return table
+    return table, dict(found.tags)
+
+
+def protocol_warnings(table: pd.DataFrame, experiment_tags: dict, protocol_path: Path) -> list[str]:
+    """Say so when the protocol changed after results exist: conclusions then need a new evaluation."""
+    locked = experiment_tags.get(schema.PROTOCOL_DIGEST, "")
+    warnings = []
+    if not locked:
+        if len(table):
+            warnings.append("this experiment has no locked protocol: its passes were not pre-registered")
+        return warnings
+    if protocol_path.exists():
+        current = digest_of(protocol_path.read_bytes())
+        if current != locked and len(table):
+            warnings.append(
+                f"protocol changed after results: {protocol_path} is now {current[:12]}, the experiment's passes ran "
+                f"under {locked[:12]}; conclusions need a new independent evaluation (a new experiment)"
+            )
+    others = sorted({d for d in table["protocol_digest"] if d and d != locked})
+    if others:
+        warnings.append(f"{len(others)} protocol digest(s) other than the locked one among the passes: {', '.join(d[:12] for d in others)}")
+    return warnings
+
+
+def render(table: pd.DataFrame, fmt: str, warnings: list[str]) -> str:
+    """The table as text: terminal table, CSV (pandas-readable), Markdown or JSON."""
+    if fmt == "csv":
+        return table.to_csv(index=False)
+    if fmt == "json":
+        records = json.loads(table.to_json(orient="records", date_format="iso"))
+        return json.dumps({"warnings": warnings, "attempts": records}, indent=2) + "\n"
+    if fmt == "markdown":
+        lines = [f"> **Warning:** {w}" for w in warnings] + ([""] if warnings else [])
+        shown = table[SHOWN + ["run_id", "notes"]]
+        lines.append("| " + " | ".join(shown.columns) + " |")
+        lines.append("|" + " --- |" * len(shown.columns))
+        for record in shown.itertuples(index=False):
+            cells = ["" if pd.isna(v) else (f"{v:.3f}" if isinstance(v, float) else str(v)) for v in record]
+            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        return "\n".join(lines) + "\n"
+    if not len(table):
+        return "(no attempts)\n"
+    shown = table[SHOWN]
+    return f"{len(table)} attempt(s):\n" + shown.to_string(index=False, na_rep="", float_format=lambda v: f"{v:.3f}") + "\n"

@@ -16,10 +16,14 @@ CORPUS_FINGERPRINT = "gpucost.corpus_fingerprint"
 CORPUS_ACCEPTED = "gpucost.corpus_accepted"
 MEMORY_COUNTER = "gpucost.memory_counter"
 IDS_MATCH = "gpucost.ids_match"
+PROTOCOL_PATH = "gpucost.protocol_path"
+PROTOCOL_TEXT = "gpucost.protocol_text"
+QUALITY_VERDICT = "gpucost.quality_verdict"
 LAUNCHER = "gpucost.launcher"
 
 ROLES = ("benchmark", "deliverable")
-STATUSES = ("accepted", "rejected", "failed", "excluded")
+STATUSES = ("accepted", "rejected", "failed", "excluded", "pending")
+DEFAULT_PROTOCOL = "projects/protocol.yaml"
 
 TIMINGS = ("load_s", "warmup_s", "pass_s", "eval_s", "export_s")
 ID_METRICS = ("expected_ids", "observed_ids", "completed_entries")

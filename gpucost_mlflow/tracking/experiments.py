@@ -1,0 +1,50 @@
+"""An experiment holds one protocol: its digest is locked on the experiment, passes under another are refused."""
+
+from __future__ import annotations
+
+import os
+
+from mlflow.tracking import MlflowClient
+
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.protocol import Protocol
+from gpucost_mlflow.tracking import schema
+
+MAX_TAG_TEXT = 5000
+
+
+def resolve(client: MlflowClient, name: str | None, *, create: bool) -> tuple[str, str] | None:
+    """(experiment id, name): under `mlflow run` the run's experiment, else the named one."""
+    env_id = os.environ.get("MLFLOW_EXPERIMENT_ID") if os.environ.get("MLFLOW_RUN_ID") else None
+    if env_id:
+        experiment = client.get_experiment(env_id)
+        return experiment.experiment_id, experiment.name
+    experiment = client.get_experiment_by_name(name)
+    if experiment is not None:
+        if experiment.lifecycle_stage == "deleted":
+            raise GpucostError(f"experiment '{name}' is deleted; restore it or choose another name")
+        return experiment.experiment_id, experiment.name
+    if not create:
+        return None
+    return client.create_experiment(name), name
+
+
+def locked_digest(client: MlflowClient, experiment_id: str) -> str:
+    return client.get_experiment(experiment_id).tags.get(schema.PROTOCOL_DIGEST, "")
+
+
+def lock(client: MlflowClient, experiment_id: str, name: str, protocol: Protocol, protocol_text: str) -> bool:
+    """Store the protocol digest on the experiment; True when this call locked it, False when already locked to it."""
+    current = locked_digest(client, experiment_id)
+    if current == protocol.digest:
+        return False
+    if current:
+        raise GpucostError(
+            f"experiment '{name}' is locked to protocol {current[:12]}, this file is {protocol.digest[:12]}: "
+            "a new protocol means a new experiment (use another --experiment)"
+        )
+    client.set_experiment_tag(experiment_id, schema.PROTOCOL_DIGEST, protocol.digest)
+    client.set_experiment_tag(experiment_id, schema.PROTOCOL_PATH, protocol.path)
+    if len(protocol_text) <= MAX_TAG_TEXT:
+        client.set_experiment_tag(experiment_id, schema.PROTOCOL_TEXT, protocol_text)
+    return True
