@@ -320,6 +320,11 @@ def execute(request: PassRequest) -> PassResult:
                 RunTag(schema.CORPUS_ACCEPTED, str(status == "accepted").lower()),
                 RunTag(schema.IDS_MATCH, str(_check(checks, "ids")).lower()),
                 RunTag(schema.MEMORY_COUNTER, verdict["memory_counter"]),
+                RunTag(schema.QUALITY_VERDICT, verdict["quality_verdict"]),
+            ]
+            + [
+                RunTag(f"gpucost.check.{check.name}", f"{'pass' if check.passed else 'fail'}: {check.reason}"[:5000])
+                for check in checks
             ],
         )
         (workdir / schema.VERDICT).write_text(json.dumps(verdict, indent=2), encoding="utf-8")

@@ -158,5 +158,6 @@ def render(table: pd.DataFrame, fmt: str, warnings: list[str]) -> str:
         return "\n".join(lines) + "\n"
     if not len(table):
         return "(no attempts)\n"
-    shown = table[SHOWN]
+    shown = table[SHOWN].copy()
+    shown["reason"] = shown["reason"].map(lambda text: text if len(text) <= 70 else text[:67] + "...")
     return f"{len(table)} attempt(s):\n" + shown.to_string(index=False, na_rep="", float_format=lambda v: f"{v:.3f}") + "\n"

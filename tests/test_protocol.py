@@ -1,0 +1,172 @@
+"""Pre-registered acceptance (PROTOCOL §1, §7): protocol loading, the lock, reference verdicts, the attempts table."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import mlflow
+import pandas as pd
+import pytest
+import yaml
+from click.testing import CliRunner
+from mlflow.tracking import MlflowClient
+
+from gpucost_mlflow.cli import main
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.protocol import load_protocol
+from gpucost_mlflow.tracking import schema
+
+from conftest import ROOT, write_protocol
+
+VARIANTS = ROOT / "projects" / "variants.yaml"
+REQUIRED_COLUMNS = ["run_id", "campaign_id", "variant", "corpus_fingerprint", "device", "status", "pass_s",
+                    "quality_verdict", "expected_ids", "observed_ids", "ids_match", "corpus_accepted",
+                    "completed_entries", "notes"]
+
+
+def run_pass(corpus_dir, model_dir, protocol, variant="batch8", experiment="t"):
+    return CliRunner().invoke(main, [
+        "pass", "--variant", variant, "--corpus", str(corpus_dir / "comparison.jsonl"), "--model", str(model_dir),
+        "--variants", str(VARIANTS), "--experiment", experiment, "--protocol", str(protocol),
+    ])
+
+
+def attempts_csv(protocol, experiment="t") -> tuple[pd.DataFrame, str]:
+    result = CliRunner().invoke(main, ["attempts", "--experiment", experiment, "--format", "csv", "--protocol", str(protocol)])
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    return pd.read_csv(io.StringIO(text)), result.stderr
+
+
+def test_the_shipped_protocol_loads_and_names_its_reference():
+    protocol = load_protocol(ROOT / "projects" / "protocol.yaml")
+    assert protocol.scenario == "offline" and protocol.passes_per_variant == 5
+    assert protocol.acceptance.reference_variant == "batch8" and protocol.acceptance.coverage == 1.0
+    assert protocol.buckets == {"short": 600, "medium": 300, "long": 100}
+
+
+@pytest.mark.parametrize("field, edit, message", [
+    ("acceptance.threshold", lambda d: d["acceptance"].pop("threshold"), "missing field 'acceptance.threshold'"),
+    ("acceptance.threshold", lambda d: d["acceptance"].update(threshold="high"), "field 'acceptance.threshold' must be a"),
+    ("acceptance.reference.min_label_agreement", lambda d: d["acceptance"]["reference"].update(min_label_agreement=1.5), "must be between 0 and 1"),
+    ("scenario", lambda d: d.update(scenario="interactive"), "field 'scenario' must be one of offline"),
+    ("deadline", lambda d: d.update(deadline="friday"), "field 'deadline' must be an ISO date-time"),
+    ("passes_per_variant", lambda d: d.update(passes_per_variant=0), "field 'passes_per_variant' must be a positive"),
+])
+def test_invalid_protocol_is_one_line_error_naming_the_field(tmp_path, protocol_file, field, edit, message):
+    document = yaml.safe_load(protocol_file.read_text())
+    edit(document)
+    broken = tmp_path / "protocol.yaml"
+    broken.write_text(yaml.safe_dump(document))
+    with pytest.raises(GpucostError, match=message.replace("(", r"\(")):
+        load_protocol(broken)
+    result = CliRunner().invoke(main, ["protocol", "show", "--protocol", str(broken)])
+    assert result.exit_code == 2 and field in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_lock_stores_the_digest_and_a_pass_under_another_protocol_is_refused(store, tmp_path, corpus_dir, model_dir, protocol_file):
+    result = CliRunner().invoke(main, ["protocol", "lock", "--experiment", "t", "--protocol", str(protocol_file)])
+    assert result.exit_code == 0 and "locked" in result.output
+    tags = MlflowClient().get_experiment_by_name("t").tags
+    assert tags[schema.PROTOCOL_DIGEST] == load_protocol(protocol_file).digest
+    other = write_protocol(tmp_path / "other.yaml", threshold=0.1)
+    refused = run_pass(corpus_dir, model_dir, other)
+    assert refused.exit_code == 2 and "a new protocol means a new experiment" in refused.output
+    assert not MlflowClient().search_runs([MlflowClient().get_experiment_by_name("t").experiment_id])
+
+
+def test_a_benchmark_pass_on_another_corpus_than_the_protocols_is_refused(store, tmp_path, model_dir, protocol_file):
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "comparison.jsonl").write_text('{"id":"a","text":"fine","label":"fresh","bucket":"short"}\n')
+    result = run_pass(corpus, model_dir, protocol_file)
+    assert result.exit_code == 2 and "not the protocol's corpus" in result.output
+
+
+def test_quality_below_the_preregistered_bar_rejects_the_corpus(store, tmp_path, corpus_dir, model_dir):
+    strict = write_protocol(tmp_path / "strict.yaml", threshold=0.99)
+    assert run_pass(corpus_dir, model_dir, strict).exit_code == 0
+    run = MlflowClient().search_runs([MlflowClient().get_experiment_by_name("t").experiment_id])[0]
+    assert run.data.tags[schema.STATUS] == "rejected"
+    assert run.data.tags[schema.QUALITY_VERDICT] == "failed: quality"
+    assert run.data.tags["gpucost.check.quality"].startswith("fail: macro_f1")
+    assert run.data.tags["gpucost.check.ids"].startswith("pass")
+
+
+def test_precision_variant_is_pending_until_a_reference_pass_exists(store, corpus_dir, model_dir, protocol_file):
+    assert run_pass(corpus_dir, model_dir, protocol_file, "batch8-bf16").exit_code == 0
+    assert run_pass(corpus_dir, model_dir, protocol_file, "batch8").exit_code == 0
+    assert run_pass(corpus_dir, model_dir, protocol_file, "batch8-bf16").exit_code == 0
+    table, _ = attempts_csv(protocol_file)
+    assert list(table["variant"]) == ["batch8-bf16", "batch8", "batch8-bf16"]
+    assert table["status"][0] == "pending" and table["quality_verdict"][0] == "pending reference"
+    assert not table["corpus_accepted"][0]
+    assert table["status"][1] == "accepted"
+    assert table["status"][2] in ("accepted", "rejected") and table["quality_verdict"][2] != "pending reference"
+    run_id = table["run_id"][2]
+    verdict = json.loads(Path(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="verdict.json")).read_text())
+    assert verdict["reference"]["run_id"] == table["run_id"][1]
+    assert 0.0 <= verdict["reference"]["label_agreement"] <= 1.0 and "macro_f1" in verdict["reference"]["metric_differences"]
+    tags = MlflowClient().get_run(run_id).data.tags
+    assert "labels agree with reference run" in tags["gpucost.check.reference_agreement"]
+
+
+def test_attempts_csv_opens_in_pandas_with_the_named_columns(store, corpus_dir, model_dir, protocol_file, monkeypatch):
+    assert run_pass(corpus_dir, model_dir, protocol_file).exit_code == 0
+    monkeypatch.setenv("GPUCOST_FAULT", "dupid@5")
+    assert run_pass(corpus_dir, model_dir, protocol_file).exit_code == 0
+    table, warnings = attempts_csv(protocol_file)
+    assert set(REQUIRED_COLUMNS) <= set(table.columns) and len(table) == 2
+    dup = table.iloc[1]
+    assert not dup["ids_match"] and not dup["corpus_accepted"] and dup["status"] == "rejected"
+    assert "duplicate id" in dup["notes"] and "predictions.jsonl.gz" in dup["notes"]
+    assert warnings == ""
+
+
+def test_failed_pass_row_has_empty_cells_with_reasons_in_notes(store, corpus_dir, model_dir, protocol_file, monkeypatch):
+    monkeypatch.setenv("GPUCOST_FAULT", "oom@3")
+    assert run_pass(corpus_dir, model_dir, protocol_file).exit_code == 1
+    table, _ = attempts_csv(protocol_file)
+    row = table.iloc[0]
+    assert row["status"] == "failed" and pd.isna(row["pass_s"]) and row["completed_entries"] == 16
+    assert "pass_s empty: out of memory" in row["notes"]
+
+
+def test_editing_the_protocol_after_passes_exist_is_warned(store, tmp_path, corpus_dir, model_dir):
+    protocol = write_protocol(tmp_path / "protocol.yaml")
+    assert run_pass(corpus_dir, model_dir, protocol).exit_code == 0
+    protocol.write_text(protocol.read_text().replace("threshold: 0.0", "threshold: 0.5", 1))
+    _, warnings = attempts_csv(protocol)
+    assert "protocol changed after results" in warnings
+    markdown = CliRunner().invoke(main, ["attempts", "--experiment", "t", "--format", "markdown", "--protocol", str(protocol)])
+    assert "protocol changed after results" in markdown.stdout
+
+
+def test_launcher_killed_mid_pass_is_read_back_as_failed_interrupted(store, corpus_dir, model_dir, protocol_file):
+    bin_dir = Path(sys.executable).parent
+    launcher = subprocess.Popen(
+        [str(bin_dir / "gpucost"), "pass", "--variant", "batch1", "--corpus", str(corpus_dir / "comparison.jsonl"),
+         "--model", str(model_dir), "--variants", str(VARIANTS), "--experiment", "t", "--protocol", str(protocol_file)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ),
+    )
+    client = MlflowClient()
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        experiment = client.get_experiment_by_name("t")
+        runs = client.search_runs([experiment.experiment_id]) if experiment else []
+        if runs and schema.VARIANT in runs[0].data.tags:
+            break
+        time.sleep(0.2)
+    time.sleep(1.0)
+    launcher.send_signal(signal.SIGKILL)
+    launcher.wait(timeout=30)
+    table, _ = attempts_csv(protocol_file)
+    assert len(table) == 1
+    assert table["status"][0] == "failed" and table["reason"][0].startswith("interrupted")
