@@ -4,7 +4,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.gpucost-installed
 EXPERIMENT ?= gpucost-demo
-DEMO_VARIANTS ?= batch1 batch4 batch8
+DEMO_VARIANTS ?= batch1,batch4,batch8
+DEMO_PASSES ?= 5
 export MLFLOW_TRACKING_URI ?= sqlite:///$(CURDIR)/mlflow.db
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -31,12 +32,12 @@ data/model/config.json: data/corpus/comparison.jsonl
 	$(BIN)/gpucost model prepare --corpus-dir data/corpus --out data/model
 
 demo: $(STAMP) data/model/config.json
-	@for variant in $(DEMO_VARIANTS); do \
-	  PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/mlflow run projects -P variant=$$variant \
-	    --env-manager local --experiment-name $(EXPERIMENT) || exit $$?; \
-	done
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/mlflow run projects -e campaign \
+	  -P variants=$(DEMO_VARIANTS) -P passes=$(DEMO_PASSES) \
+	  --env-manager local --experiment-name $(EXPERIMENT)
 	@$(BIN)/gpucost attempts --experiment $(EXPERIMENT)
 	@echo "Results: experiment '$(EXPERIMENT)' in $(MLFLOW_TRACKING_URI)"
+	@echo "Attempts table: $(BIN)/gpucost attempts --experiment $(EXPERIMENT) --format csv --out attempts.csv"
 	@echo "Browse them: $(BIN)/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI)"
 
 test: $(STAMP)

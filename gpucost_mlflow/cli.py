@@ -152,6 +152,50 @@ def run_pass(variant_name, corpus_path, model_path, variants_file, experiment, p
         sys.exit(1)
 
 
+@main.command("campaign")
+@click.option("--variants", "variant_names", default="batch1,batch4,batch8", show_default=True, help="Comma-separated variant names, in the first round's order.")
+@click.option("--passes", type=int, default=None, help="Passes per variant (default and required value: the protocol's).")
+@click.option("--resume", default=None, help="Campaign id: run only its slots without an attempt, and its interrupted ones again.")
+@click.option("--experiment", default=None, help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else 'gpucost'); ignored under `mlflow run`.")
+@click.option("--corpus", "corpus_path", type=click.Path(path_type=Path), default=DEFAULT_CORPUS_DIR / "comparison.jsonl", show_default=True)
+@click.option("--model", "model_path", type=click.Path(path_type=Path), default=DEFAULT_MODEL_DIR, show_default=True)
+@click.option("--variants-file", type=click.Path(path_type=Path), default=DEFAULT_VARIANTS, show_default=True)
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=DEFAULT_PROTOCOL, show_default=True)
+@click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."), help="Folder that relative paths are resolved from.")
+def campaign(variant_names, passes, resume, experiment, corpus_path, model_path, variants_file, protocol_file, root) -> None:
+    """Run every variant the protocol's number of times in rotated order, as nested runs under one campaign run."""
+    from gpucost_mlflow.core.protocol import load_protocol
+    from gpucost_mlflow.progress import CampaignProgress
+    from gpucost_mlflow.tracking.campaign import CampaignPlan, run_campaign
+
+    protocol_path = _under(root, protocol_file)
+    names = [name.strip() for name in variant_names.split(",") if name.strip()]
+    plan = CampaignPlan(
+        variants=names,
+        passes=passes if passes is not None else load_protocol(protocol_path).passes_per_variant,
+        experiment=_experiment(experiment),
+        corpus_path=_under(root, corpus_path),
+        model_path=_under(root, model_path),
+        protocol_path=protocol_path,
+        variants_path=_under(root, variants_file),
+        code_root=Path(__file__).resolve().parent,
+        resume=resume or "",
+    )
+    progress = CampaignProgress()
+    try:
+        result = run_campaign(plan, progress.display())
+    except KeyboardInterrupt:
+        progress.close()
+        click.echo("campaign interrupted: the current pass is recorded as failed (interrupted); "
+                   f"resume with `gpucost campaign --resume {progress.campaign_id}`", err=True)
+        sys.exit(130)
+    finally:
+        progress.close()
+    statuses = [outcome.status for _, outcome in result.results]
+    summary = ", ".join(f"{statuses.count(s)} {s}" for s in sorted(set(statuses))) or "nothing left to run"
+    click.echo(f"campaign {result.campaign_id} (parent run {result.parent_run_id}): {summary}")
+
+
 @main.command("attempts")
 @click.option("--experiment", default=None, help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else 'gpucost').")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "markdown", "json"]), default="table", show_default=True)

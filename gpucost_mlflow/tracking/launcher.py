@@ -15,8 +15,9 @@ import sys
 import tempfile
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import mlflow
 from mlflow.entities import Metric, Param, RunTag
@@ -50,6 +51,9 @@ class PassRequest:
     campaign_id: str = ""
     pass_index: str = ""
     code_root: Path = Path(".")
+    parent_run_id: str = ""
+    slot_tags: dict = field(default_factory=dict)
+    on_child_start: Callable[[Path], None] | None = None
 
 
 @dataclass
@@ -157,7 +161,11 @@ def prepare(request: PassRequest) -> Prepared:
     return Prepared(manifest, corpus, protocol, text, reference)
 
 
-def _start_run(experiment_id: str, run_name: str):
+def _start_run(client: MlflowClient, experiment_id: str, run_name: str, parent_run_id: str):
+    """The pass's run: a nested run under a campaign, the run `mlflow run` created, or a new one."""
+    if parent_run_id:
+        run = client.create_run(experiment_id, run_name=run_name, tags={"mlflow.parentRunId": parent_run_id})
+        return mlflow.start_run(run_id=run.info.run_id)
     if os.environ.get("MLFLOW_RUN_ID"):
         return mlflow.start_run()
     return mlflow.start_run(experiment_id=experiment_id, run_name=run_name)
@@ -234,111 +242,142 @@ def _child_outcome(workdir: Path, returncode: int, interrupted: bool) -> dict:
 
 
 def execute(request: PassRequest) -> PassResult:
-    """One pass = one MLflow run, ending as accepted, rejected or failed."""
+    """One pass = one MLflow run, ending as accepted, rejected, pending or failed.
+
+    If the launcher itself is stopped (Ctrl-C, an error of its own) after the run opened, the run
+    is still closed as a failed attempt whose reason says so, so a resume knows to run the slot again.
+    """
     prepared = prepare(request)
-    manifest, corpus, protocol = prepared.manifest, prepared.corpus, prepared.protocol
     client = MlflowClient()
     experiment_id, experiment_name = experiments.resolve(client, request.experiment, create=True)
-    locked_now = experiments.lock(client, experiment_id, experiment_name, protocol, prepared.protocol_text)
-    with tempfile.TemporaryDirectory(prefix="gpucost-pass-") as temp, _start_run(experiment_id, request.variant.name) as run:
-        run_id = run.info.run_id
-        workdir = Path(temp)
-        manifest["run"].update(run_id=run_id, experiment_id=run.info.experiment_id)
-        client.log_batch(
-            run_id,
-            params=[Param(k, v) for k, v in schema.params_from_manifest(manifest).items()],
-            tags=[RunTag(k, v) for k, v in _tags(request, manifest).items()],
-        )
-        (workdir / schema.MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True), encoding="utf-8")
-        mlflow.log_artifact(str(workdir / schema.MANIFEST))
-        (workdir / schema.ENVIRONMENT).write_text(environment.all_distributions(), encoding="utf-8")
-        mlflow.log_artifact(str(workdir / schema.ENVIRONMENT))
-        _log_dataset(corpus, manifest)
-
-        spec = runner.PassSpec(
-            corpus_path=str(request.corpus_path.resolve()),
-            model_path=str(request.model_path.resolve()),
-            workdir=str(workdir),
-            settings=request.variant.settings(),
-            warmup=dict(protocol.warmup),
-            fault=os.environ.get(faults.ENV, ""),
-        )
-        returncode, interrupted = _run_child(spec, workdir)
-        outcome = _child_outcome(workdir, returncode, interrupted)
-
-        eval_started = time.perf_counter_ns()
-        back = verdicts.read_predictions(workdir / schema.PREDICTIONS, manifest["model"]["labels"])
-        checks, counts = verdicts.basic_checks(corpus.ids, back)
-        quality = evaluate(corpus.rows, back.labels, manifest["model"]["labels"])
-        checks += verdicts.quality_checks(quality if back.ids else {}, protocol.acceptance)
-        comparison, pending = {}, ""
-        if verdicts.needs_reference(request.variant.settings(), prepared.reference.settings()):
-            found = _reference_pass(client, experiment_id, prepared, workdir)
-            if found is None:
-                pending = (
-                    f"pending reference: no accepted {prepared.reference.name} pass on this corpus and model yet"
-                )
-            else:
-                ref_checks, comparison = verdicts.reference_checks(
-                    quality, back.labels, found[1], found[2], protocol.acceptance, found[0]
-                )
-                checks += ref_checks
-        eval_s = (time.perf_counter_ns() - eval_started) / 1e9
-
-        status, reason = _status(outcome, checks, pending)
-        metrics = {key: outcome[key] for key in schema.TIMINGS if outcome.get(key) is not None}
-        metrics["eval_s"] = eval_s
-        metrics.update(expected_ids=counts["expected_ids"], observed_ids=counts["observed_ids"])
-        if outcome.get("completed_entries") is not None:
-            metrics["completed_entries"] = outcome["completed_entries"]
-        if outcome.get("elapsed_until_failure_s") is not None:
-            metrics["elapsed_until_failure_s"] = outcome["elapsed_until_failure_s"]
-        metrics.update((outcome.get("memory") or {}).get("metrics", {}))
-        if back.ids:
-            metrics.update(quality)
-        verdict = {
-            "status": status,
-            "reason": reason,
-            "corpus_accepted": status == "accepted",
-            "checks": [check.record() for check in checks],
-            "ids": counts,
-            "quality": quality if back.ids else {},
-            "quality_verdict": _quality_verdict(outcome, checks, pending),
-            "reference": comparison,
-            "protocol_digest": protocol.digest,
-            "missing_measurements": _missing(outcome, metrics),
-            "memory_counter": (outcome.get("memory") or {}).get("counter", ""),
-            "deterministic": outcome.get("deterministic", {}),
-        }
-        now = int(time.time() * 1000)
-        client.log_batch(
-            run_id,
-            metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()],
-            tags=[
-                RunTag(schema.STATUS, status),
-                RunTag(schema.STATUS_REASON, reason[:5000]),
-                RunTag(schema.CORPUS_ACCEPTED, str(status == "accepted").lower()),
-                RunTag(schema.IDS_MATCH, str(_check(checks, "ids")).lower()),
-                RunTag(schema.MEMORY_COUNTER, verdict["memory_counter"]),
-                RunTag(schema.QUALITY_VERDICT, verdict["quality_verdict"]),
-            ]
-            + [
-                RunTag(f"gpucost.check.{check.name}", f"{'pass' if check.passed else 'fail'}: {check.reason}"[:5000])
-                for check in checks
-            ],
-        )
-        (workdir / schema.VERDICT).write_text(json.dumps(verdict, indent=2), encoding="utf-8")
-        for name in (schema.VERDICT, schema.PREDICTIONS):
-            if (workdir / name).exists():
-                mlflow.log_artifact(str(workdir / name))
-        if outcome.get("error") or status == "failed":
-            (workdir / schema.ERROR).write_text(outcome.get("error") or reason, encoding="utf-8")
-            mlflow.log_artifact(str(workdir / schema.ERROR))
-        if status == "failed":
-            mlflow.end_run(status="KILLED" if interrupted else "FAILED")
+    locked_now = experiments.lock(client, experiment_id, experiment_name, prepared.protocol, prepared.protocol_text)
+    with tempfile.TemporaryDirectory(prefix="gpucost-pass-") as temp, _start_run(
+        client, experiment_id, request.variant.name, request.parent_run_id
+    ) as run:
+        try:
+            result, interrupted = _run_pass(request, prepared, client, experiment_id, run, Path(temp), locked_now)
+        except BaseException as exc:
+            _close_unrecorded(client, run.info.run_id, exc)
+            raise
     if interrupted:
         raise KeyboardInterrupt
-    return PassResult(run_id, status, reason, metrics, locked_now)
+    return result
+
+
+def _close_unrecorded(client: MlflowClient, run_id: str, exc: BaseException) -> None:
+    """Record why the launcher stopped before the attempt was written; never hides the original error."""
+    if isinstance(exc, KeyboardInterrupt):
+        reason, state = "interrupted (launcher stopped before the attempt was recorded)", "KILLED"
+    else:
+        reason, state = f"error in the launcher: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}", "FAILED"
+    try:
+        client.log_batch(run_id, tags=[RunTag(schema.STATUS, "failed"), RunTag(schema.STATUS_REASON, reason)])
+        mlflow.end_run(status=state)
+    except Exception:
+        pass
+
+
+def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, experiment_id: str, run,
+              workdir: Path, locked_now: bool) -> tuple[PassResult, bool]:
+    """Inside the open run: manifest, child, evaluation, one log_batch, artifacts."""
+    manifest, corpus, protocol = prepared.manifest, prepared.corpus, prepared.protocol
+    run_id = run.info.run_id
+    manifest["run"].update(run_id=run_id, experiment_id=run.info.experiment_id)
+    client.log_batch(
+        run_id,
+        params=[Param(k, v) for k, v in schema.params_from_manifest(manifest).items()],
+        tags=[RunTag(k, v) for k, v in _tags(request, manifest).items()],
+    )
+    (workdir / schema.MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True), encoding="utf-8")
+    mlflow.log_artifact(str(workdir / schema.MANIFEST))
+    (workdir / schema.ENVIRONMENT).write_text(environment.all_distributions(), encoding="utf-8")
+    mlflow.log_artifact(str(workdir / schema.ENVIRONMENT))
+    _log_dataset(corpus, manifest)
+
+    spec = runner.PassSpec(
+        corpus_path=str(request.corpus_path.resolve()),
+        model_path=str(request.model_path.resolve()),
+        workdir=str(workdir),
+        settings=request.variant.settings(),
+        warmup=dict(protocol.warmup),
+        fault=os.environ.get(faults.ENV, ""),
+    )
+    if request.on_child_start is not None:
+        request.on_child_start(workdir)
+    returncode, interrupted = _run_child(spec, workdir)
+    outcome = _child_outcome(workdir, returncode, interrupted)
+
+    eval_started = time.perf_counter_ns()
+    back = verdicts.read_predictions(workdir / schema.PREDICTIONS, manifest["model"]["labels"])
+    checks, counts = verdicts.basic_checks(corpus.ids, back)
+    quality = evaluate(corpus.rows, back.labels, manifest["model"]["labels"])
+    checks += verdicts.quality_checks(quality if back.ids else {}, protocol.acceptance)
+    comparison, pending = {}, ""
+    if verdicts.needs_reference(request.variant.settings(), prepared.reference.settings()):
+        found = _reference_pass(client, experiment_id, prepared, workdir)
+        if found is None:
+            pending = (
+                f"pending reference: no accepted {prepared.reference.name} pass on this corpus and model yet"
+            )
+        else:
+            ref_checks, comparison = verdicts.reference_checks(
+                quality, back.labels, found[1], found[2], protocol.acceptance, found[0]
+            )
+            checks += ref_checks
+    eval_s = (time.perf_counter_ns() - eval_started) / 1e9
+
+    status, reason = _status(outcome, checks, pending)
+    metrics = {key: outcome[key] for key in schema.TIMINGS if outcome.get(key) is not None}
+    metrics["eval_s"] = eval_s
+    metrics.update(expected_ids=counts["expected_ids"], observed_ids=counts["observed_ids"])
+    if outcome.get("completed_entries") is not None:
+        metrics["completed_entries"] = outcome["completed_entries"]
+    if outcome.get("elapsed_until_failure_s") is not None:
+        metrics["elapsed_until_failure_s"] = outcome["elapsed_until_failure_s"]
+    metrics.update((outcome.get("memory") or {}).get("metrics", {}))
+    if back.ids:
+        metrics.update(quality)
+    verdict = {
+        "status": status,
+        "reason": reason,
+        "corpus_accepted": status == "accepted",
+        "checks": [check.record() for check in checks],
+        "ids": counts,
+        "quality": quality if back.ids else {},
+        "quality_verdict": _quality_verdict(outcome, checks, pending),
+        "reference": comparison,
+        "protocol_digest": protocol.digest,
+        "missing_measurements": _missing(outcome, metrics),
+        "memory_counter": (outcome.get("memory") or {}).get("counter", ""),
+        "deterministic": outcome.get("deterministic", {}),
+    }
+    now = int(time.time() * 1000)
+    client.log_batch(
+        run_id,
+        metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()],
+        tags=[
+            RunTag(schema.STATUS, status),
+            RunTag(schema.STATUS_REASON, reason[:5000]),
+            RunTag(schema.CORPUS_ACCEPTED, str(status == "accepted").lower()),
+            RunTag(schema.IDS_MATCH, str(_check(checks, "ids")).lower()),
+            RunTag(schema.MEMORY_COUNTER, verdict["memory_counter"]),
+            RunTag(schema.QUALITY_VERDICT, verdict["quality_verdict"]),
+        ]
+        + [
+            RunTag(f"gpucost.check.{check.name}", f"{'pass' if check.passed else 'fail'}: {check.reason}"[:5000])
+            for check in checks
+        ],
+    )
+    (workdir / schema.VERDICT).write_text(json.dumps(verdict, indent=2), encoding="utf-8")
+    for name in (schema.VERDICT, schema.PREDICTIONS):
+        if (workdir / name).exists():
+            mlflow.log_artifact(str(workdir / name))
+    if outcome.get("error") or status == "failed":
+        (workdir / schema.ERROR).write_text(outcome.get("error") or reason, encoding="utf-8")
+        mlflow.log_artifact(str(workdir / schema.ERROR))
+    if status == "failed":
+        mlflow.end_run(status="KILLED" if interrupted else "FAILED")
+    return PassResult(run_id, status, reason, metrics, locked_now), interrupted
 
 
 def _reference_pass(client: MlflowClient, experiment_id: str, prepared: Prepared, workdir: Path):
@@ -380,6 +419,7 @@ def _tags(request: PassRequest, manifest: dict) -> dict[str, str]:
         tags[schema.CAMPAIGN_ID] = request.campaign_id
     if request.pass_index:
         tags[schema.PASS_INDEX] = request.pass_index
+    tags.update({key: str(value) for key, value in request.slot_tags.items()})
     return tags
 
 

@@ -18,7 +18,7 @@ from gpucost_mlflow.tracking import schema
 
 PAGE = 1000
 COLUMNS = [
-    "run_id", "campaign_id", "pass_index", "variant", "role", "corpus_fingerprint", "device", "backend",
+    "run_id", "campaign_id", "pass_index", "round", "position", "attempt", "variant", "role", "corpus_fingerprint", "device", "backend",
     "batch_size", "precision", "quantization", "length_grouping", "status", "reason",
     "load_s", "warmup_s", "pass_s", "eval_s", "export_s", "quality_verdict", "accuracy", "macro_f1",
     "expected_ids", "observed_ids", "ids_match", "corpus_accepted", "completed_entries",
@@ -68,11 +68,14 @@ def attempt_row(run: Run) -> dict:
     if run.info.status == "RUNNING" and not launcher_alive(tags.get(schema.LAUNCHER, "")):
         status, reason = "failed", "interrupted (launcher gone, run left RUNNING)"
     elif run.info.status in ("FAILED", "KILLED") and status in ("", "running"):
-        status, reason = "failed", reason or f"run {run.info.status.lower()} before the attempt was recorded"
+        status, reason = "failed", reason or "interrupted (run ended before the attempt was recorded)"
     row = {
         "run_id": run.info.run_id,
         "campaign_id": tags.get(schema.CAMPAIGN_ID, ""),
         "pass_index": tags.get(schema.PASS_INDEX, ""),
+        "round": tags.get(schema.ROUND, ""),
+        "position": tags.get(schema.POSITION, ""),
+        "attempt": tags.get(schema.ATTEMPT, ""),
         "variant": tags.get(schema.VARIANT, ""),
         "role": tags.get(schema.ROLE, ""),
         "corpus_fingerprint": tags.get(schema.CORPUS_FINGERPRINT, ""),

@@ -19,6 +19,13 @@ IDS_MATCH = "gpucost.ids_match"
 PROTOCOL_PATH = "gpucost.protocol_path"
 PROTOCOL_TEXT = "gpucost.protocol_text"
 QUALITY_VERDICT = "gpucost.quality_verdict"
+ROUND = "gpucost.round"
+POSITION = "gpucost.position"
+SLOT = "gpucost.slot"
+ATTEMPT = "gpucost.attempt"
+RETRY_OF = "gpucost.retry_of"
+CACHE_POLICY = "gpucost.cache_policy"
+CAMPAIGN_ROLE = "campaign"
 LAUNCHER = "gpucost.launcher"
 
 ROLES = ("benchmark", "deliverable")

@@ -1,0 +1,61 @@
+"""The campaign schedule: every variant once per round, the order rotated by one each round."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Iterable, Sequence
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One scheduled pass: its round (from 1), position in the round (from 1) and overall index (from 1)."""
+
+    index: int
+    round: int
+    position: int
+    variant: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.round}-{self.position}"
+
+    def record(self) -> dict:
+        return asdict(self)
+
+
+def rotated(variants: Sequence[str], passes: int) -> list[Slot]:
+    """Round r runs the variants shifted by r-1: 1-4-8, 4-8-1, 8-1-4, 1-4-8, ..."""
+    if not variants:
+        raise ValueError("a campaign needs at least one variant")
+    slots = []
+    for round_ in range(1, passes + 1):
+        shift = (round_ - 1) % len(variants)
+        order = list(variants[shift:]) + list(variants[:shift])
+        for position, variant in enumerate(order, start=1):
+            slots.append(Slot(len(slots) + 1, round_, position, variant))
+    return slots
+
+
+@dataclass(frozen=True)
+class SlotState:
+    """What the tracking store holds for one slot."""
+
+    attempts: int
+    needs_run: bool
+    retry_of: str = ""
+
+
+def remaining(slots: Iterable[Slot], attempts: dict[str, list[dict]]) -> list[tuple[Slot, SlotState]]:
+    """Slots still to run on resume: those with no attempt, and those whose last attempt was interrupted.
+
+    An attempt that ended for another reason (accepted, rejected, pending, failed by OOM or error)
+    is the slot's result: it is never re-run, so nothing is silently retried.
+    """
+    todo = []
+    for slot in slots:
+        rows = attempts.get(slot.key, [])
+        if not rows:
+            todo.append((slot, SlotState(0, True)))
+        elif rows[-1]["status"] == "failed" and rows[-1]["reason"].startswith("interrupted"):
+            todo.append((slot, SlotState(len(rows), True, rows[-1]["run_id"])))
+    return todo

@@ -1,0 +1,192 @@
+"""A campaign: the rotated schedule of passes under one protocol, a parent run with every pass nested.
+
+Each pass runs through the same launcher as `gpucost pass`, its work in a fresh child process.
+Resume re-runs only slots without an attempt and slots whose attempt was interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import mlflow
+from mlflow.entities import Param, RunTag
+from mlflow.tracking import MlflowClient
+
+from gpucost_mlflow.core.corpus import read_corpus
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.protocol import load_protocol
+from gpucost_mlflow.core.schedule import Slot, remaining, rotated
+from gpucost_mlflow.core.variants import get_variant
+from gpucost_mlflow.tracking import experiments, schema, store
+from gpucost_mlflow.tracking.launcher import PassRequest, PassResult, execute
+
+# What every pass of a campaign shares: recorded on the parent run.
+CACHE_POLICY = (
+    "fresh child process per pass; model and tokenizer files read from local disk (OS page cache "
+    "warm after the first pass, the same for every variant); no torch.compile cache; HF hub offline"
+)
+
+
+@dataclass
+class CampaignPlan:
+    """What to run and where: names resolved, inputs checked."""
+
+    variants: list[str]
+    passes: int
+    experiment: str
+    corpus_path: Path
+    model_path: Path
+    protocol_path: Path
+    variants_path: Path
+    code_root: Path
+    resume: str = ""
+
+
+@dataclass
+class Display:
+    """Callbacks the terminal progress display hooks into; all optional."""
+
+    on_plan: Callable[[str, int, int], None] = lambda campaign_id, total, todo: None
+    on_pass_start: Callable[[Slot, int, Path | None], None] = lambda slot, batches, workdir: None
+    on_child_start: Callable[[Path], None] = lambda workdir: None
+    on_pass_end: Callable[[Slot, PassResult], None] = lambda slot, result: None
+
+
+@dataclass
+class CampaignResult:
+    campaign_id: str
+    parent_run_id: str
+    results: list = field(default_factory=list)
+
+
+def _existing_attempts(client: MlflowClient, experiment_id: str, campaign_id: str) -> dict[str, list[dict]]:
+    from gpucost_mlflow.tracking.reader import attempt_row
+
+    by_slot: dict[str, list[dict]] = {}
+    token = None
+    while True:
+        page = client.search_runs(
+            [experiment_id],
+            filter_string=f"tags.`{schema.CAMPAIGN_ID}` = '{campaign_id}' AND tags.`{schema.VARIANT}` LIKE '%'",
+            order_by=["attributes.start_time ASC"],
+            max_results=1000,
+            page_token=token,
+        )
+        for run in page:
+            row = attempt_row(run)
+            by_slot.setdefault(run.data.tags.get(schema.SLOT, ""), []).append(row)
+        token = page.token
+        if not token:
+            return by_slot
+
+
+def _find_parent(client: MlflowClient, experiment_id: str, campaign_id: str):
+    runs = client.search_runs(
+        [experiment_id],
+        filter_string=f"tags.`{schema.CAMPAIGN_ID}` = '{campaign_id}' AND tags.`{schema.ROLE}` = '{schema.CAMPAIGN_ROLE}'",
+        max_results=1,
+    )
+    if not runs:
+        raise GpucostError(f"no campaign '{campaign_id}' in this experiment; `gpucost attempts` lists campaign ids")
+    return runs[0]
+
+
+def run_campaign(plan: CampaignPlan, display: Display | None = None) -> CampaignResult:
+    """Run (or resume) a campaign; a pass that fails stays its row and the campaign goes on."""
+    display = display or Display()
+    parent_from_mlflow_run = os.environ.pop("MLFLOW_RUN_ID", None)
+    store.bound_http_retries()
+    store.check()
+    protocol = load_protocol(plan.protocol_path)
+    client = MlflowClient()
+    if parent_from_mlflow_run:
+        experiment_id = client.get_run(parent_from_mlflow_run).info.experiment_id
+        experiment_name = client.get_experiment(experiment_id).name
+    else:
+        experiment_id, experiment_name = experiments.resolve(client, plan.experiment, create=True)
+
+    if plan.resume:
+        parent = _find_parent(client, experiment_id, plan.resume)
+        campaign_id, parent_id = plan.resume, parent.info.run_id
+        variants = parent.data.params["campaign.variants"].split(",")
+        passes = int(parent.data.params["campaign.passes"])
+        if parent.data.tags.get(schema.PROTOCOL_DIGEST) != protocol.digest:
+            raise GpucostError(f"campaign '{campaign_id}' ran under another protocol than {plan.protocol_path}; it cannot be resumed under this one")
+        client.update_run(parent_id, "RUNNING")
+    else:
+        variants, passes = plan.variants, plan.passes
+        if passes != protocol.passes_per_variant:
+            raise GpucostError(
+                f"the protocol pre-registers {protocol.passes_per_variant} passes per variant, --passes says {passes}"
+            )
+        if len(set(variants)) != len(variants):
+            raise GpucostError(f"variant listed twice in {','.join(variants)}")
+        for name in variants:
+            get_variant(plan.variants_path, name)
+        experiments.lock(client, experiment_id, experiment_name, protocol, plan.protocol_path.read_text(encoding="utf-8"))
+        campaign_id = "c" + uuid.uuid4().hex[:10]
+        if parent_from_mlflow_run:
+            parent_id = parent_from_mlflow_run
+        else:
+            parent_id = client.create_run(experiment_id, run_name=f"campaign {campaign_id}").info.run_id
+        client.log_batch(
+            parent_id,
+            params=[Param("campaign.variants", ",".join(variants)), Param("campaign.passes", str(passes))],
+            tags=[
+                RunTag(schema.CAMPAIGN_ID, campaign_id),
+                RunTag(schema.ROLE, schema.CAMPAIGN_ROLE),
+                RunTag(schema.PROTOCOL_DIGEST, protocol.digest),
+                RunTag(schema.CACHE_POLICY, CACHE_POLICY),
+            ],
+        )
+        slots = rotated(variants, passes)
+        with tempfile.TemporaryDirectory() as temp:
+            path = Path(temp) / "schedule.json"
+            path.write_text(json.dumps([slot.record() for slot in slots], indent=2), encoding="utf-8")
+            client.log_artifact(parent_id, str(path))
+
+    slots = rotated(variants, passes)
+    todo = remaining(slots, _existing_attempts(client, experiment_id, campaign_id))
+    display.on_plan(campaign_id, len(slots), len(todo))
+    corpus_size = len(read_corpus(plan.corpus_path).rows)
+    result = CampaignResult(campaign_id, parent_id)
+    try:
+        for slot, state in todo:
+            variant = get_variant(plan.variants_path, slot.variant)
+            display.on_pass_start(slot, math.ceil(corpus_size / variant.batch_size), None)
+            tags = {schema.ROUND: slot.round, schema.POSITION: slot.position, schema.SLOT: slot.key,
+                    schema.ATTEMPT: state.attempts + 1, schema.CACHE_POLICY: CACHE_POLICY}
+            if state.retry_of:
+                tags[schema.RETRY_OF] = state.retry_of
+            request = PassRequest(
+                variant=variant,
+                corpus_path=plan.corpus_path,
+                model_path=plan.model_path,
+                experiment=experiment_name,
+                protocol_path=plan.protocol_path,
+                variants_path=plan.variants_path,
+                campaign_id=campaign_id,
+                pass_index=str(slot.index),
+                code_root=plan.code_root,
+                parent_run_id=parent_id,
+                slot_tags=tags,
+                on_child_start=display.on_child_start,
+            )
+            outcome = execute(request)
+            result.results.append((slot, outcome))
+            display.on_pass_end(slot, outcome)
+    except KeyboardInterrupt:
+        client.set_terminated(parent_id, "KILLED")
+        raise
+    except BaseException:
+        client.set_terminated(parent_id, "FAILED")
+        raise
+    client.set_terminated(parent_id, "FINISHED")
+    return result

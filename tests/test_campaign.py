@@ -1,0 +1,135 @@
+"""Campaigns (PROTOCOL §5): rotated order, nested runs, resume after Ctrl-C, a store that must answer first."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from mlflow.tracking import MlflowClient
+
+from gpucost_mlflow.cli import main
+from gpucost_mlflow.core.schedule import remaining, rotated
+from gpucost_mlflow.progress import CampaignProgress
+from gpucost_mlflow.tracking import schema
+from gpucost_mlflow.tracking.reader import attempts
+
+from conftest import ROOT, write_protocol
+
+VARIANTS = ROOT / "projects" / "variants.yaml"
+
+
+def test_rotation_shifts_the_order_by_one_each_round():
+    slots = rotated(["batch1", "batch4", "batch8"], 5)
+    rounds = [[s.variant[5:] for s in slots if s.round == r] for r in range(1, 6)]
+    assert rounds == [["1", "4", "8"], ["4", "8", "1"], ["8", "1", "4"], ["1", "4", "8"], ["4", "8", "1"]]
+    assert [s.index for s in slots] == list(range(1, 16))
+    assert {s.key for s in slots if s.variant == "batch8"} == {"1-3", "2-2", "3-1", "4-3", "5-2"}
+
+
+def test_resume_runs_missing_and_interrupted_slots_only_never_a_failed_one():
+    slots = rotated(["a", "b"], 2)
+    done = {
+        "1-1": [{"status": "accepted", "reason": "", "run_id": "r1"}],
+        "1-2": [{"status": "failed", "reason": "out of memory", "run_id": "r2"}],
+        "2-1": [{"status": "failed", "reason": "interrupted", "run_id": "r3"}],
+    }
+    todo = remaining(slots, done)
+    assert [(slot.key, state.retry_of, state.attempts) for slot, state in todo] == [("2-1", "r3", 1), ("2-2", "", 0)]
+
+
+def test_progress_is_plain_lines_when_not_a_tty():
+    stream = io.StringIO()
+    progress = CampaignProgress(stream)
+    display = progress.display()
+    display.on_plan("c1", 2, 2)
+    slot = rotated(["batch1"], 1)[0]
+    display.on_pass_start(slot, 4, None)
+
+    class Result:
+        status, metrics = "accepted", {"pass_s": 1.5}
+
+    display.on_pass_end(slot, Result())
+    progress.close()
+    text = stream.getvalue()
+    assert "\r" not in text and "\x1b" not in text
+    assert text.splitlines() == ["campaign c1: 2 of 2 scheduled passes to run", "[1/2] round 1 position 1 batch1: accepted, pass_s 1.50"]
+    assert "pass 1/2 done" in progress.line() and "remaining" in progress.line()
+
+
+def _campaign_cmd(corpus_dir, model_dir, protocol, *extra):
+    return [str(Path(sys.executable).parent / "gpucost"), "campaign", "--variants", "batch1,batch8", "--passes", "2",
+            "--corpus", str(corpus_dir / "comparison.jsonl"), "--model", str(model_dir), "--variants-file", str(VARIANTS),
+            "--protocol", str(protocol), "--experiment", "camp", *extra]
+
+
+def test_ctrl_c_during_a_pass_then_resume_leaves_every_slot_once(store, tmp_path, corpus_dir, model_dir):
+    protocol = write_protocol(tmp_path / "protocol.yaml")
+    protocol.write_text(protocol.read_text().replace("passes_per_variant: 5", "passes_per_variant: 2"))
+    first = subprocess.Popen(_campaign_cmd(corpus_dir, model_dir, protocol), start_new_session=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    client = MlflowClient()
+    deadline = time.time() + 180
+    while time.time() < deadline:
+        experiment = client.get_experiment_by_name("camp")
+        runs = client.search_runs([experiment.experiment_id], filter_string=f"tags.`{schema.PASS_INDEX}` = '3'") if experiment else []
+        if runs and runs[0].data.tags.get(schema.STATUS) == "running":
+            break
+        time.sleep(0.2)
+    time.sleep(1.5)
+    os.killpg(first.pid, signal.SIGINT)
+    output = first.communicate(timeout=120)[0]
+    assert first.returncode == 130, output
+    assert "resume with `gpucost campaign --resume c" in output
+    campaign_id = output.split("--resume ")[1].split("`")[0]
+
+    table, _ = attempts("camp")
+    assert len(table) == 3 and table["status"][2] == "failed" and table["reason"][2].startswith("interrupted")
+
+    resumed = subprocess.run(_campaign_cmd(corpus_dir, model_dir, protocol, "--resume", campaign_id),
+                             capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    table, _ = attempts("camp")
+    assert len(table) == 5
+    assert sorted(table["status"]) == ["accepted"] * 4 + ["failed"]
+    finished = table[table["status"] == "accepted"]
+    assert sorted(finished["pass_index"]) == ["1", "2", "3", "4"]
+    parent = client.search_runs([client.get_experiment_by_name("camp").experiment_id],
+                                filter_string=f"tags.`{schema.ROLE}` = 'campaign'")[0]
+    assert parent.info.status == "FINISHED"
+    for run_id in table["run_id"]:
+        run = client.get_run(run_id)
+        assert run.data.tags["mlflow.parentRunId"] == parent.info.run_id
+        assert run.data.tags[schema.CAMPAIGN_ID] == campaign_id
+    retry = client.get_run(finished[finished["pass_index"] == "3"]["run_id"].iloc[0]).data.tags
+    assert retry[schema.ATTEMPT] == "2" and retry[schema.RETRY_OF] == table["run_id"][2]
+
+
+def test_unreachable_tracking_server_fails_within_seconds_and_starts_no_pass(tmp_path, corpus_dir, model_dir, protocol_file, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:9")
+    monkeypatch.chdir(tmp_path)
+    started = time.monotonic()
+    result = subprocess.run(_campaign_cmd(corpus_dir, model_dir, protocol_file, "--passes", "5"),
+                            capture_output=True, text=True, timeout=60)
+    elapsed = time.monotonic() - started
+    assert result.returncode == 2
+    assert "unreachable" in result.stderr and "no pass started" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert elapsed < 15
+
+
+def test_unwritable_sqlite_store_is_refused_before_any_pass(tmp_path, corpus_dir, model_dir, protocol_file, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/missing/folder/mlflow.db")
+    result = CliRunner().invoke(main, _campaign_cmd(corpus_dir, model_dir, protocol_file)[1:] + ["--passes", "5"])
+    assert result.exit_code == 2 and "does not exist" in result.output
+
+
+def test_passes_other_than_the_protocols_are_refused(store, corpus_dir, model_dir, protocol_file):
+    result = CliRunner().invoke(main, _campaign_cmd(corpus_dir, model_dir, protocol_file)[1:])
+    assert result.exit_code == 2 and "pre-registers 5 passes per variant" in result.output
