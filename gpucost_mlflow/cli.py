@@ -196,6 +196,86 @@ def campaign(variant_names, passes, resume, experiment, corpus_path, model_path,
     click.echo(f"campaign {result.campaign_id} (parent run {result.parent_run_id}): {summary}")
 
 
+@main.command("packages")
+@click.option("--gpu", required=True, help="GPU id in the catalog (rtx-4090, b200).")
+@click.option("--days", default=None, help="Package length; without it, the 3-, 7- and 30-day packages are listed.")
+@click.option("--lots", default="1", show_default=True, help="Number of lots (a lot holds the catalog's gpus_per_lot).")
+@click.option("--accepted-results", default=None, help="Distinct, finished and validated useful corpora (whole number >= 0).")
+@click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), default=None, help="Your catalog CSV (default: catalog/labkit-2026-09-24.csv).")
+def packages(gpu, days, lots, accepted_results, catalog_file) -> None:
+    """Package calculator: total = price per lot x lots; cost per validated corpus only from accepted results."""
+    from gpucost_mlflow.core import costs
+    from gpucost_mlflow.core.catalog import PACKAGE_DAYS
+
+    catalog = _catalog(catalog_file)
+    catalog.require_gpu(gpu)
+    lot_count = costs.parse_whole(lots, "--lots", 1)
+    accepted = None if accepted_results is None else costs.parse_whole(accepted_results, "--accepted-results", 0)
+    lengths = [costs.parse_whole(days, "--days", 1)] if days is not None else list(PACKAGE_DAYS)
+    for length in lengths:
+        package = catalog.find(gpu, length)
+        if package is None:
+            click.echo(f"{gpu}, {length}-day package: not in catalog {catalog.version}")
+            continue
+        held = costs.commit(package, lot_count)
+        click.echo(
+            f"{gpu}, {length}-day package, {lot_count} lot(s): {costs.money(held.total, package.currency)} for {held.gpus} GPU(s) "
+            f"({costs.money(package.price_per_lot, package.currency)} per lot of {package.gpus_per_lot}; catalog {catalog.version})"
+        )
+        if accepted is not None:
+            per = costs.cost_per_validated_corpus(held.total, accepted)
+            click.echo(
+                "  cost per validated corpus: undefined (no accepted result); the committed "
+                f"{costs.money(held.total, package.currency)} stays in the balance"
+                if per is None else
+                f"  cost per validated corpus: {costs.money(per, package.currency)} ({costs.money(held.total, package.currency)} / {accepted} accepted)"
+            )
+
+
+@main.command("window")
+@click.option("--start", required=True, help="Local start of the access window, ISO (2026-11-30T09:00).")
+@click.option("--end", required=True, help="Local end of the access window, ISO.")
+@click.option("--tz", "tz_name", required=True, help="IANA time zone of both times (Europe/Amsterdam).")
+@click.option("--gpu", default=None, help="Price the covering packages for this GPU id.")
+@click.option("--lots", default="1", show_default=True)
+@click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), default=None)
+def window_cmd(start, end, tz_name, gpu, lots, catalog_file) -> None:
+    """Real elapsed hours of a campaign window and which 3-, 7-, 30-day packages cover it."""
+    from gpucost_mlflow.core import costs
+    from gpucost_mlflow.core.catalog import PACKAGE_DAYS
+    from gpucost_mlflow.core.window import consecutive_needed, covers, window
+
+    span = window(start, end, tz_name)
+    catalog = None
+    if gpu is not None:
+        catalog = _catalog(catalog_file)
+        catalog.require_gpu(gpu)
+    lot_count = costs.parse_whole(lots, "--lots", 1)
+    click.echo(f"window {span.start.isoformat()} -> {span.end.isoformat()} ({tz_name}): {span.hours:g} h elapsed")
+    for days in PACKAGE_DAYS:
+        price = ""
+        if catalog is not None:
+            package = catalog.find(gpu, days)
+            price = (f"; {gpu} x {lot_count} lot(s): {costs.money(costs.commit(package, lot_count).total, package.currency)}"
+                     if package else f"; {gpu}: not in catalog {catalog.version}")
+        if covers(days, span.hours):
+            click.echo(f"  {days}-day package ({days * 24} h): covers the window{price}")
+        else:
+            click.echo(f"  {days}-day package ({days * 24} h): does not cover it; {consecutive_needed(days, span.hours)} consecutive packages needed{price}")
+    if not any(covers(days, span.hours) for days in PACKAGE_DAYS):
+        click.echo("  no single package covers this window: budget the consecutive packages explicitly; "
+                   "a rental is never extended automatically")
+
+
+def _catalog(catalog_file):
+    from gpucost_mlflow.core.catalog import DEFAULT_CATALOG, load_catalog
+
+    if catalog_file is None:
+        shipped = Path(__file__).resolve().parents[1] / DEFAULT_CATALOG
+        catalog_file = DEFAULT_CATALOG if DEFAULT_CATALOG.exists() or not shipped.exists() else shipped
+    return load_catalog(catalog_file)
+
+
 @main.command("attempts")
 @click.option("--experiment", default=None, help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else 'gpucost').")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "markdown", "json"]), default="table", show_default=True)
