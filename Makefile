@@ -35,10 +35,9 @@ demo: $(STAMP) data/model/config.json
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/mlflow run projects -e campaign \
 	  -P variants=$(DEMO_VARIANTS) -P passes=$(DEMO_PASSES) \
 	  --env-manager local --experiment-name $(EXPERIMENT)
-	@$(BIN)/gpucost attempts --experiment $(EXPERIMENT)
-	@echo "Results: experiment '$(EXPERIMENT)' in $(MLFLOW_TRACKING_URI)"
-	@echo "Attempts table: $(BIN)/gpucost attempts --experiment $(EXPERIMENT) --format csv --out attempts.csv"
-	@echo "Browse them: $(BIN)/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI)"
+	@$(BIN)/gpucost report --experiment $(EXPERIMENT) --out reports/$(EXPERIMENT)
+	@echo "Results: experiment '$(EXPERIMENT)' in $(MLFLOW_TRACKING_URI); attempts table: $(BIN)/gpucost attempts --experiment $(EXPERIMENT)"
+	@echo "Browse them: $(BIN)/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI) (the decision run shows report.html)"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests

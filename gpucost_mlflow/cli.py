@@ -276,6 +276,36 @@ def _catalog(catalog_file):
     return load_catalog(catalog_file)
 
 
+@main.command("report")
+@click.option("--experiment", default=None, help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else 'gpucost').")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), default=None, help="Folder for the files (default: reports/<experiment>).")
+@click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), default=None)
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=DEFAULT_PROTOCOL, show_default=True)
+@click.option("--variants-file", type=click.Path(path_type=Path), default=DEFAULT_VARIANTS, show_default=True)
+@click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."))
+@click.option("--no-log", is_flag=True, help="Write the files only; do not log them as a decision run.")
+def report(experiment, out_dir, catalog_file, protocol_file, variants_file, root, no_log) -> None:
+    """The decision report: report.md, report.html, attempts.csv, balance.csv, logged as a decision run."""
+    from gpucost_mlflow.core.protocol import load_protocol
+    from gpucost_mlflow.core.variants import load_variants
+    from gpucost_mlflow.report.build import build, log, write
+
+    name = _experiment(experiment)
+    protocol_path = _under(root, protocol_file)
+    built, balance = build(name, load_protocol(protocol_path), protocol_path,
+                           _catalog(_under(root, catalog_file) if catalog_file else None),
+                           load_variants(_under(root, variants_file)))
+    for line in built.warnings:
+        click.echo(f"Warning: {line}", err=True)
+    target = _under(root, out_dir or Path("reports") / name)
+    paths = write(built, balance, target)
+    click.echo(built.decision)
+    if not no_log:
+        run_id = log(name, built, paths)
+        click.echo(f"logged as decision run {run_id} (artifacts: {', '.join(paths)})")
+    click.echo(f"report: {paths['report.html'].resolve()}")
+
+
 @main.command("attempts")
 @click.option("--experiment", default=None, help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else 'gpucost').")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "markdown", "json"]), default="table", show_default=True)

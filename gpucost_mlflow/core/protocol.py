@@ -44,6 +44,7 @@ class Protocol:
     exclusion_rule: str
     deadline: dt.datetime
     deliverables: dict
+    plan: dict
 
 
 def digest_of(data: bytes) -> str:
@@ -143,4 +144,30 @@ def load_protocol(path: Path) -> Protocol:
         exclusion_rule=" ".join(f.get("exclusion_rule", str).split()),
         deadline=deadline,
         deliverables={"expected": f.positive("deliverables.expected"), "description": f.get("deliverables.description", str)},
+        plan=_plan(path, document.get("plan") or {}),
     )
+
+
+def _plan(path: Path, plan: dict) -> dict:
+    """The campaign-plan assumptions (optional): planned start, setup and waiting hours, planned restarts."""
+    if not isinstance(plan, dict):
+        raise GpucostError(f"{path}: field 'plan' must be a mapping")
+    result = {"start": None, "setup_hours": 0.0, "waiting_hours": 0.0, "planned_restarts": 0}
+    for key in ("setup_hours", "waiting_hours"):
+        value = plan.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise GpucostError(f"{path}: field 'plan.{key}' must be a number >= 0")
+        result[key] = float(value)
+    restarts = plan.get("planned_restarts", 0)
+    if isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 0:
+        raise GpucostError(f"{path}: field 'plan.planned_restarts' must be a whole number >= 0")
+    result["planned_restarts"] = restarts
+    if plan.get("start") is not None:
+        try:
+            start = plan["start"] if isinstance(plan["start"], dt.datetime) else dt.datetime.fromisoformat(str(plan["start"]))
+        except ValueError:
+            raise GpucostError(f"{path}: field 'plan.start' must be an ISO date-time with its UTC offset") from None
+        if start.tzinfo is None:
+            raise GpucostError(f"{path}: field 'plan.start' needs a UTC offset")
+        result["start"] = start
+    return result

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 import mlflow
-from mlflow.entities import Metric, Param, RunTag
+from mlflow.entities import Param, RunTag
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core import verdicts
@@ -32,7 +31,7 @@ from gpucost_mlflow.core.protocol import Protocol, load_protocol
 from gpucost_mlflow.core.quality import evaluate
 from gpucost_mlflow.core.variants import Variant, get_variant
 from gpucost_mlflow.execution import environment, faults, models, runner
-from gpucost_mlflow.tracking import experiments, schema
+from gpucost_mlflow.tracking import experiments, schema, writer
 
 CHILD_GRACE_S = 60
 
@@ -351,22 +350,9 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
         "memory_counter": (outcome.get("memory") or {}).get("counter", ""),
         "deterministic": outcome.get("deterministic", {}),
     }
-    now = int(time.time() * 1000)
-    client.log_batch(
-        run_id,
-        metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()],
-        tags=[
-            RunTag(schema.STATUS, status),
-            RunTag(schema.STATUS_REASON, reason[:5000]),
-            RunTag(schema.CORPUS_ACCEPTED, str(status == "accepted").lower()),
-            RunTag(schema.IDS_MATCH, str(_check(checks, "ids")).lower()),
-            RunTag(schema.MEMORY_COUNTER, verdict["memory_counter"]),
-            RunTag(schema.QUALITY_VERDICT, verdict["quality_verdict"]),
-        ]
-        + [
-            RunTag(f"gpucost.check.{check.name}", f"{'pass' if check.passed else 'fail'}: {check.reason}"[:5000])
-            for check in checks
-        ],
+    writer.log_outcome(
+        client, run_id, status=status, reason=reason, metrics=metrics, ids_match=_check(checks, "ids"),
+        quality_verdict=verdict["quality_verdict"], memory_counter=verdict["memory_counter"], checks=checks,
     )
     (workdir / schema.VERDICT).write_text(json.dumps(verdict, indent=2), encoding="utf-8")
     for name in (schema.VERDICT, schema.PREDICTIONS):
@@ -405,22 +391,17 @@ def _reference_pass(client: MlflowClient, experiment_id: str, prepared: Prepared
 
 def _tags(request: PassRequest, manifest: dict) -> dict[str, str]:
     stack = manifest["stack"]
-    tags = {
-        schema.ROLE: request.role,
-        schema.VARIANT: request.variant.name,
-        schema.STATUS: "running",
-        schema.LAUNCHER: f"{socket.gethostname()}:{os.getpid()}",
-        schema.DEVICE_NAME: ", ".join(stack["device_names"]),
-        schema.BACKEND: stack["backend"],
-        schema.CORPUS_FINGERPRINT: manifest["corpus"]["fingerprint"],
-        schema.PROTOCOL_DIGEST: manifest["protocol"]["digest"],
-    }
-    if request.campaign_id:
-        tags[schema.CAMPAIGN_ID] = request.campaign_id
-    if request.pass_index:
-        tags[schema.PASS_INDEX] = request.pass_index
-    tags.update({key: str(value) for key, value in request.slot_tags.items()})
-    return tags
+    return writer.start_tags(
+        role=request.role,
+        variant=request.variant.name,
+        device=", ".join(stack["device_names"]),
+        backend=stack["backend"],
+        corpus_fingerprint=manifest["corpus"]["fingerprint"],
+        protocol_digest=manifest["protocol"]["digest"],
+        campaign_id=request.campaign_id,
+        pass_index=request.pass_index,
+        extra=request.slot_tags,
+    )
 
 
 def _check(checks: list, name: str) -> bool:

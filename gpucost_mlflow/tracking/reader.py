@@ -23,7 +23,7 @@ COLUMNS = [
     "load_s", "warmup_s", "pass_s", "eval_s", "export_s", "quality_verdict", "accuracy", "macro_f1",
     "expected_ids", "observed_ids", "ids_match", "corpus_accepted", "completed_entries",
     "mem_peak_allocated_bytes", "mem_peak_reserved_bytes", "mem_peak_rss_bytes",
-    "protocol_digest", "start_time", "notes",
+    "memory_counter", "protocol_digest", "start_time", "notes",
 ]
 SHOWN = ["variant", "status", "batch_size", "pass_s", "quality_verdict", "macro_f1", "expected_ids",
          "observed_ids", "ids_match", "corpus_accepted", "completed_entries", "reason"]
@@ -91,6 +91,7 @@ def attempt_row(run: Run) -> dict:
         "ids_match": tags.get(schema.IDS_MATCH, "") == "true",
         "corpus_accepted": tags.get(schema.CORPUS_ACCEPTED, "") == "true" and status == "accepted",
         "protocol_digest": tags.get(schema.PROTOCOL_DIGEST, ""),
+        "memory_counter": tags.get(schema.MEMORY_COUNTER, ""),
         "start_time": pd.Timestamp(run.info.start_time, unit="ms", tz="UTC"),
     }
     for key in COLUMNS:

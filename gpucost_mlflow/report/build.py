@@ -1,0 +1,78 @@
+"""Build the decision report from the tracking store and write report.md, report.html, attempts.csv, balance.csv."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mlflow.entities import RunTag
+from mlflow.tracking import MlflowClient
+
+from gpucost_mlflow.core.catalog import Catalog
+from gpucost_mlflow.core.corpus import write_atomic
+from gpucost_mlflow.core.decision import assess, decide
+from gpucost_mlflow.core.protocol import Protocol
+from gpucost_mlflow.core.variants import Variant
+from gpucost_mlflow.report import plots, render, tables
+from gpucost_mlflow.tracking import schema
+from gpucost_mlflow.tracking.reader import attempts, protocol_warnings
+
+FILES = ("report.md", "report.html", "attempts.csv", "balance.csv")
+
+
+def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Catalog,
+          variants: dict[str, Variant], client: MlflowClient | None = None) -> tuple[render.Report, "object"]:
+    """Read every attempt back and assess every configuration against the protocol and the catalog."""
+    table, experiment_tags = attempts(experiment, client)
+    warnings = protocol_warnings(table, experiment_tags, protocol_path)
+    configs = tables.configurations(table)
+    assessments = assess(configs, catalog, protocol.plan, protocol.deadline, protocol.deliverables["expected"])
+    if not configs:
+        decision = "No decision: no benchmark pass in this experiment."
+    else:
+        decision = decide(assessments, protocol.deliverables["expected"], protocol.corpus_size)
+    summaries = tables.summaries(table, configs)
+    report = render.Report(
+        experiment=experiment,
+        question=protocol.question,
+        protocol_digest=experiment_tags.get(schema.PROTOCOL_DIGEST, protocol.digest),
+        catalog=f"{catalog.version} ({catalog.path})",
+        decision=decision,
+        warnings=warnings,
+        attempts=table,
+        summaries=summaries,
+        separations=tables.separations(configs, variants),
+        assessments=assessments,
+        deadline=protocol.deadline.isoformat(),
+        plan=protocol.plan,
+    )
+    if configs:
+        report.figures = {
+            "Pass durations (points: every pass; bar: median)": plots.durations(summaries),
+            "Peak memory per configuration and counter": plots.memory(summaries),
+            "Committed cost per configuration": plots.cost(assessments),
+        }
+    return report, tables.balance(assessments, protocol.deadline)
+
+
+def write(report: render.Report, balance, out_dir: Path) -> dict[str, Path]:
+    """Write the four files atomically; returns their paths."""
+    paths = {name: out_dir / name for name in FILES}
+    write_atomic(paths["report.md"], render.markdown(report).encode("utf-8"))
+    write_atomic(paths["report.html"], render.page(report).encode("utf-8"))
+    write_atomic(paths["attempts.csv"], report.attempts.to_csv(index=False).encode("utf-8"))
+    write_atomic(paths["balance.csv"], balance.to_csv(index=False).encode("utf-8"))
+    return paths
+
+
+def log(experiment: str, report: render.Report, paths: dict[str, Path], client: MlflowClient | None = None) -> str:
+    """Log the files as artifacts of a run tagged gpucost.role=decision (the UI shows report.html)."""
+    client = client or MlflowClient()
+    experiment_id = client.get_experiment_by_name(experiment).experiment_id
+    run = client.create_run(experiment_id, run_name="decision report", tags={
+        schema.ROLE: "decision", schema.PROTOCOL_DIGEST: report.protocol_digest,
+    })
+    client.log_batch(run.info.run_id, tags=[RunTag("gpucost.decision", report.decision[:5000])])
+    for path in paths.values():
+        client.log_artifact(run.info.run_id, str(path))
+    client.set_terminated(run.info.run_id, "FINISHED")
+    return run.info.run_id

@@ -1,0 +1,149 @@
+"""The decision report: one model of the content, written as Markdown and as a self-contained HTML page."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from gpucost_mlflow.core.decision import Assessment
+from gpucost_mlflow.core.stats import Separation
+from gpucost_mlflow.report.tables import Summary, money_or_reason
+
+ATTEMPT_COLUMNS = ["pass_index", "round", "position", "variant", "device", "status", "pass_s", "quality_verdict",
+                   "macro_f1", "expected_ids", "observed_ids", "ids_match", "corpus_accepted", "completed_entries",
+                   "reason", "run_id"]
+
+
+@dataclass
+class Report:
+    experiment: str
+    question: str
+    protocol_digest: str
+    catalog: str
+    decision: str
+    warnings: list[str]
+    attempts: pd.DataFrame
+    summaries: list[Summary]
+    separations: list[tuple[str, Separation]]
+    assessments: list[Assessment]
+    deadline: str
+    plan: dict
+    figures: dict = field(default_factory=dict)
+
+
+def _cell(value) -> str:
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return ""
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def _summary_rows(report: Report) -> list[list[str]]:
+    rows = []
+    for s in report.summaries:
+        c = s.configuration
+        d = c.durations
+        counts = c.counts
+        rows.append([
+            c.device, c.variant, " ".join(f"{v:.3f}" for v in d.values), _cell(d.median), _cell(d.minimum), _cell(d.maximum),
+            str(counts["accepted"]), str(counts["rejected"]), str(counts["failed"]), str(counts["excluded"]), str(counts["pending"]),
+            "; ".join(f"{k} {v / 2**20:.0f} MiB" for k, v in s.memory.items()), s.memory_counter,
+            _cell(s.macro_f1), "; ".join(f"{k}: {v}" for k, v in s.quality_verdicts.items()),
+        ])
+    return rows
+
+
+SUMMARY_HEAD = ["device", "variant", "raw pass_s", "median", "min", "max", "accepted", "rejected", "failed",
+                "excluded", "pending", "memory peaks", "memory counter", "macro-F1 (median)", "quality verdicts"]
+SEPARATION_HEAD = ["series", "faster", "slower", "median difference (s)", "largest spread (s)", "ranges overlap",
+                   "permutation p (exact, supporting)", "verdict"]
+PLAN_HEAD = ["device", "variant", "feasible", "why", "forecast window (h)", "forecast end", "meets deadline",
+             "package", "committed", "accepted deliverables", "cost per validated corpus"]
+
+
+def _separation_rows(report: Report) -> list[list[str]]:
+    return [[name, s.faster, s.slower, _cell(s.median_difference), _cell(s.largest_spread),
+             "" if s.ranges_overlap is None else str(s.ranges_overlap), _cell(s.p_value), s.verdict]
+            for name, s in report.separations]
+
+
+def _plan_rows(report: Report) -> list[list[str]]:
+    rows = []
+    for a in report.assessments:
+        c = a.configuration
+        per = (f"{a.cost_per_validated:,.2f} {a.package.currency}" if a.cost_per_validated is not None
+               else "undefined (no accepted deliverable)")
+        rows.append([c.device, c.variant, str(a.feasible), a.feasibility, _cell(a.forecast_hours),
+                     a.forecast_end.isoformat(timespec="minutes") if a.forecast_end else "", "" if a.meets_deadline is None else str(a.meets_deadline),
+                     a.priced, money_or_reason(a), str(c.accepted_deliverables), per])
+    return rows
+
+
+def _plan_text(report: Report) -> str:
+    p = report.plan
+    start = p["start"].isoformat() if p.get("start") else "not declared"
+    return (f"Forecast, not a measurement: window = {p['setup_hours']:g} h setup + {p['waiting_hours']:g} h declared waiting "
+            f"+ (1 + {p['planned_restarts']} planned restarts) x (median load + warm-up) + expected deliverables x "
+            f"(median pass + evaluation + export). Planned start {start}; deadline {report.deadline}.")
+
+
+def _md_table(head: list[str], rows: list[list[str]]) -> str:
+    esc = lambda text: str(text).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def markdown(report: Report) -> str:
+    attempts = report.attempts[ATTEMPT_COLUMNS]
+    parts = [f"# Decision report: {report.experiment}", ""]
+    parts += [f"> **Warning:** {w}" for w in report.warnings]
+    parts += ["", f"**Question.** {report.question}", "", f"**Decision note.** {report.decision}", "",
+              f"Protocol digest `{report.protocol_digest[:16]}`; catalog {report.catalog}.", "",
+              "## Per configuration (five raw durations, median, min, max; no p95, no mean)", "",
+              _md_table(SUMMARY_HEAD, _summary_rows(report)), "",
+              "## Separability within each series", "", _md_table(SEPARATION_HEAD, _separation_rows(report)), "",
+              "## Campaign plan and committed cost", "", _plan_text(report), "", _md_table(PLAN_HEAD, _plan_rows(report)), "",
+              f"## Attempts ({len(attempts)} rows, one per attempted pass)", "",
+              _md_table(list(attempts.columns), [[_cell(v) for v in row] for row in attempts.itertuples(index=False)]), ""]
+    return "\n".join(parts)
+
+
+def _html_table(head: list[str], rows: list[list[str]], ident: str = "") -> str:
+    e = html.escape
+    out = [f'<table{f" id={chr(34)}{ident}{chr(34)}" if ident else ""}><thead><tr>'
+           + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr></thead><tbody>"]
+    out += ["<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in row) + "</tr>" for row in rows]
+    return "".join(out) + "</tbody></table>"
+
+
+STYLE = """body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1400px}
+table{border-collapse:collapse;margin:1em 0;font-size:13px}th,td{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
+th{background:#f0f0f0}.warning{background:#fff3cd;padding:.5em 1em;border-left:4px solid #e0a800}
+.decision{background:#e8f4ea;padding:.8em 1em;border-left:4px solid #2ca02c;font-size:15px}img{max-width:100%}"""
+
+
+def page(report: Report) -> str:
+    """A self-contained HTML page (inline style, figures as data URIs); every string from runs is escaped."""
+    e = html.escape
+    attempts = report.attempts[ATTEMPT_COLUMNS]
+    figures = "".join(f'<figure><img alt="{e(name)}" src="{uri}"><figcaption>{e(name)}</figcaption></figure>'
+                      for name, uri in report.figures.items())
+    body = [f"<h1>Decision report: {e(report.experiment)}</h1>"]
+    body += [f'<p class="warning">Warning: {e(w)}</p>' for w in report.warnings]
+    body += [f"<p><b>Question.</b> {e(report.question)}</p>",
+             f'<p class="decision"><b>Decision note.</b> {e(report.decision)}</p>',
+             f"<p>Protocol digest <code>{e(report.protocol_digest[:16])}</code>; catalog {e(report.catalog)}.</p>",
+             "<h2>Per configuration</h2><p>Five raw durations, median, minimum, maximum; no p95, no mean.</p>",
+             _html_table(SUMMARY_HEAD, _summary_rows(report), "summary"),
+             "<h2>Separability within each series</h2>", _html_table(SEPARATION_HEAD, _separation_rows(report), "separability"),
+             "<h2>Campaign plan and committed cost</h2>", f"<p>{e(_plan_text(report))}</p>",
+             _html_table(PLAN_HEAD, _plan_rows(report), "balance"),
+             "<h2>Figures</h2>", figures,
+             f"<h2>Attempts ({len(attempts)} rows, one per attempted pass)</h2>",
+             _html_table(list(attempts.columns), [[_cell(v) for v in row] for row in attempts.itertuples(index=False)], "attempts")]
+    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>gpucost report: {e(report.experiment)}</title>"
+            f"<style>{STYLE}</style></head><body>{''.join(body)}</body></html>\n")

@@ -1,0 +1,115 @@
+"""From the attempts table to per-configuration summaries, separability and the balance (plain pandas)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from gpucost_mlflow.core import costs
+from gpucost_mlflow.core.decision import Assessment, Configuration
+from gpucost_mlflow.core.stats import Durations, Separation, separate
+from gpucost_mlflow.core.variants import Variant
+
+MEMORY = ("mem_peak_allocated_bytes", "mem_peak_reserved_bytes", "mem_peak_rss_bytes")
+
+
+def configurations(table: pd.DataFrame) -> list[Configuration]:
+    """One Configuration per (device, variant) of the benchmark attempts, in first-seen order."""
+    bench = table[table["role"] == "benchmark"]
+    delivered = table[(table["role"] == "deliverable") & (table["status"] == "accepted")]
+    configs = []
+    for (device, variant), rows in bench.groupby(["device", "variant"], sort=False):
+        completed = rows[rows["pass_s"].notna() & (rows["status"] != "excluded")]
+        medians = {key: float(completed[key].median()) for key in ("load_s", "warmup_s", "eval_s", "export_s")
+                   if completed[key].notna().any()}
+        done = delivered[(delivered["device"] == device) & (delivered["variant"] == variant)]
+        configs.append(Configuration(
+            device=device,
+            variant=variant,
+            statuses=list(rows["status"]),
+            durations=Durations(tuple(float(v) for v in completed["pass_s"])),
+            medians=medians,
+            accepted_deliverables=int(done["corpus_fingerprint"].nunique()),
+        ))
+    return configs
+
+
+@dataclass
+class Summary:
+    configuration: Configuration
+    memory: dict
+    memory_counter: str
+    macro_f1: float | None
+    quality_verdicts: dict
+
+
+def summaries(table: pd.DataFrame, configs: list[Configuration]) -> list[Summary]:
+    """Memory peaks (largest per counter, never added) and quality per configuration."""
+    result = []
+    for config in configs:
+        rows = table[(table["role"] == "benchmark") & (table["device"] == config.device) & (table["variant"] == config.variant)]
+        memory = {key: float(rows[key].max()) for key in MEMORY if rows[key].notna().any()}
+        counters = sorted({c for c in rows["memory_counter"] if c})
+        f1 = rows["macro_f1"].dropna()
+        verdicts = rows["quality_verdict"].fillna("").replace("", "(none: failed)").value_counts().to_dict()
+        result.append(Summary(config, memory, "; ".join(counters), float(f1.median()) if len(f1) else None, verdicts))
+    return result
+
+
+def separations(configs: list[Configuration], variants: dict[str, Variant]) -> list[tuple[str, Separation]]:
+    """Every pair of variants of one series measured on the same device."""
+    pairs = []
+    by_device: dict[str, dict[str, Configuration]] = {}
+    for config in configs:
+        by_device.setdefault(config.device, {})[config.variant] = config
+    series: dict[str, list[str]] = {}
+    for variant in variants.values():
+        if variant.series:
+            series.setdefault(variant.series, []).append(variant.name)
+    for device, present in by_device.items():
+        for name, members in series.items():
+            measured = [m for m in members if m in present]
+            for i, first in enumerate(measured):
+                for second in measured[i + 1:]:
+                    pairs.append((f"{name} on {device}", separate(first, present[first].durations.values,
+                                                                  second, present[second].durations.values)))
+    return pairs
+
+
+def _fmt(value, digits: int = 3) -> str:
+    return "" if value is None or (isinstance(value, float) and pd.isna(value)) else f"{value:.{digits}f}"
+
+
+def balance(assessments: list[Assessment], deadline) -> pd.DataFrame:
+    """The final table: per configuration verdicts, raw durations, window, package, cost, deliverables."""
+    rows = []
+    for a in assessments:
+        c = a.configuration
+        currency = a.package.currency if a.package else ""
+        rows.append({
+            "device": c.device,
+            "variant": c.variant,
+            **{f"{k}_attempts": v for k, v in c.counts.items()},
+            "feasible": a.feasible,
+            "feasibility": a.feasibility,
+            "pass_s_raw": " ".join(_fmt(v) for v in c.durations.values),
+            "pass_s_median": c.durations.median,
+            "pass_s_min": c.durations.minimum,
+            "pass_s_max": c.durations.maximum,
+            "forecast_window_h": a.forecast_hours,
+            "forecast_end": a.forecast_end.isoformat(timespec="minutes") if a.forecast_end else "",
+            "deadline": deadline.isoformat(),
+            "meets_deadline": "" if a.meets_deadline is None else a.meets_deadline,
+            "package": a.priced,
+            "committed_cost": str(a.committed) if a.committed is not None else "",
+            "currency": currency,
+            "accepted_deliverables": c.accepted_deliverables,
+            "cost_per_validated_corpus": (str(a.cost_per_validated) if a.cost_per_validated is not None
+                                          else "undefined (no accepted deliverable)"),
+        })
+    return pd.DataFrame(rows)
+
+
+def money_or_reason(a: Assessment) -> str:
+    return costs.money(a.committed, a.package.currency) if a.committed is not None else a.priced
