@@ -306,6 +306,102 @@ def report(experiment, out_dir, catalog_file, protocol_file, variants_file, root
     click.echo(f"report: {paths['report.html'].resolve()}")
 
 
+@main.group()
+def memory() -> None:
+    """Memory: estimate (formulas) and observation (the local device), side by side."""
+
+
+def _memory_options(function):
+    for option in reversed([
+        click.option("--model", "model_dir", type=click.Path(path_type=Path), default=DEFAULT_MODEL_DIR, show_default=True),
+        click.option("--precision", type=click.Choice(["fp32", "bf16", "fp16", "int8"]), default="fp32", show_default=True),
+        click.option("--batch", type=click.IntRange(min=1), default=8, show_default=True),
+        click.option("--max-length", type=click.IntRange(min=1), default=256, show_default=True),
+        click.option("--device-memory-gib", type=click.FloatRange(min=0, min_open=True), default=None,
+                     help="Memory of the target device, for the fits / does not fit verdict."),
+    ]):
+        function = option(function)
+    return function
+
+
+def _estimate(model_dir, precision, batch, max_length, device_memory_gib):
+    import json
+
+    from gpucost_mlflow.core.memory_estimate import estimate, safetensors_parameters
+
+    try:
+        config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise GpucostError(f"{model_dir}: no readable config.json") from None
+    total, linear = safetensors_parameters(model_dir)
+    result = estimate(config, total, linear, precision=precision, batch=batch, max_length=max_length,
+                      device_memory_gib=device_memory_gib)
+    click.echo(f"ESTIMATE for {model_dir} ({precision}, batch {batch}, max length {max_length}); not a measurement:")
+    for part in result.parts:
+        click.echo(f"  {part.name:48} {part.bytes / 2**20:9.1f} MiB  = {part.formula}")
+    click.echo(f"  {'total (estimate)':48} {result.total_bytes / 2**20:9.1f} MiB")
+    click.echo(f"  verdict: {result.verdict}")
+    click.echo("  (no claim on throughput, interconnect or splitting a model over several GPUs)")
+    return result
+
+
+@memory.command("estimate")
+@_memory_options
+def memory_estimate(model_dir, precision, batch, max_length, device_memory_gib) -> None:
+    """Parameters x bytes, activations per layer (attention scores included), allocator margin; a verdict."""
+    _estimate(model_dir, precision, batch, max_length, device_memory_gib)
+
+
+@memory.command("measure")
+@_memory_options
+def memory_measure(model_dir, precision, batch, max_length, device_memory_gib) -> None:
+    """Load on the local device, run one batch, print observed peaks beside the estimate, and the stack check."""
+    from gpucost_mlflow.execution.memory import measure
+
+    result = _estimate(model_dir, precision, batch, max_length, device_memory_gib)
+    observed = measure(model_dir, precision, batch, max_length)
+    click.echo(f"OBSERVED on {observed['device']} (counter: {observed['counter']}):")
+    for counter, value in observed["observed"].items():
+        if isinstance(value, dict):
+            extra = ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in value.items() if k not in ("peak_bytes", "after", "at_s"))
+            click.echo(f"  {counter:10} peak {value['peak_bytes'] / 2**20:9.1f} MiB after {value['after']} "
+                       f"at {value['at_s']:.3f} s{'; ' + extra if extra else ''}")
+    grown = observed["observed"]["model_and_activations_bytes"]
+    click.echo(f"  model + activations (peak minus before load): {grown / 2**20:.1f} MiB; "
+               f"estimate / observed = {result.total_bytes / grown:.2f}" if grown > 0 else "  no growth observed")
+    _doctor_lines(echo=True)
+
+
+def _doctor_lines(echo: bool) -> bool:
+    import platform
+
+    from gpucost_mlflow.core.rocm import DEFAULT_MATRIX, SNAPSHOT_DATE, check, load_matrix
+    from gpucost_mlflow.execution.environment import doctor_report
+
+    info = doctor_report()
+    lines = [f"python {platform.python_version()}, torch {info['torch']} (build: {info['torch_build']})",
+             f"CUDA runtime: {info['cuda_runtime'] or '-'}; HIP runtime: {info['hip_runtime'] or '-'}; driver: {info['driver'] or '-'}"]
+    if info["gpus"]:
+        lines += [f"GPU {g['index']}: {g['name']}, {g['memory_gib']:.1f} GiB, {g['arch']}" for g in info["gpus"]]
+    else:
+        lines.append(f"no GPU: torch sees no CUDA or ROCm device; passes run on the CPU ({info['cpu']}, {info['cpu_count']} cores)")
+    if info["hip_runtime"]:
+        matrix_path = DEFAULT_MATRIX if DEFAULT_MATRIX.exists() else Path(__file__).resolve().parents[1] / DEFAULT_MATRIX
+        verdict = check(load_matrix(matrix_path), info["hip_runtime"], info["torch"], SNAPSHOT_DATE)
+        lines.append(f"ROCm matrix ({matrix_path.name}): {verdict.status}: {verdict.message}")
+    lines.append("packages: " + ", ".join(f"{k} {v}" for k, v in info["packages"].items() if v))
+    if echo:
+        for line in lines:
+            click.echo(line)
+    return bool(info["gpus"])
+
+
+@main.command("doctor")
+def doctor() -> None:
+    """The stack actually present: torch build, CUDA / HIP runtime, driver, GPUs, Python and key packages."""
+    _doctor_lines(echo=True)
+
+
 @main.command("attempts")
 @click.option("--experiment", default=None, help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else 'gpucost').")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "markdown", "json"]), default="table", show_default=True)

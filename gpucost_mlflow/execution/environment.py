@@ -140,3 +140,33 @@ def _cpu_count() -> int:
     import os
 
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 0)
+
+
+def gpus() -> list[dict]:
+    """Every visible GPU: index, name, total memory, compute capability or gfx architecture."""
+    found = []
+    for index in range(torch.cuda.device_count() if torch.cuda.is_available() else 0):
+        props = torch.cuda.get_device_properties(index)
+        found.append({
+            "index": index,
+            "name": props.name,
+            "memory_gib": props.total_memory / 2**30,
+            "arch": getattr(props, "gcnArchName", "") or f"sm_{props.major}{props.minor}",
+        })
+    return found
+
+
+def doctor_report() -> dict:
+    """The stack actually present, as plain data for `gpucost doctor`."""
+    return {
+        "torch": torch.__version__,
+        "torch_build": torch_build(),
+        "cuda_runtime": torch.version.cuda or "",
+        "hip_runtime": torch.version.hip or "",
+        "driver": driver_version(),
+        "gpus": gpus(),
+        "cpu": cpu_name(),
+        "cpu_count": _cpu_count(),
+        "platform": platform.platform(),
+        "packages": package_versions(),
+    }

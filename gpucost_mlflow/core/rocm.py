@@ -1,0 +1,48 @@
+"""ROCm / PyTorch combinations against a dated snapshot of AMD's compatibility matrix (catalog/)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpucost_mlflow.core.errors import GpucostError
+
+DEFAULT_MATRIX = Path("catalog/rocm-framework-matrix-2024-03-22.csv")
+SNAPSHOT_DATE = "2024-03-22"
+
+
+@dataclass(frozen=True)
+class MatrixCheck:
+    status: str  # "listed" or "warning"
+    message: str
+
+
+def load_matrix(path: Path) -> dict[str, list[str]]:
+    """ROCm release (major.minor or full) -> PyTorch versions listed for it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise GpucostError(f"{path}: ROCm matrix snapshot not found") from None
+    rows = {}
+    for record in csv.DictReader(io.StringIO(text, newline="")):
+        rows[record["rocm"].strip()] = [v.strip() for v in record["pytorch"].split(";") if v.strip()]
+    return rows
+
+
+def _minor(version: str) -> str:
+    return ".".join(version.split("+")[0].split(".")[:2])
+
+
+def check(matrix: dict[str, list[str]], rocm_version: str, torch_version: str, snapshot: str = SNAPSHOT_DATE) -> MatrixCheck:
+    """Listed only when the snapshot names this ROCm release with this PyTorch minor version; anything else is a warning."""
+    torch_minor = _minor(torch_version)
+    candidates = [key for key in matrix if key == rocm_version or _minor(key) == _minor(rocm_version)]
+    if not candidates:
+        return MatrixCheck("warning", f"ROCm {rocm_version} is not in the {snapshot} matrix snapshot: combination unverified")
+    listed = {_minor(v) for key in candidates for v in matrix[key]}
+    if torch_minor in listed:
+        return MatrixCheck("listed", f"ROCm {rocm_version} with PyTorch {torch_minor} is listed in the {snapshot} matrix snapshot")
+    return MatrixCheck("warning", f"PyTorch {torch_minor} is not listed for ROCm {rocm_version} in the {snapshot} matrix snapshot "
+                                  f"(listed: {', '.join(sorted(listed))}): combination unverified")
