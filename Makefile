@@ -39,7 +39,13 @@ demo: $(STAMP) data/model/config.json
 	@echo "Results: experiment '$(EXPERIMENT)' in $(MLFLOW_TRACKING_URI); attempts table: $(BIN)/gpucost attempts --experiment $(EXPERIMENT)"
 	@echo "Browse them: $(BIN)/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI) (the decision run shows report.html)"
 
-test: $(STAMP)
+# The report's browser test renders report.html in Debian's headless chromium.
+CHROMIUM := /usr/bin/chromium
+$(CHROMIUM):
+	@if [ "$$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+	$$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+
+test: $(STAMP) $(CHROMIUM)
 	$(BIN)/python -m pytest -q tests
 
 clean-demo:

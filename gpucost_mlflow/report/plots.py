@@ -64,8 +64,9 @@ def cost(assessments: list[Assessment]) -> str:
         if a.committed is not None:
             axes.bar(index, float(a.committed), color="#2ca02c")
         else:
-            axes.text(index, 0.5, "not priced", ha="center", rotation=90, transform=axes.get_xaxis_transform())
+            axes.text(index, 0.5, "not priced", ha="center", va="center", rotation=90, transform=axes.get_xaxis_transform())
     axes.set_xticks(range(len(assessments)), [a.configuration.variant for a in assessments], rotation=20)
+    axes.set_xlim(-0.6, len(assessments) - 0.4)
     currency = next((a.package.currency for a in assessments if a.package), "")
     axes.set_ylabel(f"committed ({currency})" if currency else "committed")
     axes.set_title("Committed package cost per configuration")

@@ -114,16 +114,17 @@ def markdown(report: Report) -> str:
 
 def _html_table(head: list[str], rows: list[list[str]], ident: str = "") -> str:
     e = html.escape
-    out = [f'<table{f" id={chr(34)}{ident}{chr(34)}" if ident else ""}><thead><tr>'
+    out = [f'<div class="scroll"><table{f" id={chr(34)}{ident}{chr(34)}" if ident else ""}><thead><tr>'
            + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr></thead><tbody>"]
     out += ["<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in row) + "</tr>" for row in rows]
-    return "".join(out) + "</tbody></table>"
+    return "".join(out) + "</tbody></table></div>"
 
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1400px}
 table{border-collapse:collapse;margin:1em 0;font-size:13px}th,td{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
 th{background:#f0f0f0}.warning{background:#fff3cd;padding:.5em 1em;border-left:4px solid #e0a800}
-.decision{background:#e8f4ea;padding:.8em 1em;border-left:4px solid #2ca02c;font-size:15px}img{max-width:100%}"""
+.decision{background:#e8f4ea;padding:.8em 1em;border-left:4px solid #2ca02c;font-size:15px}img{max-width:100%}
+.scroll{overflow-x:auto;max-width:100%}figure{display:inline-block;margin:.5em 1em .5em 0}"""
 
 
 def page(report: Report) -> str:
