@@ -121,10 +121,8 @@ def list_variants(variants_file) -> None:
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."), help="Folder that relative paths are resolved from (the MLproject passes the repository root).")
 def run_pass(variant_name, corpus_path, model_path, variants_file, experiment, protocol_file, role, root) -> None:
     """Run one pass of a variant over the corpus as one MLflow run."""
-    import os
 
     from gpucost_mlflow.core.variants import get_variant
-    from gpucost_mlflow.tracking import schema
     from gpucost_mlflow.tracking.launcher import PassRequest, execute
 
     variant = get_variant(_under(root, variants_file), variant_name)

@@ -1,5 +1,5 @@
 """Acceptance check of issue 4: Ctrl-C (SIGINT to the process group) during pass 7 of the demo campaign, then --resume."""
-import os, signal, subprocess, sys, time
+import os, signal, subprocess, time
 import pandas as pd
 os.chdir("/work/main")
 os.environ["MLFLOW_TRACKING_URI"] = "sqlite:////tmp/ctrlc.db"

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-import mlflow
 from mlflow.entities import Param, RunTag
 from mlflow.tracking import MlflowClient
 
