@@ -56,8 +56,12 @@ def store(tmp_path, monkeypatch) -> str:
     monkeypatch.delenv("MLFLOW_EXPERIMENT_ID", raising=False)
     monkeypatch.chdir(tmp_path)
     import mlflow
+    from mlflow.tracking import MlflowClient
 
     mlflow.set_tracking_uri(uri)
+    # Create the store's tables now: a subprocess started by the test would otherwise race this
+    # process to run the same schema migration ("table _alembic_tmp_experiments already exists").
+    MlflowClient(tracking_uri=uri).search_experiments(max_results=1)
     yield uri
     mlflow.set_tracking_uri(None)
 
