@@ -334,6 +334,7 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
     if outcome.get("elapsed_until_failure_s") is not None:
         metrics["elapsed_until_failure_s"] = outcome["elapsed_until_failure_s"]
     metrics.update((outcome.get("memory") or {}).get("metrics", {}))
+    metrics.update(outcome.get("metrics") or {})
     if back.ids:
         metrics.update(quality)
     verdict = {
