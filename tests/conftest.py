@@ -15,6 +15,14 @@ ROOT = Path(__file__).resolve().parents[1]
 LABELS = ["fresh", "plot", "rotten"]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def peak_cache(tmp_path_factory) -> Path:
+    """Dense-matmul peaks go to a session folder, never to the developer's own cache."""
+    path = tmp_path_factory.mktemp("peak") / "peak.json"
+    os.environ["GPUCOST_PEAK_CACHE"] = str(path)
+    return path
+
+
 @pytest.fixture(scope="session")
 def corpus_dir(tmp_path_factory) -> Path:
     """A 30-input comparison corpus and 30-input tuning corpus built from the real default source."""

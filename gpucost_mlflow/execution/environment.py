@@ -133,7 +133,15 @@ def stack(device: torch.device) -> dict:
         "torch_threads": torch.get_num_threads(),
         "platform": platform.platform(),
         "python_executable_version": sys.version.split()[0],
+        "matmul_peak": _matmul_peak(device),
     }
+
+
+def _matmul_peak(device: torch.device) -> dict:
+    """The dense-matmul peaks cached for this device (what the pass's MFU is a fraction of)."""
+    from gpucost_mlflow.execution import peak
+
+    return peak.cached_for(device)
 
 
 def _cpu_count() -> int:

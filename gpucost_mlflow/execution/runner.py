@@ -12,7 +12,7 @@ import os
 import sys
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -47,6 +47,11 @@ class Predictions:
     ids: list[str] = field(default_factory=list)
     labels: list[int] = field(default_factory=list)
     scores: list[float] = field(default_factory=list)
+    shapes: "_Shapes | None" = None
+
+    def batch_lengths(self) -> list[list[int]]:
+        """Real token counts per completed batch, in processing order (for the FLOP count, after the clock)."""
+        return self.shapes.batch_lengths() if self.shapes else []
 
 
 def read_texts(corpus_path: str) -> tuple[list[str], list[str]]:
@@ -72,13 +77,16 @@ def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[
     import numpy as np
     import torch
 
-    encoded = tokenizer(texts, truncation=True, max_length=settings["max_length"])["input_ids"]
+    encoded = tokenizer(
+        texts, truncation=True, max_length=settings["max_length"], return_attention_mask=False, return_token_type_ids=False
+    )["input_ids"]
     lengths = [len(seq) for seq in encoded]
+    plan = batches(lengths, settings["batch_size"], settings["length_grouping"])
     pad_id = tokenizer.pad_token_id or 0
     done_labels, done_scores, done_order = [], [], []
     try:
         with torch.inference_mode():
-            for number, batch in enumerate(batches(lengths, settings["batch_size"], settings["length_grouping"]), start=1):
+            for number, batch in enumerate(plan, start=1):
                 if on_batch is not None:
                     on_batch(number, len(done_order))
                 width = max(lengths[i] for i in batch)
@@ -95,9 +103,10 @@ def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[
                 done_labels.append(label)
                 done_scores.append(score)
                 done_order.extend(batch)
-        return _to_host(ids, done_order, done_labels, done_scores)
+        return _to_host(ids, done_order, done_labels, done_scores, lengths, plan)
     except BaseException as exc:
-        exc.partial_predictions = _to_host(ids, done_order[: sum(len(t) for t in done_labels)], done_labels, done_scores)
+        exc.partial_predictions = _to_host(ids, done_order[: sum(len(t) for t in done_labels)], done_labels, done_scores,
+                                           lengths, plan)
         raise
 
 
@@ -117,14 +126,25 @@ def measure(corpus_path, tokenizer, model, settings, device, sync, on_batch=None
     return predictions, clock.stop()
 
 
-def _to_host(ids, order, labels, scores) -> Predictions:
+def _to_host(ids, order, labels, scores, lengths, plan) -> Predictions:
     import torch
 
     if not labels:
         return Predictions()
     label_list = torch.cat(labels).cpu().tolist()
     score_list = torch.cat(scores).cpu().tolist()
-    return Predictions([ids[i] for i in order], label_list, score_list)
+    return Predictions([ids[i] for i in order], label_list, score_list, _Shapes(lengths, plan[: len(labels)]))
+
+
+@dataclass
+class _Shapes:
+    """The real token count of every input and the batches that completed: read after the clock stops."""
+
+    lengths: list[int]
+    plan: list[list[int]]
+
+    def batch_lengths(self) -> list[list[int]]:
+        return [[self.lengths[i] for i in batch] for batch in self.plan]
 
 
 def write_predictions(path: Path, predictions: Predictions, label_names: list[str], duplicate_at: int = 0) -> None:
@@ -193,12 +213,42 @@ def run(spec: PassSpec, started_ns: int) -> dict:
         )
     outcome["completed_entries"] = len(predictions.ids)
     outcome["memory"] = memory.peaks(device)
+    outcome.update(utilisation(model.config.to_dict(), settings, device, predictions, outcome.get("pass_s")))
 
     export = Stopwatch(sync)
     export.start()
     write_predictions(workdir / PREDICTIONS, predictions, label_names, fault.dupid_at)
     outcome["export_s"] = export.stop()
     return outcome
+
+
+MFU_METRICS = ("mfu_useful", "mfu_padded")
+
+
+def utilisation(config: dict, settings: dict, device, predictions: Predictions, pass_s: float | None) -> dict:
+    """FLOP counts and rates of a completed pass, and MFU against the cached peak of its device and precision.
+
+    Runs after the clock stopped. Every measurement left out has its reason in `missing_measurements`.
+    """
+    from gpucost_mlflow.core import flops
+    from gpucost_mlflow.core.errors import GpucostError
+    from gpucost_mlflow.execution import peak
+
+    if pass_s is None:
+        return {"missing_measurements": {key: "pass did not complete" for key in MFU_METRICS}}
+    try:
+        shape = flops.encoder_shape(config)
+    except GpucostError as exc:
+        return {"missing_measurements": {key: str(exc) for key in MFU_METRICS + ("useful_flop_per_s",)}}
+    precision = peak.precision_of(settings)
+    found, why = peak.lookup(device, precision)
+    result = {
+        "metrics": flops.rates(flops.count(shape, predictions.batch_lengths()), pass_s, found.flop_per_s if found else None),
+        "peak": asdict(found) if found else {},
+    }
+    if found is None:
+        result["missing_measurements"] = {key: why for key in MFU_METRICS}
+    return result
 
 
 def main(argv: list[str]) -> int:

@@ -11,9 +11,9 @@ from gpucost_mlflow.core.decision import Assessment
 from gpucost_mlflow.core.stats import Separation
 from gpucost_mlflow.report.tables import Summary, money_or_reason
 
-ATTEMPT_COLUMNS = ["pass_index", "round", "position", "variant", "device", "status", "pass_s", "quality_verdict",
-                   "macro_f1", "expected_ids", "observed_ids", "ids_match", "corpus_accepted", "completed_entries",
-                   "reason", "run_id"]
+ATTEMPT_COLUMNS = ["pass_index", "round", "position", "variant", "device", "status", "pass_s", "mfu_useful", "mfu_padded",
+                   "quality_verdict", "macro_f1", "expected_ids", "observed_ids", "ids_match", "corpus_accepted",
+                   "completed_entries", "reason", "mfu_reason", "run_id"]
 
 
 @dataclass
@@ -52,12 +52,22 @@ def _summary_rows(report: Report) -> list[list[str]]:
             str(counts["accepted"]), str(counts["rejected"]), str(counts["failed"]), str(counts["excluded"]), str(counts["pending"]),
             "; ".join(f"{k} {v / 2**20:.0f} MiB" for k, v in s.memory.items()), s.memory_counter,
             _cell(s.macro_f1), "; ".join(f"{k}: {v}" for k, v in s.quality_verdicts.items()),
+            _pair(s.utilisation, "useful_flop_per_s", "padded_flop_per_s", lambda v: f"{v / 1e9:,.1f}", s.mfu_reason),
+            _pair(s.utilisation, "mfu_useful", "mfu_padded", lambda v: f"{100 * v:.1f} %", s.mfu_reason),
         ])
     return rows
 
 
+def _pair(values: dict, first: str, second: str, fmt, reason: str) -> str:
+    """'useful / padded' medians, or 'empty: reason' (a missing measurement is never shown as 0)."""
+    if first not in values or second not in values:
+        return f"empty: {reason or 'not measured'}"
+    return f"{fmt(values[first])} / {fmt(values[second])}"
+
+
 SUMMARY_HEAD = ["device", "variant", "raw pass_s", "median", "min", "max", "accepted", "rejected", "failed",
-                "excluded", "pending", "memory peaks", "memory counter", "macro-F1 (median)", "quality verdicts"]
+                "excluded", "pending", "memory peaks", "memory counter", "macro-F1 (median)", "quality verdicts",
+                "GFLOP/s useful / padded (median)", "MFU useful / padded (median, of the dense-matmul peak)"]
 SEPARATION_HEAD = ["series", "faster", "slower", "median difference (s)", "largest spread (s)", "ranges overlap",
                    "permutation p (exact, supporting)", "verdict"]
 PLAN_HEAD = ["device", "variant", "feasible", "why", "forecast window (h)", "forecast end", "meets deadline",
@@ -90,6 +100,12 @@ def _plan_text(report: Report) -> str:
             f"(median pass + evaluation + export). Planned start {start}; deadline {report.deadline}.")
 
 
+MFU_TEXT = ("GFLOP/s and MFU: forward-pass FLOPs counted from the model config and the real token counts of the "
+            "batches (matrix multiplies only), divided by pass_s; useful leaves padding out, padded counts what the "
+            "padded batches made the device compute. MFU is that rate as a share of the device's dense matrix-multiply "
+            "throughput measured by `gpucost doctor --peak` at the pass's precision (docs/pass.md).")
+
+
 def _md_table(head: list[str], rows: list[list[str]]) -> str:
     esc = lambda text: str(text).replace("|", "\\|").replace("\n", " ")  # noqa: E731
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
@@ -104,7 +120,7 @@ def markdown(report: Report) -> str:
     parts += ["", f"**Question.** {report.question}", "", f"**Decision note.** {report.decision}", "",
               f"Protocol digest `{report.protocol_digest[:16]}`; catalog {report.catalog}.", "",
               "## Per configuration (five raw durations, median, min, max; no p95, no mean)", "",
-              _md_table(SUMMARY_HEAD, _summary_rows(report)), "",
+              _md_table(SUMMARY_HEAD, _summary_rows(report)), "", MFU_TEXT, "",
               "## Separability within each series", "", _md_table(SEPARATION_HEAD, _separation_rows(report)), "",
               "## Campaign plan and committed cost", "", _plan_text(report), "", _md_table(PLAN_HEAD, _plan_rows(report)), "",
               f"## Attempts ({len(attempts)} rows, one per attempted pass)", "",
@@ -139,7 +155,7 @@ def page(report: Report) -> str:
              f'<p class="decision"><b>Decision note.</b> {e(report.decision)}</p>',
              f"<p>Protocol digest <code>{e(report.protocol_digest[:16])}</code>; catalog {e(report.catalog)}.</p>",
              "<h2>Per configuration</h2><p>Five raw durations, median, minimum, maximum; no p95, no mean.</p>",
-             _html_table(SUMMARY_HEAD, _summary_rows(report), "summary"),
+             _html_table(SUMMARY_HEAD, _summary_rows(report), "summary"), f"<p>{e(MFU_TEXT)}</p>",
              "<h2>Separability within each series</h2>", _html_table(SEPARATION_HEAD, _separation_rows(report), "separability"),
              "<h2>Campaign plan and committed cost</h2>", f"<p>{e(_plan_text(report))}</p>",
              _html_table(PLAN_HEAD, _plan_rows(report), "balance"),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -35,6 +35,9 @@ def configurations(table: pd.DataFrame) -> list[Configuration]:
     return configs
 
 
+UTILISATION = ("useful_flop_per_s", "padded_flop_per_s", "mfu_useful", "mfu_padded")
+
+
 @dataclass
 class Summary:
     configuration: Configuration
@@ -42,6 +45,8 @@ class Summary:
     memory_counter: str
     macro_f1: float | None
     quality_verdicts: dict
+    utilisation: dict = field(default_factory=dict)
+    mfu_reason: str = ""
 
 
 def summaries(table: pd.DataFrame, configs: list[Configuration]) -> list[Summary]:
@@ -53,7 +58,14 @@ def summaries(table: pd.DataFrame, configs: list[Configuration]) -> list[Summary
         counters = sorted({c for c in rows["memory_counter"] if c})
         f1 = rows["macro_f1"].dropna()
         verdicts = rows["quality_verdict"].fillna("").replace("", "(none: failed)").value_counts().to_dict()
-        result.append(Summary(config, memory, "; ".join(counters), float(f1.median()) if len(f1) else None, verdicts))
+        completed = rows[rows["pass_s"].notna() & (rows["status"] != "excluded")]
+        utilisation = {key: float(completed[key].median()) for key in UTILISATION
+                       if key in completed and completed[key].notna().any()}
+        reasons = sorted({r for r in completed.get("mfu_reason", pd.Series(dtype=str)).fillna("") if r})
+        if not len(completed):
+            reasons = ["no completed pass"]
+        result.append(Summary(config, memory, "; ".join(counters), float(f1.median()) if len(f1) else None, verdicts,
+                              utilisation, "; ".join(reasons)))
     return result
 
 

@@ -23,10 +23,10 @@ COLUMNS = [
     "load_s", "warmup_s", "pass_s", "eval_s", "export_s", "quality_verdict", "accuracy", "macro_f1",
     "expected_ids", "observed_ids", "ids_match", "corpus_accepted", "completed_entries",
     "mem_peak_allocated_bytes", "mem_peak_reserved_bytes", "mem_peak_rss_bytes",
-    "memory_counter", "protocol_digest", "start_time", "notes",
+    "memory_counter", *schema.UTILISATION, "mfu_reason", "protocol_digest", "start_time", "notes",
 ]
-SHOWN = ["variant", "status", "batch_size", "pass_s", "quality_verdict", "macro_f1", "expected_ids",
-         "observed_ids", "ids_match", "corpus_accepted", "completed_entries", "reason"]
+SHOWN = ["variant", "status", "batch_size", "pass_s", "mfu_useful", "mfu_padded", "quality_verdict", "macro_f1",
+         "expected_ids", "observed_ids", "ids_match", "corpus_accepted", "completed_entries", "reason"]
 
 
 class _gc_paused:
@@ -129,8 +129,22 @@ def attempt_row(run: Run) -> dict:
             notes.append(f"{key} empty: {why}")
     if status != "running":
         notes.append(f"predictions: {run.info.artifact_uri}/{schema.PREDICTIONS}")
+    row["mfu_reason"] = mfu_reason(metrics, status, reason)
+    if row["mfu_reason"]:
+        notes.append(f"mfu empty: {row['mfu_reason']}")
     row["notes"] = "; ".join(notes)
     return row
+
+
+def mfu_reason(metrics: dict, status: str, reason: str) -> str:
+    """Why a pass has no MFU figures ('' when it has them): an empty cell always says why."""
+    if "mfu_useful" in metrics:
+        return ""
+    if "pass_s" not in metrics:
+        return f"no completed pass ({reason or status or 'not recorded'})"
+    if "useful_flop_per_s" not in metrics:
+        return "FLOPs not counted (model config not BERT-style, or the pass predates FLOP counting)"
+    return "no dense-matmul peak cached for this device and precision when the pass ran (run `gpucost doctor --peak`)"
 
 
 def attempts(experiment: str, client: MlflowClient | None = None) -> tuple[pd.DataFrame, dict]:

@@ -34,6 +34,9 @@ DEFAULT_PROTOCOL = "projects/protocol.yaml"
 
 TIMINGS = ("load_s", "warmup_s", "pass_s", "eval_s", "export_s")
 ID_METRICS = ("expected_ids", "observed_ids", "completed_entries")
+# FLOPs of the pass's forward passes (core/flops.py) per second of pass_s; mfu_* as fractions of the
+# device's cached dense-matmul peak at the pass's precision (absent, with a reason, when none is cached).
+UTILISATION = ("useful_flop_per_s", "padded_flop_per_s", "mfu_useful", "mfu_padded", "padding_share", "peak_flop_per_s")
 
 MANIFEST = "manifest.json"
 PREDICTIONS = "predictions.jsonl.gz"

@@ -1,0 +1,186 @@
+"""The device's measured dense matrix-multiply throughput per precision, cached for the passes to read.
+
+`gpucost doctor --peak` measures it once per device, torch version and precision (and thread count
+on the CPU) and caches it in a JSON file; a pass only reads the cache, it never measures during a
+campaign. The cache: `$GPUCOST_PEAK_CACHE`, else `$XDG_CACHE_HOME/gpucost/peak.json`, else
+`~/.cache/gpucost/peak.json`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import warnings
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from gpucost_mlflow.core.corpus import write_atomic
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.execution import environment
+
+ENV = "GPUCOST_PEAK_CACHE"
+PRECISIONS = ("fp32", "bf16", "fp16", "int8-dynamic")
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+CPU_SIZES = (1024, 2048)
+GPU_SIZES = (4096, 8192)
+METHOD = ("median of torch.utils.benchmark blocked_autorange over square n x n @ n x n products "
+          "(2 n^3 operations each), best size kept; int8-dynamic: a dynamically quantized nn.Linear(n, n) on n rows")
+
+
+@dataclass(frozen=True)
+class Peak:
+    """One measured dense matmul throughput, with what it was measured on and how."""
+
+    device: str
+    torch: str
+    threads: int | None
+    precision: str
+    flop_per_s: float
+    size: int
+    measured_at: str
+    method: str = METHOD
+    matmul_precision: str = ""
+
+    @property
+    def key(self) -> str:
+        return cache_key(self.device, self.torch, self.threads, self.precision)
+
+
+def cache_key(device: str, torch_version: str, threads: int | None, precision: str) -> str:
+    """Device name, torch version, thread count (CPU only) and precision: a peak holds for exactly these."""
+    where = device if threads is None else f"{device} ({threads} threads)"
+    return f"{where} | torch {torch_version} | {precision}"
+
+
+def cache_path() -> Path:
+    """Where the peaks are cached (see the module docstring)."""
+    if os.environ.get(ENV):
+        return Path(os.environ[ENV])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "gpucost" / "peak.json"
+
+
+def load_cache(path: Path | None = None) -> dict[str, Peak]:
+    """Every cached peak by key; an absent file is an empty cache, a corrupt one a one-line error."""
+    path = path or cache_path()
+    if not path.exists():
+        return {}
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))["peaks"]
+        peaks = [Peak(**entry) for entry in entries]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise GpucostError(f"{path}: not a gpucost peak cache (delete it and run `gpucost doctor --peak`)") from None
+    return {peak.key: peak for peak in peaks}
+
+
+def save(peaks: list[Peak], path: Path | None = None) -> Path:
+    """Add or replace these peaks in the cache, atomically."""
+    path = path or cache_path()
+    cached = load_cache(path)
+    cached.update({peak.key: peak for peak in peaks})
+    document = {"peaks": [asdict(peak) for peak in sorted(cached.values(), key=lambda p: p.key)]}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, (json.dumps(document, indent=2) + "\n").encode("utf-8"))
+    return path
+
+
+def precision_of(settings: dict) -> str:
+    """The peak a pass is compared with: its precision, or int8-dynamic when its linears are quantized."""
+    return "int8-dynamic" if settings.get("quantization") == "dynamic-int8" else settings["precision"]
+
+
+def _where(device: torch.device) -> tuple[str, int | None]:
+    name = environment.device_names(device)[0]
+    return name, (torch.get_num_threads() if device.type == "cpu" else None)
+
+
+def lookup(device: torch.device, precision: str, path: Path | None = None) -> tuple[Peak | None, str]:
+    """The cached peak for this device and precision, or None and the reason it is missing."""
+    name, threads = _where(device)
+    key = cache_key(name, torch.__version__, threads, precision)
+    try:
+        found = load_cache(path).get(key)
+    except GpucostError as exc:
+        return None, str(exc)
+    if found is None:
+        return None, f"no dense-matmul peak cached for '{key}' in {path or cache_path()} (run `gpucost doctor --peak`)"
+    return found, ""
+
+
+def cached_for(device: torch.device, path: Path | None = None) -> dict:
+    """What the manifest records: the cached peaks of this device (by precision) and the cache's path."""
+    name, threads = _where(device)
+    try:
+        cached = load_cache(path)
+    except GpucostError as exc:
+        return {"cache": str(path or cache_path()), "peaks": {}, "note": str(exc)}
+    peaks = {p: asdict(cached[cache_key(name, torch.__version__, threads, p)]) for p in PRECISIONS
+             if cache_key(name, torch.__version__, threads, p) in cached}
+    record = {"cache": str(path or cache_path()), "peaks": peaks}
+    if not peaks:
+        record["note"] = "no peak measured on this device: run `gpucost doctor --peak`"
+    return record
+
+
+def _operation(device: torch.device, precision: str, size: int):
+    """The statement to time and its globals: a dense product at this precision on this device."""
+    generator = torch.Generator().manual_seed(0)
+    if precision == "int8-dynamic":
+        if device.type != "cpu":
+            raise RuntimeError("dynamic int8 quantization runs on the CPU only")
+        layer = torch.nn.Linear(size, size, bias=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            layer = torch.ao.quantization.quantize_dynamic(torch.nn.Sequential(layer), {torch.nn.Linear}, dtype=torch.qint8)
+        return "layer(a)", {"layer": layer, "a": torch.randn(size, size, generator=generator)}
+    a = torch.randn(size, size, generator=generator).to(device=device, dtype=DTYPES[precision])
+    b = torch.randn(size, size, generator=generator).to(device=device, dtype=DTYPES[precision])
+    return "torch.mm(a, b)", {"torch": torch, "a": a, "b": b}
+
+
+def measure_one(device: torch.device, precision: str, size: int, min_run_time: float = 1.0) -> float:
+    """Median operations per second of one n x n product at this precision (synchronised on a GPU)."""
+    from torch.utils import benchmark
+
+    stmt, scope = _operation(device, precision, size)
+    timer = benchmark.Timer(stmt=stmt, globals=scope, num_threads=torch.get_num_threads())
+    with torch.inference_mode():
+        timer.timeit(1)
+        median = timer.blocked_autorange(min_run_time=min_run_time).median
+    return 2 * size**3 / median
+
+
+def supported(device: torch.device) -> list[str]:
+    """Precisions worth measuring on this device: int8-dynamic on the CPU only, bf16 / fp16 where torch runs them."""
+    found = []
+    for precision in PRECISIONS:
+        if precision == "int8-dynamic" and device.type != "cpu":
+            continue
+        if device.type == "cuda" and precision == "bf16" and not torch.cuda.is_bf16_supported():
+            continue
+        found.append(precision)
+    return found
+
+
+def measure(device: torch.device, precisions: list[str] | None = None, sizes: tuple[int, ...] | None = None,
+            min_run_time: float = 1.0) -> tuple[list[Peak], dict[str, str]]:
+    """Measure each precision at each size, keep the best size; returns the peaks and the precisions that failed."""
+    name, threads = _where(device)
+    sizes = sizes or (CPU_SIZES if device.type == "cpu" else GPU_SIZES)
+    matmul = torch.get_float32_matmul_precision()
+    peaks, failed = [], {}
+    for precision in precisions or supported(device):
+        try:
+            best = max((measure_one(device, precision, size, min_run_time), size) for size in sizes)
+        except (RuntimeError, NotImplementedError) as exc:
+            failed[precision] = " ".join(str(exc).split())[:200]
+            continue
+        peaks.append(Peak(
+            device=name, torch=torch.__version__, threads=threads, precision=precision, flop_per_s=best[0], size=best[1],
+            measured_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            matmul_precision=f"torch.get_float32_matmul_precision() = {matmul}",
+        ))
+    return peaks, failed
