@@ -51,6 +51,7 @@ def main() -> None:
     args = parser.parse_args()
 
     settings = get_variant(ROOT / "projects/variants.yaml", args.variant).settings()
+    runner.tokenizer_parallelism(settings)  # as the pass's child sets it
     device = torch.device("cpu")
     tokenizer = models.load_tokenizer(args.model)
     model = models.load_classifier(args.model, device, "fp32", "none", settings["attention"], False)

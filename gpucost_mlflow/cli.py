@@ -424,7 +424,7 @@ def _peak_lines(choice: str, measure_peak: bool, min_time: float) -> None:
     for precision, entry in record["peaks"].items():
         threads = f", {entry['threads']} threads" if entry["threads"] else ""
         click.echo(f"dense matmul peak {precision}: {entry['flop_per_s'] / 1e9:,.1f} GFLOP/s "
-                   f"({entry['device']}{threads}, n={entry['size']}, measured {entry['measured_at']})")
+                   f"({entry['device']}{threads}, n={entry['size']}{', ' + entry['operation'] if entry['operation'] else ''}, measured {entry['measured_at']})")
 
 
 @main.command("attempts")

@@ -24,10 +24,11 @@ from gpucost_mlflow.execution import environment
 ENV = "GPUCOST_PEAK_CACHE"
 PRECISIONS = ("fp32", "bf16", "fp16", "int8-dynamic")
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-CPU_SIZES = (1024, 2048)
-GPU_SIZES = (4096, 8192)
+CPU_SIZES = (512, 1024, 2048)
+GPU_SIZES = (2048, 4096, 8192)
 METHOD = ("median of torch.utils.benchmark blocked_autorange over square n x n @ n x n products "
-          "(2 n^3 operations each), best size kept; int8-dynamic: a dynamically quantized nn.Linear(n, n) on n rows")
+          "(2 n^3 operations each) through torch.mm and F.linear, best size and entry point kept (sizes tried smallest first, stopping once one product takes "
+          "longer than the timing budget); int8-dynamic: a dynamically quantized nn.Linear(n, n) on n rows")
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class Peak:
     measured_at: str
     method: str = METHOD
     matmul_precision: str = ""
+    operation: str = ""
 
     @property
     def key(self) -> str:
@@ -125,8 +127,12 @@ def cached_for(device: torch.device, path: Path | None = None) -> dict:
     return record
 
 
-def _operation(device: torch.device, precision: str, size: int):
-    """The statement to time and its globals: a dense product at this precision on this device."""
+def _operations(device: torch.device, precision: str, size: int) -> tuple[list[str], dict]:
+    """The statements to time and their globals: dense n x n products at this precision on this device.
+
+    Both entry points a transformer's matmuls go through, `torch.mm` and `F.linear`: on some CPUs they
+    reach different kernels (bf16 without native support: about 1 vs 16 GFLOP/s on 2 AVX2 cores).
+    """
     generator = torch.Generator().manual_seed(0)
     if precision == "int8-dynamic":
         if device.type != "cpu":
@@ -135,22 +141,40 @@ def _operation(device: torch.device, precision: str, size: int):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             layer = torch.ao.quantization.quantize_dynamic(torch.nn.Sequential(layer), {torch.nn.Linear}, dtype=torch.qint8)
-        return "layer(a)", {"layer": layer, "a": torch.randn(size, size, generator=generator)}
+        return ["layer(a)"], {"layer": layer, "a": torch.randn(size, size, generator=generator)}
     a = torch.randn(size, size, generator=generator).to(device=device, dtype=DTYPES[precision])
     b = torch.randn(size, size, generator=generator).to(device=device, dtype=DTYPES[precision])
-    return "torch.mm(a, b)", {"torch": torch, "a": a, "b": b}
+    return ["torch.mm(a, b)", "F.linear(a, b)"], {"torch": torch, "F": torch.nn.functional, "a": a, "b": b}
 
 
-def measure_one(device: torch.device, precision: str, size: int, min_run_time: float = 1.0) -> float:
-    """Median operations per second of one n x n product at this precision (synchronised on a GPU)."""
+def measure_one(device: torch.device, precision: str, size: int, stmt: str, min_run_time: float = 1.0) -> float:
+    """Median operations per second of one n x n product through `stmt` (synchronised on a GPU).
+
+    A product slower than `min_run_time` on its own (an emulated precision) is timed once more, not repeated.
+    """
     from torch.utils import benchmark
 
-    stmt, scope = _operation(device, precision, size)
+    statements, scope = _operations(device, precision, size)
+    if stmt not in statements:
+        raise ValueError(f"{stmt!r} is not one of {statements}")
     timer = benchmark.Timer(stmt=stmt, globals=scope, num_threads=torch.get_num_threads())
     with torch.inference_mode():
-        timer.timeit(1)
-        median = timer.blocked_autorange(min_run_time=min_run_time).median
+        single = timer.timeit(1).median
+        median = timer.timeit(1).median if single > min_run_time else timer.blocked_autorange(min_run_time=min_run_time).median
     return 2 * size**3 / median
+
+
+def _best(device: torch.device, precision: str, sizes: list[int], min_run_time: float) -> tuple[float, int, str]:
+    """The best (operations per second, size, statement); per statement the sizes climb from the smallest
+    and stop once one product takes longer than `min_run_time` (an emulated precision)."""
+    best = (0.0, 0, "")
+    for stmt in _operations(device, precision, 8)[0]:
+        for size in sizes:
+            rate = measure_one(device, precision, size, stmt, min_run_time)
+            best = max(best, (rate, size, stmt))
+            if 2 * size**3 / rate > min_run_time:
+                break
+    return best
 
 
 def supported(device: torch.device) -> list[str]:
@@ -174,12 +198,12 @@ def measure(device: torch.device, precisions: list[str] | None = None, sizes: tu
     peaks, failed = [], {}
     for precision in precisions or supported(device):
         try:
-            best = max((measure_one(device, precision, size, min_run_time), size) for size in sizes)
+            best = _best(device, precision, sorted(sizes), min_run_time)
         except (RuntimeError, NotImplementedError) as exc:
             failed[precision] = " ".join(str(exc).split())[:200]
             continue
         peaks.append(Peak(
-            device=name, torch=torch.__version__, threads=threads, precision=precision, flop_per_s=best[0], size=best[1],
+            device=name, torch=torch.__version__, threads=threads, precision=precision, flop_per_s=best[0], size=best[1], operation=best[2],
             measured_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             matmul_precision=f"torch.get_float32_matmul_precision() = {matmul}",
         ))

@@ -110,6 +110,14 @@ def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[
         raise
 
 
+def tokenizer_parallelism(settings: dict) -> bool:
+    """Let the fast tokenizer encode the corpus on every core (this child never forks while it tokenizes),
+    except under torch.compile, whose compile workers fork; returns the choice, the same for every variant."""
+    parallel = not settings.get("compile")
+    os.environ["TOKENIZERS_PARALLELISM"] = "true" if parallel else "false"
+    return parallel
+
+
 def measure(corpus_path, tokenizer, model, settings, device, sync, on_batch=None) -> tuple[Predictions, float]:
     """The measured pass: synchronise, start the clock, read, tokenize, transfer, infer, bring to host,
     synchronise, stop. Nothing else happens between the two clock reads."""
@@ -171,6 +179,7 @@ def run(spec: PassSpec, started_ns: int) -> dict:
     settings = spec.settings
     workdir = Path(spec.workdir)
     outcome: dict = {"status": "failed", "reason": "", "completed_entries": 0}
+    outcome["tokenizer_parallelism"] = tokenizer_parallelism(settings)
     fault = faults.parse(spec.fault)
     torch.manual_seed(spec.seed)
     device = models.resolve_device(settings["device"])
