@@ -45,7 +45,16 @@ $(CHROMIUM):
 	@if [ "$$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
 	$$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 
-test: $(STAMP) $(CHROMIUM)
+# The team-scale tests start their own PostgreSQL cluster (Debian's postgresql package) and mlflow servers.
+POSTGRES_INITDB = $(firstword $(wildcard /usr/lib/postgresql/*/bin/initdb))
+.PHONY: postgres
+postgres:
+	@if [ -z "$(POSTGRES_INITDB)" ]; then \
+	  if [ "$$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; \
+	fi
+
+test: $(STAMP) $(CHROMIUM) postgres
 	$(BIN)/python -m pytest -q tests
 
 clean-demo:

@@ -25,6 +25,13 @@ class Gpucost(click.Group):
         except GpucostError as exc:
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(GpucostError.exit_code)
+        except Exception as exc:
+            if type(exc).__module__.split(".")[0] not in ("mlflow", "requests", "urllib3"):
+                raise
+            from gpucost_mlflow.tracking.store import describe_error
+
+            click.echo(f"Error: {describe_error(exc)}", err=True)
+            ctx.exit(GpucostError.exit_code)
 
 
 def _under(root: Path, path: Path) -> Path:
@@ -146,6 +153,8 @@ def run_pass(variant_name, corpus_path, model_path, variants_file, experiment, p
     timing = f"pass_s {result.metrics['pass_s']:.2f}" if "pass_s" in result.metrics else "pass_s empty"
     quality = f", macro-F1 {result.metrics['macro_f1']:.3f}" if "macro_f1" in result.metrics else ""
     click.echo(f"pass {variant.name}: {result.status} ({result.reason}); {timing}{quality}; run {result.run_id}")
+    if result.spooled:
+        click.echo(f"not yet in the tracking store: kept in {result.spooled}; run `gpucost sync` when it is back", err=True)
     if result.status == "failed":
         sys.exit(1)
 
@@ -192,6 +201,43 @@ def campaign(variant_names, passes, resume, experiment, corpus_path, model_path,
     statuses = [outcome.status for _, outcome in result.results]
     summary = ", ".join(f"{statuses.count(s)} {s}" for s in sorted(set(statuses))) or "nothing left to run"
     click.echo(f"campaign {result.campaign_id} (parent run {result.parent_run_id}): {summary}")
+
+
+@main.command("sync")
+@click.option("--spool", "spool_path", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Spool folder (default: $GPUCOST_SPOOL, else ~/.local/share/gpucost/spool).")
+@click.option("--dry-run", is_flag=True, help="List what waits in the spool; upload nothing.")
+def sync(spool_path, dry_run) -> None:
+    """Upload passes spooled while the tracking store was unreachable; running it again creates no duplicates."""
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    from gpucost_mlflow.tracking import spool, store
+
+    waiting = spool.entries(spool_path)
+    if not waiting:
+        click.echo(f"spool {spool_path or spool.spool_dir()}: nothing to sync")
+        return
+    if dry_run:
+        for entry in waiting:
+            click.echo(entry.describe())
+        return
+    store.bound_http_retries()
+    store.check()
+    client = MlflowClient()
+    for number, entry in enumerate(waiting, 1):
+        try:
+            run_id = spool.publish(client, entry)
+        except Exception as exc:
+            if not spool.is_store_error(exc):
+                raise
+            raise GpucostError(
+                f"sync stopped at {entry.name} ({number - 1} of {len(waiting)} uploaded; the rest stay in the spool): "
+                f"{store.describe_error(exc) or exc}"
+            ) from None
+        spool.remove(entry)
+        click.echo(f"synced {entry.describe()} -> run {run_id}")
+    click.echo(f"{len(waiting)} spooled pass(es) uploaded to {spool.public_uri(mlflow.get_tracking_uri())}")
 
 
 @main.command("packages")

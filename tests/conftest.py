@@ -62,6 +62,7 @@ def store(tmp_path, monkeypatch) -> str:
     monkeypatch.delenv("MLFLOW_RUN_ID", raising=False)
     monkeypatch.delenv("MLFLOW_EXPERIMENT_NAME", raising=False)
     monkeypatch.delenv("MLFLOW_EXPERIMENT_ID", raising=False)
+    monkeypatch.setenv("GPUCOST_SPOOL", str(tmp_path / "spool"))
     monkeypatch.chdir(tmp_path)
     import mlflow
     from mlflow.tracking import MlflowClient

@@ -32,10 +32,12 @@ def experiment(store):
     experiments.lock(client, experiment_id, "scenario", protocol, PROTOCOL_PATH.read_text())
 
     def attempt(variant, device, pass_s, status="accepted", role="benchmark", fingerprint="a" * 64,
-                quality="passed", reason="every check passed"):
-        run = client.create_run(experiment_id, tags=writer.start_tags(
-            role=role, variant=variant, device=device, backend="cuda", corpus_fingerprint=fingerprint,
-            protocol_digest=protocol.digest))
+                quality="passed", reason="every check passed", run_name=None, note=None):
+        tags = writer.start_tags(role=role, variant=variant, device=device, backend="cuda",
+                                 corpus_fingerprint=fingerprint, protocol_digest=protocol.digest)
+        if note:
+            tags["mlflow.note.content"] = note
+        run = client.create_run(experiment_id, tags=tags, run_name=run_name)
         metrics = {"load_s": 3.0, "warmup_s": 0.5, "eval_s": 0.1, "export_s": 0.2, "expected_ids": 1000}
         if pass_s is not None:
             metrics.update(pass_s=pass_s, observed_ids=1000, completed_entries=1000)
@@ -145,3 +147,15 @@ def test_report_strings_from_runs_are_escaped_in_html(experiment):
     built, _ = report()
     text = page(built)
     assert "<script>" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+
+
+def test_run_names_notes_and_error_messages_reach_the_html_as_text(experiment):
+    from gpucost_mlflow.report.render import page
+
+    experiment("batch8", B200, 10.0, run_name="<script>alert('name')</script>", note="<script>alert('note')</script>")
+    experiment("batch8", B200, None, status="failed", run_name="<script>alert('run')</script>",
+               reason="<img src=x onerror=alert('error')> CUDA out of memory")
+    built, _ = report()
+    text = page(built)
+    assert "<script" not in text and "<img src=x" not in text
+    assert "&lt;img src=x onerror=alert(&#x27;error&#x27;)&gt; CUDA out of memory" in text

@@ -23,7 +23,7 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.protocol import load_protocol
 from gpucost_mlflow.core.schedule import Slot, remaining, rotated
 from gpucost_mlflow.core.variants import get_variant
-from gpucost_mlflow.tracking import experiments, schema, store
+from gpucost_mlflow.tracking import experiments, schema, spool, store
 from gpucost_mlflow.tracking.launcher import PassRequest, PassResult, execute
 
 # What every pass of a campaign shares: recorded on the parent run.
@@ -112,6 +112,12 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
         experiment_id, experiment_name = experiments.resolve(client, plan.experiment, create=True)
 
     if plan.resume:
+        waiting = [e for e in spool.entries() if e.record["tags"].get(schema.CAMPAIGN_ID) == plan.resume]
+        if waiting:
+            raise GpucostError(
+                f"{len(waiting)} pass(es) of campaign '{plan.resume}' wait in the spool {spool.spool_dir()}; "
+                "run `gpucost sync` first, or resume would run their slots again"
+            )
         parent = _find_parent(client, experiment_id, plan.resume)
         campaign_id, parent_id = plan.resume, parent.info.run_id
         variants = parent.data.params["campaign.variants"].split(",")
@@ -178,14 +184,37 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
                 slot_tags=tags,
                 on_child_start=display.on_child_start,
             )
-            outcome = execute(request)
+            try:
+                outcome = execute(request)
+            except GpucostError as exc:
+                raise _with_spool_hint(exc, campaign_id, len(result.results), len(todo)) from None
             result.results.append((slot, outcome))
             display.on_pass_end(slot, outcome)
     except KeyboardInterrupt:
-        client.set_terminated(parent_id, "KILLED")
+        _end_parent(client, parent_id, "KILLED")
         raise
     except BaseException:
-        client.set_terminated(parent_id, "FAILED")
+        _end_parent(client, parent_id, "FAILED")
         raise
     client.set_terminated(parent_id, "FINISHED")
     return result
+
+
+def _end_parent(client: MlflowClient, parent_id: str, status: str) -> None:
+    """Close the campaign run on the way out; a store that is gone must not hide the reason we stopped."""
+    try:
+        client.set_terminated(parent_id, status)
+    except Exception as exc:
+        if not spool.is_store_error(exc):
+            raise
+
+
+def _with_spool_hint(exc: GpucostError, campaign_id: str, done: int, todo: int) -> GpucostError:
+    """A store lost mid-campaign stops it before the next pass; say what waits in the spool and how to go on."""
+    waiting = [e for e in spool.entries() if e.record["tags"].get(schema.CAMPAIGN_ID) == campaign_id]
+    if not waiting:
+        return exc
+    return GpucostError(
+        f"{exc} (stopped before pass {done + 1} of {todo}; {len(waiting)} finished pass(es) wait in the spool "
+        f"{spool.spool_dir()}: when the store is back, run `gpucost sync`, then `gpucost campaign --resume {campaign_id}`)"
+    )

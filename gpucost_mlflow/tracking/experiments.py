@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import GpucostError
@@ -26,7 +27,13 @@ def resolve(client: MlflowClient, name: str | None, *, create: bool) -> tuple[st
         return experiment.experiment_id, experiment.name
     if not create:
         return None
-    return client.create_experiment(name), name
+    try:
+        return client.create_experiment(name), name
+    except MlflowException as exc:
+        # Passes started at once on several machines: one creates the experiment, the others find it.
+        if exc.error_code != "RESOURCE_ALREADY_EXISTS":
+            raise
+        return client.get_experiment_by_name(name).experiment_id, name
 
 
 def locked_digest(client: MlflowClient, experiment_id: str) -> str:

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Callable
 
 import mlflow
-from mlflow.entities import Param, RunTag
+from mlflow.entities import DatasetInput, InputTag, Param, RunTag
 from mlflow.tracking import MlflowClient
+from mlflow.tracking.context.registry import resolve_tags
 
 from gpucost_mlflow.core import verdicts
 from gpucost_mlflow.core.corpus import read_corpus
@@ -31,7 +32,7 @@ from gpucost_mlflow.core.protocol import Protocol, load_protocol
 from gpucost_mlflow.core.quality import evaluate
 from gpucost_mlflow.core.variants import Variant, get_variant
 from gpucost_mlflow.execution import environment, faults, models, runner
-from gpucost_mlflow.tracking import experiments, schema, writer
+from gpucost_mlflow.tracking import experiments, schema, spool, store, writer
 
 CHILD_GRACE_S = 60
 
@@ -62,6 +63,7 @@ class PassResult:
     reason: str
     metrics: dict
     locked_now: bool = False
+    spooled: str = ""
 
 
 def corpus_metadata(corpus_path: Path) -> dict:
@@ -161,16 +163,18 @@ def prepare(request: PassRequest) -> Prepared:
 
 
 def _start_run(client: MlflowClient, experiment_id: str, run_name: str, parent_run_id: str):
-    """The pass's run: a nested run under a campaign, the run `mlflow run` created, or a new one."""
-    if parent_run_id:
-        run = client.create_run(experiment_id, run_name=run_name, tags={"mlflow.parentRunId": parent_run_id})
-        return mlflow.start_run(run_id=run.info.run_id)
-    if os.environ.get("MLFLOW_RUN_ID"):
-        return mlflow.start_run()
-    return mlflow.start_run(experiment_id=experiment_id, run_name=run_name)
+    """The pass's run: a nested run under a campaign, the run `mlflow run` created, or a new one.
+
+    Only the client API is used, so no fluent "active run" is left to end against a store that went away.
+    """
+    if os.environ.get("MLFLOW_RUN_ID") and not parent_run_id:
+        return client.get_run(os.environ["MLFLOW_RUN_ID"])
+    tags = {"mlflow.parentRunId": parent_run_id} if parent_run_id else {}
+    return client.create_run(experiment_id, run_name=run_name, tags=resolve_tags(tags))
 
 
-def _log_dataset(corpus, manifest: dict) -> None:
+def _dataset(corpus, manifest: dict) -> dict:
+    """The comparison corpus as an MLflow dataset entity, kept as plain fields for the spool record."""
     import pandas as pd
 
     frame = pd.DataFrame(corpus.rows, columns=["id", "text", "label", "bucket"])
@@ -183,7 +187,16 @@ def _log_dataset(corpus, manifest: dict) -> None:
             name=Path(manifest["corpus"]["path"]).stem,
             digest=corpus.fingerprint[:16],
         )
-    mlflow.log_input(dataset, context=schema.DATASET_CONTEXT)
+    entity = dataset._to_mlflow_entity()
+    return {"name": entity.name, "digest": entity.digest, "source_type": entity.source_type,
+            "source": entity.source, "schema": entity.schema, "profile": entity.profile}
+
+
+def _log_dataset(client: MlflowClient, run_id: str, fields: dict) -> None:
+    from mlflow.entities import Dataset
+
+    context = InputTag("mlflow.data.context", schema.DATASET_CONTEXT)
+    client.log_inputs(run_id, [DatasetInput(Dataset(**fields), tags=[context])])
 
 
 def _run_child(spec: runner.PassSpec, workdir: Path) -> tuple[int, bool]:
@@ -247,14 +260,15 @@ def execute(request: PassRequest) -> PassResult:
     is still closed as a failed attempt whose reason says so, so a resume knows to run the slot again.
     """
     prepared = prepare(request)
+    store.bound_http_retries()
+    store.check()
     client = MlflowClient()
     experiment_id, experiment_name = experiments.resolve(client, request.experiment, create=True)
     locked_now = experiments.lock(client, experiment_id, experiment_name, prepared.protocol, prepared.protocol_text)
-    with tempfile.TemporaryDirectory(prefix="gpucost-pass-") as temp, _start_run(
-        client, experiment_id, request.variant.name, request.parent_run_id
-    ) as run:
+    with tempfile.TemporaryDirectory(prefix="gpucost-pass-") as temp:
+        run = _start_run(client, experiment_id, request.variant.name, request.parent_run_id)
         try:
-            result, interrupted = _run_pass(request, prepared, client, experiment_id, run, Path(temp), locked_now)
+            result, interrupted = _run_pass(request, prepared, client, experiment_name, run, Path(temp), locked_now)
         except BaseException as exc:
             _close_unrecorded(client, run.info.run_id, exc)
             raise
@@ -271,27 +285,34 @@ def _close_unrecorded(client: MlflowClient, run_id: str, exc: BaseException) -> 
         reason, state = f"error in the launcher: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}", "FAILED"
     try:
         client.log_batch(run_id, tags=[RunTag(schema.STATUS, "failed"), RunTag(schema.STATUS_REASON, reason)])
-        mlflow.end_run(status=state)
+        client.set_terminated(run_id, state)
     except Exception:
         pass
 
 
-def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, experiment_id: str, run,
+def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, experiment_name: str, run,
               workdir: Path, locked_now: bool) -> tuple[PassResult, bool]:
-    """Inside the open run: manifest, child, evaluation, one log_batch, artifacts."""
+    """Inside the open run: manifest and reference first (store needed), then the child, then the spool.
+
+    After the child starts nothing needs the store: the attempt is written to the local spool, then
+    published; if the store went away meanwhile, the entry waits there for `gpucost sync`.
+    """
     manifest, corpus, protocol = prepared.manifest, prepared.corpus, prepared.protocol
-    run_id = run.info.run_id
-    manifest["run"].update(run_id=run_id, experiment_id=run.info.experiment_id)
-    client.log_batch(
-        run_id,
-        params=[Param(k, v) for k, v in schema.params_from_manifest(manifest).items()],
-        tags=[RunTag(k, v) for k, v in _tags(request, manifest).items()],
-    )
+    run_id, experiment_id = run.info.run_id, run.info.experiment_id
+    manifest["run"].update(run_id=run_id, experiment_id=experiment_id)
+    params = schema.params_from_manifest(manifest)
+    start_tags = _tags(request, manifest)
+    client.log_batch(run_id, params=[Param(k, v) for k, v in params.items()],
+                     tags=[RunTag(k, v) for k, v in start_tags.items()])
     (workdir / schema.MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True), encoding="utf-8")
-    mlflow.log_artifact(str(workdir / schema.MANIFEST))
     (workdir / schema.ENVIRONMENT).write_text(environment.all_distributions(), encoding="utf-8")
-    mlflow.log_artifact(str(workdir / schema.ENVIRONMENT))
-    _log_dataset(corpus, manifest)
+    for name in (schema.MANIFEST, schema.ENVIRONMENT):
+        client.log_artifact(run_id, str(workdir / name))
+    dataset = _dataset(corpus, manifest)
+    _log_dataset(client, run_id, dataset)
+    reference = None
+    if verdicts.needs_reference(request.variant.settings(), prepared.reference.settings()):
+        reference = _reference_pass(client, experiment_id, prepared, workdir)
 
     spec = runner.PassSpec(
         corpus_path=str(request.corpus_path.resolve()),
@@ -305,6 +326,7 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
         request.on_child_start(workdir)
     returncode, interrupted = _run_child(spec, workdir)
     outcome = _child_outcome(workdir, returncode, interrupted)
+    stopped_ms = int(time.time() * 1000)
 
     eval_started = time.perf_counter_ns()
     back = verdicts.read_predictions(workdir / schema.PREDICTIONS, manifest["model"]["labels"])
@@ -313,14 +335,13 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
     checks += verdicts.quality_checks(quality if back.ids else {}, protocol.acceptance)
     comparison, pending = {}, ""
     if verdicts.needs_reference(request.variant.settings(), prepared.reference.settings()):
-        found = _reference_pass(client, experiment_id, prepared, workdir)
-        if found is None:
+        if reference is None:
             pending = (
                 f"pending reference: no accepted {prepared.reference.name} pass on this corpus and model yet"
             )
         else:
             ref_checks, comparison = verdicts.reference_checks(
-                quality, back.labels, found[1], found[2], protocol.acceptance, found[0]
+                quality, back.labels, reference[1], reference[2], protocol.acceptance, reference[0]
             )
             checks += ref_checks
     eval_s = (time.perf_counter_ns() - eval_started) / 1e9
@@ -351,20 +372,49 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
         "memory_counter": (outcome.get("memory") or {}).get("counter", ""),
         "deterministic": outcome.get("deterministic", {}),
     }
-    writer.log_outcome(
-        client, run_id, status=status, reason=reason, metrics=metrics, ids_match=_check(checks, "ids"),
+    metric_entities, outcome_tags = writer.outcome_batch(
+        status=status, reason=reason, metrics=metrics, ids_match=_check(checks, "ids"),
         quality_verdict=verdict["quality_verdict"], memory_counter=verdict["memory_counter"], checks=checks,
+        timestamp_ms=stopped_ms,
     )
     (workdir / schema.VERDICT).write_text(json.dumps(verdict, indent=2), encoding="utf-8")
-    for name in (schema.VERDICT, schema.PREDICTIONS):
-        if (workdir / name).exists():
-            mlflow.log_artifact(str(workdir / name))
     if outcome.get("error") or status == "failed":
         (workdir / schema.ERROR).write_text(outcome.get("error") or reason, encoding="utf-8")
-        mlflow.log_artifact(str(workdir / schema.ERROR))
-    if status == "failed":
-        mlflow.end_run(status="KILLED" if interrupted else "FAILED")
-    return PassResult(run_id, status, reason, metrics, locked_now), interrupted
+    record = {
+        "target": spool.public_uri(mlflow.get_tracking_uri()),
+        "experiment_id": experiment_id,
+        "experiment_name": experiment_name,
+        "run_id": run_id,
+        "run_name": run.info.run_name,
+        "parent_run_id": request.parent_run_id,
+        "start_time": run.info.start_time,
+        "end_time": int(time.time() * 1000),
+        "end_status": ("KILLED" if interrupted else "FAILED") if status == "failed" else "FINISHED",
+        "params": params,
+        "tags": {**start_tags, **{tag.key: tag.value for tag in outcome_tags}},
+        "metrics": [[m.key, m.value, m.timestamp, m.step] for m in metric_entities],
+        "dataset": dataset,
+    }
+    files = [workdir / name for name in (schema.MANIFEST, schema.ENVIRONMENT, schema.VERDICT, schema.PREDICTIONS,
+                                         schema.ERROR)]
+    entry = spool.write(record, files)
+    result = PassResult(run_id, status, reason, metrics, locked_now)
+    try:
+        spool.publish(client, entry)
+    except Exception as exc:
+        if not spool.is_store_error(exc):
+            raise
+        result.spooled = str(entry.folder)
+        print(f"gpucost: tracking store unreachable after the pass ({_one_line(exc)}); the attempt is kept in "
+              f"{entry.folder}: run `gpucost sync` when the store is back", file=sys.stderr)
+    else:
+        spool.remove(entry)
+    return result, interrupted
+
+
+def _one_line(exc: BaseException, limit: int = 200) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:limit]
 
 
 def _reference_pass(client: MlflowClient, experiment_id: str, prepared: Prepared, workdir: Path):

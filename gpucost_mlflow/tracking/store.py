@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import sqlite3
 import time
@@ -26,26 +27,53 @@ def bound_http_retries() -> None:
         os.environ.setdefault(key, value)
 
 
+AUTH_PROBE = "/api/2.0/mlflow/experiments/search?max_results=1"
+NEEDS_CREDENTIALS = "set MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD"
+
+
+def _auth_header() -> dict[str, str]:
+    """The credentials MLflow's client would send, read from its environment variables (never logged)."""
+    if os.environ.get("MLFLOW_TRACKING_TOKEN"):
+        return {"Authorization": f"Bearer {os.environ['MLFLOW_TRACKING_TOKEN']}"}
+    user, password = os.environ.get("MLFLOW_TRACKING_USERNAME"), os.environ.get("MLFLOW_TRACKING_PASSWORD")
+    if user and password:
+        return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+    return {}
+
+
+def _refused(uri: str, code: int) -> GpucostError:
+    user = os.environ.get("MLFLOW_TRACKING_USERNAME")
+    if code == 401 and not _auth_header():
+        return GpucostError(f"tracking server {uri} requires authentication (HTTP 401): {NEEDS_CREDENTIALS}")
+    if code == 401:
+        return GpucostError(f"tracking server {uri} refused the credentials of user '{user or 'token'}' (HTTP 401)")
+    return GpucostError(f"tracking server {uri}: user '{user or 'token'}' lacks permission (HTTP 403)")
+
+
 def check(uri: str | None = None) -> str:
     """Raise a one-line GpucostError unless the store at uri (default: MLflow's) is reachable and writable."""
     uri = uri or mlflow.get_tracking_uri()
     parsed = urlparse(uri)
     started = time.monotonic()
     if parsed.scheme in ("http", "https"):
-        health = uri.rstrip("/") + "/health"
-        try:
-            with urllib.request.urlopen(health, timeout=HTTP_TIMEOUT_S) as response:
-                if response.status >= 400:
-                    raise GpucostError(f"tracking server {uri} answered {response.status} on /health")
-        except urllib.error.HTTPError as exc:
-            if exc.code in (401, 403):
-                raise GpucostError(f"tracking server {uri} refused the credentials (HTTP {exc.code}); set MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD") from None
-            raise GpucostError(f"tracking server {uri} answered HTTP {exc.code} on /health") from None
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise GpucostError(
-                f"tracking server {uri} unreachable after {time.monotonic() - started:.1f} s ({reason}); no pass started"
-            ) from None
+        from gpucost_mlflow.tracking.spool import public_uri
+
+        uri = public_uri(uri)
+        base = uri.rstrip("/")
+        for path, headers in (("/health", {}), (AUTH_PROBE, _auth_header())):
+            try:
+                request = urllib.request.Request(base + path, headers=headers)
+                with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S):
+                    pass
+            except urllib.error.HTTPError as exc:
+                if exc.code in (401, 403):
+                    raise _refused(uri, exc.code) from None
+                raise GpucostError(f"tracking server {uri} answered HTTP {exc.code} on {path.split('?')[0]}") from None
+            except (urllib.error.URLError, OSError) as exc:
+                reason = getattr(exc, "reason", exc)
+                raise GpucostError(
+                    f"tracking server {uri} unreachable after {time.monotonic() - started:.1f} s ({reason}); no pass started"
+                ) from None
         return uri
     if parsed.scheme == "sqlite":
         path = Path(unquote(uri[len("sqlite:///"):]))
@@ -65,3 +93,19 @@ def check(uri: str | None = None) -> str:
             f"tracking URI {uri!r} is a file store, refused by MLflow 3 by default: use sqlite:///mlflow.db or an mlflow server"
         )
     return uri
+
+
+def describe_error(exc: BaseException) -> str | None:
+    """One line for an error raised by MLflow's client or its HTTP stack; None for anything else."""
+    module = type(exc).__module__.split(".")[0]
+    if module not in ("mlflow", "requests", "urllib3"):
+        return None
+    text = " ".join(str(exc).split())
+    uri = mlflow.get_tracking_uri()
+    if "401" in text or "UNAUTHENTICATED" in text:
+        return str(_refused(uri, 401))
+    if "403" in text or "PERMISSION_DENIED" in text:
+        return str(_refused(uri, 403))
+    if module in ("requests", "urllib3") or "Max retries exceeded" in text or "Connection refused" in text:
+        return f"tracking server {uri} unreachable ({text[:160]})"
+    return f"tracking store {uri}: {text[:300]}"

@@ -39,10 +39,11 @@ def start_tags(*, role: str, variant: str, device: str, backend: str, corpus_fin
     return tags
 
 
-def log_outcome(client: MlflowClient, run_id: str, *, status: str, reason: str, metrics: dict, ids_match: bool,
-                quality_verdict: str, memory_counter: str = "", checks: list | None = None) -> None:
-    """One log_batch with every metric and the status tags, after the clock stopped."""
-    now = int(time.time() * 1000)
+def outcome_batch(*, status: str, reason: str, metrics: dict, ids_match: bool, quality_verdict: str,
+                  memory_counter: str = "", checks: list | None = None, timestamp_ms: int | None = None
+                  ) -> tuple[list[Metric], list[RunTag]]:
+    """The metrics and status tags that record how an attempt ended, stamped when the clock stopped."""
+    now = timestamp_ms if timestamp_ms is not None else int(time.time() * 1000)
     tags = [
         RunTag(schema.STATUS, status),
         RunTag(schema.STATUS_REASON, reason[:MAX_TAG]),
@@ -54,4 +55,10 @@ def log_outcome(client: MlflowClient, run_id: str, *, status: str, reason: str, 
         RunTag(f"gpucost.check.{check.name}", f"{'pass' if check.passed else 'fail'}: {check.reason}"[:MAX_TAG])
         for check in checks or []
     ]
-    client.log_batch(run_id, metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()], tags=tags)
+    return [Metric(k, float(v), now, 0) for k, v in metrics.items()], tags
+
+
+def log_outcome(client: MlflowClient, run_id: str, **outcome) -> None:
+    """One log_batch with every metric and the status tags (see outcome_batch)."""
+    metrics, tags = outcome_batch(**outcome)
+    client.log_batch(run_id, metrics=metrics, tags=tags)

@@ -1,0 +1,173 @@
+"""The local spool: every finished pass is written here first, then published to the tracking store.
+
+A pass whose store went away during or after its measured pass stays in the spool with its
+original timings and timestamps; `gpucost sync` publishes it later. Publishing is idempotent:
+it completes the run the pass opened (or, if the store lost it, one run found or created by the
+entry's spool id), so running sync twice never makes a second row.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse, urlunparse
+
+from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
+from mlflow.exceptions import MlflowException
+from mlflow.tracking import MlflowClient
+
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.tracking import schema
+
+ENV = "GPUCOST_SPOOL"
+RECORD = "record.json"
+ARTIFACTS = "artifacts"
+SPOOL_ID = "gpucost.spool_id"
+BATCH_LIMITS = {"metrics": 1000, "params": 100, "tags": 100}
+
+
+def spool_dir() -> Path:
+    """$GPUCOST_SPOOL, else $XDG_DATA_HOME/gpucost/spool (~/.local/share/gpucost/spool): kept across reboots."""
+    if os.environ.get(ENV):
+        return Path(os.environ[ENV])
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "gpucost" / "spool"
+
+
+def public_uri(uri: str) -> str:
+    """The tracking URI without user:password, the only form a spool record or message may hold."""
+    parsed = urlparse(uri)
+    if parsed.username is None and parsed.password is None:
+        return uri
+    host = parsed.hostname or ""
+    if parsed.port:
+        host += f":{parsed.port}"
+    return urlunparse(parsed._replace(netloc=host))
+
+
+@dataclass
+class Entry:
+    """One spooled pass: its folder holds record.json and the files to log as artifacts."""
+
+    folder: Path
+    record: dict
+
+    @property
+    def name(self) -> str:
+        return self.folder.name
+
+    def describe(self) -> str:
+        r = self.record
+        return f"{self.name}: {r['tags'].get(schema.VARIANT, '?')} pass, status {r['tags'].get(schema.STATUS, '?')}, run {r['run_id']}"
+
+
+def write(record: dict, files: list[Path], root: Path | None = None) -> Entry:
+    """Write one pass atomically (a temporary folder renamed into place): all of it or nothing."""
+    root = root or spool_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    record = dict(record, spool_id=record.get("spool_id") or uuid.uuid4().hex)
+    final = root / f"{record['start_time']}-{record['run_id'] or record['spool_id']}"
+    temp = root / f".writing-{record['spool_id']}"
+    (temp / ARTIFACTS).mkdir(parents=True, exist_ok=True)
+    names = []
+    for path in files:
+        if path.exists():
+            shutil.copy2(path, temp / ARTIFACTS / path.name)
+            names.append(path.name)
+    record["artifacts"] = names
+    with open(temp / RECORD, "w", encoding="utf-8") as handle:
+        json.dump(record, handle, indent=2, sort_keys=True)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temp, final)
+    return Entry(final, record)
+
+
+def entries(root: Path | None = None) -> list[Entry]:
+    """Complete spooled passes, oldest first (half-written folders are ignored)."""
+    root = root or spool_dir()
+    if not root.is_dir():
+        return []
+    found = []
+    for folder in sorted(root.iterdir()):
+        if folder.name.startswith(".") or not (folder / RECORD).is_file():
+            continue
+        try:
+            found.append(Entry(folder, json.loads((folder / RECORD).read_text(encoding="utf-8"))))
+        except ValueError:
+            raise GpucostError(f"{folder / RECORD}: not valid JSON; move it aside and run sync again") from None
+    return found
+
+
+def _chunks(items: list, size: int):
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def _experiment_id(client: MlflowClient, record: dict) -> str:
+    experiment = client.get_experiment_by_name(record["experiment_name"])
+    if experiment is not None:
+        return experiment.experiment_id
+    try:
+        return client.create_experiment(record["experiment_name"])
+    except MlflowException:
+        return client.get_experiment_by_name(record["experiment_name"]).experiment_id
+
+
+def _find_run(client: MlflowClient, record: dict) -> tuple[str, bool]:
+    """(run id, whether it had to be created): the run the pass opened, or the one sync made before."""
+    if record.get("run_id"):
+        try:
+            client.get_run(record["run_id"])
+            return record["run_id"], False
+        except MlflowException as exc:
+            if exc.error_code != "RESOURCE_DOES_NOT_EXIST":
+                raise
+    experiment_id = _experiment_id(client, record)
+    found = client.search_runs([experiment_id], filter_string=f"tags.`{SPOOL_ID}` = '{record['spool_id']}'",
+                               max_results=1)
+    if found:
+        return found[0].info.run_id, False
+    tags = dict(record["tags"], **{SPOOL_ID: record["spool_id"]})
+    if record.get("parent_run_id"):
+        tags["mlflow.parentRunId"] = record["parent_run_id"]
+    run = client.create_run(experiment_id, start_time=record["start_time"], tags=tags, run_name=record.get("run_name"))
+    return run.info.run_id, True
+
+
+def publish(client: MlflowClient, entry: Entry) -> str:
+    """Upload one spooled pass with its original timestamps; safe to repeat. Returns the run id."""
+    record = entry.record
+    run_id, created = _find_run(client, record)
+    params = [Param(key, value) for key, value in record["params"].items()]
+    tags = [RunTag(key, value) for key, value in record["tags"].items()] + [RunTag(SPOOL_ID, record["spool_id"])]
+    metrics = [Metric(key, value, timestamp, step) for key, value, timestamp, step in record["metrics"]]
+    for chunk in _chunks(params, BATCH_LIMITS["params"]):
+        client.log_batch(run_id, params=chunk)
+    for chunk in _chunks(tags, BATCH_LIMITS["tags"]):
+        client.log_batch(run_id, tags=chunk)
+    for chunk in _chunks(metrics, BATCH_LIMITS["metrics"]):
+        client.log_batch(run_id, metrics=chunk)
+    if created and record.get("dataset"):
+        dataset = Dataset(**record["dataset"])
+        client.log_inputs(run_id, [DatasetInput(dataset, tags=[InputTag("mlflow.data.context", schema.DATASET_CONTEXT)])])
+    for name in record["artifacts"]:
+        client.log_artifact(run_id, str(entry.folder / ARTIFACTS / name))
+    client.set_terminated(run_id, record["end_status"], end_time=record["end_time"])
+    return run_id
+
+
+def remove(entry: Entry) -> None:
+    """Drop an entry once the store holds it."""
+    shutil.rmtree(entry.folder, ignore_errors=True)
+
+
+def is_store_error(exc: BaseException) -> bool:
+    """Whether exc means the tracking store could not be reached or refused the write."""
+    if isinstance(exc, (MlflowException, ConnectionError, TimeoutError)):
+        return True
+    return type(exc).__module__.split(".")[0] in ("requests", "urllib3")

@@ -1,0 +1,276 @@
+"""Team scale against a real server: PostgreSQL behind `mlflow server` with basic auth and proxied artifacts.
+
+The module starts PostgreSQL (Debian's packages) and one MLflow server on 127.0.0.1, kills and
+restarts that server for the outage test, and stops both at the end.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import mlflow
+import pytest
+from conftest import ROOT, write_protocol
+from mlflow.tracking import MlflowClient
+from servers import MlflowServer, start_postgres
+
+from gpucost_mlflow.tracking import schema, spool
+from gpucost_mlflow.tracking.reader import attempts
+
+GPUCOST = str(Path(sys.executable).parent / "gpucost")
+VARIANTS = ROOT / "projects" / "variants.yaml"
+ADMIN_PASSWORD = "adm1n-Pa55-planted-7f3c"
+
+
+@pytest.fixture(scope="module")
+def postgres():
+    cluster = start_postgres()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def server(postgres, tmp_path_factory):
+    running = MlflowServer(postgres.uri, tmp_path_factory.mktemp("server"), auth_password=ADMIN_PASSWORD).start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def team_env(server, tmp_path, monkeypatch):
+    """This process and its subprocesses log to the PostgreSQL-backed server as admin; one core per pass."""
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", server.uri)
+    monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", "admin")
+    monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", ADMIN_PASSWORD)
+    monkeypatch.setenv("GPUCOST_SPOOL", str(tmp_path / "spool"))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    for name in ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_NAME", "MLFLOW_EXPERIMENT_ID"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    mlflow.set_tracking_uri(server.uri)
+    yield dict(os.environ)
+    mlflow.set_tracking_uri(None)
+
+
+def _pass_cmd(corpus_dir, model_dir, protocol, experiment, variant="batch8"):
+    return [GPUCOST, "pass", "--variant", variant, "--corpus", str(corpus_dir / "comparison.jsonl"),
+            "--model", str(model_dir), "--variants", str(VARIANTS), "--protocol", str(protocol),
+            "--experiment", experiment]
+
+
+def _campaign_cmd(corpus_dir, model_dir, protocol, experiment, *extra):
+    return [GPUCOST, "campaign", "--variants", "batch8", "--corpus", str(corpus_dir / "comparison.jsonl"),
+            "--model", str(model_dir), "--variants-file", str(VARIANTS), "--protocol", str(protocol),
+            "--experiment", experiment, *extra]
+
+
+def test_four_concurrent_passes_all_arrive_with_postgres_behind_the_server(team_env, postgres, corpus_dir, model_dir,
+                                                                           protocol_file):
+    import psycopg
+
+    processes = [
+        subprocess.Popen(_pass_cmd(corpus_dir, model_dir, protocol_file, "team-concurrent"), env=team_env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
+    outputs = [process.communicate(timeout=600) for process in processes]
+    assert [process.returncode for process in processes] == [0] * 4, [err[-1500:] for _, err in outputs]
+
+    client = MlflowClient()
+    experiment = client.get_experiment_by_name("team-concurrent")
+    runs = client.search_runs([experiment.experiment_id])
+    assert len(runs) == 4
+    for run in runs:
+        assert run.info.status == "FINISHED" and run.data.tags[schema.STATUS] == "accepted"
+        assert "pass_s" in run.data.metrics and run.data.metrics["observed_ids"] == 30
+        names = {item.path for item in client.list_artifacts(run.info.run_id)}
+        assert {schema.MANIFEST, schema.ENVIRONMENT, schema.VERDICT, schema.PREDICTIONS} <= names
+        local = client.download_artifacts(run.info.run_id, schema.PREDICTIONS, str(Path.cwd() / run.info.run_id))
+        with gzip.open(local, "rt", encoding="utf-8") as handle:
+            assert len(handle.read().splitlines()) == 30
+
+    with psycopg.connect(f"host=127.0.0.1 port={postgres.port} user=gpucost dbname=mlflow") as connection:
+        stored = connection.execute(
+            "select count(*) from runs r join metrics m on m.run_uuid = r.run_uuid "
+            "where r.experiment_id = %s and m.key = 'pass_s'", (int(experiment.experiment_id),)
+        ).fetchone()[0]
+    table, _ = attempts("team-concurrent")
+    print(f"concurrent passes: {len(table)} of 4 attempt rows, {stored} of 4 pass_s rows in PostgreSQL")
+    assert len(table) == 4 and stored == 4
+    assert spool.entries() == []
+
+
+def _runner_running() -> bool:
+    """Whether a pass's child process (the measured work) is running on this machine."""
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and b"gpucost_mlflow.execution.runner" in (entry / "cmdline").read_bytes():
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def test_server_killed_mid_campaign_then_sync_keeps_every_pass_once(team_env, server, corpus_dir, model_dir, tmp_path):
+    outage, env = server, team_env
+    protocol = write_protocol(tmp_path / "protocol.yaml")
+    protocol.write_text(protocol.read_text().replace("passes_per_variant: 5", "passes_per_variant: 3"))
+    try:
+        campaign = subprocess.Popen(_campaign_cmd(corpus_dir, model_dir, protocol, "team-outage"), env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        client = MlflowClient()
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            experiment = client.get_experiment_by_name("team-outage")
+            second = experiment and client.search_runs(
+                [experiment.experiment_id], filter_string=f"tags.`{schema.PASS_INDEX}` = '2'")
+            if second and _runner_running():
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("the campaign's second pass never started")
+        outage.kill()
+        stopped_at = time.time()
+        out, err = campaign.communicate(timeout=300)
+        assert campaign.returncode == 2, err[-2000:]
+        assert len(err.strip().splitlines()[-1:]) == 1 and "gpucost sync" in err and "--resume" in err
+        assert time.time() - stopped_at < 120
+        waiting = spool.entries()
+        assert len(waiting) == 1 and waiting[0].record["tags"][schema.PASS_INDEX] == "2"
+        spooled = waiting[0].record
+        campaign_id = spooled["tags"][schema.CAMPAIGN_ID]
+
+        outage.start()
+        refused = subprocess.run(_campaign_cmd(corpus_dir, model_dir, protocol, "team-outage", "--resume", campaign_id),
+                                 env=env, capture_output=True, text=True, timeout=60)
+        assert refused.returncode == 2 and "gpucost sync" in refused.stderr, refused.stderr
+        sync_started = time.time()
+        synced = subprocess.run([GPUCOST, "sync"], env=env, capture_output=True, text=True, timeout=120)
+        assert synced.returncode == 0, synced.stderr[-2000:]
+        again = subprocess.run([GPUCOST, "sync"], env=env, capture_output=True, text=True, timeout=120)
+        assert again.returncode == 0 and "nothing to sync" in again.stdout
+
+        run = client.get_run(spooled["run_id"])
+        assert run.info.status == "FINISHED" and run.data.tags[schema.STATUS] == "accepted"
+        assert run.info.start_time == spooled["start_time"] and run.info.end_time == spooled["end_time"]
+        original = {key: (value, stamp) for key, value, stamp, _ in spooled["metrics"]}
+        history = client.get_metric_history(run.info.run_id, "pass_s")
+        assert [(m.value, m.timestamp) for m in history] == [original["pass_s"]]
+        assert history[0].timestamp < sync_started * 1000  # stamped when the clock stopped, not at upload
+
+        resumed = subprocess.run(_campaign_cmd(corpus_dir, model_dir, protocol, "team-outage", "--resume", campaign_id),
+                                 env=env, capture_output=True, text=True, timeout=300)
+        assert resumed.returncode == 0, resumed.stderr[-2000:]
+        table, _ = attempts("team-outage")
+        assert sorted(table["pass_index"]) == ["1", "2", "3"]
+        assert list(table["status"]) == ["accepted"] * 3
+    finally:
+        if outage.process.poll() is not None:
+            outage.start()
+
+
+def test_sync_of_a_pass_the_store_never_saw_creates_one_run_once(team_env, tmp_path):
+    record = {
+        "target": "http://example.invalid", "experiment_id": "0", "experiment_name": "team-lost",
+        "run_id": "0" * 32, "run_name": "batch8", "parent_run_id": "", "start_time": 1_700_000_000_000,
+        "end_time": 1_700_000_060_000, "end_status": "FINISHED", "params": {"setting.batch_size": "8"},
+        "tags": {schema.VARIANT: "batch8", schema.STATUS: "accepted", schema.ROLE: "benchmark"},
+        "metrics": [["pass_s", 12.5, 1_700_000_050_000, 0]], "dataset": None,
+    }
+    (tmp_path / "verdict.json").write_text("{}")
+    for _ in range(2):  # the second time: a sync that uploaded, then died before removing the entry
+        spool.write(dict(record, spool_id="lost-pass-1"), [tmp_path / "verdict.json"])
+        synced = subprocess.run([GPUCOST, "sync"], env=team_env, capture_output=True, text=True, timeout=120)
+        assert synced.returncode == 0, synced.stderr
+    client = MlflowClient()
+    experiment = client.get_experiment_by_name("team-lost")
+    runs = client.search_runs([experiment.experiment_id])
+    assert len(runs) == 1 and runs[0].info.start_time == record["start_time"]
+    assert runs[0].info.end_time == record["end_time"] and runs[0].data.metrics["pass_s"] == 12.5
+    assert [item.path for item in client.list_artifacts(runs[0].info.run_id)] == ["verdict.json"]
+    assert spool.entries() == []
+
+
+def test_pass_against_an_unreachable_server_fails_within_15_s(tmp_path, corpus_dir, model_dir, protocol_file):
+    env = dict(os.environ, MLFLOW_TRACKING_URI="http://127.0.0.1:9", GPUCOST_SPOOL=str(tmp_path / "spool"))
+    started = time.monotonic()
+    result = subprocess.run(_pass_cmd(corpus_dir, model_dir, protocol_file, "unreachable"), env=env, cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60)
+    assert time.monotonic() - started < 15
+    assert result.returncode == 2 and "unreachable" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.fixture
+def auth_server(server):
+    return server
+
+
+def _auth_env(auth_server, tmp_path, **extra) -> dict:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("MLFLOW_")}
+    return dict(env, MLFLOW_TRACKING_URI=auth_server.uri, GPUCOST_SPOOL=str(tmp_path / "spool"),
+                OMP_NUM_THREADS="1", **extra)
+
+
+@pytest.mark.parametrize("command", ["pass", "attempts", "sync-with-spool"])
+def test_unauthenticated_use_of_a_basic_auth_server_is_one_line_exit_2(auth_server, command, tmp_path, corpus_dir,
+                                                                       model_dir, protocol_file):
+    env = _auth_env(auth_server, tmp_path)
+    if command == "pass":
+        argv = _pass_cmd(corpus_dir, model_dir, protocol_file, "team-auth")
+    elif command == "attempts":
+        argv = [GPUCOST, "attempts", "--experiment", "team-auth"]
+    else:
+        os.environ["GPUCOST_SPOOL"] = env["GPUCOST_SPOOL"]
+        try:
+            spool.write({"run_id": "1" * 32, "start_time": 1, "tags": {}, "params": {}, "metrics": []}, [])
+        finally:
+            del os.environ["GPUCOST_SPOOL"]
+        argv = [GPUCOST, "sync"]
+    result = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ")
+    assert "MLFLOW_TRACKING_USERNAME" in lines[0] and "Traceback" not in result.stderr
+
+
+def test_wrong_password_is_refused_in_one_line(auth_server, tmp_path, corpus_dir, model_dir, protocol_file):
+    env = _auth_env(auth_server, tmp_path, MLFLOW_TRACKING_USERNAME="admin", MLFLOW_TRACKING_PASSWORD="wrong")
+    result = subprocess.run(_pass_cmd(corpus_dir, model_dir, protocol_file, "team-auth"), env=env, cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "refused the credentials of user 'admin'" in result.stderr
+    assert ADMIN_PASSWORD not in result.stderr and "wrong" not in result.stderr
+
+
+def test_credentials_reach_no_param_tag_artifact_or_output(auth_server, tmp_path, corpus_dir, model_dir, protocol_file):
+    env = _auth_env(auth_server, tmp_path, MLFLOW_TRACKING_USERNAME="admin", MLFLOW_TRACKING_PASSWORD=ADMIN_PASSWORD)
+    result = subprocess.run(_pass_cmd(corpus_dir, model_dir, protocol_file, "team-auth-ok"), env=env, cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert ADMIN_PASSWORD not in result.stdout + result.stderr
+
+    os.environ.update(MLFLOW_TRACKING_USERNAME="admin", MLFLOW_TRACKING_PASSWORD=ADMIN_PASSWORD)
+    try:
+        client = MlflowClient(tracking_uri=auth_server.uri)
+        experiment = client.get_experiment_by_name("team-auth-ok")
+        runs = client.search_runs([experiment.experiment_id])
+        assert len(runs) == 1
+        run = runs[0]
+        recorded = json.dumps([run.data.params, run.data.tags, experiment.tags])
+        folder = tmp_path / "artifacts"
+        client.download_artifacts(run.info.run_id, "", str(folder))
+    finally:
+        del os.environ["MLFLOW_TRACKING_USERNAME"], os.environ["MLFLOW_TRACKING_PASSWORD"]
+    assert ADMIN_PASSWORD not in recorded
+    for path in folder.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            if path.suffix == ".gz":
+                data = gzip.decompress(data)
+            assert ADMIN_PASSWORD.encode() not in data, path.name
