@@ -444,21 +444,23 @@ def _doctor_lines(echo: bool) -> bool:
 @click.option("--peak", "measure_peak", is_flag=True, help="Measure dense matmul FLOP/s per precision on the device and cache it for MFU.")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True, help="Device whose peak is measured or shown.")
 @click.option("--min-time", type=click.FloatRange(min=0.01), default=1.0, show_default=True, help="Seconds of timing per precision and size.")
-def doctor(measure_peak, device, min_time) -> None:
+@click.option("--if-missing", is_flag=True, help="With --peak: measure only the precisions not cached yet for this device.")
+def doctor(measure_peak, device, min_time, if_missing) -> None:
     """The stack actually present: torch build, CUDA / HIP runtime, driver, GPUs, Python and key packages."""
     _doctor_lines(echo=True)
-    _peak_lines(device, measure_peak, min_time)
+    _peak_lines(device, measure_peak, min_time, if_missing)
 
 
-def _peak_lines(choice: str, measure_peak: bool, min_time: float) -> None:
+def _peak_lines(choice: str, measure_peak: bool, min_time: float, if_missing: bool = False) -> None:
     """Print the cached dense-matmul peaks of the device; with --peak, measure and cache them first."""
     from gpucost_mlflow.execution import models, peak
 
     device = models.resolve_device(choice)
     peak.load_cache()
-    if measure_peak:
-        click.echo(f"measuring dense matmul throughput on {device} ({', '.join(peak.supported(device))}); takes a minute or two")
-        measured, failed = peak.measure(device, min_run_time=min_time)
+    wanted = [p for p in peak.supported(device) if not (if_missing and p in peak.cached_for(device)["peaks"])]
+    if measure_peak and wanted:
+        click.echo(f"measuring dense matmul throughput on {device} ({', '.join(wanted)}); takes a minute or two")
+        measured, failed = peak.measure(device, wanted, min_run_time=min_time)
         path = peak.save(measured)
         for precision, why in failed.items():
             click.echo(f"  {precision}: not measured: {why}")

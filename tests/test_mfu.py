@@ -50,6 +50,8 @@ def test_doctor_peak_measures_every_precision_on_the_cpu_and_caches_it(cache, mo
     assert {e["precision"] for e in entries} == {"fp32", "bf16", "fp16", "int8-dynamic"}
     assert all(e["flop_per_s"] > 0 and e["threads"] == torch.get_num_threads() and e["size"] == 64 for e in entries)
     assert "dense matmul peak fp32:" in result.output and str(cache) in result.output
+    again = CliRunner().invoke(main, ["doctor", "--peak", "--if-missing", "--device", "cpu"])
+    assert again.exit_code == 0 and "measuring" not in again.output and "dense matmul peak fp32:" in again.output
 
 
 def test_doctor_without_a_cached_peak_says_mfu_stays_empty(cache):
