@@ -112,7 +112,8 @@ class MlflowServer:
                 "[mlflow]\ndefault_permission = READ\n"
                 f"database_uri = sqlite:///{self.folder / 'auth.db'}\n"
                 f"admin_username = admin\nadmin_password = {self.auth_password}\n"
-                "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n",
+                "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n"
+                "auth_cache_ttl_seconds = 60\n",
                 encoding="utf-8",
             )
             env["MLFLOW_AUTH_CONFIG_PATH"] = str(config)

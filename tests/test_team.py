@@ -17,9 +17,11 @@ from pathlib import Path
 import mlflow
 import pytest
 from conftest import ROOT, write_protocol
+from click.testing import CliRunner
 from mlflow.tracking import MlflowClient
 from servers import MlflowServer, start_postgres
 
+from gpucost_mlflow.cli import main
 from gpucost_mlflow.tracking import schema, spool
 from gpucost_mlflow.tracking.reader import attempts
 
@@ -91,9 +93,11 @@ def test_four_concurrent_passes_all_arrive_with_postgres_behind_the_server(team_
         assert "pass_s" in run.data.metrics and run.data.metrics["observed_ids"] == 30
         names = {item.path for item in client.list_artifacts(run.info.run_id)}
         assert {schema.MANIFEST, schema.ENVIRONMENT, schema.VERDICT, schema.PREDICTIONS} <= names
-        local = client.download_artifacts(run.info.run_id, schema.PREDICTIONS, str(Path.cwd() / run.info.run_id))
-        with gzip.open(local, "rt", encoding="utf-8") as handle:
+        folder = Path(client.download_artifacts(run.info.run_id, "", str(Path.cwd() / run.info.run_id)))
+        with gzip.open(folder / schema.PREDICTIONS, "rt", encoding="utf-8") as handle:
             assert len(handle.read().splitlines()) == 30
+        _assert_password_nowhere(run, experiment, folder)
+    assert all(ADMIN_PASSWORD not in out + err for out, err in outputs)
 
     with psycopg.connect(f"host=127.0.0.1 port={postgres.port} user=gpucost dbname=mlflow") as connection:
         stored = connection.execute(
@@ -147,14 +151,14 @@ def test_server_killed_mid_campaign_then_sync_keeps_every_pass_once(team_env, se
         campaign_id = spooled["tags"][schema.CAMPAIGN_ID]
 
         outage.start()
-        refused = subprocess.run(_campaign_cmd(corpus_dir, model_dir, protocol, "team-outage", "--resume", campaign_id),
-                                 env=env, capture_output=True, text=True, timeout=60)
-        assert refused.returncode == 2 and "gpucost sync" in refused.stderr, refused.stderr
+        refused = CliRunner().invoke(main, _campaign_cmd(corpus_dir, model_dir, protocol, "team-outage",
+                                                         "--resume", campaign_id)[1:])
+        assert refused.exit_code == 2 and "gpucost sync" in refused.output, refused.output
         sync_started = time.time()
-        synced = subprocess.run([GPUCOST, "sync"], env=env, capture_output=True, text=True, timeout=120)
-        assert synced.returncode == 0, synced.stderr[-2000:]
-        again = subprocess.run([GPUCOST, "sync"], env=env, capture_output=True, text=True, timeout=120)
-        assert again.returncode == 0 and "nothing to sync" in again.stdout
+        synced = CliRunner().invoke(main, ["sync"])
+        assert synced.exit_code == 0 and "1 spooled pass(es) uploaded" in synced.output, synced.output
+        again = CliRunner().invoke(main, ["sync"])
+        assert again.exit_code == 0 and "nothing to sync" in again.output
 
         run = client.get_run(spooled["run_id"])
         assert run.info.status == "FINISHED" and run.data.tags[schema.STATUS] == "accepted"
@@ -186,8 +190,8 @@ def test_sync_of_a_pass_the_store_never_saw_creates_one_run_once(team_env, tmp_p
     (tmp_path / "verdict.json").write_text("{}")
     for _ in range(2):  # the second time: a sync that uploaded, then died before removing the entry
         spool.write(dict(record, spool_id="lost-pass-1"), [tmp_path / "verdict.json"])
-        synced = subprocess.run([GPUCOST, "sync"], env=team_env, capture_output=True, text=True, timeout=120)
-        assert synced.returncode == 0, synced.stderr
+        synced = CliRunner().invoke(main, ["sync"])
+        assert synced.exit_code == 0, synced.output
     client = MlflowClient()
     experiment = client.get_experiment_by_name("team-lost")
     runs = client.search_runs([experiment.experiment_id])
@@ -248,26 +252,9 @@ def test_wrong_password_is_refused_in_one_line(auth_server, tmp_path, corpus_dir
     assert ADMIN_PASSWORD not in result.stderr and "wrong" not in result.stderr
 
 
-def test_credentials_reach_no_param_tag_artifact_or_output(auth_server, tmp_path, corpus_dir, model_dir, protocol_file):
-    env = _auth_env(auth_server, tmp_path, MLFLOW_TRACKING_USERNAME="admin", MLFLOW_TRACKING_PASSWORD=ADMIN_PASSWORD)
-    result = subprocess.run(_pass_cmd(corpus_dir, model_dir, protocol_file, "team-auth-ok"), env=env, cwd=tmp_path,
-                            capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert ADMIN_PASSWORD not in result.stdout + result.stderr
-
-    os.environ.update(MLFLOW_TRACKING_USERNAME="admin", MLFLOW_TRACKING_PASSWORD=ADMIN_PASSWORD)
-    try:
-        client = MlflowClient(tracking_uri=auth_server.uri)
-        experiment = client.get_experiment_by_name("team-auth-ok")
-        runs = client.search_runs([experiment.experiment_id])
-        assert len(runs) == 1
-        run = runs[0]
-        recorded = json.dumps([run.data.params, run.data.tags, experiment.tags])
-        folder = tmp_path / "artifacts"
-        client.download_artifacts(run.info.run_id, "", str(folder))
-    finally:
-        del os.environ["MLFLOW_TRACKING_USERNAME"], os.environ["MLFLOW_TRACKING_PASSWORD"]
-    assert ADMIN_PASSWORD not in recorded
+def _assert_password_nowhere(run, experiment, folder: Path) -> None:
+    """The basic-auth password the pass ran with is in no param, tag or artifact."""
+    assert ADMIN_PASSWORD not in json.dumps([run.data.params, run.data.tags, experiment.tags])
     for path in folder.rglob("*"):
         if path.is_file():
             data = path.read_bytes()

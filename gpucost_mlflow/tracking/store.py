@@ -16,6 +16,9 @@ import mlflow
 from gpucost_mlflow.core.errors import GpucostError
 
 HTTP_TIMEOUT_S = 5
+# Both probes (/health, then an authenticated call) share one deadline, so an unreachable server
+# is reported within 15 s even when it is a host that never answers.
+CHECK_BUDGET_S = 12
 # MLflow's own defaults retry for minutes; a pass must not hang on a dead server.
 BOUNDED_HTTP = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10",
                 "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1"}
@@ -63,7 +66,8 @@ def check(uri: str | None = None) -> str:
         for path, headers in (("/health", {}), (AUTH_PROBE, _auth_header())):
             try:
                 request = urllib.request.Request(base + path, headers=headers)
-                with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S):
+                budget = max(1.0, min(CHECK_BUDGET_S - (time.monotonic() - started), 2 * HTTP_TIMEOUT_S))
+                with urllib.request.urlopen(request, timeout=budget):
                     pass
             except urllib.error.HTTPError as exc:
                 if exc.code in (401, 403):
