@@ -20,6 +20,7 @@ from typing import Callable
 
 import mlflow
 from mlflow.entities import DatasetInput, InputTag, Param, RunTag
+from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from mlflow.tracking.context.registry import resolve_tags
 
@@ -196,7 +197,14 @@ def _log_dataset(client: MlflowClient, run_id: str, fields: dict) -> None:
     from mlflow.entities import Dataset
 
     context = InputTag("mlflow.data.context", schema.DATASET_CONTEXT)
-    client.log_inputs(run_id, [DatasetInput(Dataset(**fields), tags=[context])])
+    inputs = [DatasetInput(Dataset(**fields), tags=[context])]
+    try:
+        client.log_inputs(run_id, inputs)
+    except MlflowException:
+        # Passes started at once on several machines insert the same dataset row; the store keeps
+        # one and refuses the others. A second try finds it and only links this run to it.
+        time.sleep(0.5)
+        client.log_inputs(run_id, inputs)
 
 
 def _run_child(spec: runner.PassSpec, workdir: Path) -> tuple[int, bool]:
