@@ -71,8 +71,11 @@ def _campaign_cmd(corpus_dir, model_dir, protocol, *extra):
 def test_ctrl_c_during_a_pass_then_resume_leaves_every_slot_once(store, tmp_path, corpus_dir, model_dir):
     protocol = write_protocol(tmp_path / "protocol.yaml")
     protocol.write_text(protocol.read_text().replace("passes_per_variant: 5", "passes_per_variant: 2"))
+    # A test run started in the background by a non-interactive shell inherits SIGINT ignored; the
+    # campaign must get Ctrl-C's default handling whatever started pytest.
     first = subprocess.Popen(_campaign_cmd(corpus_dir, model_dir, protocol), start_new_session=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     client = MlflowClient()
     deadline = time.time() + 180
     while time.time() < deadline:

@@ -102,6 +102,8 @@ def test_without_a_cached_peak_mfu_is_an_empty_cell_with_its_reason(store, corpu
     table, _ = attempts("t")
     assert "doctor --peak" in table.loc[0, "mfu_reason"] and "mfu empty" in table.loc[0, "notes"]
     assert "doctor --peak" in render(table, "markdown", [])
+    verdict = json.loads(Path(mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="verdict.json")).read_text())
+    assert "doctor --peak" in verdict["missing_measurements"]["mfu_useful"]
 
 
 def test_length_grouping_leaves_less_padding_than_corpus_order(store, corpus_dir, model_dir, protocol_file, cache):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
@@ -50,8 +51,16 @@ def lock(client: MlflowClient, experiment_id: str, name: str, protocol: Protocol
             f"experiment '{name}' is locked to protocol {current[:12]}, this file is {protocol.digest[:12]}: "
             "a new protocol means a new experiment (use another --experiment)"
         )
-    client.set_experiment_tag(experiment_id, schema.PROTOCOL_DIGEST, protocol.digest)
-    client.set_experiment_tag(experiment_id, schema.PROTOCOL_PATH, protocol.path)
-    if len(protocol_text) <= MAX_TAG_TEXT:
-        client.set_experiment_tag(experiment_id, schema.PROTOCOL_TEXT, protocol_text)
+    try:
+        client.set_experiment_tag(experiment_id, schema.PROTOCOL_DIGEST, protocol.digest)
+        client.set_experiment_tag(experiment_id, schema.PROTOCOL_PATH, protocol.path)
+        if len(protocol_text) <= MAX_TAG_TEXT:
+            client.set_experiment_tag(experiment_id, schema.PROTOCOL_TEXT, protocol_text)
+    except MlflowException:
+        # First passes started at once on several machines insert the same tag; the store keeps one.
+        # Locked to this same protocol by another pass is fine; anything else is the original error.
+        time.sleep(0.5)
+        if locked_digest(client, experiment_id) != protocol.digest:
+            raise
+        return False
     return True

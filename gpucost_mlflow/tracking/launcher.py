@@ -494,4 +494,6 @@ def _missing(outcome: dict, metrics: dict) -> dict[str, str]:
     missing = {key: f"not measured: {why}" for key in schema.TIMINGS if key not in metrics}
     if "completed_entries" not in metrics:
         missing["completed_entries"] = outcome.get("completed_entries_reason", why)
+    missing.update({key: reason for key, reason in (outcome.get("missing_measurements") or {}).items()
+                    if key not in metrics})
     return missing
