@@ -256,6 +256,10 @@ def packages(gpu, days, lots, accepted_results, catalog_file) -> None:
     lot_count = costs.parse_whole(lots, "--lots", 1)
     accepted = None if accepted_results is None else costs.parse_whole(accepted_results, "--accepted-results", 0)
     lengths = [costs.parse_whole(days, "--days", 1)] if days is not None else list(PACKAGE_DAYS)
+    for rate in (p for p in catalog.for_gpu(gpu) if p.hourly and days is None):
+        click.echo(f"{gpu}, hourly: {costs.money(rate.price_per_lot, rate.currency)} per lot-hour (lot of {rate.gpus_per_lot}; "
+                   f"min {rate.min_hours:g} h, billed per {rate.increment_hours:g} h; catalog {catalog.version}): "
+                   f"price a window with `gpucost plan --gpu {gpu} --hours H`")
     for length in lengths:
         package = catalog.find(gpu, length)
         if package is None:
@@ -280,35 +284,102 @@ def packages(gpu, days, lots, accepted_results, catalog_file) -> None:
 @click.option("--start", required=True, help="Local start of the access window, ISO (2026-11-30T09:00).")
 @click.option("--end", required=True, help="Local end of the access window, ISO.")
 @click.option("--tz", "tz_name", required=True, help="IANA time zone of both times (Europe/Amsterdam).")
-@click.option("--gpu", default=None, help="Price the covering packages for this GPU id.")
-@click.option("--lots", default="1", show_default=True)
+@click.option("--gpu", default=None, help="Price every covering plan of this GPU id (packages and hourly rates).")
+@click.option("--gpus", default="1", show_default=True, help="GPUs the configuration uses (lots = ceil(GPUs / GPUs per lot)).")
 @click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), default=None)
-def window_cmd(start, end, tz_name, gpu, lots, catalog_file) -> None:
-    """Real elapsed hours of a campaign window and which 3-, 7-, 30-day packages cover it."""
+def window_cmd(start, end, tz_name, gpu, gpus, catalog_file) -> None:
+    """Real elapsed hours of a campaign window, which 3-, 7-, 30-day packages cover it, and its covering plans."""
     from gpucost_mlflow.core import costs
     from gpucost_mlflow.core.catalog import PACKAGE_DAYS
     from gpucost_mlflow.core.window import consecutive_needed, covers, window
 
     span = window(start, end, tz_name)
+    used = costs.parse_whole(gpus, "--gpus", 1)
     catalog = None
     if gpu is not None:
         catalog = _catalog(catalog_file)
         catalog.require_gpu(gpu)
-    lot_count = costs.parse_whole(lots, "--lots", 1)
     click.echo(f"window {span.start.isoformat()} -> {span.end.isoformat()} ({tz_name}): {span.hours:g} h elapsed")
     for days in PACKAGE_DAYS:
-        price = ""
-        if catalog is not None:
-            package = catalog.find(gpu, days)
-            price = (f"; {gpu} x {lot_count} lot(s): {costs.money(costs.commit(package, lot_count).total, package.currency)}"
-                     if package else f"; {gpu}: not in catalog {catalog.version}")
         if covers(days, span.hours):
-            click.echo(f"  {days}-day package ({days * 24} h): covers the window{price}")
+            click.echo(f"  {days}-day package ({days * 24} h): covers the window")
         else:
-            click.echo(f"  {days}-day package ({days * 24} h): does not cover it; {consecutive_needed(days, span.hours)} consecutive packages needed{price}")
+            click.echo(f"  {days}-day package ({days * 24} h): does not cover it; {consecutive_needed(days, span.hours)} consecutive packages needed")
     if not any(covers(days, span.hours) for days in PACKAGE_DAYS):
         click.echo("  no single package covers this window: budget the consecutive packages explicitly; "
                    "a rental is never extended automatically")
+    if catalog is not None:
+        from gpucost_mlflow.core.plans import to_hours
+
+        _echo_plans(catalog, gpu, to_hours(span.hours), used, "table")
+
+
+def _echo_plans(catalog, gpu: str, hours, gpus: int, fmt: str) -> None:
+    """Every covering plan of one GPU id for the window, cheapest first (one planner for `plan` and `window`)."""
+    import json
+
+    from gpucost_mlflow.core.plans import covering_plans
+
+    plans = covering_plans(catalog.for_gpu(gpu), hours, gpus)
+    if fmt == "json":
+        click.echo(json.dumps([p.as_dict() for p in plans], indent=2))
+        return
+    click.echo(f"covering plans for {gpu}, {gpus} GPU(s), {hours.normalize():f} h (catalog {catalog.version}), cheapest first:")
+    for number, plan in enumerate(plans, 1):
+        example = " [example price]" if plan.offer.example else ""
+        click.echo(f"  {number}. {plan.describe()}{example}")
+    click.echo("  consecutive periods are budgeted explicitly: a rental is never extended automatically")
+
+
+@main.command("plan")
+@click.option("--gpu", required=True, help="GPU id in the catalog (rtx-4090, b200, or your own row's id).")
+@click.option("--hours", required=True, help="The whole window to cover, in hours (a decimal number > 0).")
+@click.option("--gpus", default="1", show_default=True, help="GPUs the configuration uses (lots = ceil(GPUs / GPUs per lot)).")
+@click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), default=None, help="Your catalog CSV (default: catalog/labkit-2026-09-24.csv).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def plan_cmd(gpu, hours, gpus, catalog_file, fmt) -> None:
+    """Every way the catalog covers the window (package x consecutive periods x lots, or hours billed), cheapest first."""
+    from gpucost_mlflow.core import costs
+    from gpucost_mlflow.core.plans import parse_hours
+
+    window_hours = parse_hours(hours)
+    used = costs.parse_whole(gpus, "--gpus", 1)
+    catalog = _catalog(catalog_file)
+    catalog.require_gpu(gpu)
+    _echo_plans(catalog, gpu, window_hours, used, fmt)
+
+
+@main.group("catalog")
+def catalog_group() -> None:
+    """Price lists: write a what-if catalog for the machine you have."""
+
+
+@catalog_group.command("example")
+@click.option("--out", "out_path", type=click.Path(path_type=Path), required=True, help="The CSV to write (never overwritten).")
+@click.option("--price-per-hour", default="0.10", show_default=True, help="Example price of this machine for one hour.")
+@click.option("--currency", default="USD", show_default=True)
+@click.option("--min-hours", default="1", show_default=True)
+@click.option("--increment-hours", default="1", show_default=True)
+@click.option("--device", "device_choice", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
+def catalog_example(out_path, price_per_hour, currency, min_hours, increment_hours, device_choice) -> None:
+    """One hourly row for this machine's device, as passes name it, labelled "example price"; edit it to your rate."""
+    import datetime as dt
+
+    from gpucost_mlflow.core.catalog import example_catalog, load_catalog
+    from gpucost_mlflow.core.corpus import write_atomic
+    from gpucost_mlflow.core.plans import parse_hours, parse_positive
+    from gpucost_mlflow.execution.environment import device_names
+    from gpucost_mlflow.execution.models import resolve_device
+
+    if out_path.exists():
+        raise GpucostError(f"{out_path} exists: edit it, or remove it to write a new example")
+    price = parse_positive(price_per_hour, "--price-per-hour")
+    device = device_names(resolve_device(device_choice))[0]
+    text = example_catalog(device, price, currency, parse_hours(min_hours, "--min-hours"),
+                           parse_hours(increment_hours, "--increment-hours"), dt.date.today().isoformat())
+    write_atomic(out_path, text.encode("utf-8"))
+    load_catalog(out_path)
+    click.echo(f"{out_path}: {device} at an example price of {price} {currency.upper()} per hour; edit it to price your machine")
 
 
 def _catalog(catalog_file):
@@ -517,7 +588,8 @@ def protocol_show(protocol_file) -> None:
     click.echo(f"question: {loaded.question}")
     for key, value in asdict(loaded.acceptance).items():
         click.echo(f"  {key}: {value}")
-    click.echo(f"passes per variant: {loaded.passes_per_variant}; warm-up: {loaded.warmup}; deadline: {loaded.deadline.isoformat()}")
+    deadline = loaded.deadline.isoformat() if loaded.deadline else "no deadline declared"
+    click.echo(f"passes per variant: {loaded.passes_per_variant}; warm-up: {loaded.warmup}; deadline: {deadline}")
 
 
 @protocol.command("lock")

@@ -10,10 +10,15 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
+from gpucost_mlflow.core.catalog import load_catalog
+from gpucost_mlflow.core.protocol import load_protocol
+from gpucost_mlflow.core.variants import load_variants
+from gpucost_mlflow.report.build import build
 from gpucost_mlflow.core.schedule import remaining, rotated
 from gpucost_mlflow.progress import CampaignProgress
 from gpucost_mlflow.tracking import schema
@@ -70,7 +75,8 @@ def _campaign_cmd(corpus_dir, model_dir, protocol, *extra):
 
 def test_ctrl_c_during_a_pass_then_resume_leaves_every_slot_once(store, tmp_path, corpus_dir, model_dir):
     protocol = write_protocol(tmp_path / "protocol.yaml")
-    protocol.write_text(protocol.read_text().replace("passes_per_variant: 5", "passes_per_variant: 2"))
+    protocol.write_text(protocol.read_text().replace("passes_per_variant: 5", "passes_per_variant: 2")
+                        + "plan: {setup_hours: 0.5, waiting_hours: 0.25, planned_restarts: 1}\n")
     # A test run started in the background by a non-interactive shell inherits SIGINT ignored; the
     # campaign must get Ctrl-C's default handling whatever started pytest.
     first = subprocess.Popen(_campaign_cmd(corpus_dir, model_dir, protocol), start_new_session=True,
@@ -111,6 +117,18 @@ def test_ctrl_c_during_a_pass_then_resume_leaves_every_slot_once(store, tmp_path
         assert run.data.tags[schema.CAMPAIGN_ID] == campaign_id
     retry = client.get_run(finished[finished["pass_index"] == "3"]["run_id"].iloc[0]).data.tags
     assert retry[schema.ATTEMPT] == "2" and retry[schema.RETRY_OF] == table["run_id"][2]
+
+    # The whole-rental forecast holds at least setup + waiting + every attempt's run wall time, the
+    # interrupted one included (PROTOCOL §9), as the store itself records them.
+    built, _ = build("camp", load_protocol(protocol), protocol, load_catalog(ROOT / "catalog" / "labkit-2026-09-24.csv"),
+                     load_variants(VARIANTS))
+    runs = [client.get_run(run_id).info for run_id in table["run_id"]]
+    walls_h = sum((run.end_time - run.start_time) / 1000 for run in runs) / 3600
+    assert all(run.end_time for run in runs)
+    for assessment in built.assessments:
+        assert assessment.forecast.comparisons == 5
+        assert assessment.forecast.hours >= 0.5 + 0.25 + walls_h
+        assert assessment.forecast.comparisons_h == pytest.approx(walls_h)
 
 
 def test_unreachable_tracking_server_fails_within_seconds_and_starts_no_pass(tmp_path, corpus_dir, model_dir, protocol_file, monkeypatch):

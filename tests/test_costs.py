@@ -133,11 +133,13 @@ def test_window_no_package_covers_says_budget_explicitly():
     assert "budget the consecutive packages explicitly" in result.output and "never extended automatically" in result.output
 
 
-def test_window_prices_covering_packages_from_the_catalog():
+def test_window_prices_its_covering_plans_with_the_planner():
     result = CliRunner().invoke(main, ["window", "--start", "2026-11-30T09:00", "--end", "2026-12-04T09:00",
-                                       "--tz", "Europe/Amsterdam", "--gpu", "rtx-4090", "--lots", "2", "--catalog", str(CATALOG)])
-    assert "7-day package (168 h): covers the window; rtx-4090 x 2 lot(s): 220.00 USD" in result.output
-    assert "3-day package (72 h): does not cover it; 2 consecutive packages needed; rtx-4090: not in catalog" in result.output
+                                       "--tz", "Europe/Amsterdam", "--gpu", "rtx-4090", "--gpus", "2", "--catalog", str(CATALOG)])
+    assert result.exit_code == 0, result.output
+    assert "3-day package (72 h): does not cover it; 2 consecutive packages needed" in result.output
+    assert "covering plans for rtx-4090, 2 GPU(s), 96 h (catalog 2026-09-24), cheapest first:" in result.output
+    assert "1. 1 x 7-day rtx-4090 package, 2 lots: 220.00 USD" in result.output
 
 
 @pytest.mark.parametrize("args, message", [

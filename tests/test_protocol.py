@@ -52,6 +52,21 @@ def test_the_shipped_protocol_loads_and_names_its_reference():
     assert protocol.buckets == {"short": 600, "medium": 300, "long": 100}
 
 
+def test_deadline_and_plan_may_be_left_out_and_other_costs_are_read_exactly(tmp_path, protocol_file):
+    document = yaml.safe_load(protocol_file.read_text())
+    document.pop("deadline")
+    document.pop("plan", None)
+    document["other_costs"] = [{"label": "storage", "amount": "12.5", "currency": "usd", "basis": "30 days of storage"}]
+    path = tmp_path / "protocol.yaml"
+    path.write_text(yaml.safe_dump(document))
+    protocol = load_protocol(path)
+    assert protocol.deadline is None and protocol.plan is None
+    (cost,) = protocol.other_costs
+    assert (cost.label, str(cost.amount), cost.currency) == ("storage", "12.50", "USD")
+    result = CliRunner().invoke(main, ["protocol", "show", "--protocol", str(path)])
+    assert result.exit_code == 0 and "deadline: no deadline declared" in result.output
+
+
 @pytest.mark.parametrize("field, edit, message", [
     ("acceptance.threshold", lambda d: d["acceptance"].pop("threshold"), "missing field 'acceptance.threshold'"),
     ("acceptance.threshold", lambda d: d["acceptance"].update(threshold="high"), "field 'acceptance.threshold' must be a"),
@@ -59,6 +74,11 @@ def test_the_shipped_protocol_loads_and_names_its_reference():
     ("scenario", lambda d: d.update(scenario="interactive"), "field 'scenario' must be one of offline"),
     ("deadline", lambda d: d.update(deadline="friday"), "field 'deadline' must be an ISO date-time"),
     ("passes_per_variant", lambda d: d.update(passes_per_variant=0), "field 'passes_per_variant' must be a positive"),
+    ("other_costs[1].amount", lambda d: d.update(other_costs=[{"label": "storage", "amount": -1, "currency": "USD", "basis": "b"}]),
+     ".amount' must be a number >= 0"),
+    ("other_costs[1].basis", lambda d: d.update(other_costs=[{"label": "storage", "amount": 3, "currency": "USD"}]),
+     ".basis' must be a non-empty text"),
+    ("plan.setup_hours", lambda d: d.update(plan={"setup_hours": -2}), "field 'plan.setup_hours' must be a number >= 0"),
 ])
 def test_invalid_protocol_is_one_line_error_naming_the_field(tmp_path, protocol_file, field, edit, message):
     document = yaml.safe_load(protocol_file.read_text())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+from pathlib import Path
 
 import mlflow
 import pandas as pd
@@ -11,8 +13,10 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.catalog import load_catalog
+from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.protocol import load_protocol
 from gpucost_mlflow.core.variants import load_variants
+from gpucost_mlflow.report import render
 from gpucost_mlflow.report.build import build
 from gpucost_mlflow.tracking import experiments, writer
 
@@ -30,14 +34,20 @@ def experiment(store):
     protocol = load_protocol(PROTOCOL_PATH)
     experiment_id, _ = experiments.resolve(client, "scenario", create=True)
     experiments.lock(client, experiment_id, "scenario", protocol, PROTOCOL_PATH.read_text())
+    clock = {"ms": 1_764_489_600_000}  # attempts follow one another, as on one rented machine
 
     def attempt(variant, device, pass_s, status="accepted", role="benchmark", fingerprint="a" * 64,
-                quality="passed", reason="every check passed", run_name=None, note=None):
+                quality="passed", reason="every check passed", run_name=None, note=None, wall_s=None):
+        """One attempt; its run lasts wall_s (default: 1 s start + load + warm-up + pass + eval + export)."""
         tags = writer.start_tags(role=role, variant=variant, device=device, backend="cuda",
                                  corpus_fingerprint=fingerprint, protocol_digest=protocol.digest)
         if note:
             tags["mlflow.note.content"] = note
-        run = client.create_run(experiment_id, tags=tags, run_name=run_name)
+        if wall_s is None:
+            wall_s = 1.0 + 3.0 + 0.5 + (pass_s or 0.0) + 0.1 + 0.2
+        start = clock["ms"]
+        clock["ms"] += int(round(wall_s * 1000))
+        run = client.create_run(experiment_id, tags=tags, run_name=run_name, start_time=start)
         metrics = {"load_s": 3.0, "warmup_s": 0.5, "eval_s": 0.1, "export_s": 0.2, "expected_ids": 1000}
         if pass_s is not None:
             metrics.update(pass_s=pass_s, observed_ids=1000, completed_entries=1000)
@@ -45,13 +55,13 @@ def experiment(store):
             metrics.update(observed_ids=312, completed_entries=312, mem_peak_allocated_bytes=80e9)
         writer.log_outcome(client, run.info.run_id, status=status, reason=reason, metrics=metrics,
                            ids_match=pass_s is not None, quality_verdict=quality if pass_s is not None else "")
-        client.set_terminated(run.info.run_id, "FAILED" if status == "failed" else "FINISHED")
+        client.set_terminated(run.info.run_id, "FAILED" if status == "failed" else "FINISHED", end_time=clock["ms"])
 
     return attempt
 
 
-def report(catalog=CATALOG):
-    built, balance = build("scenario", load_protocol(PROTOCOL_PATH), PROTOCOL_PATH, load_catalog(catalog),
+def report(catalog=CATALOG, protocol_path=PROTOCOL_PATH):
+    built, balance = build("scenario", load_protocol(protocol_path), protocol_path, load_catalog(catalog),
                            load_variants(ROOT / "projects" / "variants.yaml"))
     return built, balance
 
@@ -63,7 +73,7 @@ def test_a_faster_variant_that_fails_quality_is_not_chosen(experiment):
                    reason="quality: macro_f1 0.7 < 0.8")
     built, _ = report()
     assert built.decision.startswith("Decision: batch8 on NVIDIA B200")
-    assert "b200 7-day package x 1: 2,071.00 USD" in built.decision
+    assert "1 x 7-day b200 package, 1 lot: 2,071.00 USD" in built.decision
     int8 = next(a for a in built.assessments if a.configuration.variant == "batch8-int8")
     assert not int8.feasible and "rejected" in int8.feasibility
 
@@ -111,7 +121,7 @@ def test_two_priced_devices_give_the_cheaper_covering_package(experiment):
         experiment("batch8", RTX, seconds * 3)
         experiment("batch8", B200, seconds)
     built, _ = report()
-    assert built.decision.startswith("Decision: batch8 on NVIDIA GeForce RTX 4090, rtx-4090 7-day package x 1: 110.00 USD")
+    assert built.decision.startswith("Decision: batch8 on NVIDIA GeForce RTX 4090, 1 x 7-day rtx-4090 package, 1 lot: 110.00 USD")
     assert "next: batch8 on NVIDIA B200 at 2,071.00 USD" in built.decision
 
 
@@ -159,3 +169,133 @@ def test_run_names_notes_and_error_messages_reach_the_html_as_text(experiment):
     text = page(built)
     assert "<script" not in text and "<img src=x" not in text
     assert "&lt;img src=x onerror=alert(&#x27;error&#x27;)&gt; CUDA out of memory" in text
+
+
+def protocol_like_shipped(tmp_path, *, drop_deadline=False, drop_plan=False, expected=None, append="") -> Path:
+    """The shipped protocol with its deadline or plan left out, another expected volume, or more fields."""
+    lines = PROTOCOL_PATH.read_text().splitlines()
+    if drop_deadline:
+        lines = [line for line in lines if not line.startswith("deadline:")]
+    if drop_plan:
+        start = lines.index(next(line for line in lines if line.startswith("plan:")))
+        end = next(i for i in range(start + 1, len(lines)) if not lines[i].startswith(" "))
+        lines = lines[:start] + lines[end:]
+    text = "\n".join(lines) + "\n" + append
+    if expected is not None:
+        text = text.replace("  expected: 1\n", f"  expected: {expected}\n")
+    path = tmp_path / "protocol.yaml"
+    path.write_text(text)
+    return path
+
+
+SIX_HOURS = 6 * 3600.0
+
+
+def test_forecast_counts_every_comparison_attempt_wall_time_failed_ones_included(experiment):
+    for _ in range(5):
+        for variant in ("batch1", "batch4", "batch8"):
+            experiment(variant, B200, SIX_HOURS)
+    experiment("batch8-int8", B200, None, status="failed", reason="out of memory", wall_s=2 * 3600)
+    built, balance = report()
+    batch8 = next(a for a in built.assessments if a.configuration.variant == "batch8")
+    f = batch8.forecast
+    walls = 15 * (1.0 + 3.0 + 0.5 + SIX_HOURS + 0.1 + 0.2) + 2 * 3600
+    assert f.comparisons == 16 and f.comparisons_h == pytest.approx(walls / 3600)
+    assert f.hours == pytest.approx(4 + 0 + walls / 3600 + 2 * 3.5 / 3600 + (SIX_HOURS + 0.3) / 3600)
+    assert f.hours > 100  # fifteen 6-hour passes are not a 7-hour campaign
+    assert batch8.deadline_status == "missed" and not batch8.meets_deadline
+    assert built.decision.startswith("No decision: deadline missed")
+    row = balance[balance["variant"] == "batch8"].iloc[0]
+    assert row["comparison_attempts"] == 16 and row["setup_h"] == 4
+    markdown = render.markdown(built)
+    assert "comparisons (h, attempts on the device)" in markdown and "range (h): fastest-slowest pass" in markdown
+
+
+def test_a_window_longer_than_every_package_is_budgeted_as_consecutive_periods(experiment, tmp_path):
+    for seconds in (40 * 3600.0, 40.1 * 3600, 39.9 * 3600, 40.2 * 3600, 40 * 3600.0):
+        experiment("batch8", B200, seconds)
+    built, _ = report(protocol_path=protocol_like_shipped(tmp_path, drop_deadline=True))
+    (a,) = built.assessments
+    assert 168 < a.forecast.hours <= 336
+    assert a.plan.periods == 2 and a.committed == Decimal("4142.00")
+    assert built.decision.startswith("Decision: batch8 on NVIDIA B200, 2 x 7-day b200 package, 1 lot: 4,142.00 USD")
+    assert "uses 1 of the lot's 2 GPUs" in built.decision
+
+
+def test_a_protocol_without_deadline_decides_and_says_no_deadline_declared(experiment, tmp_path):
+    for seconds in (10.0, 10.1, 10.2, 10.1, 10.0):
+        experiment("batch8", RTX, seconds)
+    built, balance = report(protocol_path=protocol_like_shipped(tmp_path, drop_deadline=True))
+    assert built.decision.startswith("Decision: batch8 on NVIDIA GeForce RTX 4090")
+    assert "no deadline declared" in built.decision and "deadline missed" not in built.decision
+    assert balance["deadline_status"][0] == "no deadline declared" and balance["deadline"][0] == ""
+
+
+def test_a_protocol_without_plan_gives_no_forecast_never_deadline_missed(experiment, tmp_path):
+    for seconds in (10.0, 10.1, 10.2, 10.1, 10.0):
+        experiment("batch8", RTX, seconds)
+    built, balance = report(protocol_path=protocol_like_shipped(tmp_path, drop_plan=True))
+    assert built.decision.startswith("No decision: no plan: no forecast")
+    (a,) = built.assessments
+    assert a.forecast is None and a.deadline_status == "not checked: no plan: no forecast"
+    assert balance["package"][0] == "not priced: no plan: no forecast"
+    assert "deadline missed" not in render.markdown(built)
+
+
+def test_500_expected_deliverables_scale_the_forecast_and_none_counts_as_accepted(experiment, tmp_path):
+    for seconds in (10.0, 10.1, 10.2, 10.1, 10.0):
+        experiment("batch8", RTX, seconds)
+    built, balance = report(protocol_path=protocol_like_shipped(tmp_path, expected=500))
+    (a,) = built.assessments
+    assert a.forecast.deliverables == 500
+    assert a.forecast.deliverables_h == pytest.approx(500 * (10.1 + 0.3) / 3600)
+    assert a.forecast.low_hours < a.forecast.hours < a.forecast.high_hours
+    assert a.configuration.accepted_deliverables == 0
+    assert balance["cost_per_validated_corpus"][0] == "undefined (no accepted deliverable)"
+    assert "500 expected deliverables (forecast)" in a.forecast.terms()
+
+
+OTHER_COSTS = """other_costs:
+  - {label: result storage, amount: 12.50, currency: USD, basis: 30 days of object storage for the deliverables}
+"""
+
+
+def test_other_costs_are_listed_apart_never_folded_into_a_configuration(experiment, tmp_path):
+    for seconds in (10.0, 10.1, 10.2, 10.1, 10.0):
+        experiment("batch8", RTX, seconds)
+    built, balance = report(protocol_path=protocol_like_shipped(tmp_path, append=OTHER_COSTS))
+    assert built.assessments[0].committed == Decimal("110.00")
+    other = balance[balance["entry"] == "other cost"].iloc[0]
+    assert other["committed_cost"] == "12.50" and other["package"].startswith("result storage: 30 days")
+    assert "### Other costs" in render.markdown(built) and "12.50 USD" in render.markdown(built)
+
+
+def test_other_costs_in_another_currency_are_refused_in_one_line(experiment, tmp_path):
+    experiment("batch8", RTX, 10.0)
+    with pytest.raises(GpucostError, match="other_costs\\[1\\] \\(result storage\\) is in EUR.*one comparison uses one currency"):
+        report(protocol_path=protocol_like_shipped(tmp_path, append=OTHER_COSTS.replace("USD", "EUR")))
+
+
+def test_break_even_volume_is_stated_for_two_priced_devices(experiment):
+    for seconds in (10.0, 10.1, 10.2, 10.1, 10.0):
+        experiment("batch8", RTX, seconds * 3)
+        experiment("batch8", B200, seconds)
+    built, _ = report()
+    (line,) = built.break_evens
+    assert line.startswith("batch8 on NVIDIA GeForce RTX 4090 vs batch8 on NVIDIA B200: at 1 expected deliverable(s) "
+                           "batch8 on NVIDIA GeForce RTX 4090 is cheaper (110.00 vs 2,071.00 USD, forecast)")
+    assert "Break-even volume (forecast)" in render.markdown(built)
+
+
+def test_this_machine_priced_at_an_example_price_reaches_a_labelled_decision(experiment, tmp_path):
+    from gpucost_mlflow.core.catalog import example_catalog
+
+    for seconds in (7.5, 7.6, 7.7, 7.4, 7.8):
+        experiment("batch8", "AMD EPYC", seconds)
+    path = tmp_path / "this-machine.csv"
+    path.write_text(example_catalog("AMD EPYC", Decimal("0.10"), "usd", Decimal(1), Decimal(1), "2026-11-30"))
+    built, _ = report(catalog=path)
+    assert built.decision.startswith("Decision: batch8 on AMD EPYC, this-machine hourly, 1 lot, 5 h billed")
+    assert "example price" in built.decision and "not a provider's quote" in built.decision
+    assert built.title == "Decision report (what-if: example price): scenario"
+    assert render.markdown(built).startswith("# Decision report (what-if: example price): scenario")

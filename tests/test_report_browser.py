@@ -19,6 +19,8 @@ import pytest
 
 from gpucost_mlflow.core.catalog import Package
 from gpucost_mlflow.core.decision import Assessment, Configuration
+from gpucost_mlflow.core.forecast import forecast
+from gpucost_mlflow.core.plans import covering_plans
 from gpucost_mlflow.core.stats import Durations, separate
 from gpucost_mlflow.report import plots, render
 from gpucost_mlflow.report.tables import Summary
@@ -40,10 +42,13 @@ def _report() -> render.Report:
     package = Package(provider="Example Cloud", catalog_version="2025-01", gpu="none", device_names=("cpu",),
                       gpus_per_lot=1, days=7, price_per_lot=Decimal("120.00"), currency="EUR",
                       source="catalog/example.yaml", line=3)
+    plan = {"setup_hours": 1.0, "waiting_hours": 2.0, "planned_restarts": 1, "start": dt.datetime(2025, 3, 1, 9)}
+    outlook = forecast(plan, 1, fast.durations, fast.medians, (40.0,) * 9)
+    plans = covering_plans([package], Decimal(str(round(outlook.hours, 6))))
     assessments = [
-        Assessment(fast, True, "feasible: 5 accepted passes", forecast_hours=12.5,
-                   forecast_end=dt.datetime(2025, 3, 2, 12, 30), meets_deadline=True, package=package,
-                   committed=Decimal("120.00"), priced="Example Cloud 1 x 7 d", cost_per_validated=Decimal("120.00")),
+        Assessment(fast, True, "feasible: 5 accepted passes", forecast=outlook,
+                   forecast_end=dt.datetime(2025, 3, 2, 12, 30), deadline_status="met", meets_deadline=True,
+                   plans=plans, priced=plans[0].describe(), cost_per_validated=Decimal("120.00")),
         Assessment(slow, False, "infeasible: a failed pass", priced="not priced: infeasible"),
     ]
     summaries = [
@@ -74,8 +79,7 @@ def _report() -> render.Report:
         decision="Take batch8 on cpu: 120.00 EUR committed.", warnings=["A synthetic report built by the test."],
         attempts=attempts, summaries=summaries,
         separations=[("batch on cpu", separate("batch8", fast.durations.values, "batch1", slow.durations.values))],
-        assessments=assessments, deadline="2025-03-10T00:00:00",
-        plan={"setup_hours": 1.0, "waiting_hours": 2.0, "planned_restarts": 1, "start": dt.datetime(2025, 3, 1, 9)},
+        assessments=assessments, deadline="2025-03-10T00:00:00", plan=plan,
         figures={"Pass durations": plots.durations(summaries), "Peak memory": plots.memory(summaries),
                  "Committed cost": plots.cost(assessments)},
     )

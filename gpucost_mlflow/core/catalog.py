@@ -1,4 +1,4 @@
-"""Package catalogs: versioned CSV price lists, every row validated, money as Decimal."""
+"""Catalogs: versioned CSV price lists of fixed packages and hourly rates, every row validated, money as Decimal."""
 
 from __future__ import annotations
 
@@ -11,24 +11,47 @@ from pathlib import Path
 from gpucost_mlflow.core.errors import GpucostError
 
 COLUMNS = ("provider", "catalog_version", "gpu", "device_names", "gpus_per_lot", "days", "price_per_lot", "currency", "source")
+# Optional columns: a catalog without them holds fixed packages only (billing `package`).
+HOURLY_COLUMNS = ("billing", "min_hours", "increment_hours")
+BILLINGS = ("package", "hourly")
 DEFAULT_CATALOG = Path("catalog/labkit-2026-09-24.csv")
 PACKAGE_DAYS = (3, 7, 30)
+EXAMPLE_PRICE = "example price"
 
 
 @dataclass(frozen=True)
 class Package:
-    """One rental package: a lot of gpus_per_lot GPUs for `days` days at price_per_lot."""
+    """One catalog row: a lot of gpus_per_lot GPUs, either for `days` days (billing `package`) or by the
+    hour (billing `hourly`: price_per_lot is one lot for one hour, billed per min_hours / increment_hours)."""
 
     provider: str
     catalog_version: str
     gpu: str
     device_names: tuple[str, ...]
     gpus_per_lot: int
-    days: int
+    days: int | None
     price_per_lot: Decimal
     currency: str
     source: str
     line: int
+    billing: str = "package"
+    min_hours: Decimal | None = None
+    increment_hours: Decimal | None = None
+
+    @property
+    def hourly(self) -> bool:
+        return self.billing == "hourly"
+
+    @property
+    def example(self) -> bool:
+        """A what-if price (its source says "example price"), never a provider's quote."""
+        return EXAMPLE_PRICE in self.source.lower()
+
+    def describe(self) -> str:
+        """rtx-4090 7-day package / cpu hourly (min 1 h, per 1 h)."""
+        if self.hourly:
+            return f"{self.gpu} hourly (min {self.min_hours:g} h, per {self.increment_hours:g} h)"
+        return f"{self.gpu} {self.days}-day package"
 
 
 @dataclass(frozen=True)
@@ -41,12 +64,21 @@ class Catalog:
     def gpus(self) -> list[str]:
         return sorted({p.gpu for p in self.packages})
 
+    @property
+    def example(self) -> bool:
+        """Whether any of its prices is an example price (a what-if catalog)."""
+        return any(p.example for p in self.packages)
+
     def find(self, gpu: str, days: int) -> Package | None:
-        """The package for this GPU and length, or None when the catalog has no such row."""
+        """The fixed package for this GPU and length, or None when the catalog has no such row."""
         for package in self.packages:
-            if package.gpu == gpu and package.days == days:
+            if package.gpu == gpu and not package.hourly and package.days == days:
                 return package
         return None
+
+    def for_gpu(self, gpu: str) -> list[Package]:
+        """Every row of this GPU id: packages and hourly rates."""
+        return [p for p in self.packages if p.gpu == gpu]
 
     def require_gpu(self, gpu: str) -> None:
         if gpu not in self.gpus():
@@ -68,16 +100,49 @@ def _whole(path: Path, line: int, column: str, text: str) -> int:
     return value
 
 
-def _price(path: Path, line: int, text: str) -> Decimal:
+def _decimal(path: Path, line: int, column: str, text: str) -> Decimal:
     try:
         value = Decimal(text)
     except InvalidOperation:
-        raise GpucostError(f"{path}:{line}: price_per_lot '{text}' is not a number") from None
+        raise GpucostError(f"{path}:{line}: {column} '{text}' is not a number") from None
     if not value.is_finite():
-        raise GpucostError(f"{path}:{line}: price_per_lot '{text}' is not a number")
+        raise GpucostError(f"{path}:{line}: {column} '{text}' is not a number")
+    return value
+
+
+def _price(path: Path, line: int, text: str) -> Decimal:
+    value = _decimal(path, line, "price_per_lot", text)
     if value < 0:
         raise GpucostError(f"{path}:{line}: price_per_lot '{text}' is negative")
     return value
+
+
+def _hours(path: Path, line: int, column: str, text: str) -> Decimal:
+    if not text:
+        raise GpucostError(f"{path}:{line}: empty {column} (an hourly row needs min_hours and increment_hours)")
+    value = _decimal(path, line, column, text)
+    if value <= 0:
+        raise GpucostError(f"{path}:{line}: {column} '{text}' must be > 0")
+    return value
+
+
+def _billing(path: Path, line: int, values: dict) -> dict:
+    """The billing fields of one row: a package has whole days; an hourly rate has min and increment hours."""
+    billing = values.get("billing") or "package"
+    if billing not in BILLINGS:
+        raise GpucostError(f"{path}:{line}: billing '{billing}' is not one of {', '.join(BILLINGS)}")
+    if billing == "package":
+        for column in ("min_hours", "increment_hours"):
+            if values.get(column):
+                raise GpucostError(f"{path}:{line}: {column} is for hourly rows; a package is billed whole")
+        if not values["days"]:
+            raise GpucostError(f"{path}:{line}: empty days")
+        return {"billing": billing, "days": _whole(path, line, "days", values["days"])}
+    if values["days"]:
+        raise GpucostError(f"{path}:{line}: days must be empty on an hourly row (price_per_lot is one lot for one hour)")
+    return {"billing": billing, "days": None,
+            "min_hours": _hours(path, line, "min_hours", values.get("min_hours", "")),
+            "increment_hours": _hours(path, line, "increment_hours", values.get("increment_hours", ""))}
 
 
 def load_catalog(path: Path) -> Catalog:
@@ -96,25 +161,26 @@ def load_catalog(path: Path) -> Catalog:
     seen: dict[tuple, int] = {}
     for record in reader:
         line = reader.line_num
+        values = {c: (record.get(c) or "").strip() for c in COLUMNS + HOURLY_COLUMNS}
         for column in COLUMNS:
-            if not (record.get(column) or "").strip():
+            if column != "days" and not values[column]:
                 raise GpucostError(f"{path}:{line}: empty {column}")
-        values = {c: record[c].strip() for c in COLUMNS}
         package = Package(
             provider=values["provider"],
             catalog_version=values["catalog_version"],
             gpu=values["gpu"],
             device_names=tuple(n.strip() for n in values["device_names"].split(";") if n.strip()),
             gpus_per_lot=_whole(path, line, "gpus_per_lot", values["gpus_per_lot"]),
-            days=_whole(path, line, "days", values["days"]),
             price_per_lot=_price(path, line, values["price_per_lot"]),
             currency=values["currency"].upper(),
             source=values["source"],
             line=line,
+            **_billing(path, line, values),
         )
-        key = (package.provider, package.gpu, package.days)
+        key = (package.provider, package.gpu, package.billing, package.days)
         if key in seen:
-            raise GpucostError(f"{path}:{line}: duplicate package {package.gpu} {package.days} days of {package.provider} (first at line {seen[key]})")
+            what = f"{package.days} days" if not package.hourly else "hourly rate"
+            raise GpucostError(f"{path}:{line}: duplicate package {package.gpu} {what} of {package.provider} (first at line {seen[key]})")
         seen[key] = line
         if packages and package.currency != packages[0].currency:
             raise GpucostError(
@@ -126,3 +192,17 @@ def load_catalog(path: Path) -> Catalog:
     if not packages:
         raise GpucostError(f"{path}: no packages")
     return Catalog(str(path), packages[0].catalog_version, packages[0].currency, tuple(packages))
+
+
+def example_catalog(device_name: str, price_per_hour: Decimal, currency: str, min_hours: Decimal,
+                    increment_hours: Decimal, date: str) -> str:
+    """A what-if catalog (CSV text) pricing one device by the hour; its source says "example price"."""
+    if not device_name.strip() or ";" in device_name:
+        raise GpucostError(f"cannot name device '{device_name}' in a catalog row")
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(COLUMNS + HOURLY_COLUMNS)
+    writer.writerow(["this-machine", f"what-if-{date}", "this-machine", device_name.strip(), 1, "", price_per_hour,
+                     currency.upper(), f"{EXAMPLE_PRICE} written by `gpucost catalog example` on {date}: not a quote; "
+                     "edit price_per_lot, min_hours and increment_hours to your own rate", "hourly", min_hours, increment_hours])
+    return out.getvalue()

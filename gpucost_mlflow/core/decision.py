@@ -1,14 +1,16 @@
-"""Feasibility, the campaign-plan forecast, committed cost per configuration and the decision note."""
+"""Feasibility, the whole-rental forecast, the cheapest covering plan per configuration and the decision note."""
 
 from __future__ import annotations
 
 import datetime as dt
-import math
 from dataclasses import dataclass, field
 from decimal import Decimal
 
 from gpucost_mlflow.core import costs
-from gpucost_mlflow.core.catalog import Catalog, Package
+from gpucost_mlflow.core.breakeven import BreakEven, Priced, break_even
+from gpucost_mlflow.core.catalog import Catalog
+from gpucost_mlflow.core.forecast import Forecast, forecast
+from gpucost_mlflow.core.plans import Plan, covering_plans, to_hours
 from gpucost_mlflow.core.stats import Durations, separate
 
 
@@ -22,6 +24,9 @@ class Configuration:
     durations: Durations
     medians: dict  # load_s, warmup_s, eval_s, export_s medians over completed passes
     accepted_deliverables: int = 0
+    attempt_walls: tuple[float, ...] = ()  # run wall time (s) of every benchmark attempt on this device
+    walls_estimated: int = 0  # of those, attempts with no end time, counted by their recorded stage times
+    gpus: int = 1  # GPUs one pass uses (its parallelism is inside the measured pass_s)
 
     @property
     def name(self) -> str:
@@ -34,17 +39,37 @@ class Configuration:
 
 @dataclass
 class Assessment:
+    """One configuration judged: feasibility, the whole-rental forecast, its deadline and its covering plans."""
+
     configuration: Configuration
     feasible: bool
     feasibility: str
-    forecast_hours: float | None = None
+    forecast: Forecast | None = None
+    forecast_note: str = ""
     forecast_end: dt.datetime | None = None
+    forecast_end_high: dt.datetime | None = None
+    deadline_status: str = ""
     meets_deadline: bool | None = None
-    package: Package | None = None
-    committed: Decimal | None = None
+    plans: list[Plan] = field(default_factory=list)
     priced: str = ""
     cost_per_validated: Decimal | None = None
-    notes: list = field(default_factory=list)
+
+    @property
+    def plan(self) -> Plan | None:
+        """The cheapest covering plan (on a tie the shorter one)."""
+        return self.plans[0] if self.plans else None
+
+    @property
+    def committed(self) -> Decimal | None:
+        return self.plan.total if self.plan else None
+
+    @property
+    def currency(self) -> str:
+        return self.plan.currency if self.plan else ""
+
+    @property
+    def forecast_hours(self) -> float | None:
+        return self.forecast.hours if self.forecast else None
 
 
 def feasibility(config: Configuration) -> tuple[bool, str]:
@@ -61,67 +86,100 @@ def feasibility(config: Configuration) -> tuple[bool, str]:
     return True, f"{len(counted)} of {len(counted)} attempts accepted"
 
 
-def forecast(config: Configuration, plan: dict, expected_deliverables: int) -> float | None:
-    """Window hours = setup + waiting + (1 + restarts) x (load + warm-up) + deliverables x (pass + eval + export)."""
-    if config.durations.median is None:
-        return None
-    m = config.medians
-    startup = m.get("load_s", 0.0) + m.get("warmup_s", 0.0)
-    per_corpus = config.durations.median + m.get("eval_s", 0.0) + m.get("export_s", 0.0)
-    seconds = (1 + plan["planned_restarts"]) * startup + expected_deliverables * per_corpus
-    return plan["setup_hours"] + plan["waiting_hours"] + seconds / 3600
+NO_PLAN = "no plan: no forecast"
+NO_DEADLINE = "no deadline declared"
 
 
-def covering_package(catalog: Catalog, device: str, hours: float) -> Package | None:
-    """The shortest package for this measured device whose length covers the window."""
-    fitting = [p for p in catalog.for_device(device) if p.days * 24 >= hours]
-    return min(fitting, key=lambda p: (p.days, p.price_per_lot)) if fitting else None
+def _deadline(item: Assessment, plan: dict, deadline: dt.datetime | None) -> None:
+    """Place the forecast on the calendar and compare it with the deadline, saying why when it cannot."""
+    if item.forecast is not None and plan.get("start") is not None:
+        item.forecast_end = plan["start"] + dt.timedelta(hours=item.forecast.hours)
+        item.forecast_end_high = plan["start"] + dt.timedelta(hours=item.forecast.high_hours)
+    if deadline is None:
+        item.deadline_status = NO_DEADLINE
+    elif item.forecast is None:
+        item.deadline_status = f"not checked: {item.forecast_note}"
+    elif item.forecast_end is None:
+        item.deadline_status = "not checked: no plan.start declared"
+    else:
+        item.meets_deadline = item.forecast_end <= deadline
+        item.deadline_status = "met" if item.meets_deadline else "missed"
+        if item.meets_deadline and item.forecast_end_high > deadline:
+            item.deadline_status = "met at the median forecast; the slowest-pass forecast ends after it"
 
 
-def assess(configs: list[Configuration], catalog: Catalog, plan: dict, deadline: dt.datetime,
+def assess(configs: list[Configuration], catalog: Catalog, plan: dict | None, deadline: dt.datetime | None,
            expected_deliverables: int) -> list[Assessment]:
+    """Feasibility, forecast, deadline and every covering plan of each configuration (its device's catalog rows)."""
     results = []
     for config in configs:
         ok, why = feasibility(config)
         item = Assessment(config, ok, why)
-        item.forecast_hours = forecast(config, plan, expected_deliverables)
-        if item.forecast_hours is not None and plan.get("start") is not None:
-            item.forecast_end = plan["start"] + dt.timedelta(hours=item.forecast_hours)
-            item.meets_deadline = item.forecast_end <= deadline
-        if not catalog.for_device(config.device):
-            item.priced = f"not priced: {config.device} has no package in {catalog.version} ({catalog.path})"
-        elif item.forecast_hours is None:
-            item.priced = "not priced: no completed pass to size the window"
+        if plan is None:
+            item.forecast_note = NO_PLAN
         else:
-            package = covering_package(catalog, config.device, item.forecast_hours)
-            if package is None:
-                item.priced = (f"not priced: no single {config.device} package in {catalog.version} covers "
-                               f"{item.forecast_hours:.1f} h; budget consecutive packages explicitly")
-            else:
-                held = costs.commit(package, max(1, math.ceil(1 / package.gpus_per_lot)))
-                item.package, item.committed = package, held.total
-                item.priced = f"{package.gpu} {package.days}-day package x {held.lots}: {costs.money(held.total, package.currency)}"
-                item.cost_per_validated = costs.cost_per_validated_corpus(held.total, config.accepted_deliverables)
+            item.forecast = forecast(plan, expected_deliverables, config.durations, config.medians,
+                                     config.attempt_walls, config.walls_estimated)
+            if item.forecast is None:
+                item.forecast_note = "no completed pass to size the window"
+        _deadline(item, plan or {}, deadline)
+        offers = catalog.for_device(config.device)
+        if not offers:
+            item.priced = f"not priced: {config.device} has no package in {catalog.version} ({catalog.path})"
+        elif item.forecast is None:
+            item.priced = f"not priced: {item.forecast_note}"
+        else:
+            item.plans = covering_plans(offers, to_hours(item.forecast.hours), config.gpus)
+            item.priced = item.plan.describe()
+            item.cost_per_validated = costs.cost_per_validated_corpus(item.plan.total, config.accepted_deliverables)
         results.append(item)
     return results
 
 
-def decide(assessments: list[Assessment], expected_deliverables: int, corpus_size: int) -> str:
-    """The decision note: chosen configuration, load covered and reason; or 'no decision' with the reason."""
+def _best(items: list[Assessment]) -> Assessment:
+    return min(items, key=lambda a: (a.committed, a.configuration.durations.median))
+
+
+def break_evens(assessments: list[Assessment]) -> list[BreakEven]:
+    """For each pair of priced devices, where the order of their cheapest feasible configurations flips."""
+    by_device: dict[str, list[Assessment]] = {}
+    for a in assessments:
+        if a.feasible and a.plan is not None:
+            by_device.setdefault(a.configuration.device, []).append(a)
+    best = [_best(items) for items in by_device.values()]
+    result = []
+    for i, first in enumerate(best):
+        for second in best[i + 1:]:
+            priced = [Priced(a.configuration.name, a.forecast, tuple(p.offer for p in a.plans), a.configuration.gpus)
+                      for a in (first, second)]
+            result.append(break_even(priced[0], priced[1], first.forecast.deliverables))
+    return result
+
+
+def decide(assessments: list[Assessment], expected_deliverables: int, corpus_size: int,
+           deadline_declared: bool = True) -> str:
+    """The decision note: chosen configuration, plan, load covered and reason; or 'no decision' with the reason."""
     if not any("accepted" in a.configuration.statuses for a in assessments):
         return "No decision: nothing accepted (no pass completed the corpus with every check passed)."
     feasible = [a for a in assessments if a.feasible]
     if not feasible:
         return "No decision: no configuration is feasible (" + "; ".join(f"{a.configuration.name}: {a.feasibility}" for a in assessments) + ")."
-    priced = [a for a in feasible if a.committed is not None]
+    if all(a.forecast_note == NO_PLAN for a in feasible):
+        return f"No decision: {NO_PLAN} (declare `plan:` in the protocol: setup and waiting hours, restarts, start)."
+    priced = [a for a in feasible if a.plan is not None]
     if not priced:
         return "No decision: nothing priced (" + "; ".join(sorted({a.priced for a in feasible})) + ")."
-    timely = [a for a in priced if a.meets_deadline]
-    if not timely:
-        return "No decision: deadline missed (no priced feasible configuration's forecast ends before the deadline)."
+    if deadline_declared:
+        if all(a.forecast_end is None for a in priced):
+            return "No decision: the deadline cannot be checked (no plan.start declared in the protocol)."
+        timely = [a for a in priced if a.meets_deadline]
+        if not timely:
+            return "No decision: deadline missed (no priced feasible configuration's forecast ends before the deadline)."
+    else:
+        timely = priced
     cheapest = min(a.committed for a in timely)
     best = [a for a in timely if a.committed == cheapest]
-    load = f"{expected_deliverables} corpus(es) of {corpus_size} inputs"
+    load = f"{expected_deliverables:,} corpus(es) of {corpus_size:,} inputs"
     if len(best) > 1:
         best.sort(key=lambda a: a.configuration.durations.median)
         separations = [separate(best[0].configuration.name, best[0].configuration.durations.values,
@@ -129,11 +187,17 @@ def decide(assessments: list[Assessment], expected_deliverables: int, corpus_siz
         if not all(s.decided for s in separations):
             names = ", ".join(a.configuration.name for a in best)
             return (f"No decision: undecided between {names}: the same committed cost "
-                    f"({costs.money(cheapest, best[0].package.currency)}) and durations that do not separate; "
+                    f"({costs.money(cheapest, best[0].currency)}) and durations that do not separate; "
                     f"{separations[0].verdict}.")
     chosen = best[0]
     others = sorted((a for a in timely if a is not chosen), key=lambda a: a.committed)
-    versus = f"; next: {others[0].configuration.name} at {costs.money(others[0].committed, others[0].package.currency)}" if others else ""
+    versus = f"; next: {others[0].configuration.name} at {costs.money(others[0].committed, others[0].currency)}" if others else ""
+    f = chosen.forecast
+    when = (f" ending {chosen.forecast_end.isoformat(timespec='minutes')}" if chosen.forecast_end else "")
+    status = f"deadline {chosen.deadline_status}" if deadline_declared else NO_DEADLINE
+    rule = "that meet the deadline" if deadline_declared else "(no deadline declared)"
+    example = (f" Priced at an example price ({chosen.plan.offer.source}): a what-if, not a provider's quote."
+               if chosen.plan.offer.example else "")
     return (f"Decision: {chosen.configuration.name}, {chosen.priced}, covers {load} within a forecast window of "
-            f"{chosen.forecast_hours:.1f} h ending {chosen.forecast_end.isoformat(timespec='minutes')} (deadline met). Reason: the lowest "
-            f"committed cost among feasible configurations that meet the deadline{versus}.")
+            f"{f.hours:,.1f} h (range {f.low_hours:,.1f}-{f.high_hours:,.1f} h){when} ({status}). Reason: the lowest "
+            f"committed cost among feasible configurations {rule}{versus}.{example}")

@@ -7,8 +7,11 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+
 import yaml
 
+from gpucost_mlflow.core.costs import CENT
 from gpucost_mlflow.core.errors import GpucostError
 
 SCENARIOS = ("offline",)
@@ -29,6 +32,16 @@ class Acceptance:
 
 
 @dataclass(frozen=True)
+class OtherCost:
+    """A real cost outside the rental (storage, egress, engineer time), listed apart with its justification."""
+
+    label: str
+    amount: Decimal
+    currency: str
+    basis: str
+
+
+@dataclass(frozen=True)
 class Protocol:
     path: str
     digest: str
@@ -42,9 +55,10 @@ class Protocol:
     passes_per_variant: int
     warmup: dict
     exclusion_rule: str
-    deadline: dt.datetime
+    deadline: dt.datetime | None
     deliverables: dict
-    plan: dict
+    plan: dict | None
+    other_costs: tuple[OtherCost, ...] = ()
 
 
 def digest_of(data: bytes) -> str:
@@ -113,13 +127,7 @@ def load_protocol(path: Path) -> Protocol:
     for name, count in buckets.items():
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
             raise GpucostError(f"{path}: field 'corpus.buckets.{name}' must be a whole number")
-    deadline_text = f.get("deadline", (str, dt.datetime))
-    try:
-        deadline = deadline_text if isinstance(deadline_text, dt.datetime) else dt.datetime.fromisoformat(deadline_text)
-    except ValueError:
-        raise GpucostError(f"{path}: field 'deadline' must be an ISO date-time with its UTC offset") from None
-    if deadline.tzinfo is None:
-        raise GpucostError(f"{path}: field 'deadline' needs a UTC offset (e.g. +01:00)")
+    deadline = _moment(path, "deadline", document.get("deadline"))
     warmup = {"inputs": f.positive("warmup.inputs"), "passes": f.positive("warmup.passes")}
     return Protocol(
         path=str(path),
@@ -144,12 +152,54 @@ def load_protocol(path: Path) -> Protocol:
         exclusion_rule=" ".join(f.get("exclusion_rule", str).split()),
         deadline=deadline,
         deliverables={"expected": f.positive("deliverables.expected"), "description": f.get("deliverables.description", str)},
-        plan=_plan(path, document.get("plan") or {}),
+        plan=_plan(path, document["plan"]) if document.get("plan") is not None else None,
+        other_costs=_other_costs(path, document.get("other_costs")),
     )
 
 
+def _moment(path: Path, name: str, value) -> dt.datetime | None:
+    """An optional ISO date-time with its UTC offset (None when the field is absent)."""
+    if value is None:
+        return None
+    try:
+        moment = value if isinstance(value, dt.datetime) else dt.datetime.fromisoformat(str(value))
+    except ValueError:
+        raise GpucostError(f"{path}: field '{name}' must be an ISO date-time with its UTC offset") from None
+    if moment.tzinfo is None:
+        raise GpucostError(f"{path}: field '{name}' needs a UTC offset (e.g. +01:00)")
+    return moment
+
+
+def _other_costs(path: Path, entries) -> tuple[OtherCost, ...]:
+    """`other_costs:` entries (label, amount, currency, basis): recorded apart, never folded into a configuration."""
+    if entries is None:
+        return ()
+    if not isinstance(entries, list):
+        raise GpucostError(f"{path}: field 'other_costs' must be a list of entries with label, amount, currency, basis")
+    result = []
+    for number, entry in enumerate(entries, 1):
+        where = f"{path}: field 'other_costs[{number}]"
+        if not isinstance(entry, dict):
+            raise GpucostError(f"{where}' must be a mapping with label, amount, currency, basis")
+        unknown = sorted(set(entry) - {"label", "amount", "currency", "basis"})
+        if unknown:
+            raise GpucostError(f"{where}' has unknown field(s) {', '.join(map(str, unknown))}")
+        for key in ("label", "currency", "basis"):
+            if not isinstance(entry.get(key), str) or not entry[key].strip():
+                raise GpucostError(f"{where}.{key}' must be a non-empty text")
+        amount = entry.get("amount")
+        try:
+            value = Decimal(str(amount)) if not isinstance(amount, bool) and amount is not None else None
+        except InvalidOperation:
+            value = None
+        if value is None or not value.is_finite() or value < 0:
+            raise GpucostError(f"{where}.amount' must be a number >= 0")
+        result.append(OtherCost(entry["label"].strip(), value.quantize(CENT, rounding=ROUND_HALF_UP), entry["currency"].strip().upper(), " ".join(entry["basis"].split())))
+    return tuple(result)
+
+
 def _plan(path: Path, plan: dict) -> dict:
-    """The campaign-plan assumptions (optional): planned start, setup and waiting hours, planned restarts."""
+    """The campaign-plan assumptions: planned start, setup and waiting hours, planned restarts (each optional)."""
     if not isinstance(plan, dict):
         raise GpucostError(f"{path}: field 'plan' must be a mapping")
     result = {"start": None, "setup_hours": 0.0, "waiting_hours": 0.0, "planned_restarts": 0}
@@ -162,12 +212,5 @@ def _plan(path: Path, plan: dict) -> dict:
     if isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 0:
         raise GpucostError(f"{path}: field 'plan.planned_restarts' must be a whole number >= 0")
     result["planned_restarts"] = restarts
-    if plan.get("start") is not None:
-        try:
-            start = plan["start"] if isinstance(plan["start"], dt.datetime) else dt.datetime.fromisoformat(str(plan["start"]))
-        except ValueError:
-            raise GpucostError(f"{path}: field 'plan.start' must be an ISO date-time with its UTC offset") from None
-        if start.tzinfo is None:
-            raise GpucostError(f"{path}: field 'plan.start' needs a UTC offset")
-        result["start"] = start
+    result["start"] = _moment(path, "plan.start", plan.get("start"))
     return result

@@ -9,7 +9,8 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.catalog import Catalog
 from gpucost_mlflow.core.corpus import write_atomic
-from gpucost_mlflow.core.decision import assess, decide
+from gpucost_mlflow.core.decision import assess, break_evens, decide
+from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.protocol import Protocol
 from gpucost_mlflow.core.variants import Variant
 from gpucost_mlflow.report import plots, render, tables
@@ -22,6 +23,10 @@ FILES = ("report.md", "report.html", "attempts.csv", "balance.csv")
 def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Catalog,
           variants: dict[str, Variant], client: MlflowClient | None = None) -> tuple[render.Report, "object"]:
     """Read every attempt back and assess every configuration against the protocol and the catalog."""
+    for number, cost in enumerate(protocol.other_costs, 1):
+        if cost.currency != catalog.currency:
+            raise GpucostError(f"{protocol.path}: other_costs[{number}] ({cost.label}) is in {cost.currency}, the catalog "
+                               f"{catalog.path} in {catalog.currency}; one comparison uses one currency")
     table, experiment_tags = attempts(experiment, client)
     warnings = protocol_warnings(table, experiment_tags, protocol_path)
     configs = tables.configurations(table)
@@ -29,7 +34,8 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
     if not configs:
         decision = "No decision: no benchmark pass in this experiment."
     else:
-        decision = decide(assessments, protocol.deliverables["expected"], protocol.corpus_size)
+        decision = decide(assessments, protocol.deliverables["expected"], protocol.corpus_size,
+                          deadline_declared=protocol.deadline is not None)
     summaries = tables.summaries(table, configs)
     report = render.Report(
         experiment=experiment,
@@ -42,8 +48,11 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         summaries=summaries,
         separations=tables.separations(configs, variants),
         assessments=assessments,
-        deadline=protocol.deadline.isoformat(),
+        deadline=protocol.deadline.isoformat() if protocol.deadline else "not declared",
         plan=protocol.plan,
+        break_evens=[b.describe() for b in break_evens(assessments)],
+        other_costs=protocol.other_costs,
+        example_prices=catalog.example,
     )
     if configs:
         report.figures = {
@@ -51,7 +60,7 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
             "Peak memory per configuration and counter": plots.memory(summaries),
             "Committed cost per configuration": plots.cost(assessments),
         }
-    return report, tables.balance(assessments, protocol.deadline)
+    return report, tables.balance(assessments, protocol.deadline, protocol.other_costs)
 
 
 def write(report: render.Report, balance, out_dir: Path) -> dict[str, Path]:
@@ -68,7 +77,7 @@ def log(experiment: str, report: render.Report, paths: dict[str, Path], client: 
     """Log the files as artifacts of a run tagged gpucost.role=decision (the UI shows report.html)."""
     client = client or MlflowClient()
     experiment_id = client.get_experiment_by_name(experiment).experiment_id
-    run = client.create_run(experiment_id, run_name="decision report", tags={
+    run = client.create_run(experiment_id, run_name="decision report (what-if: example price)" if report.example_prices else "decision report", tags={
         schema.ROLE: "decision", schema.PROTOCOL_DIGEST: report.protocol_digest,
     })
     client.log_batch(run.info.run_id, tags=[RunTag("gpucost.decision", report.decision[:5000])])

@@ -29,8 +29,17 @@ class Report:
     separations: list[tuple[str, Separation]]
     assessments: list[Assessment]
     deadline: str
-    plan: dict
+    plan: dict | None
     figures: dict = field(default_factory=dict)
+    break_evens: list[str] = field(default_factory=list)
+    other_costs: tuple = ()
+    example_prices: bool = False
+
+    @property
+    def title(self) -> str:
+        """The page title; a what-if catalog of example prices says so in it."""
+        kind = "Decision report (what-if: example price)" if self.example_prices else "Decision report"
+        return f"{kind}: {self.experiment}"
 
 
 def _cell(value) -> str:
@@ -70,8 +79,12 @@ SUMMARY_HEAD = ["device", "variant", "raw pass_s", "median", "min", "max", "acce
                 "GFLOP/s useful / padded (median)", "MFU useful / padded (median, of the dense-matmul peak)"]
 SEPARATION_HEAD = ["series", "faster", "slower", "median difference (s)", "largest spread (s)", "ranges overlap",
                    "permutation p (exact, supporting)", "verdict"]
-PLAN_HEAD = ["device", "variant", "feasible", "why", "forecast window (h)", "forecast end", "meets deadline",
-             "package", "committed", "accepted deliverables", "cost per validated corpus"]
+FORECAST_HEAD = ["device", "variant", "setup (h)", "waiting (h)", "comparisons (h, attempts on the device)",
+                 "start-up (h)", "deliverables (h, expected)", "forecast window (h)", "range (h): fastest-slowest pass",
+                 "forecast end", "deadline"]
+PLAN_HEAD = ["device", "variant", "feasible", "why", "cheapest covering plan", "committed", "next plans",
+             "accepted deliverables", "cost per validated corpus"]
+OTHER_HEAD = ["other cost", "amount", "basis"]
 
 
 def _separation_rows(report: Report) -> list[list[str]]:
@@ -80,24 +93,55 @@ def _separation_rows(report: Report) -> list[list[str]]:
             for name, s in report.separations]
 
 
+def _forecast_rows(report: Report) -> list[list[str]]:
+    rows = []
+    for a in report.assessments:
+        c, f = a.configuration, a.forecast
+        if f is None:
+            rows.append([c.device, c.variant] + [""] * 5 + [f"empty: {a.forecast_note}", "", "", a.deadline_status])
+            continue
+        rows.append([c.device, c.variant, f"{f.setup_h:g}", f"{f.waiting_h:g}",
+                     f"{f.comparisons_h:.3f} ({f.comparisons}{f', {f.comparisons_estimated} by stage times' if f.comparisons_estimated else ''})",
+                     f"{f.startup_h:.3f}", f"{f.deliverables_h:.3f} ({f.deliverables:,})", f"{f.hours:,.3f}",
+                     f"{f.low_hours:,.3f}-{f.high_hours:,.3f}",
+                     a.forecast_end.isoformat(timespec="minutes") if a.forecast_end else "", a.deadline_status])
+    return rows
+
+
 def _plan_rows(report: Report) -> list[list[str]]:
     rows = []
     for a in report.assessments:
         c = a.configuration
-        per = (f"{a.cost_per_validated:,.2f} {a.package.currency}" if a.cost_per_validated is not None
+        per = (f"{a.cost_per_validated:,.2f} {a.currency}" if a.cost_per_validated is not None
                else "undefined (no accepted deliverable)")
-        rows.append([c.device, c.variant, str(a.feasible), a.feasibility, _cell(a.forecast_hours),
-                     a.forecast_end.isoformat(timespec="minutes") if a.forecast_end else "", "" if a.meets_deadline is None else str(a.meets_deadline),
-                     a.priced, money_or_reason(a), str(c.accepted_deliverables), per])
+        rows.append([c.device, c.variant, str(a.feasible), a.feasibility, a.priced if a.plan else "",
+                     money_or_reason(a), " | ".join(p.describe() for p in a.plans[1:3]), str(c.accepted_deliverables), per])
     return rows
+
+
+def _other_rows(report: Report) -> list[list[str]]:
+    return [[cost.label, f"{cost.amount:,.2f} {cost.currency}", cost.basis] for cost in report.other_costs]
+
+
+OTHER_TEXT = ("Declared in the protocol and listed apart: never folded into one configuration's committed cost and "
+              "not another's (PROTOCOL.md §10).")
+BREAK_EVEN_TEXT = ("Forecast: the volume of expected deliverables at which the cheapest feasible configurations of two "
+                   "priced devices change order, from the same forecast and covering plans as above.")
 
 
 def _plan_text(report: Report) -> str:
     p = report.plan
+    if p is None:
+        return "No plan declared in the protocol: no forecast, so no window to cover and nothing priced (no plan: no forecast)."
     start = p["start"].isoformat() if p.get("start") else "not declared"
-    return (f"Forecast, not a measurement: window = {p['setup_hours']:g} h setup + {p['waiting_hours']:g} h declared waiting "
-            f"+ (1 + {p['planned_restarts']} planned restarts) x (median load + warm-up) + expected deliverables x "
-            f"(median pass + evaluation + export). Planned start {start}; deadline {report.deadline}.")
+    return (f"Forecast, not a measurement, and never counted as accepted deliverables: window = {p['setup_hours']:g} h setup "
+            f"+ {p['waiting_hours']:g} h declared waiting + every benchmark attempt run on the device (its run wall time: "
+            f"start, load, warm-up, pass, evaluation, export; failed, rejected and excluded attempts included) + (1 + "
+            f"{p['planned_restarts']} planned restarts) x (median load + warm-up) + expected deliverables x (median pass + "
+            f"evaluation + export), one deliverable after another; the range puts the deliverables at the fastest and "
+            f"slowest observed pass. Planned start {start}; deadline {report.deadline}. The plan is the cheapest way the "
+            f"catalog covers the median window (package length x consecutive periods x lots, or hours billed), on a tie "
+            f"the shorter; the next two are shown.")
 
 
 MFU_TEXT = ("GFLOP/s and MFU: forward-pass FLOPs counted from the model config and the real token counts of the "
@@ -115,17 +159,39 @@ def _md_table(head: list[str], rows: list[list[str]]) -> str:
 
 def markdown(report: Report) -> str:
     attempts = report.attempts[ATTEMPT_COLUMNS]
-    parts = [f"# Decision report: {report.experiment}", ""]
+    parts = [f"# {report.title}", ""]
     parts += [f"> **Warning:** {w}" for w in report.warnings]
     parts += ["", f"**Question.** {report.question}", "", f"**Decision note.** {report.decision}", "",
               f"Protocol digest `{report.protocol_digest[:16]}`; catalog {report.catalog}.", "",
               "## Per configuration (five raw durations, median, min, max; no p95, no mean)", "",
               _md_table(SUMMARY_HEAD, _summary_rows(report)), "", MFU_TEXT, "",
               "## Separability within each series", "", _md_table(SEPARATION_HEAD, _separation_rows(report)), "",
-              "## Campaign plan and committed cost", "", _plan_text(report), "", _md_table(PLAN_HEAD, _plan_rows(report)), "",
+              "## Campaign plan and committed cost", "", _plan_text(report), "", _md_table(FORECAST_HEAD, _forecast_rows(report)), "",
+              _md_table(PLAN_HEAD, _plan_rows(report)), "", *_optional_md(report),
               f"## Attempts ({len(attempts)} rows, one per attempted pass)", "",
               _md_table(list(attempts.columns), [[_cell(v) for v in row] for row in attempts.itertuples(index=False)]), ""]
     return "\n".join(parts)
+
+
+def _optional_md(report: Report) -> list[str]:
+    """Other costs and break-even sections, only when there is something to show."""
+    parts = []
+    if report.other_costs:
+        parts += ["### Other costs", "", OTHER_TEXT, "", _md_table(OTHER_HEAD, _other_rows(report)), ""]
+    if report.break_evens:
+        parts += ["### Break-even volume (forecast)", "", BREAK_EVEN_TEXT, ""] + [f"- {line}" for line in report.break_evens] + [""]
+    return parts
+
+
+def _optional_html(report: Report) -> list[str]:
+    e = html.escape
+    parts = []
+    if report.other_costs:
+        parts += ["<h3>Other costs</h3>", f"<p>{e(OTHER_TEXT)}</p>", _html_table(OTHER_HEAD, _other_rows(report), "other-costs")]
+    if report.break_evens:
+        parts += ["<h3>Break-even volume (forecast)</h3>", f"<p>{e(BREAK_EVEN_TEXT)}</p>",
+                  "<ul>" + "".join(f"<li>{e(line)}</li>" for line in report.break_evens) + "</ul>"]
+    return parts
 
 
 def _html_table(head: list[str], rows: list[list[str]], ident: str = "") -> str:
@@ -149,7 +215,7 @@ def page(report: Report) -> str:
     attempts = report.attempts[ATTEMPT_COLUMNS]
     figures = "".join(f'<figure><img alt="{e(name)}" src="{uri}"><figcaption>{e(name)}</figcaption></figure>'
                       for name, uri in report.figures.items())
-    body = [f"<h1>Decision report: {e(report.experiment)}</h1>"]
+    body = [f"<h1>{e(report.title)}</h1>"]
     body += [f'<p class="warning">Warning: {e(w)}</p>' for w in report.warnings]
     body += [f"<p><b>Question.</b> {e(report.question)}</p>",
              f'<p class="decision"><b>Decision note.</b> {e(report.decision)}</p>',
@@ -158,9 +224,10 @@ def page(report: Report) -> str:
              _html_table(SUMMARY_HEAD, _summary_rows(report), "summary"), f"<p>{e(MFU_TEXT)}</p>",
              "<h2>Separability within each series</h2>", _html_table(SEPARATION_HEAD, _separation_rows(report), "separability"),
              "<h2>Campaign plan and committed cost</h2>", f"<p>{e(_plan_text(report))}</p>",
-             _html_table(PLAN_HEAD, _plan_rows(report), "balance"),
+             _html_table(FORECAST_HEAD, _forecast_rows(report), "forecast"),
+             _html_table(PLAN_HEAD, _plan_rows(report), "balance"), *_optional_html(report),
              "<h2>Figures</h2>", figures,
              f"<h2>Attempts ({len(attempts)} rows, one per attempted pass)</h2>",
              _html_table(list(attempts.columns), [[_cell(v) for v in row] for row in attempts.itertuples(index=False)], "attempts")]
-    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>gpucost report: {e(report.experiment)}</title>"
+    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>gpucost {e(report.title)}</title>"
             f"<style>{STYLE}</style></head><body>{''.join(body)}</body></html>\n")

@@ -10,14 +10,28 @@ from gpucost_mlflow.core import costs
 from gpucost_mlflow.core.decision import Assessment, Configuration
 from gpucost_mlflow.core.stats import Durations, Separation, separate
 from gpucost_mlflow.core.variants import Variant
+from gpucost_mlflow.tracking.schema import TIMINGS
 
 MEMORY = ("mem_peak_allocated_bytes", "mem_peak_reserved_bytes", "mem_peak_rss_bytes")
+
+
+def attempt_walls(rows: pd.DataFrame) -> tuple[tuple[float, ...], int]:
+    """Each attempt's run wall time; one without an end time counts its recorded stage times (a lower bound)."""
+    walls, estimated = [], 0
+    for wall, *stages in rows[["wall_s", *TIMINGS]].itertuples(index=False):
+        if pd.notna(wall):
+            walls.append(float(wall))
+        else:
+            estimated += 1
+            walls.append(float(sum(v for v in stages if pd.notna(v))))
+    return tuple(walls), estimated
 
 
 def configurations(table: pd.DataFrame) -> list[Configuration]:
     """One Configuration per (device, variant) of the benchmark attempts, in first-seen order."""
     bench = table[table["role"] == "benchmark"]
     delivered = table[(table["role"] == "deliverable") & (table["status"] == "accepted")]
+    walls = {device: attempt_walls(rows) for device, rows in bench.groupby("device", sort=False)}
     configs = []
     for (device, variant), rows in bench.groupby(["device", "variant"], sort=False):
         completed = rows[rows["pass_s"].notna() & (rows["status"] != "excluded")]
@@ -31,6 +45,8 @@ def configurations(table: pd.DataFrame) -> list[Configuration]:
             durations=Durations(tuple(float(v) for v in completed["pass_s"])),
             medians=medians,
             accepted_deliverables=int(done["corpus_fingerprint"].nunique()),
+            attempt_walls=walls[device][0],
+            walls_estimated=walls[device][1],
         ))
     return configs
 
@@ -93,13 +109,18 @@ def _fmt(value, digits: int = 3) -> str:
     return "" if value is None or (isinstance(value, float) and pd.isna(value)) else f"{value:.{digits}f}"
 
 
-def balance(assessments: list[Assessment], deadline) -> pd.DataFrame:
-    """The final table: per configuration verdicts, raw durations, window, package, cost, deliverables."""
+def _hours(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
+def balance(assessments: list[Assessment], deadline, other_costs=()) -> pd.DataFrame:
+    """The final table: per configuration verdicts, raw durations, forecast terms, plan, cost, deliverables;
+    then the protocol's other costs, one row each, apart from every configuration."""
     rows = []
     for a in assessments:
-        c = a.configuration
-        currency = a.package.currency if a.package else ""
+        c, f = a.configuration, a.forecast
         rows.append({
+            "entry": "configuration",
             "device": c.device,
             "variant": c.variant,
             **{f"{k}_attempts": v for k, v in c.counts.items()},
@@ -109,19 +130,34 @@ def balance(assessments: list[Assessment], deadline) -> pd.DataFrame:
             "pass_s_median": c.durations.median,
             "pass_s_min": c.durations.minimum,
             "pass_s_max": c.durations.maximum,
-            "forecast_window_h": a.forecast_hours,
+            "setup_h": f.setup_h if f else None,
+            "waiting_h": f.waiting_h if f else None,
+            "comparisons_h": _hours(f.comparisons_h) if f else None,
+            "comparison_attempts": f.comparisons if f else None,
+            "startup_h": _hours(f.startup_h) if f else None,
+            "expected_deliverables": f.deliverables if f else None,
+            "deliverables_h": _hours(f.deliverables_h) if f else None,
+            "forecast_window_h": _hours(f.hours) if f else None,
+            "forecast_window_low_h": _hours(f.low_hours) if f else None,
+            "forecast_window_high_h": _hours(f.high_hours) if f else None,
+            "forecast_note": a.forecast_note,
             "forecast_end": a.forecast_end.isoformat(timespec="minutes") if a.forecast_end else "",
-            "deadline": deadline.isoformat(),
+            "deadline": deadline.isoformat() if deadline else "",
+            "deadline_status": a.deadline_status,
             "meets_deadline": "" if a.meets_deadline is None else a.meets_deadline,
             "package": a.priced,
             "committed_cost": str(a.committed) if a.committed is not None else "",
-            "currency": currency,
+            "currency": a.currency,
+            "next_plans": " | ".join(p.describe() for p in a.plans[1:3]),
             "accepted_deliverables": c.accepted_deliverables,
             "cost_per_validated_corpus": (str(a.cost_per_validated) if a.cost_per_validated is not None
                                           else "undefined (no accepted deliverable)"),
         })
+    for cost in other_costs:
+        rows.append({"entry": "other cost", "package": f"{cost.label}: {cost.basis}", "committed_cost": str(cost.amount),
+                     "currency": cost.currency})
     return pd.DataFrame(rows)
 
 
 def money_or_reason(a: Assessment) -> str:
-    return costs.money(a.committed, a.package.currency) if a.committed is not None else a.priced
+    return costs.money(a.committed, a.currency) if a.committed is not None else a.priced

@@ -23,7 +23,7 @@ COLUMNS = [
     "load_s", "warmup_s", "pass_s", "eval_s", "export_s", "quality_verdict", "accuracy", "macro_f1",
     "expected_ids", "observed_ids", "ids_match", "corpus_accepted", "completed_entries",
     "mem_peak_allocated_bytes", "mem_peak_reserved_bytes", "mem_peak_rss_bytes",
-    "memory_counter", *schema.UTILISATION, "mfu_reason", "protocol_digest", "start_time", "notes",
+    "memory_counter", *schema.UTILISATION, "mfu_reason", "protocol_digest", "start_time", "end_time", "wall_s", "notes",
 ]
 SHOWN = ["variant", "status", "batch_size", "pass_s", "mfu_useful", "mfu_padded", "quality_verdict", "macro_f1",
          "expected_ids", "observed_ids", "ids_match", "corpus_accepted", "completed_entries", "reason"]
@@ -116,6 +116,9 @@ def attempt_row(run: Run) -> dict:
         "protocol_digest": tags.get(schema.PROTOCOL_DIGEST, ""),
         "memory_counter": tags.get(schema.MEMORY_COUNTER, ""),
         "start_time": pd.Timestamp(run.info.start_time, unit="ms", tz="UTC"),
+        "end_time": pd.Timestamp(run.info.end_time, unit="ms", tz="UTC") if run.info.end_time else None,
+        # The run's measured wall time (start, load, warm-up, pass, evaluation, export): what it held the rental.
+        "wall_s": (run.info.end_time - run.info.start_time) / 1000 if run.info.end_time and run.info.start_time else None,
     }
     for key in COLUMNS:
         if key not in row and key in metrics:
@@ -127,6 +130,8 @@ def attempt_row(run: Run) -> dict:
     for key in schema.TIMINGS + ("completed_entries",):
         if key not in metrics:
             notes.append(f"{key} empty: {why}")
+    if row["wall_s"] is None:
+        notes.append("wall_s empty: the run has no end time (still running, or its launcher died)")
     if status != "running":
         notes.append(f"predictions: {run.info.artifact_uri}/{schema.PREDICTIONS}")
     row["mfu_reason"] = mfu_reason(metrics, status, reason)

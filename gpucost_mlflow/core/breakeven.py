@@ -1,0 +1,108 @@
+"""Break-even volume: how many deliverables it takes for two configurations' committed costs to change order.
+
+Both costs come from the same forecast (core/forecast.py) priced by the cheapest covering plan
+(core/plans.py). A cost is a step function of the volume: it changes only where a window crosses a
+package length, an hourly increment or a minimum, so the order is checked at exactly those volumes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from decimal import Decimal
+
+from gpucost_mlflow.core.catalog import Package
+from gpucost_mlflow.core.forecast import Forecast
+from gpucost_mlflow.core.plans import covering_plans, to_hours
+
+MAX_VOLUME = 1_000_000
+MAX_POINTS = 20_000  # volumes evaluated at most (each one prices both configurations)
+
+
+@dataclass(frozen=True)
+class Priced:
+    """One configuration as break-even needs it: its forecast, the catalog rows of its device, its GPUs."""
+
+    name: str
+    forecast: Forecast
+    offers: tuple[Package, ...]
+    gpus: int = 1
+
+    def cost(self, volume: int) -> Decimal:
+        """The cheapest covering plan's total for this volume of deliverables."""
+        return covering_plans(list(self.offers), to_hours(self.forecast.hours_for(volume)), self.gpus)[0].total
+
+    def _steps(self) -> list[tuple[float, float]]:
+        """(step, minimum) hours of each catalog row: a package length, or an hourly increment above its minimum."""
+        return [(float(o.increment_hours), float(o.min_hours)) if o.hourly else (o.days * 24.0, 0.0) for o in self.offers]
+
+    def reach(self, budget: int) -> int:
+        """The largest volume up to which each of its rows changes price at most `budget` times."""
+        per = self.forecast.per_deliverable_h[1]
+        return max(1, min(math.floor(budget * step / per) for step, _ in self._steps()))
+
+    def thresholds(self, limit: int) -> set[int]:
+        """Volumes (up to limit) at which one of its plans may bill one more period, increment or lot-hour."""
+        fixed = self.forecast.hours_for(0)
+        per = self.forecast.per_deliverable_h[1]
+        top = self.forecast.hours_for(limit)
+        points: set[int] = set()
+        for step, minimum in self._steps():
+            first = max(1, math.floor(max(fixed, minimum) / step) - 1)
+            for k in range(first, math.floor(top / step) + 2):
+                volume = math.floor((k * step - fixed) / per) + 1
+                if 1 <= volume <= limit:
+                    points.update((volume, min(limit, volume + 1)))
+        return points
+
+
+@dataclass(frozen=True)
+class BreakEven:
+    first: str
+    second: str
+    volume: int
+    cheaper_at_volume: str  # a name, or "" on a tie
+    costs: tuple[Decimal, Decimal]
+    currency: str
+    flip_above: tuple[int, str] | None  # (volume, name cheaper from there)
+    flip_below: tuple[int, str] | None  # (volume up to which the other order held, name cheaper up to there)
+    searched_to: int
+
+    def describe(self) -> str:
+        """One sentence, labelled a forecast."""
+        c = self.currency
+        now = (f"{self.cheaper_at_volume} is cheaper" if self.cheaper_at_volume else "they cost the same")
+        head = (f"{self.first} vs {self.second}: at {self.volume:,} expected deliverable(s) {now} "
+                f"({self.costs[0]:,.2f} vs {self.costs[1]:,.2f} {c}, forecast)")
+        parts = []
+        if self.flip_above:
+            parts.append(f"from {self.flip_above[0]:,} deliverables {self.flip_above[1]} is cheaper")
+        if self.flip_below:
+            parts.append(f"up to {self.flip_below[0]:,} deliverables {self.flip_below[1]} was cheaper")
+        if not parts:
+            parts.append(f"the order does not flip between 1 and {self.searched_to:,} deliverables")
+        return head + "; " + "; ".join(parts) + "."
+
+
+def _cheaper(a: Priced, b: Priced, volume: int) -> str:
+    first, second = a.cost(volume), b.cost(volume)
+    return a.name if first < second else b.name if second < first else ""
+
+
+def break_even(a: Priced, b: Priced, volume: int, limit: int = MAX_VOLUME) -> BreakEven:
+    """Where the order of a and b at `volume` deliverables flips, nearest above and nearest below."""
+    budget = MAX_POINTS // (2 * (len(a.offers) + len(b.offers)))
+    limit = max(volume, min(limit, a.reach(budget), b.reach(budget)))
+    points = sorted(a.thresholds(limit) | b.thresholds(limit) | {1, volume})
+    now = _cheaper(a, b, volume)
+    above = next(((v, w) for v in points if v > volume for w in [_cheaper(a, b, v)] if w != now and w), None)
+    below = None
+    previous = volume
+    for v in reversed([p for p in points if p < volume]):
+        winner = _cheaper(a, b, v)
+        if winner != now and winner:
+            below = (previous - 1, winner)
+            break
+        previous = v
+    return BreakEven(a.name, b.name, volume, now, (a.cost(volume), b.cost(volume)), a.offers[0].currency,
+                     above, below, limit)

@@ -1,0 +1,86 @@
+"""The whole-rental forecast of one configuration (PROTOCOL.md §9): every term shown, a range beside the median.
+
+window = setup + declared waiting
+       + every comparison attempt run on the device (its measured run wall time, failed, rejected and
+         excluded attempts included)
+       + (1 + planned restarts) x (load + warm-up)       the deliverables' own start-up and each restart
+       + expected deliverables x (pass + evaluation + export)
+
+Deliverables are processed one after another: a configuration that uses several GPUs has that
+parallelism inside its measured pass already, and nothing is assumed to overlap beyond what was
+measured. The range puts the deliverables at the fastest and slowest observed pass. It is a
+forecast: it never counts as accepted deliverables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpucost_mlflow.core.stats import Durations
+
+@dataclass(frozen=True)
+class Forecast:
+    """The terms of the window, in hours, and the expected volume they were sized for."""
+
+    setup_h: float
+    waiting_h: float
+    comparisons_h: float
+    comparisons: int
+    comparisons_estimated: int
+    restarts: int
+    startup_h: float
+    deliverables: int
+    per_deliverable_h: tuple[float, float, float]  # fastest, median, slowest observed pass (+ eval + export)
+
+    def hours_for(self, deliverables: int, which: int = 1) -> float:
+        """The window for another volume, from the same terms (which: 0 fastest, 1 median, 2 slowest pass)."""
+        fixed = self.setup_h + self.waiting_h + self.comparisons_h + self.startup_h
+        return fixed + deliverables * self.per_deliverable_h[which]
+
+    @property
+    def hours(self) -> float:
+        return self.hours_for(self.deliverables, 1)
+
+    @property
+    def low_hours(self) -> float:
+        return self.hours_for(self.deliverables, 0)
+
+    @property
+    def high_hours(self) -> float:
+        return self.hours_for(self.deliverables, 2)
+
+    @property
+    def deliverables_h(self) -> float:
+        return self.deliverables * self.per_deliverable_h[1]
+
+    def terms(self) -> str:
+        """'4 h setup + 0 h waiting + 0.17 h comparisons (30 attempts) + ...', the sum spelled out."""
+        estimated = f", {self.comparisons_estimated} without an end time counted by their stage times" if self.comparisons_estimated else ""
+        return (f"{self.setup_h:g} h setup + {self.waiting_h:g} h waiting + {_h(self.comparisons_h)} comparisons "
+                f"({self.comparisons} attempt{'s' if self.comparisons != 1 else ''} on this device{estimated}) + "
+                f"{_h(self.startup_h)} start-up ((1 + {self.restarts} restarts) x load + warm-up) + {_h(self.deliverables_h)} "
+                f"for {self.deliverables:,} expected deliverable{'s' if self.deliverables != 1 else ''} (forecast)")
+
+
+def _h(hours: float) -> str:
+    return f"{hours:.3f} h" if hours < 10 else f"{hours:,.1f} h"
+
+
+def forecast(plan: dict, expected_deliverables: int, durations: Durations, medians: dict,
+             attempt_walls_s: tuple[float, ...], estimated: int = 0) -> Forecast | None:
+    """The forecast from the plan's assumptions and the measurements; None without a completed pass to size it."""
+    if not durations.values:
+        return None
+    startup_s = medians.get("load_s", 0.0) + medians.get("warmup_s", 0.0)
+    after_s = medians.get("eval_s", 0.0) + medians.get("export_s", 0.0)
+    return Forecast(
+        setup_h=float(plan["setup_hours"]),
+        waiting_h=float(plan["waiting_hours"]),
+        comparisons_h=sum(attempt_walls_s) / 3600,
+        comparisons=len(attempt_walls_s),
+        comparisons_estimated=estimated,
+        restarts=int(plan["planned_restarts"]),
+        startup_h=(1 + plan["planned_restarts"]) * startup_s / 3600,
+        deliverables=expected_deliverables,
+        per_deliverable_h=tuple((value + after_s) / 3600 for value in (durations.minimum, durations.median, durations.maximum)),
+    )
