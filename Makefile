@@ -31,11 +31,19 @@ model: data/model/config.json
 data/model/config.json: data/corpus/comparison.jsonl
 	$(BIN)/gpucost model prepare --corpus-dir data/corpus --out data/model
 
-demo: $(STAMP) data/model/config.json
+# A what-if catalog pricing the machine the demo runs on at an example hourly price; written once,
+# then yours to edit (`gpucost catalog example --help`).
+WHATIF_CATALOG ?= catalog/this-machine.csv
+$(WHATIF_CATALOG): | $(STAMP)
+	$(BIN)/gpucost catalog example --out $@
+
+demo: $(STAMP) data/model/config.json $(WHATIF_CATALOG)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/mlflow run projects -e campaign \
 	  -P variants=$(DEMO_VARIANTS) -P passes=$(DEMO_PASSES) \
 	  --env-manager local --experiment-name $(EXPERIMENT)
 	@$(BIN)/gpucost report --experiment $(EXPERIMENT) --out reports/$(EXPERIMENT)
+	@echo "What-if: the same campaign with this machine priced at the example price in $(WHATIF_CATALOG):"
+	@$(BIN)/gpucost report --experiment $(EXPERIMENT) --catalog $(WHATIF_CATALOG) --out reports/$(EXPERIMENT)-what-if
 	@echo "Results: experiment '$(EXPERIMENT)' in $(MLFLOW_TRACKING_URI); attempts table: $(BIN)/gpucost attempts --experiment $(EXPERIMENT)"
 	@echo "Browse them: $(BIN)/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI) (the decision run shows report.html)"
 
