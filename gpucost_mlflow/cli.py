@@ -130,7 +130,7 @@ def run_pass(variant_name, corpus_path, model_path, variants_file, experiment, p
     """Run one pass of a variant over the corpus as one MLflow run."""
 
     from gpucost_mlflow.core.variants import get_variant
-    from gpucost_mlflow.tracking.launcher import PassRequest, execute
+    from gpucost_mlflow.flow.launcher import PassRequest, execute
 
     variant = get_variant(_under(root, variants_file), variant_name)
     request = PassRequest(
@@ -173,7 +173,7 @@ def campaign(variant_names, passes, resume, experiment, corpus_path, model_path,
     """Run every variant the protocol's number of times in rotated order, as nested runs under one campaign run."""
     from gpucost_mlflow.core.protocol import load_protocol
     from gpucost_mlflow.progress import CampaignProgress
-    from gpucost_mlflow.tracking.campaign import CampaignPlan, run_campaign
+    from gpucost_mlflow.flow.campaign import CampaignPlan, run_campaign
 
     protocol_path = _under(root, protocol_file)
     names = [name.strip() for name in variant_names.split(",") if name.strip()]
@@ -201,6 +201,27 @@ def campaign(variant_names, passes, resume, experiment, corpus_path, model_path,
     statuses = [outcome.status for _, outcome in result.results]
     summary = ", ".join(f"{statuses.count(s)} {s}" for s in sorted(set(statuses))) or "nothing left to run"
     click.echo(f"campaign {result.campaign_id} (parent run {result.parent_run_id}): {summary}")
+    for judged in result.rejudged:
+        click.echo(f"re-judged {judged.variant} run {judged.run_id}: pending -> {judged.status} (reference run {judged.reference_run})")
+
+
+@main.command("rejudge")
+@click.option("--experiment", default=None, help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else 'gpucost').")
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=DEFAULT_PROTOCOL, show_default=True,
+              help="The protocol the experiment is locked to.")
+def rejudge_cmd(experiment, protocol_file) -> None:
+    """Judge every pending pass whose reference now exists (same judge as the pass; raw metrics untouched)."""
+    from gpucost_mlflow.core.protocol import load_protocol
+    from gpucost_mlflow.tracking import store
+    from gpucost_mlflow.tracking.rejudge import rejudge
+
+    protocol = load_protocol(protocol_file)
+    store.bound_http_retries()
+    store.check()
+    judged = rejudge(_experiment(experiment), protocol)
+    for item in judged:
+        click.echo(f"{item.variant} run {item.run_id}: pending -> {item.status} against reference run {item.reference_run} ({item.reason})")
+    click.echo(f"{len(judged)} pending pass(es) judged" if judged else "nothing to re-judge: no pending pass has its reference yet")
 
 
 @main.command("sync")

@@ -13,7 +13,7 @@ from typing import TextIO
 
 from gpucost_mlflow.core.schedule import Slot
 from gpucost_mlflow.execution.faults import read_progress
-from gpucost_mlflow.tracking.campaign import Display
+from gpucost_mlflow.flow.campaign import Display
 
 
 def _clock(seconds: float) -> str:

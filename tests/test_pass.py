@@ -15,7 +15,7 @@ from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.manifest import differences
 from gpucost_mlflow.core.variants import get_variant, load_variants
 from gpucost_mlflow.tracking import schema
-from gpucost_mlflow.tracking.launcher import PassRequest, prepare
+from gpucost_mlflow.flow.launcher import PassRequest, prepare
 
 from conftest import ROOT
 

@@ -190,3 +190,43 @@ def test_launcher_killed_mid_pass_is_read_back_as_failed_interrupted(store, corp
     table, _ = attempts_csv(protocol_file)
     assert len(table) == 1
     assert table["status"][0] == "failed" and table["reason"][0].startswith("interrupted")
+
+
+def test_rejudge_accepts_a_pending_pass_once_its_reference_exists_and_twice_changes_nothing(store, tmp_path, corpus_dir, model_dir):
+    from gpucost_mlflow.core.catalog import load_catalog
+    from gpucost_mlflow.core.variants import load_variants
+    from gpucost_mlflow.report.build import build
+
+    loose = write_protocol(tmp_path / "loose.yaml", max_diff=1.0, min_agreement=0.0)
+    assert run_pass(corpus_dir, model_dir, loose, "batch8-bf16").exit_code == 0
+    assert run_pass(corpus_dir, model_dir, loose, "batch8").exit_code == 0
+    table, _ = attempts_csv(loose)
+    assert list(table["status"]) == ["pending", "accepted"]
+    client = MlflowClient()
+    pending_id, reference_id = table["run_id"][0], table["run_id"][1]
+    metrics_before = client.get_run(pending_id).data.metrics
+
+    result = CliRunner().invoke(main, ["rejudge", "--experiment", "t", "--protocol", str(loose)])
+    assert result.exit_code == 0, result.output
+    assert f"batch8-bf16 run {pending_id}: pending -> accepted against reference run {reference_id}" in result.output
+    table, _ = attempts_csv(loose)
+    assert list(table["status"]) == ["accepted", "accepted"] and bool(table["corpus_accepted"][0])
+    run = client.get_run(pending_id)
+    assert run.data.metrics == metrics_before
+    assert run.data.tags[schema.REJUDGED_AGAINST] == reference_id and run.data.tags[schema.FIRST_STATUS] == "pending"
+    assert "labels agree with reference run" in run.data.tags["gpucost.check.reference_agreement"]
+    built, _ = build("t", load_protocol(loose), loose, load_catalog(ROOT / "catalog" / "labkit-2026-09-24.csv"),
+                     load_variants(VARIANTS))
+    assert next(a for a in built.assessments if a.configuration.variant == "batch8-bf16").feasible
+
+    again = CliRunner().invoke(main, ["rejudge", "--experiment", "t", "--protocol", str(loose)])
+    assert again.exit_code == 0 and "nothing to re-judge" in again.output
+    assert client.get_run(pending_id).data.tags == run.data.tags
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--experiment", "no-such-experiment"], "experiment 'no-such-experiment' not found"),
+])
+def test_rejudge_of_an_unknown_experiment_is_one_line_exit_2(store, protocol_file, args, message):
+    result = CliRunner().invoke(main, ["rejudge", *args, "--protocol", str(protocol_file)])
+    assert result.exit_code == 2 and message in result.output and len(result.output.strip().splitlines()) == 1

@@ -107,11 +107,6 @@ def basic_checks(expected: Sequence[str], back: ReadBack) -> tuple[list[Check], 
     return checks, counts
 
 
-def corpus_accepted(checks: Sequence[Check]) -> bool:
-    """A corpus is accepted only when every check passed."""
-    return bool(checks) and all(check.passed for check in checks)
-
-
 NUMERIC_FIELDS = ("precision", "quantization", "attention", "compile")
 
 

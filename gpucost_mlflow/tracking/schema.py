@@ -27,6 +27,11 @@ RETRY_OF = "gpucost.retry_of"
 CACHE_POLICY = "gpucost.cache_policy"
 CAMPAIGN_ROLE = "campaign"
 LAUNCHER = "gpucost.launcher"
+CHECK_PREFIX = "gpucost.check."
+# A verdict made again later (`gpucost rejudge`): when, against which reference run, and what it was first.
+REJUDGED_AT = "gpucost.rejudged_at"
+REJUDGED_AGAINST = "gpucost.rejudged_against"
+FIRST_STATUS = "gpucost.first_status"
 
 ROLES = ("benchmark", "deliverable")
 STATUSES = ("accepted", "rejected", "failed", "excluded", "pending")

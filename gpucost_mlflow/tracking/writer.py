@@ -52,7 +52,7 @@ def outcome_batch(*, status: str, reason: str, metrics: dict, ids_match: bool, q
         RunTag(schema.MEMORY_COUNTER, memory_counter),
         RunTag(schema.QUALITY_VERDICT, quality_verdict),
     ] + [
-        RunTag(f"gpucost.check.{check.name}", f"{'pass' if check.passed else 'fail'}: {check.reason}"[:MAX_TAG])
+        RunTag(f"{schema.CHECK_PREFIX}{check.name}", f"{'pass' if check.passed else 'fail'}: {check.reason}"[:MAX_TAG])
         for check in checks or []
     ]
     return [Metric(k, float(v), now, 0) for k, v in metrics.items()], tags

@@ -24,7 +24,8 @@ from gpucost_mlflow.core.protocol import load_protocol
 from gpucost_mlflow.core.schedule import Slot, remaining, rotated
 from gpucost_mlflow.core.variants import get_variant
 from gpucost_mlflow.tracking import experiments, schema, spool, store
-from gpucost_mlflow.tracking.launcher import PassRequest, PassResult, execute
+from gpucost_mlflow.tracking.rejudge import Rejudged, rejudge
+from gpucost_mlflow.flow.launcher import PassRequest, PassResult, execute
 
 # What every pass of a campaign shares: recorded on the parent run.
 CACHE_POLICY = (
@@ -63,6 +64,7 @@ class CampaignResult:
     campaign_id: str
     parent_run_id: str
     results: list = field(default_factory=list)
+    rejudged: list[Rejudged] = field(default_factory=list)  # pending passes judged once their reference passed
 
 
 def _existing_attempts(client: MlflowClient, experiment_id: str, campaign_id: str) -> dict[str, list[dict]]:
@@ -190,6 +192,8 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
                 raise _with_spool_hint(exc, campaign_id, len(result.results), len(todo)) from None
             result.results.append((slot, outcome))
             display.on_pass_end(slot, outcome)
+            if slot.variant == protocol.acceptance.reference_variant and outcome.status == "accepted" and not outcome.spooled:
+                result.rejudged += rejudge(experiment_name, protocol, client)
     except KeyboardInterrupt:
         _end_parent(client, parent_id, "KILLED")
         raise

@@ -1,4 +1,4 @@
-"""The pass launcher: validate inputs, open the MLflow run, record the manifest, run the child, record the attempt.
+"""The pass launcher: validate inputs, open the MLflow run, record the manifest, run the child, judge, record the attempt.
 
 Nothing is recorded before every input is valid; after the run opens, every ending (accepted,
 rejected, failed, interrupted) is written as one attempt and the run is closed.
@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,19 +22,15 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from mlflow.tracking.context.registry import resolve_tags
 
-from gpucost_mlflow.core import verdicts
+from gpucost_mlflow.core import judge, verdicts
 from gpucost_mlflow.core.corpus import read_corpus
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.fingerprints import sha256_file
 from gpucost_mlflow.core.manifest import build_manifest
 from gpucost_mlflow.core.protocol import Protocol, load_protocol
-from gpucost_mlflow.core.quality import evaluate
 from gpucost_mlflow.core.variants import Variant, get_variant
-from gpucost_mlflow.execution import environment, faults, models, runner
-from gpucost_mlflow.tracking import experiments, schema, spool, store, writer
-
-CHILD_GRACE_S = 60
-
+from gpucost_mlflow.execution import child, environment, faults, models, runner
+from gpucost_mlflow.tracking import experiments, rejudge, schema, spool, store, writer
 
 @dataclass
 class PassRequest:
@@ -207,60 +201,6 @@ def _log_dataset(client: MlflowClient, run_id: str, fields: dict) -> None:
         client.log_inputs(run_id, inputs)
 
 
-def _run_child(spec: runner.PassSpec, workdir: Path) -> tuple[int, bool]:
-    """Run the pass's child process; returns (return code, whether the launcher was interrupted)."""
-    spec_path = workdir / "spec.json"
-    spec_path.write_text(json.dumps(spec.__dict__), encoding="utf-8")
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-    child = subprocess.Popen(
-        [sys.executable, "-m", "gpucost_mlflow.execution.runner", str(spec_path)],
-        env=env,
-        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
-    )
-    interrupted = False
-    while True:
-        try:
-            return child.wait(), interrupted
-        except KeyboardInterrupt:
-            interrupted = True
-            child.send_signal(signal.SIGINT)
-            try:
-                return child.wait(timeout=CHILD_GRACE_S), interrupted
-            except subprocess.TimeoutExpired:
-                child.kill()
-
-
-def _die_with_parent() -> None:
-    """The child gets SIGKILL if the launcher dies, so no orphan keeps the device busy."""
-    import ctypes
-
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-def _child_outcome(workdir: Path, returncode: int, interrupted: bool) -> dict:
-    outcome_path = workdir / runner.OUTCOME
-    if outcome_path.exists():
-        outcome = json.loads(outcome_path.read_text(encoding="utf-8"))
-    else:
-        progress = faults.read_progress(workdir)
-        outcome = {"status": "failed", "completed_entries": progress[1] if progress else None}
-        if returncode < 0:
-            name = signal.Signals(-returncode).name
-            outcome["reason"] = f"killed by signal {name}"
-        else:
-            outcome["reason"] = f"child exited with code {returncode} without an outcome"
-        outcome["completed_entries_reason"] = (
-            "child died before reporting; counted from its progress counter, its predictions were lost with it"
-            if progress else "child died before the measured pass started"
-        )
-    if interrupted and outcome["status"] != "completed":
-        outcome["reason"] = "interrupted"
-    return outcome
-
-
 def execute(request: PassRequest) -> PassResult:
     """One pass = one MLflow run, ending as accepted, rejected, pending or failed.
 
@@ -332,29 +272,21 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
     )
     if request.on_child_start is not None:
         request.on_child_start(workdir)
-    returncode, interrupted = _run_child(spec, workdir)
-    outcome = _child_outcome(workdir, returncode, interrupted)
+    returncode, interrupted = child.run(spec, workdir)
+    outcome = child.read_outcome(workdir, returncode, interrupted)
     stopped_ms = int(time.time() * 1000)
 
     eval_started = time.perf_counter_ns()
     back = verdicts.read_predictions(workdir / schema.PREDICTIONS, manifest["model"]["labels"])
-    checks, counts = verdicts.basic_checks(corpus.ids, back)
-    quality = evaluate(corpus.rows, back.labels, manifest["model"]["labels"])
-    checks += verdicts.quality_checks(quality if back.ids else {}, protocol.acceptance)
-    comparison, pending = {}, ""
-    if verdicts.needs_reference(request.variant.settings(), prepared.reference.settings()):
-        if reference is None:
-            pending = (
-                f"pending reference: no accepted {prepared.reference.name} pass on this corpus and model yet"
-            )
-        else:
-            ref_checks, comparison = verdicts.reference_checks(
-                quality, back.labels, reference[1], reference[2], protocol.acceptance, reference[0]
-            )
-            checks += ref_checks
+    judged = judge.judge(
+        completed=outcome["status"] == "completed", failure_reason=outcome.get("reason", ""), rows=corpus.rows,
+        back=back, labels=manifest["model"]["labels"], acceptance=protocol.acceptance,
+        needs_reference=verdicts.needs_reference(request.variant.settings(), prepared.reference.settings()),
+        reference=reference, reference_name=prepared.reference.name,
+    )
     eval_s = (time.perf_counter_ns() - eval_started) / 1e9
 
-    status, reason = _status(outcome, checks, pending)
+    status, reason, checks, counts, quality = judged.status, judged.reason, judged.checks, judged.counts, judged.quality
     metrics = {key: outcome[key] for key in schema.TIMINGS if outcome.get(key) is not None}
     metrics["eval_s"] = eval_s
     metrics.update(expected_ids=counts["expected_ids"], observed_ids=counts["observed_ids"])
@@ -364,24 +296,23 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
         metrics["elapsed_until_failure_s"] = outcome["elapsed_until_failure_s"]
     metrics.update((outcome.get("memory") or {}).get("metrics", {}))
     metrics.update(outcome.get("metrics") or {})
-    if back.ids:
-        metrics.update(quality)
+    metrics.update(quality)
     verdict = {
         "status": status,
         "reason": reason,
         "corpus_accepted": status == "accepted",
         "checks": [check.record() for check in checks],
         "ids": counts,
-        "quality": quality if back.ids else {},
-        "quality_verdict": _quality_verdict(outcome, checks, pending),
-        "reference": comparison,
+        "quality": quality,
+        "quality_verdict": judged.quality_verdict,
+        "reference": judged.comparison,
         "protocol_digest": protocol.digest,
-        "missing_measurements": _missing(outcome, metrics),
+        "missing_measurements": judge.missing_measurements(outcome, metrics, schema.TIMINGS),
         "memory_counter": (outcome.get("memory") or {}).get("counter", ""),
         "deterministic": outcome.get("deterministic", {}),
     }
     metric_entities, outcome_tags = writer.outcome_batch(
-        status=status, reason=reason, metrics=metrics, ids_match=_check(checks, "ids"),
+        status=status, reason=reason, metrics=metrics, ids_match=judged.ids_match,
         quality_verdict=verdict["quality_verdict"], memory_counter=verdict["memory_counter"], checks=checks,
         timestamp_ms=stopped_ms,
     )
@@ -425,27 +356,14 @@ def _one_line(exc: BaseException, limit: int = 200) -> str:
     return text[:limit]
 
 
-def _reference_pass(client: MlflowClient, experiment_id: str, prepared: Prepared, workdir: Path):
-    """(run id, metrics, labels) of the latest accepted reference pass on the same corpus and model, or None."""
+def _reference_pass(client: MlflowClient, experiment_id: str, prepared: Prepared, workdir: Path) -> judge.Reference | None:
+    """The latest accepted reference pass on the same corpus and model (its predictions read back), or None."""
     manifest = prepared.manifest
-    runs = client.search_runs(
-        [experiment_id],
-        filter_string=(
-            f"tags.`{schema.VARIANT}` = '{prepared.reference.name}' AND tags.`{schema.STATUS}` = 'accepted' "
-            f"AND tags.`{schema.CORPUS_FINGERPRINT}` = '{manifest['corpus']['fingerprint']}' "
-            f"AND params.`model.revision` = '{manifest['model']['revision']}'"
-        ),
-        order_by=["attributes.start_time DESC"],
-        max_results=1,
-    )
-    if not runs:
+    run = rejudge.find_reference(client, experiment_id, prepared.reference.name, manifest["corpus"]["fingerprint"],
+                                 manifest["model"]["revision"])
+    if run is None:
         return None
-    run = runs[0]
-    target = workdir / "reference"
-    target.mkdir(exist_ok=True)
-    path = mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path=schema.PREDICTIONS, dst_path=str(target))
-    labels = verdicts.read_predictions(Path(path), manifest["model"]["labels"]).labels
-    return run.info.run_id, dict(run.data.metrics), labels
+    return rejudge.load_reference(client, run, manifest["model"]["labels"], workdir)
 
 
 def _tags(request: PassRequest, manifest: dict) -> dict[str, str]:
@@ -461,39 +379,3 @@ def _tags(request: PassRequest, manifest: dict) -> dict[str, str]:
         pass_index=request.pass_index,
         extra=request.slot_tags,
     )
-
-
-def _check(checks: list, name: str) -> bool:
-    return any(check.name == name and check.passed for check in checks)
-
-
-def _status(outcome: dict, checks: list, pending: str) -> tuple[str, str]:
-    if outcome["status"] != "completed":
-        return "failed", outcome.get("reason") or "failed without a reason"
-    failed = [check for check in checks if not check.passed]
-    if failed:
-        return "rejected", "; ".join(f"{c.name}: {c.reason}" for c in failed)
-    if pending:
-        return "pending", pending
-    return "accepted", "every check passed"
-
-
-def _quality_verdict(outcome: dict, checks: list, pending: str) -> str:
-    """passed, failed: <checks>, pending reference, or empty when the pass produced nothing to judge."""
-    if outcome["status"] != "completed":
-        return ""
-    failed = [c.name for c in checks if not c.passed and c.name in ("quality", "buckets", "reference_agreement", "reference_metric")]
-    if failed:
-        return "failed: " + ", ".join(failed)
-    return "pending reference" if pending else "passed"
-
-
-def _missing(outcome: dict, metrics: dict) -> dict[str, str]:
-    """Measurements absent from this attempt, each with its reason (never a zero)."""
-    why = outcome.get("reason") or "not measured"
-    missing = {key: f"not measured: {why}" for key in schema.TIMINGS if key not in metrics}
-    if "completed_entries" not in metrics:
-        missing["completed_entries"] = outcome.get("completed_entries_reason", why)
-    missing.update({key: reason for key, reason in (outcome.get("missing_measurements") or {}).items()
-                    if key not in metrics})
-    return missing

@@ -1,0 +1,105 @@
+"""Judging a pass in one pure place: its written predictions' checks, quality, the reference, status and verdict.
+
+The launcher judges a pass when it ends; `gpucost rejudge` judges a pending one again once its
+reference exists. Both call these functions, so a verdict means the same whoever made it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from gpucost_mlflow.core import verdicts
+from gpucost_mlflow.core.quality import evaluate
+from gpucost_mlflow.core.verdicts import Check, ReadBack
+
+QUALITY_CHECKS = ("quality", "buckets", "reference_agreement", "reference_metric")
+REFERENCE_CHECKS = ("reference_agreement", "reference_metric")
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The accepted reference pass a variant with other numerics is judged against."""
+
+    run_id: str
+    metrics: dict
+    labels: dict[str, str]
+
+
+@dataclass
+class Judgement:
+    """A pass's verdict: status (accepted, rejected, pending, failed), its reason and the checks behind it."""
+
+    status: str
+    reason: str
+    quality_verdict: str
+    checks: list[Check] = field(default_factory=list)
+    counts: dict = field(default_factory=dict)
+    quality: dict = field(default_factory=dict)
+    comparison: dict = field(default_factory=dict)
+
+    @property
+    def ids_match(self) -> bool:
+        return any(check.name == "ids" and check.passed for check in self.checks)
+
+
+def settle(completed: bool, failure_reason: str, checks: Sequence[Check], pending: str) -> tuple[str, str, str]:
+    """(status, reason, quality verdict): failed if the pass did not complete, rejected if a check failed,
+    pending without its reference, accepted otherwise. The quality verdict is empty when nothing was judged."""
+    if not completed:
+        return "failed", failure_reason or "failed without a reason", ""
+    failed = [check for check in checks if not check.passed]
+    if failed:
+        status, reason = "rejected", "; ".join(f"{c.name}: {c.reason}" for c in failed)
+    elif pending:
+        status, reason = "pending", pending
+    else:
+        status, reason = "accepted", "every check passed"
+    failed_quality = [c.name for c in failed if c.name in QUALITY_CHECKS]
+    quality = "failed: " + ", ".join(failed_quality) if failed_quality else "pending reference" if pending else "passed"
+    return status, reason, quality
+
+
+def pending_reason(reference_name: str) -> str:
+    return f"pending reference: no accepted {reference_name} pass on this corpus and model yet"
+
+
+def judge(*, completed: bool, failure_reason: str, rows: Sequence[dict], back: ReadBack, labels: Sequence[str],
+          acceptance, needs_reference: bool, reference: Reference | None, reference_name: str) -> Judgement:
+    """Judge a pass from its predictions as read back from the written file."""
+    expected = [row["id"] for row in rows]
+    checks, counts = verdicts.basic_checks(expected, back)
+    quality = evaluate(rows, back.labels, labels)
+    checks += verdicts.quality_checks(quality if back.ids else {}, acceptance)
+    comparison, pending = {}, ""
+    if needs_reference:
+        if reference is None:
+            pending = pending_reason(reference_name)
+        else:
+            ref_checks, comparison = verdicts.reference_checks(
+                quality, back.labels, reference.metrics, reference.labels, acceptance, reference.run_id)
+            checks += ref_checks
+    status, reason, quality_verdict = settle(completed, failure_reason, checks, pending)
+    return Judgement(status, reason, quality_verdict, checks, counts, quality if back.ids else {}, comparison)
+
+
+def judge_against_reference(prior: Sequence[Check], metrics: dict, labels: dict[str, str], reference: Reference,
+                            acceptance) -> Judgement:
+    """A pending pass judged again now that its reference exists: its own checks kept, the reference's added."""
+    kept = [check for check in prior if check.name not in REFERENCE_CHECKS]
+    ref_checks, comparison = verdicts.reference_checks(metrics, labels, reference.metrics, reference.labels,
+                                                       acceptance, reference.run_id)
+    checks = kept + ref_checks
+    status, reason, quality_verdict = settle(True, "", checks, "")
+    return Judgement(status, reason, quality_verdict, checks, {}, dict(metrics), comparison)
+
+
+def missing_measurements(outcome: dict, metrics: dict, timings: Sequence[str]) -> dict[str, str]:
+    """Measurements absent from this attempt, each with its reason (never a zero)."""
+    why = outcome.get("reason") or "not measured"
+    missing = {key: f"not measured: {why}" for key in timings if key not in metrics}
+    if "completed_entries" not in metrics:
+        missing["completed_entries"] = outcome.get("completed_entries_reason", why)
+    missing.update({key: reason for key, reason in (outcome.get("missing_measurements") or {}).items()
+                    if key not in metrics})
+    return missing

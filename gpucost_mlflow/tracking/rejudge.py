@@ -1,0 +1,123 @@
+"""Re-judging pending passes once their reference exists, with the same pure judge the launcher uses.
+
+A variant whose numerics differ from the fp32 reference is `pending` when it ran before any accepted
+reference pass on the same corpus and model. Re-judging reads its written predictions and the
+reference's back from the store, applies `core/judge.py`, and records the new verdict on the run
+(when, against which reference run); raw metrics stay untouched. A pass no longer pending is never
+touched again, so re-judging twice changes nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import mlflow
+from mlflow.entities import RunTag
+from mlflow.tracking import MlflowClient
+
+from gpucost_mlflow.core import judge, verdicts
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.protocol import Protocol
+from gpucost_mlflow.tracking import experiments, schema, writer
+
+
+@dataclass
+class Rejudged:
+    run_id: str
+    variant: str
+    status: str
+    reason: str
+    reference_run: str
+
+
+def _checks(tags: dict) -> list[verdicts.Check]:
+    """The checks recorded on the run (`gpucost.check.<name>` = 'pass: reason' or 'fail: reason')."""
+    found = []
+    for key, value in tags.items():
+        if key.startswith(schema.CHECK_PREFIX):
+            verdict, _, reason = value.partition(": ")
+            found.append(verdicts.Check(key[len(schema.CHECK_PREFIX):], verdict == "pass", reason))
+    return found
+
+
+def _labels(client: MlflowClient, run_id: str, labels: list[str], folder: Path) -> dict[str, str]:
+    target = folder / run_id
+    target.mkdir(exist_ok=True)
+    path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=schema.PREDICTIONS, dst_path=str(target))
+    return verdicts.read_predictions(Path(path), labels).labels
+
+
+def _model_labels(client: MlflowClient, run_id: str, folder: Path) -> list[str]:
+    path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=schema.MANIFEST,
+                                               dst_path=str(folder / f"manifest-{run_id}"))
+    return list(json.loads(Path(path).read_text(encoding="utf-8"))["model"]["labels"])
+
+
+def find_reference(client: MlflowClient, experiment_id: str, reference: str, fingerprint: str, model_revision: str):
+    """The latest accepted pass of the reference variant on the same corpus and model, or None."""
+    runs = client.search_runs(
+        [experiment_id],
+        filter_string=(
+            f"tags.`{schema.VARIANT}` = '{reference}' AND tags.`{schema.STATUS}` = 'accepted' "
+            f"AND tags.`{schema.CORPUS_FINGERPRINT}` = '{fingerprint}' AND params.`model.revision` = '{model_revision}'"
+        ),
+        order_by=["attributes.start_time DESC"],
+        max_results=1,
+    )
+    return runs[0] if runs else None
+
+
+def load_reference(client: MlflowClient, run, labels: list[str], folder: Path) -> judge.Reference:
+    """The reference pass as the judge needs it: its metrics and its predictions read back from the store."""
+    return judge.Reference(run.info.run_id, dict(run.data.metrics), _labels(client, run.info.run_id, labels, folder))
+
+
+def rejudge(experiment: str, protocol: Protocol, client: MlflowClient | None = None) -> list[Rejudged]:
+    """Judge every pending pass of the experiment whose reference now exists; returns those judged."""
+    client = client or MlflowClient()
+    found = experiments.resolve(client, experiment, create=False)
+    if found is None:
+        raise GpucostError(f"experiment '{experiment}' not found in {client.tracking_uri}")
+    experiment_id, name = found
+    locked = experiments.locked_digest(client, experiment_id)
+    if locked and locked != protocol.digest:
+        raise GpucostError(f"experiment '{name}' is locked to protocol {locked[:12]}, {protocol.path} is "
+                           f"{protocol.digest[:12]}: re-judge with the protocol the passes ran under")
+    pending = client.search_runs([experiment_id], filter_string=f"tags.`{schema.STATUS}` = 'pending'",
+                                 order_by=["attributes.start_time ASC"], max_results=1000)
+    reference_name = protocol.acceptance.reference_variant
+    judged = []
+    with tempfile.TemporaryDirectory(prefix="gpucost-rejudge-") as temp:
+        folder = Path(temp)
+        for run in pending:
+            reference_run = find_reference(client, experiment_id, reference_name,
+                                           run.data.tags.get(schema.CORPUS_FINGERPRINT, ""),
+                                           run.data.params.get("model.revision", ""))
+            if reference_run is None:
+                continue
+            labels = _model_labels(client, run.info.run_id, folder)
+            reference = load_reference(client, reference_run, labels, folder)
+            result = judge.judge_against_reference(_checks(run.data.tags), dict(run.data.metrics),
+                                                   _labels(client, run.info.run_id, labels, folder), reference,
+                                                   protocol.acceptance)
+            _record(client, run.info.run_id, result, reference.run_id)
+            judged.append(Rejudged(run.info.run_id, run.data.tags.get(schema.VARIANT, ""), result.status,
+                                   result.reason, reference.run_id))
+    return judged
+
+
+def _record(client: MlflowClient, run_id: str, result: judge.Judgement, reference_run: str) -> None:
+    """The new verdict's status tags and checks (one log_batch), and when and against what it was made."""
+    _, tags = writer.outcome_batch(status=result.status, reason=result.reason, metrics={}, ids_match=result.ids_match,
+                                   quality_verdict=result.quality_verdict, checks=result.checks)
+    tags = [tag for tag in tags if tag.key != schema.MEMORY_COUNTER]
+    tags += [
+        RunTag(schema.REJUDGED_AT, dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")),
+        RunTag(schema.REJUDGED_AGAINST, reference_run),
+        RunTag(schema.FIRST_STATUS, "pending"),
+    ]
+    client.log_batch(run_id, tags=tags)
