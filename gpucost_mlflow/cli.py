@@ -93,17 +93,30 @@ def model() -> None:
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), default=DEFAULT_MODEL_DIR, show_default=True)
 @click.option("--seed", default=0, show_default=True)
 def model_prepare(corpus_dir, out_dir, seed) -> None:
-    """Fine-tune all-MiniLM-L6-v2 on the tuning corpus only; save a transformers classifier directory."""
-    from gpucost_mlflow.prepare import COMPARISON, TUNING, prepare_model
+    """Fine-tune all-MiniLM-L6-v2 on the tuning corpus only; evaluate on a validation split carved from it.
 
-    report = prepare_model(out_dir, corpus_dir / TUNING, corpus_dir / COMPARISON, seed=seed)
-    click.echo(f"classifier saved to {out_dir} (revision {report['revision'][:16]}, trained in {report['train_seconds']:.0f} s)")
-    if "comparison" in report:
-        quality, base = report["comparison"], report["baseline"]
-        click.echo(
-            f"comparison corpus: accuracy {quality['accuracy']:.3f}, macro-F1 {quality['macro_f1']:.3f}; "
-            f"majority baseline ({base['label']}): accuracy {base['accuracy']:.3f}, macro-F1 {base['macro_f1']:.3f}"
-        )
+    The comparison corpus is never read (PROTOCOL.md section 2).
+    """
+    from gpucost_mlflow.core.corpus import BUCKETS
+    from gpucost_mlflow.prepare import TUNING, prepare_model
+
+    report = prepare_model(out_dir, corpus_dir / TUNING, seed=seed)
+    click.echo(
+        f"classifier saved to {out_dir} (revision {report['revision'][:16]}, "
+        f"trained on {report['training_size']} inputs in {report['train_seconds']:.0f} s)"
+    )
+    quality, base = report["validation"], report["baseline"]
+    click.echo(
+        f"validation split of the tuning corpus ({report['validation_size']} inputs, never the comparison corpus): "
+        f"accuracy {quality['accuracy']:.3f}, macro-F1 {quality['macro_f1']:.3f}; "
+        f"majority baseline ({base['label']}): accuracy {base['accuracy']:.3f}, macro-F1 {base['macro_f1']:.3f}"
+    )
+    buckets = [b for b in BUCKETS if f"bucket_{b}_macro_f1" in quality]
+    classes = [key[len("class_"):-len("_f1")] for key in quality if key.startswith("class_") and key.endswith("_f1")]
+    click.echo(
+        "  macro-F1 per bucket: " + ", ".join(f"{b} {quality[f'bucket_{b}_macro_f1']:.3f}" for b in buckets)
+        + "; F1 per class: " + ", ".join(f"{c} {quality[f'class_{c}_f1']:.3f}" for c in classes)
+    )
 
 
 @main.command("variants")

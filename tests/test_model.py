@@ -14,6 +14,7 @@ def test_model_prepare_saves_a_standard_classifier_with_provenance(tmp_path, cor
     out = tmp_path / "model"
     result = CliRunner().invoke(main, ["model", "prepare", "--corpus-dir", str(corpus_dir), "--out", str(out)])
     assert result.exit_code == 0, result.output
+    assert "validation split of the tuning corpus (6 inputs, never the comparison corpus)" in result.output
     assert "majority baseline" in result.output
     info = models.describe_model(out)
     assert info.labels == ["fresh", "plot", "rotten"]
@@ -26,6 +27,54 @@ def test_model_prepare_saves_a_standard_classifier_with_provenance(tmp_path, cor
     again = tmp_path / "again"
     CliRunner().invoke(main, ["model", "prepare", "--corpus-dir", str(corpus_dir), "--out", str(again)])
     assert models.describe_model(again).revision == info.revision
+
+
+def test_model_prepare_never_reads_the_comparison_corpus(tmp_path, corpus_dir, monkeypatch):
+    import shutil
+
+    from gpucost_mlflow.core import corpus as corpora
+
+    copy = tmp_path / "corpus"
+    shutil.copytree(corpus_dir, copy)
+    (copy / "comparison.jsonl").write_bytes(b"\xff not a corpus\n")  # read it and the command fails
+    opened = []
+    read_corpus = corpora.read_corpus
+    monkeypatch.setattr(corpora, "read_corpus", lambda path, *a, **k: opened.append(path.name) or read_corpus(path, *a, **k))
+    out = tmp_path / "model"
+    result = CliRunner().invoke(main, ["model", "prepare", "--corpus-dir", str(copy), "--out", str(out), "--seed", "3"])
+    assert result.exit_code == 0, result.output
+    assert opened == ["tuning.jsonl"]
+    assert "validation split of the tuning corpus (6 inputs, never the comparison corpus)" in result.output
+    assert "comparison corpus:" not in result.output
+    evaluation = json.loads((out / "gpucost_model.json").read_text())["evaluation"]
+    assert "comparison corpus is never read" in evaluation["data"]
+    assert evaluation["split"]["seed"] == 3 and evaluation["split"]["validation"]["size"] == 6
+    assert 0.0 <= evaluation["metrics"]["macro_f1"] <= 1.0 and "label" in evaluation["majority_baseline"]
+
+
+def test_validation_split_is_carved_from_the_tuning_corpus_and_disjoint_from_training(corpus_dir):
+    from gpucost_mlflow.core import corpus as corpora
+    from gpucost_mlflow.prepare import validation_split
+
+    tuning = corpora.read_corpus(corpus_dir / "tuning.jsonl").rows
+    comparison_ids = set(corpora.read_corpus(corpus_dir / "comparison.jsonl").ids)
+    train, held_out = validation_split(tuning, 0.2, seed=0)
+    train_ids, held_ids = {r["id"] for r in train}, {r["id"] for r in held_out}
+    assert len(held_out) == 6 and len(train) == 24
+    assert not train_ids & held_ids and train_ids | held_ids == {r["id"] for r in tuning}
+    assert not held_ids & comparison_ids
+    assert train == [r for r in tuning if r["id"] in train_ids]  # training keeps the file order
+    # Seeded and order-independent: the same seed gives the same split from a reversed file.
+    assert {r["id"] for r in validation_split(tuning[::-1], 0.2, seed=0)[1]} == held_ids
+    assert {r["id"] for r in validation_split(tuning, 0.2, seed=1)[1]} != held_ids
+    # Stratified: each (bucket, label) stratum gives its largest-remainder share.
+    strata = {}
+    for row in tuning:
+        strata[(row["bucket"], row["label"])] = strata.get((row["bucket"], row["label"]), 0) + 1
+    quota = corpora.allocate(6, {f"{b}/{l}": n for (b, l), n in strata.items()})
+    for bucket, label in strata:
+        taken = sum(1 for r in held_out if r["bucket"] == bucket and r["label"] == label)
+        assert taken == quota[f"{bucket}/{label}"]
 
 
 def test_model_revision_changes_with_the_weights(tmp_path, model_dir):
