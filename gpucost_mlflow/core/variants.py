@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 import yaml
@@ -34,17 +34,21 @@ class Variant:
     length_grouping: str
     device: str
     series: str = ""
+    reference: str = ""  # the reference variant its series names ("" when none)
 
     def settings(self) -> dict:
         """The settings without the name: what the manifest compares between variants."""
         values = asdict(self)
-        values.pop("name")
-        values.pop("series")
+        for label in LABELS:
+            values.pop(label)
         return values
 
 
+LABELS = ("name", "series", "reference")  # what a variant is called and where it belongs, not a setting
+
+
 def _build(name: str, values: dict, series: str, source: Path) -> Variant:
-    known = {f.name for f in fields(Variant)} - {"name", "series"}
+    known = {f.name for f in fields(Variant)} - set(LABELS)
     unknown = sorted(set(values) - known)
     if unknown:
         raise GpucostError(f"{source}: variant '{name}' has unknown field(s) {', '.join(unknown)}")
@@ -64,8 +68,71 @@ def _build(name: str, values: dict, series: str, source: Path) -> Variant:
     return Variant(name=name, series=series, **values)
 
 
+@dataclass(frozen=True)
+class Series:
+    """A series as declared: its members differ only in `fields` (from `reference`, when one is named)."""
+
+    name: str
+    fields: tuple[str, ...]
+    members: tuple[str, ...]
+    reference: str = ""
+    together: bool = False  # each member differs from the reference in exactly all of `fields`
+
+
+SERIES_KEYS = ("field", "reference", "together", "variants")
+
+
+def _series(name: str, spec, source: Path) -> Series:
+    where = f"{source}: series '{name}'"
+    if not isinstance(spec, dict):
+        raise GpucostError(f"{where}: expected a mapping with 'field' and 'variants'")
+    unknown = sorted(set(spec) - set(SERIES_KEYS))
+    if unknown:
+        raise GpucostError(f"{where}: unknown key(s) {', '.join(unknown)} (allowed: {', '.join(SERIES_KEYS)})")
+    declared = spec.get("field")
+    declared = [declared] if isinstance(declared, str) else declared
+    settings = [f.name for f in fields(Variant) if f.name not in LABELS]
+    if not declared or not isinstance(declared, list) or any(f not in settings for f in declared):
+        raise GpucostError(f"{where}: 'field' must name one or more of {', '.join(settings)}")
+    members = spec.get("variants")
+    if not members or not isinstance(members, list) or not all(isinstance(m, str) for m in members):
+        raise GpucostError(f"{where}: 'variants' must list the names of its members")
+    reference, together = spec.get("reference") or "", spec.get("together", False)
+    if not isinstance(reference, str) or not isinstance(together, bool):
+        raise GpucostError(f"{where}: 'reference' must be a variant name and 'together' true or false")
+    if together and not reference:
+        raise GpucostError(f"{where}: 'together' needs a reference the members are compared with")
+    return Series(name, tuple(declared), tuple(members), reference, together)
+
+
+def _check_series(series: Series, variants: dict[str, Variant], source: Path) -> None:
+    """Refuse a series whose members differ in more (or other) than its declared field(s)."""
+    where = f"{source}: series '{series.name}'"
+    for name in (series.reference, *series.members):
+        if name and name not in variants:
+            raise GpucostError(f"{where}: '{name}' is not a declared variant; declared: {', '.join(variants)}")
+    if series.reference in series.members:
+        raise GpucostError(f"{where}: the reference {series.reference} is also listed among its variants")
+    declares = ", ".join(series.fields)
+    if series.together:
+        pairs = [(series.reference, m) for m in series.members]
+        rule, fits = "changed together, all in each variant", lambda d: set(d) == set(series.fields)
+    elif series.reference:
+        pairs = [(series.reference, m) for m in series.members]
+        rule, fits = "one field per variant", lambda d: len(d) == 1 and d[0] in series.fields
+    else:
+        pairs = [(a, b) for i, a in enumerate(series.members) for b in series.members[i + 1:]]
+        rule, fits = "the only fields that may differ", lambda d: d and set(d) <= set(series.fields)
+    for first, second in pairs:
+        a, b = variants[first].settings(), variants[second].settings()
+        differ = [key for key in a if a[key] != b[key]]
+        if not fits(differ):
+            raise GpucostError(f"{where}: {second} differs from {first} in {', '.join(differ) or 'nothing'}; "
+                               f"the series declares {declares} ({rule})")
+
+
 def load_variants(path: Path) -> dict[str, Variant]:
-    """All declared variants, defaults applied and every field checked."""
+    """All declared variants, defaults applied and every field checked; every series checked against them."""
     try:
         document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except FileNotFoundError:
@@ -75,14 +142,20 @@ def load_variants(path: Path) -> dict[str, Variant]:
     if not isinstance(document, dict) or not isinstance(document.get("variants"), dict):
         raise GpucostError(f"{path}: expected a mapping with a 'variants' section")
     defaults = document.get("defaults") or {}
-    series_of = {}
-    for series, spec in (document.get("series") or {}).items():
-        for member in (spec or {}).get("variants", []):
-            series_of[member] = series
-    return {
-        name: _build(name, {**defaults, **(values or {})}, series_of.get(name, ""), path)
+    variants = {
+        name: _build(name, {**defaults, **(values or {})}, "", path)
         for name, values in document["variants"].items()
     }
+    member_of: dict[str, Series] = {}
+    for series in (_series(name, spec, path) for name, spec in (document.get("series") or {}).items()):
+        _check_series(series, variants, path)
+        for member in series.members:
+            if member in member_of:
+                raise GpucostError(f"{path}: variant '{member}' is listed in two series, "
+                                   f"'{member_of[member].name}' and '{series.name}'")
+            member_of[member] = series
+    return {name: replace(variant, series=member_of[name].name, reference=member_of[name].reference)
+            if name in member_of else variant for name, variant in variants.items()}
 
 
 def get_variant(path: Path, name: str) -> Variant:
