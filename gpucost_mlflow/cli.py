@@ -237,6 +237,35 @@ def rejudge_cmd(experiment, protocol_file) -> None:
     click.echo(f"{len(judged)} pending pass(es) judged" if judged else "nothing to re-judge: no pending pass has its reference yet")
 
 
+@main.command("exclude")
+@click.argument("run_id")
+@click.option("--cause", default=None, help="The documented external cause (another job on the machine, a host maintenance event).")
+@click.option("--undo", is_flag=True, help="Restore the status and reason the pass had before its exclusion.")
+def exclude_cmd(run_id, cause, undo) -> None:
+    """Exclude a pass for a documented external cause (PROTOCOL.md §6): its row stays, status `excluded`; --undo restores it."""
+    from mlflow.tracking import MlflowClient
+
+    from gpucost_mlflow.tracking import exclusions, store
+
+    if undo and cause is not None:
+        raise GpucostError("--undo restores the status the pass had before; it takes no --cause; nothing changed")
+    if not undo:
+        exclusions.cause_of(cause)
+    store.bound_http_retries()
+    store.check()
+    client = MlflowClient()
+    if undo:
+        done = exclusions.undo(client, run_id)
+        click.echo(f"{done.variant} run {done.run_id}: excluded -> {done.status_before} ({done.reason_before or 'no reason recorded'}); "
+                   f"exclusion by {done.by} at {done.at} undone (cause was: {done.cause})")
+        return
+    done = exclusions.exclude(client, run_id, cause)
+    click.echo(f"{done.variant} run {done.run_id}: {done.status_before or 'no status'} -> excluded, cause: {done.cause} "
+               f"(by {done.by} at {done.at}); its row stays in the attempts table, out of durations and medians")
+    rule = exclusions.rule(client, done.experiment_id)
+    click.echo(f"exclusion rule of the protocol, to apply alike to every variant: {rule or 'not recorded on the experiment'}")
+
+
 @main.command("sync")
 @click.option("--spool", "spool_path", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Spool folder (default: $GPUCOST_SPOOL, else ~/.local/share/gpucost/spool).")

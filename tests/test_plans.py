@@ -188,3 +188,11 @@ def test_break_even_says_when_the_order_never_flips():
 def test_parse_hours_refuses_zero():
     with pytest.raises(GpucostError, match="> 0"):
         parse_hours("0")
+
+
+def test_overlapping_measured_spans_on_one_host_name_each_other_other_hosts_never():
+    from gpucost_mlflow.core.overlap import Interval, overlaps
+
+    spans = [Interval("a", "h1", 0, 10), Interval("b", "h1", 5, 15), Interval("c", "h1", 10, 20),
+             Interval("d", "h2", 0, 30), Interval("e", "", 0, 30)]
+    assert overlaps(spans) == {"a": ["b"], "b": ["a", "c"], "c": ["b"]}

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from gpucost_mlflow.core import quality, verdicts
+from gpucost_mlflow.core import judge, quality, verdicts
 
 LABELS = ["fresh", "plot", "rotten"]
 
@@ -50,7 +50,7 @@ def test_duplicate_and_missing_ids_are_found_in_the_file(tmp_path):
     checks, counts = verdicts.basic_checks(["a", "b"], back)
     assert counts["expected_ids"] == 2 and counts["observed_ids"] == 2
     assert counts["duplicates"] == ["a"] and counts["missing"] == ["b"]
-    assert not verdicts.corpus_accepted(checks)
+    assert judge.settle(True, "", checks, "")[0] == "rejected"
     assert [c.name for c in checks if not c.passed] == ["ids", "coverage"]
 
 
@@ -65,9 +65,9 @@ def test_exact_ids_are_accepted(tmp_path):
     path = tmp_path / "p.jsonl.gz"
     _write(path, [{"id": i, "label": "plot", "score": 0.5} for i in ("a", "b")])
     checks, _ = verdicts.basic_checks(["b", "a"], verdicts.read_predictions(path, LABELS))
-    assert verdicts.corpus_accepted(checks)
+    assert judge.settle(True, "", checks, "")[0] == "accepted"
 
 
 def test_missing_predictions_file_is_a_format_failure(tmp_path):
     checks, counts = verdicts.basic_checks(["a"], verdicts.read_predictions(tmp_path / "none.gz", LABELS))
-    assert counts["observed_ids"] == 0 and not verdicts.corpus_accepted(checks)
+    assert counts["observed_ids"] == 0 and judge.settle(True, "", checks, "")[0] == "rejected"

@@ -9,6 +9,7 @@ import mlflow
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from mlflow.entities import Param
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
@@ -18,7 +19,8 @@ from gpucost_mlflow.core.protocol import load_protocol
 from gpucost_mlflow.core.variants import load_variants
 from gpucost_mlflow.report import render
 from gpucost_mlflow.report.build import build
-from gpucost_mlflow.tracking import experiments, writer
+from gpucost_mlflow.tracking import experiments, overlaps, schema, writer
+from gpucost_mlflow.tracking.reader import attempts
 
 from conftest import ROOT
 
@@ -37,18 +39,25 @@ def experiment(store):
     clock = {"ms": 1_764_489_600_000}  # attempts follow one another, as on one rented machine
 
     def attempt(variant, device, pass_s, status="accepted", role="benchmark", fingerprint="a" * 64,
-                quality="passed", reason="every check passed", run_name=None, note=None, wall_s=None):
+                quality="passed", reason="every check passed", run_name=None, note=None, wall_s=None, params=None,
+                span=None, host=None):
         """One attempt; its run lasts wall_s (default: 1 s start + load + warm-up + pass + eval + export)."""
         tags = writer.start_tags(role=role, variant=variant, device=device, backend="cuda",
                                  corpus_fingerprint=fingerprint, protocol_digest=protocol.digest)
         if note:
             tags["mlflow.note.content"] = note
+        if host:
+            tags[schema.HOST] = host
         if wall_s is None:
             wall_s = 1.0 + 3.0 + 0.5 + (pass_s or 0.0) + 0.1 + 0.2
         start = clock["ms"]
         clock["ms"] += int(round(wall_s * 1000))
         run = client.create_run(experiment_id, tags=tags, run_name=run_name, start_time=start)
+        if params:
+            client.log_batch(run.info.run_id, params=[Param(k, v) for k, v in params.items()])
         metrics = {"load_s": 3.0, "warmup_s": 0.5, "eval_s": 0.1, "export_s": 0.2, "expected_ids": 1000}
+        if span:
+            metrics.update(dict(zip(schema.MEASURED_SPAN, span)))
         if pass_s is not None:
             metrics.update(pass_s=pass_s, observed_ids=1000, completed_entries=1000)
         else:
@@ -56,6 +65,7 @@ def experiment(store):
         writer.log_outcome(client, run.info.run_id, status=status, reason=reason, metrics=metrics,
                            ids_match=pass_s is not None, quality_verdict=quality if pass_s is not None else "")
         client.set_terminated(run.info.run_id, "FAILED" if status == "failed" else "FINISHED", end_time=clock["ms"])
+        return run.info.run_id
 
     return attempt
 
@@ -299,3 +309,38 @@ def test_this_machine_priced_at_an_example_price_reaches_a_labelled_decision(exp
     assert "example price" in built.decision and "not a provider's quote" in built.decision
     assert built.title == "Decision report (what-if: example price): scenario"
     assert render.markdown(built).startswith("# Decision report (what-if: example price): scenario")
+
+
+def test_passes_with_another_model_revision_or_stack_are_another_configuration_named_so(experiment):
+    old = {"model.revision": "a" * 64, "stack.torch_build": "2.13.0+cu130", "stack.driver": "580.1"}
+    for seconds in (10.0, 10.1, 10.2, 10.1, 10.0):
+        experiment("batch8", B200, seconds, params=old)
+        experiment("batch8", B200, seconds / 2, params={**old, "model.revision": "b" * 64, "stack.driver": "590.2"})
+    built, balance = report()
+    names = [a.configuration.name for a in built.assessments]
+    assert names == ["batch8 [model revision aaaaaaaaaaaa, driver 580.1] on NVIDIA B200",
+                     "batch8 [model revision bbbbbbbbbbbb, driver 590.2] on NVIDIA B200"]
+    assert all(len(a.configuration.durations.values) == 5 for a in built.assessments)
+    (note,) = [w for w in built.warnings if "configurations, reported apart" in w]
+    assert note.startswith("batch8 on NVIDIA B200 is 2 configurations, reported apart: model revision aaaaaaaaaaaa")
+    assert list(balance["distinction"][:2]) == ["model revision aaaaaaaaaaaa, driver 580.1",
+                                                "model revision bbbbbbbbbbbb, driver 590.2"]
+
+
+def test_two_passes_measured_at_once_on_one_host_are_both_flagged_naming_each_other(experiment):
+    first = experiment("batch8", B200, 30.0, span=(1000.0, 1030.0), host="rented-1")
+    second = experiment("batch8", B200, 31.0, span=(1010.0, 1041.0), host="rented-1")
+    elsewhere = experiment("batch8", B200, 30.5, span=(1010.0, 1040.5), host="rented-2")
+    alone = experiment("batch8", B200, 10.0, span=(2000.0, 2010.0), host="rented-1")
+    table, _ = attempts("scenario")
+    flagged = dict(zip(table["run_id"], table["overlapped_with"]))
+    assert flagged == {first: second, second: first, elsewhere: "", alone: ""}
+    assert f"overlapped (same host rented-1): {second}" in table["notes"][0]
+    built, _ = report()
+    assert built.summaries[0].overlapped == 2
+    assert "| 2 of 4 |" in render.markdown(built)
+    assert overlaps.mark(MlflowClient(), second) == [first]
+    for run_id, other in ((first, second), (second, first)):
+        tags = MlflowClient().get_run(run_id).data.tags
+        assert tags[schema.OVERLAPPED_WITH] == other and other in tags["mlflow.note.content"]
+    assert schema.OVERLAPPED_WITH not in MlflowClient().get_run(elsewhere).data.tags

@@ -67,7 +67,7 @@ def _report() -> render.Report:
                 "expected_ids": 30, "observed_ids": 30 if done else 0, "ids_match": done, "corpus_accepted": done,
                 "completed_entries": 30 if done else 0, "reason": "" if done else "worker exited with code 1",
                 "mfu_useful": 0.27 if done else None, "mfu_padded": 0.67 if done else None,
-                "mfu_reason": "" if done else "no completed pass (worker exited with code 1)",
+                "mfu_reason": "" if done else "no completed pass (worker exited with code 1)", "overlapped_with": "",
                 "run_id": f"{len(rows):032x}",
             })
     rows[-1]["variant"] = HOSTILE  # a string from a run must reach the page as text, never as markup

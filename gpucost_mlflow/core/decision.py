@@ -27,10 +27,17 @@ class Configuration:
     attempt_walls: tuple[float, ...] = ()  # run wall time (s) of every benchmark attempt on this device
     walls_estimated: int = 0  # of those, attempts with no end time, counted by their recorded stage times
     gpus: int = 1  # GPUs one pass uses (its parallelism is inside the measured pass_s)
+    identity: dict = field(default_factory=dict)  # model revision, corpus fingerprint, software stack
+    distinction: str = ""  # what sets it apart from other configurations of the same variant and device
+
+    @property
+    def label(self) -> str:
+        """The variant, with what sets this configuration apart when the variant has several on the device."""
+        return self.variant + (f" [{self.distinction}]" if self.distinction else "")
 
     @property
     def name(self) -> str:
-        return f"{self.variant} on {self.device}"
+        return f"{self.label} on {self.device}"
 
     @property
     def counts(self) -> dict[str, int]:

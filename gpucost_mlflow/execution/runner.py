@@ -210,6 +210,8 @@ def run(spec: PassSpec, started_ns: int) -> dict:
 
     memory.reset_peaks(device)
     progress = faults.Progress(workdir, fault)
+    # Wall-clock bounds of the measured pass, read outside its clock: how overlapping passes are found.
+    outcome["measured_from_epoch_s"] = time.time()
     try:
         predictions, seconds = measure(spec.corpus_path, tokenizer, model, settings, device, sync, progress.on_batch)
         outcome.update(status="completed", pass_s=seconds)
@@ -220,6 +222,7 @@ def run(spec: PassSpec, started_ns: int) -> dict:
             elapsed_until_failure_s=getattr(exc, "elapsed_s", None),
             error="".join(traceback.format_exception(exc)),
         )
+    outcome["measured_until_epoch_s"] = time.time()
     outcome["completed_entries"] = len(predictions.ids)
     outcome["memory"] = memory.peaks(device)
     outcome.update(utilisation(model.config.to_dict(), settings, device, predictions, outcome.get("pass_s")))

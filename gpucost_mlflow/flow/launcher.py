@@ -30,7 +30,7 @@ from gpucost_mlflow.core.manifest import build_manifest
 from gpucost_mlflow.core.protocol import Protocol, load_protocol
 from gpucost_mlflow.core.variants import Variant, get_variant
 from gpucost_mlflow.execution import child, environment, faults, models, runner
-from gpucost_mlflow.tracking import experiments, rejudge, schema, spool, store, writer
+from gpucost_mlflow.tracking import experiments, overlaps, rejudge, schema, spool, store, writer
 
 @dataclass
 class PassRequest:
@@ -292,6 +292,7 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
     metrics.update(expected_ids=counts["expected_ids"], observed_ids=counts["observed_ids"])
     if outcome.get("completed_entries") is not None:
         metrics["completed_entries"] = outcome["completed_entries"]
+    metrics.update({key: outcome[key] for key in schema.MEASURED_SPAN if outcome.get(key) is not None})
     if outcome.get("elapsed_until_failure_s") is not None:
         metrics["elapsed_until_failure_s"] = outcome["elapsed_until_failure_s"]
     metrics.update((outcome.get("memory") or {}).get("metrics", {}))
@@ -348,7 +349,21 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
               f"{entry.folder}: run `gpucost sync` when the store is back", file=sys.stderr)
     else:
         spool.remove(entry)
+        _flag_overlaps(client, run_id)
     return result, interrupted
+
+
+def _flag_overlaps(client: MlflowClient, run_id: str) -> None:
+    """Name the passes whose measured clock overlapped this one's (best effort: the reader finds them anyway)."""
+    try:
+        others = overlaps.mark(client, run_id)
+    except Exception as exc:
+        if not spool.is_store_error(exc):
+            raise
+        return
+    if others:
+        print(f"gpucost: this pass's measured clock overlapped {len(others)} other pass(es) on this host "
+              f"({', '.join(others)}): its duration competed for the machine", file=sys.stderr)
 
 
 def _one_line(exc: BaseException, limit: int = 200) -> str:

@@ -14,7 +14,7 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.protocol import Protocol
 from gpucost_mlflow.core.variants import Variant
 from gpucost_mlflow.report import plots, render, tables
-from gpucost_mlflow.tracking import schema
+from gpucost_mlflow.tracking import exclusions, schema
 from gpucost_mlflow.tracking.reader import attempts, protocol_warnings
 
 FILES = ("report.md", "report.html", "attempts.csv", "balance.csv")
@@ -30,6 +30,7 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
     table, experiment_tags = attempts(experiment, client)
     warnings = protocol_warnings(table, experiment_tags, protocol_path)
     configs = tables.configurations(table)
+    warnings += tables.identity_notes(configs)
     assessments = assess(configs, catalog, protocol.plan, protocol.deadline, protocol.deliverables["expected"])
     if not configs:
         decision = "No decision: no benchmark pass in this experiment."
@@ -53,6 +54,8 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         break_evens=[b.describe() for b in break_evens(assessments)],
         other_costs=protocol.other_costs,
         example_prices=catalog.example,
+        exclusions=excluded_per_variant(table, client or MlflowClient(), experiment),
+        exclusion_rule=protocol.exclusion_rule,
     )
     if configs:
         report.figures = {
@@ -61,6 +64,22 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
             "Committed cost per configuration": plots.cost(assessments),
         }
     return report, tables.balance(assessments, protocol.deadline, protocol.other_costs)
+
+
+def excluded_per_variant(table, client: MlflowClient, experiment: str) -> list[render.VariantExclusions]:
+    """Every variant with its attempts counted and its excluded ones (cause, by, when), so one rule is seen applied to all."""
+    details = {}
+    if (table["status"] == "excluded").any():
+        found = client.get_experiment_by_name(experiment)
+        details = {x.run_id: x for x in exclusions.listed(client, found.experiment_id)}
+    result = []
+    for variant, rows in table.groupby("variant", sort=False):
+        excluded = []
+        for run_id, device in rows.loc[rows["status"] == "excluded", ["run_id", "device"]].itertuples(index=False):
+            x = details.get(run_id)
+            excluded.append([device, run_id, x.cause, x.by, x.at] if x and x.cause else [device, run_id, "not recorded", "", ""])
+        result.append(render.VariantExclusions(variant, len(rows), excluded))
+    return result
 
 
 def write(report: render.Report, balance, out_dir: Path) -> dict[str, Path]:

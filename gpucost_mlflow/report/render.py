@@ -13,7 +13,7 @@ from gpucost_mlflow.report.tables import Summary, money_or_reason
 
 ATTEMPT_COLUMNS = ["pass_index", "round", "position", "variant", "device", "status", "pass_s", "mfu_useful", "mfu_padded",
                    "quality_verdict", "macro_f1", "expected_ids", "observed_ids", "ids_match", "corpus_accepted",
-                   "completed_entries", "reason", "mfu_reason", "run_id"]
+                   "completed_entries", "reason", "overlapped_with", "mfu_reason", "run_id"]
 
 
 @dataclass
@@ -34,12 +34,50 @@ class Report:
     break_evens: list[str] = field(default_factory=list)
     other_costs: tuple = ()
     example_prices: bool = False
+    exclusions: list = field(default_factory=list)  # VariantExclusions, one per variant (PROTOCOL.md §6)
+    exclusion_rule: str = ""
 
     @property
     def title(self) -> str:
         """The page title; a what-if catalog of example prices says so in it."""
         kind = "Decision report (what-if: example price)" if self.example_prices else "Decision report"
         return f"{kind}: {self.experiment}"
+
+
+@dataclass
+class VariantExclusions:
+    """One variant's excluded attempts (k of its n attempts), each as [device, run id, cause, by, when]."""
+    variant: str
+    attempts: int
+    excluded: list = field(default_factory=list)
+
+
+EXCLUSIONS_TITLE = "Exclusions (PROTOCOL.md §6)"
+EXCLUSION_HEAD = ["variant", "device", "run id", "cause", "by", "when (UTC)"]
+
+
+def _exclusion_text(report: Report) -> tuple[list[str], str]:
+    """Per variant 'excluded k of n attempts' (none: one line saying so), and the protocol's rule."""
+    counts = ([f"{v.variant}: excluded {len(v.excluded)} of {v.attempts} attempts" for v in report.exclusions]
+              if any(v.excluded for v in report.exclusions) else [])
+    return counts, f"Exclusion rule of the protocol, the same for every variant: {report.exclusion_rule or 'not declared'}"
+
+
+def _exclusions_md(report: Report) -> list[str]:
+    counts, rule = _exclusion_text(report)
+    rows = [[v.variant, *row] for v in report.exclusions for row in v.excluded]
+    parts = [f"## {EXCLUSIONS_TITLE}", ""] + ([f"- {line}" for line in counts] if counts else ["No attempt excluded."])
+    return parts + ["", rule, ""] + ([_md_table(EXCLUSION_HEAD, rows), ""] if rows else [])
+
+
+def _exclusions_html(report: Report) -> list[str]:
+    e = html.escape
+    counts, rule = _exclusion_text(report)
+    rows = [[v.variant, *row] for v in report.exclusions for row in v.excluded]
+    parts = [f"<h2>{e(EXCLUSIONS_TITLE)}</h2>",
+             "<ul>" + "".join(f"<li>{e(line)}</li>" for line in counts) + "</ul>" if counts else "<p>No attempt excluded.</p>",
+             f"<p>{e(rule)}</p>"]
+    return parts + ([_html_table(EXCLUSION_HEAD, rows, "exclusions")] if rows else [])
 
 
 def _cell(value) -> str:
@@ -57,7 +95,8 @@ def _summary_rows(report: Report) -> list[list[str]]:
         d = c.durations
         counts = c.counts
         rows.append([
-            c.device, c.variant, " ".join(f"{v:.3f}" for v in d.values), _cell(d.median), _cell(d.minimum), _cell(d.maximum),
+            c.device, c.label, " ".join(f"{v:.3f}" for v in d.values), _cell(d.median), _cell(d.minimum), _cell(d.maximum),
+            f"{s.overlapped} of {len(d.values)}",
             str(counts["accepted"]), str(counts["rejected"]), str(counts["failed"]), str(counts["excluded"]), str(counts["pending"]),
             "; ".join(f"{k} {v / 2**20:.0f} MiB" for k, v in s.memory.items()), s.memory_counter,
             _cell(s.macro_f1), "; ".join(f"{k}: {v}" for k, v in s.quality_verdicts.items()),
@@ -74,7 +113,7 @@ def _pair(values: dict, first: str, second: str, fmt, reason: str) -> str:
     return f"{fmt(values[first])} / {fmt(values[second])}"
 
 
-SUMMARY_HEAD = ["device", "variant", "raw pass_s", "median", "min", "max", "accepted", "rejected", "failed",
+SUMMARY_HEAD = ["device", "variant", "raw pass_s", "median", "min", "max", "overlapped (another pass on the host)", "accepted", "rejected", "failed",
                 "excluded", "pending", "memory peaks", "memory counter", "macro-F1 (median)", "quality verdicts",
                 "GFLOP/s useful / padded (median)", "MFU useful / padded (median, of the dense-matmul peak)"]
 SEPARATION_HEAD = ["series", "faster", "slower", "median difference (s)", "largest spread (s)", "ranges overlap",
@@ -98,9 +137,9 @@ def _forecast_rows(report: Report) -> list[list[str]]:
     for a in report.assessments:
         c, f = a.configuration, a.forecast
         if f is None:
-            rows.append([c.device, c.variant] + [""] * 5 + [f"empty: {a.forecast_note}", "", "", a.deadline_status])
+            rows.append([c.device, c.label] + [""] * 5 + [f"empty: {a.forecast_note}", "", "", a.deadline_status])
             continue
-        rows.append([c.device, c.variant, f"{f.setup_h:g}", f"{f.waiting_h:g}",
+        rows.append([c.device, c.label, f"{f.setup_h:g}", f"{f.waiting_h:g}",
                      f"{f.comparisons_h:.3f} ({f.comparisons}{f', {f.comparisons_estimated} by stage times' if f.comparisons_estimated else ''})",
                      f"{f.startup_h:.3f}", f"{f.deliverables_h:.3f} ({f.deliverables:,})", f"{f.hours:,.3f}",
                      f"{f.low_hours:,.3f}-{f.high_hours:,.3f}",
@@ -114,7 +153,7 @@ def _plan_rows(report: Report) -> list[list[str]]:
         c = a.configuration
         per = (f"{a.cost_per_validated:,.2f} {a.currency}" if a.cost_per_validated is not None
                else "undefined (no accepted deliverable)")
-        rows.append([c.device, c.variant, str(a.feasible), a.feasibility, a.priced if a.plan else "",
+        rows.append([c.device, c.label, str(a.feasible), a.feasibility, a.priced if a.plan else "",
                      money_or_reason(a), " | ".join(p.describe() for p in a.plans[1:3]), str(c.accepted_deliverables), per])
     return rows
 
@@ -164,7 +203,7 @@ def markdown(report: Report) -> str:
     parts += ["", f"**Question.** {report.question}", "", f"**Decision note.** {report.decision}", "",
               f"Protocol digest `{report.protocol_digest[:16]}`; catalog {report.catalog}.", "",
               "## Per configuration (five raw durations, median, min, max; no p95, no mean)", "",
-              _md_table(SUMMARY_HEAD, _summary_rows(report)), "", MFU_TEXT, "",
+              _md_table(SUMMARY_HEAD, _summary_rows(report)), "", MFU_TEXT, "", *_exclusions_md(report),
               "## Separability within each series", "", _md_table(SEPARATION_HEAD, _separation_rows(report)), "",
               "## Campaign plan and committed cost", "", _plan_text(report), "", _md_table(FORECAST_HEAD, _forecast_rows(report)), "",
               _md_table(PLAN_HEAD, _plan_rows(report)), "", *_optional_md(report),
@@ -221,7 +260,7 @@ def page(report: Report) -> str:
              f'<p class="decision"><b>Decision note.</b> {e(report.decision)}</p>',
              f"<p>Protocol digest <code>{e(report.protocol_digest[:16])}</code>; catalog {e(report.catalog)}.</p>",
              "<h2>Per configuration</h2><p>Five raw durations, median, minimum, maximum; no p95, no mean.</p>",
-             _html_table(SUMMARY_HEAD, _summary_rows(report), "summary"), f"<p>{e(MFU_TEXT)}</p>",
+             _html_table(SUMMARY_HEAD, _summary_rows(report), "summary"), f"<p>{e(MFU_TEXT)}</p>", *_exclusions_html(report),
              "<h2>Separability within each series</h2>", _html_table(SEPARATION_HEAD, _separation_rows(report), "separability"),
              "<h2>Campaign plan and committed cost</h2>", f"<p>{e(_plan_text(report))}</p>",
              _html_table(FORECAST_HEAD, _forecast_rows(report), "forecast"),

@@ -10,7 +10,7 @@ from gpucost_mlflow.core import costs
 from gpucost_mlflow.core.decision import Assessment, Configuration
 from gpucost_mlflow.core.stats import Durations, Separation, separate
 from gpucost_mlflow.core.variants import Variant
-from gpucost_mlflow.tracking.schema import TIMINGS
+from gpucost_mlflow.tracking.schema import STACK_IDENTITY, TIMINGS
 
 MEMORY = ("mem_peak_allocated_bytes", "mem_peak_reserved_bytes", "mem_peak_rss_bytes")
 
@@ -27,17 +27,35 @@ def attempt_walls(rows: pd.DataFrame) -> tuple[tuple[float, ...], int]:
     return tuple(walls), estimated
 
 
+IDENTITY = ("model_revision", "corpus_fingerprint", *STACK_IDENTITY)
+IDENTITY_LABELS = {"model_revision": "model revision", "corpus_fingerprint": "corpus", "torch_build": "torch",
+                   "cuda_runtime": "CUDA runtime", "hip_runtime": "HIP runtime", "driver": "driver"}
+
+
+def _short(value: str) -> str:
+    return (value[:12] if len(value) > 16 else value) or "not recorded"
+
+
 def configurations(table: pd.DataFrame) -> list[Configuration]:
-    """One Configuration per (device, variant) of the benchmark attempts, in first-seen order."""
+    """One Configuration per identity of the benchmark attempts (device, variant, model revision, corpus, stack:
+    PROTOCOL.md §2), in first-seen order; configurations sharing a device and variant are told apart by name."""
+    table = table.copy()
+    for key in IDENTITY:
+        table[key] = table[key].fillna("").astype(str)
     bench = table[table["role"] == "benchmark"]
     delivered = table[(table["role"] == "deliverable") & (table["status"] == "accepted")]
     walls = {device: attempt_walls(rows) for device, rows in bench.groupby("device", sort=False)}
+    identities: dict[tuple, set] = {}
+    for (device, variant, *identity), _ in bench.groupby(["device", "variant", *IDENTITY], sort=False):
+        identities.setdefault((device, variant), set()).add(tuple(identity))
     configs = []
-    for (device, variant), rows in bench.groupby(["device", "variant"], sort=False):
+    for (device, variant, *identity), rows in bench.groupby(["device", "variant", *IDENTITY], sort=False):
         completed = rows[rows["pass_s"].notna() & (rows["status"] != "excluded")]
         medians = {key: float(completed[key].median()) for key in ("load_s", "warmup_s", "eval_s", "export_s")
                    if completed[key].notna().any()}
         done = delivered[(delivered["device"] == device) & (delivered["variant"] == variant)]
+        siblings = identities[(device, variant)]
+        differing = [i for i, key in enumerate(IDENTITY) if len({other[i] for other in siblings}) > 1]
         configs.append(Configuration(
             device=device,
             variant=variant,
@@ -47,8 +65,32 @@ def configurations(table: pd.DataFrame) -> list[Configuration]:
             accepted_deliverables=int(done["corpus_fingerprint"].nunique()),
             attempt_walls=walls[device][0],
             walls_estimated=walls[device][1],
+            identity=dict(zip(IDENTITY, identity)),
+            distinction=", ".join(f"{IDENTITY_LABELS[IDENTITY[i]]} {_short(identity[i])}" for i in differing),
         ))
     return configs
+
+
+def identity_notes(configs: list[Configuration]) -> list[str]:
+    """One line per device and variant whose passes are several configurations, naming the differing fields."""
+    groups: dict[tuple, list[Configuration]] = {}
+    for config in configs:
+        groups.setdefault((config.device, config.variant), []).append(config)
+    notes = []
+    for (device, variant), members in groups.items():
+        if len(members) > 1:
+            notes.append(f"{variant} on {device} is {len(members)} configurations, reported apart: "
+                         f"{'; '.join(m.distinction for m in members)} (PROTOCOL.md §2: when these differ, a "
+                         "conclusion is about the whole tested configurations)")
+    return notes
+
+
+def rows_of(table: pd.DataFrame, config: Configuration) -> pd.DataFrame:
+    """The benchmark attempts of one configuration (its device, variant and identity)."""
+    mask = (table["role"] == "benchmark") & (table["device"] == config.device) & (table["variant"] == config.variant)
+    for key, value in config.identity.items():
+        mask &= table[key].fillna("").astype(str) == value
+    return table[mask]
 
 
 UTILISATION = ("useful_flop_per_s", "padded_flop_per_s", "mfu_useful", "mfu_padded")
@@ -63,13 +105,14 @@ class Summary:
     quality_verdicts: dict
     utilisation: dict = field(default_factory=dict)
     mfu_reason: str = ""
+    overlapped: int = 0  # counted durations whose measured clock overlapped another pass on the same host
 
 
 def summaries(table: pd.DataFrame, configs: list[Configuration]) -> list[Summary]:
     """Memory peaks (largest per counter, never added) and quality per configuration."""
     result = []
     for config in configs:
-        rows = table[(table["role"] == "benchmark") & (table["device"] == config.device) & (table["variant"] == config.variant)]
+        rows = rows_of(table, config)
         memory = {key: float(rows[key].max()) for key in MEMORY if rows[key].notna().any()}
         counters = sorted({c for c in rows["memory_counter"] if c})
         f1 = rows["macro_f1"].dropna()
@@ -80,28 +123,40 @@ def summaries(table: pd.DataFrame, configs: list[Configuration]) -> list[Summary
         reasons = sorted({r for r in completed.get("mfu_reason", pd.Series(dtype=str)).fillna("") if r})
         if not len(completed):
             reasons = ["no completed pass"]
+        overlapped = int((completed["overlapped_with"].fillna("") != "").sum()) if "overlapped_with" in completed else 0
         result.append(Summary(config, memory, "; ".join(counters), float(f1.median()) if len(f1) else None, verdicts,
-                              utilisation, "; ".join(reasons)))
+                              utilisation, "; ".join(reasons), overlapped))
     return result
 
 
 def separations(configs: list[Configuration], variants: dict[str, Variant]) -> list[tuple[str, Separation]]:
-    """Every pair of variants of one series measured on the same device."""
-    pairs = []
+    """Every pair of variants of one series measured on the same device; then, for a series that names a
+    reference, each member against that reference measured on the same device (each pair once)."""
+    pairs, seen = [], set()
     by_device: dict[str, dict[str, Configuration]] = {}
     for config in configs:
         by_device.setdefault(config.device, {})[config.variant] = config
     series: dict[str, list[str]] = {}
+    references: dict[str, str] = {}
     for variant in variants.values():
         if variant.series:
             series.setdefault(variant.series, []).append(variant.name)
+            if variant.reference:
+                references[variant.series] = variant.reference
     for device, present in by_device.items():
         for name, members in series.items():
             measured = [m for m in members if m in present]
-            for i, first in enumerate(measured):
-                for second in measured[i + 1:]:
-                    pairs.append((f"{name} on {device}", separate(first, present[first].durations.values,
-                                                                  second, present[second].durations.values)))
+            candidates = [(f"{name} on {device}", first, second)
+                          for i, first in enumerate(measured) for second in measured[i + 1:]]
+            reference = references.get(name, "")
+            if reference in present:
+                candidates += [(f"{name} on {device} (vs reference {reference})", reference, member)
+                               for member in measured if member != reference]
+            for label, first, second in candidates:
+                if (device, frozenset((first, second))) not in seen:
+                    seen.add((device, frozenset((first, second))))
+                    pairs.append((label, separate(first, present[first].durations.values,
+                                                  second, present[second].durations.values)))
     return pairs
 
 
@@ -123,6 +178,7 @@ def balance(assessments: list[Assessment], deadline, other_costs=()) -> pd.DataF
             "entry": "configuration",
             "device": c.device,
             "variant": c.variant,
+            "distinction": c.distinction,
             **{f"{k}_attempts": v for k, v in c.counts.items()},
             "feasible": a.feasible,
             "feasibility": a.feasibility,

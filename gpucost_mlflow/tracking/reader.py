@@ -13,20 +13,22 @@ from mlflow.entities import Run, ViewType
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.overlap import Interval, overlaps
 from gpucost_mlflow.core.protocol import digest_of
-from gpucost_mlflow.tracking import schema
+from gpucost_mlflow.tracking import exclusions, schema
 
 PAGE = 1000
 COLUMNS = [
     "run_id", "campaign_id", "pass_index", "round", "position", "attempt", "variant", "role", "corpus_fingerprint", "device", "backend",
-    "batch_size", "precision", "quantization", "length_grouping", "status", "reason",
+    "batch_size", "precision", "quantization", "length_grouping", "model_revision", *schema.STACK_IDENTITY, "status", "reason",
     "load_s", "warmup_s", "pass_s", "eval_s", "export_s", "quality_verdict", "accuracy", "macro_f1",
     "expected_ids", "observed_ids", "ids_match", "corpus_accepted", "completed_entries",
     "mem_peak_allocated_bytes", "mem_peak_reserved_bytes", "mem_peak_rss_bytes",
-    "memory_counter", *schema.UTILISATION, "mfu_reason", "protocol_digest", "start_time", "end_time", "wall_s", "notes",
+    "memory_counter", *schema.UTILISATION, "mfu_reason", "protocol_digest", "start_time", "end_time", "wall_s",
+    "host", *schema.MEASURED_SPAN, "overlapped_with", "notes",
 ]
 SHOWN = ["variant", "status", "batch_size", "pass_s", "mfu_useful", "mfu_padded", "quality_verdict", "macro_f1",
-         "expected_ids", "observed_ids", "ids_match", "corpus_accepted", "completed_entries", "reason"]
+         "expected_ids", "observed_ids", "ids_match", "corpus_accepted", "completed_entries", "reason", "overlapped_with"]
 
 
 class _gc_paused:
@@ -92,6 +94,11 @@ def attempt_row(run: Run) -> dict:
         status, reason = "failed", "interrupted (launcher gone, run left RUNNING)"
     elif run.info.status in ("FAILED", "KILLED") and status in ("", "running"):
         status, reason = "failed", reason or "interrupted (run ended before the attempt was recorded)"
+    # An excluded pass keeps its row; the cause, who and when are its reason (`gpucost exclude`, PROTOCOL.md §6).
+    excluded = tags.get(schema.STATUS) == "excluded" and bool(tags.get(schema.EXCLUDED_CAUSE))
+    if excluded:
+        status, reason = "excluded", exclusions.describe(tags)
+    measured_reason = tags.get(schema.REASON_BEFORE_EXCLUSION, "") if excluded else reason
     row = {
         "run_id": run.info.run_id,
         "campaign_id": tags.get(schema.CAMPAIGN_ID, ""),
@@ -108,6 +115,9 @@ def attempt_row(run: Run) -> dict:
         "precision": params.get("setting.precision"),
         "quantization": params.get("setting.quantization"),
         "length_grouping": params.get("setting.length_grouping"),
+        "model_revision": params.get("model.revision", ""),
+        "host": tags.get(schema.HOST, ""),
+        **{key: params.get(f"stack.{key}", "") for key in schema.STACK_IDENTITY},
         "status": status,
         "reason": reason,
         "quality_verdict": tags.get(schema.QUALITY_VERDICT, ""),
@@ -126,7 +136,10 @@ def attempt_row(run: Run) -> dict:
     notes = []
     if status not in ("accepted", ""):
         notes.append(f"{status}: {reason}")
-    why = reason or "not recorded"
+    if excluded:
+        notes.append(f"before exclusion: {tags.get(schema.STATUS_BEFORE_EXCLUSION, '') or 'not recorded'}"
+                     f" ({measured_reason or 'no reason recorded'})")
+    why = measured_reason or reason or "not recorded"
     for key in schema.TIMINGS + ("completed_entries",):
         if key not in metrics:
             notes.append(f"{key} empty: {why}")
@@ -134,7 +147,7 @@ def attempt_row(run: Run) -> dict:
         notes.append("wall_s empty: the run has no end time (still running, or its launcher died)")
     if status != "running":
         notes.append(f"predictions: {run.info.artifact_uri}/{schema.PREDICTIONS}")
-    row["mfu_reason"] = mfu_reason(metrics, status, reason)
+    row["mfu_reason"] = mfu_reason(metrics, status, measured_reason or reason)
     if row["mfu_reason"]:
         notes.append(f"mfu empty: {row['mfu_reason']}")
     row["notes"] = "; ".join(notes)
@@ -152,6 +165,20 @@ def mfu_reason(metrics: dict, status: str, reason: str) -> str:
     return "no dense-matmul peak cached for this device and precision when the pass ran (run `gpucost doctor --peak`)"
 
 
+def flag_overlaps(rows: list[dict]) -> None:
+    """Fill `overlapped_with` (and a note) for passes whose measured clocks overlapped on the same host."""
+    start, end = schema.MEASURED_SPAN
+    spans = [Interval(r["run_id"], r.get("host") or "", r[start], r[end]) for r in rows
+             if r.get(start) is not None and r.get(end) is not None]
+    found = overlaps(spans)
+    for row in rows:
+        others = found.get(row["run_id"], [])
+        row["overlapped_with"] = ",".join(others)
+        if others:
+            row["notes"] = "; ".join(filter(None, [f"overlapped (same host {row['host']}): {', '.join(others)}",
+                                                   row["notes"]]))
+
+
 def attempts(experiment: str, client: MlflowClient | None = None) -> tuple[pd.DataFrame, dict]:
     """The attempts table of an experiment (oldest first, every gpucost pass a row) and the experiment's tags."""
     client = client or MlflowClient()
@@ -160,6 +187,7 @@ def attempts(experiment: str, client: MlflowClient | None = None) -> tuple[pd.Da
         raise GpucostError(f"experiment '{experiment}' not found in {client.tracking_uri}")
     with _gc_paused():
         rows = [attempt_row(run) for run in _runs(client, found.experiment_id)]
+    flag_overlaps(rows)
     table = pd.DataFrame(rows, columns=COLUMNS)
     for column in ("expected_ids", "observed_ids", "completed_entries"):
         table[column] = table[column].astype("Int64")

@@ -27,11 +27,24 @@ RETRY_OF = "gpucost.retry_of"
 CACHE_POLICY = "gpucost.cache_policy"
 CAMPAIGN_ROLE = "campaign"
 LAUNCHER = "gpucost.launcher"
+HOST = "gpucost.host"
+OVERLAPPED_WITH = "gpucost.overlapped_with"
+NOTE = "mlflow.note.content"
+# Wall-clock bounds (epoch seconds) of the measured pass, read outside its clock.
+MEASURED_SPAN = ("measured_from_epoch_s", "measured_until_epoch_s")
 CHECK_PREFIX = "gpucost.check."
 # A verdict made again later (`gpucost rejudge`): when, against which reference run, and what it was first.
 REJUDGED_AT = "gpucost.rejudged_at"
 REJUDGED_AGAINST = "gpucost.rejudged_against"
 FIRST_STATUS = "gpucost.first_status"
+# A pass excluded for a documented external cause (`gpucost exclude`, PROTOCOL.md §6): the cause, who and when
+# (UTC), and the status and reason it had before, which `--undo` restores. Undo empties them and leaves one trace.
+EXCLUDED_CAUSE = "gpucost.excluded_cause"
+EXCLUDED_BY = "gpucost.excluded_by"
+EXCLUDED_AT = "gpucost.excluded_at"
+STATUS_BEFORE_EXCLUSION = "gpucost.status_before_exclusion"
+REASON_BEFORE_EXCLUSION = "gpucost.reason_before_exclusion"
+EXCLUSION_UNDONE = "gpucost.exclusion_undone"
 
 ROLES = ("benchmark", "deliverable")
 STATUSES = ("accepted", "rejected", "failed", "excluded", "pending")
@@ -48,6 +61,9 @@ PREDICTIONS = "predictions.jsonl.gz"
 VERDICT = "verdict.json"
 ENVIRONMENT = "environment.txt"
 ERROR = "error.txt"
+
+# The software stack that is part of a configuration's identity (PROTOCOL.md §2): params `stack.<key>`.
+STACK_IDENTITY = ("torch_build", "cuda_runtime", "hip_runtime", "driver")
 
 DATASET_CONTEXT = "comparison"
 DEFAULT_EXPERIMENT = "gpucost"
@@ -66,4 +82,5 @@ def params_from_manifest(manifest: dict) -> dict[str, str]:
         }
     )
     params.update({f"seed.{key}": str(value) for key, value in manifest["seeds"].items()})
+    params.update({f"stack.{key}": str(manifest["stack"].get(key, "")) for key in STACK_IDENTITY})
     return params

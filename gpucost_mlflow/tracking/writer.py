@@ -26,6 +26,7 @@ def start_tags(*, role: str, variant: str, device: str, backend: str, corpus_fin
         schema.VARIANT: variant,
         schema.STATUS: "running",
         schema.LAUNCHER: f"{socket.gethostname()}:{os.getpid()}",
+        schema.HOST: socket.gethostname(),
         schema.DEVICE_NAME: device,
         schema.BACKEND: backend,
         schema.CORPUS_FINGERPRINT: corpus_fingerprint,

@@ -1,0 +1,165 @@
+"""Excluding a pass for a documented external cause, and undoing it (`gpucost exclude`, PROTOCOL.md §6).
+
+The pass keeps its row: its status becomes `excluded`, and the cause, who (the OS user) and when (UTC)
+are written beside the status and reason it had, which `undo` restores exactly. Each change is one
+log_batch, so a pass is never half excluded; raw metrics are never touched. The report leaves excluded
+attempts out of durations, medians and feasibility (report/tables.py, core/decision.py) and lists every
+exclusion of the experiment per variant, so one can see whether one rule was applied to all.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import getpass
+from dataclasses import dataclass
+
+import yaml
+from mlflow.entities import Run, RunTag, ViewType
+from mlflow.exceptions import MlflowException
+from mlflow.tracking import MlflowClient
+
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.tracking import schema, writer
+
+EXCLUDED = "excluded"
+PAGE = 1000
+# Tags an exclusion writes and its undo empties (MLflow's log_batch cannot delete a tag).
+WRITTEN = (schema.EXCLUDED_CAUSE, schema.EXCLUDED_BY, schema.EXCLUDED_AT, schema.STATUS_BEFORE_EXCLUSION,
+           schema.REASON_BEFORE_EXCLUSION)
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    run_id: str
+    experiment_id: str
+    variant: str
+    device: str
+    cause: str
+    by: str
+    at: str
+    status_before: str
+    reason_before: str
+
+
+def user() -> str:
+    """Who excludes: the OS user, 'unknown' when it cannot be told."""
+    try:
+        return getpass.getuser() or "unknown"
+    except Exception:  # no login name, no USER / LOGNAME in the environment
+        return "unknown"
+
+
+def describe(tags: dict) -> str:
+    """The reason an excluded pass shows in the attempts table: its cause, who excluded it and when."""
+    return (f"{tags.get(schema.EXCLUDED_CAUSE, '')} (excluded by {tags.get(schema.EXCLUDED_BY, '') or 'unknown'} "
+            f"at {tags.get(schema.EXCLUDED_AT, '') or 'unknown time'})")
+
+
+def of(run: Run) -> Exclusion:
+    tags = run.data.tags
+    return Exclusion(run.info.run_id, run.info.experiment_id, tags.get(schema.VARIANT, ""), tags.get(schema.DEVICE_NAME, ""),
+                     tags.get(schema.EXCLUDED_CAUSE, ""), tags.get(schema.EXCLUDED_BY, ""), tags.get(schema.EXCLUDED_AT, ""),
+                     tags.get(schema.STATUS_BEFORE_EXCLUSION, ""), tags.get(schema.REASON_BEFORE_EXCLUSION, ""))
+
+
+def cause_of(cause: str | None) -> str:
+    """The cause on one line; an empty one is refused (an exclusion without a documented cause is not one)."""
+    text = " ".join((cause or "").split())
+    if not text:
+        raise GpucostError("an exclusion needs its documented external cause (--cause TEXT, not empty); nothing changed")
+    if len(text) > writer.MAX_TAG:
+        raise GpucostError(f"the cause is {len(text)} characters, at most {writer.MAX_TAG}; nothing changed")
+    return text
+
+
+def _pass(client: MlflowClient, run_id: str) -> Run:
+    """The gpucost pass with this run id, or a one-line GpucostError."""
+    run_id = (run_id or "").strip()
+    if not run_id:
+        raise GpucostError("a run id is required; nothing changed")
+    try:
+        run = client.get_run(run_id)
+    except MlflowException as exc:
+        if exc.error_code not in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE", "NOT_FOUND"):
+            raise
+        raise GpucostError(f"run '{run_id}' not found in the tracking store; nothing changed") from None
+    if run.info.lifecycle_stage == "deleted":
+        raise GpucostError(f"run '{run_id}' is deleted; nothing changed")
+    if not run.data.tags.get(schema.VARIANT):
+        raise GpucostError(f"run '{run_id}' is not a gpucost pass (no {schema.VARIANT} tag); nothing changed")
+    return run
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def exclude(client: MlflowClient, run_id: str, cause: str, who: str | None = None) -> Exclusion:
+    """Mark the pass excluded for the cause (one log_batch); the status and reason it had are kept for undo."""
+    cause = cause_of(cause)
+    run = _pass(client, run_id)
+    tags = run.data.tags
+    status = tags.get(schema.STATUS, "")
+    if status == EXCLUDED:
+        raise GpucostError(f"run '{run.info.run_id}' is already excluded ({describe(tags)}); undo it first with "
+                           f"`gpucost exclude {run.info.run_id} --undo`; nothing changed")
+    if run.info.status == "RUNNING" and status == "running":
+        from gpucost_mlflow.tracking.reader import launcher_alive  # the reader imports this module
+
+        if launcher_alive(tags.get(schema.LAUNCHER, "")):
+            raise GpucostError(f"run '{run.info.run_id}' is still running (launcher {tags.get(schema.LAUNCHER, '?')}): "
+                               "exclude it once it has ended; nothing changed")
+    batch = {
+        schema.STATUS: EXCLUDED,
+        schema.STATUS_REASON: cause,
+        schema.EXCLUDED_CAUSE: cause,
+        schema.EXCLUDED_BY: who or user(),
+        schema.EXCLUDED_AT: _now(),
+        schema.STATUS_BEFORE_EXCLUSION: status,
+        schema.REASON_BEFORE_EXCLUSION: tags.get(schema.STATUS_REASON, ""),
+    }
+    client.log_batch(run.info.run_id, tags=[RunTag(key, value) for key, value in batch.items()])
+    return of(client.get_run(run.info.run_id))
+
+
+def undo(client: MlflowClient, run_id: str, who: str | None = None) -> Exclusion:
+    """Restore the status and reason the pass had before its exclusion (one log_batch); returns what was undone."""
+    run = _pass(client, run_id)
+    tags = run.data.tags
+    status = tags.get(schema.STATUS, "")
+    if status != EXCLUDED:
+        raise GpucostError(f"run '{run.info.run_id}' is not excluded (status {status or 'not recorded'}): nothing to undo")
+    if not tags.get(schema.STATUS_BEFORE_EXCLUSION):
+        raise GpucostError(f"run '{run.info.run_id}' has no recorded status before its exclusion (not excluded by "
+                           "`gpucost exclude`): nothing to restore; nothing changed")
+    undone = of(run)
+    trace = (f"exclusion by {undone.by} at {undone.at} undone by {who or user()} at {_now()} "
+             f"(cause was: {undone.cause})")[:writer.MAX_TAG]
+    batch = [RunTag(schema.STATUS, undone.status_before), RunTag(schema.STATUS_REASON, undone.reason_before),
+             RunTag(schema.EXCLUSION_UNDONE, trace)] + [RunTag(key, "") for key in WRITTEN]
+    client.log_batch(run.info.run_id, tags=batch)
+    return undone
+
+
+def listed(client: MlflowClient, experiment_id: str) -> list[Exclusion]:
+    """Every excluded pass of the experiment, oldest first."""
+    found, token = [], None
+    while True:
+        page = client.search_runs([experiment_id], filter_string=f"tags.`{schema.STATUS}` = '{EXCLUDED}'",
+                                  run_view_type=ViewType.ACTIVE_ONLY, max_results=PAGE,
+                                  order_by=["attributes.start_time ASC"], page_token=token)
+        found += [of(run) for run in page if run.data.tags.get(schema.VARIANT)]
+        token = page.token
+        if not token:
+            return found
+
+
+def rule(client: MlflowClient, experiment_id: str) -> str:
+    """The exclusion_rule of the protocol locked on the experiment ('' when its text is not stored there)."""
+    text = client.get_experiment(experiment_id).tags.get(schema.PROTOCOL_TEXT, "")
+    try:
+        document = yaml.safe_load(text) if text else None
+    except yaml.YAMLError:
+        return ""
+    value = document.get("exclusion_rule") if isinstance(document, dict) else None
+    return " ".join(value.split()) if isinstance(value, str) else ""

@@ -1,0 +1,52 @@
+"""Flagging passes whose measured clocks overlapped on one host, on the runs themselves.
+
+The launcher calls `mark` after its pass is recorded: the pass and every earlier pass it overlapped
+get the `gpucost.overlapped_with` tag and a description naming each other. A pass still running
+when this one ends is flagged when it ends itself. The reader finds the same overlaps from the
+recorded spans (`core/overlap.py`), so the attempts table and report never depend on these tags.
+"""
+
+from __future__ import annotations
+
+from mlflow.entities import RunTag
+from mlflow.tracking import MlflowClient
+
+from gpucost_mlflow.core.overlap import Interval, describe, overlaps
+from gpucost_mlflow.tracking import schema
+
+FROM, UNTIL = schema.MEASURED_SPAN
+
+
+def _interval(run) -> Interval | None:
+    metrics, tags = run.data.metrics, run.data.tags
+    if FROM not in metrics or UNTIL not in metrics:
+        return None
+    return Interval(run.info.run_id, tags.get(schema.HOST, ""), metrics[FROM], metrics[UNTIL])
+
+
+def mark(client: MlflowClient, run_id: str) -> list[str]:
+    """Tag and describe this run and the runs of its experiment whose measured span overlapped it; returns those."""
+    run = client.get_run(run_id)
+    mine = _interval(run)
+    if mine is None or not mine.host:
+        return []
+    candidates = client.search_runs(
+        [run.info.experiment_id],
+        filter_string=f"tags.`{schema.HOST}` = '{mine.host}' AND metrics.`{UNTIL}` > {mine.start!r}",
+        max_results=1000,
+    )
+    spans = [i for i in (_interval(r) for r in candidates) if i is not None]
+    if not any(i.run_id == run_id for i in spans):
+        spans.append(mine)
+    found = overlaps(spans)
+    others = found.get(run_id, [])
+    for target in [run_id, *others]:
+        names = sorted(set(found.get(target, [])) | set(_tagged(client, target)))
+        client.log_batch(target, tags=[RunTag(schema.OVERLAPPED_WITH, ",".join(names)),
+                                       RunTag(schema.NOTE, describe(names, mine.host))])
+    return others
+
+
+def _tagged(client: MlflowClient, run_id: str) -> list[str]:
+    value = client.get_run(run_id).data.tags.get(schema.OVERLAPPED_WITH, "")
+    return [item for item in value.split(",") if item]

@@ -1,0 +1,143 @@
+"""`gpucost exclude` (PROTOCOL.md §6): an excluded pass keeps its row and its cause, leaves the durations, and undo restores it."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+from mlflow.tracking import MlflowClient
+
+from gpucost_mlflow.cli import main
+from gpucost_mlflow.report import render
+from gpucost_mlflow.report.tables import configurations
+from gpucost_mlflow.tracking import schema
+from gpucost_mlflow.tracking.reader import attempts
+
+from test_report import B200, experiment  # noqa: F401  (the fixture that writes attempts through writer.py)
+from test_report import report as built_report
+
+CAUSE = "host maintenance event 2026-11-30 10:12 UTC (provider ticket 4411)"
+
+
+@pytest.fixture
+def attempt(experiment):  # noqa: F811  (the fixture imported above)
+    """test_report.py's writer of attempts (through writer.py, on one B200), returning each attempt's run id."""
+    client = MlflowClient()
+    experiment_id = client.get_experiment_by_name("scenario").experiment_id
+
+    def write(variant, pass_s, status="accepted", reason="every check passed") -> str:
+        experiment(variant, B200, pass_s, status=status, reason=reason)
+        (last,) = client.search_runs([experiment_id], filter_string=f"tags.`{schema.VARIANT}` LIKE '%'",
+                                     order_by=["attributes.start_time DESC"], max_results=1)
+        return last.info.run_id
+
+    return write
+
+
+def exclude(*args):
+    return CliRunner().invoke(main, ["exclude", *args])
+
+
+def row(run_id):
+    table, _ = attempts("scenario")
+    return table.set_index("run_id").loc[run_id]
+
+
+def report():
+    return built_report()[0]
+
+
+def test_an_excluded_pass_keeps_its_row_with_its_cause_and_leaves_the_durations(attempt):
+    for seconds in (10.1, 10.3, 10.2, 10.0):
+        attempt("batch8", seconds)
+    slow = attempt("batch8", 31.0)
+
+    result = exclude(slow, "--cause", f"  {CAUSE}\n")
+    assert result.exit_code == 0, result.output
+    assert f"accepted -> excluded, cause: {CAUSE}" in result.output
+    assert "exclusion rule of the protocol" in result.output and "documented external cause" in result.output
+
+    table, _ = attempts("scenario")
+    assert len(table) == 5  # the row stays
+    excluded = row(slow)
+    assert excluded["status"] == "excluded"
+    assert excluded["reason"].startswith(f"{CAUSE} (excluded by ") and " at 20" in excluded["reason"]
+    assert "before exclusion: accepted (every check passed)" in excluded["notes"]
+    assert excluded["pass_s"] == 31.0  # raw measurement untouched
+    tags = MlflowClient().get_run(slow).data.tags
+    assert tags[schema.EXCLUDED_CAUSE] == CAUSE and tags[schema.EXCLUDED_BY] and tags[schema.EXCLUDED_AT].endswith("+00:00")
+
+    (config,) = configurations(table)
+    assert config.durations.values == (10.1, 10.3, 10.2, 10.0)
+    assert config.durations.median == pytest.approx(10.15)
+    assert config.counts["excluded"] == 1 and config.counts["accepted"] == 4
+    assert len(config.attempt_walls) == 5  # the rental it held still counts in the forecast
+    (summary,) = report().summaries
+    assert 31.0 not in summary.configuration.durations.values
+
+
+def test_undo_restores_the_status_and_reason_it_had(attempt):
+    attempt("batch8", 10.0)
+    failed = attempt("batch8", None, status="failed", reason="out of memory (CUDA OOM at batch 12)")
+    client = MlflowClient()
+    before = row(failed)
+
+    assert exclude(failed, "--cause", CAUSE).exit_code == 0
+    assert row(failed)["status"] == "excluded"
+    assert "pass_s empty: out of memory" in row(failed)["notes"]  # the measurement's own reason, not the cause
+
+    again = exclude(failed, "--cause", "another cause")
+    assert again.exit_code == 2 and "already excluded" in again.output
+
+    result = exclude(failed, "--undo")
+    assert result.exit_code == 0, result.output
+    assert "excluded -> failed (out of memory (CUDA OOM at batch 12))" in result.output
+    after = row(failed)
+    assert (after["status"], after["reason"], after["notes"]) == (before["status"], before["reason"], before["notes"])
+    tags = client.get_run(failed).data.tags
+    assert tags[schema.STATUS] == "failed" and not tags[schema.EXCLUDED_CAUSE]
+    assert f"(cause was: {CAUSE})" in tags[schema.EXCLUSION_UNDONE]
+
+    twice = exclude(failed, "--undo")
+    assert twice.exit_code == 2 and "not excluded" in twice.output
+    assert exclude(failed, "--cause", "a second, documented cause").exit_code == 0
+    assert row(failed)["reason"].startswith("a second, documented cause (excluded by ")
+
+
+def test_the_report_lists_every_exclusion_per_variant(attempt):
+    runs = {variant: [attempt(variant, 10.0 + i / 10) for i in range(3)] for variant in ("batch4", "batch8")}
+    assert "No attempt excluded." in render.markdown(report())
+
+    assert exclude(runs["batch4"][1], "--cause", CAUSE).exit_code == 0
+    assert exclude(runs["batch8"][2], "--cause", "<script>another job on the machine</script>").exit_code == 0
+    built = report()
+    assert [(v.variant, v.attempts, len(v.excluded)) for v in built.exclusions] == [("batch4", 3, 1), ("batch8", 3, 1)]
+
+    md = render.markdown(built)
+    section = md.split("## Exclusions (PROTOCOL.md §6)")[1].split("\n## ")[0]
+    assert "- batch4: excluded 1 of 3 attempts" in section and "- batch8: excluded 1 of 3 attempts" in section
+    assert CAUSE in section and runs["batch4"][1] in section and runs["batch8"][2] in section
+    assert "documented external cause" in section  # the protocol's exclusion_rule
+    assert "No attempt excluded." not in md
+
+    page = render.page(built)
+    assert "<h2>Exclusions (PROTOCOL.md §6)</h2>" in page
+    assert "&lt;script&gt;another job on the machine&lt;/script&gt;" in page and "<script>" not in page
+    assert 'id="exclusions"' in page
+
+
+def test_exclude_of_an_unknown_run_or_with_an_empty_cause_is_one_line_exit_2_and_changes_nothing(attempt):
+    target = attempt("batch8", 10.0)
+    client = MlflowClient()
+    other = client.create_run(client.get_experiment_by_name("scenario").experiment_id).info.run_id  # not a gpucost pass
+    before = client.get_run(target).data.tags
+
+    for args in ([target, "--cause", ""], [target, "--cause", "  \n "], [target],
+                 ["0" * 32, "--cause", CAUSE], [other, "--cause", CAUSE], [target, "--undo"],
+                 [target, "--undo", "--cause", CAUSE]):
+        result = exclude(*args)
+        assert result.exit_code == 2, (args, result.output)
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("Error: "), (args, result.output)
+    assert client.get_run(target).data.tags == before
+    assert schema.STATUS not in client.get_run(other).data.tags
+    assert row(target)["status"] == "accepted"
