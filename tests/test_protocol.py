@@ -230,3 +230,57 @@ def test_rejudge_accepts_a_pending_pass_once_its_reference_exists_and_twice_chan
 def test_rejudge_of_an_unknown_experiment_is_one_line_exit_2(store, protocol_file, args, message):
     result = CliRunner().invoke(main, ["rejudge", *args, "--protocol", str(protocol_file)])
     assert result.exit_code == 2 and message in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_a_deliverable_without_labels_is_accepted_by_ids_format_coverage_and_audit_and_counted_once(store, tmp_path, corpus_dir, model_dir):
+    from gpucost_mlflow.core.catalog import load_catalog
+    from gpucost_mlflow.core.variants import load_variants
+    from gpucost_mlflow.report.build import build
+
+    protocol = write_protocol(tmp_path / "protocol.yaml")
+    protocol.write_text(protocol.read_text().replace(
+        "deliverables: {expected: 1, description: the slice classified once}",
+        "deliverables: {expected: 1, description: the slice classified once, audit: {sample: 8, min_label_agreement: 0.5}}"))
+    production = tmp_path / "production.jsonl"
+    rows = [json.loads(line) for line in (corpus_dir / "comparison.jsonl").read_text().splitlines()]
+    production.write_text("".join(json.dumps({"id": r["id"], "text": r["text"]}) + "\n" for r in rows))
+
+    def deliver():
+        return CliRunner().invoke(main, ["pass", "--variant", "batch4", "--corpus", str(production), "--model", str(model_dir),
+                                         "--variants", str(VARIANTS), "--experiment", "t", "--protocol", str(protocol),
+                                         "--role", "deliverable"])
+
+    refused = CliRunner().invoke(main, [
+        "pass", "--variant", "batch4", "--corpus", str(production), "--model", str(model_dir), "--variants", str(VARIANTS),
+        "--experiment", "t", "--protocol", str(protocol)])
+    assert refused.exit_code == 2 and "missing field 'label'" in refused.output  # a benchmark corpus needs gold labels
+    assert run_pass(corpus_dir, model_dir, protocol, "batch4").exit_code == 0
+    for _ in range(2):
+        result = deliver()
+        assert result.exit_code == 0 and "accepted" in result.output, result.output
+    table, _ = attempts_csv(protocol)
+    delivered = table[table["role"] == "deliverable"]
+    assert list(delivered["status"]) == ["accepted", "accepted"]
+    assert set(delivered["quality_verdict"]) == {"no gold labels: audit passed"}
+    run = MlflowClient().get_run(delivered["run_id"].iloc[0])
+    assert run.data.tags["gpucost.check.audit"].startswith("pass: ") and "of 8 sampled inputs" in run.data.tags["gpucost.check.audit"]
+    assert "macro_f1" not in run.data.metrics
+    verdict = json.loads(Path(mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="verdict.json")).read_text())
+    assert verdict["gold_labels"] is False and len(verdict["audit"]["sample_ids"]) == 8 and verdict["audit"]["variant"] == "batch8"
+    built, _ = build("t", load_protocol(protocol), protocol, load_catalog(ROOT / "catalog" / "labkit-2026-09-24.csv"),
+                     load_variants(VARIANTS))
+    (batch4,) = built.assessments
+    assert batch4.configuration.accepted_deliverables == 1  # one corpus, however often it is re-run
+
+
+def test_an_audit_below_its_agreement_fails_and_the_sample_is_fixed_by_the_fingerprint():
+    from gpucost_mlflow.core import judge
+
+    ids = [f"id{i}" for i in range(20)]
+    sample = judge.audit_sample(ids, 5, "f" * 64)
+    assert set(sample) == set(judge.audit_sample(list(reversed(ids)), 5, "f" * 64))  # the draw ignores file order
+    assert len(sample) == 5 and sample != judge.audit_sample(ids, 5, "e" * 64)
+    mine = {i: "fresh" for i in ids}
+    theirs = {i: ("rotten" if n < 3 else "fresh") for n, i in enumerate(sample)}
+    check = judge.audit_check(mine, theirs, sample, 0.8, "batch8")
+    assert not check.passed and check.reason.startswith("40.00 % of 5 sampled inputs")

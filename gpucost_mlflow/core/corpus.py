@@ -47,6 +47,11 @@ class Corpus:
     def ids(self) -> list[str]:
         return [row["id"] for row in self.rows]
 
+    @property
+    def gold_labels(self) -> bool:
+        """Whether every row carries a gold label (quality can be measured)."""
+        return all(row["label"] for row in self.rows)
+
 
 def _decode(path: Path) -> str:
     try:
@@ -64,12 +69,14 @@ def _decode(path: Path) -> str:
         raise GpucostError(f"{path}:{line}: not valid UTF-8 (byte {exc.start})") from None
 
 
-def _check_fields(path: Path, line: int, record: object, fields: Sequence[str]) -> dict:
+def _check_fields(path: Path, line: int, record: object, fields: Sequence[str], optional: Sequence[str] = ()) -> dict:
     if not isinstance(record, dict):
         raise GpucostError(f"{path}:{line}: expected a JSON object with fields {', '.join(fields)}")
-    for name in fields:
+    for name in (*fields, *optional):
         value = record.get(name)
         if value is None:
+            if name in optional:
+                continue
             raise GpucostError(f"{path}:{line}: missing field '{name}'")
         if not isinstance(value, str):
             raise GpucostError(f"{path}:{line}: field '{name}' must be a string")
@@ -78,8 +85,9 @@ def _check_fields(path: Path, line: int, record: object, fields: Sequence[str]) 
     return record
 
 
-def _records(path: Path, fields: Sequence[str]) -> Iterable[tuple[int, dict]]:
-    """Yield (line number, record) from a JSONL or CSV file, every field checked present and non-empty."""
+def _records(path: Path, fields: Sequence[str], optional: Sequence[str] = ()) -> Iterable[tuple[int, dict]]:
+    """Yield (line number, record) from a JSONL or CSV file, every field checked present and non-empty
+    (an optional field may be absent, never empty)."""
     text = _decode(path)
     if path.suffix.lower() == ".csv":
         reader = csv.DictReader(io.StringIO(text, newline=""))
@@ -87,7 +95,7 @@ def _records(path: Path, fields: Sequence[str]) -> Iterable[tuple[int, dict]]:
         if missing:
             raise GpucostError(f"{path}:1: CSV header lacks column(s) {', '.join(missing)}")
         for record in reader:
-            yield _check_fields(path, reader.line_num, record, fields), reader.line_num
+            yield _check_fields(path, reader.line_num, record, fields, optional), reader.line_num
         return
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -96,7 +104,7 @@ def _records(path: Path, fields: Sequence[str]) -> Iterable[tuple[int, dict]]:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise GpucostError(f"{path}:{number}: malformed JSON ({exc.msg})") from None
-        yield _check_fields(path, number, record, fields), number
+        yield _check_fields(path, number, record, fields, optional), number
 
 
 def _unique(path: Path, pairs: Iterable[tuple[dict, int]]) -> list[dict]:
@@ -128,24 +136,29 @@ def _check_labels(path: Path, rows: Sequence[dict], labels: Sequence[str]) -> No
             )
 
 
-def read_corpus(path: Path, labels: Sequence[str] | None = None) -> Corpus:
-    """Read and validate a corpus JSONL (id, text, label, bucket) before anything is recorded."""
+def read_corpus(path: Path, labels: Sequence[str] | None = None, *, labelled: bool = True) -> Corpus:
+    """Read and validate a corpus JSONL (id, text, label, bucket) before anything is recorded.
+
+    labelled=False accepts a production corpus without gold labels (a deliverable): id and text are
+    required, label and bucket may be absent (kept as ""), never empty."""
+    required = CORPUS_FIELDS if labelled else ("id", "text")
+    optional = () if labelled else ("label", "bucket")
     numbered = [
-        ({name: record[name] for name in CORPUS_FIELDS}, number)
-        for record, number in _records(path, CORPUS_FIELDS)
+        ({name: record.get(name) or "" for name in CORPUS_FIELDS}, number)
+        for record, number in _records(path, required, optional)
     ]
     rows = _unique(path, numbered)
     for row, number in numbered:
-        if row["bucket"] not in BUCKETS:
+        if row["bucket"] not in BUCKETS and (labelled or row["bucket"]):
             raise GpucostError(f"{path}:{number}: unknown bucket '{row['bucket']}' (known: {', '.join(BUCKETS)})")
     if labels is not None:
-        _check_labels(path, rows, labels)
+        _check_labels(path, [row for row in rows if row["label"] or labelled], labels)
     return Corpus(
         path=path,
         rows=rows,
         fingerprint=corpus_fingerprint(rows),
         order_digest=order_digest([row["id"] for row in rows]),
-        labels=sorted({row["label"] for row in rows}),
+        labels=sorted({row["label"] for row in rows if row["label"]}),
     )
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from gpucost_mlflow.core import verdicts
+from gpucost_mlflow.core.fingerprints import stable_rank
 from gpucost_mlflow.core.quality import evaluate
 from gpucost_mlflow.core.verdicts import Check, ReadBack
 
@@ -65,12 +66,19 @@ def pending_reason(reference_name: str) -> str:
 
 
 def judge(*, completed: bool, failure_reason: str, rows: Sequence[dict], back: ReadBack, labels: Sequence[str],
-          acceptance, needs_reference: bool, reference: Reference | None, reference_name: str) -> Judgement:
-    """Judge a pass from its predictions as read back from the written file."""
+          acceptance, needs_reference: bool, reference: Reference | None, reference_name: str,
+          gold_labels: bool = True, audit: Check | None = None) -> Judgement:
+    """Judge a pass from its predictions as read back from the written file.
+
+    A corpus without gold labels (a production deliverable) is judged by ids, format and coverage, and
+    by the audit against the reference variant when the protocol declares one; quality is not measured."""
     expected = [row["id"] for row in rows]
     checks, counts = verdicts.basic_checks(expected, back)
-    quality = evaluate(rows, back.labels, labels)
-    checks += verdicts.quality_checks(quality if back.ids else {}, acceptance)
+    quality = evaluate(rows, back.labels, labels) if gold_labels else {}
+    if gold_labels:
+        checks += verdicts.quality_checks(quality if back.ids else {}, acceptance)
+    if audit is not None:
+        checks.append(audit)
     comparison, pending = {}, ""
     if needs_reference:
         if reference is None:
@@ -80,7 +88,27 @@ def judge(*, completed: bool, failure_reason: str, rows: Sequence[dict], back: R
                 quality, back.labels, reference.metrics, reference.labels, acceptance, reference.run_id)
             checks += ref_checks
     status, reason, quality_verdict = settle(completed, failure_reason, checks, pending)
+    if completed and not gold_labels:
+        quality_verdict = "no gold labels: " + (f"audit {'passed' if audit.passed else 'failed'}" if audit is not None
+                                                else "ids, format and coverage only")
     return Judgement(status, reason, quality_verdict, checks, counts, quality if back.ids else {}, comparison)
+
+
+def audit_sample(ids: Sequence[str], size: int, fingerprint: str) -> list[str]:
+    """The inputs of a deliverable the reference variant re-labels: a fixed draw from its fingerprint, in file order."""
+    chosen = set(sorted(ids, key=lambda ident: stable_rank(0, f"{fingerprint}:{ident}"))[:size])
+    return [ident for ident in ids if ident in chosen]
+
+
+def audit_check(labels: dict[str, str], reference_labels: dict[str, str], sample: Sequence[str], minimum: float,
+                reference_name: str) -> Check:
+    """Agreement of the deliverable's labels with the reference variant's on the audit sample."""
+    if len(reference_labels) < len(sample):
+        return Check("audit", False, f"the {reference_name} audit labelled {len(reference_labels)} of {len(sample)} sampled inputs")
+    share = sum(1 for ident in sample if labels.get(ident) == reference_labels.get(ident)) / max(1, len(sample))
+    return Check("audit", share >= minimum,
+                 f"{100 * share:.2f} % of {len(sample)} sampled inputs labelled as {reference_name} labels them "
+                 f"(minimum {100 * minimum:.2f} %)")
 
 
 def judge_against_reference(prior: Sequence[Check], metrics: dict, labels: dict[str, str], reference: Reference,

@@ -151,10 +151,18 @@ def load_protocol(path: Path) -> Protocol:
         warmup=warmup,
         exclusion_rule=" ".join(f.get("exclusion_rule", str).split()),
         deadline=deadline,
-        deliverables={"expected": f.positive("deliverables.expected"), "description": f.get("deliverables.description", str)},
+        deliverables={"expected": f.positive("deliverables.expected"), "description": f.get("deliverables.description", str),
+                      "audit": _audit(f) if (document.get("deliverables") or {}).get("audit") is not None else None},
         plan=_plan(path, document["plan"]) if document.get("plan") is not None else None,
         other_costs=_other_costs(path, document.get("other_costs")),
     )
+
+
+def _audit(f: "_Fields") -> dict:
+    """How a deliverable without gold labels is audited: the reference variant on a sample of its inputs,
+    whose labels must agree with the deliverable's at least this much."""
+    return {"sample": f.positive("deliverables.audit.sample"),
+            "min_label_agreement": f.fraction("deliverables.audit.min_label_agreement")}
 
 
 def _moment(path: Path, name: str, value) -> dt.datetime | None:

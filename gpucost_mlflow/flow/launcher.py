@@ -106,7 +106,7 @@ def prepare(request: PassRequest) -> Prepared:
     protocol = load_protocol(request.protocol_path)
     reference = get_variant(request.variants_path, protocol.acceptance.reference_variant)
     model = models.describe_model(request.model_path)
-    corpus = read_corpus(request.corpus_path, labels=model.labels)
+    corpus = read_corpus(request.corpus_path, labels=model.labels, labelled=request.role == "benchmark")
     if request.role == "benchmark":
         check_corpus_spec(corpus, protocol)
     meta = corpus_metadata(request.corpus_path)
@@ -259,7 +259,9 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
     dataset = _dataset(corpus, manifest)
     _log_dataset(client, run_id, dataset)
     reference = None
-    if verdicts.needs_reference(request.variant.settings(), prepared.reference.settings()):
+    needs_reference = corpus.gold_labels and verdicts.needs_reference(request.variant.settings(),
+                                                                       prepared.reference.settings())
+    if needs_reference:
         reference = _reference_pass(client, experiment_id, prepared, workdir)
 
     spec = runner.PassSpec(
@@ -278,11 +280,14 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
 
     eval_started = time.perf_counter_ns()
     back = verdicts.read_predictions(workdir / schema.PREDICTIONS, manifest["model"]["labels"])
+    audit, audit_record = None, {}
+    if not corpus.gold_labels and protocol.deliverables["audit"] and outcome["status"] == "completed":
+        audit, audit_record = _audit(request, prepared, back, workdir)
     judged = judge.judge(
         completed=outcome["status"] == "completed", failure_reason=outcome.get("reason", ""), rows=corpus.rows,
         back=back, labels=manifest["model"]["labels"], acceptance=protocol.acceptance,
-        needs_reference=verdicts.needs_reference(request.variant.settings(), prepared.reference.settings()),
-        reference=reference, reference_name=prepared.reference.name,
+        needs_reference=needs_reference, reference=reference, reference_name=prepared.reference.name,
+        gold_labels=corpus.gold_labels, audit=audit,
     )
     eval_s = (time.perf_counter_ns() - eval_started) / 1e9
 
@@ -307,6 +312,8 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
         "quality": quality,
         "quality_verdict": judged.quality_verdict,
         "reference": judged.comparison,
+        "gold_labels": corpus.gold_labels,
+        "audit": audit_record,
         "protocol_digest": protocol.digest,
         "missing_measurements": judge.missing_measurements(outcome, metrics, schema.TIMINGS),
         "memory_counter": (outcome.get("memory") or {}).get("counter", ""),
@@ -351,6 +358,33 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
         spool.remove(entry)
         _flag_overlaps(client, run_id)
     return result, interrupted
+
+
+def _audit(request: PassRequest, prepared: Prepared, back: verdicts.ReadBack, workdir: Path):
+    """A deliverable without gold labels: the reference variant re-labels the protocol's audit sample in a child
+    of its own (timed with the evaluation); returns the audit check and what the verdict records of it."""
+    declared = prepared.protocol.deliverables["audit"]
+    corpus = prepared.corpus
+    sample = judge.audit_sample(corpus.ids, declared["sample"], corpus.fingerprint)
+    folder = workdir / "audit"
+    folder.mkdir()
+    chosen = set(sample)
+    sample_path = folder / "audit.jsonl"
+    sample_path.write_text("".join(json.dumps({"id": row["id"], "text": row["text"]}, ensure_ascii=False) + "\n"
+                                   for row in corpus.rows if row["id"] in chosen), encoding="utf-8")
+    spec = runner.PassSpec(corpus_path=str(sample_path), model_path=str(request.model_path.resolve()), workdir=str(folder),
+                           settings=prepared.reference.settings(), warmup=dict(prepared.protocol.warmup), fault="")
+    returncode, interrupted = child.run(spec, folder)
+    if interrupted:
+        raise KeyboardInterrupt
+    ran = child.read_outcome(folder, returncode, interrupted)
+    labels = verdicts.read_predictions(folder / schema.PREDICTIONS, prepared.manifest["model"]["labels"]).labels
+    if ran["status"] != "completed":
+        check = verdicts.Check("audit", False, f"the {prepared.reference.name} audit pass failed: {ran.get('reason', '')}")
+    else:
+        check = judge.audit_check(back.labels, labels, sample, declared["min_label_agreement"], prepared.reference.name)
+    return check, {"variant": prepared.reference.name, "sample_ids": sample, "reference_labels": labels,
+                   "check": check.record()}
 
 
 def _flag_overlaps(client: MlflowClient, run_id: str) -> None:
