@@ -60,6 +60,10 @@ def test_pass_leaves_one_finished_run_following_the_schema(store, corpus_dir, mo
     assert {"accuracy", "macro_f1", "bucket_long_accuracy", "class_plot_f1"} <= set(metrics)
     assert params["setting.batch_size"] == "8" and params["setting.max_length"] == "256"
     assert len(params["model.revision"]) == 64 and len(params["model.tokenizer_revision"]) == 64
+    assert params["stack.torch_build"] and params["stack.cuda_runtime"] == "" and "stack.driver" in params
+    started, ended = (metrics[key] for key in schema.MEASURED_SPAN)
+    assert tags[schema.HOST] and 0 <= ended - started and run.info.start_time / 1000 <= started
+    assert schema.OVERLAPPED_WITH not in tags  # alone on the host
     artifacts = {a.path for a in MlflowClient().list_artifacts(run.info.run_id)}
     assert {"manifest.json", "predictions.jsonl.gz", "verdict.json", "environment.txt"} <= artifacts
     assert [d.dataset.digest for d in run.inputs.dataset_inputs] == [tags[schema.CORPUS_FINGERPRINT][:16]]

@@ -40,6 +40,8 @@ def mark(client: MlflowClient, run_id: str) -> list[str]:
         spans.append(mine)
     found = overlaps(spans)
     others = found.get(run_id, [])
+    if not others:
+        return []
     for target in [run_id, *others]:
         names = sorted(set(found.get(target, [])) | set(_tagged(client, target)))
         client.log_batch(target, tags=[RunTag(schema.OVERLAPPED_WITH, ",".join(names)),
