@@ -88,7 +88,7 @@ def test_a_faster_variant_that_fails_quality_is_not_chosen(experiment):
     assert not int8.feasible and "rejected" in int8.feasibility
 
 
-def test_overlapping_spreads_give_undecided(experiment):
+def test_overlapping_spreads_at_the_same_cost_are_a_tie_never_a_speed_ranking(experiment):
     for a, b in [(10.0, 10.2), (10.5, 9.9), (10.1, 10.4), (9.8, 10.0), (10.3, 10.1)]:
         experiment("batch4", B200, a)
         experiment("batch8", B200, b)
@@ -97,7 +97,10 @@ def test_overlapping_spreads_give_undecided(experiment):
     assert series == "batch on NVIDIA B200" and not separation.decided
     assert separation.verdict.startswith("undecided: the ranges overlap")
     assert "add repetitions under the same protocol" in separation.verdict
-    assert built.decision.startswith("No decision: undecided between")
+    # The money is decided, the speed ranking is not: both are named, neither preferred.
+    assert built.decision.startswith("Decision (tied): batch4 on NVIDIA B200 or batch8 on NVIDIA B200, "
+                                     "1 x 7-day b200 package, 1 lot: 2,071.00 USD")
+    assert "none is preferred on speed" in built.decision and "undecided: the ranges overlap" in built.decision
 
 
 def test_an_out_of_memory_variant_is_infeasible(experiment):

@@ -187,17 +187,16 @@ def decide(assessments: list[Assessment], expected_deliverables: int, corpus_siz
     cheapest = min(a.committed for a in timely)
     best = [a for a in timely if a.committed == cheapest]
     load = f"{expected_deliverables:,} corpus(es) of {corpus_size:,} inputs"
-    if len(best) > 1:
-        best.sort(key=lambda a: a.configuration.durations.median)
-        separations = [separate(best[0].configuration.name, best[0].configuration.durations.values,
-                                other.configuration.name, other.configuration.durations.values) for other in best[1:]]
-        if not all(s.decided for s in separations):
-            names = ", ".join(a.configuration.name for a in best)
-            return (f"No decision: undecided between {names}: the same committed cost "
-                    f"({costs.money(cheapest, best[0].currency)}) and durations that do not separate; "
-                    f"{separations[0].verdict}.")
+    best.sort(key=lambda a: a.configuration.durations.median)
     chosen = best[0]
-    others = sorted((a for a in timely if a is not chosen), key=lambda a: a.committed)
+    # Configurations at the same lowest cost whose durations do not separate from the fastest are tied: the
+    # money is decided, the speed ranking is not (PROTOCOL.md §6), so none of them is preferred over the others.
+    unseparated = [(other, separation) for other in best[1:]
+                   for separation in [separate(chosen.configuration.name, chosen.configuration.durations.values,
+                                               other.configuration.name, other.configuration.durations.values)]
+                   if not separation.decided]
+    tied = [chosen] + [other for other, _ in unseparated]
+    others = sorted((a for a in timely if a not in tied), key=lambda a: a.committed)
     versus = f"; next: {others[0].configuration.name} at {costs.money(others[0].committed, others[0].currency)}" if others else ""
     f = chosen.forecast
     when = (f" ending {chosen.forecast_end.isoformat(timespec='minutes')}" if chosen.forecast_end else "")
@@ -205,6 +204,12 @@ def decide(assessments: list[Assessment], expected_deliverables: int, corpus_siz
     rule = "that meet the deadline" if deadline_declared else "(no deadline declared)"
     example = (f" Priced at an example price ({chosen.plan.offer.source}): a what-if, not a provider's quote."
                if chosen.plan.offer.example else "")
-    return (f"Decision: {chosen.configuration.name}, {chosen.priced}, covers {load} within a forecast window of "
-            f"{f.hours:,.1f} h (range {f.low_hours:,.1f}-{f.high_hours:,.1f} h){when} ({status}). Reason: the lowest "
-            f"committed cost among feasible configurations {rule}{versus}.{example}")
+    head = f"Decision: {chosen.configuration.name}"
+    why = f"the lowest committed cost among feasible configurations {rule}"
+    if unseparated:
+        head = "Decision (tied): " + " or ".join(a.configuration.name for a in tied)
+        why += (f", reached equally by these {len(tied)} configurations whose durations do not separate "
+                f"({unseparated[0][1].verdict}); none is preferred on speed")
+    return (f"{head}, {chosen.priced}, covers {load} within a forecast window of "
+            f"{f.hours:,.1f} h (range {f.low_hours:,.1f}-{f.high_hours:,.1f} h){when} ({status}). Reason: {why}"
+            f"{versus}.{example}")
