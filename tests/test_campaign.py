@@ -153,3 +153,18 @@ def test_unwritable_sqlite_store_is_refused_before_any_pass(tmp_path, corpus_dir
 def test_passes_other_than_the_protocols_are_refused(store, corpus_dir, model_dir, protocol_file):
     result = CliRunner().invoke(main, _campaign_cmd(corpus_dir, model_dir, protocol_file)[1:])
     assert result.exit_code == 2 and "pre-registers 5 passes per variant" in result.output
+
+
+def test_a_campaign_rejudges_its_pending_passes_once_its_reference_passes(store, tmp_path, corpus_dir, model_dir):
+    protocol = write_protocol(tmp_path / "protocol.yaml", max_diff=1.0, min_agreement=0.0)
+    protocol.write_text(protocol.read_text().replace("passes_per_variant: 5", "passes_per_variant: 1"))
+    command = _campaign_cmd(corpus_dir, model_dir, protocol)
+    command[command.index("batch1,batch8")] = "batch8-bf16,batch8"
+    result = CliRunner().invoke(main, command[1:] + ["--passes", "1"])
+    assert result.exit_code == 0, result.output
+    table, _ = attempts("camp")
+    assert list(table["variant"]) == ["batch8-bf16", "batch8"]
+    assert list(table["status"]) == ["accepted", "accepted"]  # bf16 ran first, pending, then judged
+    bf16 = MlflowClient().get_run(table["run_id"][0]).data.tags
+    assert bf16[schema.FIRST_STATUS] == "pending" and bf16[schema.REJUDGED_AGAINST] == table["run_id"][1]
+    assert f"re-judged batch8-bf16 run {table['run_id'][0]}: pending -> accepted" in result.output
