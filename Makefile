@@ -37,13 +37,19 @@ WHATIF_CATALOG ?= catalog/this-machine.csv
 $(WHATIF_CATALOG): | $(STAMP)
 	$(BIN)/gpucost catalog example --out $@
 
+# The third series: the second series' accepted changes combined and a batch-size sweep under them,
+# proposed from the finished campaign before any of its timings exist (written once per experiment).
+PROPOSED = reports/$(EXPERIMENT)-variants-proposed.yaml
+
 demo: $(STAMP) data/model/config.json $(WHATIF_CATALOG)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/mlflow run projects -e campaign \
 	  -P variants=$(DEMO_VARIANTS) -P passes=$(DEMO_PASSES) \
 	  --env-manager local --experiment-name $(EXPERIMENT)
-	@$(BIN)/gpucost report --experiment $(EXPERIMENT) --out reports/$(EXPERIMENT)
+	test -f $(PROPOSED) || $(BIN)/gpucost variants propose --experiment $(EXPERIMENT) --out $(PROPOSED)
+	$(BIN)/gpucost campaign --experiment $(EXPERIMENT) --variants-file $(PROPOSED) --series combined --passes $(DEMO_PASSES)
+	@$(BIN)/gpucost report --experiment $(EXPERIMENT) --variants-file $(PROPOSED) --out reports/$(EXPERIMENT)
 	@echo "What-if: the same campaign with this machine priced at the example price in $(WHATIF_CATALOG):"
-	@$(BIN)/gpucost report --experiment $(EXPERIMENT) --catalog $(WHATIF_CATALOG) --out reports/$(EXPERIMENT)-what-if
+	@$(BIN)/gpucost report --experiment $(EXPERIMENT) --variants-file $(PROPOSED) --catalog $(WHATIF_CATALOG) --out reports/$(EXPERIMENT)-what-if
 	@echo "Results: experiment '$(EXPERIMENT)' in $(MLFLOW_TRACKING_URI); attempts table: $(BIN)/gpucost attempts --experiment $(EXPERIMENT)"
 	@echo "Browse them: $(BIN)/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI) (the decision run shows report.html)"
 

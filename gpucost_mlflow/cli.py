@@ -119,15 +119,37 @@ def model_prepare(corpus_dir, out_dir, seed) -> None:
     )
 
 
-@main.command("variants")
+@main.group("variants", invoke_without_command=True)
 @click.option("--variants", "variants_file", type=click.Path(path_type=Path), default=DEFAULT_VARIANTS, show_default=True)
-def list_variants(variants_file) -> None:
-    """List the declared variants and their settings."""
+@click.pass_context
+def list_variants(ctx, variants_file) -> None:
+    """List the declared variants and their settings; `propose` writes the third series."""
+    if ctx.invoked_subcommand is not None:
+        return
     from gpucost_mlflow.core.variants import load_variants
 
     for variant in load_variants(variants_file).values():
         settings = ", ".join(f"{k}={v}" for k, v in variant.settings().items())
         click.echo(f"{variant.name:22} [{variant.series or '-'}] {settings}")
+
+
+@list_variants.command("propose")
+@click.option("--experiment", default=None, help="The experiment whose finished campaign(s) the proposal reads.")
+@click.option("--out", "out_path", type=click.Path(path_type=Path), default=None,
+              help="The variants file to write (default: projects/variants-proposed-<experiment>.yaml); never overwritten.")
+@click.option("--variants-file", type=click.Path(path_type=Path), default=DEFAULT_VARIANTS, show_default=True)
+def propose_variants(experiment, out_path, variants_file) -> None:
+    """Combine the second series' accepted changes and sweep the batch size under them, as a new declared series."""
+    from gpucost_mlflow.flow.propose import run
+
+    name = _experiment(experiment)
+    out = out_path or Path("projects") / f"variants-proposed-{name}.yaml"
+    proposal = run(name, variants_file, out)
+    click.echo(f"{out}: series '{proposal.series}' (reference {proposal.reference}) combines "
+               f"{', '.join(proposal.combined)}: {', '.join(proposal.variants)}")
+    for change, why in proposal.left_out.items():
+        click.echo(f"  left out {change}: {why}")
+    click.echo(f"run it: gpucost campaign --variants-file {out} --series {proposal.series} --experiment {name}")
 
 
 @main.command("pass")
@@ -182,7 +204,9 @@ def run_pass(variant_name, corpus_path, model_path, variants_file, experiment, p
 @click.option("--variants-file", type=click.Path(path_type=Path), default=DEFAULT_VARIANTS, show_default=True)
 @click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=DEFAULT_PROTOCOL, show_default=True)
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."), help="Folder that relative paths are resolved from.")
-def campaign(variant_names, passes, resume, experiment, corpus_path, model_path, variants_file, protocol_file, root) -> None:
+@click.option("--series", "series_name", default=None, help="Run every variant of this declared series (instead of --variants).")
+def campaign(variant_names, passes, resume, experiment, corpus_path, model_path, variants_file, protocol_file, root,
+             series_name) -> None:
     """Run every variant the protocol's number of times in rotated order, as nested runs under one campaign run."""
     from gpucost_mlflow.core.protocol import load_protocol
     from gpucost_mlflow.progress import CampaignProgress
@@ -190,6 +214,13 @@ def campaign(variant_names, passes, resume, experiment, corpus_path, model_path,
 
     protocol_path = _under(root, protocol_file)
     names = [name.strip() for name in variant_names.split(",") if name.strip()]
+    if series_name is not None:
+        from gpucost_mlflow.core.variants import load_series
+
+        declared = load_series(_under(root, variants_file))
+        if series_name not in declared:
+            raise GpucostError(f"no series '{series_name}' in {variants_file}; declared: {', '.join(declared)}")
+        names = list(declared[series_name].members)
     plan = CampaignPlan(
         variants=names,
         passes=passes if passes is not None else load_protocol(protocol_path).passes_per_variant,
@@ -216,6 +247,8 @@ def campaign(variant_names, passes, resume, experiment, corpus_path, model_path,
     click.echo(f"campaign {result.campaign_id} (parent run {result.parent_run_id}): {summary}")
     for judged in result.rejudged:
         click.echo(f"re-judged {judged.variant} run {judged.run_id}: pending -> {judged.status} (reference run {judged.reference_run})")
+    for name, why in result.skipped.items():
+        click.echo(f"not tried: {name} ({why})")
 
 
 @main.command("rejudge")

@@ -168,3 +168,21 @@ def test_a_campaign_rejudges_its_pending_passes_once_its_reference_passes(store,
     bf16 = MlflowClient().get_run(table["run_id"][0]).data.tags
     assert bf16[schema.FIRST_STATUS] == "pending" and bf16[schema.REJUDGED_AGAINST] == table["run_id"][1]
     assert f"re-judged batch8-bf16 run {table['run_id'][0]}: pending -> accepted" in result.output
+
+
+def test_a_sweep_whose_batch_runs_out_of_memory_never_tries_the_larger_ones_nor_substitutes(store, tmp_path, corpus_dir,
+                                                                                            model_dir, monkeypatch):
+    protocol = write_protocol(tmp_path / "protocol.yaml")
+    protocol.write_text(protocol.read_text().replace("passes_per_variant: 5", "passes_per_variant: 1"))
+    monkeypatch.setenv("GPUCOST_FAULT", "oom@1")
+    command = _campaign_cmd(corpus_dir, model_dir, protocol)
+    command[command.index("batch1,batch8")] = "batch4,batch8"
+    result = CliRunner().invoke(main, command[1:] + ["--passes", "1"])
+    assert result.exit_code == 0, result.output
+    assert "not tried: batch8 (batch4 ran out of memory at batch 4: larger batch sizes of its sweep are not tried" in result.output
+    table, _ = attempts("camp")
+    assert list(table["variant"]) == ["batch4"] and table["status"][0] == "failed"  # kept, nothing substituted
+    assert table["reason"][0].startswith("out of memory") and table["completed_entries"][0] == 0
+    parent = MlflowClient().search_runs([MlflowClient().get_experiment_by_name("camp").experiment_id],
+                                        filter_string=f"tags.`{schema.ROLE}` = 'campaign'")[0]
+    assert parent.data.tags[schema.NOT_TRIED].startswith("batch8: batch4 ran out of memory")

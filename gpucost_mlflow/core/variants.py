@@ -77,9 +77,17 @@ class Series:
     members: tuple[str, ...]
     reference: str = ""
     together: bool = False  # each member differs from the reference in exactly all of `fields`
+    combines: bool = False  # each member differs from the reference in one or more of `fields` (a combination)
+    proposed_from: str = ""  # the campaign whose accepted changes a proposed series combines
+
+    def declaration(self, variants: dict[str, "Variant"]) -> dict:
+        """What the series declares, members' settings included: the text its lock digest is taken over."""
+        return {"name": self.name, "fields": list(self.fields), "reference": self.reference, "together": self.together,
+                "combines": self.combines, "members": {m: variants[m].settings() for m in self.members},
+                "reference_settings": variants[self.reference].settings() if self.reference else {}}
 
 
-SERIES_KEYS = ("field", "reference", "together", "variants")
+SERIES_KEYS = ("field", "reference", "together", "combines", "proposed_from", "variants")
 
 
 def _series(name: str, spec, source: Path) -> Series:
@@ -98,11 +106,15 @@ def _series(name: str, spec, source: Path) -> Series:
     if not members or not isinstance(members, list) or not all(isinstance(m, str) for m in members):
         raise GpucostError(f"{where}: 'variants' must list the names of its members")
     reference, together = spec.get("reference") or "", spec.get("together", False)
-    if not isinstance(reference, str) or not isinstance(together, bool):
-        raise GpucostError(f"{where}: 'reference' must be a variant name and 'together' true or false")
-    if together and not reference:
-        raise GpucostError(f"{where}: 'together' needs a reference the members are compared with")
-    return Series(name, tuple(declared), tuple(members), reference, together)
+    combines, proposed_from = spec.get("combines", False), spec.get("proposed_from") or ""
+    if not isinstance(reference, str) or not isinstance(together, bool) or not isinstance(combines, bool):
+        raise GpucostError(f"{where}: 'reference' must be a variant name, 'together' and 'combines' true or false")
+    for key in ("together", "combines"):
+        if spec.get(key) and not reference:
+            raise GpucostError(f"{where}: '{key}' needs a reference the members are compared with")
+    if together and combines:
+        raise GpucostError(f"{where}: 'together' and 'combines' exclude each other")
+    return Series(name, tuple(declared), tuple(members), reference, together, combines, str(proposed_from))
 
 
 def _check_series(series: Series, variants: dict[str, Variant], source: Path) -> None:
@@ -117,6 +129,9 @@ def _check_series(series: Series, variants: dict[str, Variant], source: Path) ->
     if series.together:
         pairs = [(series.reference, m) for m in series.members]
         rule, fits = "changed together, all in each variant", lambda d: set(d) == set(series.fields)
+    elif series.combines:
+        pairs = [(series.reference, m) for m in series.members]
+        rule, fits = "combined: only these fields, at least one", lambda d: d and set(d) <= set(series.fields)
     elif series.reference:
         pairs = [(series.reference, m) for m in series.members]
         rule, fits = "one field per variant", lambda d: len(d) == 1 and d[0] in series.fields
@@ -129,6 +144,13 @@ def _check_series(series: Series, variants: dict[str, Variant], source: Path) ->
         if not fits(differ):
             raise GpucostError(f"{where}: {second} differs from {first} in {', '.join(differ) or 'nothing'}; "
                                f"the series declares {declares} ({rule})")
+
+
+def load_series(path: Path) -> dict[str, Series]:
+    """Every declared series of the file (checked the same way load_variants checks them)."""
+    load_variants(path)
+    document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return {name: _series(name, spec, path) for name, spec in (document.get("series") or {}).items()}
 
 
 def load_variants(path: Path) -> dict[str, Variant]:

@@ -22,7 +22,7 @@ from gpucost_mlflow.core.corpus import read_corpus
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.protocol import load_protocol
 from gpucost_mlflow.core.schedule import Slot, remaining, rotated
-from gpucost_mlflow.core.variants import get_variant
+from gpucost_mlflow.core.variants import Variant, get_variant, load_variants
 from gpucost_mlflow.tracking import experiments, schema, spool, store
 from gpucost_mlflow.tracking.rejudge import Rejudged, rejudge
 from gpucost_mlflow.flow.launcher import PassRequest, PassResult, execute
@@ -65,6 +65,7 @@ class CampaignResult:
     parent_run_id: str
     results: list = field(default_factory=list)
     rejudged: list[Rejudged] = field(default_factory=list)  # pending passes judged once their reference passed
+    skipped: dict[str, str] = field(default_factory=dict)  # variant -> why its slots were not tried
 
 
 def _existing_attempts(client: MlflowClient, experiment_id: str, campaign_id: str) -> dict[str, list[dict]]:
@@ -164,8 +165,11 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
     display.on_plan(campaign_id, len(slots), len(todo))
     corpus_size = len(read_corpus(plan.corpus_path).rows)
     result = CampaignResult(campaign_id, parent_id)
+    declared = load_variants(plan.variants_path)
     try:
         for slot, state in todo:
+            if slot.variant in result.skipped:
+                continue
             variant = get_variant(plan.variants_path, slot.variant)
             display.on_pass_start(slot, math.ceil(corpus_size / variant.batch_size), None)
             tags = {schema.ROUND: slot.round, schema.POSITION: slot.position, schema.SLOT: slot.key,
@@ -194,14 +198,28 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
             display.on_pass_end(slot, outcome)
             if slot.variant == protocol.acceptance.reference_variant and outcome.status == "accepted" and not outcome.spooled:
                 result.rejudged += rejudge(experiment_name, protocol, client)
+            if outcome.status == "failed" and outcome.reason.startswith("out of memory"):
+                for larger in larger_batches(declared, variant, variants):
+                    result.skipped.setdefault(larger, f"{variant.name} ran out of memory at batch {variant.batch_size}: "
+                                                      "larger batch sizes of its sweep are not tried, no smaller one "
+                                                      "is substituted")
     except KeyboardInterrupt:
         _end_parent(client, parent_id, "KILLED")
         raise
     except BaseException:
         _end_parent(client, parent_id, "FAILED")
         raise
+    if result.skipped:
+        client.set_tag(parent_id, schema.NOT_TRIED, "; ".join(f"{k}: {v}" for k, v in result.skipped.items())[:5000])
     client.set_terminated(parent_id, "FINISHED")
     return result
+
+
+def larger_batches(declared: dict[str, Variant], failed: Variant, scheduled: list[str]) -> list[str]:
+    """The scheduled variants identical to one that ran out of memory but for a larger batch size (PROTOCOL.md §5)."""
+    base = {k: v for k, v in failed.settings().items() if k != "batch_size"}
+    return [name for name in scheduled if name != failed.name and declared[name].batch_size > failed.batch_size
+            and {k: v for k, v in declared[name].settings().items() if k != "batch_size"} == base]
 
 
 def _end_parent(client: MlflowClient, parent_id: str, status: str) -> None:

@@ -28,7 +28,7 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.fingerprints import sha256_file
 from gpucost_mlflow.core.manifest import build_manifest
 from gpucost_mlflow.core.protocol import Protocol, load_protocol
-from gpucost_mlflow.core.variants import Variant, get_variant
+from gpucost_mlflow.core.variants import Variant, get_variant, load_series, load_variants
 from gpucost_mlflow.execution import child, environment, faults, models, runner
 from gpucost_mlflow.tracking import experiments, overlaps, rejudge, schema, spool, store, writer
 
@@ -213,6 +213,10 @@ def execute(request: PassRequest) -> PassResult:
     client = MlflowClient()
     experiment_id, experiment_name = experiments.resolve(client, request.experiment, create=True)
     locked_now = experiments.lock(client, experiment_id, experiment_name, prepared.protocol, prepared.protocol_text)
+    if request.variant.series:
+        series = load_series(request.variants_path)[request.variant.series]
+        experiments.lock_series(client, experiment_id, experiment_name,
+                                series.declaration(load_variants(request.variants_path)))
     with tempfile.TemporaryDirectory(prefix="gpucost-pass-") as temp:
         run = _start_run(client, experiment_id, request.variant.name, request.parent_run_id)
         try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import time
 
@@ -61,6 +63,29 @@ def lock(client: MlflowClient, experiment_id: str, name: str, protocol: Protocol
         # Locked to this same protocol by another pass is fine; anything else is the original error.
         time.sleep(0.5)
         if locked_digest(client, experiment_id) != protocol.digest:
+            raise
+        return False
+    return True
+
+
+def lock_series(client: MlflowClient, experiment_id: str, name: str, declaration: dict) -> bool:
+    """Record a series' declaration digest on the experiment at its first pass; refuse a pass under an edited one."""
+    digest = hashlib.sha256(json.dumps(declaration, sort_keys=True).encode("utf-8")).hexdigest()
+    key = f"{schema.SERIES_LOCK_PREFIX}{declaration['name']}"
+    current = client.get_experiment(experiment_id).tags.get(key, "")
+    if current == digest:
+        return False
+    if current:
+        raise GpucostError(
+            f"series '{declaration['name']}' of experiment '{name}' was locked at its first pass to {current[:12]}; "
+            f"its declaration is now {digest[:12]}: a series cannot be edited once its timings exist "
+            "(declare a new series, or use another --experiment)"
+        )
+    try:
+        client.set_experiment_tag(experiment_id, key, digest)
+    except MlflowException:
+        time.sleep(0.5)
+        if client.get_experiment(experiment_id).tags.get(key, "") != digest:
             raise
         return False
     return True

@@ -28,6 +28,8 @@ CACHE_POLICY = "gpucost.cache_policy"
 CAMPAIGN_ROLE = "campaign"
 LAUNCHER = "gpucost.launcher"
 HOST = "gpucost.host"
+NOT_TRIED = "gpucost.not_tried"  # on a campaign run: variants of a sweep skipped after a smaller batch ran out of memory
+SERIES_LOCK_PREFIX = "gpucost.series."  # experiment tag per series: the digest of its declaration at its first pass
 OVERLAPPED_WITH = "gpucost.overlapped_with"
 NOTE = "mlflow.note.content"
 # Wall-clock bounds (epoch seconds) of the measured pass, read outside its clock.

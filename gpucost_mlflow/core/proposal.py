@@ -1,0 +1,99 @@
+"""The third series: the second series' accepted changes combined, and a batch-size sweep under the best one.
+
+Written before any of its timings exist, from what a finished campaign accepted: a change that was
+rejected (or failed) is never combined, and a precision the device does not run faster than fp32
+(its cached dense-matmul peak below fp32's) is not proposed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.variants import Variant
+
+SWEEP = (8, 16, 32, 64)
+TAGS = {
+    "precision": lambda v: v,
+    "quantization": lambda v: "int8" if v == "dynamic-int8" else v,
+    "length_grouping": lambda v: "lengthgrouped" if v == "sorted" else f"grouping-{v}",
+    "attention": lambda v: v,
+    "compile": lambda v: "compiled" if v else "eager",
+    "max_length": lambda v: f"len{v}",
+    "padding": lambda v: f"pad-{v}",
+    "device": lambda v: v,
+}
+
+
+@dataclass(frozen=True)
+class Change:
+    """What one second-series member changed against the reference, and whether it was accepted."""
+
+    variant: str
+    settings: dict
+    accepted: bool
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Proposal:
+    series: str
+    reference: str
+    fields: tuple[str, ...]
+    variants: dict[str, dict]  # name -> settings that differ from the defaults of the reference
+    combined: tuple[str, ...]  # the accepted changes combined (variant names)
+    left_out: dict[str, str]  # change -> why it is not combined
+
+
+def changes_of(reference: Variant, member: Variant) -> dict:
+    """The settings a member changes against the reference."""
+    base, mine = reference.settings(), member.settings()
+    return {key: value for key, value in mine.items() if base[key] != value}
+
+
+def _name(settings: dict, reference: Variant) -> str:
+    base = reference.settings()
+    parts = [f"batch{settings['batch_size']}"]
+    parts += [TAGS[key](value) for key, value in settings.items() if key != "batch_size" and base[key] != value]
+    return "-".join(parts)
+
+
+def propose(reference: Variant, changes: list[Change], series: str, slow_precisions: dict[str, str] | None = None,
+            sweep: tuple[int, ...] = SWEEP) -> Proposal:
+    """Every combination (two or more) of the accepted, compatible changes, then a batch-size sweep under the
+    combination of them all. Raises GpucostError when no change was accepted."""
+    slow = slow_precisions or {}
+    left_out: dict[str, str] = {}
+    usable: list[Change] = []
+    for change in changes:
+        if not change.accepted:
+            left_out[change.variant] = f"not accepted ({change.why})" if change.why else "not accepted"
+        elif "batch_size" in change.settings:
+            left_out[change.variant] = "changes the batch size (the sweep covers it)"
+        elif change.settings.get("precision") in slow:
+            left_out[change.variant] = slow[change.settings["precision"]]
+        elif any(set(change.settings) & set(other.settings) for other in usable):
+            left_out[change.variant] = "changes a field another accepted change already changes"
+        else:
+            usable.append(change)
+    if not usable:
+        raise GpucostError("no accepted change to combine (" + "; ".join(f"{k}: {v}" for k, v in left_out.items())
+                           + ")" if left_out else "no accepted change to combine")
+    base = reference.settings()
+    proposed: dict[str, dict] = {}
+    for size in range(2, len(usable) + 1):
+        for group in combinations(usable, size):
+            settings = dict(base)
+            for change in group:
+                settings.update(change.settings)
+            proposed.setdefault(_name(settings, reference), settings)
+    best = dict(base)
+    for change in usable:
+        best.update(change.settings)
+    for batch in sweep:
+        settings = {**best, "batch_size": batch}
+        if settings != base and not (len(usable) == 1 and batch == base["batch_size"]):
+            proposed.setdefault(_name(settings, reference), settings)
+    fields = tuple(sorted({key for settings in proposed.values() for key, value in settings.items() if base[key] != value}))
+    return Proposal(series, reference.name, fields, proposed, tuple(c.variant for c in usable), left_out)

@@ -1,0 +1,121 @@
+"""`gpucost variants propose`: from a finished campaign, write the third series before any of its timings exist.
+
+Reads which changes of the series with a reference were accepted in the experiment's finished
+campaigns (tracking), which precisions the device runs faster than fp32 (the peaks cached by
+`gpucost doctor --peak`, execution), combines them (core/proposal.py) and writes a variants file
+holding every declared variant plus the new series. The series is locked on the experiment at its
+first pass like every series (flow/launcher.py), so it cannot be edited after timings exist.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import yaml
+from mlflow.tracking import MlflowClient
+
+from gpucost_mlflow.core.corpus import write_atomic
+from gpucost_mlflow.core.decision import Configuration, feasibility
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.proposal import Change, Proposal, changes_of, propose
+from gpucost_mlflow.core.stats import Durations
+from gpucost_mlflow.core.variants import load_series, load_variants
+from gpucost_mlflow.tracking import schema
+from gpucost_mlflow.tracking.reader import attempts
+
+SERIES_NAME = "combined"
+
+
+def _finished_campaigns(client: MlflowClient, experiment_id: str) -> list[str]:
+    runs = client.search_runs([experiment_id], filter_string=f"tags.`{schema.ROLE}` = '{schema.CAMPAIGN_ROLE}'",
+                              max_results=1000)
+    return [r.data.tags.get(schema.CAMPAIGN_ID, "") for r in runs if r.info.status == "FINISHED"]
+
+
+def slow_precisions(device_choice: str = "auto") -> dict[str, str]:
+    """Precisions whose cached dense-matmul peak on this device is below fp32's: not run natively faster."""
+    from gpucost_mlflow.execution import models, peak
+
+    peak.load_cache()
+    peaks = peak.cached_for(models.resolve_device(device_choice))["peaks"]
+    if "fp32" not in peaks:
+        return {}
+    fp32 = peaks["fp32"]["flop_per_s"]
+    return {name: f"its dense-matmul peak here ({entry['flop_per_s'] / 1e9:,.1f} GFLOP/s) is below fp32's "
+                  f"({fp32 / 1e9:,.1f} GFLOP/s)"
+            for name, entry in peaks.items() if name in ("bf16", "fp16") and entry["flop_per_s"] < fp32}
+
+
+def changes(experiment: str, variants_path: Path, client: MlflowClient | None = None) -> tuple[str, list[Change], str]:
+    """(reference, each measured change with its verdict, campaigns read) from the finished campaigns."""
+    client = client or MlflowClient()
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        raise GpucostError(f"experiment '{experiment}' not found in {client.tracking_uri}")
+    campaigns = [c for c in _finished_campaigns(client, found.experiment_id) if c]
+    if not campaigns:
+        raise GpucostError(f"experiment '{experiment}' has no finished campaign to propose from; nothing written")
+    table, _ = attempts(experiment, client)
+    table = table[table["campaign_id"].isin(campaigns) & (table["role"] == "benchmark")]
+    variants = load_variants(variants_path)
+    found_changes, reference = [], ""
+    for series in load_series(variants_path).values():
+        if not series.reference or series.combines:
+            continue
+        reference = reference or series.reference
+        if series.reference != reference:
+            continue
+        for member in series.members:
+            rows = table[table["variant"] == member]
+            if not len(rows):
+                continue
+            ok, why = feasibility(Configuration("", member, list(rows["status"]), Durations(()), {}))
+            found_changes.append(Change(member, changes_of(variants[reference], variants[member]), ok, "" if ok else why))
+    if not found_changes:
+        raise GpucostError(f"experiment '{experiment}': its finished campaigns measured no variant of a series with a "
+                           "reference; nothing to combine; nothing written")
+    return reference, found_changes, ", ".join(campaigns)
+
+
+def text(proposal: Proposal, variants_path: Path, campaigns: str) -> str:
+    """Every declared variant, plus the new series and its variants (settings that differ from the defaults)."""
+    document = yaml.safe_load(variants_path.read_text(encoding="utf-8")) or {}
+    defaults = document.get("defaults") or {}
+    series = dict(document.get("series") or {})
+    if proposal.series in series:
+        raise GpucostError(f"{variants_path} already declares a series '{proposal.series}'; nothing written")
+    declared = dict(document.get("variants") or {})
+    clash = sorted(set(proposal.variants) & set(declared))
+    if clash:
+        raise GpucostError(f"{variants_path} already declares {', '.join(clash)}; nothing written")
+    for name, settings in proposal.variants.items():
+        declared[name] = {k: v for k, v in settings.items() if defaults.get(k) != v} or {"batch_size": settings["batch_size"]}
+    series[proposal.series] = {"field": list(proposal.fields), "reference": proposal.reference, "combines": True,
+                               "proposed_from": campaigns, "variants": list(proposal.variants)}
+    left = "".join(f"#   {name}: {why}\n" for name, why in proposal.left_out.items()) or "#   (none)\n"
+    header = (f"# Variants proposed by `gpucost variants propose` on {dt.date.today().isoformat()} from campaign(s) "
+              f"{campaigns}, before any of their timings exist.\n"
+              f"# Series '{proposal.series}': the accepted changes {', '.join(proposal.combined)} of the series with "
+              f"reference {proposal.reference}, combined, and a batch-size sweep under all of them.\n"
+              f"# Left out:\n{left}"
+              "# The series is locked on the experiment at its first pass: an edit after that is refused.\n")
+    return header + yaml.safe_dump({"defaults": defaults, "series": series, "variants": declared}, sort_keys=False)
+
+
+def run(experiment: str, variants_path: Path, out: Path, client: MlflowClient | None = None) -> Proposal:
+    """Propose and write; nothing is written when there is nothing to combine."""
+    if out.exists():
+        raise GpucostError(f"{out} exists: a proposal is never overwritten (choose another --out); nothing written")
+    reference, found, campaigns = changes(experiment, variants_path, client)
+    variants = load_variants(variants_path)
+    proposal = propose(variants[reference], found, SERIES_NAME, slow_precisions())
+    content = text(proposal, variants_path, campaigns)
+    check = out.with_name(f".{out.name}.check.yaml")
+    write_atomic(check, content.encode("utf-8"))
+    try:
+        load_variants(check)  # the proposal must pass the same series checks as any declaration
+    finally:
+        check.unlink(missing_ok=True)
+    write_atomic(out, content.encode("utf-8"))
+    return proposal
