@@ -249,6 +249,8 @@ def campaign(variant_names, passes, resume, experiment, corpus_path, model_path,
         click.echo(f"re-judged {judged.variant} run {judged.run_id}: pending -> {judged.status} (reference run {judged.reference_run})")
     for name, why in result.skipped.items():
         click.echo(f"not tried: {name} ({why})")
+    if result.overhead_s_per_pass is not None:
+        click.echo(f"harness overhead: {result.overhead_s_per_pass:.2f} s per pass outside the timed parts")
 
 
 @main.command("rejudge")

@@ -168,6 +168,9 @@ def test_a_campaign_rejudges_its_pending_passes_once_its_reference_passes(store,
     bf16 = MlflowClient().get_run(table["run_id"][0]).data.tags
     assert bf16[schema.FIRST_STATUS] == "pending" and bf16[schema.REJUDGED_AGAINST] == table["run_id"][1]
     assert f"re-judged batch8-bf16 run {table['run_id'][0]}: pending -> accepted" in result.output
+    parent = MlflowClient().search_runs([MlflowClient().get_experiment_by_name("camp").experiment_id],
+                                        filter_string=f"tags.`{schema.ROLE}` = 'campaign'")[0]
+    assert parent.data.metrics[schema.HARNESS_OVERHEAD] >= 0 and "harness overhead:" in result.output
 
 
 def test_a_sweep_whose_batch_runs_out_of_memory_never_tries_the_larger_ones_nor_substitutes(store, tmp_path, corpus_dir,

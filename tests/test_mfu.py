@@ -125,3 +125,10 @@ def test_length_grouping_leaves_less_padding_than_corpus_order(store, corpus_dir
         assert set(outcome["missing_measurements"]) == {"mfu_useful", "mfu_padded"}
     assert shares["batch8-lengthgrouped"]["flops_useful"] == shares["batch8"]["flops_useful"]
     assert shares["batch8-lengthgrouped"]["padding_share"] < shares["batch8"]["padding_share"]
+
+
+def test_environment_txt_is_read_once_until_a_package_folder_changes():
+    environment._distributions.cache_clear()
+    first = environment.all_distributions()
+    assert environment.all_distributions() == first and "torch==" in first
+    assert environment._distributions.cache_info().hits == 1

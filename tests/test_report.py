@@ -347,3 +347,12 @@ def test_two_passes_measured_at_once_on_one_host_are_both_flagged_naming_each_ot
         tags = MlflowClient().get_run(run_id).data.tags
         assert tags[schema.OVERLAPPED_WITH] == other and other in tags["mlflow.note.content"]
     assert schema.OVERLAPPED_WITH not in MlflowClient().get_run(elsewhere).data.tags
+
+
+def test_the_report_states_the_harness_overhead_per_pass_from_run_wall_times(experiment):
+    for seconds in (10.0, 10.1, 10.2):
+        experiment("batch8", RTX, seconds)  # each run lasts 1 s more than its timed parts
+    experiment("batch8", RTX, None, status="failed", reason="killed")  # no pass_s: not counted
+    built, _ = report()
+    assert built.overhead[1] == 3 and built.overhead[0] == pytest.approx(1.0, abs=0.01)
+    assert "Harness overhead per pass: 1.00 s (median over 3 attempts" in render.markdown(built)

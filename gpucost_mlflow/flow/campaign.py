@@ -10,6 +10,7 @@ import json
 import math
 import os
 import tempfile
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +67,7 @@ class CampaignResult:
     results: list = field(default_factory=list)
     rejudged: list[Rejudged] = field(default_factory=list)  # pending passes judged once their reference passed
     skipped: dict[str, str] = field(default_factory=dict)  # variant -> why its slots were not tried
+    overhead_s_per_pass: float | None = None
 
 
 def _existing_attempts(client: MlflowClient, experiment_id: str, campaign_id: str) -> dict[str, list[dict]]:
@@ -166,6 +168,7 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
     corpus_size = len(read_corpus(plan.corpus_path).rows)
     result = CampaignResult(campaign_id, parent_id)
     declared = load_variants(plan.variants_path)
+    started = time.time()
     try:
         for slot, state in todo:
             if slot.variant in result.skipped:
@@ -209,10 +212,23 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
     except BaseException:
         _end_parent(client, parent_id, "FAILED")
         raise
+    overhead = harness_overhead(time.time() - started, [outcome.metrics for _, outcome in result.results])
+    if overhead is not None:
+        client.log_metric(parent_id, schema.HARNESS_OVERHEAD, overhead)
+        result.overhead_s_per_pass = overhead
     if result.skipped:
         client.set_tag(parent_id, schema.NOT_TRIED, "; ".join(f"{k}: {v}" for k, v in result.skipped.items())[:5000])
     client.set_terminated(parent_id, "FINISHED")
     return result
+
+
+def harness_overhead(elapsed_s: float, metrics: list[dict]) -> float | None:
+    """Seconds per pass the campaign spent outside the protocol's timed parts (load, warm-up, pass, evaluation,
+    export): process start, manifest, logging, reference download and the gaps between passes."""
+    if not metrics:
+        return None
+    timed = sum(m.get(key, 0.0) for m in metrics for key in schema.TIMINGS)
+    return max(0.0, elapsed_s - timed) / len(metrics)
 
 
 def larger_batches(declared: dict[str, Variant], failed: Variant, scheduled: list[str]) -> list[str]:

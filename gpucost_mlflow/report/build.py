@@ -52,6 +52,7 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         deadline=protocol.deadline.isoformat() if protocol.deadline else "not declared",
         plan=protocol.plan,
         break_evens=[b.describe() for b in break_evens(assessments)],
+        overhead=tables.harness_overhead(table),
         other_costs=protocol.other_costs,
         example_prices=catalog.example,
         exclusions=excluded_per_variant(table, client or MlflowClient(), experiment),

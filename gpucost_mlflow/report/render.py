@@ -32,6 +32,7 @@ class Report:
     plan: dict | None
     figures: dict = field(default_factory=dict)
     break_evens: list[str] = field(default_factory=list)
+    overhead: tuple = (None, 0)  # median harness overhead per attempt (s), attempts counted
     other_costs: tuple = ()
     example_prices: bool = False
     exclusions: list = field(default_factory=list)  # VariantExclusions, one per variant (PROTOCOL.md §6)
@@ -168,6 +169,15 @@ BREAK_EVEN_TEXT = ("Forecast: the volume of expected deliverables at which the c
                    "priced devices change order, from the same forecast and covering plans as above.")
 
 
+def _overhead_text(report: Report) -> str:
+    seconds, count = report.overhead
+    if seconds is None:
+        return "Harness overhead per pass: empty (no attempt with its run wall time and every timed part)."
+    return (f"Harness overhead per pass: {seconds:.2f} s (median over {count} attempts of run wall time minus load, "
+            "warm-up, pass, evaluation and export: process start, manifest, logging, reference download); it is "
+            "inside the comparisons term of the forecast.")
+
+
 def _plan_text(report: Report) -> str:
     p = report.plan
     if p is None:
@@ -205,7 +215,7 @@ def markdown(report: Report) -> str:
               "## Per configuration (five raw durations, median, min, max; no p95, no mean)", "",
               _md_table(SUMMARY_HEAD, _summary_rows(report)), "", MFU_TEXT, "", *_exclusions_md(report),
               "## Separability within each series", "", _md_table(SEPARATION_HEAD, _separation_rows(report)), "",
-              "## Campaign plan and committed cost", "", _plan_text(report), "", _md_table(FORECAST_HEAD, _forecast_rows(report)), "",
+              "## Campaign plan and committed cost", "", _plan_text(report), "", _overhead_text(report), "", _md_table(FORECAST_HEAD, _forecast_rows(report)), "",
               _md_table(PLAN_HEAD, _plan_rows(report)), "", *_optional_md(report),
               f"## Attempts ({len(attempts)} rows, one per attempted pass)", "",
               _md_table(list(attempts.columns), [[_cell(v) for v in row] for row in attempts.itertuples(index=False)]), ""]
@@ -262,7 +272,7 @@ def page(report: Report) -> str:
              "<h2>Per configuration</h2><p>Five raw durations, median, minimum, maximum; no p95, no mean.</p>",
              _html_table(SUMMARY_HEAD, _summary_rows(report), "summary"), f"<p>{e(MFU_TEXT)}</p>", *_exclusions_html(report),
              "<h2>Separability within each series</h2>", _html_table(SEPARATION_HEAD, _separation_rows(report), "separability"),
-             "<h2>Campaign plan and committed cost</h2>", f"<p>{e(_plan_text(report))}</p>",
+             "<h2>Campaign plan and committed cost</h2>", f"<p>{e(_plan_text(report))}</p>", f"<p>{e(_overhead_text(report))}</p>",
              _html_table(FORECAST_HEAD, _forecast_rows(report), "forecast"),
              _html_table(PLAN_HEAD, _plan_rows(report), "balance"), *_optional_html(report),
              "<h2>Figures</h2>", figures,

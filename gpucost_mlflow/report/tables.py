@@ -36,6 +36,15 @@ def _short(value: str) -> str:
     return (value[:12] if len(value) > 16 else value) or "not recorded"
 
 
+def harness_overhead(table: pd.DataFrame) -> tuple[float | None, int]:
+    """Median seconds per completed benchmark attempt outside the timed parts (run wall - stages), and the count."""
+    rows = table[(table["role"] == "benchmark") & table["wall_s"].notna()]
+    rows = rows[rows[list(TIMINGS)].notna().all(axis=1)]
+    if not len(rows):
+        return None, 0
+    return float((rows["wall_s"] - rows[list(TIMINGS)].sum(axis=1)).median()), len(rows)
+
+
 def configurations(table: pd.DataFrame) -> list[Configuration]:
     """One Configuration per identity of the benchmark attempts (device, variant, model revision, corpus, stack:
     PROTOCOL.md §2), in first-seen order; configurations sharing a device and variant are told apart by name."""

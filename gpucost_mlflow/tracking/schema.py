@@ -28,6 +28,7 @@ CACHE_POLICY = "gpucost.cache_policy"
 CAMPAIGN_ROLE = "campaign"
 LAUNCHER = "gpucost.launcher"
 HOST = "gpucost.host"
+HARNESS_OVERHEAD = "harness_overhead_s_per_pass"  # campaign metric: wall time outside the timed parts, per pass
 NOT_TRIED = "gpucost.not_tried"  # on a campaign run: variants of a sweep skipped after a smaller batch ran out of memory
 SERIES_LOCK_PREFIX = "gpucost.series."  # experiment tag per series: the digest of its declaration at its first pass
 OVERLAPPED_WITH = "gpucost.overlapped_with"

@@ -24,9 +24,14 @@ BOUNDED_HTTP = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIM
                 "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1"}
 
 
+# The reference's predictions are downloaded before every second-series pass: no progress bar in the
+# campaign's output for each of them (unless the user asks for it).
+QUIET = {"MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false"}
+
+
 def bound_http_retries() -> None:
-    """Set the project's bounded retries and timeouts unless the user chose their own."""
-    for key, value in BOUNDED_HTTP.items():
+    """Set the project's bounded retries and timeouts, and quiet artifact downloads, unless the user chose their own."""
+    for key, value in {**BOUNDED_HTTP, **QUIET}.items():
         os.environ.setdefault(key, value)
 
 
