@@ -55,6 +55,14 @@ def test_a_precision_slower_than_fp32_on_the_device_is_not_proposed():
     assert proposal.left_out == {"batch8-bf16": slow["bf16"]}
 
 
+def test_on_a_gpu_the_combination_is_also_offered_compiled_and_in_fp16():
+    v = shipped()
+    proposal = propose(v["batch8"], [Change("batch8-bf16", {"precision": "bf16"}, True),
+                                     Change("batch8-lengthgrouped", {"length_grouping": "sorted"}, True)], "combined", gpu=True)
+    assert list(proposal.variants)[-2:] == ["batch8-bf16-compiled-lengthgrouped", "batch8-fp16-lengthgrouped"]
+    assert "compile" in proposal.fields and "batch64-fp16-lengthgrouped" not in proposal.variants
+
+
 def test_no_accepted_change_is_refused():
     with pytest.raises(GpucostError, match="no accepted change to combine"):
         propose(shipped()["batch8"], [Change("batch8-bf16", {"precision": "bf16"}, False, "rejected")], "combined")

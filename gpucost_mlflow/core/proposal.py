@@ -60,9 +60,10 @@ def _name(settings: dict, reference: Variant) -> str:
 
 
 def propose(reference: Variant, changes: list[Change], series: str, slow_precisions: dict[str, str] | None = None,
-            sweep: tuple[int, ...] = SWEEP) -> Proposal:
+            sweep: tuple[int, ...] = SWEEP, gpu: bool = False) -> Proposal:
     """Every combination (two or more) of the accepted, compatible changes, then a batch-size sweep under the
-    combination of them all. Raises GpucostError when no change was accepted."""
+    combination of them all; on a GPU also that combination compiled, and in fp16 (unless fp16 is slow there).
+    Raises GpucostError when no change was accepted."""
     slow = slow_precisions or {}
     left_out: dict[str, str] = {}
     usable: list[Change] = []
@@ -95,5 +96,11 @@ def propose(reference: Variant, changes: list[Change], series: str, slow_precisi
         settings = {**best, "batch_size": batch}
         if settings != base and not (len(usable) == 1 and batch == base["batch_size"]):
             proposed.setdefault(_name(settings, reference), settings)
+    if gpu:
+        offers = [{"compile": True}] + ([{"precision": "fp16"}] if "fp16" not in slow else [])
+        for offer in offers:
+            settings = {**best, **offer}
+            if settings != best:
+                proposed.setdefault(_name(settings, reference), settings)
     fields = tuple(sorted({key for settings in proposed.values() for key, value in settings.items() if base[key] != value}))
     return Proposal(series, reference.name, fields, proposed, tuple(c.variant for c in usable), left_out)

@@ -109,7 +109,10 @@ def run(experiment: str, variants_path: Path, out: Path, client: MlflowClient | 
         raise GpucostError(f"{out} exists: a proposal is never overwritten (choose another --out); nothing written")
     reference, found, campaigns = changes(experiment, variants_path, client)
     variants = load_variants(variants_path)
-    proposal = propose(variants[reference], found, SERIES_NAME, slow_precisions())
+    from gpucost_mlflow.execution.models import resolve_device
+
+    gpu = resolve_device("auto").type == "cuda"
+    proposal = propose(variants[reference], found, SERIES_NAME, slow_precisions(), gpu=gpu)
     content = text(proposal, variants_path, campaigns)
     check = out.with_name(f".{out.name}.check.yaml")
     write_atomic(check, content.encode("utf-8"))
