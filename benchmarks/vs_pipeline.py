@@ -38,6 +38,7 @@ from gpucost_mlflow.core import flops, verdicts  # noqa: E402
 from gpucost_mlflow.core.corpus import read_corpus  # noqa: E402
 from gpucost_mlflow.core.protocol import load_protocol  # noqa: E402
 from gpucost_mlflow.core.quality import evaluate  # noqa: E402
+from gpucost_mlflow.core.judge import settle  # noqa: E402
 from gpucost_mlflow.core.variants import get_variant, load_series  # noqa: E402
 from gpucost_mlflow.execution import models, peak, runner  # noqa: E402
 from gpucost_mlflow.execution.timing import Stopwatch, no_sync  # noqa: E402
@@ -172,7 +173,7 @@ def main() -> None:
     for name in names[1:]:
         quality, checks = judge(rows, info.labels, predicted[name], predicted[args.reference], ref_quality,
                                 settings[name], reference, protocol.acceptance)
-        ok = verdicts.corpus_accepted(checks)
+        ok = settle(True, "", checks, "")[0] == "accepted"
         share = verdicts.agreement(predicted[name], predicted[args.reference])
         diff = quality[protocol.acceptance.main_metric] - ref_quality[protocol.acceptance.main_metric]
         failed = "; ".join(f"{c.name}: {c.reason}" for c in checks if not c.passed)
@@ -180,7 +181,7 @@ def main() -> None:
               f"{diff:+.4f}  {'accepted' if ok else 'rejected: ' + failed}")
         if ok:
             accepted.append((median[name], name, share, diff))
-    ref_ok = verdicts.corpus_accepted(ref_checks)
+    ref_ok = settle(True, "", ref_checks, "")[0] == "accepted"
     if not ref_ok:
         print(f"    note: the reference itself fails the quality bar: {'; '.join(c.reason for c in ref_checks if not c.passed)}")
     if accepted:
