@@ -32,16 +32,16 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-import torch  # noqa: E402
+import torch
 
-from gpucost_mlflow.core import flops, verdicts  # noqa: E402
-from gpucost_mlflow.core.corpus import read_corpus  # noqa: E402
-from gpucost_mlflow.core.protocol import load_protocol  # noqa: E402
-from gpucost_mlflow.core.quality import evaluate  # noqa: E402
-from gpucost_mlflow.core.judge import settle  # noqa: E402
-from gpucost_mlflow.core.variants import get_variant, load_series  # noqa: E402
-from gpucost_mlflow.execution import models, peak, runner  # noqa: E402
-from gpucost_mlflow.execution.timing import Stopwatch, no_sync  # noqa: E402
+from gpucost_mlflow.core import flops, verdicts
+from gpucost_mlflow.core.corpus import read_corpus
+from gpucost_mlflow.core.judge import settle
+from gpucost_mlflow.core.protocol import load_protocol
+from gpucost_mlflow.core.quality import evaluate
+from gpucost_mlflow.core.variants import get_variant, load_series
+from gpucost_mlflow.execution import models, peak, runner
+from gpucost_mlflow.execution.timing import Stopwatch, no_sync
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINE = "pipeline"

@@ -209,8 +209,8 @@ def campaign(variant_names, passes, resume, experiment, corpus_path, model_path,
              series_name) -> None:
     """Run every variant the protocol's number of times in rotated order, as nested runs under one campaign run."""
     from gpucost_mlflow.core.protocol import load_protocol
-    from gpucost_mlflow.progress import CampaignProgress
     from gpucost_mlflow.flow.campaign import CampaignPlan, run_campaign
+    from gpucost_mlflow.progress import CampaignProgress
 
     protocol_path = _under(root, protocol_file)
     names = [name.strip() for name in variant_names.split(",") if name.strip()]
@@ -588,7 +588,12 @@ def memory_measure(model_dir, precision, batch, max_length, device_memory_gib) -
 def _doctor_lines(echo: bool) -> bool:
     import platform
 
-    from gpucost_mlflow.core.rocm import DEFAULT_MATRIX, SNAPSHOT_DATE, check, load_matrix
+    from gpucost_mlflow.core.rocm import (
+        DEFAULT_MATRIX,
+        SNAPSHOT_DATE,
+        check,
+        load_matrix,
+    )
     from gpucost_mlflow.execution.environment import doctor_report
 
     info = doctor_report()

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Sequence
 
 from gpucost_mlflow.core import corpus as corpora
 from gpucost_mlflow.core import sources
@@ -121,10 +121,10 @@ def prepare_model(out_dir: Path, tuning_path: Path, *, seed: int, validation_fra
     protocol's bars come from the validation split, whose sizes, digests and seed are recorded in
     the model's provenance beside the figures.
     """
+    from transformers.utils import logging as hf_logging
+
     from gpucost_mlflow.core.quality import evaluate, majority_baseline
     from gpucost_mlflow.execution import models, training
-
-    from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()

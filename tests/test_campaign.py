@@ -12,19 +12,18 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import ROOT, write_protocol
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.catalog import load_catalog
 from gpucost_mlflow.core.protocol import load_protocol
-from gpucost_mlflow.core.variants import load_variants
-from gpucost_mlflow.report.build import build
 from gpucost_mlflow.core.schedule import remaining, rotated
+from gpucost_mlflow.core.variants import load_variants
 from gpucost_mlflow.progress import CampaignProgress
+from gpucost_mlflow.report.build import build
 from gpucost_mlflow.tracking import schema
 from gpucost_mlflow.tracking.reader import attempts
-
-from conftest import ROOT, write_protocol
 
 VARIANTS = ROOT / "projects" / "variants.yaml"
 

@@ -5,15 +5,14 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 from mlflow.tracking import MlflowClient
+from test_report import B200, experiment  # noqa: F401  (the fixture that writes attempts through writer.py)
+from test_report import report as built_report
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.report import render
 from gpucost_mlflow.report.tables import configurations
 from gpucost_mlflow.tracking import schema
 from gpucost_mlflow.tracking.reader import attempts
-
-from test_report import B200, experiment  # noqa: F401  (the fixture that writes attempts through writer.py)
-from test_report import report as built_report
 
 CAUSE = "host maintenance event 2026-11-30 10:12 UTC (provider ticket 4411)"
 

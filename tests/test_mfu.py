@@ -9,13 +9,12 @@ import mlflow
 import pytest
 import torch
 from click.testing import CliRunner
+from conftest import ROOT
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.execution import environment, peak
 from gpucost_mlflow.tracking.reader import attempts, render
-
-from conftest import ROOT
 
 VARIANTS = ROOT / "projects" / "variants.yaml"
 

@@ -9,15 +9,14 @@ from pathlib import Path
 import mlflow
 import pytest
 from click.testing import CliRunner
+from conftest import ROOT
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.manifest import differences
 from gpucost_mlflow.core.variants import get_variant, load_variants
-from gpucost_mlflow.tracking import schema
 from gpucost_mlflow.flow.launcher import PassRequest, prepare
-
-from conftest import ROOT
+from gpucost_mlflow.tracking import schema
 
 VARIANTS = ROOT / "projects" / "variants.yaml"
 

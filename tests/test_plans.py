@@ -7,6 +7,7 @@ from decimal import Decimal
 
 import pytest
 from click.testing import CliRunner
+from conftest import ROOT
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.breakeven import Priced, break_even
@@ -14,8 +15,6 @@ from gpucost_mlflow.core.catalog import load_catalog
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.forecast import Forecast
 from gpucost_mlflow.core.plans import covering_plans, parse_hours, to_hours
-
-from conftest import ROOT
 
 SEED = ROOT / "catalog" / "labkit-2026-09-24.csv"
 HEADER = "provider,catalog_version,gpu,device_names,gpus_per_lot,days,price_per_lot,currency,source,billing,min_hours,increment_hours\n"
@@ -56,7 +55,7 @@ def test_a_configuration_using_2_gpus_with_1_gpu_lots_takes_2_lots(tmp_path):
 def test_hourly_minimum_4_hours_bills_a_2_2_hour_window_as_4_hours(tmp_path):
     path = catalog(tmp_path, row(days="", price="1.50", billing="hourly", min_hours="4", increment="1"))
     (best,) = plans(path, "g1", "2.2")
-    assert best.hours_billed == Decimal("4") and best.total == Decimal("6.00") and best.periods == 1
+    assert best.hours_billed == Decimal(4) and best.total == Decimal("6.00") and best.periods == 1
 
 
 def test_hourly_window_is_rounded_up_to_the_increment_above_the_minimum(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 from click.testing import CliRunner
+from conftest import ROOT
 from mlflow.entities import RunTag
 from mlflow.tracking import MlflowClient
 
@@ -15,8 +16,6 @@ from gpucost_mlflow.core.protocol import load_protocol
 from gpucost_mlflow.core.variants import load_series, load_variants
 from gpucost_mlflow.flow.campaign import larger_batches
 from gpucost_mlflow.tracking import experiments, schema, writer
-
-from conftest import ROOT
 
 VARIANTS = ROOT / "projects" / "variants.yaml"
 

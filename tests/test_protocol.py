@@ -16,14 +16,13 @@ import pandas as pd
 import pytest
 import yaml
 from click.testing import CliRunner
+from conftest import ROOT, write_protocol
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.protocol import load_protocol
 from gpucost_mlflow.tracking import schema
-
-from conftest import ROOT, write_protocol
 
 VARIANTS = ROOT / "projects" / "variants.yaml"
 REQUIRED_COLUMNS = ["run_id", "campaign_id", "variant", "corpus_fingerprint", "device", "status", "pass_s",

@@ -9,6 +9,7 @@ import mlflow
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from conftest import ROOT
 from mlflow.entities import Param
 from mlflow.tracking import MlflowClient
 
@@ -21,8 +22,6 @@ from gpucost_mlflow.report import render
 from gpucost_mlflow.report.build import build
 from gpucost_mlflow.tracking import experiments, overlaps, schema, writer
 from gpucost_mlflow.tracking.reader import attempts
-
-from conftest import ROOT
 
 PROTOCOL_PATH = ROOT / "projects" / "protocol.yaml"
 CATALOG = ROOT / "catalog" / "labkit-2026-09-24.csv"

@@ -202,7 +202,8 @@ def example_catalog(device_name: str, price_per_hour: Decimal, currency: str, mi
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(COLUMNS + HOURLY_COLUMNS)
+    source = (f"{EXAMPLE_PRICE} written by `gpucost catalog example` on {date}: not a quote; "
+              "edit price_per_lot, min_hours and increment_hours to your own rate")
     writer.writerow(["this-machine", f"what-if-{date}", "this-machine", device_name.strip(), 1, "", price_per_hour,
-                     currency.upper(), f"{EXAMPLE_PRICE} written by `gpucost catalog example` on {date}: not a quote; "
-                     "edit price_per_lot, min_hours and increment_hours to your own rate", "hourly", min_hours, increment_hours])
+                     currency.upper(), source, "hourly", min_hours, increment_hours])
     return out.getvalue()

@@ -10,12 +10,17 @@ import io
 import json
 import os
 import tempfile
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.fingerprints import canonical_row, corpus_fingerprint, order_digest, stable_rank
+from gpucost_mlflow.core.fingerprints import (
+    canonical_row,
+    corpus_fingerprint,
+    order_digest,
+    stable_rank,
+)
 
 BUCKETS = ("short", "medium", "long")
 DEFAULT_BUCKET_SIZES = {"short": 600, "medium": 300, "long": 100}

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from gpucost_mlflow.core.stats import Durations
 
+
 @dataclass(frozen=True)
 class Forecast:
     """The terms of the window, in hours, and the expected volume they were sized for."""

@@ -6,8 +6,8 @@ reference exists. Both call these functions, so a verdict means the same whoever
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from gpucost_mlflow.core import verdicts
 from gpucost_mlflow.core.fingerprints import stable_rank

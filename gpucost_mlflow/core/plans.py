@@ -18,7 +18,7 @@ from gpucost_mlflow.core.errors import GpucostError
 HOUR_QUANTUM = Decimal("0.000001")  # 3.6 ms: float noise below it never bills another increment
 
 
-def to_hours(value: float | int | Decimal) -> Decimal:
+def to_hours(value: float | Decimal) -> Decimal:
     """A window length as an exact Decimal of hours (floats rounded to the micro-hour)."""
     if isinstance(value, Decimal):
         return value

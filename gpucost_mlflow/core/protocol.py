@@ -5,9 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 from dataclasses import dataclass
-from pathlib import Path
-
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from pathlib import Path
 
 import yaml
 
@@ -158,7 +157,7 @@ def load_protocol(path: Path) -> Protocol:
     )
 
 
-def _audit(f: "_Fields") -> dict:
+def _audit(f: _Fields) -> dict:
     """How a deliverable without gold labels is audited: the reference variant on a sample of its inputs,
     whose labels must agree with the deliverable's at least this much."""
     return {"sample": f.positive("deliverables.audit.sample"),

@@ -80,7 +80,7 @@ class Series:
     combines: bool = False  # each member differs from the reference in one or more of `fields` (a combination)
     proposed_from: str = ""  # the campaign whose accepted changes a proposed series combines
 
-    def declaration(self, variants: dict[str, "Variant"]) -> dict:
+    def declaration(self, variants: dict[str, Variant]) -> dict:
         """What the series declares, members' settings included: the text its lock digest is taken over."""
         return {"name": self.name, "fields": list(self.fields), "reference": self.reference, "together": self.together,
                 "combines": self.combines, "members": {m: variants[m].settings() for m in self.members},

@@ -5,9 +5,9 @@ from __future__ import annotations
 import gzip
 import json
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 
 @dataclass

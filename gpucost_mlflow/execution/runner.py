@@ -12,9 +12,9 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 WARMUP_RULE = {
     "inputs": 32,
@@ -47,7 +47,7 @@ class Predictions:
     ids: list[str] = field(default_factory=list)
     labels: list[int] = field(default_factory=list)
     scores: list[float] = field(default_factory=list)
-    shapes: "_Shapes | None" = None
+    shapes: _Shapes | None = None
 
     def batch_lengths(self) -> list[list[int]]:
         """Real token counts per completed batch, in processing order (for the FLOP count, after the clock)."""

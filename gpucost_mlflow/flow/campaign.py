@@ -12,9 +12,9 @@ import os
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from mlflow.entities import Param, RunTag
 from mlflow.tracking import MlflowClient
@@ -24,9 +24,9 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.protocol import load_protocol
 from gpucost_mlflow.core.schedule import Slot, remaining, rotated
 from gpucost_mlflow.core.variants import Variant, get_variant, load_variants
+from gpucost_mlflow.flow.launcher import PassRequest, PassResult, execute
 from gpucost_mlflow.tracking import experiments, schema, spool, store
 from gpucost_mlflow.tracking.rejudge import Rejudged, rejudge
-from gpucost_mlflow.flow.launcher import PassRequest, PassResult, execute
 
 # What every pass of a campaign shares: recorded on the parent run.
 CACHE_POLICY = (

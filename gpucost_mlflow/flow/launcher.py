@@ -12,9 +12,9 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import mlflow
 from mlflow.entities import DatasetInput, InputTag, Param, RunTag
@@ -28,9 +28,23 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.fingerprints import sha256_file
 from gpucost_mlflow.core.manifest import build_manifest
 from gpucost_mlflow.core.protocol import Protocol, load_protocol
-from gpucost_mlflow.core.variants import Variant, get_variant, load_series, load_variants
+from gpucost_mlflow.core.variants import (
+    Variant,
+    get_variant,
+    load_series,
+    load_variants,
+)
 from gpucost_mlflow.execution import child, environment, faults, models, runner
-from gpucost_mlflow.tracking import experiments, overlaps, rejudge, schema, spool, store, writer
+from gpucost_mlflow.tracking import (
+    experiments,
+    overlaps,
+    rejudge,
+    schema,
+    spool,
+    store,
+    writer,
+)
+
 
 @dataclass
 class PassRequest:

@@ -21,7 +21,7 @@ FILES = ("report.md", "report.html", "attempts.csv", "balance.csv")
 
 
 def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Catalog,
-          variants: dict[str, Variant], client: MlflowClient | None = None) -> tuple[render.Report, "object"]:
+          variants: dict[str, Variant], client: MlflowClient | None = None) -> tuple[render.Report, object]:
     """Read every attempt back and assess every configuration against the protocol and the catalog."""
     for number, cost in enumerate(protocol.other_costs, 1):
         if cost.currency != catalog.currency:

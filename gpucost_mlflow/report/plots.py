@@ -8,10 +8,10 @@ import io
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from gpucost_mlflow.core.decision import Assessment  # noqa: E402
-from gpucost_mlflow.report.tables import Summary  # noqa: E402
+from gpucost_mlflow.core.decision import Assessment
+from gpucost_mlflow.report.tables import Summary
 
 
 def _uri(figure) -> str:

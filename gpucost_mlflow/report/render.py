@@ -200,7 +200,7 @@ MFU_TEXT = ("GFLOP/s and MFU: forward-pass FLOPs counted from the model config a
 
 
 def _md_table(head: list[str], rows: list[list[str]]) -> str:
-    esc = lambda text: str(text).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    esc = lambda text: str(text).replace("|", "\\|").replace("\n", " ")
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)

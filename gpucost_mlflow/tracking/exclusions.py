@@ -91,7 +91,7 @@ def _pass(client: MlflowClient, run_id: str) -> Run:
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 def exclude(client: MlflowClient, run_id: str, cause: str, who: str | None = None) -> Exclusion:
@@ -104,7 +104,9 @@ def exclude(client: MlflowClient, run_id: str, cause: str, who: str | None = Non
         raise GpucostError(f"run '{run.info.run_id}' is already excluded ({describe(tags)}); undo it first with "
                            f"`gpucost exclude {run.info.run_id} --undo`; nothing changed")
     if run.info.status == "RUNNING" and status == "running":
-        from gpucost_mlflow.tracking.reader import launcher_alive  # the reader imports this module
+        from gpucost_mlflow.tracking.reader import (
+            launcher_alive,  # the reader imports this module
+        )
 
         if launcher_alive(tags.get(schema.LAUNCHER, "")):
             raise GpucostError(f"run '{run.info.run_id}' is still running (launcher {tags.get(schema.LAUNCHER, '?')}): "

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import os
 import socket
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pandas as pd
 from mlflow.entities import Run, ViewType

@@ -116,7 +116,7 @@ def _record(client: MlflowClient, run_id: str, result: judge.Judgement, referenc
                                    quality_verdict=result.quality_verdict, checks=result.checks)
     tags = [tag for tag in tags if tag.key != schema.MEMORY_COUNTER]
     tags += [
-        RunTag(schema.REJUDGED_AT, dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")),
+        RunTag(schema.REJUDGED_AT, dt.datetime.now(dt.UTC).isoformat(timespec="seconds")),
         RunTag(schema.REJUDGED_AGAINST, reference_run),
         RunTag(schema.FIRST_STATUS, "pending"),
     ]
