@@ -19,11 +19,11 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import torch  # noqa: E402
+import torch
 
-from gpucost_mlflow.core.variants import get_variant  # noqa: E402
-from gpucost_mlflow.execution import models, runner  # noqa: E402
-from gpucost_mlflow.execution.timing import no_sync  # noqa: E402
+from gpucost_mlflow.core.variants import get_variant
+from gpucost_mlflow.execution import models, runner
+from gpucost_mlflow.execution.timing import no_sync
 
 ROOT = Path(__file__).resolve().parents[1]
 

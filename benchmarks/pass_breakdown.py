@@ -19,12 +19,12 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import numpy as np
+import torch
 
-from gpucost_mlflow.core.variants import get_variant  # noqa: E402
-from gpucost_mlflow.execution import models, runner  # noqa: E402
-from gpucost_mlflow.execution.timing import no_sync  # noqa: E402
+from gpucost_mlflow.core.variants import get_variant
+from gpucost_mlflow.execution import models, runner
+from gpucost_mlflow.execution.timing import no_sync
 
 ROOT = Path(__file__).resolve().parents[1]
 HARNESS = ("read", "tokenize parallel", "pad + tensors", "softmax + argmax", "to host")
@@ -42,7 +42,7 @@ def stages(corpus: Path, tokenizer, model, settings: dict) -> dict[str, float]:
     """The stages of one pass, each timed on its own, in the runner's own order."""
     times = {}
     started = time.perf_counter()
-    ids, texts = runner.read_texts(str(corpus))
+    _, texts = runner.read_texts(str(corpus))
     times["read"] = time.perf_counter() - started
     times["tokenize serial"] = tokenize_s(tokenizer, texts, settings["max_length"], False)
     times["tokenize parallel"] = tokenize_s(tokenizer, texts, settings["max_length"], True)

@@ -56,7 +56,7 @@ class Postgres:
         return f"postgresql://{DB_USER}@127.0.0.1:{self.port}/mlflow"
 
     def stop(self) -> None:
-        subprocess.run(_as_postgres_user([str(self.bindir / "pg_ctl"), "-D", str(self.folder / "data"), "-m", "fast",
+        subprocess.run(check=False, args=_as_postgres_user([str(self.bindir / "pg_ctl"), "-D", str(self.folder / "data"), "-m", "fast",
                                           "-w", "stop"]), capture_output=True, timeout=60)
         shutil.rmtree(self.folder, ignore_errors=True)
 
@@ -71,7 +71,7 @@ def start_postgres() -> Postgres:
         user = pwd.getpwnam("postgres")
         os.chown(folder, user.pw_uid, user.pw_gid)
     port = free_port()
-    run = lambda *args: subprocess.run(_as_postgres_user(list(args)), check=True, capture_output=True, timeout=120)  # noqa: E731
+    run = lambda *args: subprocess.run(_as_postgres_user(list(args)), check=True, capture_output=True, timeout=120)
     run(str(bindir / "initdb"), "-D", str(folder / "data"), "-U", DB_USER, "--auth=trust", "-E", "UTF8")
     run(str(bindir / "pg_ctl"), "-D", str(folder / "data"), "-l", str(folder / "log"), "-w", "-o",
         f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c max_connections=200", "start")
@@ -102,7 +102,7 @@ class MlflowServer:
             command += ["--app-name", "basic-auth"]
         return command
 
-    def start(self, timeout_s: float = 180) -> "MlflowServer":
+    def start(self, timeout_s: float = 180) -> MlflowServer:
         """Start (or restart on the same port and store) and wait until /health answers."""
         env = dict(os.environ)
         env.pop("MLFLOW_TRACKING_URI", None)
@@ -119,7 +119,7 @@ class MlflowServer:
             env["MLFLOW_AUTH_CONFIG_PATH"] = str(config)
             env["MLFLOW_FLASK_SERVER_SECRET_KEY"] = "gpucost-test-only"
         self.folder.mkdir(parents=True, exist_ok=True)
-        log = open(self.folder / "server.log", "ab")
+        log = open(self.folder / "server.log", "ab")  # noqa: SIM115 - the server writes to it for its whole life
         self.process = subprocess.Popen(self.command(), env=env, stdout=log, stderr=subprocess.STDOUT,
                                         cwd=self.folder, start_new_session=True)
         deadline = time.monotonic() + timeout_s

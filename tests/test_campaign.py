@@ -80,7 +80,7 @@ def test_ctrl_c_during_a_pass_then_resume_leaves_every_slot_once(store, tmp_path
     # campaign must get Ctrl-C's default handling whatever started pytest.
     first = subprocess.Popen(_campaign_cmd(corpus_dir, model_dir, protocol), start_new_session=True,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509
     client = MlflowClient()
     deadline = time.time() + 180
     while time.time() < deadline:
@@ -99,7 +99,7 @@ def test_ctrl_c_during_a_pass_then_resume_leaves_every_slot_once(store, tmp_path
     table, _ = attempts("camp")
     assert len(table) == 3 and table["status"][2] == "failed" and table["reason"][2].startswith("interrupted")
 
-    resumed = subprocess.run(_campaign_cmd(corpus_dir, model_dir, protocol, "--resume", campaign_id),
+    resumed = subprocess.run(check=False, args=_campaign_cmd(corpus_dir, model_dir, protocol, "--resume", campaign_id),
                              capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     table, _ = attempts("camp")
@@ -134,7 +134,7 @@ def test_unreachable_tracking_server_fails_within_seconds_and_starts_no_pass(tmp
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:9")
     monkeypatch.chdir(tmp_path)
     started = time.monotonic()
-    result = subprocess.run(_campaign_cmd(corpus_dir, model_dir, protocol_file, "--passes", "5"),
+    result = subprocess.run(check=False, args=_campaign_cmd(corpus_dir, model_dir, protocol_file, "--passes", "5"),
                             capture_output=True, text=True, timeout=60)
     elapsed = time.monotonic() - started
     assert result.returncode == 2

@@ -5,10 +5,10 @@ from __future__ import annotations
 import sys
 import time
 
+from conftest import ROOT
+
 from gpucost_mlflow.core.variants import get_variant
 from gpucost_mlflow.execution import runner, timing
-
-from conftest import ROOT
 
 FORBIDDEN_MODULES = ("hashlib", "_hashlib", "mlflow", "logging", "gzip", "zlib",
                      "gpucost_mlflow.core.quality", "gpucost_mlflow.core.verdicts",
@@ -57,7 +57,7 @@ def test_nothing_but_the_work_runs_between_the_two_clock_reads(tmp_path, corpus_
         sys.setprofile(None)
 
     assert outcome["status"] == "completed"
-    warmup, measured, export = windows
+    _, measured, export = windows
     called = {name for _, name in measured}
     assert "forward" in called and "loads" in called, "the measured window holds the reading and inference"
     offenders = sorted({f"{module}.{name}" for module, name in measured if module.startswith(FORBIDDEN_MODULES)})

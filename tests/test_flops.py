@@ -7,7 +7,13 @@ import json
 import pytest
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.flops import EncoderShape, count, encoder_shape, rates, sequence_flops
+from gpucost_mlflow.core.flops import (
+    EncoderShape,
+    count,
+    encoder_shape,
+    rates,
+    sequence_flops,
+)
 
 TINY = EncoderShape(hidden=4, layers=1, intermediate=8, heads=2, labels=3)
 

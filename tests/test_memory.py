@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-
 import pytest
 from click.testing import CliRunner
+from conftest import ROOT
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.memory_estimate import estimate, safetensors_parameters
 from gpucost_mlflow.core.rocm import DEFAULT_MATRIX, check, load_matrix
-
-from conftest import ROOT
 
 SMALL = {"hidden_size": 4, "num_attention_heads": 2, "intermediate_size": 8}
 

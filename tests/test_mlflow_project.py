@@ -7,17 +7,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import ROOT
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.tracking import schema
-
-from conftest import ROOT
 
 
 def test_mlflow_run_main_entry_point_records_one_finished_pass(store, corpus_dir, model_dir, protocol_file):
     bin_dir = str(Path(sys.executable).parent)
     env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ["PATH"])
-    result = subprocess.run(
+    result = subprocess.run(check=False, args=
         [os.path.join(bin_dir, "mlflow"), "run", str(ROOT / "projects"), "-P", "variant=batch4",
          "-P", f"model={model_dir}", "-P", f"corpus={corpus_dir / 'comparison.jsonl'}", "-P", f"protocol={protocol_file}",
          "--env-manager", "local", "--experiment-name", "project"],
@@ -37,7 +36,7 @@ def test_mlflow_run_main_entry_point_records_one_finished_pass(store, corpus_dir
 def test_unknown_variant_through_mlflow_run_leaves_no_run_running(store, corpus_dir, model_dir):
     bin_dir = str(Path(sys.executable).parent)
     env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ["PATH"])
-    result = subprocess.run(
+    result = subprocess.run(check=False, args=
         [os.path.join(bin_dir, "mlflow"), "run", str(ROOT / "projects"), "-P", "variant=nope",
          "--env-manager", "local", "--experiment-name", "project"],
         env=env, capture_output=True, text=True, timeout=300,

@@ -89,7 +89,8 @@ def test_manifest_records_what_protocol_section_2_lists(store, corpus_dir, model
 def test_predictions_are_read_back_from_the_written_file(store, corpus_dir, model_dir):
     run_pass(corpus_dir / "comparison.jsonl", model_dir)
     path = mlflow.artifacts.download_artifacts(run_id=only_run().info.run_id, artifact_path="predictions.jsonl.gz")
-    lines = [json.loads(line) for line in gzip.open(path, "rt")]
+    with gzip.open(path, "rt") as handle:
+        lines = [json.loads(line) for line in handle]
     corpus_ids = [json.loads(l)["id"] for l in (corpus_dir / "comparison.jsonl").read_text().splitlines()]
     assert sorted(p["id"] for p in lines) == sorted(corpus_ids)
     assert all(set(p) == {"id", "label", "score"} for p in lines)

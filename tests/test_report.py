@@ -50,7 +50,7 @@ def experiment(store):
         if wall_s is None:
             wall_s = 1.0 + 3.0 + 0.5 + (pass_s or 0.0) + 0.1 + 0.2
         start = clock["ms"]
-        clock["ms"] += int(round(wall_s * 1000))
+        clock["ms"] += round(wall_s * 1000)
         run = client.create_run(experiment_id, tags=tags, run_name=run_name, start_time=start)
         if params:
             client.log_batch(run.info.run_id, params=[Param(k, v) for k, v in params.items()])

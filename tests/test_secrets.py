@@ -7,11 +7,10 @@ from pathlib import Path
 
 import mlflow
 from click.testing import CliRunner
+from conftest import ROOT
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
-
-from conftest import ROOT
 
 PLANTED = {
     "HF_TOKEN": "hf_planted_token_5d1e9c",

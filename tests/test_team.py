@@ -16,8 +16,8 @@ from pathlib import Path
 
 import mlflow
 import pytest
-from conftest import ROOT, write_protocol
 from click.testing import CliRunner
+from conftest import ROOT, write_protocol
 from mlflow.tracking import MlflowClient
 from servers import MlflowServer, start_postgres
 
@@ -141,7 +141,7 @@ def test_server_killed_mid_campaign_then_sync_keeps_every_pass_once(team_env, se
             pytest.fail("the campaign's first pass never started")
         outage.kill()
         stopped_at = time.time()
-        out, err = campaign.communicate(timeout=300)
+        _, err = campaign.communicate(timeout=300)
         assert campaign.returncode == 2, err[-2000:]
         assert len(err.strip().splitlines()[-1:]) == 1 and "gpucost sync" in err and "--resume" in err
         assert time.time() - stopped_at < 120
@@ -168,7 +168,7 @@ def test_server_killed_mid_campaign_then_sync_keeps_every_pass_once(team_env, se
         assert [(m.value, m.timestamp) for m in history] == [original["pass_s"]]
         assert history[0].timestamp < sync_started * 1000  # stamped when the clock stopped, not at upload
 
-        resumed = subprocess.run(_campaign_cmd(corpus_dir, model_dir, protocol, "team-outage", "--resume", campaign_id),
+        resumed = subprocess.run(check=False, args=_campaign_cmd(corpus_dir, model_dir, protocol, "team-outage", "--resume", campaign_id),
                                  env=env, capture_output=True, text=True, timeout=300)
         assert resumed.returncode == 0, resumed.stderr[-2000:]
         table, _ = attempts("team-outage")
@@ -204,7 +204,7 @@ def test_sync_of_a_pass_the_store_never_saw_creates_one_run_once(team_env, tmp_p
 def test_pass_against_an_unreachable_server_fails_within_15_s(tmp_path, corpus_dir, model_dir, protocol_file):
     env = dict(os.environ, MLFLOW_TRACKING_URI="http://127.0.0.1:9", GPUCOST_SPOOL=str(tmp_path / "spool"))
     started = time.monotonic()
-    result = subprocess.run(_pass_cmd(corpus_dir, model_dir, protocol_file, "unreachable"), env=env, cwd=tmp_path,
+    result = subprocess.run(check=False, args=_pass_cmd(corpus_dir, model_dir, protocol_file, "unreachable"), env=env, cwd=tmp_path,
                             capture_output=True, text=True, timeout=60)
     assert time.monotonic() - started < 15
     assert result.returncode == 2 and "unreachable" in result.stderr
@@ -237,7 +237,7 @@ def test_unauthenticated_use_of_a_basic_auth_server_is_one_line_exit_2(auth_serv
         finally:
             del os.environ["GPUCOST_SPOOL"]
         argv = [GPUCOST, "sync"]
-    result = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(check=False, args=argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2, result.stderr[-2000:]
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: ")
@@ -246,7 +246,7 @@ def test_unauthenticated_use_of_a_basic_auth_server_is_one_line_exit_2(auth_serv
 
 def test_wrong_password_is_refused_in_one_line(auth_server, tmp_path, corpus_dir, model_dir, protocol_file):
     env = _auth_env(auth_server, tmp_path, MLFLOW_TRACKING_USERNAME="admin", MLFLOW_TRACKING_PASSWORD="wrong")
-    result = subprocess.run(_pass_cmd(corpus_dir, model_dir, protocol_file, "team-auth"), env=env, cwd=tmp_path,
+    result = subprocess.run(check=False, args=_pass_cmd(corpus_dir, model_dir, protocol_file, "team-auth"), env=env, cwd=tmp_path,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "refused the credentials of user 'admin'" in result.stderr
     assert ADMIN_PASSWORD not in result.stderr and "wrong" not in result.stderr

@@ -5,11 +5,10 @@ from __future__ import annotations
 import time
 
 import pytest
+from conftest import ROOT
 
 from gpucost_mlflow.core.variants import load_variants
 from gpucost_mlflow.execution import runner
-
-from conftest import ROOT
 
 VARIANTS = load_variants(ROOT / "projects" / "variants.yaml")
 

@@ -1,11 +1,17 @@
 """Acceptance check of issue 4: Ctrl-C (SIGINT to the process group) during pass 7 of the demo campaign, then --resume."""
-import os, signal, subprocess, time
+import os
+import signal
+import subprocess
+import time
+
 import pandas as pd
+
 os.chdir("/work/main")
 os.environ["MLFLOW_TRACKING_URI"] = "sqlite:////tmp/ctrlc.db"
 if os.path.exists("/tmp/ctrlc.db"):
     os.remove("/tmp/ctrlc.db")
 from mlflow.tracking import MlflowClient
+
 first = subprocess.Popen([".venv/bin/gpucost", "campaign", "--variants", "batch1,batch4,batch8", "--passes", "5",
                           "--experiment", "ctrlc"], start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 c = MlflowClient()

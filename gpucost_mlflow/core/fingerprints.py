@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 _CHUNK = 1 << 20
 
@@ -61,4 +61,4 @@ def order_digest(ids: Sequence[str]) -> str:
 
 def stable_rank(seed: int, key: str) -> str:
     """A deterministic pseudo-random sort key that does not depend on row order."""
-    return hashlib.sha256(f"{seed}:{key}".encode("utf-8")).hexdigest()
+    return hashlib.sha256(f"{seed}:{key}".encode()).hexdigest()

@@ -15,8 +15,8 @@ attention mask hides padded keys but does not skip them). Plain Python on plain 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from gpucost_mlflow.core.errors import GpucostError
 

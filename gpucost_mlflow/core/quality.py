@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def per_class(gold: Sequence[str], predicted: Sequence[str], labels: Sequence[str]) -> dict[str, dict]:

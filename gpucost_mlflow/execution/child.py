@@ -26,7 +26,8 @@ def run(spec: runner.PassSpec, workdir: Path) -> tuple[int, bool]:
     child = subprocess.Popen(
         [sys.executable, "-m", "gpucost_mlflow.execution.runner", str(spec_path)],
         env=env,
-        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+        # The launcher starts no threads of its own; the hook only sets PR_SET_PDEATHSIG in the child.
+        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,  # noqa: PLW1509
     )
     interrupted = False
     while True:

@@ -60,7 +60,7 @@ def driver_version() -> str:
         pynvml.nvmlInit()
         version = pynvml.nvmlSystemGetDriverVersion()
         return version.decode() if isinstance(version, bytes) else str(version)
-    except Exception:
+    except Exception:  # noqa: BLE001 - NVML absent or failing: fall back to nvidia-smi
         lines = _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]).splitlines()
         return lines[0].strip() if lines else ""
 

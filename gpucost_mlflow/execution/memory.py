@@ -48,9 +48,9 @@ def measure(model_dir, precision: str, batch: int, max_length: int, device_choic
     the observed peaks with the module after which each was reached (allocated and reserved apart)."""
     import time
 
-    from gpucost_mlflow.execution import models
-
     from transformers import AutoModelForSequenceClassification  # noqa: F401  (imported before the baseline)
+
+    from gpucost_mlflow.execution import models
 
     device = models.resolve_device(device_choice)
     before_load = torch.cuda.memory_allocated(device) if device.type == "cuda" else _rss_bytes()

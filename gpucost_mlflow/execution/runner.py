@@ -215,7 +215,7 @@ def run(spec: PassSpec, started_ns: int) -> dict:
     try:
         predictions, seconds = measure(spec.corpus_path, tokenizer, model, settings, device, sync, progress.on_batch)
         outcome.update(status="completed", pass_s=seconds)
-    except BaseException as exc:  # every failure is kept as a row with its reason
+    except BaseException as exc:  # noqa: BLE001 - every failure is kept as a row with its reason
         predictions = getattr(exc, "partial_predictions", None) or Predictions()
         outcome.update(
             reason=faults.reason(exc),
@@ -269,7 +269,7 @@ def main(argv: list[str]) -> int:
     workdir = Path(spec.workdir)
     try:
         outcome = run(spec, started_ns)
-    except BaseException as exc:
+    except BaseException as exc:  # noqa: BLE001 - the launcher reads every ending as an outcome
         from gpucost_mlflow.execution import faults
 
         outcome = {

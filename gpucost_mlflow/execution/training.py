@@ -14,7 +14,11 @@ from pathlib import Path
 
 import torch
 from torch.nn.utils.rnn import pad_sequence
-from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup
+from transformers import (
+    AutoModelForSequenceClassification,
+    AutoTokenizer,
+    get_linear_schedule_with_warmup,
+)
 
 
 @dataclass

@@ -252,7 +252,7 @@ def _close_unrecorded(client: MlflowClient, run_id: str, exc: BaseException) -> 
     try:
         client.log_batch(run_id, tags=[RunTag(schema.STATUS, "failed"), RunTag(schema.STATUS_REASON, reason)])
         client.set_terminated(run_id, state)
-    except Exception:
+    except Exception:  # noqa: BLE001, S110 - never hide the error that stopped the launcher
         pass
 
 

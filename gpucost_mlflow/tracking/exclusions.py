@@ -45,7 +45,7 @@ def user() -> str:
     """Who excludes: the OS user, 'unknown' when it cannot be told."""
     try:
         return getpass.getuser() or "unknown"
-    except Exception:  # no login name, no USER / LOGNAME in the environment
+    except Exception:  # noqa: BLE001 - no login name, no USER / LOGNAME in the environment
         return "unknown"
 
 
