@@ -466,7 +466,7 @@ def catalog_example(out_path, price_per_hour, currency, min_hours, increment_hou
     from gpucost_mlflow.core.catalog import example_catalog, load_catalog
     from gpucost_mlflow.core.corpus import write_atomic
     from gpucost_mlflow.core.plans import parse_hours, parse_positive
-    from gpucost_mlflow.execution.environment import device_names
+    from gpucost_mlflow.execution.devices import device_names
     from gpucost_mlflow.execution.models import resolve_device
 
     if out_path.exists():

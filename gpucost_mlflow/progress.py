@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TextIO
 
 from gpucost_mlflow.core.schedule import Slot
-from gpucost_mlflow.execution.faults import read_progress
+from gpucost_mlflow.execution.batch_counter import read as read_progress
 from gpucost_mlflow.flow.campaign import Display
 
 

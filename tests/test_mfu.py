@@ -13,7 +13,7 @@ from conftest import ROOT
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
-from gpucost_mlflow.execution import environment, peak
+from gpucost_mlflow.execution import devices, environment, peak
 from gpucost_mlflow.tracking.reader import attempts, render
 
 VARIANTS = ROOT / "projects" / "variants.yaml"
@@ -28,7 +28,7 @@ def cache(tmp_path, monkeypatch) -> Path:
 
 def planted_peak(precision: str = "fp32", flop_per_s: float = 1e11) -> peak.Peak:
     """A cached entry for this CPU as `doctor --peak` would write it (the value is planted, not measured)."""
-    return peak.Peak(device=environment.cpu_name(), torch=torch.__version__, threads=torch.get_num_threads(),
+    return peak.Peak(device=devices.cpu_name(), torch=torch.__version__, threads=torch.get_num_threads(),
                      precision=precision, flop_per_s=flop_per_s, size=64, measured_at="2026-11-30T00:00:00+00:00")
 
 

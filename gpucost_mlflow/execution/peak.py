@@ -19,7 +19,7 @@ import torch
 
 from gpucost_mlflow.core.corpus import write_atomic
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.execution import environment
+from gpucost_mlflow.execution.devices import device_names
 
 ENV = "GPUCOST_PEAK_CACHE"
 PRECISIONS = ("fp32", "bf16", "fp16", "int8-dynamic")
@@ -95,7 +95,7 @@ def precision_of(settings: dict) -> str:
 
 
 def _where(device: torch.device) -> tuple[str, int | None]:
-    name = environment.device_names(device)[0]
+    name = device_names(device)[0]
     return name, (torch.get_num_threads() if device.type == "cpu" else None)
 
 

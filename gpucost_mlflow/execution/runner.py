@@ -174,6 +174,7 @@ def run(spec: PassSpec, started_ns: int) -> dict:
     import torch
 
     from gpucost_mlflow.execution import faults, memory, models
+    from gpucost_mlflow.execution.batch_counter import BatchCounter
     from gpucost_mlflow.execution.timing import Stopwatch, no_sync
 
     settings = spec.settings
@@ -209,11 +210,16 @@ def run(spec: PassSpec, started_ns: int) -> dict:
     del ids, texts
 
     memory.reset_peaks(device)
-    progress = faults.Progress(workdir, fault)
+    counter = BatchCounter(workdir)
+
+    def on_batch(number: int, done: int) -> None:
+        counter.record(number, done)
+        fault.fire(number)
+
     # Wall-clock bounds of the measured pass, read outside its clock: how overlapping passes are found.
     outcome["measured_from_epoch_s"] = time.time()
     try:
-        predictions, seconds = measure(spec.corpus_path, tokenizer, model, settings, device, sync, progress.on_batch)
+        predictions, seconds = measure(spec.corpus_path, tokenizer, model, settings, device, sync, on_batch)
         outcome.update(status="completed", pass_s=seconds)
     except BaseException as exc:  # noqa: BLE001 - every failure is kept as a row with its reason
         predictions = getattr(exc, "partial_predictions", None) or Predictions()

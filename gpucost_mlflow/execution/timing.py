@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 def no_sync() -> None:
@@ -21,7 +21,6 @@ class Stopwatch:
     synchronize: Callable[[], None] = no_sync
     started_ns: int | None = None
     stopped_ns: int | None = None
-    laps: dict = field(default_factory=dict)
 
     def start(self) -> None:
         self.synchronize()
