@@ -50,12 +50,26 @@ def parse(value: str) -> Fault:
     return Fault(match.group(1), int(match.group(2)))
 
 
-def reason(exc: BaseException) -> str:
-    """A one-line failure reason for the attempts table."""
+# Allocation failures some device libraries still report as a plain RuntimeError rather than torch's type.
+OOM_MESSAGES = ("out of memory", "CUBLAS_STATUS_ALLOC_FAILED", "HIPBLAS_STATUS_ALLOC_FAILED")
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """torch's out-of-memory error (torch.cuda.OutOfMemoryError is the same class; ROCm raises it too, saying
+    "HIP out of memory"), the host's MemoryError, or a RuntimeError a device library raised for a failed allocation."""
     import torch
 
+    oom_type = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
+    if isinstance(exc, (oom_type, torch.cuda.OutOfMemoryError, MemoryError)):
+        return True
+    text = str(exc)
+    return isinstance(exc, RuntimeError) and any(marker.lower() in text.lower() for marker in OOM_MESSAGES)
+
+
+def reason(exc: BaseException) -> str:
+    """A one-line failure reason for the attempts table."""
     message = " ".join(str(exc).split())[:300]
-    if isinstance(exc, (torch.cuda.OutOfMemoryError, MemoryError)):
+    if is_out_of_memory(exc):
         return f"out of memory: {message}" if message else "out of memory"
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted"

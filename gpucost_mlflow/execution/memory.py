@@ -17,6 +17,16 @@ def reset_peaks(device: torch.device) -> None:
         torch.cuda.reset_peak_memory_stats(device)
 
 
+def release(device: torch.device) -> None:
+    """Give memory back after an out-of-memory failure: collect what the failed batch left unreferenced and
+    return the allocator's cached blocks to the driver, so the child ends cleanly (peaks are kept)."""
+    import gc
+
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
 def peaks(device: torch.device) -> dict:
     """Observed peaks as metrics plus the name of the counter they come from."""
     if device.type == "cuda":

@@ -105,8 +105,12 @@ def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[
                 done_order.extend(batch)
         return _to_host(ids, done_order, done_labels, done_scores, lengths, plan)
     except BaseException as exc:
+        # Drop the failed batch's tensors held by the traceback's frames (an out-of-memory error would
+        # otherwise keep them alive), then copy the finished batches to the host one by one: no new
+        # device allocation on a device that just ran out of memory.
+        traceback.clear_frames(exc.__traceback__)
         exc.partial_predictions = _to_host(ids, done_order[: sum(len(t) for t in done_labels)], done_labels, done_scores,
-                                           lengths, plan)
+                                           lengths, plan, each_first=True)
         raise
 
 
@@ -134,11 +138,13 @@ def measure(corpus_path, tokenizer, model, settings, device, sync, on_batch=None
     return predictions, clock.stop()
 
 
-def _to_host(ids, order, labels, scores, lengths, plan) -> Predictions:
+def _to_host(ids, order, labels, scores, lengths, plan, each_first: bool = False) -> Predictions:
     import torch
 
     if not labels:
         return Predictions()
+    if each_first:
+        labels, scores = [t.cpu() for t in labels], [t.cpu() for t in scores]
     label_list = torch.cat(labels).cpu().tolist()
     score_list = torch.cat(scores).cpu().tolist()
     return Predictions([ids[i] for i in order], label_list, score_list, _Shapes(lengths, plan[: len(labels)]))
@@ -218,17 +224,21 @@ def run(spec: PassSpec, started_ns: int) -> dict:
 
     # Wall-clock bounds of the measured pass, read outside its clock: how overlapping passes are found.
     outcome["measured_from_epoch_s"] = time.time()
+    out_of_memory = False
     try:
         predictions, seconds = measure(spec.corpus_path, tokenizer, model, settings, device, sync, on_batch)
         outcome.update(status="completed", pass_s=seconds)
     except BaseException as exc:  # noqa: BLE001 - every failure is kept as a row with its reason
         predictions = getattr(exc, "partial_predictions", None) or Predictions()
+        out_of_memory = faults.is_out_of_memory(exc)
         outcome.update(
             reason=faults.reason(exc),
             elapsed_until_failure_s=getattr(exc, "elapsed_s", None),
             error="".join(traceback.format_exception(exc)),
         )
     outcome["measured_until_epoch_s"] = time.time()
+    if out_of_memory:
+        memory.release(device)
     outcome["completed_entries"] = len(predictions.ids)
     outcome["memory"] = memory.peaks(device)
     outcome.update(utilisation(model.config.to_dict(), settings, device, predictions, outcome.get("pass_s")))
