@@ -4,14 +4,21 @@ loop, the board's energy counter around the clock, and the device-event cross-ch
 from __future__ import annotations
 
 import gzip
+import json
 import time
 from pathlib import Path
+from typing import ClassVar
 
+import mlflow
 import pytest
 import torch
+from click.testing import CliRunner
+from mlflow.tracking import MlflowClient
 
+from gpucost_mlflow.cli import main
+from gpucost_mlflow.core.energy import ENERGY_COUNTER_TAG
 from gpucost_mlflow.core.variants import get_variant
-from gpucost_mlflow.execution import faults, memory, models, runner
+from gpucost_mlflow.execution import energy, faults, memory, models, runner, timing
 
 VARIANTS = Path(__file__).resolve().parents[1] / "projects" / "variants.yaml"
 
@@ -21,6 +28,26 @@ def spec_for(tmp_path, corpus_dir, model_dir) -> runner.PassSpec:
         corpus_path=str(corpus_dir / "comparison.jsonl"), model_path=str(model_dir), workdir=str(tmp_path),
         settings=get_variant(VARIANTS, "batch8").settings(),
     )
+
+
+class FakeEvent:
+    """torch.cuda.Event's timing surface: record, synchronize, elapsed_time in milliseconds."""
+
+    log: ClassVar[list[str]] = []
+
+    def __init__(self, enable_timing: bool = False):
+        assert enable_timing
+        self.at = None
+
+    def record(self):
+        FakeEvent.log.append("event")
+        self.at = len(FakeEvent.log)
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, end: FakeEvent) -> float:
+        return 1234.5
 
 
 def test_oom_pass_is_kept_as_failed_row_with_its_completed_count(tmp_path, corpus_dir, model_dir, monkeypatch):
@@ -56,6 +83,7 @@ def test_oom_pass_is_kept_as_failed_row_with_its_completed_count(tmp_path, corpu
     assert released == ["cpu"], "the child gives memory back after an out-of-memory failure"
     with gzip.open(tmp_path / runner.PREDICTIONS, "rt") as handle:
         assert len(handle.readlines()) == 16
+    assert "energy_j" in outcome["missing_measurements"] and "device_event_s" in outcome["missing_measurements"]
 
 
 @pytest.mark.unit
@@ -70,3 +98,45 @@ def test_oom_pass_is_kept_as_failed_row_with_its_completed_count(tmp_path, corpu
 def test_out_of_memory_is_recognised_whichever_layer_raised_it(exc, expected):
     assert faults.is_out_of_memory(exc) is expected
     assert faults.reason(exc).startswith("out of memory") is expected
+
+
+@pytest.mark.unit
+def test_a_cpu_pass_has_no_device_event_time_and_says_why():
+    events = timing.DeviceEvents.for_device(torch.device("cpu"))
+    events.record_start()
+    events.record_end()
+    value, reason = events.result(completed=True)
+    assert value is None and reason.startswith("CPU pass: no device events")
+
+
+@pytest.mark.unit
+def test_device_event_time_comes_from_the_events_in_seconds():
+    events = timing.DeviceEvents(FakeEvent)
+    events.record_start()
+    events.record_end()
+    assert events.result(completed=True) == (pytest.approx(1.2345), "")
+    assert events.result(completed=False) == (None, "pass did not complete")
+
+
+def test_a_cpu_pass_logs_the_counter_and_leaves_empty_cells_with_their_reasons(store, corpus_dir, model_dir,
+                                                                                protocol_file):
+    """Through the launcher: the counter named as a tag, energy_j and device_event_s absent with reasons
+    in verdict.json (this machine's RAPL decides whether a CPU counter exists)."""
+    result = CliRunner().invoke(main, ["pass", "--variant", "batch8", "--corpus", str(corpus_dir / "comparison.jsonl"),
+                                       "--model", str(model_dir), "--variants", str(VARIANTS), "--experiment", "t",
+                                       "--protocol", str(protocol_file)])
+    assert result.exit_code == 0, result.output
+    client = MlflowClient()
+    (run,) = client.search_runs([client.get_experiment_by_name("t").experiment_id])
+    verdict = json.loads(Path(mlflow.artifacts.download_artifacts(run_id=run.info.run_id,
+                                                                  artifact_path="verdict.json")).read_text())
+    here = energy.rapl_board()
+    if here.spec is None:
+        assert "energy_j" not in run.data.metrics
+        assert verdict["missing_measurements"]["energy_j"] == here.reason
+        assert run.data.tags[ENERGY_COUNTER_TAG] == f"none: {here.reason}"
+    else:
+        assert "energy_j" in run.data.metrics or "energy_j" in verdict["missing_measurements"]
+    assert "device_event_s" not in run.data.metrics
+    assert verdict["missing_measurements"]["device_event_s"].startswith("CPU pass: no device events")
+    assert "energy" in verdict["device_facts"]

@@ -122,20 +122,34 @@ def tokenizer_parallelism(settings: dict) -> bool:
     return parallel
 
 
-def measure(corpus_path, tokenizer, model, settings, device, sync, on_batch=None) -> tuple[Predictions, float]:
-    """The measured pass: synchronise, start the clock, read, tokenize, transfer, infer, bring to host,
-    synchronise, stop. Nothing else happens between the two clock reads."""
+def measure(corpus_path, tokenizer, model, settings, device, sync, on_batch=None, energy=None,
+            events=None) -> tuple[Predictions, float]:
+    """The measured pass: synchronise, read the energy counter, start the clock, record the start event,
+    read, tokenize, transfer, infer, bring to host, record the end event, synchronise, stop, read the
+    energy counter. Nothing else happens between the two clock reads; the counter reads are adjacent to
+    them, outside the interval, and no thread samples anything inside it."""
     from gpucost_mlflow.execution import timing
 
     clock = timing.Stopwatch(sync)
+    events = events if events is not None else timing.DeviceEvents()
+    sync()
+    if energy is not None:
+        energy.read_before()
     clock.start()
+    events.record_start()
     try:
         ids, texts = read_texts(corpus_path)
         predictions = process(ids, texts, tokenizer, model, settings, device, on_batch)
     except BaseException as exc:
         exc.elapsed_s = clock.stop()
+        if energy is not None:
+            energy.read_after()
         raise
-    return predictions, clock.stop()
+    events.record_end()
+    seconds = clock.stop()
+    if energy is not None:
+        energy.read_after()
+    return predictions, seconds
 
 
 def _to_host(ids, order, labels, scores, lengths, plan, each_first: bool = False) -> Predictions:
@@ -179,7 +193,7 @@ def run(spec: PassSpec, started_ns: int) -> dict:
     """Run one pass as the spec says; return the outcome (also written to the work folder)."""
     import torch
 
-    from gpucost_mlflow.execution import faults, memory, models
+    from gpucost_mlflow.execution import energy, faults, memory, models, timing
     from gpucost_mlflow.execution.batch_counter import BatchCounter
     from gpucost_mlflow.execution.timing import Stopwatch, no_sync
 
@@ -217,16 +231,22 @@ def run(spec: PassSpec, started_ns: int) -> dict:
 
     memory.reset_peaks(device)
     counter = BatchCounter(workdir)
+    board = energy.open_board(device)
+    events = timing.DeviceEvents.for_device(device)
 
     def on_batch(number: int, done: int) -> None:
         counter.record(number, done)
         fault.fire(number)
 
-    # Wall-clock bounds of the measured pass, read outside its clock: how overlapping passes are found.
+    # The board's facts at the start (clocks, power limit), then the wall-clock bounds of the measured
+    # pass, read outside its clock: how overlapping passes are found.
+    facts = board.facts()
+    probe = energy.EnergyProbe(board)
     outcome["measured_from_epoch_s"] = time.time()
     out_of_memory = False
     try:
-        predictions, seconds = measure(spec.corpus_path, tokenizer, model, settings, device, sync, on_batch)
+        predictions, seconds = measure(spec.corpus_path, tokenizer, model, settings, device, sync, on_batch,
+                                       probe, events)
         outcome.update(status="completed", pass_s=seconds)
     except BaseException as exc:  # noqa: BLE001 - every failure is kept as a row with its reason
         predictions = getattr(exc, "partial_predictions", None) or Predictions()
@@ -242,12 +262,25 @@ def run(spec: PassSpec, started_ns: int) -> dict:
     outcome["completed_entries"] = len(predictions.ids)
     outcome["memory"] = memory.peaks(device)
     outcome.update(utilisation(model.config.to_dict(), settings, device, predictions, outcome.get("pass_s")))
+    event_s, no_event = events.result(outcome["status"] == "completed")
+    _merge(outcome, energy.outcome_fields(probe, facts, outcome.get("pass_s")))
+    _merge(outcome, {"metrics": {timing.DEVICE_EVENT_METRIC: event_s}} if event_s is not None
+           else {"missing_measurements": {timing.DEVICE_EVENT_METRIC: no_event}})
 
     export = Stopwatch(sync)
     export.start()
     write_predictions(workdir / PREDICTIONS, predictions, label_names, fault.dupid_at)
     outcome["export_s"] = export.stop()
     return outcome
+
+
+def _merge(outcome: dict, fields: dict) -> None:
+    """Add metrics, missing measurements and tags to the outcome's own, other fields as they are."""
+    for key, value in fields.items():
+        if isinstance(value, dict) and key in ("metrics", "missing_measurements", "tags"):
+            outcome[key] = {**(outcome.get(key) or {}), **value}
+        else:
+            outcome[key] = value
 
 
 MFU_METRICS = ("mfu_useful", "mfu_padded")

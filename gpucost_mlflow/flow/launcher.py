@@ -336,6 +336,7 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
         "missing_measurements": judge.missing_measurements(outcome, metrics, schema.TIMINGS),
         "memory_counter": (outcome.get("memory") or {}).get("counter", ""),
         "deterministic": outcome.get("deterministic", {}),
+        "device_facts": outcome.get("device_facts", {}),
     }
     metric_entities, outcome_tags = writer.outcome_batch(
         status=status, reason=reason, metrics=metrics, ids_match=judged.ids_match,
@@ -356,7 +357,7 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
         "end_time": int(time.time() * 1000),
         "end_status": ("KILLED" if interrupted else "FAILED") if status == "failed" else "FINISHED",
         "params": params,
-        "tags": {**start_tags, **{tag.key: tag.value for tag in outcome_tags}},
+        "tags": {**start_tags, **{tag.key: tag.value for tag in outcome_tags}, **(outcome.get("tags") or {})},
         "metrics": [[m.key, m.value, m.timestamp, m.step] for m in metric_entities],
         "dataset": dataset,
     }

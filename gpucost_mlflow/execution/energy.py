@@ -1,0 +1,299 @@
+"""The measured device's energy counter and its facts at the start of a pass: NVML, amdsmi or Linux RAPL.
+
+nvidia-ml-py (module `pynvml`, extra `gpu`) and amdsmi (extra `rocm`, or the copy ROCm installs) are
+imported here only, and only when the pass runs on their vendor's device. Absent or failing, the pass
+runs as before and `energy_j` is an empty cell with the reason. The counter is read once just before the
+clock starts and once just after it stops (no sampling thread inside the measured interval); the
+arithmetic is `core/energy.py`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpucost_mlflow.core.energy import (
+    DEVICE_UUID_TAG,
+    ENERGY_COUNTER_TAG,
+    ENERGY_FLAG_TAG,
+    ENERGY_METRIC,
+    CounterSpec,
+    PassEnergy,
+    pass_energy,
+)
+
+# NVIDIA documents the counter (millijoules since the driver loaded, Volta and newer) but not how often
+# it moves; 0.1 s is the upper end of the 20-100 ms that PETSc's PetscLogGpuEnergyMeter manual page
+# reports for newer GPUs (https://petsc.org/main/manualpages/Log/PetscLogGpuEnergyMeter).
+NVML_UPDATE_PERIOD_S = 0.1
+NVML = CounterSpec("nvml total energy counter (mJ, nvmlDeviceGetTotalEnergyConsumption)", 1e-3, None,
+                   NVML_UPDATE_PERIOD_S, "assumed: upper end of 20-100 ms reported for newer GPUs; NVIDIA publishes none")
+# amdsmi_get_energy_count gives a 64-bit accumulator and its resolution in microjoules per count; AMD
+# publishes no update period either, so the NVML bound is assumed.
+AMDSMI_UPDATE_PERIOD_S = 0.1
+AMDSMI_NAME = "amdsmi energy accumulator (amdsmi_get_energy_count)"
+# Linux powercap RAPL: package 0 only, the whole CPU package (other processes included), microjoules,
+# wrapping at max_energy_range_uj; the RAPL energy-status registers move about every 1 ms (kernel
+# Documentation/hwmon/amd_energy.rst).
+RAPL_DIR = Path("/sys/class/powercap/intel-rapl:0")
+RAPL_UPDATE_PERIOD_S = 0.001
+RAPL_NAME = "Linux RAPL package-0 energy (uJ, powercap energy_uj; whole CPU package, other processes included)"
+VISIBLE_DEVICES = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+
+
+@dataclass(frozen=True)
+class DeviceIdentity:
+    """How a driver library finds torch's device: its ordinal, UUID and PCI address where torch knows them."""
+
+    index: int
+    uuid: str = ""
+    pci_bus_id: str = ""
+
+
+@dataclass
+class Board:
+    """One device's energy counter and facts behind the same small interface for every vendor.
+
+    `spec` is None when there is no usable counter; `reason` then says why (the empty energy_j cell's reason).
+    """
+
+    spec: CounterSpec | None
+    read: Callable[[], int] | None = None
+    facts: Callable[[], dict] = dict
+    reason: str = ""
+
+
+def _no_counter(reason: str, facts: Callable[[], dict] = dict) -> Board:
+    return Board(None, None, facts, reason)
+
+
+def _import(name: str):
+    """The optional vendor module, or None when it is not installed (or fails to load its library)."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except Exception:  # noqa: BLE001 - a broken vendor install is the same as none: no counter, with the reason
+        return None
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _numbers_visible_by_index() -> bool:
+    """Device ordinals match the driver's own only when no *_VISIBLE_DEVICES remaps them."""
+    return not any(os.environ.get(name) for name in VISIBLE_DEVICES)
+
+
+def identity(device) -> DeviceIdentity:
+    """torch's view of a CUDA / ROCm device: ordinal, UUID and PCI address (empty where this torch lacks them)."""
+    import torch
+
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(index)
+    uuid = str(getattr(props, "uuid", "") or "")
+    bus = getattr(props, "pci_bus_id", None)
+    pci = ""
+    if bus is not None:
+        pci = f"{getattr(props, 'pci_domain_id', 0):04x}:{bus:02x}:{getattr(props, 'pci_device_id', 0):02x}.0"
+    return DeviceIdentity(index, uuid, pci)
+
+
+def open_board(device) -> Board:
+    """The counter for the pass's device: NVML on CUDA, amdsmi on ROCm, RAPL on the CPU."""
+    if device.type == "cuda":
+        import torch
+
+        ident = identity(device)
+        return amdsmi_board(ident) if torch.version.hip else nvml_board(ident)
+    if device.type == "cpu":
+        return rapl_board()
+    return _no_counter(f"no energy counter for a {device.type} device")
+
+
+def _safely(read: Callable[[], object]) -> object:
+    try:
+        return read()
+    except Exception as exc:  # noqa: BLE001 - one fact missing never stops the pass; its reason is kept
+        return f"unavailable: {type(exc).__name__}: {' '.join(str(exc).split())[:120]}"
+
+
+def nvml_board(ident: DeviceIdentity) -> Board:
+    """NVML's total-energy counter of the device torch uses, found by UUID, else PCI address, else ordinal."""
+    pynvml = _import("pynvml")
+    if pynvml is None:
+        return _no_counter("NVML absent: nvidia-ml-py is not installed (pip install 'gpucost-mlflow[gpu]')")
+    try:
+        pynvml.nvmlInit()
+        if ident.uuid:
+            uuid = ident.uuid if ident.uuid.startswith(("GPU-", "MIG-")) else f"GPU-{ident.uuid}"
+            handle = pynvml.nvmlDeviceGetHandleByUUID(uuid)
+        elif ident.pci_bus_id:
+            handle = pynvml.nvmlDeviceGetHandleByPciBusId(ident.pci_bus_id)
+        elif _numbers_visible_by_index():
+            handle = pynvml.nvmlDeviceGetHandleByIndex(ident.index)
+        else:
+            return _no_counter("NVML: torch gives no UUID or PCI address for the device and CUDA_VISIBLE_DEVICES "
+                               "renumbers devices, so its NVML handle cannot be told apart")
+    except Exception as exc:  # noqa: BLE001 - NVML failing (no driver, no permission) leaves the cell empty
+        return _no_counter(f"NVML unavailable: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
+
+    def facts() -> dict:
+        return {
+            "driver": _safely(lambda: _text(pynvml.nvmlSystemGetDriverVersion())),
+            "name": _safely(lambda: _text(pynvml.nvmlDeviceGetName(handle))),
+            "uuid": _safely(lambda: _text(pynvml.nvmlDeviceGetUUID(handle))),
+            "sm_clock_mhz": _safely(lambda: pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)),
+            "memory_clock_mhz": _safely(lambda: pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM)),
+            "power_limit_w": _safely(lambda: pynvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000),
+            "source": "NVML (nvidia-ml-py)",
+        }
+
+    def read() -> int:
+        return int(pynvml.nvmlDeviceGetTotalEnergyConsumption(handle))
+
+    try:
+        read()
+    except Exception as exc:  # noqa: BLE001 - before Volta, or in some VMs, NVML reports NOT_SUPPORTED
+        return _no_counter(f"NVML total energy counter not supported here: {type(exc).__name__}: {exc}", facts)
+    return Board(NVML, read, facts)
+
+
+def amdsmi_board(ident: DeviceIdentity) -> Board:
+    """amdsmi's energy accumulator of the device torch uses, found by PCI address, else UUID, else ordinal.
+
+    Written from amdsmi's documented Python API and tested with a fake module only (no AMD GPU here)."""
+    amdsmi = _import("amdsmi")
+    if amdsmi is None:
+        return _no_counter("amdsmi absent: the amdsmi Python package is not installed (ROCm ships it; "
+                           "pip install 'gpucost-mlflow[rocm]')")
+    try:
+        amdsmi.amdsmi_init()
+        handles = list(amdsmi.amdsmi_get_processor_handles())
+        handle = None
+        for candidate in handles:
+            if ((ident.pci_bus_id and _safely(lambda c=candidate: amdsmi.amdsmi_get_gpu_device_bdf(c)) == ident.pci_bus_id)
+                    or (ident.uuid and _safely(lambda c=candidate: amdsmi.amdsmi_get_gpu_device_uuid(c)) == ident.uuid)):
+                handle = candidate
+                break
+        if handle is None and _numbers_visible_by_index() and ident.index < len(handles):
+            handle = handles[ident.index]
+        if handle is None:
+            return _no_counter("amdsmi: the device torch uses was not found among amdsmi's processors")
+    except Exception as exc:  # noqa: BLE001 - amdsmi failing (no driver, a VM guest) leaves the cell empty
+        return _no_counter(f"amdsmi unavailable: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
+
+    def facts() -> dict:
+        clock = _safely(lambda: amdsmi.amdsmi_get_clock_info(handle, amdsmi.AmdSmiClkType.GFX))
+        memory_clock = _safely(lambda: amdsmi.amdsmi_get_clock_info(handle, amdsmi.AmdSmiClkType.MEM))
+        return {
+            "driver": _safely(lambda: amdsmi.amdsmi_get_gpu_driver_info(handle)["driver_version"]),
+            "name": _safely(lambda: amdsmi.amdsmi_get_gpu_asic_info(handle)["market_name"]),
+            "uuid": _safely(lambda: amdsmi.amdsmi_get_gpu_device_uuid(handle)),
+            "sm_clock_mhz": clock.get("clk", clock.get("cur_clk")) if isinstance(clock, dict) else clock,
+            "memory_clock_mhz": (memory_clock.get("clk", memory_clock.get("cur_clk"))
+                                 if isinstance(memory_clock, dict) else memory_clock),
+            "power_limit_w": _safely(lambda: amdsmi.amdsmi_get_power_cap_info(handle)["power_cap"] / 1e6),
+            "source": "amdsmi",
+        }
+
+    try:
+        first = amdsmi.amdsmi_get_energy_count(handle)
+        resolution_uj = float(first["counter_resolution"])
+    except Exception as exc:  # noqa: BLE001 - not supported on a VM guest, says amdsmi's documentation
+        return _no_counter(f"amdsmi energy counter not supported here: {type(exc).__name__}: {exc}", facts)
+
+    def read() -> int:
+        value = amdsmi.amdsmi_get_energy_count(handle)
+        return int(value.get("energy_accumulator", value.get("power")))
+
+    spec = CounterSpec(AMDSMI_NAME, resolution_uj * 1e-6, None, AMDSMI_UPDATE_PERIOD_S,
+                       "assumed: AMD publishes no update period; the NVML bound is used")
+    return Board(spec, read, facts)
+
+
+def rapl_board(folder: Path = RAPL_DIR) -> Board:
+    """The CPU package's RAPL counter through Linux powercap, when this user may read it."""
+    counter = folder / "energy_uj"
+    try:
+        int(counter.read_text())
+    except FileNotFoundError:
+        return _no_counter(f"CPU pass without an energy counter: {counter} is absent (no RAPL powercap "
+                           "interface, as in most virtual machines)")
+    except PermissionError:
+        return _no_counter(f"CPU pass without an energy counter: {counter} is not readable by this user "
+                           "(root-only on most kernels since 2020)")
+    except (OSError, ValueError) as exc:
+        return _no_counter(f"CPU pass without an energy counter: {counter}: {exc}")
+    try:
+        wraps_at = int((folder / "max_energy_range_uj").read_text())
+    except (OSError, ValueError):
+        wraps_at = None  # a wrap then reads as a reset: an empty cell with that reason, never a wrong number
+    spec = CounterSpec(RAPL_NAME, 1e-6, wraps_at, RAPL_UPDATE_PERIOD_S, "RAPL energy-status registers, ~1 ms")
+    return Board(spec, lambda: int(counter.read_text()), dict)
+
+
+@dataclass
+class EnergyProbe:
+    """Two reads of a board's counter around the measured clock, and what they make of the pass."""
+
+    board: Board
+    before: int | None = None
+    after: int | None = None
+    errors: list[str] = field(default_factory=list)
+
+    def _read(self) -> int | None:
+        if self.board.read is None:
+            return None
+        try:
+            return self.board.read()
+        except Exception as exc:  # noqa: BLE001 - a failed read leaves energy_j empty with the reason
+            self.errors.append(f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
+            return None
+
+    def read_before(self) -> None:
+        """Just before the clock starts (the device already synchronised)."""
+        self.before = self._read()
+
+    def read_after(self) -> None:
+        """Just after the clock stopped (the device synchronised by the clock)."""
+        self.after = self._read()
+
+    def result(self, pass_s: float | None) -> PassEnergy:
+        """energy_j of a completed pass, or the reason it is empty."""
+        if self.board.spec is None:
+            return PassEnergy(None, self.board.reason)
+        if pass_s is None:
+            return PassEnergy(None, "pass did not complete")
+        if self.before is None or self.after is None:
+            return PassEnergy(None, f"the {self.board.spec.name} could not be read: {'; '.join(self.errors)}")
+        return pass_energy(self.board.spec, self.before, self.after, pass_s)
+
+
+FACT_METRICS = {"sm_clock_mhz": "device_sm_clock_mhz_at_start", "memory_clock_mhz": "device_memory_clock_mhz_at_start",
+                "power_limit_w": "device_power_limit_w"}
+
+
+def outcome_fields(probe: EnergyProbe, facts: dict, pass_s: float | None) -> dict:
+    """The pass outcome's metrics, missing measurements, run tags and device facts for energy and the board."""
+    measured = probe.result(pass_s)
+    spec = probe.board.spec
+    metrics = {metric: float(facts[key]) for key, metric in FACT_METRICS.items()
+               if isinstance(facts.get(key), (int, float)) and not isinstance(facts.get(key), bool)}
+    missing = {}
+    if measured.energy_j is None:
+        missing[ENERGY_METRIC] = measured.reason
+    else:
+        metrics[ENERGY_METRIC] = measured.energy_j
+    tags = {ENERGY_COUNTER_TAG: spec.describe() if spec else f"none: {probe.board.reason}"}
+    if measured.flag:
+        tags[ENERGY_FLAG_TAG] = measured.flag
+    if isinstance(facts.get("uuid"), str) and facts["uuid"] and not facts["uuid"].startswith("unavailable"):
+        tags[DEVICE_UUID_TAG] = facts["uuid"]
+    energy = {"counter": spec.describe() if spec else "", "before": probe.before, "after": probe.after,
+              "energy_j": measured.energy_j, "reason": measured.reason, "flag": measured.flag}
+    return {"metrics": metrics, "missing_measurements": missing, "tags": tags,
+            "device_facts": {**facts, "energy": energy}}
