@@ -588,13 +588,8 @@ def memory_measure(model_dir, precision, batch, max_length, device_memory_gib) -
 def _doctor_lines(echo: bool) -> bool:
     import platform
 
-    from gpucost_mlflow.core.rocm import (
-        DEFAULT_MATRIX,
-        SNAPSHOT_DATE,
-        check,
-        load_matrix,
-    )
-    from gpucost_mlflow.execution.environment import doctor_report
+    from gpucost_mlflow.execution import energy, models
+    from gpucost_mlflow.execution.environment import doctor_report, rocm_matrix
 
     info = doctor_report()
     lines = [f"python {platform.python_version()}, torch {info['torch']} (build: {info['torch_build']})",
@@ -604,9 +599,11 @@ def _doctor_lines(echo: bool) -> bool:
     else:
         lines.append(f"no GPU: torch sees no CUDA or ROCm device; passes run on the CPU ({info['cpu']}, {info['cpu_count']} cores)")
     if info["hip_runtime"]:
-        matrix_path = DEFAULT_MATRIX if DEFAULT_MATRIX.exists() else Path(__file__).resolve().parents[1] / DEFAULT_MATRIX
-        verdict = check(load_matrix(matrix_path), info["hip_runtime"], info["torch"], SNAPSHOT_DATE)
-        lines.append(f"ROCm matrix ({matrix_path.name}): {verdict.status}: {verdict.message}")
+        verdict = rocm_matrix(info["hip_runtime"], info["torch"])
+        lines.append(f"ROCm matrix (checked against {verdict['snapshot'] or 'no snapshot'}): "
+                     f"{verdict['status']}: {verdict['message']}")
+    board = energy.open_board(models.resolve_device("auto"))
+    lines.append(f"energy counter: {board.spec.describe() if board.spec else 'none: ' + board.reason}")
     lines.append("packages: " + ", ".join(f"{k} {v}" for k, v in info["packages"].items() if v))
     if echo:
         for line in lines:

@@ -8,7 +8,7 @@ from conftest import ROOT
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.memory_estimate import estimate, safetensors_parameters
-from gpucost_mlflow.core.rocm import DEFAULT_MATRIX, check, load_matrix
+from gpucost_mlflow.core.rocm import FIRST_MATRIX, check, load_matrix
 
 SMALL = {"hidden_size": 4, "num_attention_heads": 2, "intermediate_size": 8}
 
@@ -50,10 +50,10 @@ def test_parameters_are_counted_from_the_safetensors_header(model_dir):
 
 
 def test_rocm_matrix_lookup_lists_known_and_warns_on_unknown_combinations():
-    matrix = load_matrix(ROOT / DEFAULT_MATRIX)
-    assert check(matrix, "6.0.32830", "2.1.2+rocm6.0").status == "listed"
-    assert check(matrix, "5.7.1", "2.3.0").status == "warning"
-    unknown = check(matrix, "6.4.1", "2.7.0")
+    matrix = load_matrix(ROOT / FIRST_MATRIX)
+    assert check(matrix, "6.0.32830", "2.1.2+rocm6.0", "2024-03-22").status == "listed"
+    assert check(matrix, "5.7.1", "2.3.0", "2024-03-22").status == "warning"
+    unknown = check(matrix, "6.4.1", "2.7.0", "2024-03-22")
     assert unknown.status == "warning" and "not in the 2024-03-22 matrix snapshot" in unknown.message
 
 

@@ -1,16 +1,23 @@
-"""ROCm / PyTorch combinations against a dated snapshot of AMD's compatibility matrix (catalog/)."""
+"""ROCm / PyTorch combinations against a dated snapshot of AMD's compatibility matrix (catalog/).
+
+Snapshots are kept side by side as `rocm-framework-matrix-<date>.csv`; a check uses the newest and names it.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
 
-DEFAULT_MATRIX = Path("catalog/rocm-framework-matrix-2024-03-22.csv")
-SNAPSHOT_DATE = "2024-03-22"
+SNAPSHOT_PREFIX = "rocm-framework-matrix-"
+DEFAULT_MATRIX = Path("catalog/rocm-framework-matrix-2025-11-26.csv")
+SNAPSHOT_DATE = "2025-11-26"
+FIRST_MATRIX = Path("catalog/rocm-framework-matrix-2024-03-22.csv")
+_DATED = re.compile(re.escape(SNAPSHOT_PREFIX) + r"(\d{4}-\d{2}-\d{2})\.csv$")
 
 
 @dataclass(frozen=True)
@@ -46,3 +53,42 @@ def check(matrix: dict[str, list[str]], rocm_version: str, torch_version: str, s
         return MatrixCheck("listed", f"ROCm {rocm_version} with PyTorch {torch_minor} is listed in the {snapshot} matrix snapshot")
     return MatrixCheck("warning", f"PyTorch {torch_minor} is not listed for ROCm {rocm_version} in the {snapshot} matrix snapshot "
                                   f"(listed: {', '.join(sorted(listed))}): combination unverified")
+
+
+@dataclass(frozen=True)
+class StackCheck:
+    """The installed ROCm / PyTorch pair checked against one named snapshot: what the manifest and doctor record."""
+
+    snapshot: str
+    status: str
+    message: str
+
+
+def snapshot_date(path: Path) -> str:
+    """The date in a snapshot's file name (rocm-framework-matrix-2025-11-26.csv -> 2025-11-26)."""
+    match = _DATED.search(path.name)
+    if not match:
+        raise GpucostError(f"{path}: not a dated ROCm matrix snapshot ({SNAPSHOT_PREFIX}YYYY-MM-DD.csv)")
+    return match.group(1)
+
+
+def newest_snapshot(folder: Path) -> Path:
+    """The most recent dated snapshot in a catalog folder."""
+    found = sorted((path for path in folder.glob(f"{SNAPSHOT_PREFIX}*.csv") if _DATED.search(path.name)),
+                   key=snapshot_date)
+    if not found:
+        raise GpucostError(f"{folder}: no ROCm matrix snapshot ({SNAPSHOT_PREFIX}YYYY-MM-DD.csv)")
+    return found[-1]
+
+
+def catalog_folder() -> Path:
+    """catalog/ of the working directory when it has one, else the one beside this package's source."""
+    here = DEFAULT_MATRIX.parent
+    return here if here.is_dir() else Path(__file__).resolve().parents[2] / DEFAULT_MATRIX.parent
+
+
+def check_installed(rocm_version: str, torch_version: str, folder: Path | None = None) -> StackCheck:
+    """The installed pair against the newest snapshot, named by its file."""
+    path = newest_snapshot(folder or catalog_folder())
+    verdict = check(load_matrix(path), rocm_version, torch_version, snapshot_date(path))
+    return StackCheck(path.name, verdict.status, verdict.message)

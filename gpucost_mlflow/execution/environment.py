@@ -110,7 +110,7 @@ def stack(device: torch.device) -> dict:
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
         properties = {"memory_bytes": int(props.total_memory), "capability": f"{props.major}.{props.minor}"}
-    return {
+    found = {
         "backend": "cpu" if device.type == "cpu" else devices.backend(),
         "torch_build": devices.torch_build(),
         "cuda_runtime": torch.version.cuda or "",
@@ -127,6 +127,22 @@ def stack(device: torch.device) -> dict:
         "python_executable_version": sys.version.split()[0],
         "matmul_peak": peak.cached_for(device),
     }
+    if device.type == "cuda" and torch.version.hip:
+        found["rocm_matrix"] = rocm_matrix(torch.version.hip, torch.__version__)
+    return found
+
+
+def rocm_matrix(hip_version: str, torch_version: str) -> dict:
+    """The installed ROCm / PyTorch pair checked against the newest matrix snapshot, the snapshot named."""
+    from dataclasses import asdict
+
+    from gpucost_mlflow.core.errors import GpucostError
+    from gpucost_mlflow.core.rocm import check_installed
+
+    try:
+        return asdict(check_installed(hip_version, torch_version))
+    except GpucostError as exc:
+        return {"snapshot": "", "status": "unchecked", "message": str(exc)}
 
 
 def _cpu_count() -> int:
