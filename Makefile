@@ -69,6 +69,7 @@ postgres:
 	fi
 
 test: $(STAMP) $(CHROMIUM) postgres
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q tests
 
 clean-demo:
