@@ -163,31 +163,47 @@ def break_evens(assessments: list[Assessment]) -> list[BreakEven]:
     return result
 
 
-def decide(assessments: list[Assessment], expected_deliverables: int, corpus_size: int,
-           deadline_declared: bool = True) -> str:
-    """The decision note: chosen configuration, plan, load covered and reason; or 'no decision' with the reason."""
+@dataclass
+class Choice:
+    """What the decision rule settled: the chosen configuration (with any tied at its cost), or why there is none."""
+
+    chosen: list[Assessment] = field(default_factory=list)  # empty: no decision; several: a tie
+    none: str = ""  # the short reason there is no decision ("nothing accepted")
+    detail: str = ""  # what the note says after the short reason
+    tie: str = ""  # the separation verdict behind a tie
+    others: list[Assessment] = field(default_factory=list)  # the other timely configurations, cheapest first
+
+    @property
+    def decided(self) -> bool:
+        return bool(self.chosen)
+
+
+def choose(assessments: list[Assessment], deadline_declared: bool = True) -> Choice:
+    """The cheapest priced feasible configuration that meets the deadline, ties kept together; or why none."""
+    if not assessments:
+        return Choice(none="no benchmark pass in this experiment")
     if not any("accepted" in a.configuration.statuses for a in assessments):
-        return "No decision: nothing accepted (no pass completed the corpus with every check passed)."
+        return Choice(none="nothing accepted", detail=" (no pass completed the corpus with every check passed)")
     feasible = [a for a in assessments if a.feasible]
     if not feasible:
-        return "No decision: no configuration is feasible (" + "; ".join(f"{a.configuration.name}: {a.feasibility}" for a in assessments) + ")."
+        return Choice(none="no configuration is feasible",
+                      detail=" (" + "; ".join(f"{a.configuration.name}: {a.feasibility}" for a in assessments) + ")")
     if all(a.forecast_note == NO_PLAN for a in feasible):
-        return f"No decision: {NO_PLAN} (declare `plan:` in the protocol: setup and waiting hours, restarts, start)."
+        return Choice(none=NO_PLAN, detail=" (declare `plan:` in the protocol: setup and waiting hours, restarts, start)")
     priced = [a for a in feasible if a.plan is not None]
     if not priced:
-        return "No decision: nothing priced (" + "; ".join(sorted({a.priced for a in feasible})) + ")."
+        return Choice(none="nothing priced", detail=" (" + "; ".join(sorted({a.priced for a in feasible})) + ")")
     if deadline_declared:
         if all(a.forecast_end is None for a in priced):
-            return "No decision: the deadline cannot be checked (no plan.start declared in the protocol)."
+            return Choice(none="the deadline cannot be checked", detail=" (no plan.start declared in the protocol)")
         timely = [a for a in priced if a.meets_deadline]
         if not timely:
-            return "No decision: deadline missed (no priced feasible configuration's forecast ends before the deadline)."
+            return Choice(none="deadline missed",
+                          detail=" (no priced feasible configuration's forecast ends before the deadline)")
     else:
         timely = priced
     cheapest = min(a.committed for a in timely)
-    best = [a for a in timely if a.committed == cheapest]
-    load = f"{expected_deliverables:,} corpus(es) of {corpus_size:,} inputs"
-    best.sort(key=lambda a: a.configuration.durations.median)
+    best = sorted((a for a in timely if a.committed == cheapest), key=lambda a: a.configuration.durations.median)
     chosen = best[0]
     # Configurations at the same lowest cost whose durations do not separate from the fastest are tied: the
     # money is decided, the speed ranking is not (PROTOCOL.md §6), so none of them is preferred over the others.
@@ -197,6 +213,17 @@ def decide(assessments: list[Assessment], expected_deliverables: int, corpus_siz
                    if not separation.decided]
     tied = [chosen] + [other for other, _ in unseparated]
     others = sorted((a for a in timely if a not in tied), key=lambda a: a.committed)
+    return Choice(tied, tie=unseparated[0][1].verdict if unseparated else "", others=others)
+
+
+def decide(assessments: list[Assessment], expected_deliverables: int, corpus_size: int,
+           deadline_declared: bool = True) -> str:
+    """The decision note: chosen configuration, plan, load covered and reason; or 'no decision' with the reason."""
+    choice = choose(assessments, deadline_declared)
+    if not choice.decided:
+        return f"No decision: {choice.none}{choice.detail}."
+    chosen, tied, others = choice.chosen[0], choice.chosen, choice.others
+    load = f"{expected_deliverables:,} corpus(es) of {corpus_size:,} inputs"
     versus = f"; next: {others[0].configuration.name} at {costs.money(others[0].committed, others[0].currency)}" if others else ""
     f = chosen.forecast
     when = (f" ending {chosen.forecast_end.isoformat(timespec='minutes')}" if chosen.forecast_end else "")
@@ -206,10 +233,10 @@ def decide(assessments: list[Assessment], expected_deliverables: int, corpus_siz
                if chosen.plan.offer.example else "")
     head = f"Decision: {chosen.configuration.name}"
     why = f"the lowest committed cost among feasible configurations {rule}"
-    if unseparated:
+    if len(tied) > 1:
         head = "Decision (tied): " + " or ".join(a.configuration.name for a in tied)
         why += (f", reached equally by these {len(tied)} configurations whose durations do not separate "
-                f"({unseparated[0][1].verdict}); none is preferred on speed")
+                f"({choice.tie}); none is preferred on speed")
     return (f"{head}, {chosen.priced}, covers {load} within a forecast window of "
             f"{f.hours:,.1f} h (range {f.low_hours:,.1f}-{f.high_hours:,.1f} h){when} ({status}). Reason: {why}"
             f"{versus}.{example}")
