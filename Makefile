@@ -10,7 +10,7 @@ export MLFLOW_TRACKING_URI ?= sqlite:///$(CURDIR)/mlflow.db
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test install corpus model clean-demo
+.PHONY: demo test unit install corpus model clean-demo
 
 install: $(STAMP)
 
@@ -71,6 +71,10 @@ postgres:
 test: $(STAMP) $(CHROMIUM) postgres
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q tests
+
+# While developing: the tests marked `unit` only (no child process, server, browser or real pass).
+unit: $(STAMP)
+	$(BIN)/python -m pytest -q -m unit tests
 
 clean-demo:
 	rm -rf data mlflow.db mlruns

@@ -1,18 +1,34 @@
-"""Shared fixtures: a small slice of the real corpus, the real MiniLM encoder with a fresh head, a SQLite store."""
+"""Shared fixtures (a small slice of the real corpus, the real MiniLM encoder with a fresh head, a SQLite store)
+and the two kinds of test: `unit` and `integration`."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+import mlflow
 import pytest
+
+from tests import scenario
+from tests.helpers import LABELS, migrate_store, use_store, write_protocol
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.pop("GPUCOST_FAULT", None)
 
-ROOT = Path(__file__).resolve().parents[1]
-LABELS = ["fresh", "plot", "rotten"]
+KINDS = ("unit", "integration")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each test is of one kind, declared by itself or its module; one that declares none is `integration`,
+    so it still runs in `make test` and stays out of `make unit` until it says it is a unit test."""
+    for item in items:
+        declared = [kind for kind in KINDS if item.get_closest_marker(kind)]
+        if len(declared) > 1:
+            raise pytest.UsageError(f"{item.nodeid} is marked both unit and integration: a test is one or the other")
+        if not declared:
+            item.add_marker(pytest.mark.integration)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -54,60 +70,26 @@ def model_dir(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.fixture(scope="session")
+def migrated_store(tmp_path_factory) -> Path:
+    """An empty tracking store migrated once: every test's store is a copy of it."""
+    return migrate_store(tmp_path_factory.mktemp("migrated"))
+
+
 @pytest.fixture
-def store(tmp_path, monkeypatch) -> str:
+def store(tmp_path, monkeypatch, migrated_store) -> str:
     """A fresh SQLite tracking store in a fresh working directory."""
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
-    monkeypatch.delenv("MLFLOW_RUN_ID", raising=False)
-    monkeypatch.delenv("MLFLOW_EXPERIMENT_NAME", raising=False)
-    monkeypatch.delenv("MLFLOW_EXPERIMENT_ID", raising=False)
-    monkeypatch.setenv("GPUCOST_SPOOL", str(tmp_path / "spool"))
-    monkeypatch.chdir(tmp_path)
-    import mlflow
-    from mlflow.tracking import MlflowClient
-
-    mlflow.set_tracking_uri(uri)
-    # Create the store's tables now: a subprocess started by the test would otherwise race this
-    # process to run the same schema migration ("table _alembic_tmp_experiments already exists").
-    MlflowClient(tracking_uri=uri).search_experiments(max_results=1)
-    yield uri
+    yield use_store(tmp_path, monkeypatch, migrated_store)
     mlflow.set_tracking_uri(None)
-
-
-PROTOCOL_TEMPLATE = """
-question: Which configuration classifies the test slice for the lowest budget?
-scenario: offline
-corpus:
-  file: comparison.jsonl
-  size: 30
-  buckets: {{short: 18, medium: 9, long: 3}}
-  labels: [fresh, plot, rotten]
-acceptance:
-  ids: exact
-  format: predictions.jsonl.gz with id, label, score
-  coverage: 1.0
-  main_metric: macro_f1
-  threshold: {threshold}
-  per_bucket_threshold: 0.0
-  reference:
-    variant: batch8
-    max_metric_difference: {max_diff}
-    min_label_agreement: {min_agreement}
-passes_per_variant: 5
-warmup: {{inputs: 8, passes: 1}}
-exclusion_rule: documented external cause only, same rule for all variants
-deadline: "2026-12-04T09:00:00+01:00"
-deliverables: {{expected: 1, description: the slice classified once}}
-"""
-
-
-def write_protocol(path: Path, threshold: float = 0.0, max_diff: float = 0.05, min_agreement: float = 0.9) -> Path:
-    path.write_text(PROTOCOL_TEMPLATE.format(threshold=threshold, max_diff=max_diff, min_agreement=min_agreement))
-    return path
 
 
 @pytest.fixture(scope="session")
 def protocol_file(tmp_path_factory) -> Path:
     """A protocol for the 30-input slice: quality bar 0 (the head is untrained), tolerance as the demo's."""
     return write_protocol(tmp_path_factory.mktemp("protocol") / "protocol.yaml")
+
+
+@pytest.fixture
+def experiment(store):
+    """The report tests' experiment, locked to the shipped protocol, and a writer of attempts through writer.py."""
+    return scenario.attempt_writer()

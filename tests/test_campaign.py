@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import ROOT, write_protocol
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
@@ -24,10 +23,10 @@ from gpucost_mlflow.progress import CampaignProgress
 from gpucost_mlflow.report.build import build
 from gpucost_mlflow.tracking import schema
 from gpucost_mlflow.tracking.reader import attempts
+from tests.helpers import ROOT, VARIANTS, write_protocol
 
-VARIANTS = ROOT / "projects" / "variants.yaml"
 
-
+@pytest.mark.unit
 def test_rotation_shifts_the_order_by_one_each_round():
     slots = rotated(["batch1", "batch4", "batch8"], 5)
     rounds = [[s.variant[5:] for s in slots if s.round == r] for r in range(1, 6)]
@@ -36,6 +35,7 @@ def test_rotation_shifts_the_order_by_one_each_round():
     assert {s.key for s in slots if s.variant == "batch8"} == {"1-3", "2-2", "3-1", "4-3", "5-2"}
 
 
+@pytest.mark.unit
 def test_resume_runs_missing_and_interrupted_slots_only_never_a_failed_one():
     slots = rotated(["a", "b"], 2)
     done = {
@@ -47,6 +47,7 @@ def test_resume_runs_missing_and_interrupted_slots_only_never_a_failed_one():
     assert [(slot.key, state.retry_of, state.attempts) for slot, state in todo] == [("2-1", "r3", 1), ("2-2", "", 0)]
 
 
+@pytest.mark.unit
 def test_progress_is_plain_lines_when_not_a_tty():
     stream = io.StringIO()
     progress = CampaignProgress(stream)
@@ -72,6 +73,7 @@ def _campaign_cmd(corpus_dir, model_dir, protocol, *extra):
             "--protocol", str(protocol), "--experiment", "camp", *extra]
 
 
+@pytest.mark.integration
 def test_ctrl_c_during_a_pass_then_resume_leaves_every_slot_once(store, tmp_path, corpus_dir, model_dir):
     protocol = write_protocol(tmp_path / "protocol.yaml")
     protocol.write_text(protocol.read_text().replace("passes_per_variant: 5", "passes_per_variant: 2")
@@ -130,6 +132,7 @@ def test_ctrl_c_during_a_pass_then_resume_leaves_every_slot_once(store, tmp_path
         assert assessment.forecast.comparisons_h == pytest.approx(walls_h)
 
 
+@pytest.mark.integration
 def test_unreachable_tracking_server_fails_within_seconds_and_starts_no_pass(tmp_path, corpus_dir, model_dir, protocol_file, monkeypatch):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:9")
     monkeypatch.chdir(tmp_path)
@@ -143,17 +146,20 @@ def test_unreachable_tracking_server_fails_within_seconds_and_starts_no_pass(tmp
     assert elapsed < 15
 
 
+@pytest.mark.unit
 def test_unwritable_sqlite_store_is_refused_before_any_pass(tmp_path, corpus_dir, model_dir, protocol_file, monkeypatch):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/missing/folder/mlflow.db")
     result = CliRunner().invoke(main, _campaign_cmd(corpus_dir, model_dir, protocol_file)[1:] + ["--passes", "5"])
     assert result.exit_code == 2 and "does not exist" in result.output
 
 
+@pytest.mark.unit
 def test_passes_other_than_the_protocols_are_refused(store, corpus_dir, model_dir, protocol_file):
     result = CliRunner().invoke(main, _campaign_cmd(corpus_dir, model_dir, protocol_file)[1:])
     assert result.exit_code == 2 and "pre-registers 5 passes per variant" in result.output
 
 
+@pytest.mark.integration
 def test_a_campaign_rejudges_its_pending_passes_once_its_reference_passes(store, tmp_path, corpus_dir, model_dir):
     protocol = write_protocol(tmp_path / "protocol.yaml", max_diff=1.0, min_agreement=0.0)
     protocol.write_text(protocol.read_text().replace("passes_per_variant: 5", "passes_per_variant: 1"))
@@ -172,6 +178,7 @@ def test_a_campaign_rejudges_its_pending_passes_once_its_reference_passes(store,
     assert parent.data.metrics[schema.HARNESS_OVERHEAD] >= 0 and "harness overhead:" in result.output
 
 
+@pytest.mark.integration
 def test_a_sweep_whose_batch_runs_out_of_memory_never_tries_the_larger_ones_nor_substitutes(store, tmp_path, corpus_dir,
                                                                                             model_dir, monkeypatch):
     protocol = write_protocol(tmp_path / "protocol.yaml")

@@ -5,10 +5,11 @@ from __future__ import annotations
 import sys
 import time
 
-from conftest import ROOT
+import pytest
 
-from gpucost_mlflow.core.variants import get_variant
+from gpucost_mlflow.core.variants import get_variant, load_variants
 from gpucost_mlflow.execution import runner, timing
+from tests.helpers import VARIANTS
 
 FORBIDDEN_MODULES = ("hashlib", "_hashlib", "mlflow", "logging", "gzip", "zlib",
                      "gpucost_mlflow.core.quality", "gpucost_mlflow.core.verdicts",
@@ -21,6 +22,7 @@ def _module_of(frame_or_function, event: str) -> str:
     return frame_or_function.f_globals.get("__name__", "")
 
 
+@pytest.mark.integration
 def test_nothing_but_the_work_runs_between_the_two_clock_reads(tmp_path, corpus_dir, model_dir, monkeypatch):
     windows: list[list[tuple[str, str]]] = []
     recording: list[tuple[str, str]] | None = None
@@ -48,7 +50,7 @@ def test_nothing_but_the_work_runs_between_the_two_clock_reads(tmp_path, corpus_
     monkeypatch.setattr(timing, "Stopwatch", RecordingStopwatch)
     spec = runner.PassSpec(
         corpus_path=str(corpus_dir / "comparison.jsonl"), model_path=str(model_dir), workdir=str(tmp_path),
-        settings=get_variant(ROOT / "projects" / "variants.yaml", "batch8").settings(),
+        settings=get_variant(VARIANTS, "batch8").settings(),
     )
     sys.setprofile(profile)
     try:
@@ -65,6 +67,7 @@ def test_nothing_but_the_work_runs_between_the_two_clock_reads(tmp_path, corpus_
     assert any(module.startswith("gzip") for module, _ in export), "export is timed apart, after the clock"
 
 
+@pytest.mark.unit
 def test_stopwatch_synchronises_before_each_read():
     events = []
     watch = timing.Stopwatch(synchronize=lambda: events.append("sync"))
@@ -74,14 +77,14 @@ def test_stopwatch_synchronises_before_each_read():
     assert events == ["sync", "work", "sync"] and seconds >= 0
 
 
+@pytest.mark.unit
 def test_warmup_rule_is_identical_for_every_variant():
-    from gpucost_mlflow.core.variants import load_variants
-
-    specs = [runner.PassSpec("c", "m", "w", v.settings()) for v in load_variants(ROOT / "projects" / "variants.yaml").values()]
+    specs = [runner.PassSpec("c", "m", "w", v.settings()) for v in load_variants(VARIANTS).values()]
     assert all(spec.warmup == specs[0].warmup for spec in specs)
     assert set(specs[0].warmup) == {"inputs", "passes"}
 
 
+@pytest.mark.unit
 def test_length_grouping_sorts_batches_by_token_length_only_when_declared():
     lengths = [5, 1, 9, 3, 7]
     assert runner.batches(lengths, 2, "none") == [[0, 1], [2, 3], [4]]

@@ -18,6 +18,8 @@ from gpucost_mlflow.core.sources import (
     read_rotten_tomatoes,
 )
 
+pytestmark = pytest.mark.unit
+
 
 def _words(texts: list[str]) -> list[int]:
     return [len(text.split()) for text in texts]

@@ -6,13 +6,15 @@ from decimal import Decimal
 
 import pytest
 from click.testing import CliRunner
-from conftest import ROOT
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.core import costs
 from gpucost_mlflow.core.catalog import load_catalog
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.window import consecutive_needed, covers, window
+from tests.helpers import ROOT
+
+pytestmark = pytest.mark.unit
 
 CATALOG = ROOT / "catalog" / "labkit-2026-09-24.csv"
 HEADER = "provider,catalog_version,gpu,device_names,gpus_per_lot,days,price_per_lot,currency,source\n"

@@ -5,29 +5,26 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 from mlflow.tracking import MlflowClient
-from test_report import B200, experiment  # noqa: F401  (the fixture that writes attempts through writer.py)
-from test_report import report as built_report
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.report import render
 from gpucost_mlflow.report.tables import configurations
 from gpucost_mlflow.tracking import schema
 from gpucost_mlflow.tracking.reader import attempts
+from tests.scenario import B200
+from tests.scenario import report as built_report
+
+pytestmark = pytest.mark.unit
 
 CAUSE = "host maintenance event 2026-11-30 10:12 UTC (provider ticket 4411)"
 
 
 @pytest.fixture
-def attempt(experiment):  # noqa: F811  (the fixture imported above)
-    """test_report.py's writer of attempts (through writer.py, on one B200), returning each attempt's run id."""
-    client = MlflowClient()
-    experiment_id = client.get_experiment_by_name("scenario").experiment_id
+def attempt(experiment):
+    """The report tests' writer of attempts (through writer.py), on one B200, returning each attempt's run id."""
 
     def write(variant, pass_s, status="accepted", reason="every check passed") -> str:
-        experiment(variant, B200, pass_s, status=status, reason=reason)
-        (last,) = client.search_runs([experiment_id], filter_string=f"tags.`{schema.VARIANT}` LIKE '%'",
-                                     order_by=["attributes.start_time DESC"], max_results=1)
-        return last.info.run_id
+        return experiment(variant, B200, pass_s, status=status, reason=reason)
 
     return write
 

@@ -15,6 +15,8 @@ from gpucost_mlflow.core.flops import (
     sequence_flops,
 )
 
+pytestmark = pytest.mark.unit
+
 TINY = EncoderShape(hidden=4, layers=1, intermediate=8, heads=2, labels=3)
 
 

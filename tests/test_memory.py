@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
-from conftest import ROOT
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.memory_estimate import estimate, safetensors_parameters
 from gpucost_mlflow.core.rocm import FIRST_MATRIX, check, load_matrix
+from tests.helpers import ROOT
 
 SMALL = {"hidden_size": 4, "num_attention_heads": 2, "intermediate_size": 8}
 
 
+@pytest.mark.unit
 def test_estimate_formulas_match_a_hand_checked_small_config():
     result = estimate(SMALL, parameters=1000, linear_parameters=600, precision="fp32", batch=2, max_length=3)
     parts = {p.name.split(" (")[0]: p.bytes for p in result.parts}
@@ -27,6 +28,7 @@ def test_estimate_formulas_match_a_hand_checked_small_config():
     assert all("(estimate)" in p.name for p in result.parts)
 
 
+@pytest.mark.unit
 def test_half_precision_halves_weights_and_int8_keeps_non_linear_weights_in_fp32():
     bf16 = estimate(SMALL, 1000, 600, precision="bf16", batch=1, max_length=1)
     int8 = estimate(SMALL, 1000, 600, precision="int8", batch=1, max_length=1)
@@ -34,21 +36,25 @@ def test_half_precision_halves_weights_and_int8_keeps_non_linear_weights_in_fp32
 
 
 @pytest.mark.parametrize("gib, verdict", [(100.0, "fits"), (1e-6, "does not fit")])
+@pytest.mark.unit
 def test_fit_verdicts(gib, verdict):
     assert estimate(SMALL, 10**6, 10**5, precision="fp32", batch=1, max_length=8, device_memory_gib=gib).verdict.startswith(verdict)
 
 
+@pytest.mark.unit
 def test_too_close_to_say_within_fifteen_percent():
     total = estimate(SMALL, 10**6, 10**5, precision="fp32", batch=1, max_length=8).total_bytes
     assert estimate(SMALL, 10**6, 10**5, precision="fp32", batch=1, max_length=8,
                     device_memory_gib=total * 1.1 / 2**30).verdict.startswith("too close to say")
 
 
+@pytest.mark.unit
 def test_parameters_are_counted_from_the_safetensors_header(model_dir):
     total, linear = safetensors_parameters(model_dir)
     assert 22_000_000 < total < 23_000_000 and 0 < linear < total
 
 
+@pytest.mark.unit
 def test_rocm_matrix_lookup_lists_known_and_warns_on_unknown_combinations():
     matrix = load_matrix(ROOT / FIRST_MATRIX)
     assert check(matrix, "6.0.32830", "2.1.2+rocm6.0", "2024-03-22").status == "listed"
@@ -57,12 +63,14 @@ def test_rocm_matrix_lookup_lists_known_and_warns_on_unknown_combinations():
     assert unknown.status == "warning" and "not in the 2024-03-22 matrix snapshot" in unknown.message
 
 
+@pytest.mark.unit
 def test_doctor_on_a_machine_without_gpu_says_so_and_exits_0():
     result = CliRunner().invoke(main, ["doctor"])
     assert result.exit_code == 0
     assert "no GPU" in result.output and "(build: cpu)" in result.output
 
 
+@pytest.mark.unit
 def test_estimate_and_measure_both_print_on_cpu(model_dir):
     estimate_out = CliRunner().invoke(main, ["memory", "estimate", "--model", str(model_dir), "--batch", "8", "--max-length", "256",
                                              "--device-memory-gib", "24"])
@@ -73,6 +81,7 @@ def test_estimate_and_measure_both_print_on_cpu(model_dir):
     assert "estimate / observed" in measure_out.output and "no GPU" in measure_out.output
 
 
+@pytest.mark.integration
 def test_memory_notebook_executes_headless(model_dir, monkeypatch):
     import nbformat
     from nbclient import NotebookClient

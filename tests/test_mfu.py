@@ -9,14 +9,11 @@ import mlflow
 import pytest
 import torch
 from click.testing import CliRunner
-from conftest import ROOT
-from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.execution import devices, environment, peak
 from gpucost_mlflow.tracking.reader import attempts, render
-
-VARIANTS = ROOT / "projects" / "variants.yaml"
+from tests.helpers import VARIANTS, only_run, run_pass
 
 
 @pytest.fixture
@@ -32,15 +29,7 @@ def planted_peak(precision: str = "fp32", flop_per_s: float = 1e11) -> peak.Peak
                      precision=precision, flop_per_s=flop_per_s, size=64, measured_at="2026-11-30T00:00:00+00:00")
 
 
-def run_pass(corpus_dir: Path, model_dir: Path, protocol_file: Path, variant: str = "batch8"):
-    args = ["pass", "--variant", variant, "--corpus", str(corpus_dir / "comparison.jsonl"), "--model", str(model_dir),
-            "--variants", str(VARIANTS), "--experiment", "t", "--protocol", str(protocol_file)]
-    result = CliRunner().invoke(main, args)
-    assert result.exit_code == 0, result.output
-    (run,) = MlflowClient().search_runs([mlflow.get_experiment_by_name("t").experiment_id])
-    return run
-
-
+@pytest.mark.unit
 def test_doctor_peak_measures_every_precision_on_the_cpu_and_caches_it(cache, monkeypatch):
     monkeypatch.setattr(peak, "CPU_SIZES", (64,))
     result = CliRunner().invoke(main, ["doctor", "--peak", "--device", "cpu", "--min-time", "0.01"])
@@ -53,12 +42,14 @@ def test_doctor_peak_measures_every_precision_on_the_cpu_and_caches_it(cache, mo
     assert again.exit_code == 0 and "measuring" not in again.output and "dense matmul peak fp32:" in again.output
 
 
+@pytest.mark.unit
 def test_doctor_without_a_cached_peak_says_mfu_stays_empty(cache):
     result = CliRunner().invoke(main, ["doctor", "--device", "cpu"])
     assert result.exit_code == 0, result.output
     assert "none cached" in result.output and "MFU stays empty" in result.output
 
 
+@pytest.mark.unit
 def test_a_corrupt_peak_cache_is_a_one_line_error(cache):
     cache.parent.mkdir(parents=True)
     cache.write_text("not json")
@@ -66,6 +57,7 @@ def test_a_corrupt_peak_cache_is_a_one_line_error(cache):
     assert result.exit_code == 2 and "not a gpucost peak cache" in result.output
 
 
+@pytest.mark.unit
 def test_a_peak_holds_for_one_device_torch_version_thread_count_and_precision(cache):
     peak.save([planted_peak("fp32"), planted_peak("bf16", 2e11)])
     cpu = torch.device("cpu")
@@ -77,9 +69,12 @@ def test_a_peak_holds_for_one_device_torch_version_thread_count_and_precision(ca
     assert peak.cache_key(other.device, "0.0", other.threads, "fp32") not in peak.load_cache()
 
 
+@pytest.mark.integration
 def test_a_pass_logs_useful_and_padded_mfu_against_the_cached_peak(store, corpus_dir, model_dir, protocol_file, cache):
     peak.save([planted_peak("fp32", 1e11)])
-    run = run_pass(corpus_dir, model_dir, protocol_file)
+    result = run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol_file)
+    assert result.exit_code == 0, result.output
+    run = only_run()
     metrics = run.data.metrics
     assert metrics["peak_flop_per_s"] == 1e11
     assert 0 < metrics["useful_flop_per_s"] <= metrics["padded_flop_per_s"]
@@ -93,8 +88,11 @@ def test_a_pass_logs_useful_and_padded_mfu_against_the_cached_peak(store, corpus
     assert table.loc[0, "mfu_reason"] == "" and table.loc[0, "mfu_useful"] == metrics["mfu_useful"]
 
 
+@pytest.mark.integration
 def test_without_a_cached_peak_mfu_is_an_empty_cell_with_its_reason(store, corpus_dir, model_dir, protocol_file, cache):
-    run = run_pass(corpus_dir, model_dir, protocol_file)
+    result = run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol_file)
+    assert result.exit_code == 0, result.output
+    run = only_run()
     metrics = run.data.metrics
     assert metrics["useful_flop_per_s"] > 0 and metrics["padded_flop_per_s"] > 0
     assert "mfu_useful" not in metrics and "mfu_padded" not in metrics and "peak_flop_per_s" not in metrics
@@ -105,7 +103,8 @@ def test_without_a_cached_peak_mfu_is_an_empty_cell_with_its_reason(store, corpu
     assert "doctor --peak" in verdict["missing_measurements"]["mfu_useful"]
 
 
-def test_length_grouping_leaves_less_padding_than_corpus_order(store, corpus_dir, model_dir, protocol_file, cache):
+@pytest.mark.unit
+def test_length_grouping_leaves_less_padding_than_corpus_order(corpus_dir, model_dir, cache):
     from gpucost_mlflow.core.corpus import read_corpus
     from gpucost_mlflow.core.variants import get_variant
     from gpucost_mlflow.execution import models, runner
@@ -126,6 +125,7 @@ def test_length_grouping_leaves_less_padding_than_corpus_order(store, corpus_dir
     assert shares["batch8-lengthgrouped"]["padding_share"] < shares["batch8"]["padding_share"]
 
 
+@pytest.mark.unit
 def test_environment_txt_is_read_once_until_a_package_folder_changes():
     environment._distributions.cache_clear()
     first = environment.all_distributions()

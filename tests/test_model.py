@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.execution import models
+
+pytestmark = pytest.mark.unit
 
 
 def test_model_prepare_saves_a_standard_classifier_with_provenance(tmp_path, corpus_dir):

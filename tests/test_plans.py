@@ -7,7 +7,6 @@ from decimal import Decimal
 
 import pytest
 from click.testing import CliRunner
-from conftest import ROOT
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.breakeven import Priced, break_even
@@ -15,6 +14,9 @@ from gpucost_mlflow.core.catalog import load_catalog
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.forecast import Forecast
 from gpucost_mlflow.core.plans import covering_plans, parse_hours, to_hours
+from tests.helpers import ROOT
+
+pytestmark = pytest.mark.unit
 
 SEED = ROOT / "catalog" / "labkit-2026-09-24.csv"
 HEADER = "provider,catalog_version,gpu,device_names,gpus_per_lot,days,price_per_lot,currency,source,billing,min_hours,increment_hours\n"

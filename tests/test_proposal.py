@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 import yaml
 from click.testing import CliRunner
-from conftest import ROOT
 from mlflow.entities import RunTag
 from mlflow.tracking import MlflowClient
 
@@ -16,14 +15,14 @@ from gpucost_mlflow.core.protocol import load_protocol
 from gpucost_mlflow.core.variants import load_series, load_variants
 from gpucost_mlflow.flow.campaign import larger_batches
 from gpucost_mlflow.tracking import experiments, schema, writer
-
-VARIANTS = ROOT / "projects" / "variants.yaml"
+from tests.helpers import VARIANTS, run_pass
 
 
 def shipped():
     return load_variants(VARIANTS)
 
 
+@pytest.mark.unit
 def test_only_accepted_changes_are_combined_and_the_sweep_runs_under_all_of_them():
     v = shipped()
     changes = [Change("batch8-bf16", {"precision": "bf16"}, True), Change("batch8-lengthgrouped", {"length_grouping": "sorted"}, True),
@@ -37,6 +36,7 @@ def test_only_accepted_changes_are_combined_and_the_sweep_runs_under_all_of_them
     assert all(s["quantization"] == "none" for s in proposal.variants.values())
 
 
+@pytest.mark.unit
 def test_one_accepted_change_gives_only_its_sweep():
     v = shipped()
     proposal = propose(v["batch8"], [Change("batch8-bf16", {"precision": "bf16"}, True),
@@ -45,6 +45,7 @@ def test_one_accepted_change_gives_only_its_sweep():
     assert "batch8-lengthgrouped" in proposal.left_out
 
 
+@pytest.mark.unit
 def test_a_precision_slower_than_fp32_on_the_device_is_not_proposed():
     v = shipped()
     slow = {"bf16": "its dense-matmul peak here is below fp32's"}
@@ -54,6 +55,7 @@ def test_a_precision_slower_than_fp32_on_the_device_is_not_proposed():
     assert proposal.left_out == {"batch8-bf16": slow["bf16"]}
 
 
+@pytest.mark.unit
 def test_on_a_gpu_the_combination_is_also_offered_compiled_and_in_fp16():
     v = shipped()
     proposal = propose(v["batch8"], [Change("batch8-bf16", {"precision": "bf16"}, True),
@@ -62,11 +64,13 @@ def test_on_a_gpu_the_combination_is_also_offered_compiled_and_in_fp16():
     assert "compile" in proposal.fields and "batch64-fp16-lengthgrouped" not in proposal.variants
 
 
+@pytest.mark.unit
 def test_no_accepted_change_is_refused():
     with pytest.raises(GpucostError, match="no accepted change to combine"):
         propose(shipped()["batch8"], [Change("batch8-bf16", {"precision": "bf16"}, False, "rejected")], "combined")
 
 
+@pytest.mark.unit
 def test_after_an_out_of_memory_batch_the_larger_sizes_of_its_sweep_are_not_tried():
     v = shipped()
     assert larger_batches(v, v["batch4"], ["batch1", "batch4", "batch8", "batch8-bf16"]) == ["batch8"]
@@ -92,6 +96,7 @@ def finished_campaign(store, protocol_file):
     return client, parent
 
 
+@pytest.mark.integration
 def test_propose_combines_only_the_accepted_change_and_its_series_locks_at_the_first_pass(finished_campaign, tmp_path,
                                                                                           corpus_dir, model_dir, protocol_file):
     out = tmp_path / "proposed.yaml"
@@ -103,23 +108,22 @@ def test_propose_combines_only_the_accepted_change_and_its_series_locks_at_the_f
     assert series.members == ("batch16-bf16", "batch32-bf16", "batch64-bf16") and series.reference == "batch8"
     assert series.proposed_from == "c1" and "batch8-lengthgrouped" in load_variants(out)  # every declared variant kept
 
-    def run_pass(variants_file):
-        return CliRunner().invoke(main, ["pass", "--variant", "batch16-bf16", "--corpus", str(corpus_dir / "comparison.jsonl"),
-                                         "--model", str(model_dir), "--variants", str(variants_file), "--experiment", "t",
-                                         "--protocol", str(protocol_file)])
+    def sweep_pass(variants_file):
+        return run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol_file, "batch16-bf16", variants=variants_file)
 
-    assert run_pass(out).exit_code == 0
+    assert sweep_pass(out).exit_code == 0
     assert MlflowClient().get_experiment_by_name("t").tags[f"{schema.SERIES_LOCK_PREFIX}combined"]
     edited = tmp_path / "edited.yaml"
     document = yaml.safe_load(out.read_text())
     document["variants"]["batch32-bf16"]["max_length"] = 128
     document["series"]["combined"]["field"].append("max_length")
     edited.write_text(yaml.safe_dump(document, sort_keys=False))
-    refused = run_pass(edited)
+    refused = sweep_pass(edited)
     assert refused.exit_code == 2 and "series 'combined' of experiment 't' was locked at its first pass" in refused.output
     assert len(refused.output.strip().splitlines()) == 1
 
 
+@pytest.mark.unit
 def test_propose_without_a_finished_campaign_or_an_accepted_change_writes_nothing(finished_campaign, tmp_path):
     client, parent = finished_campaign
     out = tmp_path / "proposed.yaml"

@@ -16,25 +16,17 @@ import pandas as pd
 import pytest
 import yaml
 from click.testing import CliRunner
-from conftest import ROOT, write_protocol
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.protocol import load_protocol
 from gpucost_mlflow.tracking import schema
+from tests.helpers import CATALOG, SHIPPED_PROTOCOL, VARIANTS, pass_args, run_pass, write_protocol
 
-VARIANTS = ROOT / "projects" / "variants.yaml"
 REQUIRED_COLUMNS = ["run_id", "campaign_id", "variant", "corpus_fingerprint", "device", "status", "pass_s",
                     "quality_verdict", "expected_ids", "observed_ids", "ids_match", "corpus_accepted",
                     "completed_entries", "notes"]
-
-
-def run_pass(corpus_dir, model_dir, protocol, variant="batch8", experiment="t"):
-    return CliRunner().invoke(main, [
-        "pass", "--variant", variant, "--corpus", str(corpus_dir / "comparison.jsonl"), "--model", str(model_dir),
-        "--variants", str(VARIANTS), "--experiment", experiment, "--protocol", str(protocol),
-    ])
 
 
 def attempts_csv(protocol, experiment="t") -> tuple[pd.DataFrame, str]:
@@ -44,13 +36,15 @@ def attempts_csv(protocol, experiment="t") -> tuple[pd.DataFrame, str]:
     return pd.read_csv(io.StringIO(text)), result.stderr
 
 
+@pytest.mark.unit
 def test_the_shipped_protocol_loads_and_names_its_reference():
-    protocol = load_protocol(ROOT / "projects" / "protocol.yaml")
+    protocol = load_protocol(SHIPPED_PROTOCOL)
     assert protocol.scenario == "offline" and protocol.passes_per_variant == 5
     assert protocol.acceptance.reference_variant == "batch8" and protocol.acceptance.coverage == 1.0
     assert protocol.buckets == {"short": 600, "medium": 300, "long": 100}
 
 
+@pytest.mark.unit
 def test_deadline_and_plan_may_be_left_out_and_other_costs_are_read_exactly(tmp_path, protocol_file):
     document = yaml.safe_load(protocol_file.read_text())
     document.pop("deadline")
@@ -79,6 +73,7 @@ def test_deadline_and_plan_may_be_left_out_and_other_costs_are_read_exactly(tmp_
      ".basis' must be a non-empty text"),
     ("plan.setup_hours", lambda d: d.update(plan={"setup_hours": -2}), "field 'plan.setup_hours' must be a number >= 0"),
 ])
+@pytest.mark.unit
 def test_invalid_protocol_is_one_line_error_naming_the_field(tmp_path, protocol_file, field, edit, message):
     document = yaml.safe_load(protocol_file.read_text())
     edit(document)
@@ -90,28 +85,31 @@ def test_invalid_protocol_is_one_line_error_naming_the_field(tmp_path, protocol_
     assert result.exit_code == 2 and field in result.output and len(result.output.strip().splitlines()) == 1
 
 
+@pytest.mark.unit
 def test_lock_stores_the_digest_and_a_pass_under_another_protocol_is_refused(store, tmp_path, corpus_dir, model_dir, protocol_file):
     result = CliRunner().invoke(main, ["protocol", "lock", "--experiment", "t", "--protocol", str(protocol_file)])
     assert result.exit_code == 0 and "locked" in result.output
     tags = MlflowClient().get_experiment_by_name("t").tags
     assert tags[schema.PROTOCOL_DIGEST] == load_protocol(protocol_file).digest
     other = write_protocol(tmp_path / "other.yaml", threshold=0.1)
-    refused = run_pass(corpus_dir, model_dir, other)
+    refused = run_pass(corpus_dir / "comparison.jsonl", model_dir, other)
     assert refused.exit_code == 2 and "a new protocol means a new experiment" in refused.output
     assert not MlflowClient().search_runs([MlflowClient().get_experiment_by_name("t").experiment_id])
 
 
+@pytest.mark.unit
 def test_a_benchmark_pass_on_another_corpus_than_the_protocols_is_refused(store, tmp_path, model_dir, protocol_file):
     corpus = tmp_path / "c"
     corpus.mkdir()
     (corpus / "comparison.jsonl").write_text('{"id":"a","text":"fine","label":"fresh","bucket":"short"}\n')
-    result = run_pass(corpus, model_dir, protocol_file)
+    result = run_pass(corpus / "comparison.jsonl", model_dir, protocol_file)
     assert result.exit_code == 2 and "not the protocol's corpus" in result.output
 
 
+@pytest.mark.integration
 def test_quality_below_the_preregistered_bar_rejects_the_corpus(store, tmp_path, corpus_dir, model_dir):
     strict = write_protocol(tmp_path / "strict.yaml", threshold=0.99)
-    assert run_pass(corpus_dir, model_dir, strict).exit_code == 0
+    assert run_pass(corpus_dir / "comparison.jsonl", model_dir, strict).exit_code == 0
     run = MlflowClient().search_runs([MlflowClient().get_experiment_by_name("t").experiment_id])[0]
     assert run.data.tags[schema.STATUS] == "rejected"
     assert run.data.tags[schema.QUALITY_VERDICT] == "failed: quality"
@@ -119,10 +117,11 @@ def test_quality_below_the_preregistered_bar_rejects_the_corpus(store, tmp_path,
     assert run.data.tags["gpucost.check.ids"].startswith("pass")
 
 
+@pytest.mark.integration
 def test_precision_variant_is_pending_until_a_reference_pass_exists(store, corpus_dir, model_dir, protocol_file):
-    assert run_pass(corpus_dir, model_dir, protocol_file, "batch8-bf16").exit_code == 0
-    assert run_pass(corpus_dir, model_dir, protocol_file, "batch8").exit_code == 0
-    assert run_pass(corpus_dir, model_dir, protocol_file, "batch8-bf16").exit_code == 0
+    assert run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol_file, "batch8-bf16").exit_code == 0
+    assert run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol_file, "batch8").exit_code == 0
+    assert run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol_file, "batch8-bf16").exit_code == 0
     table, _ = attempts_csv(protocol_file)
     assert list(table["variant"]) == ["batch8-bf16", "batch8", "batch8-bf16"]
     assert table["status"][0] == "pending" and table["quality_verdict"][0] == "pending reference"
@@ -137,10 +136,11 @@ def test_precision_variant_is_pending_until_a_reference_pass_exists(store, corpu
     assert "labels agree with reference run" in tags["gpucost.check.reference_agreement"]
 
 
+@pytest.mark.integration
 def test_attempts_csv_opens_in_pandas_with_the_named_columns(store, corpus_dir, model_dir, protocol_file, monkeypatch):
-    assert run_pass(corpus_dir, model_dir, protocol_file).exit_code == 0
+    assert run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol_file).exit_code == 0
     monkeypatch.setenv("GPUCOST_FAULT", "dupid@5")
-    assert run_pass(corpus_dir, model_dir, protocol_file).exit_code == 0
+    assert run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol_file).exit_code == 0
     table, warnings = attempts_csv(protocol_file)
     assert set(REQUIRED_COLUMNS) <= set(table.columns) and len(table) == 2
     dup = table.iloc[1]
@@ -149,18 +149,20 @@ def test_attempts_csv_opens_in_pandas_with_the_named_columns(store, corpus_dir, 
     assert warnings == ""
 
 
+@pytest.mark.integration
 def test_failed_pass_row_has_empty_cells_with_reasons_in_notes(store, corpus_dir, model_dir, protocol_file, monkeypatch):
     monkeypatch.setenv("GPUCOST_FAULT", "oom@3")
-    assert run_pass(corpus_dir, model_dir, protocol_file).exit_code == 1
+    assert run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol_file).exit_code == 1
     table, _ = attempts_csv(protocol_file)
     row = table.iloc[0]
     assert row["status"] == "failed" and pd.isna(row["pass_s"]) and row["completed_entries"] == 16
     assert "pass_s empty: out of memory" in row["notes"]
 
 
+@pytest.mark.integration
 def test_editing_the_protocol_after_passes_exist_is_warned(store, tmp_path, corpus_dir, model_dir):
     protocol = write_protocol(tmp_path / "protocol.yaml")
-    assert run_pass(corpus_dir, model_dir, protocol).exit_code == 0
+    assert run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol).exit_code == 0
     protocol.write_text(protocol.read_text().replace("threshold: 0.0", "threshold: 0.5", 1))
     _, warnings = attempts_csv(protocol)
     assert "protocol changed after results" in warnings
@@ -168,11 +170,11 @@ def test_editing_the_protocol_after_passes_exist_is_warned(store, tmp_path, corp
     assert "protocol changed after results" in markdown.stdout
 
 
+@pytest.mark.integration
 def test_launcher_killed_mid_pass_is_read_back_as_failed_interrupted(store, corpus_dir, model_dir, protocol_file):
     bin_dir = Path(sys.executable).parent
     launcher = subprocess.Popen(
-        [str(bin_dir / "gpucost"), "pass", "--variant", "batch1", "--corpus", str(corpus_dir / "comparison.jsonl"),
-         "--model", str(model_dir), "--variants", str(VARIANTS), "--experiment", "t", "--protocol", str(protocol_file)],
+        [str(bin_dir / "gpucost"), *pass_args(corpus_dir / "comparison.jsonl", model_dir, protocol_file, "batch1")],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ),
     )
     client = MlflowClient()
@@ -191,14 +193,15 @@ def test_launcher_killed_mid_pass_is_read_back_as_failed_interrupted(store, corp
     assert table["status"][0] == "failed" and table["reason"][0].startswith("interrupted")
 
 
+@pytest.mark.integration
 def test_rejudge_accepts_a_pending_pass_once_its_reference_exists_and_twice_changes_nothing(store, tmp_path, corpus_dir, model_dir):
     from gpucost_mlflow.core.catalog import load_catalog
     from gpucost_mlflow.core.variants import load_variants
     from gpucost_mlflow.report.build import build
 
     loose = write_protocol(tmp_path / "loose.yaml", max_diff=1.0, min_agreement=0.0)
-    assert run_pass(corpus_dir, model_dir, loose, "batch8-bf16").exit_code == 0
-    assert run_pass(corpus_dir, model_dir, loose, "batch8").exit_code == 0
+    assert run_pass(corpus_dir / "comparison.jsonl", model_dir, loose, "batch8-bf16").exit_code == 0
+    assert run_pass(corpus_dir / "comparison.jsonl", model_dir, loose, "batch8").exit_code == 0
     table, _ = attempts_csv(loose)
     assert list(table["status"]) == ["pending", "accepted"]
     client = MlflowClient()
@@ -214,7 +217,7 @@ def test_rejudge_accepts_a_pending_pass_once_its_reference_exists_and_twice_chan
     assert run.data.metrics == metrics_before
     assert run.data.tags[schema.REJUDGED_AGAINST] == reference_id and run.data.tags[schema.FIRST_STATUS] == "pending"
     assert "labels agree with reference run" in run.data.tags["gpucost.check.reference_agreement"]
-    built, _ = build("t", load_protocol(loose), loose, load_catalog(ROOT / "catalog" / "labkit-2026-09-24.csv"),
+    built, _ = build("t", load_protocol(loose), loose, load_catalog(CATALOG),
                      load_variants(VARIANTS))
     assert next(a for a in built.assessments if a.configuration.variant == "batch8-bf16").feasible
 
@@ -226,11 +229,13 @@ def test_rejudge_accepts_a_pending_pass_once_its_reference_exists_and_twice_chan
 @pytest.mark.parametrize("args, message", [
     (["--experiment", "no-such-experiment"], "experiment 'no-such-experiment' not found"),
 ])
+@pytest.mark.unit
 def test_rejudge_of_an_unknown_experiment_is_one_line_exit_2(store, protocol_file, args, message):
     result = CliRunner().invoke(main, ["rejudge", *args, "--protocol", str(protocol_file)])
     assert result.exit_code == 2 and message in result.output and len(result.output.strip().splitlines()) == 1
 
 
+@pytest.mark.integration
 def test_a_deliverable_without_labels_is_accepted_by_ids_format_coverage_and_audit_and_counted_once(store, tmp_path, corpus_dir, model_dir):
     from gpucost_mlflow.core.catalog import load_catalog
     from gpucost_mlflow.core.variants import load_variants
@@ -245,15 +250,11 @@ def test_a_deliverable_without_labels_is_accepted_by_ids_format_coverage_and_aud
     production.write_text("".join(json.dumps({"id": r["id"], "text": r["text"]}) + "\n" for r in rows))
 
     def deliver():
-        return CliRunner().invoke(main, ["pass", "--variant", "batch4", "--corpus", str(production), "--model", str(model_dir),
-                                         "--variants", str(VARIANTS), "--experiment", "t", "--protocol", str(protocol),
-                                         "--role", "deliverable"])
+        return run_pass(production, model_dir, protocol, "batch4", "--role", "deliverable")
 
-    refused = CliRunner().invoke(main, [
-        "pass", "--variant", "batch4", "--corpus", str(production), "--model", str(model_dir), "--variants", str(VARIANTS),
-        "--experiment", "t", "--protocol", str(protocol)])
+    refused = run_pass(production, model_dir, protocol, "batch4")
     assert refused.exit_code == 2 and "missing field 'label'" in refused.output  # a benchmark corpus needs gold labels
-    assert run_pass(corpus_dir, model_dir, protocol, "batch4").exit_code == 0
+    assert run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol, "batch4").exit_code == 0
     for _ in range(2):
         result = deliver()
         assert result.exit_code == 0 and "accepted" in result.output, result.output
@@ -266,12 +267,13 @@ def test_a_deliverable_without_labels_is_accepted_by_ids_format_coverage_and_aud
     assert "macro_f1" not in run.data.metrics
     verdict = json.loads(Path(mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="verdict.json")).read_text())
     assert verdict["gold_labels"] is False and len(verdict["audit"]["sample_ids"]) == 8 and verdict["audit"]["variant"] == "batch8"
-    built, _ = build("t", load_protocol(protocol), protocol, load_catalog(ROOT / "catalog" / "labkit-2026-09-24.csv"),
+    built, _ = build("t", load_protocol(protocol), protocol, load_catalog(CATALOG),
                      load_variants(VARIANTS))
     (batch4,) = built.assessments
     assert batch4.configuration.accepted_deliverables == 1  # one corpus, however often it is re-run
 
 
+@pytest.mark.unit
 def test_an_audit_below_its_agreement_fails_and_the_sample_is_fixed_by_the_fingerprint():
     from gpucost_mlflow.core import judge
 

@@ -9,6 +9,8 @@ import pytest
 
 from gpucost_mlflow.core import judge, quality, verdicts
 
+pytestmark = pytest.mark.unit
+
 LABELS = ["fresh", "plot", "rotten"]
 
 

@@ -9,70 +9,17 @@ import mlflow
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from conftest import ROOT
-from mlflow.entities import Param
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
-from gpucost_mlflow.core.catalog import load_catalog
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.protocol import load_protocol
-from gpucost_mlflow.core.variants import load_variants
 from gpucost_mlflow.report import render
-from gpucost_mlflow.report.build import build
-from gpucost_mlflow.tracking import experiments, overlaps, schema, writer
+from gpucost_mlflow.tracking import overlaps, schema
 from gpucost_mlflow.tracking.reader import attempts
+from tests.helpers import CATALOG, SHIPPED_PROTOCOL, VARIANTS
+from tests.scenario import B200, RTX, report
 
-PROTOCOL_PATH = ROOT / "projects" / "protocol.yaml"
-CATALOG = ROOT / "catalog" / "labkit-2026-09-24.csv"
-B200, RTX = "NVIDIA B200", "NVIDIA GeForce RTX 4090"
-
-
-@pytest.fixture
-def experiment(store):
-    """An experiment locked to the shipped protocol, and a writer of attempts through writer.py."""
-    client = MlflowClient()
-    protocol = load_protocol(PROTOCOL_PATH)
-    experiment_id, _ = experiments.resolve(client, "scenario", create=True)
-    experiments.lock(client, experiment_id, "scenario", protocol, PROTOCOL_PATH.read_text())
-    clock = {"ms": 1_764_489_600_000}  # attempts follow one another, as on one rented machine
-
-    def attempt(variant, device, pass_s, status="accepted", role="benchmark", fingerprint="a" * 64,
-                quality="passed", reason="every check passed", run_name=None, note=None, wall_s=None, params=None,
-                span=None, host=None):
-        """One attempt; its run lasts wall_s (default: 1 s start + load + warm-up + pass + eval + export)."""
-        tags = writer.start_tags(role=role, variant=variant, device=device, backend="cuda",
-                                 corpus_fingerprint=fingerprint, protocol_digest=protocol.digest)
-        if note:
-            tags["mlflow.note.content"] = note
-        if host:
-            tags[schema.HOST] = host
-        if wall_s is None:
-            wall_s = 1.0 + 3.0 + 0.5 + (pass_s or 0.0) + 0.1 + 0.2
-        start = clock["ms"]
-        clock["ms"] += round(wall_s * 1000)
-        run = client.create_run(experiment_id, tags=tags, run_name=run_name, start_time=start)
-        if params:
-            client.log_batch(run.info.run_id, params=[Param(k, v) for k, v in params.items()])
-        metrics = {"load_s": 3.0, "warmup_s": 0.5, "eval_s": 0.1, "export_s": 0.2, "expected_ids": 1000}
-        if span:
-            metrics.update(dict(zip(schema.MEASURED_SPAN, span)))
-        if pass_s is not None:
-            metrics.update(pass_s=pass_s, observed_ids=1000, completed_entries=1000)
-        else:
-            metrics.update(observed_ids=312, completed_entries=312, mem_peak_allocated_bytes=80e9)
-        writer.log_outcome(client, run.info.run_id, status=status, reason=reason, metrics=metrics,
-                           ids_match=pass_s is not None, quality_verdict=quality if pass_s is not None else "")
-        client.set_terminated(run.info.run_id, "FAILED" if status == "failed" else "FINISHED", end_time=clock["ms"])
-        return run.info.run_id
-
-    return attempt
-
-
-def report(catalog=CATALOG, protocol_path=PROTOCOL_PATH):
-    built, balance = build("scenario", load_protocol(protocol_path), protocol_path, load_catalog(catalog),
-                           load_variants(ROOT / "projects" / "variants.yaml"))
-    return built, balance
+pytestmark = pytest.mark.unit
 
 
 def test_a_faster_variant_that_fails_quality_is_not_chosen(experiment):
@@ -149,7 +96,7 @@ def test_report_command_writes_four_files_and_logs_a_decision_run(experiment, tm
         experiment("batch8", B200, seconds)
     out = tmp_path / "out"
     result = CliRunner().invoke(main, ["report", "--experiment", "scenario", "--out", str(out), "--catalog", str(CATALOG),
-                                       "--protocol", str(PROTOCOL_PATH), "--variants-file", str(ROOT / "projects" / "variants.yaml")])
+                                       "--protocol", str(SHIPPED_PROTOCOL), "--variants-file", str(VARIANTS)])
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in out.iterdir()) == ["attempts.csv", "balance.csv", "report.html", "report.md"]
     assert f"report: {(out / 'report.html').resolve()}" in result.output
@@ -185,7 +132,7 @@ def test_run_names_notes_and_error_messages_reach_the_html_as_text(experiment):
 
 def protocol_like_shipped(tmp_path, *, drop_deadline=False, drop_plan=False, expected=None, append="") -> Path:
     """The shipped protocol with its deadline or plan left out, another expected volume, or more fields."""
-    lines = PROTOCOL_PATH.read_text().splitlines()
+    lines = SHIPPED_PROTOCOL.read_text().splitlines()
     if drop_deadline:
         lines = [line for line in lines if not line.startswith("deadline:")]
     if drop_plan:

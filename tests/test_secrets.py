@@ -6,11 +6,12 @@ import gzip
 from pathlib import Path
 
 import mlflow
-from click.testing import CliRunner
-from conftest import ROOT
+import pytest
 from mlflow.tracking import MlflowClient
 
-from gpucost_mlflow.cli import main
+from tests.helpers import only_run, run_pass
+
+pytestmark = pytest.mark.integration
 
 PLANTED = {
     "HF_TOKEN": "hf_planted_token_5d1e9c",
@@ -24,12 +25,10 @@ PLANTED = {
 def test_planted_secrets_appear_in_no_param_tag_or_artifact(store, corpus_dir, model_dir, protocol_file, monkeypatch, tmp_path):
     for key, value in PLANTED.items():
         monkeypatch.setenv(key, value)
-    result = CliRunner().invoke(main, [
-        "pass", "--variant", "batch8", "--corpus", str(corpus_dir / "comparison.jsonl"), "--model", str(model_dir),
-        "--variants", str(ROOT / "projects" / "variants.yaml"), "--experiment", "t", "--protocol", str(protocol_file)])
+    result = run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol_file)
     assert result.exit_code == 0, result.output
     client = MlflowClient()
-    run = client.search_runs([mlflow.get_experiment_by_name("t").experiment_id])[0]
+    run = only_run()
     texts = [*run.data.params.items(), *run.data.tags.items(), *run.data.metrics.keys()]
     texts += [str(item) for item in client.get_experiment(run.info.experiment_id).tags.items()]
     target = Path(mlflow.artifacts.download_artifacts(run_id=run.info.run_id, dst_path=str(tmp_path / "a")))

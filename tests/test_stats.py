@@ -6,6 +6,8 @@ import pytest
 
 from gpucost_mlflow.core.stats import Durations, permutation_p_value, separate
 
+pytestmark = pytest.mark.unit
+
 
 def test_five_durations_give_median_min_max_and_spread_never_a_p95():
     d = Durations((10.4, 10.1, 10.3, 10.0, 10.2))

@@ -17,16 +17,17 @@ from pathlib import Path
 import mlflow
 import pytest
 from click.testing import CliRunner
-from conftest import ROOT, write_protocol
 from mlflow.tracking import MlflowClient
-from servers import MlflowServer, start_postgres
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.tracking import schema, spool
 from gpucost_mlflow.tracking.reader import attempts
+from tests.helpers import VARIANTS, pass_args, write_protocol
+from tests.servers import MlflowServer, start_postgres
+
+pytestmark = pytest.mark.integration
 
 GPUCOST = str(Path(sys.executable).parent / "gpucost")
-VARIANTS = ROOT / "projects" / "variants.yaml"
 ADMIN_PASSWORD = "adm1n-Pa55-planted-7f3c"
 
 
@@ -61,9 +62,7 @@ def team_env(server, tmp_path, monkeypatch):
 
 
 def _pass_cmd(corpus_dir, model_dir, protocol, experiment, variant="batch8"):
-    return [GPUCOST, "pass", "--variant", variant, "--corpus", str(corpus_dir / "comparison.jsonl"),
-            "--model", str(model_dir), "--variants", str(VARIANTS), "--protocol", str(protocol),
-            "--experiment", experiment]
+    return [GPUCOST, *pass_args(corpus_dir / "comparison.jsonl", model_dir, protocol, variant, experiment=experiment)]
 
 
 def _campaign_cmd(corpus_dir, model_dir, protocol, experiment, *extra):

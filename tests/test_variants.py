@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from conftest import ROOT
 
 from gpucost_mlflow.core.decision import Configuration
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.stats import Durations
 from gpucost_mlflow.core.variants import load_variants
 from gpucost_mlflow.report.tables import separations
+from tests.helpers import ROOT
+
+pytestmark = pytest.mark.unit
 
 SHIPPED = ROOT / "projects" / "variants.yaml"
 VARIANTS = {

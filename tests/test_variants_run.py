@@ -5,10 +5,12 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import ROOT
 
 from gpucost_mlflow.core.variants import load_variants
 from gpucost_mlflow.execution import runner
+from tests.helpers import ROOT
+
+pytestmark = pytest.mark.integration
 
 VARIANTS = load_variants(ROOT / "projects" / "variants.yaml")
 

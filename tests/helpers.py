@@ -1,0 +1,102 @@
+"""What several test modules share: the repository's paths, a test protocol, a store, one way to run a pass."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import sqlite3
+from pathlib import Path
+
+import mlflow
+import pytest
+from click.testing import CliRunner, Result
+from mlflow.entities import Run
+from mlflow.tracking import MlflowClient
+
+from gpucost_mlflow.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+VARIANTS = ROOT / "projects" / "variants.yaml"
+SHIPPED_PROTOCOL = ROOT / "projects" / "protocol.yaml"
+CATALOG = ROOT / "catalog" / "labkit-2026-09-24.csv"
+LABELS = ["fresh", "plot", "rotten"]
+
+PROTOCOL_TEMPLATE = """
+question: Which configuration classifies the test slice for the lowest budget?
+scenario: offline
+corpus:
+  file: comparison.jsonl
+  size: 30
+  buckets: {{short: 18, medium: 9, long: 3}}
+  labels: [fresh, plot, rotten]
+acceptance:
+  ids: exact
+  format: predictions.jsonl.gz with id, label, score
+  coverage: 1.0
+  main_metric: macro_f1
+  threshold: {threshold}
+  per_bucket_threshold: 0.0
+  reference:
+    variant: batch8
+    max_metric_difference: {max_diff}
+    min_label_agreement: {min_agreement}
+passes_per_variant: 5
+warmup: {{inputs: 8, passes: 1}}
+exclusion_rule: documented external cause only, same rule for all variants
+deadline: "2026-12-04T09:00:00+01:00"
+deliverables: {{expected: 1, description: the slice classified once}}
+"""
+
+
+def write_protocol(path: Path, threshold: float = 0.0, max_diff: float = 0.05, min_agreement: float = 0.9) -> Path:
+    """A protocol for the 30-input test slice, written to path: the demo's tolerance unless told otherwise."""
+    path.write_text(PROTOCOL_TEMPLATE.format(threshold=threshold, max_diff=max_diff, min_agreement=min_agreement))
+    return path
+
+
+def migrate_store(folder: Path) -> Path:
+    """An empty SQLite store in folder with every MLflow schema migration run (over a second of work, done once)."""
+    path = folder / "mlflow.db"
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.chdir(folder)
+        MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments(max_results=1)
+    return path
+
+
+def use_store(folder: Path, monkeypatch: pytest.MonkeyPatch, migrated: Path) -> str:
+    """Point this process and its children at a fresh SQLite store in folder, a copy of the migrated one, and work
+    from folder; returns its URI. The copy's Default experiment keeps its artifacts in folder, as a new store would."""
+    path = folder / "mlflow.db"
+    shutil.copyfile(migrated, path)
+    with contextlib.closing(sqlite3.connect(path)) as connection, connection:
+        connection.execute("UPDATE experiments SET artifact_location = replace(artifact_location, ?, ?) "
+                           "WHERE experiment_id = 0", (str(migrated.parent), str(folder)))
+    uri = f"sqlite:///{path}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    for name in ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_NAME", "MLFLOW_EXPERIMENT_ID"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GPUCOST_SPOOL", str(folder / "spool"))
+    monkeypatch.chdir(folder)
+    mlflow.set_tracking_uri(uri)
+    return uri
+
+
+def pass_args(corpus: Path, model: Path, protocol: Path, variant: str = "batch8", *extra: str,
+              variants: Path = VARIANTS, experiment: str = "t") -> list[str]:
+    """The arguments of `gpucost pass` on a corpus file, as a user types them."""
+    return ["pass", "--variant", variant, "--corpus", str(corpus), "--model", str(model), "--variants", str(variants),
+            "--experiment", experiment, "--protocol", str(protocol), *extra]
+
+
+def run_pass(corpus: Path, model: Path, protocol: Path, variant: str = "batch8", *extra: str,
+             variants: Path = VARIANTS, experiment: str = "t") -> Result:
+    """`gpucost pass` through the CLI in this process; the pass itself runs in the launcher's child."""
+    return CliRunner().invoke(main, pass_args(corpus, model, protocol, variant, *extra, variants=variants,
+                                              experiment=experiment))
+
+
+def only_run(experiment: str = "t", tracking_uri: str | None = None) -> Run:
+    """The one run of the experiment (fails when there is none or more than one)."""
+    client = MlflowClient(tracking_uri=tracking_uri)
+    (run,) = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
+    return run

@@ -1,0 +1,64 @@
+"""The report tests' experiment: attempts written through the project's own write path, one after another."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from mlflow.entities import Param
+from mlflow.tracking import MlflowClient
+
+from gpucost_mlflow.core.catalog import load_catalog
+from gpucost_mlflow.core.protocol import load_protocol
+from gpucost_mlflow.core.variants import load_variants
+from gpucost_mlflow.report.build import build
+from gpucost_mlflow.tracking import experiments, schema, writer
+from tests.helpers import CATALOG, SHIPPED_PROTOCOL, VARIANTS
+
+EXPERIMENT = "scenario"
+B200, RTX = "NVIDIA B200", "NVIDIA GeForce RTX 4090"
+
+
+def attempt_writer() -> Callable[..., str]:
+    """Lock the experiment to the shipped protocol; returns a writer of one attempt that gives its run id."""
+    client = MlflowClient()
+    protocol = load_protocol(SHIPPED_PROTOCOL)
+    experiment_id, _ = experiments.resolve(client, EXPERIMENT, create=True)
+    experiments.lock(client, experiment_id, EXPERIMENT, protocol, SHIPPED_PROTOCOL.read_text())
+    clock = {"ms": 1_764_489_600_000}  # attempts follow one another, as on one rented machine
+
+    def attempt(variant, device, pass_s, status="accepted", role="benchmark", fingerprint="a" * 64,
+                quality="passed", reason="every check passed", run_name=None, note=None, wall_s=None, params=None,
+                span=None, host=None):
+        """One attempt; its run lasts wall_s (default: 1 s start + load + warm-up + pass + eval + export)."""
+        tags = writer.start_tags(role=role, variant=variant, device=device, backend="cuda",
+                                 corpus_fingerprint=fingerprint, protocol_digest=protocol.digest)
+        if note:
+            tags["mlflow.note.content"] = note
+        if host:
+            tags[schema.HOST] = host
+        if wall_s is None:
+            wall_s = 1.0 + 3.0 + 0.5 + (pass_s or 0.0) + 0.1 + 0.2
+        start = clock["ms"]
+        clock["ms"] += round(wall_s * 1000)
+        run = client.create_run(experiment_id, tags=tags, run_name=run_name, start_time=start)
+        if params:
+            client.log_batch(run.info.run_id, params=[Param(k, v) for k, v in params.items()])
+        metrics = {"load_s": 3.0, "warmup_s": 0.5, "eval_s": 0.1, "export_s": 0.2, "expected_ids": 1000}
+        if span:
+            metrics.update(dict(zip(schema.MEASURED_SPAN, span)))
+        if pass_s is not None:
+            metrics.update(pass_s=pass_s, observed_ids=1000, completed_entries=1000)
+        else:
+            metrics.update(observed_ids=312, completed_entries=312, mem_peak_allocated_bytes=80e9)
+        writer.log_outcome(client, run.info.run_id, status=status, reason=reason, metrics=metrics,
+                           ids_match=pass_s is not None, quality_verdict=quality if pass_s is not None else "")
+        client.set_terminated(run.info.run_id, "FAILED" if status == "failed" else "FINISHED", end_time=clock["ms"])
+        return run.info.run_id
+
+    return attempt
+
+
+def report(catalog: Path = CATALOG, protocol_path: Path = SHIPPED_PROTOCOL):
+    """The decision report's model of the experiment and its balance table."""
+    return build(EXPERIMENT, load_protocol(protocol_path), protocol_path, load_catalog(catalog), load_variants(VARIANTS))
