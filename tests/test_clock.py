@@ -9,7 +9,8 @@ import pytest
 
 from gpucost_mlflow.core.variants import get_variant, load_variants
 from gpucost_mlflow.execution import runner, timing
-from tests.helpers import VARIANTS
+from gpucost_mlflow.flow.launcher import PassRequest, prepare
+from tests.helpers import ROOT, VARIANTS
 
 FORBIDDEN_MODULES = ("hashlib", "_hashlib", "mlflow", "logging", "gzip", "zlib",
                      "gpucost_mlflow.core.quality", "gpucost_mlflow.core.verdicts",
@@ -78,10 +79,17 @@ def test_stopwatch_synchronises_before_each_read():
 
 
 @pytest.mark.unit
-def test_warmup_rule_is_identical_for_every_variant():
-    specs = [runner.PassSpec("c", "m", "w", v.settings()) for v in load_variants(VARIANTS).values()]
-    assert all(spec.warmup == specs[0].warmup for spec in specs)
-    assert set(specs[0].warmup) == {"inputs", "passes"}
+def test_warmup_rule_is_identical_for_every_variant(corpus_dir, model_dir, protocol_file):
+    """Whatever a classifier variant changes (batch size, precision, quantization and device, length grouping),
+    its pass records the protocol's warm-up (8 inputs, 1 pass), not a rule of its own."""
+    classifier_series = ("batch", "cheaper", "int8-cpu")
+    recorded = {
+        name: prepare(PassRequest(variant, corpus_dir / "comparison.jsonl", model_dir, "t", protocol_path=protocol_file,
+                                  variants_path=VARIANTS, code_root=ROOT)).manifest["warmup"]
+        for name, variant in load_variants(VARIANTS).items() if variant.series in classifier_series
+    }
+    assert len(recorded) == 6
+    assert {(rule["inputs"], rule["passes"]) for rule in recorded.values()} == {(8, 1)}
 
 
 @pytest.mark.unit

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from gpucost_mlflow.core.stats import Durations, permutation_p_value, separate
+from gpucost_mlflow.core.stats import EXACT_SPLITS_LIMIT, RANDOM_RESAMPLES, Durations, permutation_p_value, separate
 
 pytestmark = pytest.mark.unit
 
@@ -19,10 +21,17 @@ def test_exact_permutation_test_for_five_against_five():
     assert permutation_p_value([1, 2, 3, 4, 5], [11, 12, 13, 14, 15]) == pytest.approx(2 / 252)
 
 
-def test_large_samples_fall_back_to_seeded_random_splits():
-    first = permutation_p_value([float(i % 7) for i in range(400)], [float(i % 5) for i in range(400)])
-    again = permutation_p_value([float(i % 7) for i in range(400)], [float(i % 5) for i in range(400)])
-    assert 0.0 <= first <= 1.0 and first == again
+def test_up_to_200000_splits_every_split_is_counted_and_beyond_9999_seeded_random_ones_are():
+    fast, slow = [float(i) for i in range(10)], [100.0 + i for i in range(11)]
+    assert math.comb(20, 10) <= EXACT_SPLITS_LIMIT < math.comb(21, 10)
+    # 10 + 10: all 184,756 splits; only the observed one and its mirror image are as extreme.
+    assert permutation_p_value(fast, slow[:10]) == pytest.approx(2 / math.comb(20, 10))
+    # 10 + 11: 352,716 splits, so random ones; none is as extreme, and the observed split counts once on each
+    # side among RANDOM_RESAMPLES + 1 (all splits would give 2 / 352,716 instead).
+    assert permutation_p_value(fast, slow) == pytest.approx(2 / (RANDOM_RESAMPLES + 1))
+    overlapping = [0.5 + i for i in range(11)]
+    first = permutation_p_value(fast, overlapping)
+    assert 0.05 < first < 1 and permutation_p_value(fast, overlapping) == first  # seeded: the same draw every time
 
 
 def test_difference_inside_the_spread_is_undecided_even_without_overlap():

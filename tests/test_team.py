@@ -139,11 +139,9 @@ def test_server_killed_mid_campaign_then_sync_keeps_every_pass_once(team_env, se
         else:
             pytest.fail("the campaign's first pass never started")
         outage.kill()
-        stopped_at = time.time()
         _, err = campaign.communicate(timeout=300)
         assert campaign.returncode == 2, err[-2000:]
         assert len(err.strip().splitlines()[-1:]) == 1 and "gpucost sync" in err and "--resume" in err
-        assert time.time() - stopped_at < 120
         waiting = spool.entries()
         assert len(waiting) == 1 and waiting[0].record["tags"][schema.PASS_INDEX] == "1"
         spooled = waiting[0].record
@@ -153,7 +151,6 @@ def test_server_killed_mid_campaign_then_sync_keeps_every_pass_once(team_env, se
         refused = CliRunner().invoke(main, _campaign_cmd(corpus_dir, model_dir, protocol, "team-outage",
                                                          "--resume", campaign_id)[1:])
         assert refused.exit_code == 2 and "gpucost sync" in refused.output, refused.output
-        sync_started = time.time()
         synced = CliRunner().invoke(main, ["sync"])
         assert synced.exit_code == 0 and "1 spooled pass(es) uploaded" in synced.output, synced.output
         again = CliRunner().invoke(main, ["sync"])
@@ -165,7 +162,7 @@ def test_server_killed_mid_campaign_then_sync_keeps_every_pass_once(team_env, se
         original = {key: (value, stamp) for key, value, stamp, _ in spooled["metrics"]}
         history = client.get_metric_history(run.info.run_id, "pass_s")
         assert [(m.value, m.timestamp) for m in history] == [original["pass_s"]]
-        assert history[0].timestamp < sync_started * 1000  # stamped when the clock stopped, not at upload
+        assert history[0].timestamp <= spooled["end_time"]  # stamped when the clock stopped, not at upload
 
         resumed = subprocess.run(check=False, args=_campaign_cmd(corpus_dir, model_dir, protocol, "team-outage", "--resume", campaign_id),
                                  env=env, capture_output=True, text=True, timeout=300)
@@ -200,12 +197,11 @@ def test_sync_of_a_pass_the_store_never_saw_creates_one_run_once(team_env, tmp_p
     assert spool.entries() == []
 
 
-def test_pass_against_an_unreachable_server_fails_within_15_s(tmp_path, corpus_dir, model_dir, protocol_file):
+def test_pass_against_an_unreachable_server_is_one_line_exit_2(tmp_path, corpus_dir, model_dir, protocol_file):
+    # How soon it gives up is the store check's budget, tested with a fake clock in test_campaign.py.
     env = dict(os.environ, MLFLOW_TRACKING_URI="http://127.0.0.1:9", GPUCOST_SPOOL=str(tmp_path / "spool"))
-    started = time.monotonic()
     result = subprocess.run(check=False, args=_pass_cmd(corpus_dir, model_dir, protocol_file, "unreachable"), env=env, cwd=tmp_path,
                             capture_output=True, text=True, timeout=60)
-    assert time.monotonic() - started < 15
     assert result.returncode == 2 and "unreachable" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
 
