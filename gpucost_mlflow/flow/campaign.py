@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mlflow.entities import Param, RunTag
+from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.corpus import read_corpus
@@ -25,7 +25,7 @@ from gpucost_mlflow.core.protocol import load_protocol
 from gpucost_mlflow.core.schedule import Slot, remaining, rotated
 from gpucost_mlflow.core.variants import Variant, get_variant, load_variants
 from gpucost_mlflow.flow.launcher import PassRequest, PassResult, execute
-from gpucost_mlflow.tracking import experiments, schema, spool, store
+from gpucost_mlflow.tracking import descriptions, experiments, schema, spool, store
 from gpucost_mlflow.tracking.rejudge import Rejudged, rejudge
 
 # What every pass of a campaign shares: recorded on the parent run.
@@ -68,6 +68,33 @@ class CampaignResult:
     rejudged: list[Rejudged] = field(default_factory=list)  # pending passes judged once their reference passed
     skipped: dict[str, str] = field(default_factory=dict)  # variant -> why its slots were not tried
     overhead_s_per_pass: float | None = None
+    experiment_id: str = ""
+
+
+@dataclass
+class Shown:
+    """What the campaign run shows in the UI as passes finish: its description and its progress metrics."""
+
+    campaign_id: str
+    variants: list[str]
+    passes: int
+    protocol_digest: str
+    latest: dict[str, dict] = field(default_factory=dict)  # slot key -> its latest attempt (variant, status, pass_s)
+
+    def update(self, client: MlflowClient, parent_id: str, state: str, result: CampaignResult | None = None) -> None:
+        """Rewrite the description and log the medians (one log_batch, best effort: a store gone away is the next
+        pass's to report, with what waits in the spool)."""
+        attempts = list(self.latest.values())
+        note = descriptions.campaign_note(self.campaign_id, self.variants, self.passes, attempts, state,
+                                          self.protocol_digest, result.skipped if result else None,
+                                          result.overhead_s_per_pass if result else None)
+        now = int(time.time() * 1000)
+        metrics = [Metric(key, value, now, len(attempts)) for key, value in descriptions.campaign_progress(attempts).items()]
+        try:
+            client.log_batch(parent_id, metrics=metrics, tags=[RunTag(schema.NOTE, note)])
+        except Exception as exc:
+            if not spool.is_store_error(exc):
+                raise
 
 
 def _existing_attempts(client: MlflowClient, experiment_id: str, campaign_id: str) -> dict[str, list[dict]]:
@@ -142,10 +169,11 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
             get_variant(plan.variants_path, name)
         experiments.lock(client, experiment_id, experiment_name, protocol, plan.protocol_path.read_text(encoding="utf-8"))
         campaign_id = "c" + uuid.uuid4().hex[:10]
+        name = descriptions.campaign_name(campaign_id, variants)
         if parent_from_mlflow_run:
             parent_id = parent_from_mlflow_run
         else:
-            parent_id = client.create_run(experiment_id, run_name=f"campaign {campaign_id}").info.run_id
+            parent_id = client.create_run(experiment_id, run_name=name).info.run_id
         client.log_batch(
             parent_id,
             params=[Param("campaign.variants", ",".join(variants)), Param("campaign.passes", str(passes))],
@@ -154,6 +182,7 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
                 RunTag(schema.ROLE, schema.CAMPAIGN_ROLE),
                 RunTag(schema.PROTOCOL_DIGEST, protocol.digest),
                 RunTag(schema.CACHE_POLICY, CACHE_POLICY),
+                RunTag(schema.RUN_NAME, name),
             ],
         )
         slots = rotated(variants, passes)
@@ -163,10 +192,14 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
             client.log_artifact(parent_id, str(path))
 
     slots = rotated(variants, passes)
-    todo = remaining(slots, _existing_attempts(client, experiment_id, campaign_id))
+    existing = _existing_attempts(client, experiment_id, campaign_id)
+    todo = remaining(slots, existing)
     display.on_plan(campaign_id, len(slots), len(todo))
     corpus_size = len(read_corpus(plan.corpus_path).rows)
-    result = CampaignResult(campaign_id, parent_id)
+    result = CampaignResult(campaign_id, parent_id, experiment_id=experiment_id)
+    shown = Shown(campaign_id, variants, passes, protocol.digest,
+                  {key: rows[-1] for key, rows in existing.items() if key and rows})
+    shown.update(client, parent_id, "running")
     declared = load_variants(plan.variants_path)
     started = time.time()
     try:
@@ -199,17 +232,26 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
                 raise _with_spool_hint(exc, campaign_id, len(result.results), len(todo)) from None
             result.results.append((slot, outcome))
             display.on_pass_end(slot, outcome)
+            shown.latest[slot.key] = {"variant": slot.variant, "status": outcome.status, "run_id": outcome.run_id,
+                                      "pass_s": outcome.metrics.get("pass_s")}
             if slot.variant == protocol.acceptance.reference_variant and outcome.status == "accepted" and not outcome.spooled:
-                result.rejudged += rejudge(experiment_name, protocol, client)
+                judged = rejudge(experiment_name, protocol, client)
+                result.rejudged += judged
+                statuses = {item.run_id: item.status for item in judged}
+                for row in shown.latest.values():
+                    row["status"] = statuses.get(row.get("run_id"), row["status"])
+            shown.update(client, parent_id, "running")
             if outcome.status == "failed" and outcome.reason.startswith("out of memory"):
                 for larger in larger_batches(declared, variant, variants):
                     result.skipped.setdefault(larger, f"{variant.name} ran out of memory at batch {variant.batch_size}: "
                                                       "larger batch sizes of its sweep are not tried, no smaller one "
                                                       "is substituted")
     except KeyboardInterrupt:
+        shown.update(client, parent_id, "interrupted", result)
         _end_parent(client, parent_id, "KILLED")
         raise
     except BaseException:
+        shown.update(client, parent_id, "stopped", result)
         _end_parent(client, parent_id, "FAILED")
         raise
     overhead = harness_overhead(time.time() - started, [outcome.metrics for _, outcome in result.results])
@@ -218,6 +260,7 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
         result.overhead_s_per_pass = overhead
     if result.skipped:
         client.set_tag(parent_id, schema.NOT_TRIED, "; ".join(f"{k}: {v}" for k, v in result.skipped.items())[:5000])
+    shown.update(client, parent_id, "finished", result)
     client.set_terminated(parent_id, "FINISHED")
     return result
 

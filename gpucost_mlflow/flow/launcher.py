@@ -27,6 +27,7 @@ from gpucost_mlflow.core.corpus import read_corpus
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.fingerprints import sha256_file
 from gpucost_mlflow.core.manifest import build_manifest
+from gpucost_mlflow.core.preview import preview
 from gpucost_mlflow.core.protocol import Protocol, load_protocol
 from gpucost_mlflow.core.variants import (
     Variant,
@@ -36,6 +37,7 @@ from gpucost_mlflow.core.variants import (
 )
 from gpucost_mlflow.execution import child, environment, faults, models, runner
 from gpucost_mlflow.tracking import (
+    descriptions,
     experiments,
     overlaps,
     rejudge,
@@ -250,7 +252,11 @@ def _close_unrecorded(client: MlflowClient, run_id: str, exc: BaseException) -> 
     else:
         reason, state = f"error in the launcher: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}", "FAILED"
     try:
-        client.log_batch(run_id, tags=[RunTag(schema.STATUS, "failed"), RunTag(schema.STATUS_REASON, reason)])
+        run = client.get_run(run_id)
+        ended = {**run.data.tags, schema.STATUS: "failed", schema.STATUS_REASON: reason}
+        metrics, note = writer.restated(ended, run.data.metrics)
+        client.log_batch(run_id, metrics=metrics,
+                         tags=[RunTag(schema.STATUS, "failed"), RunTag(schema.STATUS_REASON, reason), *note])
         client.set_terminated(run_id, state)
     except Exception:  # noqa: BLE001, S110 - never hide the error that stopped the launcher
         pass
@@ -267,9 +273,11 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
     run_id, experiment_id = run.info.run_id, run.info.experiment_id
     manifest["run"].update(run_id=run_id, experiment_id=experiment_id)
     params = schema.params_from_manifest(manifest)
-    start_tags = _tags(request, manifest)
+    start_tags = _tags(request, manifest, protocol.acceptance.main_metric)
+    run_name = descriptions.pass_name(start_tags, run_id)
+    shown = {schema.RUN_NAME: run_name, schema.NOTE: descriptions.pass_note(start_tags, {})}
     client.log_batch(run_id, params=[Param(k, v) for k, v in params.items()],
-                     tags=[RunTag(k, v) for k, v in start_tags.items()])
+                     tags=[RunTag(k, v) for k, v in {**start_tags, **shown}.items()])
     (workdir / schema.MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True), encoding="utf-8")
     (workdir / schema.ENVIRONMENT).write_text(environment.all_distributions(), encoding="utf-8")
     for name in (schema.MANIFEST, schema.ENVIRONMENT):
@@ -341,8 +349,14 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
     metric_entities, outcome_tags = writer.outcome_batch(
         status=status, reason=reason, metrics=metrics, ids_match=judged.ids_match,
         quality_verdict=verdict["quality_verdict"], memory_counter=verdict["memory_counter"], checks=checks,
-        timestamp_ms=stopped_ms,
+        timestamp_ms=stopped_ms, missing=verdict["missing_measurements"],
     )
+    if isinstance(back, verdicts.ReadBack) and (workdir / schema.PREDICTIONS).exists():
+        table = preview(corpus.rows, back.labels, corpus.gold_labels)
+        (workdir / schema.PREVIEW).write_text(json.dumps(table, ensure_ascii=False), encoding="utf-8")
+        outcome_tags.append(RunTag(schema.LOGGED_ARTIFACTS, json.dumps([{"path": schema.PREVIEW, "type": "table"}])))
+    ended = {**start_tags, **{tag.key: tag.value for tag in outcome_tags}}
+    outcome_tags.append(RunTag(schema.NOTE, descriptions.pass_note(ended, {m.key: m.value for m in metric_entities})))
     (workdir / schema.VERDICT).write_text(json.dumps(verdict, indent=2), encoding="utf-8")
     if outcome.get("error") or status == "failed":
         (workdir / schema.ERROR).write_text(outcome.get("error") or reason, encoding="utf-8")
@@ -351,18 +365,19 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
         "experiment_id": experiment_id,
         "experiment_name": experiment_name,
         "run_id": run_id,
-        "run_name": run.info.run_name,
+        "run_name": run_name,
         "parent_run_id": request.parent_run_id,
         "start_time": run.info.start_time,
         "end_time": int(time.time() * 1000),
         "end_status": ("KILLED" if interrupted else "FAILED") if status == "failed" else "FINISHED",
         "params": params,
-        "tags": {**start_tags, **{tag.key: tag.value for tag in outcome_tags}, **(outcome.get("tags") or {})},
+        "tags": {**start_tags, schema.RUN_NAME: run_name, **{tag.key: tag.value for tag in outcome_tags},
+                 **(outcome.get("tags") or {})},
         "metrics": [[m.key, m.value, m.timestamp, m.step] for m in metric_entities],
         "dataset": dataset,
     }
     files = [workdir / name for name in (schema.MANIFEST, schema.ENVIRONMENT, schema.VERDICT, schema.PREDICTIONS,
-                                         schema.ERROR)]
+                                         schema.PREVIEW, schema.ERROR)]
     entry = spool.write(record, files)
     result = PassResult(run_id, status, reason, metrics, locked_now)
     try:
@@ -434,7 +449,7 @@ def _reference_pass(client: MlflowClient, experiment_id: str, prepared: Prepared
     return rejudge.load_reference(client, run, manifest["model"]["labels"], workdir)
 
 
-def _tags(request: PassRequest, manifest: dict) -> dict[str, str]:
+def _tags(request: PassRequest, manifest: dict, main_metric: str) -> dict[str, str]:
     stack = manifest["stack"]
     return writer.start_tags(
         role=request.role,
@@ -446,4 +461,5 @@ def _tags(request: PassRequest, manifest: dict) -> dict[str, str]:
         campaign_id=request.campaign_id,
         pass_index=request.pass_index,
         extra=request.slot_tags,
+        main_metric=main_metric,
     )

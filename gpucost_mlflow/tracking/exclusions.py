@@ -120,7 +120,8 @@ def exclude(client: MlflowClient, run_id: str, cause: str, who: str | None = Non
         schema.STATUS_BEFORE_EXCLUSION: status,
         schema.REASON_BEFORE_EXCLUSION: tags.get(schema.STATUS_REASON, ""),
     }
-    client.log_batch(run.info.run_id, tags=[RunTag(key, value) for key, value in batch.items()])
+    metrics, note = writer.restated({**tags, **batch}, dict(run.data.metrics))
+    client.log_batch(run.info.run_id, metrics=metrics, tags=[RunTag(key, value) for key, value in batch.items()] + note)
     return of(client.get_run(run.info.run_id))
 
 
@@ -139,7 +140,8 @@ def undo(client: MlflowClient, run_id: str, who: str | None = None) -> Exclusion
              f"(cause was: {undone.cause})")[:writer.MAX_TAG]
     batch = [RunTag(schema.STATUS, undone.status_before), RunTag(schema.STATUS_REASON, undone.reason_before),
              RunTag(schema.EXCLUSION_UNDONE, trace)] + [RunTag(key, "") for key in WRITTEN]
-    client.log_batch(run.info.run_id, tags=batch)
+    metrics, note = writer.restated({**tags, **{tag.key: tag.value for tag in batch}}, dict(run.data.metrics))
+    client.log_batch(run.info.run_id, metrics=metrics, tags=batch + note)
     return undone
 
 

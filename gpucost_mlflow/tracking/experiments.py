@@ -12,7 +12,7 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.protocol import Protocol
-from gpucost_mlflow.tracking import schema
+from gpucost_mlflow.tracking import descriptions, schema
 
 MAX_TAG_TEXT = 5000
 
@@ -44,9 +44,13 @@ def locked_digest(client: MlflowClient, experiment_id: str) -> str:
 
 
 def lock(client: MlflowClient, experiment_id: str, name: str, protocol: Protocol, protocol_text: str) -> bool:
-    """Store the protocol digest on the experiment; True when this call locked it, False when already locked to it."""
-    current = locked_digest(client, experiment_id)
+    """Store the protocol digest on the experiment; True when this call locked it, False when already locked to it.
+
+    The experiment also gets its description from the protocol (question, quality bar, digest) unless it has one."""
+    tags = client.get_experiment(experiment_id).tags
+    current = tags.get(schema.PROTOCOL_DIGEST, "")
     if current == protocol.digest:
+        _describe(client, experiment_id, tags, protocol)
         return False
     if current:
         raise GpucostError(
@@ -65,7 +69,14 @@ def lock(client: MlflowClient, experiment_id: str, name: str, protocol: Protocol
         if locked_digest(client, experiment_id) != protocol.digest:
             raise
         return False
+    _describe(client, experiment_id, tags, protocol)
     return True
+
+
+def _describe(client: MlflowClient, experiment_id: str, tags: dict, protocol: Protocol) -> None:
+    """The experiment's description in the UI, written once: a description the user wrote is never replaced."""
+    if not tags.get(schema.NOTE):
+        client.set_experiment_tag(experiment_id, schema.NOTE, descriptions.experiment_note(protocol))
 
 
 def lock_series(client: MlflowClient, experiment_id: str, name: str, declaration: dict) -> bool:

@@ -1,7 +1,7 @@
 """Flagging passes whose measured clocks overlapped on one host, on the runs themselves.
 
 The launcher calls `mark` after its pass is recorded: the pass and every earlier pass it overlapped
-get the `gpucost.overlapped_with` tag and a description naming each other. A pass still running
+get the `gpucost.overlapped_with` tag, and their descriptions name each other. A pass still running
 when this one ends is flagged when it ends itself. The reader finds the same overlaps from the
 recorded spans (`core/overlap.py`), so the attempts table and report never depend on these tags.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 from mlflow.entities import RunTag
 from mlflow.tracking import MlflowClient
 
-from gpucost_mlflow.core.overlap import Interval, describe, overlaps
-from gpucost_mlflow.tracking import schema
+from gpucost_mlflow.core.overlap import Interval, overlaps
+from gpucost_mlflow.tracking import descriptions, schema
 
 FROM, UNTIL = schema.MEASURED_SPAN
 
@@ -43,12 +43,9 @@ def mark(client: MlflowClient, run_id: str) -> list[str]:
     if not others:
         return []
     for target in [run_id, *others]:
-        names = sorted(set(found.get(target, [])) | set(_tagged(client, target)))
-        client.log_batch(target, tags=[RunTag(schema.OVERLAPPED_WITH, ",".join(names)),
-                                       RunTag(schema.NOTE, describe(names, mine.host))])
+        current = run if target == run_id else client.get_run(target)
+        tagged = [item for item in current.data.tags.get(schema.OVERLAPPED_WITH, "").split(",") if item]
+        names = ",".join(sorted(set(found.get(target, [])) | set(tagged)))
+        note = descriptions.pass_note({**current.data.tags, schema.OVERLAPPED_WITH: names}, current.data.metrics)
+        client.log_batch(target, tags=[RunTag(schema.OVERLAPPED_WITH, names), RunTag(schema.NOTE, note)])
     return others
-
-
-def _tagged(client: MlflowClient, run_id: str) -> list[str]:
-    value = client.get_run(run_id).data.tags.get(schema.OVERLAPPED_WITH, "")
-    return [item for item in value.split(",") if item]

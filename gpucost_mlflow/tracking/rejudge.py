@@ -104,14 +104,15 @@ def rejudge(experiment: str, protocol: Protocol, client: MlflowClient | None = N
             result = judge.judge_against_reference(_checks(run.data.tags), dict(run.data.metrics),
                                                    _labels(client, run.info.run_id, labels, folder), reference,
                                                    protocol.acceptance)
-            _record(client, run.info.run_id, result, reference.run_id)
+            _record(client, run, result, reference.run_id)
             judged.append(Rejudged(run.info.run_id, run.data.tags.get(schema.VARIANT, ""), result.status,
                                    result.reason, reference.run_id))
     return judged
 
 
-def _record(client: MlflowClient, run_id: str, result: judge.Judgement, reference_run: str) -> None:
-    """The new verdict's status tags and checks (one log_batch), and when and against what it was made."""
+def _record(client: MlflowClient, run, result: judge.Judgement, reference_run: str) -> None:
+    """The new verdict's status tags and checks, when and against what it was made, its `accepted` metric and its
+    description (one log_batch)."""
     _, tags = writer.outcome_batch(status=result.status, reason=result.reason, metrics={}, ids_match=result.ids_match,
                                    quality_verdict=result.quality_verdict, checks=result.checks)
     tags = [tag for tag in tags if tag.key != schema.MEMORY_COUNTER]
@@ -120,4 +121,5 @@ def _record(client: MlflowClient, run_id: str, result: judge.Judgement, referenc
         RunTag(schema.REJUDGED_AGAINST, reference_run),
         RunTag(schema.FIRST_STATUS, "pending"),
     ]
-    client.log_batch(run_id, tags=tags)
+    metrics, note = writer.restated({**run.data.tags, **{tag.key: tag.value for tag in tags}}, dict(run.data.metrics))
+    client.log_batch(run.info.run_id, metrics=metrics, tags=tags + note)

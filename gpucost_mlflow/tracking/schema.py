@@ -32,7 +32,28 @@ HARNESS_OVERHEAD = "harness_overhead_s_per_pass"  # campaign metric: wall time o
 NOT_TRIED = "gpucost.not_tried"  # on a campaign run: variants of a sweep skipped after a smaller batch ran out of memory
 SERIES_LOCK_PREFIX = "gpucost.series."  # experiment tag per series: the digest of its declaration at its first pass
 OVERLAPPED_WITH = "gpucost.overlapped_with"
-NOTE = "mlflow.note.content"
+NOTE = "mlflow.note.content"  # a run's or an experiment's markdown description in the MLflow UI
+RUN_NAME = "mlflow.runName"
+LOGGED_ARTIFACTS = "mlflow.loggedArtifacts"  # what mlflow.log_table records: the UI shows these files as tables
+MAIN_METRIC = "gpucost.main_metric"  # the protocol's main metric, named on the pass so its description can show it
+MISSING_PREFIX = "gpucost.missing."  # a measurement absent from a pass: gpucost.missing.<metric> = short reason
+# Pass metrics a user can sort and chart: 1/0 for the verdict (updated when it changes), and throughputs.
+ACCEPTED = "accepted"
+INPUTS_PER_S = "inputs_per_s"
+TOKENS_PER_S = "tokens_per_s"
+# Campaign metrics, logged as passes finish (step: passes finished so far).
+MEDIAN_PASS_S_PREFIX = "median_pass_s."
+PASSES_FINISHED = "passes_finished"
+PASSES_ACCEPTED = "passes_accepted"
+# The decision run: decided / none, the chosen configuration, and the campaigns whose passes it read.
+DECISION_ROLE = "decision"
+DECISION = "gpucost.decision"
+DECISION_VARIANT = "gpucost.decision.variant"
+DECISION_DEVICE = "gpucost.decision.device"
+DECISION_CURRENCY = "gpucost.decision.currency"
+DECISION_CAMPAIGNS = "gpucost.decision.campaigns"
+COMMITTED_COST = "committed_cost"
+FORECAST_HOURS = "forecast_hours"
 # Wall-clock bounds (epoch seconds) of the measured pass, read outside its clock.
 MEASURED_SPAN = ("measured_from_epoch_s", "measured_until_epoch_s")
 CHECK_PREFIX = "gpucost.check."
@@ -64,6 +85,7 @@ PREDICTIONS = "predictions.jsonl.gz"
 VERDICT = "verdict.json"
 ENVIRONMENT = "environment.txt"
 ERROR = "error.txt"
+PREVIEW = "predictions_preview.json"  # failed predictions first, then a sample: the UI renders it as a table
 
 # The software stack that is part of a configuration's identity (PROTOCOL.md §2): params `stack.<key>`.
 STACK_IDENTITY = ("torch_build", "cuda_runtime", "hip_runtime", "driver")

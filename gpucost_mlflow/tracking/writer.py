@@ -13,13 +13,14 @@ import time
 from mlflow.entities import Metric, RunTag
 from mlflow.tracking import MlflowClient
 
-from gpucost_mlflow.tracking import schema
+from gpucost_mlflow.tracking import descriptions, schema
 
 MAX_TAG = 5000
 
 
 def start_tags(*, role: str, variant: str, device: str, backend: str, corpus_fingerprint: str, protocol_digest: str,
-               campaign_id: str = "", pass_index: str = "", extra: dict | None = None) -> dict[str, str]:
+               campaign_id: str = "", pass_index: str = "", extra: dict | None = None, main_metric: str = ""
+               ) -> dict[str, str]:
     """The tags a pass run gets when it opens (status `running`, launcher host:pid)."""
     tags = {
         schema.ROLE: role,
@@ -36,15 +37,37 @@ def start_tags(*, role: str, variant: str, device: str, backend: str, corpus_fin
         tags[schema.CAMPAIGN_ID] = campaign_id
     if pass_index:
         tags[schema.PASS_INDEX] = pass_index
+    if main_metric:
+        tags[schema.MAIN_METRIC] = main_metric
     tags.update({key: str(value) for key, value in (extra or {}).items()})
     return tags
 
 
+def throughput(metrics: dict) -> tuple[dict[str, float], dict[str, str]]:
+    """Inputs and real tokens per second of the measured pass, and the reason for either that cannot be had."""
+    pass_s = metrics.get("pass_s")
+    if not pass_s or pass_s <= 0:
+        return {}, {}
+    rates, missing = {}, {}
+    if metrics.get("completed_entries") is not None:
+        rates[schema.INPUTS_PER_S] = metrics["completed_entries"] / pass_s
+    if metrics.get("tokens_real") is not None:
+        rates[schema.TOKENS_PER_S] = metrics["tokens_real"] / pass_s
+    else:
+        missing[schema.TOKENS_PER_S] = "real token count not recorded (FLOPs not counted for this model)"
+    return rates, missing
+
+
 def outcome_batch(*, status: str, reason: str, metrics: dict, ids_match: bool, quality_verdict: str,
-                  memory_counter: str = "", checks: list | None = None, timestamp_ms: int | None = None
-                  ) -> tuple[list[Metric], list[RunTag]]:
-    """The metrics and status tags that record how an attempt ended, stamped when the clock stopped."""
+                  memory_counter: str = "", checks: list | None = None, timestamp_ms: int | None = None,
+                  missing: dict | None = None) -> tuple[list[Metric], list[RunTag]]:
+    """The metrics and status tags that record how an attempt ended, stamped when the clock stopped.
+
+    Added to the given metrics: `accepted` (1/0) and the throughputs; to the tags, each missing measurement's
+    short reason (`gpucost.missing.<metric>`)."""
     now = timestamp_ms if timestamp_ms is not None else int(time.time() * 1000)
+    rates, rates_missing = throughput(metrics)
+    metrics = {**rates, **metrics, schema.ACCEPTED: 1.0 if status == "accepted" else 0.0}
     tags = [
         RunTag(schema.STATUS, status),
         RunTag(schema.STATUS_REASON, reason[:MAX_TAG]),
@@ -55,8 +78,15 @@ def outcome_batch(*, status: str, reason: str, metrics: dict, ids_match: bool, q
     ] + [
         RunTag(f"{schema.CHECK_PREFIX}{check.name}", f"{'pass' if check.passed else 'fail'}: {check.reason}"[:MAX_TAG])
         for check in checks or []
-    ]
+    ] + [RunTag(key, value) for key, value in descriptions.missing_tags({**rates_missing, **(missing or {})}).items()]
     return [Metric(k, float(v), now, 0) for k, v in metrics.items()], tags
+
+
+def restated(tags: dict, metrics: dict) -> tuple[list[Metric], list[RunTag]]:
+    """After a recorded pass's verdict changed (re-judged, excluded, restored): its `accepted` metric and its
+    description, from its tags and metrics as they now are."""
+    accepted = Metric(schema.ACCEPTED, 1.0 if tags.get(schema.STATUS) == "accepted" else 0.0, int(time.time() * 1000), 0)
+    return [accepted], [RunTag(schema.NOTE, descriptions.pass_note(tags, {**metrics, schema.ACCEPTED: accepted.value}))]
 
 
 def log_outcome(client: MlflowClient, run_id: str, **outcome) -> None:

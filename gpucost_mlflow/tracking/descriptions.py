@@ -1,0 +1,278 @@
+"""How gpucost's runs and experiment read in the MLflow UI: unique readable run names, markdown descriptions
+(`mlflow.note.content`) and short tags, composed from plain data (tags, metrics, the protocol, the decision).
+
+Nothing here touches the store: the launcher, the campaign, re-judging, exclusions, overlap flags and the
+report call these functions and write what they return, so a run reads the same whoever wrote it last.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+
+from gpucost_mlflow.core import costs
+from gpucost_mlflow.core.decision import Assessment, Choice
+from gpucost_mlflow.core.overlap import describe as describe_overlap
+from gpucost_mlflow.core.protocol import Protocol
+from gpucost_mlflow.tracking import schema
+
+SEP = " · "
+SHORT = 100  # a short tag value: short enough for the UI's tag list; the description holds the whole reason
+NAME = 200
+NOTE = 5000  # a description is a tag: kept under the stores' tag value limits
+WHAT_IF = "what-if: example price"
+
+
+def short(text: str, limit: int = SHORT) -> str:
+    """One line of at most `limit` characters, the head and the tail kept (the tail often says what to run)."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    tail = limit // 3
+    return text[: limit - tail - 3] + " … " + text[-tail:]
+
+
+def _bounded(lines: Sequence[str]) -> str:
+    text = "\n".join(lines)
+    return text if len(text) <= NOTE else text[: NOTE - 2] + " …"
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|")
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    return lines + ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+
+
+def _number(value: float | None, digits: int, unit: str = "") -> str:
+    return "(empty)" if value is None else f"{value:,.{digits}f}{unit}"
+
+
+# Names -----------------------------------------------------------------------------------------------------
+
+def pass_name(tags: dict, run_id: str) -> str:
+    """`batch8 · r2p3 · #9 · c3f2a1` in a campaign (round, position, pass index, campaign), `try N` on a retry;
+    `batch8 · pass 1a2b3c` outside one (the run id's start): unique in an experiment and readable in legends."""
+    variant = tags.get(schema.VARIANT, "?")
+    campaign = tags.get(schema.CAMPAIGN_ID, "")
+    if campaign:
+        name = f"{variant}{SEP}r{tags.get(schema.ROUND, '?')}p{tags.get(schema.POSITION, '?')}{SEP}#{tags.get(schema.PASS_INDEX, '?')}"
+        attempt = tags.get(schema.ATTEMPT, "1")
+        if attempt not in ("", "1"):
+            name += f" try {attempt}"
+        return short(name + SEP + campaign[:6], NAME)
+    kind = "pass" if tags.get(schema.ROLE, "benchmark") == "benchmark" else tags[schema.ROLE]
+    return short(f"{variant}{SEP}{kind} {run_id[:6]}", NAME)
+
+
+def campaign_name(campaign_id: str, variants: Sequence[str]) -> str:
+    return short(f"campaign {campaign_id}: {', '.join(variants)}", NAME)
+
+
+def _chosen(choice: Choice) -> str:
+    if not choice.decided:
+        return f"none ({choice.none})"
+    return " or ".join(a.configuration.name for a in choice.chosen)
+
+
+def _decision_head(choice: Choice) -> str:
+    return "decision (tied)" if len(choice.chosen) > 1 else "decision"
+
+
+def decision_name(choice: Choice, example_prices: bool) -> str:
+    """`decision: batch8 on NVIDIA B200`, `decision (tied): A or B`, `decision: none (nothing priced)`; a what-if
+    catalog of example prices says so in the name."""
+    name = f"{_decision_head(choice)}: {_chosen(choice)}"
+    return short(name + (f"{SEP}{WHAT_IF}" if example_prices else ""), NAME)
+
+
+# Short tags ------------------------------------------------------------------------------------------------
+
+def missing_tags(missing: dict[str, str]) -> dict[str, str]:
+    """`gpucost.missing.<metric>` = the short reason a measurement is absent from the pass."""
+    return {f"{schema.MISSING_PREFIX}{key}": short(reason) for key, reason in missing.items()}
+
+
+# Descriptions ----------------------------------------------------------------------------------------------
+
+def _checks_failed(tags: dict) -> list[str]:
+    prefix = schema.CHECK_PREFIX
+    return [f"{key[len(prefix):]}: {value[len('fail: '):]}" for key, value in sorted(tags.items())
+            if key.startswith(prefix) and value.startswith("fail: ")]
+
+
+def _missing(tags: dict) -> list[str]:
+    """The missing measurements from their tags, those sharing a reason on one line."""
+    by_reason: dict[str, list[str]] = {}
+    for key, value in sorted(tags.items()):
+        if key.startswith(schema.MISSING_PREFIX) and value:
+            by_reason.setdefault(value, []).append(key[len(schema.MISSING_PREFIX):])
+    return [f"{', '.join(keys)}: {reason}" for reason, keys in by_reason.items()]
+
+
+def pass_note(tags: dict, metrics: dict) -> str:
+    """A pass's description: variant, status and reason, pass_s, main metric, throughput, failed checks,
+    missing measurements, where it ran (campaign slot), exclusion, re-judging and overlap."""
+    variant, status = tags.get(schema.VARIANT, "?"), tags.get(schema.STATUS, "") or "not recorded"
+    reason = tags.get(schema.STATUS_REASON, "")
+    main = tags.get(schema.MAIN_METRIC) or "macro_f1"
+    lines = [f"### {variant}{SEP}{status}", ""]
+    if reason:
+        lines += [short(reason, 400), ""]
+    if status == "running":
+        return "\n".join(lines + ["The pass is running; this description is completed when it ends."])
+    lines += _table(["pass_s", main, schema.ACCEPTED, "inputs/s", "tokens/s"], [[
+        _number(metrics.get("pass_s"), 3, " s"), _number(metrics.get(main), 4),
+        _number(metrics.get(schema.ACCEPTED), 0), _number(metrics.get(schema.INPUTS_PER_S), 1),
+        _number(metrics.get(schema.TOKENS_PER_S), 0)]]) + [""]
+    facts = []
+    if tags.get(schema.CAMPAIGN_ID):
+        where = (f"campaign `{tags[schema.CAMPAIGN_ID]}`, round {tags.get(schema.ROUND, '?')}, position "
+                 f"{tags.get(schema.POSITION, '?')}, pass {tags.get(schema.PASS_INDEX, '?')}")
+        if tags.get(schema.ATTEMPT, "1") not in ("", "1"):
+            where += f" (attempt {tags[schema.ATTEMPT]}, retry of run `{tags.get(schema.RETRY_OF, '?')}`)"
+        facts.append(f"**Where:** {where}")
+    else:
+        facts.append(f"**Where:** a single pass ({tags.get(schema.ROLE, 'benchmark')}), outside any campaign")
+    if tags.get(schema.DEVICE_NAME):
+        facts.append(f"**Device:** {tags[schema.DEVICE_NAME]} ({tags.get(schema.BACKEND, '?')})")
+    failed = _checks_failed(tags)
+    if failed:
+        facts.append("**Failed checks:** " + "; ".join(short(item, 240) for item in failed))
+    missing = _missing(tags)
+    if missing:
+        facts.append("**Missing measurements:** " + "; ".join(missing))
+    if tags.get(schema.EXCLUDED_CAUSE):
+        facts.append(f"**Excluded** by {tags.get(schema.EXCLUDED_BY, '?')} at {tags.get(schema.EXCLUDED_AT, '?')}: "
+                     f"{short(tags[schema.EXCLUDED_CAUSE], 300)} (before: {tags.get(schema.STATUS_BEFORE_EXCLUSION, '?')})")
+    elif tags.get(schema.EXCLUSION_UNDONE):
+        facts.append(f"**Exclusion undone:** {short(tags[schema.EXCLUSION_UNDONE], 300)}")
+    if tags.get(schema.REJUDGED_AT):
+        facts.append(f"**Re-judged** at {tags[schema.REJUDGED_AT]} against reference run "
+                     f"`{tags.get(schema.REJUDGED_AGAINST, '?')}` (first {tags.get(schema.FIRST_STATUS, '?')})")
+    others = [item for item in tags.get(schema.OVERLAPPED_WITH, "").split(",") if item]
+    if others:
+        facts.append(f"**Overlap:** {describe_overlap(others, tags.get(schema.HOST, '?'))}")
+    files = (f"`{schema.PREDICTIONS}` (every prediction), `{schema.PREVIEW}` (failed predictions first, then a "
+             f"sample), `{schema.VERDICT}`, `{schema.MANIFEST}`")
+    facts.append(f"**Files:** {files}")
+    return _bounded(lines + [f"- {fact}" for fact in facts])
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def campaign_progress(attempts: Sequence[dict]) -> dict[str, float]:
+    """Campaign metrics from its slots' latest attempts (variant, status, pass_s): passes finished and accepted,
+    and the median pass_s per variant over its completed, not excluded passes."""
+    metrics = {schema.PASSES_FINISHED: float(len(attempts)),
+               schema.PASSES_ACCEPTED: float(sum(1 for a in attempts if a["status"] == "accepted"))}
+    for variant in dict.fromkeys(a["variant"] for a in attempts):
+        median = _median(_durations(attempts, variant))
+        if median is not None:
+            metrics[f"{schema.MEDIAN_PASS_S_PREFIX}{variant}"] = median
+    return metrics
+
+
+def _durations(attempts: Sequence[dict], variant: str) -> list[float]:
+    return [float(a["pass_s"]) for a in attempts if a["variant"] == variant and a.get("pass_s") is not None
+            and not math.isnan(a["pass_s"]) and a["status"] != "excluded"]
+
+
+def campaign_note(campaign_id: str, variants: Sequence[str], passes: int, attempts: Sequence[dict], state: str,
+                  protocol_digest: str = "", skipped: dict[str, str] | None = None,
+                  overhead_s_per_pass: float | None = None) -> str:
+    """A campaign's description: its state and progress, then per variant the passes finished, their statuses and
+    their median pass_s; cheap to recompose after every pass."""
+    total = len(variants) * passes
+    lines = [f"### campaign {campaign_id}{SEP}{state}, {len(attempts)} of {total} passes finished", "",
+             f"{', '.join(variants)}: {passes} passes each, in rotated order (each round starts one variant later)"
+             + (f", under protocol `{protocol_digest[:12]}`." if protocol_digest else "."), ""]
+    rows = []
+    for variant in variants:
+        mine = [a for a in attempts if a["variant"] == variant]
+        statuses = {s: sum(1 for a in mine if a["status"] == s) for s in dict.fromkeys(a["status"] for a in mine)}
+        median = _median(_durations(attempts, variant))
+        rows.append([variant, f"{len(mine)} of {passes}",
+                     ", ".join(f"{n} {s}" for s, n in statuses.items()) or "none yet", _number(median, 3, " s")])
+    lines += _table(["variant", "finished", "statuses", "median pass_s"], rows) + [""]
+    for name, why in (skipped or {}).items():
+        lines.append(f"- **Not tried:** {name} ({short(why, 240)})")
+    if overhead_s_per_pass is not None:
+        lines.append(f"- **Harness overhead:** {overhead_s_per_pass:.2f} s per pass outside the timed parts")
+    lines.append("- The passes are this run's children: expand it in the runs table, or group the runs by the tag "
+                 f"`{schema.VARIANT}`. Metrics `{schema.MEDIAN_PASS_S_PREFIX}<variant>` follow the medians as passes finish.")
+    return _bounded(lines)
+
+
+def _percent(value: float) -> str:
+    return f"{100 * value:g} %"
+
+
+def _embeddings_bar(a) -> str:
+    """An embeddings protocol's bar in words: ids and coverage, retrieval when declared, cosine against the reference."""
+    e = a.embeddings
+    retrieval = (f"; recall@{e.retrieval_k} of same-label neighbours at least {e.retrieval_min_recall:g}"
+                 if e.retrieval_k is not None else "")
+    return (f"exactly the expected ids, coverage {_percent(a.coverage)}{retrieval}; a variant with other numerics than "
+            f"{a.reference_variant} keeps every input's cosine with its embedding at least {e.cosine_min:g}, the median "
+            f"at least {e.cosine_median:g}")
+
+
+def experiment_note(protocol: Protocol) -> str:
+    """The experiment's description: the protocol's question, quality bar and digest, and where to look."""
+    a = protocol.acceptance
+    buckets = ", ".join(f"{name} {count:,}" for name, count in protocol.buckets.items())
+    deadline = protocol.deadline.isoformat() if protocol.deadline else "not declared"
+    bar = (f"{a.main_metric} at least {a.threshold:g} on the whole corpus and {a.per_bucket_threshold:g} in every "
+           f"length bucket; exactly the expected ids, coverage {_percent(a.coverage)}; a variant with other numerics "
+           f"than {a.reference_variant} agrees with it on at least {_percent(a.min_label_agreement)} of labels and its "
+           f"{a.main_metric} stays within {a.max_metric_difference:g}") if a.embeddings is None else _embeddings_bar(a)
+    warmup = f"{protocol.warmup.get('inputs', '?')} inputs x {protocol.warmup.get('passes', '?')} pass(es)"
+    locked = (f"Pre-registered protocol `{protocol.digest[:12]}` ({protocol.path}), locked on this experiment: a "
+              f"changed protocol needs a new experiment. Full text: experiment tag `{schema.PROTOCOL_TEXT}`.")
+    runs = ("Runs: each pass is named `variant · rRpP · #index · campaign`, under its campaign's parent run; "
+            "`gpucost report` adds a decision run. Sort by `pass_s`, filter `metrics.accepted = 1`, group by "
+            f"`{schema.VARIANT}` (docs/mlflow-ui.md).")
+    lines = [
+        f"### {short(protocol.question, 400)}", "", locked, "",
+        f"- **Quality bar:** {bar}",
+        f"- **Corpus:** {protocol.corpus_size:,} inputs ({buckets}), labels {', '.join(protocol.labels)}",
+        f"- **Passes:** {protocol.passes_per_variant} per variant in rotated order; warm-up {warmup}",
+        f"- **Deadline:** {deadline}",
+        f"- **Exclusions:** {short(protocol.exclusion_rule, 300) or 'no rule declared'}",
+        f"- **Digest:** `{protocol.digest}`",
+        "", runs,
+    ]
+    return _bounded(lines)
+
+
+def _balance_row(a: Assessment) -> list[str]:
+    c = a.configuration
+    committed = costs.money(a.committed, a.currency) if a.committed is not None else short(a.priced, 80)
+    return [c.name, "yes" if a.feasible else f"no: {short(a.feasibility, 80)}",
+            _number(c.durations.median, 3, " s"), _number(a.forecast_hours, 1, " h"), committed,
+            short(a.deadline_status, 60) or "-"]
+
+
+def decision_note(decision: str, choice: Choice, assessments: Sequence[Assessment], campaigns: dict[str, str],
+                  experiment_id: str, outside: int, protocol_digest: str, catalog: str, example_prices: bool) -> str:
+    """The decision run's description: the decision note, the balance in short (one row per configuration), the
+    campaigns it read (links to their runs) and what it was priced with."""
+    lines = [f"### {_decision_head(choice).capitalize()}: {_chosen(choice)}", "", decision, ""]
+    if example_prices:
+        lines += [f"**What-if:** priced with example prices ({catalog}), not a provider's quote.", ""]
+    if assessments:
+        lines += _table(["configuration", "feasible", "median pass_s", "forecast", "committed", "deadline"],
+                        [_balance_row(a) for a in assessments]) + [""]
+    read = [f"[{cid}](#/experiments/{experiment_id}/runs/{run_id})" if run_id else f"`{cid}`"
+            for cid, run_id in campaigns.items()]
+    lines.append(f"- **Campaigns read:** {', '.join(read) or 'none'}"
+                 + (f"; {outside} pass(es) outside any campaign" if outside else ""))
+    lines.append(f"- **Protocol:** `{protocol_digest[:12]}`; **catalog:** {catalog}")
+    lines.append("- **Files:** `report.html` (the full report), `report.md`, `attempts.csv`, `balance.csv`")
+    return _bounded(lines)
