@@ -4,20 +4,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mlflow.entities import RunTag
+from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.catalog import Catalog
 from gpucost_mlflow.core.corpus import write_atomic
-from gpucost_mlflow.core.decision import assess, break_evens, decide
+from gpucost_mlflow.core.decision import assess, break_evens, choose, decide
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.protocol import Protocol
 from gpucost_mlflow.core.variants import Variant
 from gpucost_mlflow.report import plots, render, tables
-from gpucost_mlflow.tracking import exclusions, schema
+from gpucost_mlflow.tracking import descriptions, exclusions, schema
 from gpucost_mlflow.tracking.reader import attempts, protocol_warnings
 
 FILES = ("report.md", "report.html", "attempts.csv", "balance.csv")
+NO_DEADLINE = "not declared"
 
 
 def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Catalog,
@@ -32,11 +33,8 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
     configs = tables.configurations(table)
     warnings += tables.identity_notes(configs)
     assessments = assess(configs, catalog, protocol.plan, protocol.deadline, protocol.deliverables["expected"])
-    if not configs:
-        decision = "No decision: no benchmark pass in this experiment."
-    else:
-        decision = decide(assessments, protocol.deliverables["expected"], protocol.corpus_size,
-                          deadline_declared=protocol.deadline is not None)
+    decision = decide(assessments, protocol.deliverables["expected"], protocol.corpus_size,
+                      deadline_declared=protocol.deadline is not None)
     summaries = tables.summaries(table, configs)
     report = render.Report(
         experiment=experiment,
@@ -49,7 +47,7 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         summaries=summaries,
         separations=tables.separations(configs, variants),
         assessments=assessments,
-        deadline=protocol.deadline.isoformat() if protocol.deadline else "not declared",
+        deadline=protocol.deadline.isoformat() if protocol.deadline else NO_DEADLINE,
         plan=protocol.plan,
         break_evens=[b.describe() for b in break_evens(assessments)],
         overhead=tables.harness_overhead(table),
@@ -94,14 +92,44 @@ def write(report: render.Report, balance, out_dir: Path) -> dict[str, Path]:
 
 
 def log(experiment: str, report: render.Report, paths: dict[str, Path], client: MlflowClient | None = None) -> str:
-    """Log the files as artifacts of a run tagged gpucost.role=decision (the UI shows report.html)."""
+    """Log the files as artifacts of a run tagged gpucost.role=decision (the UI shows report.html), named for what
+    was decided, described by the decision note and the balance in short, with the chosen configuration's committed
+    cost and forecast hours as metrics and the campaigns it read as tags."""
     client = client or MlflowClient()
     experiment_id = client.get_experiment_by_name(experiment).experiment_id
-    run = client.create_run(experiment_id, run_name="decision report (what-if: example price)" if report.example_prices else "decision report", tags={
-        schema.ROLE: "decision", schema.PROTOCOL_DIGEST: report.protocol_digest,
+    choice = choose(report.assessments, deadline_declared=report.deadline != NO_DEADLINE)
+    campaigns = campaign_runs(client, experiment_id, report.attempts)
+    outside = int((report.attempts["campaign_id"].fillna("") == "").sum()) if len(report.attempts) else 0
+    run = client.create_run(experiment_id, run_name=descriptions.decision_name(choice, report.example_prices), tags={
+        schema.ROLE: schema.DECISION_ROLE, schema.PROTOCOL_DIGEST: report.protocol_digest,
     })
-    client.log_batch(run.info.run_id, tags=[RunTag("gpucost.decision", report.decision[:5000])])
+    note = descriptions.decision_note(report.decision, choice, report.assessments, campaigns, experiment_id, outside,
+                                      report.protocol_digest, report.catalog, report.example_prices)
+    tags = {schema.NOTE: note, schema.DECISION: "decided" if choice.decided else "none",
+            schema.DECISION_CAMPAIGNS: ",".join(campaigns)[:5000]}
+    metrics = {}
+    if choice.decided:
+        chosen = choice.chosen
+        tags[schema.DECISION_VARIANT] = " or ".join(dict.fromkeys(a.configuration.label for a in chosen))
+        tags[schema.DECISION_DEVICE] = " or ".join(dict.fromkeys(a.configuration.device for a in chosen))
+        tags[schema.DECISION_CURRENCY] = chosen[0].currency
+        metrics = {schema.COMMITTED_COST: float(chosen[0].committed), schema.FORECAST_HOURS: chosen[0].forecast_hours}
+    params = {"catalog": report.catalog[:6000], "deadline": report.deadline, "experiment": experiment}
+    now = run.info.start_time
+    client.log_batch(run.info.run_id, metrics=[Metric(k, v, now, 0) for k, v in metrics.items()],
+                     params=[Param(k, v) for k, v in params.items()], tags=[RunTag(k, v) for k, v in tags.items()])
     for path in paths.values():
         client.log_artifact(run.info.run_id, str(path))
     client.set_terminated(run.info.run_id, "FINISHED")
     return run.info.run_id
+
+
+def campaign_runs(client: MlflowClient, experiment_id: str, table) -> dict[str, str]:
+    """The campaign ids among the attempts read, in first-seen order, each with its campaign run's id ('' if gone)."""
+    ids = [cid for cid in dict.fromkeys(table["campaign_id"].fillna("")) if cid] if len(table) else []
+    if not ids:
+        return {}
+    parents = client.search_runs([experiment_id], filter_string=f"tags.`{schema.ROLE}` = '{schema.CAMPAIGN_ROLE}'",
+                                 max_results=1000)
+    found = {run.data.tags.get(schema.CAMPAIGN_ID, ""): run.info.run_id for run in parents}
+    return {cid: found.get(cid, "") for cid in ids}
