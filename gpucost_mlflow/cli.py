@@ -251,6 +251,16 @@ def campaign(variant_names, passes, resume, experiment, corpus_path, model_path,
         click.echo(f"not tried: {name} ({why})")
     if result.overhead_s_per_pass is not None:
         click.echo(f"harness overhead: {result.overhead_s_per_pass:.2f} s per pass outside the timed parts")
+    _echo_ui_link(result.experiment_id)
+
+
+def _echo_ui_link(experiment_id: str) -> None:
+    """The experiment's runs table in the MLflow UI (not its GenAI overview), as a link to open as is."""
+    import mlflow
+
+    from gpucost_mlflow.tracking.ui import link_line
+
+    click.echo(link_line(mlflow.get_tracking_uri(), experiment_id))
 
 
 @main.command("rejudge")
@@ -517,6 +527,9 @@ def report(experiment, out_dir, catalog_file, protocol_file, variants_file, root
         run_id = log(name, built, paths)
         click.echo(f"logged as decision run {run_id} (artifacts: {', '.join(paths)})")
     click.echo(f"report: {paths['report.html'].resolve()}")
+    from mlflow.tracking import MlflowClient
+
+    _echo_ui_link(MlflowClient().get_experiment_by_name(name).experiment_id)
 
 
 @main.group()

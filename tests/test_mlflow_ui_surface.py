@@ -1,0 +1,238 @@
+"""The MLflow UI as a surface (issue 16): run names, descriptions, sortable metrics, short tags, the preview, the link."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import pytest
+from click.testing import CliRunner
+from mlflow.tracking import MlflowClient
+
+from gpucost_mlflow.cli import main
+from gpucost_mlflow.core.decision import Assessment, Choice, Configuration, choose
+from gpucost_mlflow.core.preview import preview
+from gpucost_mlflow.core.stats import Durations
+from gpucost_mlflow.tracking import (
+    descriptions,
+    exclusions,
+    experiments,
+    schema,
+    writer,
+)
+from gpucost_mlflow.tracking.ui import link_line, runs_url
+from tests.helpers import SHIPPED_PROTOCOL, VARIANTS, write_protocol
+
+PEAK_REASON = ("no dense-matmul peak cached for 'cpu|fp32|Some CPU' in /home/someone/.cache/gpucost/a/long/path/"
+               "peak.json (run `gpucost doctor --peak`)")
+
+
+def _slot_tags(variant: str, campaign: str, index: int, round_: int, position: int, attempt: int = 1) -> dict:
+    return writer.start_tags(role="benchmark", variant=variant, device="cpu", backend="cpu", corpus_fingerprint="f",
+                             protocol_digest="p", campaign_id=campaign, pass_index=str(index),
+                             extra={schema.ROUND: round_, schema.POSITION: position, schema.ATTEMPT: attempt})
+
+
+@pytest.mark.unit
+def test_pass_runs_are_named_by_variant_round_position_index_and_campaign():
+    assert descriptions.pass_name(_slot_tags("batch8", "c3f2a19b0d", 9, 2, 3), "0" * 32) == "batch8 · r2p3 · #9 · c3f2a1"
+    retry = descriptions.pass_name(_slot_tags("batch8", "c3f2a19b0d", 9, 2, 3, attempt=2), "1" * 32)
+    assert retry == "batch8 · r2p3 · #9 try 2 · c3f2a1"
+    other_campaign = descriptions.pass_name(_slot_tags("batch8", "c99aa00bb1", 9, 2, 3), "2" * 32)
+    assert len({retry, other_campaign, "batch8 · r2p3 · #9 · c3f2a1"}) == 3
+
+
+@pytest.mark.unit
+def test_a_pass_outside_any_campaign_is_named_by_its_run_id():
+    tags = writer.start_tags(role="benchmark", variant="batch8", device="cpu", backend="cpu", corpus_fingerprint="f",
+                             protocol_digest="p")
+    assert descriptions.pass_name(tags, "a1b2c3d4e5") == "batch8 · pass a1b2c3"
+    tags[schema.ROLE] = "deliverable"
+    assert descriptions.pass_name(tags, "ffee00") == "batch8 · deliverable ffee00"
+
+
+def _assessment(variant: str, committed: str | None) -> Assessment:
+    config = Configuration("NVIDIA B200", variant, ["accepted"] * 2, Durations((10.0, 10.2)), {})
+    item = Assessment(config, True, "2 of 2 attempts accepted", deadline_status="met")
+
+    class Plan:
+        total, currency = (Decimal(committed), "USD") if committed else (None, "")
+
+    if committed:
+        item.plans = [Plan()]
+    return item
+
+
+@pytest.mark.unit
+def test_the_decision_run_is_named_for_the_chosen_configuration_or_the_reason_there_is_none():
+    chosen = Choice([_assessment("batch8", "110.00")])
+    assert descriptions.decision_name(chosen, example_prices=False) == "decision: batch8 on NVIDIA B200"
+    assert descriptions.decision_name(chosen, example_prices=True).endswith("· what-if: example price")
+    tied = Choice([_assessment("batch4", "110.00"), _assessment("batch8", "110.00")])
+    assert descriptions.decision_name(tied, False) == "decision (tied): batch4 on NVIDIA B200 or batch8 on NVIDIA B200"
+    assert descriptions.decision_name(choose([]), False) == "decision: none (no benchmark pass in this experiment)"
+    unpriced = _assessment("batch8", None)
+    unpriced.priced = "not priced: NVIDIA B200 has no package"
+    assert descriptions.decision_name(choose([unpriced]), False) == "decision: none (nothing priced)"
+
+
+@pytest.mark.unit
+def test_a_missing_measurement_is_a_short_tag_that_keeps_what_to_run():
+    tags = descriptions.missing_tags({"mfu_useful": PEAK_REASON})
+    value = tags[f"{schema.MISSING_PREFIX}mfu_useful"]
+    assert len(value) <= descriptions.SHORT and value.startswith("no dense-matmul peak cached")
+    assert value.endswith("(run `gpucost doctor --peak`)")
+
+
+@pytest.mark.unit
+def test_every_pass_gets_accepted_and_throughputs_and_its_missing_reasons():
+    metrics, tags = writer.outcome_batch(status="rejected", reason="quality: below the bar",
+                                         metrics={"pass_s": 2.0, "completed_entries": 30, "tokens_real": 900.0},
+                                         ids_match=True, quality_verdict="failed: quality",
+                                         missing={"mfu_useful": PEAK_REASON})
+    values = {m.key: m.value for m in metrics}
+    assert values[schema.ACCEPTED] == 0.0 and values[schema.INPUTS_PER_S] == 15.0 and values[schema.TOKENS_PER_S] == 450.0
+    assert {t.key for t in tags} >= {f"{schema.MISSING_PREFIX}mfu_useful"}
+    failed, _ = writer.outcome_batch(status="failed", reason="out of memory", metrics={}, ids_match=False,
+                                     quality_verdict="")
+    assert {m.key: m.value for m in failed} == {schema.ACCEPTED: 0.0}  # no throughput without a measured pass
+
+
+@pytest.mark.unit
+def test_the_pass_description_says_status_timing_main_metric_failed_checks_and_missing_measurements():
+    tags = {**_slot_tags("batch1", "c3f2a19b0d", 2, 1, 2), schema.MAIN_METRIC: "macro_f1", schema.STATUS: "rejected",
+            schema.STATUS_REASON: "quality: macro_f1 0.21 below 0.5", f"{schema.CHECK_PREFIX}quality": "fail: macro_f1 0.21 below 0.5",
+            f"{schema.CHECK_PREFIX}ids": "pass: exact", f"{schema.MISSING_PREFIX}mfu_useful": "no peak cached"}
+    note = descriptions.pass_note(tags, {"pass_s": 1.5, "macro_f1": 0.21, schema.ACCEPTED: 0.0})
+    assert note.startswith("### batch1 · rejected")
+    assert "| 1.500 s | 0.2100 | 0 |" in note
+    assert "**Failed checks:** quality: macro_f1 0.21 below 0.5" in note and "ids" not in note.split("Failed checks")[1].split("\n")[0]
+    assert "**Missing measurements:** mfu_useful: no peak cached" in note
+    assert "campaign `c3f2a19b0d`, round 1, position 2, pass 2" in note
+
+
+@pytest.mark.unit
+def test_the_predictions_preview_lists_failed_predictions_first_then_a_sample():
+    rows = [{"id": f"r{i}", "text": "word " * 100, "label": "fresh", "bucket": "short"} for i in range(60)]
+    predicted = {f"r{i}": ("rotten" if i in (7, 40) else "fresh") for i in range(60) if i != 3}
+    predicted["stranger"] = "plot"
+    table = preview(rows, predicted, gold_labels=True, sample_rows=5)
+    assert table["columns"] == ["id", "outcome", "gold", "predicted", "bucket", "text"]
+    outcomes = [(row[0], row[1]) for row in table["data"]]
+    assert outcomes[:4] == [("r3", "missing"), ("r7", "wrong"), ("r40", "wrong"), ("stranger", "unexpected id")]
+    assert [o for _, o in outcomes[4:]] == ["right"] * 5
+    assert all(len(row[5]) <= 160 for row in table["data"])
+    unlabelled = preview(rows[:3], {"r0": "plot", "r1": "plot", "r2": "plot"}, gold_labels=False)
+    assert [row[1] for row in unlabelled["data"]] == ["no gold label"] * 3
+
+
+@pytest.mark.unit
+def test_the_ui_link_opens_the_runs_table_on_the_server_or_after_mlflow_ui():
+    route = "#/experiments/7/runs?workflowType=machine_learning"
+    assert runs_url("https://alice:secret@mlflow.example.com/", "7") == f"https://mlflow.example.com/{route}"
+    assert link_line("http://127.0.0.1:5005", "7") == f"MLflow UI: http://127.0.0.1:5005/{route}"
+    local = link_line("sqlite:////data/my store/mlflow.db", "7")
+    assert local == ("MLflow UI: run `mlflow ui --backend-store-uri 'sqlite:////data/my store/mlflow.db'`, then open "
+                     f"http://127.0.0.1:5000/{route}")
+
+
+@pytest.mark.unit
+def test_campaign_medians_count_completed_passes_that_are_not_excluded():
+    attempts = [{"variant": "batch1", "status": "accepted", "pass_s": 3.0},
+                {"variant": "batch8", "status": "accepted", "pass_s": 5.0},
+                {"variant": "batch1", "status": "excluded", "pass_s": 30.0},
+                {"variant": "batch8", "status": "failed"}]
+    metrics = descriptions.campaign_progress(attempts)
+    assert metrics == {schema.PASSES_FINISHED: 4.0, schema.PASSES_ACCEPTED: 2.0,
+                       f"{schema.MEDIAN_PASS_S_PREFIX}batch1": 3.0, f"{schema.MEDIAN_PASS_S_PREFIX}batch8": 5.0}
+    note = descriptions.campaign_note("c1", ["batch1", "batch8", "batch4"], 2, attempts, "running")
+    assert note.startswith("### campaign c1 · running, 4 of 6 passes finished")
+    assert "| batch1 | 2 of 2 | 1 accepted, 1 excluded | 3.000 s |" in note
+    assert "| batch8 | 2 of 2 | 1 accepted, 1 failed | 5.000 s |" in note
+    assert "| batch4 | 0 of 2 | none yet | (empty) |" in note
+
+
+@pytest.mark.unit
+def test_excluding_a_pass_sets_accepted_to_0_and_says_so_in_its_description_undo_restores(store):
+    from gpucost_mlflow.core.protocol import load_protocol
+
+    client = MlflowClient()
+    protocol = load_protocol(SHIPPED_PROTOCOL)
+    experiment_id, _ = experiments.resolve(client, "ui", create=True)
+    experiments.lock(client, experiment_id, "ui", protocol, (SHIPPED_PROTOCOL).read_text())
+    assert "Quality bar:** macro_f1 at least 0.8" in client.get_experiment(experiment_id).tags[schema.NOTE]
+    tags = writer.start_tags(role="benchmark", variant="batch8", device="cpu", backend="cpu", corpus_fingerprint="f",
+                             protocol_digest=protocol.digest)
+    run_id = client.create_run(experiment_id, tags=tags).info.run_id
+    writer.log_outcome(client, run_id, status="accepted", reason="every check passed",
+                       metrics={"pass_s": 1.0, "completed_entries": 30}, ids_match=True, quality_verdict="passed")
+    assert client.get_run(run_id).data.metrics[schema.ACCEPTED] == 1.0
+    exclusions.exclude(client, run_id, "another job ran on the host", who="tester")
+    run = client.get_run(run_id)
+    assert run.data.metrics[schema.ACCEPTED] == 0.0
+    assert "**Excluded** by tester" in run.data.tags[schema.NOTE] and "another job ran" in run.data.tags[schema.NOTE]
+    exclusions.undo(client, run_id, who="tester")
+    run = client.get_run(run_id)
+    assert run.data.metrics[schema.ACCEPTED] == 1.0
+    assert run.data.tags[schema.NOTE].startswith("### batch8 · accepted") and "**Exclusion undone:**" in run.data.tags[schema.NOTE]
+
+
+def _runs(client: MlflowClient, experiment_id: str, role: str):
+    return client.search_runs([experiment_id], filter_string=f"tags.`{schema.ROLE}` = '{role}'", max_results=100)
+
+
+@pytest.mark.integration
+def test_after_a_campaign_and_its_report_every_run_has_a_unique_name_and_a_description(store, tmp_path, corpus_dir,
+                                                                                         model_dir):
+    protocol = write_protocol(tmp_path / "protocol.yaml")
+    protocol.write_text(protocol.read_text().replace("passes_per_variant: 5", "passes_per_variant: 2")
+                        + "plan: {start: '2026-11-30T09:00:00+01:00', setup_hours: 0.5, waiting_hours: 0.25, "
+                          "planned_restarts: 1}\n")
+    common = ["--variants-file", str(VARIANTS), "--protocol", str(protocol), "--experiment", "ui"]
+    ran = CliRunner().invoke(main, ["campaign", "--variants", "batch1,batch8", "--passes", "2", "--corpus",
+                                    str(corpus_dir / "comparison.jsonl"), "--model", str(model_dir), *common])
+    assert ran.exit_code == 0, ran.output
+    client = MlflowClient()
+    experiment = client.get_experiment_by_name("ui")
+    route = f"/#/experiments/{experiment.experiment_id}/runs?workflowType=machine_learning"
+    assert f"then open http://127.0.0.1:5000{route}" in ran.output
+
+    reported = CliRunner().invoke(main, ["report", "--out", str(tmp_path / "r1"), *common])
+    assert reported.exit_code == 0, reported.output
+    assert route in reported.output
+    catalog = tmp_path / "this-machine.csv"
+    assert CliRunner().invoke(main, ["catalog", "example", "--out", str(catalog), "--device", "cpu"]).exit_code == 0
+    priced = CliRunner().invoke(main, ["report", "--out", str(tmp_path / "r2"), "--catalog", str(catalog), *common])
+    assert priced.exit_code == 0, priced.output
+
+    passes = _runs(client, experiment.experiment_id, "benchmark")
+    assert len(passes) == 4
+    names = [run.info.run_name for run in passes]
+    assert len(set(names)) == 4 and all(" · r" in name for name in names)
+    for run in passes:
+        assert run.data.tags[schema.NOTE].startswith(f"### {run.data.tags[schema.VARIANT]} · ")
+        assert run.data.metrics[schema.ACCEPTED] in (0.0, 1.0)
+        assert schema.INPUTS_PER_S in run.data.metrics
+        table = json.loads(run.data.tags[schema.LOGGED_ARTIFACTS])
+        assert table == [{"path": schema.PREVIEW, "type": "table"}]
+        assert schema.PREVIEW in [item.path for item in client.list_artifacts(run.info.run_id)]
+
+    (campaign,) = _runs(client, experiment.experiment_id, schema.CAMPAIGN_ROLE)
+    campaign_id = campaign.data.tags[schema.CAMPAIGN_ID]
+    assert campaign.info.run_name == f"campaign {campaign_id}: batch1, batch8"
+    assert campaign.data.tags[schema.NOTE].startswith(f"### campaign {campaign_id} · finished, 4 of 4 passes finished")
+    assert {f"{schema.MEDIAN_PASS_S_PREFIX}batch1", f"{schema.MEDIAN_PASS_S_PREFIX}batch8"} <= set(campaign.data.metrics)
+    assert campaign.data.metrics[schema.PASSES_FINISHED] == 4.0
+
+    assert experiment.tags[schema.NOTE].startswith("### Which configuration classifies the test slice")
+    none, decided = sorted(_runs(client, experiment.experiment_id, schema.DECISION_ROLE), key=lambda r: r.info.start_time)
+    assert none.info.run_name == "decision: none (nothing priced)"
+    assert none.data.tags[schema.DECISION] == "none" and none.data.tags[schema.NOTE].startswith("### Decision: none")
+    assert none.data.tags[schema.DECISION_CAMPAIGNS] == campaign_id and campaign.info.run_id in none.data.tags[schema.NOTE]
+    assert decided.data.tags[schema.DECISION] == "decided", decided.data.tags[schema.NOTE]
+    assert decided.info.run_name.startswith("decision") and decided.info.run_name.endswith("what-if: example price")
+    chosen = decided.data.tags[schema.DECISION_VARIANT].split(" or ")  # two configurations at one cost may tie
+    assert set(chosen) <= {"batch1", "batch8"} and all(f"{v} on " in decided.info.run_name for v in chosen)
+    assert decided.data.tags[schema.DECISION_DEVICE] in decided.info.run_name
+    assert decided.data.metrics[schema.COMMITTED_COST] > 0 and decided.data.metrics[schema.FORECAST_HOURS] >= 0.75
+    assert decided.data.params["deadline"].startswith("2026-12-04")
