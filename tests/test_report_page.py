@@ -1,0 +1,80 @@
+"""report.html and report.md read at a glance (issue 16): the decision first, repeated strings as footnotes, numbers
+that do not wrap, run ids linked to their page in the MLflow UI, the pass count of the protocol in the header."""
+
+from __future__ import annotations
+
+import html
+
+import pytest
+
+from gpucost_mlflow.report import render
+from tests.synthetic_report import COUNTER, PEAK_REASON, synthetic_report
+
+pytestmark = pytest.mark.unit
+
+UNPRICED = "not priced: NVIDIA H200 141GB HBM3e has no package in 2025-01 (catalog/example.yaml)"
+
+
+@pytest.fixture(scope="module")
+def report() -> render.Report:
+    return synthetic_report(figures=False)
+
+
+def test_the_decision_comes_first_then_the_configurations_then_the_attempts(report):
+    page = render.page(report)
+    assert page.index("Decision note.") < page.index('id="decision"') < page.index("Warning:") < page.index('id="summary"')
+    assert page.index('id="summary"') < page.index('id="balance"') < page.index('id="attempts"')
+    md = render.markdown(report)
+    assert md.split("\n")[2].startswith("**Decision note.**") and md.index("| configuration | standing |") < md.index("> **Warning:**")
+
+
+def test_the_decision_table_puts_the_chosen_configuration_first_and_says_why_the_others_are_not(report):
+    table = render._decision(report)
+    footnote = lambda cell: table.notes[int(cell.rsplit("[", 1)[1].rstrip("]")) - 1]
+    (chosen, *_), (failed, infeasible, *_), (elsewhere, unpriced, *_) = table.rows
+    assert (chosen, failed, elsewhere) == ("batch8-bf16-lengthgrouped [torch 2.13.0+cu128] on NVIDIA GeForce RTX 4090",
+                                           "batch1 on NVIDIA GeForce RTX 4090",
+                                           "batch32-bf16-lengthgrouped on NVIDIA H200 141GB HBM3e")
+    assert table.rows[0][1] == "chosen"
+    assert infeasible.startswith("infeasible [") and footnote(infeasible) == "1 failed attempt(s) (did not complete the corpus)"
+    assert unpriced.startswith("not priced [") and footnote(unpriced) == UNPRICED
+
+
+def test_a_string_repeated_down_a_table_is_one_footnote_never_a_cell_on_every_row(report):
+    page = render.page(report)
+    assert page.count(html.escape(COUNTER)) == 1  # three configurations' memory cells point to one footnote
+    assert page.count(html.escape(PEAK_REASON)) == 2  # once under the per-configuration table, once under the checks
+    assert page.count(html.escape(UNPRICED)) == 2  # once under the decision table, once under the plan table
+    summary = render._summary(report)
+    assert [row[8] for row in summary.rows] == ["900 MiB RSS [1]", "600 MiB RSS [1]", "2,100 MiB allocated; 2,400 MiB reserved [3]"]
+    assert [row[12] for row in summary.rows][:2] == ["empty [2]", "empty [2]"]
+
+
+def test_numbers_do_not_wrap_and_words_do_with_their_footnote_mark(report):
+    page = render.page(report)
+    assert '<td class="n">120.00 EUR</td>' in page and '<td class="n">2025-03-02T12:30</td>' in page
+    assert '<td class="n">900 MiB RSS\u00a0[1]</td>' in page and "td.n{white-space:nowrap}" in page
+    assert "<td>every check passed</td>" in page
+    assert "<td>not priced\u00a0[" in page  # a footnote mark stays on its word's line
+
+
+def test_the_pass_count_in_the_header_is_the_protocols():
+    assert "2 raw durations per configuration (passes_per_variant of the protocol)" in render.page(
+        synthetic_report(passes_per_variant=2, figures=False))
+    unknown = render.markdown(synthetic_report(passes_per_variant=None, figures=False))
+    assert "Every raw duration of each configuration" in unknown and "five" not in unknown
+
+
+def test_run_ids_link_to_the_run_page_and_open_outside_the_frame(report):
+    run_id = f"{0:032x}"
+    page = render.page(report)
+    assert (f'<a href="http://127.0.0.1:5000/#/experiments/7/runs/{run_id}" target="_blank" '
+            f'rel="noopener noreferrer" title="{run_id}">{run_id[:8]}</a>') in page
+    assert f"[{run_id}](http://127.0.0.1:5000/#/experiments/7/runs/{run_id})" in render.markdown(report)
+
+
+def test_a_tracking_server_is_linked_as_itself_and_a_run_without_its_experiment_by_the_direct_route(report):
+    served = render.Report(**{**report.__dict__, "ui_root": "https://mlflow.example.org/team/", "experiment_id": ""})
+    assert render.run_href(served, "abc") == "https://mlflow.example.org/team/#/runs/abc"
+    plain = render.Report(**{**report.__dict__, "ui_root": ""})
+    assert "<a href=" not in render.page(plain)
