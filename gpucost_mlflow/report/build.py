@@ -14,7 +14,7 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.protocol import Protocol
 from gpucost_mlflow.core.variants import Variant
 from gpucost_mlflow.report import plots, render, tables
-from gpucost_mlflow.tracking import descriptions, exclusions, schema
+from gpucost_mlflow.tracking import descriptions, exclusions, schema, ui
 from gpucost_mlflow.tracking.reader import attempts, protocol_warnings
 
 FILES = ("report.md", "report.html", "attempts.csv", "balance.csv")
@@ -28,6 +28,7 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         if cost.currency != catalog.currency:
             raise GpucostError(f"{protocol.path}: other_costs[{number}] ({cost.label}) is in {cost.currency}, the catalog "
                                f"{catalog.path} in {catalog.currency}; one comparison uses one currency")
+    client = client or MlflowClient()
     table, experiment_tags = attempts(experiment, client)
     warnings = protocol_warnings(table, experiment_tags, protocol_path)
     configs = tables.configurations(table)
@@ -53,8 +54,11 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         overhead=tables.harness_overhead(table),
         other_costs=protocol.other_costs,
         example_prices=catalog.example,
-        exclusions=excluded_per_variant(table, client or MlflowClient(), experiment),
+        exclusions=excluded_per_variant(table, client, experiment),
         exclusion_rule=protocol.exclusion_rule,
+        passes_per_variant=protocol.passes_per_variant,
+        experiment_id=client.get_experiment_by_name(experiment).experiment_id,
+        ui_root=ui.root(client.tracking_uri),
     )
     if configs:
         report.figures = {

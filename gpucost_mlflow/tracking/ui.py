@@ -20,11 +20,15 @@ def runs_path(experiment_id: str) -> str:
     return f"#/experiments/{experiment_id}/runs?workflowType=machine_learning"
 
 
+def root(tracking_uri: str) -> str:
+    """The UI's address: the tracking server itself, or where a local `mlflow ui` serves for any other store."""
+    uri = public_uri(tracking_uri)
+    return uri.rstrip("/") if urlparse(uri).scheme in ("http", "https") else LOCAL_UI
+
+
 def runs_url(tracking_uri: str, experiment_id: str) -> str:
     """The runs table on the tracking server itself, or on a local `mlflow ui` for any other store."""
-    uri = public_uri(tracking_uri)
-    base = uri.rstrip("/") if urlparse(uri).scheme in ("http", "https") else LOCAL_UI
-    return f"{base}/{runs_path(experiment_id)}"
+    return f"{root(tracking_uri)}/{runs_path(experiment_id)}"
 
 
 def link_line(tracking_uri: str, experiment_id: str) -> str:
