@@ -38,6 +38,21 @@ def _under(root: Path, path: Path) -> Path:
     return path if path.is_absolute() else root / path
 
 
+AUTO_MODEL = "auto"
+MODEL_HELP = ("A model folder, or auto: data/model (the demo classifier) under a labels protocol, the packaged "
+              "all-MiniLM-L6-v2 files under an embeddings protocol. A python: workload gets it as settings['model_path'].")
+
+
+def _model(root: Path, model_path: Path, protocol_path: Path) -> Path:
+    """--model as given, or for `auto` the default model of what the protocol judges (flow/workloads.py)."""
+    if str(model_path) != AUTO_MODEL:
+        return _under(root, model_path)
+    from gpucost_mlflow.core.protocol import load_protocol
+    from gpucost_mlflow.flow.workloads import default_model
+
+    return default_model(load_protocol(protocol_path).acceptance.output, root)
+
+
 def _experiment(name: str | None) -> str:
     import os
 
@@ -155,7 +170,7 @@ def propose_variants(experiment, out_path, variants_file) -> None:
 @main.command("pass")
 @click.option("--variant", "variant_name", required=True, help="A variant name from the variants file.")
 @click.option("--corpus", "corpus_path", type=click.Path(path_type=Path), default=DEFAULT_CORPUS_DIR / "comparison.jsonl", show_default=True)
-@click.option("--model", "model_path", type=click.Path(path_type=Path), default=DEFAULT_MODEL_DIR, show_default=True, help="A transformers sequence-classifier directory.")
+@click.option("--model", "model_path", type=click.Path(path_type=Path), default=AUTO_MODEL, show_default=True, help=MODEL_HELP)
 @click.option("--variants", "variants_file", type=click.Path(path_type=Path), default=DEFAULT_VARIANTS, show_default=True)
 @click.option("--experiment", default=None, help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else 'gpucost'); ignored under `mlflow run`.")
 @click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=DEFAULT_PROTOCOL, show_default=True, help="The pre-registered protocol; its digest is locked on the experiment.")
@@ -171,7 +186,7 @@ def run_pass(variant_name, corpus_path, model_path, variants_file, experiment, p
     request = PassRequest(
         variant=variant,
         corpus_path=_under(root, corpus_path),
-        model_path=_under(root, model_path),
+        model_path=_model(root, model_path, _under(root, protocol_file)),
         experiment=_experiment(experiment),
         protocol_path=_under(root, protocol_file),
         variants_path=_under(root, variants_file),
@@ -187,6 +202,8 @@ def run_pass(variant_name, corpus_path, model_path, variants_file, experiment, p
         click.echo(f"experiment locked to protocol {request.protocol_path} (first pass)", err=True)
     timing = f"pass_s {result.metrics['pass_s']:.2f}" if "pass_s" in result.metrics else "pass_s empty"
     quality = f", macro-F1 {result.metrics['macro_f1']:.3f}" if "macro_f1" in result.metrics else ""
+    if "cosine_min" in result.metrics:
+        quality += f", cosine min {result.metrics['cosine_min']:.6f} median {result.metrics['cosine_median']:.6f}"
     click.echo(f"pass {variant.name}: {result.status} ({result.reason}); {timing}{quality}; run {result.run_id}")
     if result.spooled:
         click.echo(f"not yet in the tracking store: kept in {result.spooled}; run `gpucost sync` when it is back", err=True)
@@ -200,7 +217,7 @@ def run_pass(variant_name, corpus_path, model_path, variants_file, experiment, p
 @click.option("--resume", default=None, help="Campaign id: run only its slots without an attempt, and its interrupted ones again.")
 @click.option("--experiment", default=None, help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else 'gpucost'); ignored under `mlflow run`.")
 @click.option("--corpus", "corpus_path", type=click.Path(path_type=Path), default=DEFAULT_CORPUS_DIR / "comparison.jsonl", show_default=True)
-@click.option("--model", "model_path", type=click.Path(path_type=Path), default=DEFAULT_MODEL_DIR, show_default=True)
+@click.option("--model", "model_path", type=click.Path(path_type=Path), default=AUTO_MODEL, show_default=True, help=MODEL_HELP)
 @click.option("--variants-file", type=click.Path(path_type=Path), default=DEFAULT_VARIANTS, show_default=True)
 @click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=DEFAULT_PROTOCOL, show_default=True)
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."), help="Folder that relative paths are resolved from.")
@@ -226,7 +243,7 @@ def campaign(variant_names, passes, resume, experiment, corpus_path, model_path,
         passes=passes if passes is not None else load_protocol(protocol_path).passes_per_variant,
         experiment=_experiment(experiment),
         corpus_path=_under(root, corpus_path),
-        model_path=_under(root, model_path),
+        model_path=_model(root, model_path, protocol_path),
         protocol_path=protocol_path,
         variants_path=_under(root, variants_file),
         code_root=Path(__file__).resolve().parent,

@@ -47,6 +47,9 @@ def test_the_shipped_series_declare_what_their_variants_change():
         "batch1": ("batch", ""), "batch4": ("batch", ""), "batch8": ("batch", ""),
         "batch8-bf16": ("cheaper", "batch8"), "batch8-lengthgrouped": ("cheaper", "batch8"),
         "batch8-int8": ("int8-cpu", "batch8"),
+        "embed-batch1": ("embeddings-batch", ""), "embed-batch4": ("embeddings-batch", ""),
+        "embed-batch8": ("embeddings-batch", ""), "embed-batch8-bf16": ("embeddings-cheaper", "embed-batch8"),
+        "my-workload": ("", ""),
     }
     assert "series" not in variants["batch8-int8"].settings() and "reference" not in variants["batch8-int8"].settings()
 

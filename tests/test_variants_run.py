@@ -6,23 +6,27 @@ import time
 
 import pytest
 
+from gpucost_mlflow.core import embedding_verdicts, workloads
 from gpucost_mlflow.core.variants import load_variants
 from gpucost_mlflow.execution import runner
 from tests.helpers import ROOT
 
 pytestmark = pytest.mark.integration
 
-VARIANTS = load_variants(ROOT / "projects" / "variants.yaml")
+SHIPPED = ROOT / "projects" / "variants.yaml"
+VARIANTS = load_variants(SHIPPED)
 
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_each_declared_variant_completes_on_cpu(tmp_path, corpus_dir, model_dir, name):
+    workload = workloads.parse(VARIANTS[name].workload, SHIPPED.parent)
     spec = runner.PassSpec(
         corpus_path=str(corpus_dir / "comparison.jsonl"), model_path=str(model_dir),
-        workdir=str(tmp_path), settings=VARIANTS[name].settings(),
+        workdir=str(tmp_path), settings=VARIANTS[name].settings(), workload_code=workload.module or workload.source,
     )
     outcome = runner.run(spec, time.perf_counter_ns())
     assert outcome["status"] == "completed", outcome.get("error")
     assert outcome["completed_entries"] == 30 and outcome["pass_s"] > 0
     assert outcome["device"] == "cpu"
-    assert (tmp_path / runner.PREDICTIONS).exists()
+    exported = embedding_verdicts.EMBEDDINGS if workload.output == "embeddings" else runner.PREDICTIONS
+    assert (tmp_path / exported).exists()

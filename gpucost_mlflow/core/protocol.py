@@ -15,19 +15,34 @@ from gpucost_mlflow.core.errors import GpucostError
 
 SCENARIOS = ("offline",)
 METRICS = ("macro_f1", "accuracy")
+OUTPUTS = ("labels", "embeddings")
+LABEL_FIELDS = ("main_metric", "threshold", "per_bucket_threshold", "reference.max_metric_difference",
+                "reference.min_label_agreement")
+
+
+@dataclass(frozen=True)
+class EmbeddingAcceptance:
+    """The bar for embeddings: cosine with the reference's embedding of the same input, and optional retrieval."""
+
+    cosine_min: float  # every input's cosine with the reference at or above
+    cosine_median: float  # the median over the inputs at or above
+    retrieval_k: int | None = None  # recall@k of same-label neighbours (needs gold labels), when declared
+    retrieval_min_recall: float | None = None
 
 
 @dataclass(frozen=True)
 class Acceptance:
-    """The quality bar, fixed before any timing is seen."""
+    """The quality bar, fixed before any timing is seen (the label fields are None for an embeddings protocol)."""
 
     coverage: float
     main_metric: str
-    threshold: float
-    per_bucket_threshold: float
+    threshold: float | None
+    per_bucket_threshold: float | None
     reference_variant: str
-    max_metric_difference: float
-    min_label_agreement: float
+    max_metric_difference: float | None
+    min_label_agreement: float | None
+    output: str = "labels"  # what a pass delivers and is judged on: labels or embeddings
+    embeddings: EmbeddingAcceptance | None = None
 
 
 @dataclass(frozen=True)
@@ -116,8 +131,12 @@ def load_protocol(path: Path) -> Protocol:
     scenario = f.get("scenario", str)
     if scenario not in SCENARIOS:
         raise GpucostError(f"{path}: field 'scenario' must be one of {', '.join(SCENARIOS)} (got {scenario!r})")
-    metric = f.get("acceptance.main_metric", str)
-    if metric not in METRICS:
+    declared = document.get("acceptance")
+    output = declared.get("output", "labels") if isinstance(declared, dict) else "labels"
+    if output not in OUTPUTS:
+        raise GpucostError(f"{path}: field 'acceptance.output' must be one of {', '.join(OUTPUTS)}")
+    metric = f.get("acceptance.main_metric", str) if output == "labels" else ""
+    if output == "labels" and metric not in METRICS:
         raise GpucostError(f"{path}: field 'acceptance.main_metric' must be one of {', '.join(METRICS)}")
     if f.get("acceptance.ids", str) != "exact":
         raise GpucostError(f"{path}: field 'acceptance.ids' must be 'exact'")
@@ -145,7 +164,7 @@ def load_protocol(path: Path) -> Protocol:
             reference_variant=f.get("acceptance.reference.variant", str),
             max_metric_difference=f.fraction("acceptance.reference.max_metric_difference"),
             min_label_agreement=f.fraction("acceptance.reference.min_label_agreement"),
-        ),
+        ) if output == "labels" else _embeddings_acceptance(f),
         passes_per_variant=f.positive("passes_per_variant"),
         warmup=warmup,
         exclusion_rule=" ".join(f.get("exclusion_rule", str).split()),
@@ -154,6 +173,33 @@ def load_protocol(path: Path) -> Protocol:
                       "audit": _audit(f) if (document.get("deliverables") or {}).get("audit") is not None else None},
         plan=_plan(path, document["plan"]) if document.get("plan") is not None else None,
         other_costs=_other_costs(path, document.get("other_costs")),
+    )
+
+
+def _embeddings_acceptance(f: _Fields) -> Acceptance:
+    """An embeddings protocol's bar: cosine min and median against the reference, recall@k when declared.
+    The label protocol's fields are refused here rather than silently ignored."""
+    for dotted in LABEL_FIELDS:
+        node = f.document["acceptance"]
+        for part in dotted.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is not None:
+            raise GpucostError(f"{f.path}: field 'acceptance.{dotted}' judges labels; this protocol's output is embeddings")
+    if isinstance(f.document.get("deliverables"), dict) and f.document["deliverables"].get("audit") is not None:
+        raise GpucostError(f"{f.path}: field 'deliverables.audit' compares labels; an embeddings protocol has none")
+    retrieval = f.document["acceptance"].get("retrieval")
+    if retrieval is not None and not isinstance(retrieval, dict):
+        raise GpucostError(f"{f.path}: field 'acceptance.retrieval' must be a mapping with k and min_recall")
+    return Acceptance(
+        coverage=f.fraction("acceptance.coverage"), main_metric="", threshold=None, per_bucket_threshold=None,
+        reference_variant=f.get("acceptance.reference.variant", str), max_metric_difference=None,
+        min_label_agreement=None, output="embeddings",
+        embeddings=EmbeddingAcceptance(
+            cosine_min=f.fraction("acceptance.reference.cosine_min"),
+            cosine_median=f.fraction("acceptance.reference.cosine_median"),
+            retrieval_k=f.positive("acceptance.retrieval.k") if retrieval is not None else None,
+            retrieval_min_recall=f.fraction("acceptance.retrieval.min_recall") if retrieval is not None else None,
+        ),
     )
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import yaml
 
+from gpucost_mlflow.core import workloads
 from gpucost_mlflow.core.errors import GpucostError
 
 CHOICES = {
@@ -33,6 +34,7 @@ class Variant:
     max_length: int
     length_grouping: str
     device: str
+    workload: str = workloads.DEFAULT  # classification | embeddings | python:PATH_OR_MODULE (core/workloads.py)
     series: str = ""
     reference: str = ""  # the reference variant its series names ("" when none)
 
@@ -48,6 +50,7 @@ LABELS = ("name", "series", "reference")  # what a variant is called and where i
 
 
 def _build(name: str, values: dict, series: str, source: Path) -> Variant:
+    values = {"workload": workloads.DEFAULT, **values}
     known = {f.name for f in fields(Variant)} - set(LABELS)
     unknown = sorted(set(values) - known)
     if unknown:
@@ -65,6 +68,7 @@ def _build(name: str, values: dict, series: str, source: Path) -> Variant:
             raise GpucostError(f"{source}: variant '{name}' needs {key} as a positive whole number")
     if not isinstance(values["compile"], bool):
         raise GpucostError(f"{source}: variant '{name}' needs compile as true or false")
+    workloads.parse(values["workload"], source.parent, f"{source}: variant '{name}'")
     return Variant(name=name, series=series, **values)
 
 
@@ -125,6 +129,9 @@ def _check_series(series: Series, variants: dict[str, Variant], source: Path) ->
             raise GpucostError(f"{where}: '{name}' is not a declared variant; declared: {', '.join(variants)}")
     if series.reference in series.members:
         raise GpucostError(f"{where}: the reference {series.reference} is also listed among its variants")
+    kinds = sorted({variants[name].workload for name in (series.reference, *series.members) if name})
+    if len(kinds) > 1:
+        raise GpucostError(f"{where}: mixes workloads {', '.join(kinds)}; a series compares variants of one workload")
     declares = ", ".join(series.fields)
     if series.together:
         pairs = [(series.reference, m) for m in series.members]

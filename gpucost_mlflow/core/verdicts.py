@@ -44,11 +44,12 @@ def read_predictions(path: Path, labels: Sequence[str]) -> ReadBack:
     for number, line in enumerate(lines, start=1):
         try:
             record = json.loads(line)
-            ident, label, score = record["id"], record["label"], record["score"]
-        except (ValueError, KeyError, TypeError):
+            # The built-in classifier always writes a score; the user's own code may leave it out.
+            ident, label, score = record["id"], record["label"], record.get("score", 0.0)
+        except (ValueError, KeyError, TypeError, AttributeError):
             back.format_errors.append(f"line {number}: not an object with id, label, score")
             continue
-        if label not in labels or not isinstance(score, (int, float)):
+        if label not in labels or isinstance(score, bool) or not isinstance(score, (int, float)):
             back.format_errors.append(f"line {number}: label {label!r} or score {score!r} invalid")
             continue
         back.ids.append(ident)
@@ -81,7 +82,7 @@ def basic_checks(expected: Sequence[str], back: ReadBack) -> tuple[list[Check], 
         Check(
             "format",
             not back.format_errors,
-            "every line has id, a known label and a numeric score"
+            "every line has id, a known label and a numeric score (where given)"
             if not back.format_errors
             else f"{len(back.format_errors)} malformed line(s): {back.format_errors[0]}",
         )

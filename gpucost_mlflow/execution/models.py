@@ -86,11 +86,24 @@ def load_tokenizer(path: Path):
 def load_classifier(path: Path, device: torch.device, precision: str, quantization: str, attention: str, compile_: bool):
     """The classifier in eval mode on its device, with the variant's precision and quantization."""
     from transformers import AutoModelForSequenceClassification
+
+    return _load(AutoModelForSequenceClassification, path, device, precision, quantization, attention, compile_)
+
+
+def load_encoder(path: Path, device: torch.device, precision: str, quantization: str, attention: str, compile_: bool):
+    """The bare encoder (no task head: its hidden states are pooled into embeddings), loaded as the classifier is."""
+    from transformers import AutoModel
+
+    return _load(AutoModel, path, device, precision, quantization, attention, compile_)
+
+
+def _load(auto_class, path: Path, device: torch.device, precision: str, quantization: str, attention: str,
+          compile_: bool):
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
-    model = AutoModelForSequenceClassification.from_pretrained(
+    model = auto_class.from_pretrained(
         str(path), local_files_only=True, attn_implementation=attention, dtype=DTYPES[precision]
     )
     model.eval()

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from gpucost_mlflow.execution.batching import batches
+
 WARMUP_RULE = {
     "inputs": 32,
     "passes": 1,
@@ -38,6 +40,7 @@ class PassSpec:
     warmup: dict = field(default_factory=lambda: {k: WARMUP_RULE[k] for k in ("inputs", "passes")})
     seed: int = SEED
     fault: str = ""
+    workload_code: str = ""  # a python: workload's module: its .py file, resolved, or its importable name
 
 
 @dataclass
@@ -59,14 +62,6 @@ def read_texts(corpus_path: str) -> tuple[list[str], list[str]]:
     with open(corpus_path, encoding="utf-8") as handle:
         records = [json.loads(line) for line in handle if line.strip()]
     return [r["id"] for r in records], [r["text"] for r in records]
-
-
-def batches(lengths: list[int], batch_size: int, grouping: str) -> list[list[int]]:
-    """Index batches: corpus order, or sorted by token length (stable) for length grouping."""
-    order = list(range(len(lengths)))
-    if grouping == "sorted":
-        order.sort(key=lambda i: lengths[i])
-    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
 
 def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[int, int], None] | None = None) -> Predictions:
@@ -123,7 +118,7 @@ def tokenizer_parallelism(settings: dict) -> bool:
 
 
 def measure(corpus_path, tokenizer, model, settings, device, sync, on_batch=None, energy=None,
-            events=None) -> tuple[Predictions, float]:
+            events=None, work: Callable | None = None) -> tuple[Predictions, float]:
     """The measured pass: synchronise, read the energy counter, start the clock, record the start event,
     read, tokenize, transfer, infer, bring to host, record the end event, synchronise, stop, read the
     energy counter. Nothing else happens between the two clock reads; the counter reads are adjacent to
@@ -139,7 +134,7 @@ def measure(corpus_path, tokenizer, model, settings, device, sync, on_batch=None
     events.record_start()
     try:
         ids, texts = read_texts(corpus_path)
-        predictions = process(ids, texts, tokenizer, model, settings, device, on_batch)
+        predictions = (work or process)(ids, texts, tokenizer, model, settings, device, on_batch)
     except BaseException as exc:
         exc.elapsed_s = clock.stop()
         if energy is not None:
@@ -205,12 +200,8 @@ def run(spec: PassSpec, started_ns: int) -> dict:
     torch.manual_seed(spec.seed)
     device = models.resolve_device(settings["device"])
     sync = torch.cuda.synchronize if device.type == "cuda" else no_sync
-    tokenizer = models.load_tokenizer(Path(spec.model_path))
-    model = models.load_classifier(
-        Path(spec.model_path), device, settings["precision"], settings["quantization"],
-        settings["attention"], settings["compile"],
-    )
-    label_names = [model.config.id2label[i] for i in range(model.config.num_labels)]
+    work = load_workload(spec, device)
+    tokenizer, model = work.tokenizer, work.model
     sync()
     outcome["load_s"] = _seconds(started_ns)
     outcome["device"] = str(device)
@@ -225,7 +216,7 @@ def run(spec: PassSpec, started_ns: int) -> dict:
     warm = Stopwatch(sync)
     warm.start()
     for _ in range(spec.warmup["passes"]):
-        process(ids[: spec.warmup["inputs"]], texts[: spec.warmup["inputs"]], tokenizer, model, settings, device)
+        work.process(ids[: spec.warmup["inputs"]], texts[: spec.warmup["inputs"]], tokenizer, model, settings, device)
     outcome["warmup_s"] = warm.stop()
     del ids, texts
 
@@ -246,7 +237,7 @@ def run(spec: PassSpec, started_ns: int) -> dict:
     out_of_memory = False
     try:
         predictions, seconds = measure(spec.corpus_path, tokenizer, model, settings, device, sync, on_batch,
-                                       probe, events)
+                                       probe, events, work.process)
         outcome.update(status="completed", pass_s=seconds)
     except BaseException as exc:  # noqa: BLE001 - every failure is kept as a row with its reason
         predictions = getattr(exc, "partial_predictions", None) or Predictions()
@@ -261,7 +252,7 @@ def run(spec: PassSpec, started_ns: int) -> dict:
         memory.release(device)
     outcome["completed_entries"] = len(predictions.ids)
     outcome["memory"] = memory.peaks(device)
-    outcome.update(utilisation(model.config.to_dict(), settings, device, predictions, outcome.get("pass_s")))
+    outcome.update(work.utilisation(predictions, outcome.get("pass_s")))
     event_s, no_event = events.result(outcome["status"] == "completed")
     _merge(outcome, energy.outcome_fields(probe, facts, outcome.get("pass_s")))
     _merge(outcome, {"metrics": {timing.DEVICE_EVENT_METRIC: event_s}} if event_s is not None
@@ -269,7 +260,7 @@ def run(spec: PassSpec, started_ns: int) -> dict:
 
     export = Stopwatch(sync)
     export.start()
-    write_predictions(workdir / PREDICTIONS, predictions, label_names, fault.dupid_at)
+    work.export(workdir, predictions, fault.dupid_at)
     outcome["export_s"] = export.stop()
     return outcome
 
@@ -281,6 +272,27 @@ def _merge(outcome: dict, fields: dict) -> None:
             outcome[key] = {**(outcome.get(key) or {}), **value}
         else:
             outcome[key] = value
+
+
+def load_workload(spec: PassSpec, device):
+    """The built-in classifier (this module's process, utilisation and export), or the workload the variant names."""
+    from gpucost_mlflow.execution import models, workloads
+
+    if spec.settings.get("workload", "classification") != "classification":
+        return workloads.load(spec, device)
+    settings = spec.settings
+    tokenizer = models.load_tokenizer(Path(spec.model_path))
+    model = models.load_classifier(
+        Path(spec.model_path), device, settings["precision"], settings["quantization"],
+        settings["attention"], settings["compile"],
+    )
+    label_names = [model.config.id2label[i] for i in range(model.config.num_labels)]
+    return workloads.Work(
+        tokenizer, model, process,
+        lambda predictions, pass_s: utilisation(model.config.to_dict(), settings, device, predictions, pass_s),
+        lambda folder, predictions, duplicate_at: write_predictions(folder / PREDICTIONS, predictions, label_names,
+                                                                    duplicate_at),
+    )
 
 
 MFU_METRICS = ("mfu_useful", "mfu_padded")

@@ -22,7 +22,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from mlflow.tracking.context.registry import resolve_tags
 
-from gpucost_mlflow.core import judge, verdicts
+from gpucost_mlflow.core import embedding_verdicts, judge, verdicts
 from gpucost_mlflow.core.corpus import read_corpus
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.fingerprints import sha256_file
@@ -36,8 +36,10 @@ from gpucost_mlflow.core.variants import (
     load_variants,
 )
 from gpucost_mlflow.execution import child, environment, faults, models, runner
+from gpucost_mlflow.flow import workloads
 from gpucost_mlflow.tracking import (
     descriptions,
+    embedding_reference,
     experiments,
     overlaps,
     rejudge,
@@ -121,8 +123,8 @@ def prepare(request: PassRequest) -> Prepared:
     faults.parse(os.environ.get(faults.ENV, ""))
     protocol = load_protocol(request.protocol_path)
     reference = get_variant(request.variants_path, protocol.acceptance.reference_variant)
-    model = models.describe_model(request.model_path)
-    corpus = read_corpus(request.corpus_path, labels=model.labels, labelled=request.role == "benchmark")
+    described = workloads.describe(request.variant, request.variants_path, request.model_path, protocol)
+    corpus = read_corpus(request.corpus_path, labels=described.labels, labelled=request.role == "benchmark")
     if request.role == "benchmark":
         check_corpus_spec(corpus, protocol)
     meta = corpus_metadata(request.corpus_path)
@@ -140,15 +142,7 @@ def prepare(request: PassRequest) -> Prepared:
         "bucket_tokenizer": meta.get("buckets", {}).get("tokenizer_revision", ""),
         "sources": meta.get("sources", []),
     }
-    model_record = {
-        "path": model.path,
-        "revision": model.revision,
-        "tokenizer_revision": model.tokenizer_revision,
-        "labels": model.labels,
-        "architecture": model.architecture,
-        "sources": model.provenance.get("sources", []),
-        "trained_on": model.provenance.get("tuning_corpus", {}),
-    }
+    model_record = described.model
     stack = environment.stack(device)
     stack["compilation"] = "torch.compile" if request.variant.compile else "none (eager)"
     stack["attention_backend"] = request.variant.attention
@@ -169,6 +163,7 @@ def prepare(request: PassRequest) -> Prepared:
         run={"role": request.role, "campaign_id": request.campaign_id, "pass_index": request.pass_index},
     )
     manifest["protocol"] = {"digest": protocol.digest, "path": str(request.protocol_path)}
+    manifest["workload"] = described.record
     text = request.protocol_path.read_text(encoding="utf-8")
     return Prepared(manifest, corpus, protocol, text, reference)
 
@@ -273,7 +268,7 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
     run_id, experiment_id = run.info.run_id, run.info.experiment_id
     manifest["run"].update(run_id=run_id, experiment_id=experiment_id)
     params = schema.params_from_manifest(manifest)
-    start_tags = _tags(request, manifest, protocol.acceptance.main_metric)
+    start_tags = _tags(request, manifest, protocol.acceptance.main_metric or "cosine_min")
     run_name = descriptions.pass_name(start_tags, run_id)
     shown = {schema.RUN_NAME: run_name, schema.NOTE: descriptions.pass_note(start_tags, {})}
     client.log_batch(run_id, params=[Param(k, v) for k, v in params.items()],
@@ -297,6 +292,7 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
         settings=request.variant.settings(),
         warmup=dict(protocol.warmup),
         fault=os.environ.get(faults.ENV, ""),
+        workload_code=manifest["workload"].get("code", ""),
     )
     if request.on_child_start is not None:
         request.on_child_start(workdir)
@@ -305,16 +301,24 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
     stopped_ms = int(time.time() * 1000)
 
     eval_started = time.perf_counter_ns()
-    back = verdicts.read_predictions(workdir / schema.PREDICTIONS, manifest["model"]["labels"])
     audit, audit_record = None, {}
-    if not corpus.gold_labels and protocol.deliverables["audit"] and outcome["status"] == "completed":
-        audit, audit_record = _audit(request, prepared, back, workdir)
-    judged = judge.judge(
-        completed=outcome["status"] == "completed", failure_reason=outcome.get("reason", ""), rows=corpus.rows,
-        back=back, labels=manifest["model"]["labels"], acceptance=protocol.acceptance,
-        needs_reference=needs_reference, reference=reference, reference_name=prepared.reference.name,
-        gold_labels=corpus.gold_labels, audit=audit,
-    )
+    if protocol.acceptance.output == "embeddings":
+        back = embedding_verdicts.read_embeddings(workdir)
+        judged = embedding_verdicts.judge_embeddings(
+            completed=outcome["status"] == "completed", failure_reason=outcome.get("reason", ""), rows=corpus.rows,
+            back=back, acceptance=protocol.acceptance, needs_reference=needs_reference, reference=reference,
+            reference_name=prepared.reference.name, gold_labels=corpus.gold_labels,
+        )
+    else:
+        back = verdicts.read_predictions(workdir / schema.PREDICTIONS, manifest["model"]["labels"])
+        if not corpus.gold_labels and protocol.deliverables["audit"] and outcome["status"] == "completed":
+            audit, audit_record = _audit(request, prepared, back, workdir)
+        judged = judge.judge(
+            completed=outcome["status"] == "completed", failure_reason=outcome.get("reason", ""), rows=corpus.rows,
+            back=back, labels=manifest["model"]["labels"], acceptance=protocol.acceptance,
+            needs_reference=needs_reference, reference=reference, reference_name=prepared.reference.name,
+            gold_labels=corpus.gold_labels, audit=audit,
+        )
     eval_s = (time.perf_counter_ns() - eval_started) / 1e9
 
     status, reason, checks, counts, quality = judged.status, judged.reason, judged.checks, judged.counts, judged.quality
@@ -377,7 +381,7 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
         "dataset": dataset,
     }
     files = [workdir / name for name in (schema.MANIFEST, schema.ENVIRONMENT, schema.VERDICT, schema.PREDICTIONS,
-                                         schema.PREVIEW, schema.ERROR)]
+                                         *embedding_verdicts.FILES, schema.PREVIEW, schema.ERROR)]
     entry = spool.write(record, files)
     result = PassResult(run_id, status, reason, metrics, locked_now)
     try:
@@ -446,6 +450,8 @@ def _reference_pass(client: MlflowClient, experiment_id: str, prepared: Prepared
                                  manifest["model"]["revision"])
     if run is None:
         return None
+    if prepared.protocol.acceptance.output == "embeddings":
+        return embedding_reference.load_reference(run, workdir)
     return rejudge.load_reference(client, run, manifest["model"]["labels"], workdir)
 
 

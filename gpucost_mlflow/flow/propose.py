@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 from mlflow.tracking import MlflowClient
 
+from gpucost_mlflow.core import workloads
 from gpucost_mlflow.core.corpus import write_atomic
 from gpucost_mlflow.core.decision import Configuration, feasibility
 from gpucost_mlflow.core.errors import GpucostError
@@ -78,9 +79,12 @@ def changes(experiment: str, variants_path: Path, client: MlflowClient | None = 
     return reference, found_changes, ", ".join(campaigns)
 
 
-def text(proposal: Proposal, variants_path: Path, campaigns: str) -> str:
-    """Every declared variant, plus the new series and its variants (settings that differ from the defaults)."""
-    document = yaml.safe_load(variants_path.read_text(encoding="utf-8")) or {}
+def text(proposal: Proposal, variants_path: Path, campaigns: str, out_folder: Path | None = None) -> str:
+    """Every declared variant, plus the new series and its variants (settings that differ from the defaults).
+
+    Written to another folder, a relative python: workload path is rewritten to reach the same file from there."""
+    document = _relocated(yaml.safe_load(variants_path.read_text(encoding="utf-8")) or {}, variants_path.parent,
+                          out_folder or variants_path.parent)
     defaults = document.get("defaults") or {}
     series = dict(document.get("series") or {})
     if proposal.series in series:
@@ -103,6 +107,20 @@ def text(proposal: Proposal, variants_path: Path, campaigns: str) -> str:
     return header + yaml.safe_dump({"defaults": defaults, "series": series, "variants": declared}, sort_keys=False)
 
 
+def _relocated(document: dict, source: Path, target: Path) -> dict:
+    """The document with every workload value (defaults and variants) moved from the source folder to the target."""
+    if source.resolve() == target.resolve():
+        return document
+
+    def move(values):
+        if not isinstance(values, dict) or "workload" not in values:
+            return values
+        return {**values, "workload": workloads.relocated(values["workload"], source, target)}
+
+    return {**document, "defaults": move(document.get("defaults") or {}),
+            "variants": {name: move(values) for name, values in (document.get("variants") or {}).items()}}
+
+
 def run(experiment: str, variants_path: Path, out: Path, client: MlflowClient | None = None) -> Proposal:
     """Propose and write; nothing is written when there is nothing to combine."""
     if out.exists():
@@ -113,7 +131,7 @@ def run(experiment: str, variants_path: Path, out: Path, client: MlflowClient | 
 
     gpu = resolve_device("auto").type == "cuda"
     proposal = propose(variants[reference], found, SERIES_NAME, slow_precisions(), gpu=gpu)
-    content = text(proposal, variants_path, campaigns)
+    content = text(proposal, variants_path, campaigns, out.parent)
     check = out.with_name(f".{out.name}.check.yaml")
     write_atomic(check, content.encode("utf-8"))
     try:

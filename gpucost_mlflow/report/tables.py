@@ -27,9 +27,10 @@ def attempt_walls(rows: pd.DataFrame) -> tuple[tuple[float, ...], int]:
     return tuple(walls), estimated
 
 
-IDENTITY = ("model_revision", "corpus_fingerprint", *STACK_IDENTITY)
-IDENTITY_LABELS = {"model_revision": "model revision", "corpus_fingerprint": "corpus", "torch_build": "torch",
-                   "cuda_runtime": "CUDA runtime", "hip_runtime": "HIP runtime", "driver": "driver"}
+IDENTITY = ("workload", "model_revision", "corpus_fingerprint", *STACK_IDENTITY)
+IDENTITY_LABELS = {"workload": "workload", "model_revision": "model revision", "corpus_fingerprint": "corpus",
+                   "torch_build": "torch", "cuda_runtime": "CUDA runtime", "hip_runtime": "HIP runtime",
+                   "driver": "driver"}
 
 
 def _short(value: str) -> str:
@@ -46,7 +47,7 @@ def harness_overhead(table: pd.DataFrame) -> tuple[float | None, int]:
 
 
 def configurations(table: pd.DataFrame) -> list[Configuration]:
-    """One Configuration per identity of the benchmark attempts (device, variant, model revision, corpus, stack:
+    """One Configuration per identity of the benchmark attempts (device, variant, workload, model revision, corpus, stack:
     PROTOCOL.md §2), in first-seen order; configurations sharing a device and variant are told apart by name."""
     table = table.copy()
     for key in IDENTITY:

@@ -213,6 +213,16 @@ def _percent(value: float) -> str:
     return f"{100 * value:g} %"
 
 
+def _embeddings_bar(a) -> str:
+    """An embeddings protocol's bar in words: ids and coverage, retrieval when declared, cosine against the reference."""
+    e = a.embeddings
+    retrieval = (f"; recall@{e.retrieval_k} of same-label neighbours at least {e.retrieval_min_recall:g}"
+                 if e.retrieval_k is not None else "")
+    return (f"exactly the expected ids, coverage {_percent(a.coverage)}{retrieval}; a variant with other numerics than "
+            f"{a.reference_variant} keeps every input's cosine with its embedding at least {e.cosine_min:g}, the median "
+            f"at least {e.cosine_median:g}")
+
+
 def experiment_note(protocol: Protocol) -> str:
     """The experiment's description: the protocol's question, quality bar and digest, and where to look."""
     a = protocol.acceptance
@@ -221,7 +231,7 @@ def experiment_note(protocol: Protocol) -> str:
     bar = (f"{a.main_metric} at least {a.threshold:g} on the whole corpus and {a.per_bucket_threshold:g} in every "
            f"length bucket; exactly the expected ids, coverage {_percent(a.coverage)}; a variant with other numerics "
            f"than {a.reference_variant} agrees with it on at least {_percent(a.min_label_agreement)} of labels and its "
-           f"{a.main_metric} stays within {a.max_metric_difference:g}")
+           f"{a.main_metric} stays within {a.max_metric_difference:g}") if a.embeddings is None else _embeddings_bar(a)
     warmup = f"{protocol.warmup.get('inputs', '?')} inputs x {protocol.warmup.get('passes', '?')} pass(es)"
     locked = (f"Pre-registered protocol `{protocol.digest[:12]}` ({protocol.path}), locked on this experiment: a "
               f"changed protocol needs a new experiment. Full text: experiment tag `{schema.PROTOCOL_TEXT}`.")

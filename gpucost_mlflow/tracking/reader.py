@@ -20,8 +20,9 @@ from gpucost_mlflow.tracking import exclusions, schema
 PAGE = 1000
 COLUMNS = [
     "run_id", "campaign_id", "pass_index", "round", "position", "attempt", "variant", "role", "corpus_fingerprint", "device", "backend",
-    "batch_size", "precision", "quantization", "length_grouping", "model_revision", *schema.STACK_IDENTITY, "status", "reason",
+    "batch_size", "precision", "quantization", "length_grouping", "workload", "model_revision", *schema.STACK_IDENTITY, "status", "reason",
     "load_s", "warmup_s", "pass_s", "eval_s", "export_s", "quality_verdict", "accuracy", "macro_f1",
+    "cosine_min", "cosine_median", "recall_at_k",
     "expected_ids", "observed_ids", "ids_match", "corpus_accepted", "completed_entries",
     "mem_peak_allocated_bytes", "mem_peak_reserved_bytes", "mem_peak_rss_bytes",
     "memory_counter", *schema.UTILISATION, "mfu_reason", "protocol_digest", "start_time", "end_time", "wall_s",
@@ -115,6 +116,8 @@ def attempt_row(run: Run) -> dict:
         "precision": params.get("setting.precision"),
         "quantization": params.get("setting.quantization"),
         "length_grouping": params.get("setting.length_grouping"),
+        # Passes recorded before workloads existed all ran the built-in classifier.
+        "workload": params.get("setting.workload", "classification"),
         "model_revision": params.get("model.revision", ""),
         "host": tags.get(schema.HOST, ""),
         **{key: params.get(f"stack.{key}", "") for key in schema.STACK_IDENTITY},
@@ -146,20 +149,23 @@ def attempt_row(run: Run) -> dict:
     if row["wall_s"] is None:
         notes.append("wall_s empty: the run has no end time (still running, or its launcher died)")
     if status != "running":
-        notes.append(f"predictions: {run.info.artifact_uri}/{schema.PREDICTIONS}")
-    row["mfu_reason"] = mfu_reason(metrics, status, measured_reason or reason)
+        exported = "embeddings.npy" if row["workload"] == "embeddings" else schema.PREDICTIONS
+        notes.append(f"predictions: {run.info.artifact_uri}/{exported}")
+    row["mfu_reason"] = mfu_reason(metrics, status, measured_reason or reason, row["workload"])
     if row["mfu_reason"]:
         notes.append(f"mfu empty: {row['mfu_reason']}")
     row["notes"] = "; ".join(notes)
     return row
 
 
-def mfu_reason(metrics: dict, status: str, reason: str) -> str:
+def mfu_reason(metrics: dict, status: str, reason: str, workload: str = "classification") -> str:
     """Why a pass has no MFU figures ('' when it has them): an empty cell always says why."""
     if "mfu_useful" in metrics:
         return ""
     if "pass_s" not in metrics:
         return f"no completed pass ({reason or status or 'not recorded'})"
+    if "useful_flop_per_s" not in metrics and workload.startswith("python:"):
+        return "FLOPs unknown for user code (its module declares no flops(), or its count failed: verdict.json says)"
     if "useful_flop_per_s" not in metrics:
         return "FLOPs not counted (model config not BERT-style, or the pass predates FLOP counting)"
     return "no dense-matmul peak cached for this device and precision when the pass ran (run `gpucost doctor --peak`)"

@@ -22,7 +22,7 @@ from mlflow.tracking import MlflowClient
 from gpucost_mlflow.core import judge, verdicts
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.protocol import Protocol
-from gpucost_mlflow.tracking import experiments, schema, writer
+from gpucost_mlflow.tracking import embedding_reference, experiments, schema, writer
 
 
 @dataclass
@@ -99,14 +99,19 @@ def rejudge(experiment: str, protocol: Protocol, client: MlflowClient | None = N
                                            run.data.params.get("model.revision", ""))
             if reference_run is None:
                 continue
-            labels = _model_labels(client, run.info.run_id, folder)
-            reference = load_reference(client, reference_run, labels, folder)
-            result = judge.judge_against_reference(_checks(run.data.tags), dict(run.data.metrics),
-                                                   _labels(client, run.info.run_id, labels, folder), reference,
-                                                   protocol.acceptance)
-            _record(client, run, result, reference.run_id)
+            if protocol.acceptance.output == "embeddings":
+                result = embedding_reference.judge_again(run, _checks(run.data.tags), reference_run,
+                                                         protocol.acceptance, folder)
+                embedding_reference.log_comparison(client, run.info.run_id, result)
+            else:
+                labels = _model_labels(client, run.info.run_id, folder)
+                reference = load_reference(client, reference_run, labels, folder)
+                result = judge.judge_against_reference(_checks(run.data.tags), dict(run.data.metrics),
+                                                       _labels(client, run.info.run_id, labels, folder), reference,
+                                                       protocol.acceptance)
+            _record(client, run, result, reference_run.info.run_id)
             judged.append(Rejudged(run.info.run_id, run.data.tags.get(schema.VARIANT, ""), result.status,
-                                   result.reason, reference.run_id))
+                                   result.reason, reference_run.info.run_id))
     return judged
 
 
