@@ -1,0 +1,410 @@
+"""What benchmarks/device_check.sh needs beyond the gpucost commands: its input files and its checks.
+
+Inputs: a protocol copy for the check's corpus and pass count, the oversized inputs that make a real
+out-of-memory on the device, the variants file of the lanes pass. Checks: each reads the tracking store
+(MLFLOW_TRACKING_URI), prints one line saying what it found and exits 1 when the check fails.
+
+    python benchmarks/device_check.py COMMAND --help
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+import yaml
+
+OOM_VARIANT = "oversized"
+LANES_VARIANT = "batch8-lanes2"
+GPU_BACKENDS = ("cuda", "rocm")
+# A pass may lack energy_j on a GPU for one reason only: it was shorter than the counter's update period.
+SHORT_PASS_MARK = "shorter than"
+
+
+class CheckFailed(Exception):
+    """A check found the product's output wrong: its message is the summary line."""
+
+
+# --- the machine ---------------------------------------------------------------------------------------------
+
+
+def gpus(_: argparse.Namespace) -> str:
+    """'BACKEND COUNT MEMORY_BYTES NAME' of the visible devices: cuda, rocm or cpu; memory and name of device 0."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return "cpu 0 0 none"
+    props = torch.cuda.get_device_properties(0)
+    backend = "rocm" if torch.version.hip else "cuda"
+    return f"{backend} {torch.cuda.device_count()} {props.total_memory} {props.name}"
+
+
+def knows_lanes(_: argparse.Namespace) -> str:
+    """Whether this checkout's variants loader declares the `lanes` field (exit 1 when it does not)."""
+    from gpucost_mlflow.core.variants import Variant
+
+    if "lanes" not in {f.name for f in fields(Variant)}:
+        raise CheckFailed("the variants loader has no `lanes` field yet")
+    return "the variants loader knows `lanes`"
+
+
+def reference(args: argparse.Namespace) -> str:
+    """The protocol's reference variant."""
+    return yaml.safe_load(args.protocol.read_text(encoding="utf-8"))["acceptance"]["reference"]["variant"]
+
+
+def series_variants(args: argparse.Namespace) -> str:
+    """The variants of the named series, reference first, each once, comma-separated (a campaign's --variants)."""
+    from gpucost_mlflow.core.variants import load_series
+
+    declared = load_series(args.variants_file)
+    names: list[str] = []
+    for name in args.series:
+        if name not in declared:
+            raise CheckFailed(f"{args.variants_file}: no series '{name}'; declared: {', '.join(declared)}")
+        series = declared[name]
+        for member in (series.reference, *series.members):
+            if member and member not in names:
+                names.append(member)
+    return ",".join(names)
+
+
+# --- input files ---------------------------------------------------------------------------------------------
+
+
+def _rows(corpus: Path) -> list[dict]:
+    with corpus.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def _write_protocol(document: dict, out: Path, note: str) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(f"# {note}\n" + yaml.safe_dump(document, sort_keys=False, width=100), encoding="utf-8")
+
+
+def _counts(rows: list[dict]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["bucket"]] = counts.get(row["bucket"], 0) + 1
+    return counts
+
+
+def protocol_copy(args: argparse.Namespace) -> str:
+    """The shipped protocol with the check's pass count and corpus (size and buckets as the file holds them);
+    --any-quality sets the quality bars to 0 for a barely trained model (the tolerance against the reference stays)."""
+    document = yaml.safe_load(args.source.read_text(encoding="utf-8"))
+    rows = _rows(args.corpus)
+    document["passes_per_variant"] = args.passes
+    document["corpus"]["file"] = str(args.corpus)
+    document["corpus"]["size"] = len(rows)
+    document["corpus"]["buckets"] = {name: n for name, n in _counts(rows).items()}
+    changed = f"passes_per_variant {args.passes}, corpus {args.corpus.name} ({len(rows)} inputs)"
+    if args.any_quality:
+        document["acceptance"]["threshold"] = 0.0
+        document["acceptance"]["per_bucket_threshold"] = 0.0
+        changed += ", quality bars 0 (a model trained for seconds)"
+    _write_protocol(document, args.out, f"benchmarks/device_check.sh: a copy of {args.source.name} with {changed}.")
+    return f"{args.out}: {changed}"
+
+
+def _reference_only(variants_file: Path, reference: str) -> dict:
+    """The variants file's defaults and its reference variant only (no series, no workload paths to resolve)."""
+    document = yaml.safe_load(variants_file.read_text(encoding="utf-8"))
+    return {"defaults": document.get("defaults", {}), "variants": {reference: document["variants"][reference]}}
+
+
+def oversized_batch(memory_bytes: int, heads: int, length: int) -> int:
+    """The smallest power of two whose eager attention scores (batch x heads x length^2 fp32) alone exceed the
+    device's memory by a quarter: one allocation no allocator can satisfy, whatever else it holds."""
+    per_input = heads * length * length * 4
+    batch = 64
+    while batch * per_input <= 1.25 * memory_bytes:
+        batch *= 2
+    return batch
+
+
+def oom_inputs(args: argparse.Namespace) -> str:
+    """Inputs of a real out-of-memory: B short inputs (a first batch that fits), then B inputs of the model's
+    full length, a variant with batch size B and eager attention, and a protocol copy for that corpus."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    config = AutoConfig.from_pretrained(str(args.model))
+    length = int(config.max_position_embeddings)
+    batch = oversized_batch(args.memory_bytes, int(config.num_attention_heads), length)
+    source = _rows(args.corpus)
+    texts = [row["text"] for row in source]
+    long_texts = []
+    for start in range(min(64, len(texts))):
+        text, offset = "", start
+        while len(text) < 6 * length:  # about 4 characters a token: well past the limit
+            text += " " + texts[offset % len(texts)]
+            offset += 1
+        long_texts.append(text.strip())
+    tokenizer = AutoTokenizer.from_pretrained(str(args.model))
+    shortest = min(len(ids) for ids in tokenizer(long_texts, truncation=False)["input_ids"])
+    if shortest < length:
+        raise CheckFailed(f"the long inputs reach only {shortest} tokens, {length} needed")
+    shorts = [row for row in source if row["bucket"] == "short"] or source
+    args.out.mkdir(parents=True, exist_ok=True)
+    corpus = args.out / "oversized.jsonl"
+    with corpus.open("w", encoding="utf-8") as handle:
+        for n in range(batch):
+            row = shorts[n % len(shorts)]
+            short = {"id": f"s{n}", "text": row["text"], "label": row["label"], "bucket": "short"}
+            handle.write(json.dumps(short) + "\n")
+        for n in range(batch):
+            row = source[n % len(source)]
+            handle.write(json.dumps({"id": f"l{n}", "text": f"{n}: {long_texts[n % len(long_texts)]}",
+                                     "label": row["label"], "bucket": "long"}) + "\n")
+    protocol = yaml.safe_load(args.protocol.read_text(encoding="utf-8"))
+    reference = protocol["acceptance"]["reference"]["variant"]
+    variants = _reference_only(args.variants_file, reference)
+    variants["variants"][OOM_VARIANT] = {"batch_size": batch, "max_length": length, "attention": "eager"}
+    (args.out / "variants.yaml").write_text(
+        "# benchmarks/device_check.sh: a batch whose attention scores alone exceed the device's memory.\n"
+        + yaml.safe_dump(variants, sort_keys=False), encoding="utf-8")
+    protocol["corpus"]["file"] = str(corpus)
+    protocol["corpus"]["size"] = 2 * batch
+    protocol["corpus"]["buckets"] = {"short": batch, "long": batch}
+    _write_protocol(protocol, args.out / "protocol.yaml",
+                    f"benchmarks/device_check.sh: a copy of {args.protocol.name} for {corpus.name}.")
+    gib = batch * int(config.num_attention_heads) * length * length * 4 / 2**30
+    return (f"{OOM_VARIANT}: batch {batch} x {length} tokens, eager attention: scores of {gib:.0f} GiB per layer "
+            f"against {args.memory_bytes / 2**30:.0f} GiB on the device; first batch {batch} short inputs")
+
+
+def lanes_inputs(args: argparse.Namespace) -> str:
+    """A variants file with the protocol's reference and the same settings over 2 lanes."""
+    protocol = yaml.safe_load(args.protocol.read_text(encoding="utf-8"))
+    reference = protocol["acceptance"]["reference"]["variant"]
+    variants = _reference_only(args.variants_file, reference)
+    variants["variants"][LANES_VARIANT] = {**variants["variants"][reference], "lanes": 2}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("# benchmarks/device_check.sh: the reference and the same settings over 2 lanes.\n"
+                        + yaml.safe_dump(variants, sort_keys=False), encoding="utf-8")
+    return f"{args.out}: {reference}, {LANES_VARIANT}"
+
+
+# --- checks on the tracking store ----------------------------------------------------------------------------
+
+
+def _passes(experiment: str) -> list:
+    from mlflow.tracking import MlflowClient
+
+    from gpucost_mlflow.tracking import schema
+
+    client = MlflowClient()
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        raise CheckFailed(f"experiment '{experiment}' not in {client.tracking_uri}")
+    runs = client.search_runs([found.experiment_id], filter_string=f"tags.`{schema.VARIANT}` LIKE '%'",
+                              max_results=1000, order_by=["attributes.start_time ASC"])
+    return list(runs)
+
+
+def _status(run) -> str:
+    from gpucost_mlflow.tracking import schema
+
+    return run.data.tags.get(schema.STATUS, "")
+
+
+def _tally(runs) -> str:
+    from gpucost_mlflow.tracking import schema
+
+    counts: dict[str, dict[str, int]] = {}
+    for run in runs:
+        by_status = counts.setdefault(run.data.tags.get(schema.VARIANT, "?"), {})
+        by_status[_status(run)] = by_status.get(_status(run), 0) + 1
+    return ", ".join(f"{variant} " + "/".join(f"{status} {n}" for status, n in statuses.items())
+                     for variant, statuses in counts.items())
+
+
+def check_campaign(args: argparse.Namespace) -> str:
+    """One finished campaign run; every scheduled pass there, FINISHED, none failed; the reference accepted."""
+    from mlflow.tracking import MlflowClient
+
+    from gpucost_mlflow.tracking import schema
+
+    client = MlflowClient()
+    experiment = client.get_experiment_by_name(args.experiment)
+    if experiment is None:
+        raise CheckFailed(f"experiment '{args.experiment}' not in {client.tracking_uri}")
+    campaigns = client.search_runs([experiment.experiment_id],
+                                   filter_string=f"tags.`{schema.ROLE}` = '{schema.CAMPAIGN_ROLE}'")
+    if len(campaigns) != 1:
+        raise CheckFailed(f"{len(campaigns)} campaign runs in '{args.experiment}', expected 1")
+    campaign = campaigns[0]
+    if campaign.info.status != "FINISHED":
+        raise CheckFailed(f"campaign run {campaign.info.run_id} is {campaign.info.status}")
+    campaign_id = campaign.data.tags[schema.CAMPAIGN_ID]
+    runs = [run for run in _passes(args.experiment) if run.data.tags.get(schema.CAMPAIGN_ID) == campaign_id]
+    variants = args.variants.split(",")
+    expected = len(variants) * args.passes
+    problems = []
+    if len(runs) != expected:
+        problems.append(f"{len(runs)} passes, {len(variants)} variants x {args.passes} expected")
+    missing = sorted(set(variants) - {run.data.tags.get(schema.VARIANT) for run in runs})
+    if missing:
+        problems.append(f"no pass of {', '.join(missing)}")
+    for run in runs:
+        variant = run.data.tags.get(schema.VARIANT)
+        if run.info.status != "FINISHED" or _status(run) in ("failed", "running", ""):
+            problems.append(f"{variant} {run.info.run_id} is {run.info.status}/{_status(run) or 'no status'}: "
+                            f"{run.data.tags.get(schema.STATUS_REASON, '')}")
+        elif variant == args.reference and _status(run) != "accepted":
+            problems.append(f"reference {variant} {_status(run)}: {run.data.tags.get(schema.STATUS_REASON, '')}")
+    if problems:
+        raise CheckFailed("; ".join(problems))
+    return f"campaign {campaign_id}: {len(runs)} passes FINISHED ({_tally(runs)})"
+
+
+def check_device_measurements(args: argparse.Namespace) -> str:
+    """On every completed GPU pass: device_event_s, the device UUID tag, and energy_j (absent only for a pass
+    shorter than the counter's update period, with that reason; at least one pass has it)."""
+    from gpucost_mlflow.core.energy import DEVICE_UUID_TAG, ENERGY_METRIC
+    from gpucost_mlflow.execution.timing import DEVICE_EVENT_METRIC
+    from gpucost_mlflow.tracking import schema
+
+    runs = [run for run in _passes(args.experiment) if "pass_s" in run.data.metrics]
+    on_gpu = [run for run in runs if run.data.tags.get(schema.BACKEND) in GPU_BACKENDS]
+    if not on_gpu:
+        backends = sorted({run.data.tags.get(schema.BACKEND, "?") for run in runs})
+        raise CheckFailed(f"no completed pass ran on a GPU (backends: {', '.join(backends) or 'none'})")
+    problems, with_energy = [], 0
+    for run in on_gpu:
+        name = f"{run.data.tags.get(schema.VARIANT)} {run.info.run_id[:8]}"
+        if DEVICE_EVENT_METRIC not in run.data.metrics:
+            why = run.data.tags.get(schema.MISSING_PREFIX + DEVICE_EVENT_METRIC, "no reason recorded")
+            problems.append(f"{name}: no {DEVICE_EVENT_METRIC} ({why})")
+        if not run.data.tags.get(DEVICE_UUID_TAG):
+            problems.append(f"{name}: no {DEVICE_UUID_TAG} tag")
+        if ENERGY_METRIC in run.data.metrics:
+            with_energy += 1
+        else:
+            why = run.data.tags.get(schema.MISSING_PREFIX + ENERGY_METRIC, "no reason recorded")
+            if SHORT_PASS_MARK not in why:
+                problems.append(f"{name}: no {ENERGY_METRIC} ({why})")
+    if not with_energy:
+        problems.append(f"no GPU pass has {ENERGY_METRIC}")
+    if problems:
+        raise CheckFailed("; ".join(problems))
+    return (f"{len(on_gpu)} GPU passes: {DEVICE_EVENT_METRIC} and {DEVICE_UUID_TAG} on all, {ENERGY_METRIC} on "
+            f"{with_energy} (the others shorter than the counter's update period)")
+
+
+def check_oom(args: argparse.Namespace) -> str:
+    """The one pass of the out-of-memory step: a failed row (run FAILED) whose reason is out of memory, real or
+    injected as asked, with its completed count recorded (at least the oversized variant's first batch when its
+    variants file is given)."""
+    from gpucost_mlflow.tracking import schema
+
+    min_completed = 0
+    if args.variants_file:
+        declared = yaml.safe_load(args.variants_file.read_text(encoding="utf-8"))["variants"]
+        min_completed = declared[OOM_VARIANT]["batch_size"]
+    runs = _passes(args.experiment)
+    if len(runs) != 1:
+        raise CheckFailed(f"{len(runs)} passes in '{args.experiment}', expected 1")
+    run = runs[0]
+    reason = run.data.tags.get(schema.STATUS_REASON, "")
+    problems = []
+    if _status(run) != "failed" or run.info.status != "FAILED":
+        problems.append(f"status {_status(run) or 'none'}/{run.info.status}, expected failed/FAILED")
+    if not reason.startswith("out of memory"):
+        problems.append(f"reason '{reason[:200]}' is not out of memory")
+    injected = "GPUCOST_FAULT" in reason
+    if injected != args.injected:
+        problems.append("the out-of-memory error was " + ("injected, a real one was expected" if injected
+                                                          else "real, an injected one was expected"))
+    completed = run.data.metrics.get("completed_entries")
+    if completed is None:
+        problems.append("no completed_entries")
+    elif completed < min_completed:
+        problems.append(f"completed_entries {completed:.0f}, the first batch of {min_completed} fits")
+    if problems:
+        raise CheckFailed("; ".join(problems))
+    return (f"{'injected' if injected else 'real'} out of memory kept as a failed row: completed_entries "
+            f"{completed:.0f}, reason: {reason[:160]}")
+
+
+def check_lanes(args: argparse.Namespace) -> str:
+    """The lanes pass: FINISHED, accepted, every expected id observed once."""
+    from gpucost_mlflow.tracking import schema
+
+    runs = [run for run in _passes(args.experiment) if run.data.tags.get(schema.VARIANT) == LANES_VARIANT]
+    if len(runs) != 1:
+        raise CheckFailed(f"{len(runs)} passes of {LANES_VARIANT} in '{args.experiment}', expected 1")
+    run = runs[0]
+    metrics = run.data.metrics
+    if run.info.status != "FINISHED" or _status(run) != "accepted":
+        raise CheckFailed(f"{LANES_VARIANT} is {run.info.status}/{_status(run)}: "
+                          f"{run.data.tags.get(schema.STATUS_REASON, '')}")
+    if metrics.get("observed_ids") != metrics.get("expected_ids"):
+        raise CheckFailed(f"{LANES_VARIANT}: {metrics.get('observed_ids')} ids observed, {metrics.get('expected_ids')} "
+                          "expected")
+    return (f"{LANES_VARIANT} accepted: pass_s {metrics.get('pass_s', float('nan')):.3f}, "
+            f"{metrics['observed_ids']:.0f} ids")
+
+
+def check_report(args: argparse.Namespace) -> str:
+    """The report's files are there and name the campaign's variants."""
+    missing = [name for name in ("report.md", "report.html", "attempts.csv") if not (args.dir / name).is_file()]
+    if missing:
+        raise CheckFailed(f"{args.dir}: no {', '.join(missing)}")
+    text = (args.dir / "report.md").read_text(encoding="utf-8")
+    absent = [name for name in args.variants.split(",") if name not in text]
+    if absent:
+        raise CheckFailed(f"report.md does not name {', '.join(absent)}")
+    return f"{args.dir}: report.md, report.html, attempts.csv name every variant"
+
+
+# --- command line --------------------------------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def command(name, function, **arguments):
+        sub = commands.add_parser(name, help=function.__doc__.splitlines()[0])
+        for flag, options in arguments.items():
+            sub.add_argument("--" + flag.replace("_", "-"), **options)
+        sub.set_defaults(function=function)
+        return sub
+
+    path = {"type": Path, "required": True}
+    command("gpus", gpus)
+    command("knows-lanes", knows_lanes)
+    command("reference", reference, protocol=path)
+    command("series-variants", series_variants, variants_file=path).add_argument("series", nargs="+")
+    command("protocol", protocol_copy, source=path, corpus=path, out=path, passes={"type": int, "required": True},
+            any_quality={"action": "store_true"})
+    command("oom-inputs", oom_inputs, model=path, corpus=path, variants_file=path, protocol=path, out=path,
+            memory_bytes={"type": int, "required": True})
+    command("lanes-inputs", lanes_inputs, variants_file=path, protocol=path, out=path)
+    experiment = {"required": True}
+    command("check-campaign", check_campaign, experiment=experiment, variants=experiment,
+            passes={"type": int, "required": True}, reference=experiment)
+    command("check-device-measurements", check_device_measurements, experiment=experiment)
+    command("check-oom", check_oom, experiment=experiment, injected={"action": "store_true"},
+            variants_file={"type": Path})
+    command("check-lanes", check_lanes, experiment=experiment)
+    command("check-report", check_report, dir=path, variants=experiment)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        print(args.function(args))
+    except CheckFailed as exc:
+        print(exc)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

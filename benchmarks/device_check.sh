@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# One run that proves the device path of gpucost on the machine it runs on (docs/benchmarks.md, "Device check"):
+# the corpus and model (built when missing), `gpucost doctor --peak`, a 2-pass campaign of the first and second
+# series, a real out-of-memory pass, a 2-lane pass when two GPUs exist, and the report; then checks the store.
+#
+#   benchmarks/device_check.sh            on a GPU machine: the 1,000-input corpus, under 8 minutes on one H200
+#   benchmarks/device_check.sh --small    anywhere: a 32-input slice, a model trained for seconds, 1 pass per
+#                                         variant; on the CPU the out-of-memory error is injected (GPUCOST_FAULT)
+#
+# Everything it writes (tracking store, artifacts, report, logs, summary.txt) goes under $OUT when set, else
+# reports/device-check-<UTC time>/. It installs nothing and downloads nothing: it needs a Python with torch and
+# this project's dependencies ($GPUCOST_PYTHON when set, else .venv/bin/python, else python3). Exit 0 when every
+# check passed, 1 when one failed, 2 when it could not start.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SMALL=0
+for arg in "$@"; do
+  case "$arg" in
+    --small) SMALL=1 ;;
+    -h|--help) sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "device_check: unknown argument '$arg' (--small, --help)" >&2; exit 2 ;;
+  esac
+done
+
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+WORK=${OUT:-$ROOT/reports/device-check-$STAMP}
+mkdir -p "$WORK/logs"
+WORK=$(cd "$WORK" && pwd)
+SUMMARY=$WORK/summary.txt
+: >"$SUMMARY"
+PASSED=0 FAILED=0 SKIPPED=0
+STARTED=$SECONDS
+
+say() { echo "$*" | tee -a "$SUMMARY"; }
+record() {  # record RESULT STEP SECONDS DETAIL
+  case "$1" in PASS) PASSED=$((PASSED + 1)) ;; FAIL) FAILED=$((FAILED + 1)) ;; SKIP) SKIPPED=$((SKIPPED + 1)) ;; esac
+  say "$(printf '%-4s %-20s %5ss  %s' "$1" "$2" "$3" "$4")"
+}
+last_line() { grep -v -e '^[[:space:]]*$' -e '^MLflow UI:' "$1" | tail -n 1 | cut -c1-300; }
+finish() {
+  local code=$?
+  [ "$code" -eq 0 ] && [ "$FAILED" -gt 0 ] && code=1
+  say "device_check: $PASSED checks passed, $FAILED failed, $SKIPPED skipped in $((SECONDS - STARTED)) s;" \
+    "everything is in $WORK"
+  exit "$code"
+}
+trap finish EXIT
+stop() { say "device_check: $*"; exit 2; }
+
+# run STEP CMD...: the command's output to logs/STEP.log; PASS with its last line, or FAIL with it.
+run() {
+  local step=$1 began=$SECONDS; shift
+  if "$@" >"$WORK/logs/$step.log" 2>&1; then
+    record PASS "$step" $((SECONDS - began)) "$(last_line "$WORK/logs/$step.log")"
+  else
+    record FAIL "$step" $((SECONDS - began)) "$(last_line "$WORK/logs/$step.log") (logs/$step.log)"
+    return 1
+  fi
+}
+# prepare STEP CMD...: as run, but the rest cannot go on without it.
+prepare() { run "$@" || stop "cannot go on without step '$1'"; }
+
+# --- a Python with torch and the project; nothing is installed here (the GPU machine is offline) ---
+PY=""
+for candidate in "${GPUCOST_PYTHON:-}" "$ROOT/.venv/bin/python" python3; do
+  [ -n "$candidate" ] || continue
+  if PYTHONPATH="$ROOT" "$candidate" -c "import torch, transformers, mlflow, yaml, gpucost_mlflow.cli" \
+       >/dev/null 2>&1; then
+    PY=$candidate
+    break
+  fi
+done
+[ -n "$PY" ] || stop "no Python with torch, transformers, mlflow and this project: none of \$GPUCOST_PYTHON," \
+  ".venv/bin/python, python3 imports them; run 'make install' where the package registry is reachable" \
+  "(this script installs nothing)"
+
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+export MLFLOW_TRACKING_URI="sqlite:///$WORK/mlflow.db"
+export GPUCOST_SPOOL="$WORK/spool" GPUCOST_PEAK_CACHE="$WORK/peak.json"
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR=false PYTHONUNBUFFERED=1
+unset GPUCOST_FAULT MLFLOW_RUN_ID MLFLOW_EXPERIMENT_NAME MLFLOW_EXPERIMENT_ID
+cd "$WORK"  # MLflow puts a new experiment's artifacts under ./mlruns
+gpucost() { "$PY" -m gpucost_mlflow "$@"; }
+helper() { "$PY" "$ROOT/benchmarks/device_check.py" "$@"; }
+
+GPUS=$(helper gpus 2>&1) || stop "cannot list the devices: $GPUS"
+read -r BACKEND NGPUS MEMORY DEVICE_NAME <<<"$GPUS"
+MODE=$([ "$SMALL" -eq 1 ] && echo small || echo full)
+COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+say "device_check $MODE, $STAMP: $BACKEND x $NGPUS ($DEVICE_NAME), python $PY, commit $COMMIT"
+if [ "$BACKEND" = cpu ] && [ "$SMALL" -eq 0 ]; then
+  stop "no GPU visible: the full check is for a GPU machine; --small runs it on the CPU"
+fi
+
+# --- corpus and model: the repository's data/ (as make corpus / make model), or a small slice under $WORK ---
+VARIANTS=$ROOT/projects/variants.yaml
+if [ "$SMALL" -eq 1 ]; then
+  DATA=$WORK/small
+  prepare corpus gpucost corpus build --size 32 --tuning-size 24 --out "$DATA/corpus"
+  prepare model gpucost model prepare --corpus-dir "$DATA/corpus" --out "$DATA/model"
+  QUALITY=(--any-quality) PASSES=1
+else
+  DATA=$ROOT/data
+  if [ -f "$DATA/corpus/comparison.jsonl" ]; then record PASS corpus 0 "present: $DATA/corpus"
+  else prepare corpus gpucost corpus build --out "$DATA/corpus"; fi
+  if [ -f "$DATA/model/config.json" ]; then record PASS model 0 "present: $DATA/model"
+  else prepare model gpucost model prepare --corpus-dir "$DATA/corpus" --out "$DATA/model"; fi
+  QUALITY=() PASSES=2
+fi
+CORPUS=$DATA/corpus/comparison.jsonl MODEL=$DATA/model PROTOCOL=$WORK/protocol.yaml
+prepare protocol helper protocol --source "$ROOT/projects/protocol.yaml" --corpus "$CORPUS" --passes "$PASSES" \
+  ${QUALITY[@]+"${QUALITY[@]}"} --out "$PROTOCOL"
+
+# --- the stack and the device's dense-matmul peak (MFU needs it) ---
+if [ "$SMALL" -eq 1 ]; then run doctor gpucost doctor --peak --min-time 0.05 || true
+else run doctor gpucost doctor --peak || true; fi
+
+# --- the first and second series in one campaign: 2 passes each (1 with --small, where a pass is mostly its start) ---
+EXP=device-check-$STAMP
+SERIES=$(helper series-variants --variants-file "$VARIANTS" batch cheaper) || stop "series: $SERIES"
+REFERENCE=$(helper reference --protocol "$PROTOCOL") || stop "reference: $REFERENCE"
+run campaign gpucost campaign --experiment "$EXP" --variants "$SERIES" --passes "$PASSES" --corpus "$CORPUS" \
+  --model "$MODEL" --variants-file "$VARIANTS" --protocol "$PROTOCOL" || true
+run campaign-check helper check-campaign --experiment "$EXP" --variants "$SERIES" --passes "$PASSES" \
+  --reference "$REFERENCE" || true
+if [ "$BACKEND" = cpu ]; then
+  record SKIP gpu-measurements 0 "passes ran on the CPU: energy_j, device_event_s and the device UUID are GPU checks"
+else
+  run gpu-measurements helper check-device-measurements --experiment "$EXP" || true
+fi
+
+# --- out of memory: real on a GPU (a batch whose attention scores exceed the device), injected on the CPU ---
+# failing_pass STEP HOW CMD...: a pass that must end as a failed row (gpucost pass exits 1); exit 0 or 2 is a FAIL.
+failing_pass() {
+  local step=$1 how=$2 began=$SECONDS code=0; shift 2
+  "$@" >"$WORK/logs/$step.log" 2>&1 || code=$?
+  local said; said=$(last_line "$WORK/logs/$step.log")
+  if [ "$code" -eq 1 ]; then record PASS "$step" $((SECONDS - began)) "$how: $said"
+  else record FAIL "$step" $((SECONDS - began)) "$how: exit $code (a failed pass exits 1): $said"; fi
+}
+OOM_EXP=$EXP-oom
+if [ "$BACKEND" = cpu ]; then
+  # A real out-of-memory on the CPU would take the host's memory from everything else on it: injected instead.
+  failing_pass oom-pass "injected (CPU), GPUCOST_FAULT=oom@2" env GPUCOST_FAULT=oom@2 "$PY" -m gpucost_mlflow pass \
+    --variant "$REFERENCE" --corpus "$CORPUS" --model "$MODEL" --variants "$VARIANTS" --protocol "$PROTOCOL" \
+    --experiment "$OOM_EXP"
+  run oom-check helper check-oom --experiment "$OOM_EXP" --injected || true
+elif run oom-inputs helper oom-inputs --model "$MODEL" --corpus "$CORPUS" --variants-file "$VARIANTS" \
+       --protocol "$PROTOCOL" --memory-bytes "$MEMORY" --out "$WORK/oom"; then
+  failing_pass oom-pass real gpucost pass --variant oversized --corpus "$WORK/oom/oversized.jsonl" --model "$MODEL" \
+    --variants "$WORK/oom/variants.yaml" --protocol "$WORK/oom/protocol.yaml" --experiment "$OOM_EXP"
+  run oom-check helper check-oom --experiment "$OOM_EXP" --variants-file "$WORK/oom/variants.yaml" || true
+  rm -f "$WORK/oom/oversized.jsonl"  # tens of MB of repeated text; oom-inputs writes it again from the corpus
+fi
+
+# --- lanes: two devices in one pass (two GPUs; on the CPU its lanes run on the CPU) ---
+LANES_EXP=$EXP-lanes
+if ! helper knows-lanes >"$WORK/logs/lanes.log" 2>&1; then
+  record SKIP lanes 0 "$(last_line "$WORK/logs/lanes.log")"
+elif [ "$BACKEND" != cpu ] && [ "$NGPUS" -lt 2 ]; then
+  record SKIP lanes 0 "$NGPUS GPU visible, a lanes pass needs 2"
+elif run lanes-inputs helper lanes-inputs --variants-file "$VARIANTS" --protocol "$PROTOCOL" \
+       --out "$WORK/lanes/variants.yaml"; then
+  for variant in "$REFERENCE" batch8-lanes2; do
+    run "lanes-$variant" gpucost pass --variant "$variant" --corpus "$CORPUS" --model "$MODEL" \
+      --variants "$WORK/lanes/variants.yaml" --protocol "$PROTOCOL" --experiment "$LANES_EXP" || true
+  done
+  run lanes-check helper check-lanes --experiment "$LANES_EXP" || true
+fi
+
+# --- the report of the campaign ---
+run report gpucost report --experiment "$EXP" --out "$WORK/report" --protocol "$PROTOCOL" \
+  --variants-file "$VARIANTS" || true
+run report-check helper check-report --dir "$WORK/report" --variants "$SERIES" || true

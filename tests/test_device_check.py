@@ -1,0 +1,129 @@
+"""benchmarks/device_check.sh: the whole check with --small on the CPU, and its GPU-only checks on recorded runs."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import subprocess
+import sys
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from gpucost_mlflow.core.energy import DEVICE_UUID_TAG, ENERGY_METRIC
+from gpucost_mlflow.execution.timing import DEVICE_EVENT_METRIC
+from gpucost_mlflow.tracking import schema
+from tests.helpers import ROOT
+
+SCRIPT = ROOT / "benchmarks" / "device_check.sh"
+_spec = importlib.util.spec_from_file_location("device_check", ROOT / "benchmarks" / "device_check.py")
+device_check = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(device_check)
+H200_BYTES = 143771 * 2**20
+
+
+def _script(*args: str, out, timeout: int = 600) -> subprocess.CompletedProcess:
+    """The script as a user runs it, with this interpreter as its Python and OUT set."""
+    env = dict(os.environ, OUT=str(out), GPUCOST_PYTHON=sys.executable)
+    return subprocess.run(["bash", str(SCRIPT), *args], env=env, capture_output=True, text=True, timeout=timeout,
+                          check=False)
+
+
+@pytest.mark.integration
+def test_small_device_check_passes_on_the_cpu_and_keeps_everything_under_out(tmp_path):
+    result = _script("--small", out=tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    summary = (tmp_path / "summary.txt").read_text()
+    assert summary == result.stdout
+    for step in ("corpus", "model", "doctor", "campaign", "campaign-check", "oom-pass", "oom-check", "report-check"):
+        assert f"PASS {step} " in summary
+    assert "injected (CPU), GPUCOST_FAULT=oom@2" in summary
+    assert "SKIP gpu-measurements" in summary
+    assert "PASS lanes-check" in summary or "SKIP lanes" in summary
+    assert summary.splitlines()[-1].startswith("device_check: ") and " 0 failed, " in summary.splitlines()[-1]
+    assert (tmp_path / "mlflow.db").is_file() and (tmp_path / "report" / "report.md").is_file()
+
+
+@pytest.mark.integration
+def test_full_device_check_refuses_a_machine_without_gpu_in_one_line(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible here: the full check would run")
+    result = _script(out=tmp_path, timeout=120)
+    assert result.returncode == 2
+    assert "no GPU visible" in result.stdout and "--small" in result.stdout
+
+
+@pytest.mark.integration
+def test_an_unknown_argument_stops_the_script_before_anything_runs(tmp_path):
+    result = _script("--smal", out=tmp_path / "never", timeout=30)
+    assert result.returncode == 2 and "unknown argument '--smal'" in result.stderr
+    assert not (tmp_path / "never").exists()
+
+
+@pytest.mark.unit
+def test_the_oversized_batch_needs_more_than_an_h200_for_its_attention_scores_alone():
+    batch = device_check.oversized_batch(H200_BYTES, heads=12, length=512)
+    assert batch == 16384
+    assert batch * 12 * 512 * 512 * 4 > H200_BYTES
+    assert (batch // 2) * 12 * 512 * 512 * 4 <= 1.25 * H200_BYTES
+
+
+def _pass(client: MlflowClient, experiment_id: str, variant: str, backend: str, metrics: dict, tags: dict = ()):
+    run = client.create_run(experiment_id, tags={schema.VARIANT: variant, schema.BACKEND: backend, **dict(tags)})
+    for key, value in metrics.items():
+        client.log_metric(run.info.run_id, key, value)
+    client.set_terminated(run.info.run_id, "FINISHED")
+
+
+def _measurements(experiment: str) -> tuple[int, str]:
+    args = argparse.Namespace(experiment=experiment)
+    try:
+        return 0, device_check.check_device_measurements(args)
+    except device_check.CheckFailed as exc:
+        return 1, str(exc)
+
+
+@pytest.mark.unit
+def test_gpu_passes_need_event_time_uuid_and_energy_unless_shorter_than_the_counter(store):
+    client = MlflowClient()
+    experiment_id = client.create_experiment("gpu")
+    uuid = {DEVICE_UUID_TAG: "GPU-0123"}
+    _pass(client, experiment_id, "batch8", "cuda", {"pass_s": 0.8, DEVICE_EVENT_METRIC: 0.79, ENERGY_METRIC: 410.0},
+          uuid)
+    _pass(client, experiment_id, "batch8-bf16", "cuda", {"pass_s": 0.05, DEVICE_EVENT_METRIC: 0.049},
+          {**uuid, schema.MISSING_PREFIX + ENERGY_METRIC: "pass of 0.050 s is shorter than the nvml counter's period"})
+    code, line = _measurements("gpu")
+    assert code == 0, line
+    assert "energy_j on 1" in line
+
+    _pass(client, experiment_id, "batch4", "cuda", {"pass_s": 1.2},
+          {schema.MISSING_PREFIX + ENERGY_METRIC: "CUDA pass without an energy counter: pynvml is not installed"})
+    code, line = _measurements("gpu")
+    assert code == 1
+    assert "pynvml is not installed" in line and f"no {DEVICE_EVENT_METRIC}" in line and DEVICE_UUID_TAG in line
+
+
+@pytest.mark.unit
+def test_passes_on_the_cpu_never_satisfy_the_gpu_check(store):
+    client = MlflowClient()
+    _pass(client, client.create_experiment("cpu"), "batch8", "cpu", {"pass_s": 3.0})
+    code, line = _measurements("cpu")
+    assert code == 1 and "no completed pass ran on a GPU" in line
+
+
+@pytest.mark.unit
+def test_the_oom_check_tells_a_real_out_of_memory_from_an_injected_one(store):
+    client = MlflowClient()
+    experiment_id = client.create_experiment("oom")
+    run = client.create_run(experiment_id, tags={
+        schema.VARIANT: "oversized", schema.STATUS: "failed",
+        schema.STATUS_REASON: "out of memory: injected by GPUCOST_FAULT=oom@2"})
+    client.log_metric(run.info.run_id, "completed_entries", 8)
+    client.set_terminated(run.info.run_id, "FAILED")
+    assert "injected out of memory" in device_check.check_oom(
+        argparse.Namespace(experiment="oom", injected=True, variants_file=None))
+    with pytest.raises(device_check.CheckFailed, match="injected, a real one was expected"):
+        device_check.check_oom(argparse.Namespace(experiment="oom", injected=False, variants_file=None))
