@@ -716,7 +716,8 @@ def protocol_show(protocol_file) -> None:
     click.echo(f"protocol {protocol_file}: digest {loaded.digest}")
     click.echo(f"question: {loaded.question}")
     for key, value in asdict(loaded.acceptance).items():
-        click.echo(f"  {key}: {value}")
+        if value not in (None, ""):  # an embeddings protocol has no label fields, a labels protocol no embeddings bar
+            click.echo(f"  {key}: {value}")
     deadline = loaded.deadline.isoformat() if loaded.deadline else "no deadline declared"
     click.echo(f"passes per variant: {loaded.passes_per_variant}; warm-up: {loaded.warmup}; deadline: {deadline}")
 
