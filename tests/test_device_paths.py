@@ -93,6 +93,8 @@ def test_oom_pass_is_kept_as_failed_row_with_its_completed_count(tmp_path, corpu
     (RuntimeError("CUDA error: out of memory"), True),
     (RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"), True),
     (MemoryError(), True),
+    (RuntimeError("[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: can't allocate memory: "
+                  "you tried to allocate 206158430208 bytes. Error code 12 (Cannot allocate memory)"), True),
     (RuntimeError("mat1 and mat2 shapes cannot be multiplied"), False),
 ])
 def test_out_of_memory_is_recognised_whichever_layer_raised_it(exc, expected):

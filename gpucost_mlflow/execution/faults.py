@@ -51,7 +51,8 @@ def parse(value: str) -> Fault:
 
 
 # Allocation failures some device libraries still report as a plain RuntimeError rather than torch's type.
-OOM_MESSAGES = ("out of memory", "CUBLAS_STATUS_ALLOC_FAILED", "HIPBLAS_STATUS_ALLOC_FAILED")
+# torch's CPU allocator says "can't allocate memory: you tried to allocate N bytes" (DefaultCPUAllocator).
+OOM_MESSAGES = ("out of memory", "CUBLAS_STATUS_ALLOC_FAILED", "HIPBLAS_STATUS_ALLOC_FAILED", "can't allocate memory")
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
