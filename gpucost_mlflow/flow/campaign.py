@@ -25,7 +25,7 @@ from gpucost_mlflow.core.protocol import load_protocol
 from gpucost_mlflow.core.schedule import Slot, remaining, rotated
 from gpucost_mlflow.core.variants import Variant, get_variant, load_variants
 from gpucost_mlflow.flow.launcher import PassRequest, PassResult, execute
-from gpucost_mlflow.tracking import descriptions, experiments, schema, spool, store
+from gpucost_mlflow.tracking import descriptions, experiments, limits, schema, spool, store
 from gpucost_mlflow.tracking.rejudge import Rejudged, rejudge
 
 # What every pass of a campaign shares: recorded on the parent run.
@@ -152,8 +152,8 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
             )
         parent = _find_parent(client, experiment_id, plan.resume)
         campaign_id, parent_id = plan.resume, parent.info.run_id
-        variants = parent.data.params["campaign.variants"].split(",")
-        passes = int(parent.data.params["campaign.passes"])
+        variants = parent.data.params[schema.CAMPAIGN_VARIANTS].split(",")
+        passes = int(parent.data.params[schema.CAMPAIGN_PASSES])
         if parent.data.tags.get(schema.PROTOCOL_DIGEST) != protocol.digest:
             raise GpucostError(f"campaign '{campaign_id}' ran under another protocol than {plan.protocol_path}; it cannot be resumed under this one")
         client.update_run(parent_id, "RUNNING")
@@ -176,7 +176,7 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
             parent_id = client.create_run(experiment_id, run_name=name).info.run_id
         client.log_batch(
             parent_id,
-            params=[Param("campaign.variants", ",".join(variants)), Param("campaign.passes", str(passes))],
+            params=[Param(schema.CAMPAIGN_VARIANTS, ",".join(variants)), Param(schema.CAMPAIGN_PASSES, str(passes))],
             tags=[
                 RunTag(schema.CAMPAIGN_ID, campaign_id),
                 RunTag(schema.ROLE, schema.CAMPAIGN_ROLE),
@@ -259,7 +259,7 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
         client.log_metric(parent_id, schema.HARNESS_OVERHEAD, overhead)
         result.overhead_s_per_pass = overhead
     if result.skipped:
-        client.set_tag(parent_id, schema.NOT_TRIED, "; ".join(f"{k}: {v}" for k, v in result.skipped.items())[:5000])
+        client.set_tag(parent_id, schema.NOT_TRIED, "; ".join(f"{k}: {v}" for k, v in result.skipped.items())[:limits.TAG_VALUE])
     shown.update(client, parent_id, "finished", result)
     client.set_terminated(parent_id, "FINISHED")
     return result

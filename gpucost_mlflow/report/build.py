@@ -14,7 +14,7 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.protocol import Protocol
 from gpucost_mlflow.core.variants import Variant
 from gpucost_mlflow.report import plots, render, tables
-from gpucost_mlflow.tracking import descriptions, exclusions, schema, ui
+from gpucost_mlflow.tracking import descriptions, exclusions, limits, schema, ui
 from gpucost_mlflow.tracking.reader import attempts, protocol_warnings
 
 FILES = ("report.md", "report.html", "attempts.csv", "balance.csv")
@@ -110,7 +110,7 @@ def log(experiment: str, report: render.Report, paths: dict[str, Path], client: 
     note = descriptions.decision_note(report.decision, choice, report.assessments, campaigns, experiment_id, outside,
                                       report.protocol_digest, report.catalog, report.example_prices)
     tags = {schema.NOTE: note, schema.DECISION: "decided" if choice.decided else "none",
-            schema.DECISION_CAMPAIGNS: ",".join(campaigns)[:5000]}
+            schema.DECISION_CAMPAIGNS: ",".join(campaigns)[:limits.TAG_VALUE]}
     metrics = {}
     if choice.decided:
         chosen = choice.chosen
@@ -118,7 +118,8 @@ def log(experiment: str, report: render.Report, paths: dict[str, Path], client: 
         tags[schema.DECISION_DEVICE] = " or ".join(dict.fromkeys(a.configuration.device for a in chosen))
         tags[schema.DECISION_CURRENCY] = chosen[0].currency
         metrics = {schema.COMMITTED_COST: float(chosen[0].committed), schema.FORECAST_HOURS: chosen[0].forecast_hours}
-    params = {"catalog": report.catalog[:6000], "deadline": report.deadline, "experiment": experiment}
+    params = {schema.DECISION_CATALOG: report.catalog[:limits.PARAM_VALUE], schema.DECISION_DEADLINE: report.deadline,
+              schema.DECISION_EXPERIMENT: experiment}
     now = run.info.start_time
     client.log_batch(run.info.run_id, metrics=[Metric(k, v, now, 0) for k, v in metrics.items()],
                      params=[Param(k, v) for k, v in params.items()], tags=[RunTag(k, v) for k, v in tags.items()])

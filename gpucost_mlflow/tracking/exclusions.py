@@ -19,7 +19,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.tracking import schema, writer
+from gpucost_mlflow.tracking import limits, schema, writer
 
 EXCLUDED = "excluded"
 PAGE = 1000
@@ -67,8 +67,8 @@ def cause_of(cause: str | None) -> str:
     text = " ".join((cause or "").split())
     if not text:
         raise GpucostError("an exclusion needs its documented external cause (--cause TEXT, not empty); nothing changed")
-    if len(text) > writer.MAX_TAG:
-        raise GpucostError(f"the cause is {len(text)} characters, at most {writer.MAX_TAG}; nothing changed")
+    if len(text) > limits.TAG_VALUE:
+        raise GpucostError(f"the cause is {len(text)} characters, at most {limits.TAG_VALUE}; nothing changed")
     return text
 
 
@@ -137,7 +137,7 @@ def undo(client: MlflowClient, run_id: str, who: str | None = None) -> Exclusion
                            "`gpucost exclude`): nothing to restore; nothing changed")
     undone = of(run)
     trace = (f"exclusion by {undone.by} at {undone.at} undone by {who or user()} at {_now()} "
-             f"(cause was: {undone.cause})")[:writer.MAX_TAG]
+             f"(cause was: {undone.cause})")[:limits.TAG_VALUE]
     batch = [RunTag(schema.STATUS, undone.status_before), RunTag(schema.STATUS_REASON, undone.reason_before),
              RunTag(schema.EXCLUSION_UNDONE, trace)] + [RunTag(key, "") for key in WRITTEN]
     metrics, note = writer.restated({**tags, **{tag.key: tag.value for tag in batch}}, dict(run.data.metrics))

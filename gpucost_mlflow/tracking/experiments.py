@@ -12,9 +12,7 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.protocol import Protocol
-from gpucost_mlflow.tracking import descriptions, schema
-
-MAX_TAG_TEXT = 5000
+from gpucost_mlflow.tracking import descriptions, limits, schema
 
 
 def resolve(client: MlflowClient, name: str | None, *, create: bool) -> tuple[str, str] | None:
@@ -60,7 +58,7 @@ def lock(client: MlflowClient, experiment_id: str, name: str, protocol: Protocol
     try:
         client.set_experiment_tag(experiment_id, schema.PROTOCOL_DIGEST, protocol.digest)
         client.set_experiment_tag(experiment_id, schema.PROTOCOL_PATH, protocol.path)
-        if len(protocol_text) <= MAX_TAG_TEXT:
+        if len(protocol_text) <= limits.EXPERIMENT_TAG_VALUE:
             client.set_experiment_tag(experiment_id, schema.PROTOCOL_TEXT, protocol_text)
     except MlflowException:
         # First passes started at once on several machines insert the same tag; the store keeps one.

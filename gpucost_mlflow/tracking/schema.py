@@ -33,6 +33,9 @@ SERIES_LOCK_PREFIX = "gpucost.series."  # experiment tag per series: the digest 
 OVERLAPPED_WITH = "gpucost.overlapped_with"
 NOTE = "mlflow.note.content"  # a run's or an experiment's markdown description in the MLflow UI
 RUN_NAME = "mlflow.runName"
+PARENT_RUN_ID = "mlflow.parentRunId"  # nests a pass under its campaign run
+DATASET_CONTEXT_TAG = "mlflow.data.context"  # input tag of the run's dataset; its value is DATASET_CONTEXT
+SPOOL_ID = "gpucost.spool_id"  # a pass published from the spool: finds the run an earlier sync made
 LOGGED_ARTIFACTS = "mlflow.loggedArtifacts"  # what mlflow.log_table records: the UI shows these files as tables
 MAIN_METRIC = "gpucost.main_metric"  # the protocol's main metric, named on the pass so its description can show it
 MISSING_PREFIX = "gpucost.missing."  # a measurement absent from a pass: gpucost.missing.<metric> = short reason
@@ -40,6 +43,9 @@ MISSING_PREFIX = "gpucost.missing."  # a measurement absent from a pass: gpucost
 ACCEPTED = "accepted"
 INPUTS_PER_S = "inputs_per_s"
 TOKENS_PER_S = "tokens_per_s"
+# Campaign params: the variants in the first round's order and the passes per variant (what resume reads).
+CAMPAIGN_VARIANTS = "campaign.variants"
+CAMPAIGN_PASSES = "campaign.passes"
 # Campaign metrics, logged as passes finish (step: passes finished so far).
 MEDIAN_PASS_S_PREFIX = "median_pass_s."
 PASSES_FINISHED = "passes_finished"
@@ -53,6 +59,10 @@ DECISION_CURRENCY = "gpucost.decision.currency"
 DECISION_CAMPAIGNS = "gpucost.decision.campaigns"
 COMMITTED_COST = "committed_cost"
 FORECAST_HOURS = "forecast_hours"
+# Params of the decision run: the catalog (version and file), the deadline and the experiment it read.
+DECISION_CATALOG = "catalog"
+DECISION_DEADLINE = "deadline"
+DECISION_EXPERIMENT = "experiment"
 # Wall-clock bounds (epoch seconds) of the measured pass, read outside its clock.
 MEASURED_SPAN = ("measured_from_epoch_s", "measured_until_epoch_s")
 CHECK_PREFIX = "gpucost.check."
@@ -85,6 +95,15 @@ PREVIEW = "predictions_preview.json"  # failed predictions first, then a sample:
 
 # The software stack that is part of a configuration's identity (PROTOCOL.md §2): params `stack.<key>`.
 STACK_IDENTITY = ("torch_build", "cuda_runtime", "hip_runtime", "driver")
+# Pass params (params_from_manifest): `setting.<key>` per variant setting, `seed.<key>`, `stack.<key>`.
+SETTING_PREFIX = "setting."
+SEED_PREFIX = "seed."
+STACK_PREFIX = "stack."
+MODEL_REVISION = "model.revision"
+TOKENIZER_REVISION = "model.tokenizer_revision"
+CORPUS_ORDER_DIGEST = "corpus.order_digest"
+WARMUP_INPUTS = "warmup.inputs"
+WARMUP_PASSES = "warmup.passes"
 
 DATASET_CONTEXT = "comparison"
 DEFAULT_EXPERIMENT = "gpucost"
@@ -92,16 +111,16 @@ DEFAULT_EXPERIMENT = "gpucost"
 
 def params_from_manifest(manifest: dict) -> dict[str, str]:
     """Params: every variant setting, model and tokenizer revision, seeds (strings, as MLflow stores them)."""
-    params = {f"setting.{key}": str(value) for key, value in manifest["settings"].items()}
+    params = {f"{SETTING_PREFIX}{key}": str(value) for key, value in manifest["settings"].items()}
     params.update(
         {
-            "model.revision": manifest["model"]["revision"],
-            "model.tokenizer_revision": manifest["model"]["tokenizer_revision"],
-            "corpus.order_digest": manifest["corpus"]["order_digest"],
-            "warmup.inputs": str(manifest["warmup"]["inputs"]),
-            "warmup.passes": str(manifest["warmup"]["passes"]),
+            MODEL_REVISION: manifest["model"]["revision"],
+            TOKENIZER_REVISION: manifest["model"]["tokenizer_revision"],
+            CORPUS_ORDER_DIGEST: manifest["corpus"]["order_digest"],
+            WARMUP_INPUTS: str(manifest["warmup"]["inputs"]),
+            WARMUP_PASSES: str(manifest["warmup"]["passes"]),
         }
     )
-    params.update({f"seed.{key}": str(value) for key, value in manifest["seeds"].items()})
-    params.update({f"stack.{key}": str(manifest["stack"].get(key, "")) for key in STACK_IDENTITY})
+    params.update({f"{SEED_PREFIX}{key}": str(value) for key, value in manifest["seeds"].items()})
+    params.update({f"{STACK_PREFIX}{key}": str(manifest["stack"].get(key, "")) for key in STACK_IDENTITY})
     return params

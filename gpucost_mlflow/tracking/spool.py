@@ -21,13 +21,11 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.tracking import schema
+from gpucost_mlflow.tracking import limits, schema
 
 ENV = "GPUCOST_SPOOL"
 RECORD = "record.json"
 ARTIFACTS = "artifacts"
-SPOOL_ID = "gpucost.spool_id"
-BATCH_LIMITS = {"metrics": 1000, "params": 100, "tags": 100}
 
 
 def spool_dir() -> Path:
@@ -128,13 +126,13 @@ def _find_run(client: MlflowClient, record: dict) -> tuple[str, bool]:
             if exc.error_code != "RESOURCE_DOES_NOT_EXIST":
                 raise
     experiment_id = _experiment_id(client, record)
-    found = client.search_runs([experiment_id], filter_string=f"tags.`{SPOOL_ID}` = '{record['spool_id']}'",
+    found = client.search_runs([experiment_id], filter_string=f"tags.`{schema.SPOOL_ID}` = '{record['spool_id']}'",
                                max_results=1)
     if found:
         return found[0].info.run_id, False
-    tags = dict(record["tags"], **{SPOOL_ID: record["spool_id"]})
+    tags = dict(record["tags"], **{schema.SPOOL_ID: record["spool_id"]})
     if record.get("parent_run_id"):
-        tags["mlflow.parentRunId"] = record["parent_run_id"]
+        tags[schema.PARENT_RUN_ID] = record["parent_run_id"]
     run = client.create_run(experiment_id, start_time=record["start_time"], tags=tags, run_name=record.get("run_name"))
     return run.info.run_id, True
 
@@ -144,17 +142,17 @@ def publish(client: MlflowClient, entry: Entry) -> str:
     record = entry.record
     run_id, created = _find_run(client, record)
     params = [Param(key, value) for key, value in record["params"].items()]
-    tags = [RunTag(key, value) for key, value in record["tags"].items()] + [RunTag(SPOOL_ID, record["spool_id"])]
+    tags = [RunTag(key, value) for key, value in record["tags"].items()] + [RunTag(schema.SPOOL_ID, record["spool_id"])]
     metrics = [Metric(key, value, timestamp, step) for key, value, timestamp, step in record["metrics"]]
-    for chunk in _chunks(params, BATCH_LIMITS["params"]):
+    for chunk in _chunks(params, limits.BATCH["params"]):
         client.log_batch(run_id, params=chunk)
-    for chunk in _chunks(tags, BATCH_LIMITS["tags"]):
+    for chunk in _chunks(tags, limits.BATCH["tags"]):
         client.log_batch(run_id, tags=chunk)
-    for chunk in _chunks(metrics, BATCH_LIMITS["metrics"]):
+    for chunk in _chunks(metrics, limits.BATCH["metrics"]):
         client.log_batch(run_id, metrics=chunk)
     if created and record.get("dataset"):
         dataset = Dataset(**record["dataset"])
-        client.log_inputs(run_id, [DatasetInput(dataset, tags=[InputTag("mlflow.data.context", schema.DATASET_CONTEXT)])])
+        client.log_inputs(run_id, [DatasetInput(dataset, tags=[InputTag(schema.DATASET_CONTEXT_TAG, schema.DATASET_CONTEXT)])])
     for name in record["artifacts"]:
         client.log_artifact(run_id, str(entry.folder / ARTIFACTS / name))
     client.set_terminated(run_id, record["end_status"], end_time=record["end_time"])

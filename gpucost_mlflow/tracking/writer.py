@@ -13,9 +13,7 @@ import time
 from mlflow.entities import Metric, RunTag
 from mlflow.tracking import MlflowClient
 
-from gpucost_mlflow.tracking import descriptions, schema
-
-MAX_TAG = 5000
+from gpucost_mlflow.tracking import descriptions, limits, schema
 
 
 def start_tags(*, role: str, variant: str, device: str, backend: str, corpus_fingerprint: str, protocol_digest: str,
@@ -70,13 +68,13 @@ def outcome_batch(*, status: str, reason: str, metrics: dict, ids_match: bool, q
     metrics = {**rates, **metrics, schema.ACCEPTED: 1.0 if status == "accepted" else 0.0}
     tags = [
         RunTag(schema.STATUS, status),
-        RunTag(schema.STATUS_REASON, reason[:MAX_TAG]),
+        RunTag(schema.STATUS_REASON, reason[:limits.TAG_VALUE]),
         RunTag(schema.CORPUS_ACCEPTED, str(status == "accepted").lower()),
         RunTag(schema.IDS_MATCH, str(ids_match).lower()),
         RunTag(schema.MEMORY_COUNTER, memory_counter),
         RunTag(schema.QUALITY_VERDICT, quality_verdict),
     ] + [
-        RunTag(f"{schema.CHECK_PREFIX}{check.name}", f"{'pass' if check.passed else 'fail'}: {check.reason}"[:MAX_TAG])
+        RunTag(f"{schema.CHECK_PREFIX}{check.name}", f"{'pass' if check.passed else 'fail'}: {check.reason}"[:limits.TAG_VALUE])
         for check in checks or []
     ] + [RunTag(key, value) for key, value in descriptions.missing_tags({**rates_missing, **(missing or {})}).items()]
     return [Metric(k, float(v), now, 0) for k, v in metrics.items()], tags

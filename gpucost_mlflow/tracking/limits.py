@@ -1,0 +1,15 @@
+"""How much one MLflow write may hold, as the installed MLflow checks it (`mlflow.utils.validation`).
+
+Kept apart from schema.py, which imports nothing: reading these limits imports MLflow.
+"""
+
+from __future__ import annotations
+
+from mlflow.utils import validation
+
+TAG_VALUE = validation.MAX_TAG_VAL_LENGTH
+PARAM_VALUE = validation.MAX_PARAM_VAL_LENGTH
+EXPERIMENT_TAG_VALUE = validation.MAX_EXPERIMENT_TAG_VAL_LENGTH
+# Entities of each kind one log_batch may carry.
+BATCH = {"metrics": validation.MAX_METRICS_PER_BATCH, "params": validation.MAX_PARAMS_TAGS_PER_BATCH,
+         "tags": validation.MAX_PARAMS_TAGS_PER_BATCH}

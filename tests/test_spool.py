@@ -1,0 +1,54 @@
+"""The spool: a finished pass the store did not take waits on disk; `gpucost sync` publishes it once, then drops it."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+from mlflow.exceptions import MlflowException
+from mlflow.tracking import MlflowClient
+
+from gpucost_mlflow.cli import main
+from gpucost_mlflow.tracking import schema, spool
+
+pytestmark = pytest.mark.unit
+
+RECORD = {
+    "target": "http://example.invalid", "experiment_id": "0", "experiment_name": "lost", "run_id": "",
+    "run_name": "batch8", "parent_run_id": "", "start_time": 1_700_000_000_000, "end_time": 1_700_000_060_000,
+    "end_status": "FINISHED", "params": {f"{schema.SETTING_PREFIX}batch_size": "8"},
+    "tags": {schema.VARIANT: "batch8", schema.STATUS: "accepted", schema.ROLE: "benchmark"},
+    "metrics": [["pass_s", 12.5, 1_700_000_050_000, 0]], "dataset": None,
+}
+
+
+@pytest.fixture
+def spooled(store, tmp_path, monkeypatch):
+    monkeypatch.setenv(spool.ENV, str(tmp_path / "spool"))
+    (tmp_path / "verdict.json").write_text("{}")
+    return lambda: spool.write(dict(RECORD, spool_id="lost-pass-1"), [tmp_path / "verdict.json"])
+
+
+def test_sync_publishes_a_spooled_pass_once_with_its_timestamps_and_empties_the_spool(spooled):
+    for _ in range(2):  # the second time: a sync that uploaded, then died before removing the entry
+        spooled()
+        synced = CliRunner().invoke(main, ["sync"])
+        assert synced.exit_code == 0, synced.output
+    client = MlflowClient()
+    runs = client.search_runs([client.get_experiment_by_name("lost").experiment_id])
+    assert len(runs) == 1 and runs[0].info.start_time == RECORD["start_time"]
+    assert runs[0].data.tags[schema.SPOOL_ID] == "lost-pass-1" and runs[0].data.metrics["pass_s"] == 12.5
+    assert spool.entries() == []
+
+
+def test_a_store_refusing_the_upload_stops_sync_in_one_line_and_keeps_the_entry(spooled, monkeypatch):
+    entry = spooled()
+
+    def refuse(client, entry):
+        raise MlflowException("Connection refused")
+
+    monkeypatch.setattr(spool, "publish", refuse)
+    synced = CliRunner().invoke(main, ["sync"])
+    assert synced.exit_code == 2 and len(synced.output.strip().splitlines()) == 1
+    assert f"sync stopped at {entry.name} (0 of 1 uploaded" in synced.output
+    assert [waiting.name for waiting in spool.entries()] == [entry.name]
+
