@@ -23,6 +23,7 @@ from gpucost_mlflow.core.energy import (
     PassEnergy,
     pass_energy,
 )
+from gpucost_mlflow.core.errors import one_line
 
 # NVIDIA documents the counter (millijoules since the driver loaded, Volta and newer) but not how often
 # it moves; 0.1 s is the upper end of the 20-100 ms that PETSc's PetscLogGpuEnergyMeter manual page
@@ -118,7 +119,7 @@ def _safely(read: Callable[[], object]) -> object:
     try:
         return read()
     except Exception as exc:  # noqa: BLE001 - one fact missing never stops the pass; its reason is kept
-        return f"unavailable: {type(exc).__name__}: {' '.join(str(exc).split())[:120]}"
+        return f"unavailable: {one_line(exc, named=True)}"
 
 
 def nvml_board(ident: DeviceIdentity) -> Board:
@@ -139,7 +140,7 @@ def nvml_board(ident: DeviceIdentity) -> Board:
             return _no_counter("NVML: torch gives no UUID or PCI address for the device and CUDA_VISIBLE_DEVICES "
                                "renumbers devices, so its NVML handle cannot be told apart")
     except Exception as exc:  # noqa: BLE001 - NVML failing (no driver, no permission) leaves the cell empty
-        return _no_counter(f"NVML unavailable: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
+        return _no_counter(f"NVML unavailable: {one_line(exc, named=True)}")
 
     def facts() -> dict:
         return {
@@ -184,7 +185,7 @@ def amdsmi_board(ident: DeviceIdentity) -> Board:
         if handle is None:
             return _no_counter("amdsmi: the device torch uses was not found among amdsmi's processors")
     except Exception as exc:  # noqa: BLE001 - amdsmi failing (no driver, a VM guest) leaves the cell empty
-        return _no_counter(f"amdsmi unavailable: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
+        return _no_counter(f"amdsmi unavailable: {one_line(exc, named=True)}")
 
     def facts() -> dict:
         clock = _safely(lambda: amdsmi.amdsmi_get_clock_info(handle, amdsmi.AmdSmiClkType.GFX))
@@ -251,7 +252,7 @@ class EnergyProbe:
         try:
             return self.board.read()
         except Exception as exc:  # noqa: BLE001 - a failed read leaves energy_j empty with the reason
-            self.errors.append(f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
+            self.errors.append(one_line(exc, named=True))
             return None
 
     def read_before(self) -> None:

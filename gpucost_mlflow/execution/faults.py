@@ -12,7 +12,7 @@ import re
 import signal
 from dataclasses import dataclass
 
-from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.errors import GpucostError, one_line
 
 ENV = "GPUCOST_FAULT"
 _PATTERN = re.compile(r"^(oom|kill|dupid)@([1-9][0-9]*)$")
@@ -69,7 +69,7 @@ def is_out_of_memory(exc: BaseException) -> bool:
 
 def reason(exc: BaseException) -> str:
     """A one-line failure reason for the attempts table."""
-    message = " ".join(str(exc).split())[:300]
+    message = one_line(exc)
     if is_out_of_memory(exc):
         return f"out of memory: {message}" if message else "out of memory"
     if isinstance(exc, KeyboardInterrupt):

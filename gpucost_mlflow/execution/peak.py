@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from gpucost_mlflow.core.corpus import write_atomic
-from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.errors import GpucostError, one_line
 from gpucost_mlflow.execution.devices import device_names
 
 ENV = "GPUCOST_PEAK_CACHE"
@@ -200,7 +200,7 @@ def measure(device: torch.device, precisions: list[str] | None = None, sizes: tu
         try:
             best = _best(device, precision, sorted(sizes), min_run_time)
         except (RuntimeError, NotImplementedError) as exc:
-            failed[precision] = " ".join(str(exc).split())[:200]
+            failed[precision] = one_line(exc)
             continue
         peaks.append(Peak(
             device=name, torch=torch.__version__, threads=threads, precision=precision, flop_per_s=best[0], size=best[1], operation=best[2],

@@ -1,0 +1,21 @@
+"""Every error reaches the user or the attempts table as one line: white space folded, cut at one length."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpucost_mlflow.core.errors import MESSAGE_LIMIT, one_line
+from gpucost_mlflow.execution import faults
+
+pytestmark = pytest.mark.unit
+
+
+def test_an_error_over_several_lines_becomes_one_line_cut_at_the_limit():
+    exc = RuntimeError("first line\n  second\tline " + "x" * 2 * MESSAGE_LIMIT)
+    assert one_line(exc).startswith("first line second line x") and len(one_line(exc)) == MESSAGE_LIMIT
+    assert one_line(ValueError("bad\nvalue"), named=True) == "ValueError: bad value"
+
+
+def test_a_failure_reason_names_the_error_type_on_one_line():
+    assert faults.reason(ValueError("bad\n value")) == "error: ValueError: bad value"
+
