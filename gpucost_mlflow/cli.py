@@ -26,11 +26,11 @@ class Gpucost(click.Group):
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(GpucostError.exit_code)
         except Exception as exc:
-            if type(exc).__module__.split(".")[0] not in ("mlflow", "requests", "urllib3"):
-                raise
-            from gpucost_mlflow.tracking.store import describe_error
+            from gpucost_mlflow.tracking import store
 
-            click.echo(f"Error: {describe_error(exc)}", err=True)
+            if not store.is_store_error(exc):
+                raise
+            click.echo(f"Error: {store.describe_error(exc)}", err=True)
             ctx.exit(GpucostError.exit_code)
 
 
@@ -352,15 +352,14 @@ def sync(spool_path, dry_run) -> None:
     client = MlflowClient()
     for number, entry in enumerate(waiting, 1):
         try:
-            run_id = spool.publish(client, entry)
+            run_id = spool.publish_and_remove(client, entry)
         except Exception as exc:
-            if not spool.is_store_error(exc):
+            if not store.is_store_error(exc):
                 raise
             raise GpucostError(
                 f"sync stopped at {entry.name} ({number - 1} of {len(waiting)} uploaded; the rest stay in the spool): "
-                f"{store.describe_error(exc) or exc}"
+                f"{store.describe_error(exc)}"
             ) from None
-        spool.remove(entry)
         click.echo(f"synced {entry.describe()} -> run {run_id}")
     click.echo(f"{len(waiting)} spooled pass(es) uploaded to {spool.public_uri(mlflow.get_tracking_uri())}")
 

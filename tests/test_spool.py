@@ -8,7 +8,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
-from gpucost_mlflow.tracking import schema, spool
+from gpucost_mlflow.tracking import schema, spool, store
 
 pytestmark = pytest.mark.unit
 
@@ -52,3 +52,12 @@ def test_a_store_refusing_the_upload_stops_sync_in_one_line_and_keeps_the_entry(
     assert f"sync stopped at {entry.name} (0 of 1 uploaded" in synced.output
     assert [waiting.name for waiting in spool.entries()] == [entry.name]
 
+
+@pytest.mark.parametrize("exc, expected", [
+    (MlflowException("RESOURCE_DOES_NOT_EXIST"), True),
+    (ConnectionError("reset by peer"), True),
+    (TimeoutError("timed out"), True),
+    (ValueError("a bug of ours"), False),
+])
+def test_what_counts_as_a_tracking_store_error(exc, expected):
+    assert store.is_store_error(exc) is expected

@@ -93,7 +93,7 @@ class Shown:
         try:
             client.log_batch(parent_id, metrics=metrics, tags=[RunTag(schema.NOTE, note)])
         except Exception as exc:
-            if not spool.is_store_error(exc):
+            if not store.is_store_error(exc):
                 raise
 
 
@@ -286,7 +286,7 @@ def _end_parent(client: MlflowClient, parent_id: str, status: str) -> None:
     try:
         client.set_terminated(parent_id, status)
     except Exception as exc:
-        if not spool.is_store_error(exc):
+        if not store.is_store_error(exc):
             raise
 
 

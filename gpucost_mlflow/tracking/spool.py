@@ -22,6 +22,7 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.tracking import limits, schema
+from gpucost_mlflow.tracking.store import is_store_error  # noqa: F401 - flow/launcher.py calls it here until it calls store's
 
 ENV = "GPUCOST_SPOOL"
 RECORD = "record.json"
@@ -164,8 +165,9 @@ def remove(entry: Entry) -> None:
     shutil.rmtree(entry.folder, ignore_errors=True)
 
 
-def is_store_error(exc: BaseException) -> bool:
-    """Whether exc means the tracking store could not be reached or refused the write."""
-    if isinstance(exc, (MlflowException, ConnectionError, TimeoutError)):
-        return True
-    return type(exc).__module__.split(".")[0] in ("requests", "urllib3")
+def publish_and_remove(client: MlflowClient, entry: Entry) -> str:
+    """Publish one spooled pass, then drop it from the spool: only once the store holds all of it. Returns the run id;
+    an error (store.is_store_error tells which are the store's) leaves the entry for the next `gpucost sync`."""
+    run_id = publish(client, entry)
+    remove(entry)
+    return run_id

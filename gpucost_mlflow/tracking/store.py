@@ -12,8 +12,9 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import mlflow
+from mlflow.exceptions import MlflowException
 
-from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.errors import GpucostError, one_line
 
 HTTP_TIMEOUT_S = 5
 # Both probes (/health, then an authenticated call) share one deadline, so an unreachable server
@@ -104,17 +105,25 @@ def check(uri: str | None = None) -> str:
     return uri
 
 
-def describe_error(exc: BaseException) -> str | None:
-    """One line for an error raised by MLflow's client or its HTTP stack; None for anything else."""
-    module = type(exc).__module__.split(".")[0]
-    if module not in ("mlflow", "requests", "urllib3"):
-        return None
+def is_store_error(exc: BaseException) -> bool:
+    """Whether exc means the tracking store could not be reached or refused a request: an error of MLflow's client
+    or its HTTP stack, or a connection that broke or timed out."""
+    if isinstance(exc, (MlflowException, ConnectionError, TimeoutError)):
+        return True
+    return type(exc).__module__.split(".")[0] in ("mlflow", "requests", "urllib3")
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line for a tracking-store error (is_store_error): credentials refused, the server unreachable, or what
+    the store said."""
+    from gpucost_mlflow.tracking.spool import public_uri
+
     text = " ".join(str(exc).split())
-    uri = mlflow.get_tracking_uri()
+    uri = public_uri(mlflow.get_tracking_uri())
     if "401" in text or "UNAUTHENTICATED" in text:
         return str(_refused(uri, 401))
     if "403" in text or "PERMISSION_DENIED" in text:
         return str(_refused(uri, 403))
-    if module in ("requests", "urllib3") or "Max retries exceeded" in text or "Connection refused" in text:
-        return f"tracking server {uri} unreachable ({text[:160]})"
-    return f"tracking store {uri}: {text[:300]}"
+    if type(exc).__module__.split(".")[0] != "mlflow" or "Max retries exceeded" in text or "Connection refused" in text:
+        return f"tracking server {uri} unreachable ({one_line(exc)})"
+    return f"tracking store {uri}: {one_line(exc)}"
