@@ -25,7 +25,7 @@ from gpucost_mlflow.core.protocol import load_protocol
 from gpucost_mlflow.core.schedule import Slot, remaining, rotated
 from gpucost_mlflow.core.variants import Variant, get_variant, load_variants
 from gpucost_mlflow.flow.launcher import PassRequest, PassResult, execute
-from gpucost_mlflow.tracking import descriptions, experiments, limits, schema, spool, store
+from gpucost_mlflow.tracking import descriptions, experiments, limits, schema, search, spool, store
 from gpucost_mlflow.tracking.rejudge import Rejudged, rejudge
 
 # What every pass of a campaign shares: recorded on the parent run.
@@ -101,21 +101,11 @@ def _existing_attempts(client: MlflowClient, experiment_id: str, campaign_id: st
     from gpucost_mlflow.tracking.reader import attempt_row
 
     by_slot: dict[str, list[dict]] = {}
-    token = None
-    while True:
-        page = client.search_runs(
-            [experiment_id],
-            filter_string=f"tags.`{schema.CAMPAIGN_ID}` = '{campaign_id}' AND tags.`{schema.VARIANT}` LIKE '%'",
-            order_by=["attributes.start_time ASC"],
-            max_results=1000,
-            page_token=token,
-        )
-        for run in page:
-            row = attempt_row(run)
-            by_slot.setdefault(run.data.tags.get(schema.SLOT, ""), []).append(row)
-        token = page.token
-        if not token:
-            return by_slot
+    found = search.all_runs(client, experiment_id,
+                            f"tags.`{schema.CAMPAIGN_ID}` = '{campaign_id}' AND tags.`{schema.VARIANT}` LIKE '%'")
+    for run in found:
+        by_slot.setdefault(run.data.tags.get(schema.SLOT, ""), []).append(attempt_row(run))
+    return by_slot
 
 
 def _find_parent(client: MlflowClient, experiment_id: str, campaign_id: str):

@@ -14,7 +14,7 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.protocol import Protocol
 from gpucost_mlflow.core.variants import Variant
 from gpucost_mlflow.report import plots, render, tables
-from gpucost_mlflow.tracking import descriptions, exclusions, limits, schema, ui
+from gpucost_mlflow.tracking import descriptions, exclusions, limits, schema, search, ui
 from gpucost_mlflow.tracking.reader import attempts, protocol_warnings
 
 FILES = ("report.md", "report.html", "attempts.csv", "balance.csv")
@@ -134,7 +134,6 @@ def campaign_runs(client: MlflowClient, experiment_id: str, table) -> dict[str, 
     ids = [cid for cid in dict.fromkeys(table["campaign_id"].fillna("")) if cid] if len(table) else []
     if not ids:
         return {}
-    parents = client.search_runs([experiment_id], filter_string=f"tags.`{schema.ROLE}` = '{schema.CAMPAIGN_ROLE}'",
-                                 max_results=1000)
+    parents = search.all_runs(client, experiment_id, f"tags.`{schema.ROLE}` = '{schema.CAMPAIGN_ROLE}'", order_by=None)
     found = {run.data.tags.get(schema.CAMPAIGN_ID, ""): run.info.run_id for run in parents}
     return {cid: found.get(cid, "") for cid in ids}

@@ -14,15 +14,14 @@ import getpass
 from dataclasses import dataclass
 
 import yaml
-from mlflow.entities import Run, RunTag, ViewType
+from mlflow.entities import Run, RunTag
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.tracking import limits, schema, writer
+from gpucost_mlflow.tracking import limits, schema, search, writer
 
 EXCLUDED = "excluded"
-PAGE = 1000
 # Tags an exclusion writes and its undo empties (MLflow's log_batch cannot delete a tag).
 WRITTEN = (schema.EXCLUDED_CAUSE, schema.EXCLUDED_BY, schema.EXCLUDED_AT, schema.STATUS_BEFORE_EXCLUSION,
            schema.REASON_BEFORE_EXCLUSION)
@@ -147,15 +146,8 @@ def undo(client: MlflowClient, run_id: str, who: str | None = None) -> Exclusion
 
 def listed(client: MlflowClient, experiment_id: str) -> list[Exclusion]:
     """Every excluded pass of the experiment, oldest first."""
-    found, token = [], None
-    while True:
-        page = client.search_runs([experiment_id], filter_string=f"tags.`{schema.STATUS}` = '{EXCLUDED}'",
-                                  run_view_type=ViewType.ACTIVE_ONLY, max_results=PAGE,
-                                  order_by=["attributes.start_time ASC"], page_token=token)
-        found += [of(run) for run in page if run.data.tags.get(schema.VARIANT)]
-        token = page.token
-        if not token:
-            return found
+    found = search.all_runs(client, experiment_id, f"tags.`{schema.STATUS}` = '{EXCLUDED}'")
+    return [of(run) for run in found if run.data.tags.get(schema.VARIANT)]
 
 
 def rule(client: MlflowClient, experiment_id: str) -> str:
