@@ -59,7 +59,7 @@ def test_nothing_but_the_work_runs_between_the_two_clock_reads(tmp_path, corpus_
     finally:
         sys.setprofile(None)
 
-    assert outcome["status"] == "completed"
+    assert outcome.status == "completed"
     _, measured, export = windows
     called = {name for _, name in measured}
     assert "forward" in called and "loads" in called, "the measured window holds the reading and inference"

@@ -25,8 +25,8 @@ def test_each_declared_variant_completes_on_cpu(tmp_path, corpus_dir, model_dir,
         workdir=str(tmp_path), settings=VARIANTS[name].settings(), workload_code=workload.module or workload.source,
     )
     outcome = runner.run(spec, time.perf_counter_ns())
-    assert outcome["status"] == "completed", outcome.get("error")
-    assert outcome["completed_entries"] == 30 and outcome["pass_s"] > 0
-    assert outcome["device"] == "cpu"
+    assert outcome.status == "completed", outcome.error
+    assert outcome.completed_entries == 30 and outcome.pass_s > 0
+    assert outcome.device == "cpu"
     exported = embedding_verdicts.EMBEDDINGS if workload.output == "embeddings" else runner.PREDICTIONS
     assert (tmp_path / exported).exists()

@@ -122,12 +122,13 @@ def judge_against_reference(prior: Sequence[Check], metrics: dict, labels: dict[
     return Judgement(status, reason, quality_verdict, checks, {}, dict(metrics), comparison)
 
 
-def missing_measurements(outcome: dict, metrics: dict, timings: Sequence[str]) -> dict[str, str]:
-    """Measurements absent from this attempt, each with its reason (never a zero)."""
-    why = outcome.get("reason") or "not measured"
+def missing_measurements(metrics: dict, timings: Sequence[str], *, failure_reason: str = "",
+                         completed_entries_reason: str = "", declared: dict[str, str] | None = None) -> dict[str, str]:
+    """Measurements absent from this attempt, each with its reason (never a zero): the timings and completed count
+    not in `metrics` (why: the pass's failure reason), and the ones the pass declared missing with theirs."""
+    why = failure_reason or "not measured"
     missing = {key: f"not measured: {why}" for key in timings if key not in metrics}
     if "completed_entries" not in metrics:
-        missing["completed_entries"] = outcome.get("completed_entries_reason", why)
-    missing.update({key: reason for key, reason in (outcome.get("missing_measurements") or {}).items()
-                    if key not in metrics})
+        missing["completed_entries"] = completed_entries_reason or why
+    missing.update({key: reason for key, reason in (declared or {}).items() if key not in metrics})
     return missing

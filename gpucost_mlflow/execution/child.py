@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from gpucost_mlflow.execution import batch_counter, runner
+from gpucost_mlflow.execution.outcome import PassOutcome
 
 CHILD_GRACE_S = 60
 
@@ -52,22 +53,25 @@ def _die_with_parent() -> None:
         pass
 
 
-def read_outcome(workdir: Path, returncode: int, interrupted: bool) -> dict:
-    outcome_path = workdir / runner.OUTCOME
-    if outcome_path.exists():
-        outcome = json.loads(outcome_path.read_text(encoding="utf-8"))
+def read_outcome(workdir: Path, returncode: int, interrupted: bool) -> PassOutcome:
+    """The outcome the child wrote, or, for a child that died before writing one, a failed outcome saying how."""
+    outcome = PassOutcome.read(workdir) or died(workdir, returncode)
+    if interrupted and not outcome.completed:
+        outcome.reason = "interrupted"
+    return outcome
+
+
+def died(workdir: Path, returncode: int) -> PassOutcome:
+    """A child that ended without an outcome: failed, its completed count from its progress counter if it had one."""
+    progress = batch_counter.read(workdir)
+    if returncode < 0:
+        reason = f"killed by signal {signal.Signals(-returncode).name}"
     else:
-        progress = batch_counter.read(workdir)
-        outcome = {"status": "failed", "completed_entries": progress[1] if progress else None}
-        if returncode < 0:
-            name = signal.Signals(-returncode).name
-            outcome["reason"] = f"killed by signal {name}"
-        else:
-            outcome["reason"] = f"child exited with code {returncode} without an outcome"
-        outcome["completed_entries_reason"] = (
+        reason = f"child exited with code {returncode} without an outcome"
+    return PassOutcome(
+        status="failed", reason=reason, completed_entries=progress[1] if progress else None,
+        completed_entries_reason=(
             "child died before reporting; counted from its progress counter, its predictions were lost with it"
             if progress else "child died before the measured pass started"
-        )
-    if interrupted and outcome["status"] != "completed":
-        outcome["reason"] = "interrupted"
-    return outcome
+        ),
+    )

@@ -1,7 +1,8 @@
 """The pass itself, run in a child process: load, warm-up, the measured pass, export.
 
 The launcher writes a spec JSON, starts `python -m gpucost_mlflow.execution.runner SPEC`, and reads
-back `outcome.json` and `predictions.jsonl.gz` from the work folder. This module never imports mlflow.
+back the outcome (`execution/outcome.py`) and `predictions.jsonl.gz` from the work folder. This module never
+imports mlflow.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from gpucost_mlflow.execution.batching import batches
+from gpucost_mlflow.execution.outcome import PassFailure, PassOutcome
 
 WARMUP_RULE = {
     "inputs": 32,
@@ -26,7 +28,6 @@ WARMUP_RULE = {
 }
 SEED = 0
 PREDICTIONS = "predictions.jsonl.gz"
-OUTCOME = "outcome.json"
 
 
 @dataclass
@@ -67,7 +68,7 @@ def read_texts(corpus_path: str) -> tuple[list[str], list[str]]:
 def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[int, int], None] | None = None) -> Predictions:
     """Tokenize, pad each batch to its longest input, transfer, infer, bring labels and scores to the host.
 
-    On an exception the predictions made so far are attached to it as `partial_predictions`.
+    On an exception it raises PassFailure carrying the predictions made so far.
     """
     import numpy as np
     import torch
@@ -104,9 +105,9 @@ def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[
         # otherwise keep them alive), then copy the finished batches to the host one by one: no new
         # device allocation on a device that just ran out of memory.
         traceback.clear_frames(exc.__traceback__)
-        exc.partial_predictions = _to_host(ids, done_order[: sum(len(t) for t in done_labels)], done_labels, done_scores,
-                                           lengths, plan, each_first=True)
-        raise
+        partial = _to_host(ids, done_order[: sum(len(t) for t in done_labels)], done_labels, done_scores, lengths, plan,
+                           each_first=True)
+        raise PassFailure(exc, partial) from exc
 
 
 def tokenizer_parallelism(settings: dict) -> bool:
@@ -122,7 +123,8 @@ def measure(corpus_path, tokenizer, model, settings, device, sync, on_batch=None
     """The measured pass: synchronise, read the energy counter, start the clock, record the start event,
     read, tokenize, transfer, infer, bring to host, record the end event, synchronise, stop, read the
     energy counter. Nothing else happens between the two clock reads; the counter reads are adjacent to
-    them, outside the interval, and no thread samples anything inside it."""
+    them, outside the interval, and no thread samples anything inside it. A failure is raised as PassFailure
+    with the clock's time to it."""
     from gpucost_mlflow.execution import timing
 
     clock = timing.Stopwatch(sync)
@@ -135,11 +137,11 @@ def measure(corpus_path, tokenizer, model, settings, device, sync, on_batch=None
     try:
         ids, texts = read_texts(corpus_path)
         predictions = (work or process)(ids, texts, tokenizer, model, settings, device, on_batch)
-    except BaseException as exc:
-        exc.elapsed_s = clock.stop()
+    except BaseException as exc:  # noqa: BLE001 - raised again as PassFailure, with the clock's time to it
+        failure = PassFailure.of(exc, clock.stop())
         if energy is not None:
             energy.read_after()
-        raise
+        raise failure from failure.cause
     events.record_end()
     seconds = clock.stop()
     if energy is not None:
@@ -184,8 +186,8 @@ def _seconds(start_ns: int) -> float:
     return (time.perf_counter_ns() - start_ns) / 1e9
 
 
-def run(spec: PassSpec, started_ns: int) -> dict:
-    """Run one pass as the spec says; return the outcome (also written to the work folder)."""
+def run(spec: PassSpec, started_ns: int) -> PassOutcome:
+    """Run one pass as the spec says; return its outcome (main writes it to the work folder)."""
     import torch
 
     from gpucost_mlflow.execution import energy, faults, memory, models, timing
@@ -194,8 +196,7 @@ def run(spec: PassSpec, started_ns: int) -> dict:
 
     settings = spec.settings
     workdir = Path(spec.workdir)
-    outcome: dict = {"status": "failed", "reason": "", "completed_entries": 0}
-    outcome["tokenizer_parallelism"] = tokenizer_parallelism(settings)
+    outcome = PassOutcome(tokenizer_parallelism=tokenizer_parallelism(settings))
     fault = faults.parse(spec.fault)
     torch.manual_seed(spec.seed)
     device = models.resolve_device(settings["device"])
@@ -203,9 +204,9 @@ def run(spec: PassSpec, started_ns: int) -> dict:
     work = load_workload(spec, device)
     tokenizer, model = work.tokenizer, work.model
     sync()
-    outcome["load_s"] = _seconds(started_ns)
-    outcome["device"] = str(device)
-    outcome["deterministic"] = {
+    outcome.load_s = _seconds(started_ns)
+    outcome.device = str(device)
+    outcome.deterministic = {
         "torch_seed": spec.seed,
         "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
         "cudnn_deterministic": bool(torch.backends.cudnn.deterministic),
@@ -217,7 +218,7 @@ def run(spec: PassSpec, started_ns: int) -> dict:
     warm.start()
     for _ in range(spec.warmup["passes"]):
         work.process(ids[: spec.warmup["inputs"]], texts[: spec.warmup["inputs"]], tokenizer, model, settings, device)
-    outcome["warmup_s"] = warm.stop()
+    outcome.warmup_s = warm.stop()
     del ids, texts
 
     memory.reset_peaks(device)
@@ -233,45 +234,35 @@ def run(spec: PassSpec, started_ns: int) -> dict:
     # pass, read outside its clock: how overlapping passes are found.
     facts = board.facts()
     probe = energy.EnergyProbe(board)
-    outcome["measured_from_epoch_s"] = time.time()
+    outcome.measured_from_epoch_s = time.time()
     out_of_memory = False
     try:
         predictions, seconds = measure(spec.corpus_path, tokenizer, model, settings, device, sync, on_batch,
                                        probe, events, work.process)
-        outcome.update(status="completed", pass_s=seconds)
-    except BaseException as exc:  # noqa: BLE001 - every failure is kept as a row with its reason
-        predictions = getattr(exc, "partial_predictions", None) or Predictions()
-        out_of_memory = faults.is_out_of_memory(exc)
-        outcome.update(
-            reason=faults.reason(exc),
-            elapsed_until_failure_s=getattr(exc, "elapsed_s", None),
-            error="".join(traceback.format_exception(exc)),
-        )
-    outcome["measured_until_epoch_s"] = time.time()
+        outcome.status, outcome.pass_s = "completed", seconds
+    except PassFailure as failure:  # every failure is kept as a row with its reason
+        predictions = failure.partial or Predictions()
+        out_of_memory = faults.is_out_of_memory(failure.cause)
+        outcome.reason = faults.reason(failure.cause)
+        outcome.elapsed_until_failure_s = failure.elapsed_s
+        outcome.error = "".join(traceback.format_exception(failure.cause))
+    outcome.measured_until_epoch_s = time.time()
     if out_of_memory:
         memory.release(device)
-    outcome["completed_entries"] = len(predictions.ids)
-    outcome["memory"] = memory.peaks(device)
-    outcome.update(work.utilisation(predictions, outcome.get("pass_s")))
-    event_s, no_event = events.result(outcome["status"] == "completed")
-    _merge(outcome, energy.outcome_fields(probe, facts, outcome.get("pass_s")))
-    _merge(outcome, {"metrics": {timing.DEVICE_EVENT_METRIC: event_s}} if event_s is not None
-           else {"missing_measurements": {timing.DEVICE_EVENT_METRIC: no_event}})
+    outcome.completed_entries = len(predictions.ids)
+    peaks = memory.peaks(device)
+    outcome.memory_peaks, outcome.memory_counter = peaks["metrics"], peaks["counter"]
+    outcome.merge(work.utilisation(predictions, outcome.pass_s))
+    event_s, no_event = events.result(outcome.completed)
+    outcome.merge(energy.outcome_fields(probe, facts, outcome.pass_s))
+    outcome.merge({"metrics": {timing.DEVICE_EVENT_METRIC: event_s}} if event_s is not None
+                  else {"missing_measurements": {timing.DEVICE_EVENT_METRIC: no_event}})
 
     export = Stopwatch(sync)
     export.start()
     work.export(workdir, predictions, fault.dupid_at)
-    outcome["export_s"] = export.stop()
+    outcome.export_s = export.stop()
     return outcome
-
-
-def _merge(outcome: dict, fields: dict) -> None:
-    """Add metrics, missing measurements and tags to the outcome's own, other fields as they are."""
-    for key, value in fields.items():
-        if isinstance(value, dict) and key in ("metrics", "missing_measurements", "tags"):
-            outcome[key] = {**(outcome.get(key) or {}), **value}
-        else:
-            outcome[key] = value
 
 
 def load_workload(spec: PassSpec, device):
@@ -333,14 +324,10 @@ def main(argv: list[str]) -> int:
     except BaseException as exc:  # noqa: BLE001 - the launcher reads every ending as an outcome
         from gpucost_mlflow.execution import faults
 
-        outcome = {
-            "status": "failed",
-            "reason": faults.reason(exc),
-            "error": "".join(traceback.format_exception(exc)),
-            "completed_entries": 0,
-        }
-    (workdir / OUTCOME).write_text(json.dumps(outcome, indent=2), encoding="utf-8")
-    return 0 if outcome["status"] == "completed" else 1
+        cause = exc.cause if isinstance(exc, PassFailure) else exc  # a workload failing in warm-up
+        outcome = PassOutcome(reason=faults.reason(cause), error="".join(traceback.format_exception(cause)))
+    outcome.write(workdir)
+    return 0 if outcome.completed else 1
 
 
 if __name__ == "__main__":

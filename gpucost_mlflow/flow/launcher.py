@@ -23,7 +23,7 @@ from mlflow.tracking import MlflowClient
 from mlflow.tracking.context.registry import resolve_tags
 
 from gpucost_mlflow.core import embedding_verdicts, judge, verdicts
-from gpucost_mlflow.core.corpus import read_corpus
+from gpucost_mlflow.core.corpus import Corpus, read_corpus
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.fingerprints import sha256_file
 from gpucost_mlflow.core.manifest import build_manifest
@@ -36,6 +36,7 @@ from gpucost_mlflow.core.variants import (
     load_variants,
 )
 from gpucost_mlflow.execution import child, environment, faults, models, runner
+from gpucost_mlflow.execution.outcome import PassOutcome
 from gpucost_mlflow.flow import workloads
 from gpucost_mlflow.tracking import (
     descriptions,
@@ -48,6 +49,9 @@ from gpucost_mlflow.tracking import (
     store,
     writer,
 )
+
+# The accepted reference pass a pass is judged against: its labels, or its embeddings.
+Reference = judge.Reference | embedding_verdicts.EmbeddingReference
 
 
 @dataclass
@@ -95,13 +99,13 @@ class Prepared:
     """Everything checked before a run exists."""
 
     manifest: dict
-    corpus: object
+    corpus: Corpus
     protocol: Protocol
     protocol_text: str
     reference: Variant
 
 
-def check_corpus_spec(corpus, protocol: Protocol) -> None:
+def check_corpus_spec(corpus: Corpus, protocol: Protocol) -> None:
     """A benchmark pass runs on the corpus the protocol describes: size, buckets, labels."""
     buckets = {name: sum(1 for row in corpus.rows if row["bucket"] == name) for name in protocol.buckets}
     problems = []
@@ -179,7 +183,7 @@ def _start_run(client: MlflowClient, experiment_id: str, run_name: str, parent_r
     return client.create_run(experiment_id, run_name=run_name, tags=resolve_tags(tags))
 
 
-def _dataset(corpus, manifest: dict) -> dict:
+def _dataset(corpus: Corpus, manifest: dict) -> dict:
     """The comparison corpus as an MLflow dataset entity, kept as plain fields for the spool record."""
     import pandas as pd
 
@@ -264,11 +268,72 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
     After the child starts nothing needs the store: the attempt is written to the local spool, then
     published; if the store went away meanwhile, the entry waits there for `gpucost sync`.
     """
-    manifest, corpus, protocol = prepared.manifest, prepared.corpus, prepared.protocol
-    run_id, experiment_id = run.info.run_id, run.info.experiment_id
-    manifest["run"].update(run_id=run_id, experiment_id=experiment_id)
+    started = _record_start(request, prepared, client, run, workdir)
+    reference = None
+    needs_reference = bool(prepared.corpus.gold_labels) and verdicts.needs_reference(
+        request.variant.settings(), prepared.reference.settings())
+    if needs_reference:
+        reference = _reference_pass(client, run.info.experiment_id, prepared, workdir)
+
+    outcome, interrupted = _run_child(request, prepared, workdir)
+    stopped_ms = int(time.time() * 1000)
+    eval_started = time.perf_counter_ns()
+    judged, back, audit_record = _judge_outcome(request, prepared, outcome, workdir, needs_reference, reference)
+    metrics = _attempt_metrics(outcome, judged, (time.perf_counter_ns() - eval_started) / 1e9)
+    verdict = _verdict(prepared, outcome, judged, metrics, audit_record)
+    metric_entities, outcome_tags = writer.outcome_batch(
+        status=judged.status, reason=judged.reason, metrics=metrics, ids_match=judged.ids_match,
+        quality_verdict=verdict["quality_verdict"], memory_counter=verdict["memory_counter"], checks=judged.checks,
+        timestamp_ms=stopped_ms, missing=verdict["missing_measurements"],
+    )
+    corpus = prepared.corpus
+    if isinstance(back, verdicts.ReadBack) and (workdir / schema.PREDICTIONS).exists():
+        table = preview(corpus.rows, back.labels, corpus.gold_labels)
+        (workdir / schema.PREVIEW).write_text(json.dumps(table, ensure_ascii=False), encoding="utf-8")
+        outcome_tags.append(RunTag(schema.LOGGED_ARTIFACTS, json.dumps([{"path": schema.PREVIEW, "type": "table"}])))
+    ended = {**started.tags, **{tag.key: tag.value for tag in outcome_tags}}
+    outcome_tags.append(RunTag(schema.NOTE, descriptions.pass_note(ended, {m.key: m.value for m in metric_entities})))
+    (workdir / schema.VERDICT).write_text(json.dumps(verdict, indent=2), encoding="utf-8")
+    if outcome.error or judged.status == "failed":
+        (workdir / schema.ERROR).write_text(outcome.error or judged.reason, encoding="utf-8")
+    record = {
+        "target": spool.public_uri(mlflow.get_tracking_uri()),
+        "experiment_id": run.info.experiment_id,
+        "experiment_name": experiment_name,
+        "run_id": run.info.run_id,
+        "run_name": started.run_name,
+        "parent_run_id": request.parent_run_id,
+        "start_time": run.info.start_time,
+        "end_time": int(time.time() * 1000),
+        "end_status": ("KILLED" if interrupted else "FAILED") if judged.status == "failed" else "FINISHED",
+        "params": started.params,
+        "tags": {**started.tags, schema.RUN_NAME: started.run_name, **{tag.key: tag.value for tag in outcome_tags},
+                 **outcome.tags},
+        "metrics": [[m.key, m.value, m.timestamp, m.step] for m in metric_entities],
+        "dataset": started.dataset,
+    }
+    result = PassResult(run.info.run_id, judged.status, judged.reason, metrics, locked_now)
+    _publish(client, record, workdir, result)
+    return result, interrupted
+
+
+@dataclass
+class _Started:
+    """What the open run was given before the child started: its params, start tags, name and dataset."""
+
+    params: dict[str, str]
+    tags: dict[str, str]
+    run_name: str
+    dataset: dict
+
+
+def _record_start(request: PassRequest, prepared: Prepared, client: MlflowClient, run, workdir: Path) -> _Started:
+    """Params, start tags, run name, description, manifest, environment and dataset, logged as the run opens."""
+    manifest = prepared.manifest
+    run_id = run.info.run_id
+    manifest["run"].update(run_id=run_id, experiment_id=run.info.experiment_id)
     params = schema.params_from_manifest(manifest)
-    start_tags = _tags(request, manifest, protocol.acceptance.main_metric or "cosine_min")
+    start_tags = _tags(request, manifest, prepared.protocol.acceptance.main_metric or "cosine_min")
     run_name = descriptions.pass_name(start_tags, run_id)
     shown = {schema.RUN_NAME: run_name, schema.NOTE: descriptions.pass_note(start_tags, {})}
     client.log_batch(run_id, params=[Param(k, v) for k, v in params.items()],
@@ -277,113 +342,101 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
     (workdir / schema.ENVIRONMENT).write_text(environment.all_distributions(), encoding="utf-8")
     for name in (schema.MANIFEST, schema.ENVIRONMENT):
         client.log_artifact(run_id, str(workdir / name))
-    dataset = _dataset(corpus, manifest)
+    dataset = _dataset(prepared.corpus, manifest)
     _log_dataset(client, run_id, dataset)
-    reference = None
-    needs_reference = corpus.gold_labels and verdicts.needs_reference(request.variant.settings(),
-                                                                       prepared.reference.settings())
-    if needs_reference:
-        reference = _reference_pass(client, experiment_id, prepared, workdir)
+    return _Started(params, start_tags, run_name, dataset)
 
+
+def _run_child(request: PassRequest, prepared: Prepared, workdir: Path) -> tuple[PassOutcome, bool]:
+    """The pass's child, started with its spec and read back: its outcome and whether the launcher was interrupted."""
     spec = runner.PassSpec(
         corpus_path=str(request.corpus_path.resolve()),
         model_path=str(request.model_path.resolve()),
         workdir=str(workdir),
         settings=request.variant.settings(),
-        warmup=dict(protocol.warmup),
+        warmup=dict(prepared.protocol.warmup),
         fault=os.environ.get(faults.ENV, ""),
-        workload_code=manifest["workload"].get("code", ""),
+        workload_code=prepared.manifest["workload"].get("code", ""),
     )
     if request.on_child_start is not None:
         request.on_child_start(workdir)
     returncode, interrupted = child.run(spec, workdir)
-    outcome = child.read_outcome(workdir, returncode, interrupted)
-    stopped_ms = int(time.time() * 1000)
+    return child.read_outcome(workdir, returncode, interrupted), interrupted
 
-    eval_started = time.perf_counter_ns()
-    audit, audit_record = None, {}
+
+def _judge_outcome(request: PassRequest, prepared: Prepared, outcome: PassOutcome, workdir: Path,
+                   needs_reference: bool, reference: Reference | None,
+                   ) -> tuple[judge.Judgement, verdicts.ReadBack | embedding_verdicts.EmbeddingReadBack, dict]:
+    """The pass's files read back and judged by the protocol's output; returns the judgement, what was read back
+    and the audit's record (empty unless a deliverable without gold labels was audited)."""
+    protocol, corpus, manifest = prepared.protocol, prepared.corpus, prepared.manifest
     if protocol.acceptance.output == "embeddings":
         back = embedding_verdicts.read_embeddings(workdir)
         judged = embedding_verdicts.judge_embeddings(
-            completed=outcome["status"] == "completed", failure_reason=outcome.get("reason", ""), rows=corpus.rows,
+            completed=outcome.completed, failure_reason=outcome.reason, rows=corpus.rows,
             back=back, acceptance=protocol.acceptance, needs_reference=needs_reference, reference=reference,
             reference_name=prepared.reference.name, gold_labels=corpus.gold_labels,
         )
-    else:
-        back = verdicts.read_predictions(workdir / schema.PREDICTIONS, manifest["model"]["labels"])
-        if not corpus.gold_labels and protocol.deliverables["audit"] and outcome["status"] == "completed":
-            audit, audit_record = _audit(request, prepared, back, workdir)
-        judged = judge.judge(
-            completed=outcome["status"] == "completed", failure_reason=outcome.get("reason", ""), rows=corpus.rows,
-            back=back, labels=manifest["model"]["labels"], acceptance=protocol.acceptance,
-            needs_reference=needs_reference, reference=reference, reference_name=prepared.reference.name,
-            gold_labels=corpus.gold_labels, audit=audit,
-        )
-    eval_s = (time.perf_counter_ns() - eval_started) / 1e9
+        return judged, back, {}
+    audit, audit_record = None, {}
+    back = verdicts.read_predictions(workdir / schema.PREDICTIONS, manifest["model"]["labels"])
+    if not corpus.gold_labels and protocol.deliverables["audit"] and outcome.completed:
+        audit, audit_record = _audit(request, prepared, back, workdir)
+    judged = judge.judge(
+        completed=outcome.completed, failure_reason=outcome.reason, rows=corpus.rows,
+        back=back, labels=manifest["model"]["labels"], acceptance=protocol.acceptance,
+        needs_reference=needs_reference, reference=reference, reference_name=prepared.reference.name,
+        gold_labels=corpus.gold_labels, audit=audit,
+    )
+    return judged, back, audit_record
 
-    status, reason, checks, counts, quality = judged.status, judged.reason, judged.checks, judged.counts, judged.quality
-    metrics = {key: outcome[key] for key in schema.TIMINGS if outcome.get(key) is not None}
+
+def _attempt_metrics(outcome: PassOutcome, judged: judge.Judgement, eval_s: float) -> dict[str, float]:
+    """The attempt's metrics: stage timings, id counts, completed entries, measured bounds, memory peaks, the
+    outcome's own metrics (energy, device events, FLOP rates, a workload's figures) and quality."""
+    metrics = outcome.timings(schema.TIMINGS)
     metrics["eval_s"] = eval_s
-    metrics.update(expected_ids=counts["expected_ids"], observed_ids=counts["observed_ids"])
-    if outcome.get("completed_entries") is not None:
-        metrics["completed_entries"] = outcome["completed_entries"]
-    metrics.update({key: outcome[key] for key in schema.MEASURED_SPAN if outcome.get(key) is not None})
-    if outcome.get("elapsed_until_failure_s") is not None:
-        metrics["elapsed_until_failure_s"] = outcome["elapsed_until_failure_s"]
-    metrics.update((outcome.get("memory") or {}).get("metrics", {}))
-    metrics.update(outcome.get("metrics") or {})
-    metrics.update(quality)
-    verdict = {
-        "status": status,
-        "reason": reason,
-        "corpus_accepted": status == "accepted",
-        "checks": [check.record() for check in checks],
-        "ids": counts,
-        "quality": quality,
+    metrics.update(expected_ids=judged.counts["expected_ids"], observed_ids=judged.counts["observed_ids"])
+    if outcome.completed_entries is not None:
+        metrics["completed_entries"] = outcome.completed_entries
+    metrics.update(outcome.timings(schema.MEASURED_SPAN))
+    if outcome.elapsed_until_failure_s is not None:
+        metrics["elapsed_until_failure_s"] = outcome.elapsed_until_failure_s
+    metrics.update(outcome.memory_peaks)
+    metrics.update(outcome.metrics)
+    metrics.update(judged.quality)
+    return metrics
+
+
+def _verdict(prepared: Prepared, outcome: PassOutcome, judged: judge.Judgement, metrics: dict,
+             audit_record: dict) -> dict:
+    """The verdict artifact: status, checks, ids, quality, reference, audit and what was not measured and why."""
+    return {
+        "status": judged.status,
+        "reason": judged.reason,
+        "corpus_accepted": judged.status == "accepted",
+        "checks": [check.record() for check in judged.checks],
+        "ids": judged.counts,
+        "quality": judged.quality,
         "quality_verdict": judged.quality_verdict,
         "reference": judged.comparison,
-        "gold_labels": corpus.gold_labels,
+        "gold_labels": prepared.corpus.gold_labels,
         "audit": audit_record,
-        "protocol_digest": protocol.digest,
-        "missing_measurements": judge.missing_measurements(outcome, metrics, schema.TIMINGS),
-        "memory_counter": (outcome.get("memory") or {}).get("counter", ""),
-        "deterministic": outcome.get("deterministic", {}),
-        "device_facts": outcome.get("device_facts", {}),
+        "protocol_digest": prepared.protocol.digest,
+        "missing_measurements": judge.missing_measurements(
+            metrics, schema.TIMINGS, failure_reason=outcome.reason,
+            completed_entries_reason=outcome.completed_entries_reason, declared=outcome.missing_measurements),
+        "memory_counter": outcome.memory_counter,
+        "deterministic": outcome.deterministic,
+        "device_facts": outcome.device_facts,
     }
-    metric_entities, outcome_tags = writer.outcome_batch(
-        status=status, reason=reason, metrics=metrics, ids_match=judged.ids_match,
-        quality_verdict=verdict["quality_verdict"], memory_counter=verdict["memory_counter"], checks=checks,
-        timestamp_ms=stopped_ms, missing=verdict["missing_measurements"],
-    )
-    if isinstance(back, verdicts.ReadBack) and (workdir / schema.PREDICTIONS).exists():
-        table = preview(corpus.rows, back.labels, corpus.gold_labels)
-        (workdir / schema.PREVIEW).write_text(json.dumps(table, ensure_ascii=False), encoding="utf-8")
-        outcome_tags.append(RunTag(schema.LOGGED_ARTIFACTS, json.dumps([{"path": schema.PREVIEW, "type": "table"}])))
-    ended = {**start_tags, **{tag.key: tag.value for tag in outcome_tags}}
-    outcome_tags.append(RunTag(schema.NOTE, descriptions.pass_note(ended, {m.key: m.value for m in metric_entities})))
-    (workdir / schema.VERDICT).write_text(json.dumps(verdict, indent=2), encoding="utf-8")
-    if outcome.get("error") or status == "failed":
-        (workdir / schema.ERROR).write_text(outcome.get("error") or reason, encoding="utf-8")
-    record = {
-        "target": spool.public_uri(mlflow.get_tracking_uri()),
-        "experiment_id": experiment_id,
-        "experiment_name": experiment_name,
-        "run_id": run_id,
-        "run_name": run_name,
-        "parent_run_id": request.parent_run_id,
-        "start_time": run.info.start_time,
-        "end_time": int(time.time() * 1000),
-        "end_status": ("KILLED" if interrupted else "FAILED") if status == "failed" else "FINISHED",
-        "params": params,
-        "tags": {**start_tags, schema.RUN_NAME: run_name, **{tag.key: tag.value for tag in outcome_tags},
-                 **(outcome.get("tags") or {})},
-        "metrics": [[m.key, m.value, m.timestamp, m.step] for m in metric_entities],
-        "dataset": dataset,
-    }
+
+
+def _publish(client: MlflowClient, record: dict, workdir: Path, result: PassResult) -> None:
+    """Write the attempt to the spool, then publish it; if the store is unreachable it stays spooled (`result.spooled`)."""
     files = [workdir / name for name in (schema.MANIFEST, schema.ENVIRONMENT, schema.VERDICT, schema.PREDICTIONS,
                                          *embedding_verdicts.FILES, schema.PREVIEW, schema.ERROR)]
     entry = spool.write(record, files)
-    result = PassResult(run_id, status, reason, metrics, locked_now)
     try:
         spool.publish(client, entry)
     except Exception as exc:
@@ -394,8 +447,7 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
               f"{entry.folder}: run `gpucost sync` when the store is back", file=sys.stderr)
     else:
         spool.remove(entry)
-        _flag_overlaps(client, run_id)
-    return result, interrupted
+        _flag_overlaps(client, result.run_id)
 
 
 def _audit(request: PassRequest, prepared: Prepared, back: verdicts.ReadBack, workdir: Path):
@@ -417,8 +469,8 @@ def _audit(request: PassRequest, prepared: Prepared, back: verdicts.ReadBack, wo
         raise KeyboardInterrupt
     ran = child.read_outcome(folder, returncode, interrupted)
     labels = verdicts.read_predictions(folder / schema.PREDICTIONS, prepared.manifest["model"]["labels"]).labels
-    if ran["status"] != "completed":
-        check = verdicts.Check("audit", False, f"the {prepared.reference.name} audit pass failed: {ran.get('reason', '')}")
+    if not ran.completed:
+        check = verdicts.Check("audit", False, f"the {prepared.reference.name} audit pass failed: {ran.reason}")
     else:
         check = judge.audit_check(back.labels, labels, sample, declared["min_label_agreement"], prepared.reference.name)
     return check, {"variant": prepared.reference.name, "sample_ids": sample, "reference_labels": labels,
@@ -443,7 +495,7 @@ def _one_line(exc: BaseException, limit: int = 200) -> str:
     return text[:limit]
 
 
-def _reference_pass(client: MlflowClient, experiment_id: str, prepared: Prepared, workdir: Path) -> judge.Reference | None:
+def _reference_pass(client: MlflowClient, experiment_id: str, prepared: Prepared, workdir: Path) -> Reference | None:
     """The latest accepted reference pass on the same corpus and model (its predictions read back), or None."""
     manifest = prepared.manifest
     run = rejudge.find_reference(client, experiment_id, prepared.reference.name, manifest["corpus"]["fingerprint"],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
@@ -22,7 +23,7 @@ NO_DEADLINE = "not declared"
 
 
 def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Catalog,
-          variants: dict[str, Variant], client: MlflowClient | None = None) -> tuple[render.Report, object]:
+          variants: dict[str, Variant], client: MlflowClient | None = None) -> tuple[render.Report, pd.DataFrame]:
     """Read every attempt back and assess every configuration against the protocol and the catalog."""
     for number, cost in enumerate(protocol.other_costs, 1):
         if cost.currency != catalog.currency:
@@ -85,7 +86,7 @@ def excluded_per_variant(table, client: MlflowClient, experiment: str) -> list[r
     return result
 
 
-def write(report: render.Report, balance, out_dir: Path) -> dict[str, Path]:
+def write(report: render.Report, balance: pd.DataFrame, out_dir: Path) -> dict[str, Path]:
     """Write the four files atomically; returns their paths."""
     paths = {name: out_dir / name for name in FILES}
     write_atomic(paths["report.md"], render.markdown(report).encode("utf-8"))

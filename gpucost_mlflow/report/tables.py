@@ -15,7 +15,15 @@ from gpucost_mlflow.tracking.schema import STACK_IDENTITY, TIMINGS
 MEMORY = ("mem_peak_allocated_bytes", "mem_peak_reserved_bytes", "mem_peak_rss_bytes")
 
 
-def attempt_walls(rows: pd.DataFrame) -> tuple[tuple[float, ...], int]:
+@dataclass(frozen=True)
+class AttemptWalls:
+    """Every attempt's run wall time on one device, and how many of them are lower bounds (no end time recorded)."""
+
+    walls: tuple[float, ...]
+    estimated: int
+
+
+def attempt_walls(rows: pd.DataFrame) -> AttemptWalls:
     """Each attempt's run wall time; one without an end time counts its recorded stage times (a lower bound)."""
     walls, estimated = [], 0
     for wall, *stages in rows[["wall_s", *TIMINGS]].itertuples(index=False):
@@ -24,7 +32,7 @@ def attempt_walls(rows: pd.DataFrame) -> tuple[tuple[float, ...], int]:
         else:
             estimated += 1
             walls.append(float(sum(v for v in stages if pd.notna(v))))
-    return tuple(walls), estimated
+    return AttemptWalls(tuple(walls), estimated)
 
 
 IDENTITY = ("workload", "model_revision", "corpus_fingerprint", *STACK_IDENTITY)
@@ -73,8 +81,8 @@ def configurations(table: pd.DataFrame) -> list[Configuration]:
             durations=Durations(tuple(float(v) for v in completed["pass_s"])),
             medians=medians,
             accepted_deliverables=int(done["corpus_fingerprint"].nunique()),
-            attempt_walls=walls[device][0],
-            walls_estimated=walls[device][1],
+            attempt_walls=walls[device].walls,
+            walls_estimated=walls[device].estimated,
             identity=dict(zip(IDENTITY, identity)),
             distinction=", ".join(f"{IDENTITY_LABELS[IDENTITY[i]]} {_short(identity[i])}" for i in differing),
         ))

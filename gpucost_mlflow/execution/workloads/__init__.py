@@ -17,7 +17,8 @@ class Work:
 
     tokenizer: object  # the harness tokenizer (None where the workload needs none)
     model: object  # what `process` runs: a model, or the state the user's load() returned
-    process: Callable  # (ids, texts, tokenizer, model, settings, device, on_batch) -> outputs with .ids
+    process: Callable  # (ids, texts, tokenizer, model, settings, device, on_batch) -> outputs with .ids; on a failure
+    # it raises outcome.PassFailure carrying the finished batches' outputs
     utilisation: Callable  # (outputs, pass_s or None) -> FLOP metrics, or their missing reasons
     export: Callable  # (folder, outputs, duplicate_at) -> None: the deliverable files
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.execution.batching import batches
+from gpucost_mlflow.execution.outcome import PassFailure
 from gpucost_mlflow.execution.workloads import Work
 
 NORMALIZE = "sentence_transformers.models.Normalize"
@@ -71,7 +72,7 @@ def load(spec, device) -> Work:
 def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[int, int], None] | None = None, *,
             normalize: bool = True) -> Embedded:
     """Tokenize, pad each batch to its longest input, transfer, encode, mean-pool over the real tokens, bring the
-    embeddings to the host. On an exception the embeddings made so far are attached as `partial_predictions`."""
+    embeddings to the host. On an exception it raises PassFailure carrying the embeddings made so far."""
     import numpy as np
     import torch
 
@@ -105,9 +106,8 @@ def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[
         return _to_host(ids, order, done, lengths, plan)
     except BaseException as exc:
         traceback.clear_frames(exc.__traceback__)
-        exc.partial_predictions = _to_host(ids, order[: sum(len(t) for t in done)], [t.cpu() for t in done], lengths,
-                                           plan)
-        raise
+        partial = _to_host(ids, order[: sum(len(t) for t in done)], [t.cpu() for t in done], lengths, plan)
+        raise PassFailure(exc, partial) from exc
 
 
 def _to_host(ids, order, done, lengths, plan) -> Embedded:

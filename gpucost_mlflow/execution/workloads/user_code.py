@@ -23,6 +23,7 @@ from functools import partial
 from pathlib import Path
 
 from gpucost_mlflow.execution.batching import batches
+from gpucost_mlflow.execution.outcome import PassFailure
 from gpucost_mlflow.execution.workloads import Work
 
 UNKNOWN_FLOPS = "FLOPs unknown for user code"
@@ -90,7 +91,7 @@ def process(ids, texts, tokenizer, state, settings, device, on_batch: Callable[[
             infer: Callable) -> UserOutputs:
     """Batch the texts in the harness's order and call infer once per batch; every batch's outputs are checked.
 
-    On an exception the outputs of the finished batches are attached as `partial_predictions`."""
+    On an exception it raises PassFailure carrying the outputs of the finished batches."""
     grouping = settings["length_grouping"]
     lengths = token_counts(tokenizer, texts, settings) if grouping == "sorted" else None
     plan = batches(lengths if lengths is not None else [0] * len(texts), settings["batch_size"], grouping)
@@ -106,8 +107,7 @@ def process(ids, texts, tokenizer, state, settings, device, on_batch: Callable[[
             done.plan.append(batch)
         return done
     except BaseException as exc:
-        exc.partial_predictions = done
-        raise
+        raise PassFailure(exc, done) from exc
 
 
 def _checked(result, expected: int, number: int, kind: str) -> str:
