@@ -34,6 +34,25 @@ class Gpucost(click.Group):
             ctx.exit(GpucostError.exit_code)
 
 
+class WholeNumber(click.ParamType):
+    """A whole-number option, refused in one line like every user error (exit 2): `--lots must be a whole number
+    >= 1, got '0'`."""
+
+    name = "integer"
+
+    def __init__(self, minimum: int) -> None:
+        self.minimum = minimum
+
+    def convert(self, value, param, ctx) -> int:
+        try:
+            number = value if isinstance(value, int) else int(str(value).strip())
+        except ValueError:
+            number = None
+        if number is None or number < self.minimum:
+            raise GpucostError(f"{param.opts[0]} must be a whole number >= {self.minimum}, got '{value}'")
+        return number
+
+
 def _under(root: Path, path: Path) -> Path:
     return path if path.is_absolute() else root / path
 
@@ -213,7 +232,7 @@ def run_pass(variant_name, corpus_path, model_path, variants_file, experiment, p
 
 @main.command("campaign")
 @click.option("--variants", "variant_names", default="batch1,batch4,batch8", show_default=True, help="Comma-separated variant names, in the first round's order.")
-@click.option("--passes", type=int, default=None, help="Passes per variant (default and required value: the protocol's).")
+@click.option("--passes", type=WholeNumber(1), default=None, help="Passes per variant (default and required value: the protocol's).")
 @click.option("--resume", default=None, help="Campaign id: run only its slots without an attempt, and its interrupted ones again.")
 @click.option("--experiment", default=None, help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else 'gpucost'); ignored under `mlflow run`.")
 @click.option("--corpus", "corpus_path", type=click.Path(path_type=Path), default=DEFAULT_CORPUS_DIR / "comparison.jsonl", show_default=True)
@@ -366,9 +385,9 @@ def sync(spool_path, dry_run) -> None:
 
 @main.command("packages")
 @click.option("--gpu", required=True, help="GPU id in the catalog (rtx-4090, b200).")
-@click.option("--days", default=None, help="Package length; without it, the 3-, 7- and 30-day packages are listed.")
-@click.option("--lots", default="1", show_default=True, help="Number of lots (a lot holds the catalog's gpus_per_lot).")
-@click.option("--accepted-results", default=None, help="Distinct, finished and validated useful corpora (whole number >= 0).")
+@click.option("--days", type=WholeNumber(1), default=None, help="Package length; without it, the 3-, 7- and 30-day packages are listed.")
+@click.option("--lots", type=WholeNumber(1), default=1, show_default=True, help="Number of lots (a lot holds the catalog's gpus_per_lot).")
+@click.option("--accepted-results", type=WholeNumber(0), default=None, help="Distinct, finished and validated useful corpora.")
 @click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), default=None, help="Your catalog CSV (default: catalog/labkit-2026-09-24.csv).")
 def packages(gpu, days, lots, accepted_results, catalog_file) -> None:
     """Package calculator: total = price per lot x lots; cost per validated corpus only from accepted results."""
@@ -377,9 +396,7 @@ def packages(gpu, days, lots, accepted_results, catalog_file) -> None:
 
     catalog = _catalog(catalog_file)
     catalog.require_gpu(gpu)
-    lot_count = costs.parse_whole(lots, "--lots", 1)
-    accepted = None if accepted_results is None else costs.parse_whole(accepted_results, "--accepted-results", 0)
-    lengths = [costs.parse_whole(days, "--days", 1)] if days is not None else list(PACKAGE_DAYS)
+    lengths = [days] if days is not None else list(PACKAGE_DAYS)
     for rate in (p for p in catalog.for_gpu(gpu) if p.hourly and days is None):
         click.echo(f"{gpu}, hourly: {costs.money(rate.price_per_lot, rate.currency)} per lot-hour (lot of {rate.gpus_per_lot}; "
                    f"min {rate.min_hours:g} h, billed per {rate.increment_hours:g} h; catalog {catalog.version}): "
@@ -389,18 +406,18 @@ def packages(gpu, days, lots, accepted_results, catalog_file) -> None:
         if package is None:
             click.echo(f"{gpu}, {length}-day package: not in catalog {catalog.version}")
             continue
-        held = costs.commit(package, lot_count)
+        held = costs.commit(package, lots)
         click.echo(
-            f"{gpu}, {length}-day package, {lot_count} lot(s): {costs.money(held.total, package.currency)} for {held.gpus} GPU(s) "
+            f"{gpu}, {length}-day package, {lots} lot(s): {costs.money(held.total, package.currency)} for {held.gpus} GPU(s) "
             f"({costs.money(package.price_per_lot, package.currency)} per lot of {package.gpus_per_lot}; catalog {catalog.version})"
         )
-        if accepted is not None:
-            per = costs.cost_per_validated_corpus(held.total, accepted)
+        if accepted_results is not None:
+            per = costs.cost_per_validated_corpus(held.total, accepted_results)
             click.echo(
                 "  cost per validated corpus: undefined (no accepted result); the committed "
                 f"{costs.money(held.total, package.currency)} stays in the balance"
                 if per is None else
-                f"  cost per validated corpus: {costs.money(per, package.currency)} ({costs.money(held.total, package.currency)} / {accepted} accepted)"
+                f"  cost per validated corpus: {costs.money(per, package.currency)} ({costs.money(held.total, package.currency)} / {accepted_results} accepted)"
             )
 
 
@@ -409,16 +426,14 @@ def packages(gpu, days, lots, accepted_results, catalog_file) -> None:
 @click.option("--end", required=True, help="Local end of the access window, ISO.")
 @click.option("--tz", "tz_name", required=True, help="IANA time zone of both times (Europe/Amsterdam).")
 @click.option("--gpu", default=None, help="Price every covering plan of this GPU id (packages and hourly rates).")
-@click.option("--gpus", default="1", show_default=True, help="GPUs the configuration uses (lots = ceil(GPUs / GPUs per lot)).")
+@click.option("--gpus", type=WholeNumber(1), default=1, show_default=True, help="GPUs the configuration uses (lots = ceil(GPUs / GPUs per lot)).")
 @click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), default=None)
 def window_cmd(start, end, tz_name, gpu, gpus, catalog_file) -> None:
     """Real elapsed hours of a campaign window, which 3-, 7-, 30-day packages cover it, and its covering plans."""
-    from gpucost_mlflow.core import costs
     from gpucost_mlflow.core.catalog import PACKAGE_DAYS
     from gpucost_mlflow.core.window import consecutive_needed, covers, window
 
     span = window(start, end, tz_name)
-    used = costs.parse_whole(gpus, "--gpus", 1)
     catalog = None
     if gpu is not None:
         catalog = _catalog(catalog_file)
@@ -435,7 +450,7 @@ def window_cmd(start, end, tz_name, gpu, gpus, catalog_file) -> None:
     if catalog is not None:
         from gpucost_mlflow.core.plans import to_hours
 
-        _echo_plans(catalog, gpu, to_hours(span.hours), used, "table")
+        _echo_plans(catalog, gpu, to_hours(span.hours), gpus, "table")
 
 
 def _echo_plans(catalog, gpu: str, hours, gpus: int, fmt: str) -> None:
@@ -458,19 +473,17 @@ def _echo_plans(catalog, gpu: str, hours, gpus: int, fmt: str) -> None:
 @main.command("plan")
 @click.option("--gpu", required=True, help="GPU id in the catalog (rtx-4090, b200, or your own row's id).")
 @click.option("--hours", required=True, help="The whole window to cover, in hours (a decimal number > 0).")
-@click.option("--gpus", default="1", show_default=True, help="GPUs the configuration uses (lots = ceil(GPUs / GPUs per lot)).")
+@click.option("--gpus", type=WholeNumber(1), default=1, show_default=True, help="GPUs the configuration uses (lots = ceil(GPUs / GPUs per lot)).")
 @click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), default=None, help="Your catalog CSV (default: catalog/labkit-2026-09-24.csv).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def plan_cmd(gpu, hours, gpus, catalog_file, fmt) -> None:
     """Every way the catalog covers the window (package x consecutive periods x lots, or hours billed), cheapest first."""
-    from gpucost_mlflow.core import costs
     from gpucost_mlflow.core.plans import parse_hours
 
     window_hours = parse_hours(hours)
-    used = costs.parse_whole(gpus, "--gpus", 1)
     catalog = _catalog(catalog_file)
     catalog.require_gpu(gpu)
-    _echo_plans(catalog, gpu, window_hours, used, fmt)
+    _echo_plans(catalog, gpu, window_hours, gpus, fmt)
 
 
 @main.group("catalog")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from click.testing import CliRunner
 
+from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.errors import MESSAGE_LIMIT, one_line
 from gpucost_mlflow.execution import faults
 
@@ -19,3 +21,12 @@ def test_an_error_over_several_lines_becomes_one_line_cut_at_the_limit():
 def test_a_failure_reason_names_the_error_type_on_one_line():
     assert faults.reason(ValueError("bad\n value")) == "error: ValueError: bad value"
 
+
+@pytest.mark.parametrize("args, message", [
+    (["--lots", "0"], "--lots must be a whole number >= 1, got '0'"),
+    (["--days", "seven"], "--days must be a whole number >= 1, got 'seven'"),
+    (["--accepted-results", "-1"], "--accepted-results must be a whole number >= 0, got '-1'"),
+])
+def test_a_whole_number_option_is_refused_in_one_line_at_the_boundary(args, message):
+    result = CliRunner().invoke(main, ["packages", "--gpu", "b200", *args])
+    assert result.exit_code == 2 and result.output.strip() == f"Error: {message}"

@@ -47,14 +47,3 @@ def cost_per_validated_corpus(total: Decimal, accepted: int) -> Decimal | None:
 def money(amount: Decimal, currency: str) -> str:
     """2,071.00 USD."""
     return f"{amount:,.2f} {currency}"
-
-
-def parse_whole(text: str, name: str, minimum: int) -> int:
-    """A CLI whole number (--lots, --days, --accepted-results), refused in one line otherwise."""
-    try:
-        value = int(str(text).strip())
-    except ValueError:
-        raise GpucostError(f"{name} must be a whole number >= {minimum}, got '{text}'") from None
-    if value < minimum:
-        raise GpucostError(f"{name} must be a whole number >= {minimum}, got '{text}'")
-    return value
