@@ -55,8 +55,9 @@ def test_a_store_refusing_the_upload_stops_sync_in_one_line_and_keeps_the_entry(
 
 @pytest.mark.parametrize("exc, expected", [
     (MlflowException("RESOURCE_DOES_NOT_EXIST"), True),
-    (ConnectionError("reset by peer"), True),
+    (ConnectionResetError("reset by peer"), True),
     (TimeoutError("timed out"), True),
+    (BrokenPipeError("stdout closed by `| head`"), False),
     (ValueError("a bug of ours"), False),
 ])
 def test_what_counts_as_a_tracking_store_error(exc, expected):

@@ -107,8 +107,9 @@ def check(uri: str | None = None) -> str:
 
 def is_store_error(exc: BaseException) -> bool:
     """Whether exc means the tracking store could not be reached or refused a request: an error of MLflow's client
-    or its HTTP stack, or a connection that broke or timed out."""
-    if isinstance(exc, (MlflowException, ConnectionError, TimeoutError)):
+    or its HTTP stack, or a network connection refused, reset or timed out (not a closed pipe, such as `| head`)."""
+    if isinstance(exc, (MlflowException, ConnectionRefusedError, ConnectionResetError, ConnectionAbortedError,
+                        TimeoutError)):
         return True
     return type(exc).__module__.split(".")[0] in ("mlflow", "requests", "urllib3")
 
