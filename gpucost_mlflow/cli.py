@@ -7,13 +7,12 @@ from pathlib import Path
 
 import click
 
+from gpucost_mlflow.core import shipped
 from gpucost_mlflow.core.errors import GpucostError
 
 DEFAULT_CORPUS_DIR = Path("data/corpus")
 DEFAULT_MODEL_DIR = Path("data/model")
-DEFAULT_VARIANTS = Path("projects/variants.yaml")
 DEFAULT_TUNING_SIZE = 4000
-DEFAULT_PROTOCOL = Path("projects/protocol.yaml")
 
 
 class Gpucost(click.Group):
@@ -55,6 +54,11 @@ class WholeNumber(click.ParamType):
 
 def _under(root: Path, path: Path) -> Path:
     return path if path.is_absolute() else root / path
+
+
+def _file(path: Path, root: Path = Path(".")) -> Path:
+    """A protocol, variants or catalog file under root; a default one missing there is the copy the package ships."""
+    return shipped.default_file(path, root)
 
 
 AUTO_MODEL = "auto"
@@ -154,7 +158,7 @@ def model_prepare(corpus_dir, out_dir, seed) -> None:
 
 
 @main.group("variants", invoke_without_command=True)
-@click.option("--variants", "variants_file", type=click.Path(path_type=Path), default=DEFAULT_VARIANTS, show_default=True)
+@click.option("--variants", "variants_file", type=click.Path(path_type=Path), default=shipped.VARIANTS, show_default=True)
 @click.pass_context
 def list_variants(ctx, variants_file) -> None:
     """List the declared variants and their settings; `propose` writes the third series."""
@@ -162,7 +166,7 @@ def list_variants(ctx, variants_file) -> None:
         return
     from gpucost_mlflow.core.variants import load_variants
 
-    for variant in load_variants(variants_file).values():
+    for variant in load_variants(_file(variants_file)).values():
         settings = ", ".join(f"{k}={v}" for k, v in variant.settings().items())
         click.echo(f"{variant.name:22} [{variant.series or '-'}] {settings}")
 
@@ -171,14 +175,14 @@ def list_variants(ctx, variants_file) -> None:
 @click.option("--experiment", default=None, help="The experiment whose finished campaign(s) the proposal reads.")
 @click.option("--out", "out_path", type=click.Path(path_type=Path), default=None,
               help="The variants file to write (default: projects/variants-proposed-<experiment>.yaml); never overwritten.")
-@click.option("--variants-file", type=click.Path(path_type=Path), default=DEFAULT_VARIANTS, show_default=True)
+@click.option("--variants-file", type=click.Path(path_type=Path), default=shipped.VARIANTS, show_default=True)
 def propose_variants(experiment, out_path, variants_file) -> None:
     """Combine the second series' accepted changes and sweep the batch size under them, as a new declared series."""
     from gpucost_mlflow.flow.propose import run
 
     name = _experiment(experiment)
     out = out_path or Path("projects") / f"variants-proposed-{name}.yaml"
-    proposal = run(name, variants_file, out)
+    proposal = run(name, _file(variants_file), out)
     click.echo(f"{out}: series '{proposal.series}' (reference {proposal.reference}) combines "
                f"{', '.join(proposal.combined)}: {', '.join(proposal.variants)}")
     for change, why in proposal.left_out.items():
@@ -190,9 +194,9 @@ def propose_variants(experiment, out_path, variants_file) -> None:
 @click.option("--variant", "variant_name", required=True, help="A variant name from the variants file.")
 @click.option("--corpus", "corpus_path", type=click.Path(path_type=Path), default=DEFAULT_CORPUS_DIR / "comparison.jsonl", show_default=True)
 @click.option("--model", "model_path", type=click.Path(path_type=Path), default=AUTO_MODEL, show_default=True, help=MODEL_HELP)
-@click.option("--variants", "variants_file", type=click.Path(path_type=Path), default=DEFAULT_VARIANTS, show_default=True)
+@click.option("--variants", "variants_file", type=click.Path(path_type=Path), default=shipped.VARIANTS, show_default=True)
 @click.option("--experiment", default=None, help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else 'gpucost'); ignored under `mlflow run`.")
-@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=DEFAULT_PROTOCOL, show_default=True, help="The pre-registered protocol; its digest is locked on the experiment.")
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True, help="The pre-registered protocol; its digest is locked on the experiment.")
 @click.option("--role", default="benchmark", show_default=True, help="benchmark, or deliverable for a production corpus.")
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."), help="Folder that relative paths are resolved from (the MLproject passes the repository root).")
 def run_pass(variant_name, corpus_path, model_path, variants_file, experiment, protocol_file, role, root) -> None:
@@ -201,14 +205,15 @@ def run_pass(variant_name, corpus_path, model_path, variants_file, experiment, p
     from gpucost_mlflow.core.variants import get_variant
     from gpucost_mlflow.flow.launcher import PassRequest, execute
 
-    variant = get_variant(_under(root, variants_file), variant_name)
+    variants_path, protocol_path = _file(variants_file, root), _file(protocol_file, root)
+    variant = get_variant(variants_path, variant_name)
     request = PassRequest(
         variant=variant,
         corpus_path=_under(root, corpus_path),
-        model_path=_model(root, model_path, _under(root, protocol_file)),
+        model_path=_model(root, model_path, protocol_path),
         experiment=_experiment(experiment),
-        protocol_path=_under(root, protocol_file),
-        variants_path=_under(root, variants_file),
+        protocol_path=protocol_path,
+        variants_path=variants_path,
         role=role,
         code_root=Path(__file__).resolve().parent,
     )
@@ -237,8 +242,8 @@ def run_pass(variant_name, corpus_path, model_path, variants_file, experiment, p
 @click.option("--experiment", default=None, help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else 'gpucost'); ignored under `mlflow run`.")
 @click.option("--corpus", "corpus_path", type=click.Path(path_type=Path), default=DEFAULT_CORPUS_DIR / "comparison.jsonl", show_default=True)
 @click.option("--model", "model_path", type=click.Path(path_type=Path), default=AUTO_MODEL, show_default=True, help=MODEL_HELP)
-@click.option("--variants-file", type=click.Path(path_type=Path), default=DEFAULT_VARIANTS, show_default=True)
-@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=DEFAULT_PROTOCOL, show_default=True)
+@click.option("--variants-file", type=click.Path(path_type=Path), default=shipped.VARIANTS, show_default=True)
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True)
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."), help="Folder that relative paths are resolved from.")
 @click.option("--series", "series_name", default=None, help="Run every variant of this declared series (instead of --variants).")
 def campaign(variant_names, passes, resume, experiment, corpus_path, model_path, variants_file, protocol_file, root,
@@ -248,12 +253,12 @@ def campaign(variant_names, passes, resume, experiment, corpus_path, model_path,
     from gpucost_mlflow.flow.campaign import CampaignPlan, run_campaign
     from gpucost_mlflow.progress import CampaignProgress
 
-    protocol_path = _under(root, protocol_file)
+    protocol_path, variants_path = _file(protocol_file, root), _file(variants_file, root)
     names = [name.strip() for name in variant_names.split(",") if name.strip()]
     if series_name is not None:
         from gpucost_mlflow.core.variants import load_series
 
-        declared = load_series(_under(root, variants_file))
+        declared = load_series(variants_path)
         if series_name not in declared:
             raise GpucostError(f"no series '{series_name}' in {variants_file}; declared: {', '.join(declared)}")
         names = list(declared[series_name].members)
@@ -264,7 +269,7 @@ def campaign(variant_names, passes, resume, experiment, corpus_path, model_path,
         corpus_path=_under(root, corpus_path),
         model_path=_model(root, model_path, protocol_path),
         protocol_path=protocol_path,
-        variants_path=_under(root, variants_file),
+        variants_path=variants_path,
         code_root=Path(__file__).resolve().parent,
         resume=resume or "",
     )
@@ -301,7 +306,7 @@ def _echo_ui_link(experiment_id: str) -> None:
 
 @main.command("rejudge")
 @click.option("--experiment", default=None, help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else 'gpucost').")
-@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=DEFAULT_PROTOCOL, show_default=True,
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True,
               help="The protocol the experiment is locked to.")
 def rejudge_cmd(experiment, protocol_file) -> None:
     """Judge every pending pass whose reference now exists (same judge as the pass; raw metrics untouched)."""
@@ -309,7 +314,7 @@ def rejudge_cmd(experiment, protocol_file) -> None:
     from gpucost_mlflow.tracking import store
     from gpucost_mlflow.tracking.rejudge import rejudge
 
-    protocol = load_protocol(protocol_file)
+    protocol = load_protocol(_file(protocol_file))
     store.bound_http_retries()
     store.check()
     judged = rejudge(_experiment(experiment), protocol)
@@ -520,20 +525,17 @@ def catalog_example(out_path, price_per_hour, currency, min_hours, increment_hou
 
 
 def _catalog(catalog_file):
-    from gpucost_mlflow.core.catalog import DEFAULT_CATALOG, load_catalog
+    from gpucost_mlflow.core.catalog import load_catalog
 
-    if catalog_file is None:
-        shipped = Path(__file__).resolve().parents[1] / DEFAULT_CATALOG
-        catalog_file = DEFAULT_CATALOG if DEFAULT_CATALOG.exists() or not shipped.exists() else shipped
-    return load_catalog(catalog_file)
+    return load_catalog(catalog_file if catalog_file is not None else _file(shipped.CATALOG))
 
 
 @main.command("report")
 @click.option("--experiment", default=None, help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else 'gpucost').")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), default=None, help="Folder for the files (default: reports/<experiment>).")
 @click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), default=None)
-@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=DEFAULT_PROTOCOL, show_default=True)
-@click.option("--variants-file", type=click.Path(path_type=Path), default=DEFAULT_VARIANTS, show_default=True)
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True)
+@click.option("--variants-file", type=click.Path(path_type=Path), default=shipped.VARIANTS, show_default=True)
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."))
 @click.option("--no-log", is_flag=True, help="Write the files only; do not log them as a decision run.")
 def report(experiment, out_dir, catalog_file, protocol_file, variants_file, root, no_log) -> None:
@@ -543,10 +545,10 @@ def report(experiment, out_dir, catalog_file, protocol_file, variants_file, root
     from gpucost_mlflow.report.build import build, log, write
 
     name = _experiment(experiment)
-    protocol_path = _under(root, protocol_file)
+    protocol_path = _file(protocol_file, root)
     built, balance = build(name, load_protocol(protocol_path), protocol_path,
                            _catalog(_under(root, catalog_file) if catalog_file else None),
-                           load_variants(_under(root, variants_file)))
+                           load_variants(_file(variants_file, root)))
     for line in built.warnings:
         click.echo(f"Warning: {line}", err=True)
     target = _under(root, out_dir or Path("reports") / name)
@@ -691,14 +693,14 @@ def _peak_lines(choice: str, measure_peak: bool, min_time: float, if_missing: bo
 @click.option("--experiment", default=None, help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else 'gpucost').")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "markdown", "json"]), default="table", show_default=True)
 @click.option("--out", "out_path", type=click.Path(path_type=Path), help="Write to this file instead of the terminal.")
-@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=DEFAULT_PROTOCOL, show_default=True, help="Compared with the experiment's locked protocol.")
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True, help="Compared with the experiment's locked protocol.")
 def show_attempts(experiment, fmt, out_path, protocol_file) -> None:
     """The raw attempts table: one row per attempted pass, failed and interrupted ones included."""
     from gpucost_mlflow.tracking.reader import attempts, protocol_warnings, render
 
     name = _experiment(experiment)
     table, experiment_tags = attempts(name)
-    warnings = protocol_warnings(table, experiment_tags, protocol_file)
+    warnings = protocol_warnings(table, experiment_tags, _file(protocol_file))
     for line in warnings:
         click.echo(f"Warning: {line}", err=True)
     text = render(table, fmt, warnings)
@@ -717,13 +719,14 @@ def protocol() -> None:
 
 
 @protocol.command("show")
-@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=DEFAULT_PROTOCOL, show_default=True)
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True)
 def protocol_show(protocol_file) -> None:
     """Check the protocol file and print its digest and acceptance rules."""
     from dataclasses import asdict
 
     from gpucost_mlflow.core.protocol import load_protocol
 
+    protocol_file = _file(protocol_file)
     loaded = load_protocol(protocol_file)
     click.echo(f"protocol {protocol_file}: digest {loaded.digest}")
     click.echo(f"question: {loaded.question}")
@@ -736,7 +739,7 @@ def protocol_show(protocol_file) -> None:
 
 @protocol.command("lock")
 @click.option("--experiment", default=None, help="MLflow experiment (created when missing).")
-@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=DEFAULT_PROTOCOL, show_default=True)
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True)
 def protocol_lock(experiment, protocol_file) -> None:
     """Store the protocol digest on the experiment before any pass; a pass under another digest is refused."""
     from mlflow.tracking import MlflowClient
@@ -744,6 +747,7 @@ def protocol_lock(experiment, protocol_file) -> None:
     from gpucost_mlflow.core.protocol import load_protocol
     from gpucost_mlflow.tracking import experiments
 
+    protocol_file = _file(protocol_file)
     loaded = load_protocol(protocol_file)
     client = MlflowClient()
     name = _experiment(experiment)

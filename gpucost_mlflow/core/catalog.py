@@ -14,7 +14,6 @@ COLUMNS = ("provider", "catalog_version", "gpu", "device_names", "gpus_per_lot",
 # Optional columns: a catalog without them holds fixed packages only (billing `package`).
 HOURLY_COLUMNS = ("billing", "min_hours", "increment_hours")
 BILLINGS = ("package", "hourly")
-DEFAULT_CATALOG = Path("catalog/labkit-2026-09-24.csv")
 PACKAGE_DAYS = (3, 7, 30)
 EXAMPLE_PRICE = "example price"
 

@@ -11,11 +11,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpucost_mlflow.core import shipped
 from gpucost_mlflow.core.errors import GpucostError
 
 SNAPSHOT_PREFIX = "rocm-framework-matrix-"
-DEFAULT_MATRIX = Path("catalog/rocm-framework-matrix-2025-11-26.csv")
-SNAPSHOT_DATE = "2025-11-26"
 FIRST_MATRIX = Path("catalog/rocm-framework-matrix-2024-03-22.csv")
 _DATED = re.compile(re.escape(SNAPSHOT_PREFIX) + r"(\d{4}-\d{2}-\d{2})\.csv$")
 
@@ -42,7 +41,7 @@ def _minor(version: str) -> str:
     return ".".join(version.split("+")[0].split(".")[:2])
 
 
-def check(matrix: dict[str, list[str]], rocm_version: str, torch_version: str, snapshot: str = SNAPSHOT_DATE) -> MatrixCheck:
+def check(matrix: dict[str, list[str]], rocm_version: str, torch_version: str, snapshot: str) -> MatrixCheck:
     """Listed only when the snapshot names this ROCm release with this PyTorch minor version; anything else is a warning."""
     torch_minor = _minor(torch_version)
     candidates = [key for key in matrix if key == rocm_version or _minor(key) == _minor(rocm_version)]
@@ -81,14 +80,8 @@ def newest_snapshot(folder: Path) -> Path:
     return found[-1]
 
 
-def catalog_folder() -> Path:
-    """catalog/ of the working directory when it has one, else the one beside this package's source."""
-    here = DEFAULT_MATRIX.parent
-    return here if here.is_dir() else Path(__file__).resolve().parents[2] / DEFAULT_MATRIX.parent
-
-
 def check_installed(rocm_version: str, torch_version: str, folder: Path | None = None) -> StackCheck:
-    """The installed pair against the newest snapshot, named by its file."""
-    path = newest_snapshot(folder or catalog_folder())
+    """The installed pair against the newest snapshot (default: those shipped in the package), named by its file."""
+    path = newest_snapshot(folder or shipped.shipped(shipped.ROCM_MATRICES))
     verdict = check(load_matrix(path), rocm_version, torch_version, snapshot_date(path))
     return StackCheck(path.name, verdict.status, verdict.message)
