@@ -21,8 +21,8 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.corpus import read_corpus
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.protocol import load_protocol
-from gpucost_mlflow.core.schedule import Slot, remaining, rotated
+from gpucost_mlflow.core.protocol import Protocol, load_protocol
+from gpucost_mlflow.core.schedule import Slot, SlotState, remaining, rotated
 from gpucost_mlflow.core.variants import Variant, get_variant, load_variants
 from gpucost_mlflow.flow.launcher import PassRequest, PassResult, execute
 from gpucost_mlflow.tracking import descriptions, experiments, limits, schema, search, spool, store
@@ -119,6 +119,16 @@ def _find_parent(client: MlflowClient, experiment_id: str, campaign_id: str):
     return runs[0]
 
 
+@dataclass(frozen=True)
+class Opened:
+    """The campaign run a plan goes on under, new or resumed: its ids and the schedule it was opened with."""
+
+    campaign_id: str
+    parent_id: str
+    variants: list[str]
+    passes: int
+
+
 def run_campaign(plan: CampaignPlan, display: Display | None = None) -> CampaignResult:
     """Run (or resume) a campaign; a pass that fails stays its row and the campaign goes on."""
     display = display or Display()
@@ -132,64 +142,20 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
         experiment_name = client.get_experiment(experiment_id).name
     else:
         experiment_id, experiment_name = experiments.resolve(client, plan.experiment, create=True)
-
     if plan.resume:
-        waiting = [e for e in spool.entries() if e.record["tags"].get(schema.CAMPAIGN_ID) == plan.resume]
-        if waiting:
-            raise GpucostError(
-                f"{len(waiting)} pass(es) of campaign '{plan.resume}' wait in the spool {spool.spool_dir()}; "
-                "run `gpucost sync` first, or resume would run their slots again"
-            )
-        parent = _find_parent(client, experiment_id, plan.resume)
-        campaign_id, parent_id = plan.resume, parent.info.run_id
-        variants = parent.data.params[schema.CAMPAIGN_VARIANTS].split(",")
-        passes = int(parent.data.params[schema.CAMPAIGN_PASSES])
-        if parent.data.tags.get(schema.PROTOCOL_DIGEST) != protocol.digest:
-            raise GpucostError(f"campaign '{campaign_id}' ran under another protocol than {plan.protocol_path}; it cannot be resumed under this one")
-        client.update_run(parent_id, "RUNNING")
+        opened = _resume(client, experiment_id, plan, protocol)
     else:
-        variants, passes = plan.variants, plan.passes
-        if passes != protocol.passes_per_variant:
-            raise GpucostError(
-                f"the protocol pre-registers {protocol.passes_per_variant} passes per variant, --passes says {passes}"
-            )
-        if len(set(variants)) != len(variants):
-            raise GpucostError(f"variant listed twice in {','.join(variants)}")
-        for name in variants:
-            get_variant(plan.variants_path, name)
-        experiments.lock(client, experiment_id, experiment_name, protocol, plan.protocol_path.read_text(encoding="utf-8"))
-        campaign_id = "c" + uuid.uuid4().hex[:10]
-        name = descriptions.campaign_name(campaign_id, variants)
-        if parent_from_mlflow_run:
-            parent_id = parent_from_mlflow_run
-        else:
-            parent_id = client.create_run(experiment_id, run_name=name).info.run_id
-        client.log_batch(
-            parent_id,
-            params=[Param(schema.CAMPAIGN_VARIANTS, ",".join(variants)), Param(schema.CAMPAIGN_PASSES, str(passes))],
-            tags=[
-                RunTag(schema.CAMPAIGN_ID, campaign_id),
-                RunTag(schema.ROLE, schema.CAMPAIGN_ROLE),
-                RunTag(schema.PROTOCOL_DIGEST, protocol.digest),
-                RunTag(schema.CACHE_POLICY, CACHE_POLICY),
-                RunTag(schema.RUN_NAME, name),
-            ],
-        )
-        slots = rotated(variants, passes)
-        with tempfile.TemporaryDirectory() as temp:
-            path = Path(temp) / "schedule.json"
-            path.write_text(json.dumps([slot.record() for slot in slots], indent=2), encoding="utf-8")
-            client.log_artifact(parent_id, str(path))
+        opened = _open(client, experiment_id, experiment_name, plan, protocol, parent_from_mlflow_run)
 
-    slots = rotated(variants, passes)
-    existing = _existing_attempts(client, experiment_id, campaign_id)
+    slots = rotated(opened.variants, opened.passes)
+    existing = _existing_attempts(client, experiment_id, opened.campaign_id)
     todo = remaining(slots, existing)
-    display.on_plan(campaign_id, len(slots), len(todo))
+    display.on_plan(opened.campaign_id, len(slots), len(todo))
     corpus_size = len(read_corpus(plan.corpus_path).rows)
-    result = CampaignResult(campaign_id, parent_id, experiment_id=experiment_id)
-    shown = Shown(campaign_id, variants, passes, protocol.digest,
+    result = CampaignResult(opened.campaign_id, opened.parent_id, experiment_id=experiment_id)
+    shown = Shown(opened.campaign_id, opened.variants, opened.passes, protocol.digest,
                   {key: rows[-1] for key, rows in existing.items() if key and rows})
-    shown.update(client, parent_id, "running")
+    shown.update(client, opened.parent_id, "running")
     declared = load_variants(plan.variants_path)
     started = time.time()
     try:
@@ -198,53 +164,125 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
                 continue
             variant = get_variant(plan.variants_path, slot.variant)
             display.on_pass_start(slot, math.ceil(corpus_size / variant.batch_size), None)
-            tags = {schema.ROUND: slot.round, schema.POSITION: slot.position, schema.SLOT: slot.key,
-                    schema.ATTEMPT: state.attempts + 1, schema.CACHE_POLICY: CACHE_POLICY}
-            if state.retry_of:
-                tags[schema.RETRY_OF] = state.retry_of
-            request = PassRequest(
-                variant=variant,
-                corpus_path=plan.corpus_path,
-                model_path=plan.model_path,
-                experiment=experiment_name,
-                protocol_path=plan.protocol_path,
-                variants_path=plan.variants_path,
-                campaign_id=campaign_id,
-                pass_index=str(slot.index),
-                code_root=plan.code_root,
-                parent_run_id=parent_id,
-                slot_tags=tags,
-                on_child_start=display.on_child_start,
-            )
             try:
-                outcome = execute(request)
+                outcome = execute(_request(plan, opened, experiment_name, slot, state, variant, display))
             except GpucostError as exc:
-                raise _with_spool_hint(exc, campaign_id, len(result.results), len(todo)) from None
+                raise _with_spool_hint(exc, opened.campaign_id, len(result.results), len(todo)) from None
             result.results.append((slot, outcome))
             display.on_pass_end(slot, outcome)
-            shown.latest[slot.key] = {"variant": slot.variant, "status": outcome.status, "run_id": outcome.run_id,
-                                      "pass_s": outcome.metrics.get("pass_s")}
-            if slot.variant == protocol.acceptance.reference_variant and outcome.status == "accepted" and not outcome.spooled:
-                judged = rejudge(experiment_name, protocol, client)
-                result.rejudged += judged
-                statuses = {item.run_id: item.status for item in judged}
-                for row in shown.latest.values():
-                    row["status"] = statuses.get(row.get("run_id"), row["status"])
-            shown.update(client, parent_id, "running")
+            _record(client, protocol, experiment_name, opened.parent_id, shown, result, slot, outcome)
             if outcome.status == "failed" and outcome.reason.startswith("out of memory"):
-                for larger in larger_batches(declared, variant, variants):
+                for larger in larger_batches(declared, variant, opened.variants):
                     result.skipped.setdefault(larger, f"{variant.name} ran out of memory at batch {variant.batch_size}: "
                                                       "larger batch sizes of its sweep are not tried, no smaller one "
                                                       "is substituted")
     except KeyboardInterrupt:
-        shown.update(client, parent_id, "interrupted", result)
-        _end_parent(client, parent_id, "KILLED")
+        shown.update(client, opened.parent_id, "interrupted", result)
+        _end_parent(client, opened.parent_id, "KILLED")
         raise
     except BaseException:
-        shown.update(client, parent_id, "stopped", result)
-        _end_parent(client, parent_id, "FAILED")
+        shown.update(client, opened.parent_id, "stopped", result)
+        _end_parent(client, opened.parent_id, "FAILED")
         raise
-    overhead = harness_overhead(time.time() - started, [outcome.metrics for _, outcome in result.results])
+    _finish(client, opened.parent_id, shown, result, time.time() - started)
+    return result
+
+
+def _resume(client: MlflowClient, experiment_id: str, plan: CampaignPlan, protocol: Protocol) -> Opened:
+    """The campaign run of plan.resume, running again: refused while its passes wait in the spool, or under
+    another protocol."""
+    waiting = [e for e in spool.entries() if e.record["tags"].get(schema.CAMPAIGN_ID) == plan.resume]
+    if waiting:
+        raise GpucostError(
+            f"{len(waiting)} pass(es) of campaign '{plan.resume}' wait in the spool {spool.spool_dir()}; "
+            "run `gpucost sync` first, or resume would run their slots again"
+        )
+    parent = _find_parent(client, experiment_id, plan.resume)
+    if parent.data.tags.get(schema.PROTOCOL_DIGEST) != protocol.digest:
+        raise GpucostError(f"campaign '{plan.resume}' ran under another protocol than {plan.protocol_path}; it cannot be resumed under this one")
+    client.update_run(parent.info.run_id, "RUNNING")
+    return Opened(plan.resume, parent.info.run_id, parent.data.params[schema.CAMPAIGN_VARIANTS].split(","),
+                  int(parent.data.params[schema.CAMPAIGN_PASSES]))
+
+
+def _open(client: MlflowClient, experiment_id: str, experiment_name: str, plan: CampaignPlan, protocol: Protocol,
+          parent_from_mlflow_run: str | None) -> Opened:
+    """A new campaign run (or the `mlflow run` one) after checking the plan against the protocol: its params, tags
+    and schedule.json."""
+    variants, passes = plan.variants, plan.passes
+    if passes != protocol.passes_per_variant:
+        raise GpucostError(
+            f"the protocol pre-registers {protocol.passes_per_variant} passes per variant, --passes says {passes}"
+        )
+    if len(set(variants)) != len(variants):
+        raise GpucostError(f"variant listed twice in {','.join(variants)}")
+    for name in variants:
+        get_variant(plan.variants_path, name)
+    experiments.lock(client, experiment_id, experiment_name, protocol, plan.protocol_path.read_text(encoding="utf-8"))
+    campaign_id = "c" + uuid.uuid4().hex[:10]
+    name = descriptions.campaign_name(campaign_id, variants)
+    if parent_from_mlflow_run:
+        parent_id = parent_from_mlflow_run
+    else:
+        parent_id = client.create_run(experiment_id, run_name=name).info.run_id
+    client.log_batch(
+        parent_id,
+        params=[Param(schema.CAMPAIGN_VARIANTS, ",".join(variants)), Param(schema.CAMPAIGN_PASSES, str(passes))],
+        tags=[
+            RunTag(schema.CAMPAIGN_ID, campaign_id),
+            RunTag(schema.ROLE, schema.CAMPAIGN_ROLE),
+            RunTag(schema.PROTOCOL_DIGEST, protocol.digest),
+            RunTag(schema.CACHE_POLICY, CACHE_POLICY),
+            RunTag(schema.RUN_NAME, name),
+        ],
+    )
+    with tempfile.TemporaryDirectory() as temp:
+        path = Path(temp) / "schedule.json"
+        path.write_text(json.dumps([slot.record() for slot in rotated(variants, passes)], indent=2), encoding="utf-8")
+        client.log_artifact(parent_id, str(path))
+    return Opened(campaign_id, parent_id, variants, passes)
+
+
+def _request(plan: CampaignPlan, opened: Opened, experiment_name: str, slot: Slot, state: SlotState, variant: Variant,
+             display: Display) -> PassRequest:
+    """One slot's pass, nested under the campaign run and tagged with its place in the rotation."""
+    tags = {schema.ROUND: slot.round, schema.POSITION: slot.position, schema.SLOT: slot.key,
+            schema.ATTEMPT: state.attempts + 1, schema.CACHE_POLICY: CACHE_POLICY}
+    if state.retry_of:
+        tags[schema.RETRY_OF] = state.retry_of
+    return PassRequest(
+        variant=variant,
+        corpus_path=plan.corpus_path,
+        model_path=plan.model_path,
+        experiment=experiment_name,
+        protocol_path=plan.protocol_path,
+        variants_path=plan.variants_path,
+        campaign_id=opened.campaign_id,
+        pass_index=str(slot.index),
+        code_root=plan.code_root,
+        parent_run_id=opened.parent_id,
+        slot_tags=tags,
+        on_child_start=display.on_child_start,
+    )
+
+
+def _record(client: MlflowClient, protocol: Protocol, experiment_name: str, parent_id: str, shown: Shown,
+            result: CampaignResult, slot: Slot, outcome: PassResult) -> None:
+    """Show a finished pass on the campaign run; an accepted reference pass first judges the pending ones again."""
+    shown.latest[slot.key] = {"variant": slot.variant, "status": outcome.status, "run_id": outcome.run_id,
+                              "pass_s": outcome.metrics.get("pass_s")}
+    if slot.variant == protocol.acceptance.reference_variant and outcome.status == "accepted" and not outcome.spooled:
+        judged = rejudge(experiment_name, protocol, client)
+        result.rejudged += judged
+        statuses = {item.run_id: item.status for item in judged}
+        for row in shown.latest.values():
+            row["status"] = statuses.get(row.get("run_id"), row["status"])
+    shown.update(client, parent_id, "running")
+
+
+def _finish(client: MlflowClient, parent_id: str, shown: Shown, result: CampaignResult, elapsed_s: float) -> None:
+    """Close the campaign run: its harness overhead per pass, the variants not tried and why, its last description."""
+    overhead = harness_overhead(elapsed_s, [outcome.metrics for _, outcome in result.results])
     if overhead is not None:
         client.log_metric(parent_id, schema.HARNESS_OVERHEAD, overhead)
         result.overhead_s_per_pass = overhead
@@ -252,7 +290,6 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
         client.set_tag(parent_id, schema.NOT_TRIED, "; ".join(f"{k}: {v}" for k, v in result.skipped.items())[:limits.TAG_VALUE])
     shown.update(client, parent_id, "finished", result)
     client.set_terminated(parent_id, "FINISHED")
-    return result
 
 
 def harness_overhead(elapsed_s: float, metrics: list[dict]) -> float | None:
