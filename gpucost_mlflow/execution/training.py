@@ -8,6 +8,8 @@ resulting runs are reproducible and comparable.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,48 +90,17 @@ def train_classifier(
     encoded = tokenizer([row["text"] for row in rows], truncation=True, max_length=max_length)["input_ids"]
     tokens = [torch.tensor(ids) for ids in encoded]
     targets = torch.tensor([label2id[row["label"]] for row in rows])
-    pad_id = tokenizer.pad_token_id
 
-    previous_threads = torch.get_num_threads()
-    previous_deterministic = torch.are_deterministic_algorithms_enabled()
-    torch.set_num_threads(threads)
-    torch.use_deterministic_algorithms(True)
-    try:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            model = AutoModelForSequenceClassification.from_pretrained(
-                base_model, num_labels=len(labels), id2label=dict(enumerate(labels)), label2id=label2id,
-            )
-            if freeze_embeddings:
-                model.base_model.embeddings.requires_grad_(False)
-            params = [p for p in model.parameters() if p.requires_grad]
-            optimizer = torch.optim.AdamW(
-                [{"params": [p for p in params if p.ndim > 1], "weight_decay": weight_decay},
-                 {"params": [p for p in params if p.ndim <= 1], "weight_decay": 0.0}],
-                lr=learning_rate,
-            )
-            total_steps = -(-len(rows) // batch_size) * epochs
-            scheduler = get_linear_schedule_with_warmup(optimizer, int(warmup_ratio * total_steps), total_steps)
-            generator = torch.Generator().manual_seed(seed)
-            model.train()
-            steps, final_loss = 0, float("nan")
-            for _ in range(epochs):
-                epoch_loss, epoch_batches = 0.0, 0
-                for batch in _batches([len(t) for t in tokens], batch_size, generator):
-                    ids = pad_sequence([tokens[i] for i in batch], batch_first=True, padding_value=pad_id)
-                    lengths = torch.tensor([len(tokens[i]) for i in batch])
-                    mask = (torch.arange(ids.shape[1]) < lengths[:, None]).long()
-                    loss = model(input_ids=ids, attention_mask=mask, labels=targets[batch]).loss
-                    loss.backward()
-                    torch.nn.utils.clip_grad_norm_(params, 1.0)
-                    optimizer.step()
-                    scheduler.step()
-                    optimizer.zero_grad(set_to_none=True)
-                    steps, epoch_loss, epoch_batches = steps + 1, epoch_loss + loss.item(), epoch_batches + 1
-                final_loss = epoch_loss / epoch_batches
-    finally:
-        torch.set_num_threads(previous_threads)
-        torch.use_deterministic_algorithms(previous_deterministic)
+    with _deterministic(threads), torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = AutoModelForSequenceClassification.from_pretrained(
+            base_model, num_labels=len(labels), id2label=dict(enumerate(labels)), label2id=label2id,
+        )
+        if freeze_embeddings:
+            model.base_model.embeddings.requires_grad_(False)
+        steps, final_loss = _train(model, tokens, targets, tokenizer.pad_token_id, seed=seed, epochs=epochs,
+                                   batch_size=batch_size, learning_rate=learning_rate, weight_decay=weight_decay,
+                                   warmup_ratio=warmup_ratio)
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -139,3 +110,49 @@ def train_classifier(
         steps=steps, examples=len(rows), epochs=epochs, train_seconds=round(time.perf_counter() - started, 3),
         final_loss=final_loss, settings=settings,
     )
+
+
+@contextmanager
+def _deterministic(threads: int) -> Iterator[None]:
+    """torch on `threads` threads with deterministic algorithms only, both settings restored afterwards."""
+    previous_threads = torch.get_num_threads()
+    previous_deterministic = torch.are_deterministic_algorithms_enabled()
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(True)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous_threads)
+        torch.use_deterministic_algorithms(previous_deterministic)
+
+
+def _train(model, tokens: list[torch.Tensor], targets: torch.Tensor, pad_id: int, *, seed: int, epochs: int,
+           batch_size: int, learning_rate: float, weight_decay: float, warmup_ratio: float) -> tuple[int, float]:
+    """AdamW (no weight decay on biases and norms) with linear warm-up and decay, gradients clipped at 1;
+    returns the optimizer steps taken and the mean loss of the last epoch."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(
+        [{"params": [p for p in params if p.ndim > 1], "weight_decay": weight_decay},
+         {"params": [p for p in params if p.ndim <= 1], "weight_decay": 0.0}],
+        lr=learning_rate,
+    )
+    total_steps = -(-len(tokens) // batch_size) * epochs
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(warmup_ratio * total_steps), total_steps)
+    generator = torch.Generator().manual_seed(seed)
+    model.train()
+    steps, final_loss = 0, float("nan")
+    for _ in range(epochs):
+        epoch_loss, epoch_batches = 0.0, 0
+        for batch in _batches([len(t) for t in tokens], batch_size, generator):
+            ids = pad_sequence([tokens[i] for i in batch], batch_first=True, padding_value=pad_id)
+            lengths = torch.tensor([len(tokens[i]) for i in batch])
+            mask = (torch.arange(ids.shape[1]) < lengths[:, None]).long()
+            loss = model(input_ids=ids, attention_mask=mask, labels=targets[batch]).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            steps, epoch_loss, epoch_batches = steps + 1, epoch_loss + loss.item(), epoch_batches + 1
+        final_loss = epoch_loss / epoch_batches
+    return steps, final_loss
