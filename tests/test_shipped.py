@@ -7,6 +7,7 @@ import fnmatch
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from gpucost_mlflow.cli import main
@@ -27,13 +28,26 @@ def test_a_default_missing_under_root_is_the_shipped_copy_a_present_one_wins(tmp
     assert shipped.default_file(Path("projects/mine.yaml"), tmp_path) == tmp_path / "projects/mine.yaml"
 
 
-def test_the_wheel_declares_every_shipped_file_as_package_data():
+def _packaged(relative: str) -> bool:
     config = configparser.ConfigParser()
     config.read(ROOT / "setup.cfg")
     patterns = config["options.package_data"]["gpucost_mlflow"].split()
+    return any(fnmatch.fnmatch(f"resources/{relative}", pattern) for pattern in patterns)
+
+
+def test_the_wheel_declares_every_shipped_file_as_package_data():
     matrices = [f"{shipped.ROCM_MATRICES}/{path.name}" for path in (ROOT / shipped.ROCM_MATRICES).glob("rocm-*.csv")]
     for relative in [*map(str, shipped.DEFAULTS), *matrices]:
-        assert any(fnmatch.fnmatch(f"resources/{relative}", pattern) for pattern in patterns), relative
+        assert _packaged(relative), relative
+
+
+def test_the_user_code_the_shipped_variants_name_is_package_data_too():
+    document = yaml.safe_load((ROOT / shipped.VARIANTS).read_text(encoding="utf-8"))
+    workloads = [values.get("workload", "") for values in [document["defaults"], *document["variants"].values()]]
+    files = [w[len("python:"):] for w in workloads if w.startswith("python:") and w.endswith(".py")]
+    for name in files:
+        relative = (ROOT / shipped.VARIANTS.parent / name).resolve().relative_to(ROOT)
+        assert _packaged(relative.as_posix()), relative
 
 
 def test_outside_the_checkout_the_commands_read_the_shipped_files(tmp_path, monkeypatch):
