@@ -35,14 +35,18 @@ class Variant:
     length_grouping: str
     device: str
     workload: str = workloads.DEFAULT  # classification | embeddings | python:PATH_OR_MODULE (core/workloads.py)
+    lanes: int = 1  # devices one pass splits its corpus over, each running a fixed slice at once (core/lanes.py)
     series: str = ""
     reference: str = ""  # the reference variant its series names ("" when none)
 
     def settings(self) -> dict:
-        """The settings without the name: what the manifest compares between variants."""
+        """The settings without the name: what the manifest compares between variants. `lanes` is listed only when a
+        pass splits (lanes > 1), so one-lane variants keep the settings, params and series locks they had before it."""
         values = asdict(self)
         for label in LABELS:
             values.pop(label)
+        if values["lanes"] == 1:
+            values.pop("lanes")
         return values
 
 
@@ -50,7 +54,7 @@ LABELS = ("name", "series", "reference")  # what a variant is called and where i
 
 
 def _build(name: str, values: dict, series: str, source: Path) -> Variant:
-    values = {"workload": workloads.DEFAULT, **values}
+    values = {"workload": workloads.DEFAULT, "lanes": 1, **values}
     known = {f.name for f in fields(Variant)} - set(LABELS)
     unknown = sorted(set(values) - known)
     if unknown:
@@ -63,7 +67,7 @@ def _build(name: str, values: dict, series: str, source: Path) -> Variant:
             raise GpucostError(
                 f"{source}: variant '{name}' has {key}={values[key]!r} (allowed: {', '.join(allowed)})"
             )
-    for key in ("batch_size", "max_length"):
+    for key in ("batch_size", "max_length", "lanes"):
         if not isinstance(values[key], int) or isinstance(values[key], bool) or values[key] < 1:
             raise GpucostError(f"{source}: variant '{name}' needs {key} as a positive whole number")
     if not isinstance(values["compile"], bool):
@@ -146,8 +150,8 @@ def _check_series(series: Series, variants: dict[str, Variant], source: Path) ->
         pairs = [(a, b) for i, a in enumerate(series.members) for b in series.members[i + 1:]]
         rule, fits = "the only fields that may differ", lambda d: d and set(d) <= set(series.fields)
     for first, second in pairs:
-        a, b = variants[first].settings(), variants[second].settings()
-        differ = [key for key in a if a[key] != b[key]]
+        a, b = variants[first], variants[second]
+        differ = [f.name for f in fields(Variant) if f.name not in LABELS and getattr(a, f.name) != getattr(b, f.name)]
         if not fits(differ):
             raise GpucostError(f"{where}: {second} differs from {first} in {', '.join(differ) or 'nothing'}; "
                                f"the series declares {declares} ({rule})")

@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from gpucost_mlflow.execution import batch_counter, runner
@@ -21,26 +22,48 @@ CHILD_GRACE_S = 60
 
 def run(spec: runner.PassSpec, workdir: Path) -> tuple[int, bool]:
     """Run the pass's child process; returns (return code, whether the launcher was interrupted)."""
+    codes, interrupted = wait([start(spec, workdir)])
+    return codes[0], interrupted
+
+
+def start(spec: runner.PassSpec, workdir: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """Start a child on its spec (written to its work folder), with `env` added to the launcher's environment;
+    a gated child (a lane) gets a pipe on stdin for its go."""
     spec_path = workdir / "spec.json"
     spec_path.write_text(json.dumps(spec.__dict__), encoding="utf-8")
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-    child = subprocess.Popen(
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false", **(env or {}))
+    return subprocess.Popen(
         [sys.executable, "-m", "gpucost_mlflow.execution.runner", str(spec_path)],
         env=env,
+        stdin=subprocess.PIPE if spec.gate else None,
         # The launcher starts no threads of its own; the hook only sets PR_SET_PDEATHSIG in the child.
         preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,  # noqa: PLW1509
     )
-    interrupted = False
-    while True:
-        try:
-            return child.wait(), interrupted
-        except KeyboardInterrupt:
-            interrupted = True
+
+
+def wait(children: list[subprocess.Popen]) -> tuple[list[int], bool]:
+    """Wait for every child; on Ctrl-C, pass SIGINT to those still running and give them CHILD_GRACE_S to write
+    their outcome before they are killed. Returns their return codes and whether the launcher was interrupted."""
+    try:
+        return [child.wait() for child in children], False
+    except KeyboardInterrupt:
+        return stop(children), True
+
+
+def stop(children: list[subprocess.Popen]) -> list[int]:
+    """SIGINT to every child still running, CHILD_GRACE_S for them to write their outcome, then SIGKILL."""
+    for child in children:
+        if child.poll() is None:
             child.send_signal(signal.SIGINT)
-            try:
-                return child.wait(timeout=CHILD_GRACE_S), interrupted
-            except subprocess.TimeoutExpired:
-                child.kill()
+    deadline = time.monotonic() + CHILD_GRACE_S
+    codes = []
+    for child in children:
+        try:
+            codes.append(child.wait(timeout=max(0.0, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            child.kill()
+            codes.append(child.wait())
+    return codes
 
 
 def _die_with_parent() -> None:

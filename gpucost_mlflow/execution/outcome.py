@@ -37,6 +37,10 @@ class PassOutcome:
     elapsed_until_failure_s: float | None = None
     measured_from_epoch_s: float | None = None  # wall-clock bounds of the measured pass, read outside its clock
     measured_until_epoch_s: float | None = None
+    # The measured clock's own reads (time.perf_counter_ns: CLOCK_MONOTONIC on Linux, one clock for every process
+    # of the machine), so the span of several lanes is taken from the clocks themselves.
+    clock_started_ns: int | None = None
+    clock_stopped_ns: int | None = None
     memory_peaks: dict[str, float] = field(default_factory=dict)  # metric name -> bytes, from memory_counter
     memory_counter: str = ""
     metrics: dict[str, float] = field(default_factory=dict)
@@ -44,6 +48,7 @@ class PassOutcome:
     tags: dict[str, str] = field(default_factory=dict)
     peak: dict = field(default_factory=dict)  # the cached device peak MFU was computed against
     device_facts: dict = field(default_factory=dict)
+    lanes: list[dict] = field(default_factory=list)  # a lanes pass: each lane's own outcome (execution/lanes.py)
 
     @property
     def completed(self) -> bool:

@@ -41,6 +41,7 @@ class PassSpec:
     warmup: dict = field(default_factory=lambda: {k: WARMUP_RULE[k] for k in ("inputs", "passes")})
     seed: int = SEED
     fault: str = ""
+    gate: bool = False  # a lane: wait for the launcher's go before the measured pass (execution/gate.py)
     workload_code: str = ""  # a python: workload's module: its .py file, resolved, or its importable name
 
 
@@ -119,15 +120,15 @@ def tokenizer_parallelism(settings: dict) -> bool:
 
 
 def measure(corpus_path, tokenizer, model, settings, device, sync, on_batch=None, energy=None,
-            events=None, work: Callable | None = None) -> tuple[Predictions, float]:
+            events=None, work: Callable | None = None, clock=None) -> tuple[Predictions, float]:
     """The measured pass: synchronise, read the energy counter, start the clock, record the start event,
     read, tokenize, transfer, infer, bring to host, record the end event, synchronise, stop, read the
     energy counter. Nothing else happens between the two clock reads; the counter reads are adjacent to
     them, outside the interval, and no thread samples anything inside it. A failure is raised as PassFailure
-    with the clock's time to it."""
+    with the clock's time to it. `clock` (a timing.Stopwatch) keeps its two reads for the caller."""
     from gpucost_mlflow.execution import timing
 
-    clock = timing.Stopwatch(sync)
+    clock = clock if clock is not None else timing.Stopwatch(sync)
     events = events if events is not None else timing.DeviceEvents()
     sync()
     if energy is not None:
@@ -234,11 +235,16 @@ def run(spec: PassSpec, started_ns: int) -> PassOutcome:
     # pass, read outside its clock: how overlapping passes are found.
     facts = board.facts()
     probe = energy.EnergyProbe(board)
+    if spec.gate:
+        from gpucost_mlflow.execution import gate
+
+        gate.wait(workdir)
+    clock = timing.Stopwatch(sync)
     outcome.measured_from_epoch_s = time.time()
     out_of_memory = False
     try:
         predictions, seconds = measure(spec.corpus_path, tokenizer, model, settings, device, sync, on_batch,
-                                       probe, events, work.process)
+                                       probe, events, work.process, clock)
         outcome.status, outcome.pass_s = "completed", seconds
     except PassFailure as failure:  # every failure is kept as a row with its reason
         predictions = failure.partial or Predictions()
@@ -247,6 +253,7 @@ def run(spec: PassSpec, started_ns: int) -> PassOutcome:
         outcome.elapsed_until_failure_s = failure.elapsed_s
         outcome.error = "".join(traceback.format_exception(failure.cause))
     outcome.measured_until_epoch_s = time.time()
+    outcome.clock_started_ns, outcome.clock_stopped_ns = clock.started_ns, clock.stopped_ns
     if out_of_memory:
         memory.release(device)
     outcome.completed_entries = len(predictions.ids)

@@ -35,7 +35,7 @@ from gpucost_mlflow.core.variants import (
     load_series,
     load_variants,
 )
-from gpucost_mlflow.execution import child, environment, faults, models, runner
+from gpucost_mlflow.execution import child, environment, faults, lanes, models, runner
 from gpucost_mlflow.execution.outcome import PassOutcome
 from gpucost_mlflow.flow import workloads
 from gpucost_mlflow.tracking import (
@@ -103,6 +103,7 @@ class Prepared:
     protocol: Protocol
     protocol_text: str
     reference: Variant
+    lanes: lanes.Layout | None = None  # a variant with lanes > 1: where each lane runs
 
 
 def check_corpus_spec(corpus: Corpus, protocol: Protocol) -> None:
@@ -168,8 +169,12 @@ def prepare(request: PassRequest) -> Prepared:
     )
     manifest["protocol"] = {"digest": protocol.digest, "path": str(request.protocol_path)}
     manifest["workload"] = described.record
+    layout = None
+    if request.variant.lanes > 1:
+        layout = lanes.layout(request.variant.lanes, device)
+        manifest["lanes"] = lanes.manifest_record(corpus.rows, layout)
     text = request.protocol_path.read_text(encoding="utf-8")
-    return Prepared(manifest, corpus, protocol, text, reference)
+    return Prepared(manifest, corpus, protocol, text, reference, layout)
 
 
 def _start_run(client: MlflowClient, experiment_id: str, run_name: str, parent_run_id: str):
@@ -348,7 +353,8 @@ def _record_start(request: PassRequest, prepared: Prepared, client: MlflowClient
 
 
 def _run_child(request: PassRequest, prepared: Prepared, workdir: Path) -> tuple[PassOutcome, bool]:
-    """The pass's child, started with its spec and read back: its outcome and whether the launcher was interrupted."""
+    """The pass's child (a lanes variant: one per lane, merged), started with its spec and read back: its outcome and
+    whether the launcher was interrupted."""
     spec = runner.PassSpec(
         corpus_path=str(request.corpus_path.resolve()),
         model_path=str(request.model_path.resolve()),
@@ -360,6 +366,8 @@ def _run_child(request: PassRequest, prepared: Prepared, workdir: Path) -> tuple
     )
     if request.on_child_start is not None:
         request.on_child_start(workdir)
+    if prepared.lanes is not None:
+        return lanes.run_pass(spec, prepared.corpus.rows, prepared.lanes, workdir)
     returncode, interrupted = child.run(spec, workdir)
     return child.read_outcome(workdir, returncode, interrupted), interrupted
 
@@ -429,6 +437,7 @@ def _verdict(prepared: Prepared, outcome: PassOutcome, judged: judge.Judgement, 
         "memory_counter": outcome.memory_counter,
         "deterministic": outcome.deterministic,
         "device_facts": outcome.device_facts,
+        **({"lanes": outcome.lanes} if outcome.lanes else {}),
     }
 
 

@@ -35,8 +35,8 @@ def attempt_walls(rows: pd.DataFrame) -> AttemptWalls:
     return AttemptWalls(tuple(walls), estimated)
 
 
-IDENTITY = ("workload", "model_revision", "corpus_fingerprint", *STACK_IDENTITY)
-IDENTITY_LABELS = {"workload": "workload", "model_revision": "model revision", "corpus_fingerprint": "corpus",
+IDENTITY = ("workload", "lanes", "model_revision", "corpus_fingerprint", *STACK_IDENTITY)
+IDENTITY_LABELS = {"workload": "workload", "lanes": "lanes", "model_revision": "model revision", "corpus_fingerprint": "corpus",
                    "torch_build": "torch", "cuda_runtime": "CUDA runtime", "hip_runtime": "HIP runtime",
                    "driver": "driver"}
 
@@ -58,6 +58,8 @@ def configurations(table: pd.DataFrame) -> list[Configuration]:
     """One Configuration per identity of the benchmark attempts (device, variant, workload, model revision, corpus, stack:
     PROTOCOL.md §2), in first-seen order; configurations sharing a device and variant are told apart by name."""
     table = table.copy()
+    if "lanes" not in table:
+        table["lanes"] = 1  # an attempts table written before lanes existed: every pass ran on one device
     for key in IDENTITY:
         table[key] = table[key].fillna("").astype(str)
     bench = table[table["role"] == "benchmark"]
@@ -83,10 +85,17 @@ def configurations(table: pd.DataFrame) -> list[Configuration]:
             accepted_deliverables=int(done["corpus_fingerprint"].nunique()),
             attempt_walls=walls[device].walls,
             walls_estimated=walls[device].estimated,
+            gpus=gpus_used(rows),
             identity=dict(zip(IDENTITY, identity)),
             distinction=", ".join(f"{IDENTITY_LABELS[IDENTITY[i]]} {_short(identity[i])}" for i in differing),
         ))
     return configs
+
+
+def gpus_used(rows: pd.DataFrame) -> int:
+    """GPUs one pass of a configuration holds: its lanes on a GPU backend; CPU lanes share one machine's cores."""
+    lanes = int(rows["lanes"].iloc[0] or 1)
+    return 1 if (rows["backend"].iloc[0] if "backend" in rows else "") == "cpu" else lanes
 
 
 def identity_notes(configs: list[Configuration]) -> list[str]:

@@ -20,7 +20,8 @@ from gpucost_mlflow.tracking import exclusions, schema
 PAGE = 1000
 COLUMNS = [
     "run_id", "campaign_id", "pass_index", "round", "position", "attempt", "variant", "role", "corpus_fingerprint", "device", "backend",
-    "batch_size", "precision", "quantization", "length_grouping", "workload", "model_revision", *schema.STACK_IDENTITY, "status", "reason",
+    "batch_size", "precision", "quantization", "length_grouping", "workload", "lanes", "model_revision", *schema.STACK_IDENTITY,
+    "status", "reason",
     "load_s", "warmup_s", "pass_s", "eval_s", "export_s", "quality_verdict", "accuracy", "macro_f1",
     "cosine_min", "cosine_median", "recall_at_k",
     "expected_ids", "observed_ids", "ids_match", "corpus_accepted", "completed_entries",
@@ -118,6 +119,8 @@ def attempt_row(run: Run) -> dict:
         "length_grouping": params.get("setting.length_grouping"),
         # Passes recorded before workloads existed all ran the built-in classifier.
         "workload": params.get("setting.workload", "classification"),
+        # A one-lane pass records no `setting.lanes` (core/variants.py), nor did passes before lanes existed.
+        "lanes": int(params.get("setting.lanes", 1)),
         "model_revision": params.get("model.revision", ""),
         "host": tags.get(schema.HOST, ""),
         **{key: params.get(f"stack.{key}", "") for key in schema.STACK_IDENTITY},
