@@ -172,3 +172,26 @@ def test_a_two_lane_pass_on_the_cpu_is_one_run_over_the_whole_corpus(store, corp
     with gzip.open(folder / schema.PREDICTIONS, "rt") as back:
         ids = [json.loads(line)["id"] for line in back]
     assert len(ids) == 30 and set(ids) == {json.loads(line)["id"] for line in (corpus_dir / "comparison.jsonl").open()}
+
+
+@pytest.mark.unit
+def test_each_gpu_lane_sees_its_own_visible_gpu_and_a_share_of_the_threads(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda index: "NVIDIA H200")
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 16)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    plan = lanes.layout(2, torch.device("cuda"))
+    assert plan.devices == ("cuda:0", "cuda:1") and plan.threads == 8
+    assert plan.env(1) == {"OMP_NUM_THREADS": "8", "MKL_NUM_THREADS": "8", "RAYON_NUM_THREADS": "8",
+                           "CUDA_VISIBLE_DEVICES": "3"}
+
+
+@pytest.mark.unit
+def test_more_lanes_than_gpus_is_refused_before_anything_is_recorded(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    with pytest.raises(GpucostError, match="runs 2 lanes, one GPU each, but torch sees 1 GPU"):
+        lanes.layout(2, torch.device("cuda"))
