@@ -22,15 +22,14 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.proposal import Change, Proposal, changes_of, propose
 from gpucost_mlflow.core.stats import Durations
 from gpucost_mlflow.core.variants import load_series, load_variants
-from gpucost_mlflow.tracking import schema
+from gpucost_mlflow.tracking import schema, search
 from gpucost_mlflow.tracking.reader import attempts
 
 SERIES_NAME = "combined"
 
 
 def _finished_campaigns(client: MlflowClient, experiment_id: str) -> list[str]:
-    runs = client.search_runs([experiment_id], filter_string=f"tags.`{schema.ROLE}` = '{schema.CAMPAIGN_ROLE}'",
-                              max_results=1000)
+    runs = search.all_runs(client, experiment_id, f"tags.`{schema.ROLE}` = '{schema.CAMPAIGN_ROLE}'", order_by=None)
     return [r.data.tags.get(schema.CAMPAIGN_ID, "") for r in runs if r.info.status == "FINISHED"]
 
 
