@@ -207,12 +207,7 @@ def run(spec: PassSpec, started_ns: int) -> PassOutcome:
     sync()
     outcome.load_s = _seconds(started_ns)
     outcome.device = str(device)
-    outcome.deterministic = {
-        "torch_seed": spec.seed,
-        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
-        "cudnn_deterministic": bool(torch.backends.cudnn.deterministic),
-        "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
-    }
+    outcome.deterministic = determinism(spec.seed)
 
     ids, texts = read_texts(spec.corpus_path)
     warm = Stopwatch(sync)
@@ -270,6 +265,18 @@ def run(spec: PassSpec, started_ns: int) -> PassOutcome:
     work.export(workdir, predictions, fault.dupid_at)
     outcome.export_s = export.stop()
     return outcome
+
+
+def determinism(seed: int) -> dict:
+    """The seed and torch's determinism switches this child ran with (the manifest states the launcher's)."""
+    import torch
+
+    return {
+        "torch_seed": seed,
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "cudnn_deterministic": bool(torch.backends.cudnn.deterministic),
+        "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
+    }
 
 
 def load_workload(spec: PassSpec, device):
