@@ -5,19 +5,17 @@ from __future__ import annotations
 import json
 import os
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
-from mlflow.entities import Run, ViewType
+from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.overlap import Interval, overlaps
 from gpucost_mlflow.core.protocol import digest_of
-from gpucost_mlflow.tracking import exclusions, schema
+from gpucost_mlflow.tracking import exclusions, schema, search
 
-PAGE = 1000
 COLUMNS = [
     "run_id", "campaign_id", "pass_index", "round", "position", "attempt", "variant", "role", "corpus_fingerprint", "device", "backend",
     "batch_size", "precision", "quantization", "length_grouping", "workload", "lanes", "model_revision", *schema.STACK_IDENTITY,
@@ -54,23 +52,6 @@ class _gc_paused:
         if self.enabled:
             gc.enable()
         return False
-
-
-def _runs(client: MlflowClient, experiment_id: str) -> Iterator[Run]:
-    token = None
-    while True:
-        page = client.search_runs(
-            [experiment_id],
-            filter_string=f"tags.`{schema.VARIANT}` LIKE '%'",
-            run_view_type=ViewType.ACTIVE_ONLY,
-            max_results=PAGE,
-            order_by=["attributes.start_time ASC"],
-            page_token=token,
-        )
-        yield from page
-        token = page.token
-        if not token:
-            return
 
 
 def launcher_alive(tag: str) -> bool:
@@ -113,17 +94,17 @@ def attempt_row(run: Run) -> dict:
         "corpus_fingerprint": tags.get(schema.CORPUS_FINGERPRINT, ""),
         "device": tags.get(schema.DEVICE_NAME, ""),
         "backend": tags.get(schema.BACKEND, ""),
-        "batch_size": params.get("setting.batch_size"),
-        "precision": params.get("setting.precision"),
-        "quantization": params.get("setting.quantization"),
-        "length_grouping": params.get("setting.length_grouping"),
+        "batch_size": params.get(f"{schema.SETTING_PREFIX}batch_size"),
+        "precision": params.get(f"{schema.SETTING_PREFIX}precision"),
+        "quantization": params.get(f"{schema.SETTING_PREFIX}quantization"),
+        "length_grouping": params.get(f"{schema.SETTING_PREFIX}length_grouping"),
         # Passes recorded before workloads existed all ran the built-in classifier.
-        "workload": params.get("setting.workload", "classification"),
+        "workload": params.get(f"{schema.SETTING_PREFIX}workload", "classification"),
         # A one-lane pass records no `setting.lanes` (core/variants.py), nor did passes before lanes existed.
-        "lanes": int(params.get("setting.lanes", 1)),
-        "model_revision": params.get("model.revision", ""),
+        "lanes": int(params.get(f"{schema.SETTING_PREFIX}lanes", 1)),
+        "model_revision": params.get(schema.MODEL_REVISION, ""),
         "host": tags.get(schema.HOST, ""),
-        **{key: params.get(f"stack.{key}", "") for key in schema.STACK_IDENTITY},
+        **{key: params.get(f"{schema.STACK_PREFIX}{key}", "") for key in schema.STACK_IDENTITY},
         "status": status,
         "reason": reason,
         "quality_verdict": tags.get(schema.QUALITY_VERDICT, ""),
@@ -195,7 +176,7 @@ def attempts(experiment: str, client: MlflowClient | None = None) -> tuple[pd.Da
     if found is None:
         raise GpucostError(f"experiment '{experiment}' not found in {client.tracking_uri}")
     with _gc_paused():
-        rows = [attempt_row(run) for run in _runs(client, found.experiment_id)]
+        rows = [attempt_row(run) for run in search.all_runs(client, found.experiment_id, f"tags.`{schema.VARIANT}` LIKE '%'")]
     flag_overlaps(rows)
     table = pd.DataFrame(rows, columns=COLUMNS)
     for column in ("expected_ids", "observed_ids", "completed_entries"):
