@@ -63,7 +63,8 @@ def _file(path: Path, root: Path = Path(".")) -> Path:
 
 AUTO_MODEL = "auto"
 MODEL_HELP = ("A model folder, or auto: data/model (the demo classifier) under a labels protocol, the packaged "
-              "all-MiniLM-L6-v2 files under an embeddings protocol. A python: workload gets it as settings['model_path'].")
+              "all-MiniLM-L6-v2 files under an embeddings protocol, the packaged SmolLM2-135M-Instruct GGUF file under "
+              "a generations protocol (a .gguf file may be given). A python: workload gets it as settings['model_path'].")
 
 
 def _model(root: Path, model_path: Path, protocol_path: Path) -> Path:
@@ -119,6 +120,21 @@ def corpus_build(source, labels, tokenizer_dir, size, tuning_size, seed, out_dir
     )
     click.echo(f"fingerprint {meta['comparison']['fingerprint']}")
     click.echo(f"tuning corpus: {meta['tuning']['size']} inputs, disjoint; written to {out_dir}")
+
+
+@corpus.command("slice")
+@click.option("--corpus", "corpus_path", type=click.Path(path_type=Path), default=DEFAULT_CORPUS_DIR / "comparison.jsonl", show_default=True)
+@click.option("--size", type=WholeNumber(1), required=True, help="Inputs in the slice, split over the buckets as the corpus's own mix.")
+@click.option("--out", "out_path", type=click.Path(path_type=Path), required=True, help="The slice's file; beside its corpus it shares that folder's corpus.json.")
+def corpus_slice(corpus_path, size, out_path) -> None:
+    """Write the first inputs of each bucket of a corpus, in file order: a smaller corpus with the same buckets."""
+    from gpucost_mlflow.core.corpus import bucket_slice, describe, jsonl_bytes, read_corpus, write_atomic
+
+    rows = bucket_slice(read_corpus(corpus_path).rows, size)
+    write_atomic(out_path, jsonl_bytes(rows))
+    counts = {bucket: sum(1 for row in rows if row["bucket"] == bucket) for bucket in dict.fromkeys(r["bucket"] for r in rows)}
+    click.echo(f"{out_path}: {len(rows)} inputs of {corpus_path} ({', '.join(f'{b} {n}' for b, n in counts.items())}); "
+               f"fingerprint {describe(rows)['fingerprint']}")
 
 
 @main.group()
@@ -228,6 +244,11 @@ def run_pass(variant_name, corpus_path, model_path, variants_file, experiment, p
     quality = f", macro-F1 {result.metrics['macro_f1']:.3f}" if "macro_f1" in result.metrics else ""
     if "cosine_min" in result.metrics:
         quality += f", cosine min {result.metrics['cosine_min']:.6f} median {result.metrics['cosine_median']:.6f}"
+    if "output_tokens_per_s" in result.metrics:
+        quality += f", {result.metrics['output_tokens_per_s']:.1f} output tokens/s"
+    if "reference_exact_match" in result.metrics:
+        quality += (f", exact match {result.metrics['reference_exact_match']:.3f}, token agreement "
+                    f"{result.metrics['reference_token_agreement']:.3f}")
     click.echo(f"pass {variant.name}: {result.status} ({result.reason}); {timing}{quality}; run {result.run_id}")
     if result.spooled:
         click.echo(f"not yet in the tracking store: kept in {result.spooled}; run `gpucost sync` when it is back", err=True)
@@ -733,6 +754,8 @@ def protocol_show(protocol_file) -> None:
     for key, value in asdict(loaded.acceptance).items():
         if value not in (None, ""):  # an embeddings protocol has no label fields, a labels protocol no embeddings bar
             click.echo(f"  {key}: {value}")
+    if loaded.generation is not None:
+        click.echo(f"generation: {loaded.generation.record()}")
     deadline = loaded.deadline.isoformat() if loaded.deadline else "no deadline declared"
     click.echo(f"passes per variant: {loaded.passes_per_variant}; warm-up: {loaded.warmup}; deadline: {deadline}")
 

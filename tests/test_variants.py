@@ -49,6 +49,10 @@ def test_the_shipped_series_declare_what_their_variants_change():
         "batch8-int8": ("int8-cpu", "batch8"),
         "embed-batch1": ("embeddings-batch", ""), "embed-batch4": ("embeddings-batch", ""),
         "embed-batch8": ("embeddings-batch", ""), "embed-batch8-bf16": ("embeddings-cheaper", "embed-batch8"),
+        "gen-batch1": ("generation-batch", ""), "gen-batch4": ("generation-batch", ""),
+        "gen-batch8": ("generation-batch", ""), "gen-batch16": ("generation-batch", ""),
+        "gen-batch8-bf16": ("generation-cheaper", "gen-batch8"),
+        "gen-batch8-lengthgrouped": ("generation-cheaper", "gen-batch8"),
         "my-workload": ("", ""),
     }
     assert "series" not in variants["batch8-int8"].settings() and "reference" not in variants["batch8-int8"].settings()

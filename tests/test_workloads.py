@@ -77,7 +77,7 @@ def test_the_shipped_variants_declare_embeddings_and_the_example_user_code():
      "infer() in one_arg.py takes 1 argument(s), the harness passes 2"),
     ("python:broken.py", "def load(:\n", "broken.py line 1"),
     ("python:no_such_module_anywhere", None, "no module 'no_such_module_anywhere' can be imported"),
-    ("regression", None, "workload='regression' (allowed: classification, embeddings, python:PATH_OR_MODULE)"),
+    ("regression", None, "workload='regression' (allowed: classification, embeddings, generation, python:PATH_OR_MODULE)"),
 ])
 def test_a_bad_workload_is_refused_in_one_line_when_the_variants_load(tmp_path, declared, source, message):
     if source is not None:

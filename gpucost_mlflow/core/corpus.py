@@ -234,6 +234,23 @@ def proportional_sample(rows: Sequence[dict], size: int, seed: int) -> list[dict
     return sorted(chosen, key=lambda r: stable_rank(seed, "order:" + r["id"]))
 
 
+def bucket_slice(rows: Sequence[dict], size: int) -> list[dict]:
+    """The first rows of each bucket in file order, as many per bucket as the corpus's own bucket mix gives for
+    `size` (largest remainder), kept in file order: a smaller corpus with the same buckets, the same every time."""
+    if not 1 <= size <= len(rows):
+        raise GpucostError(f"a slice takes 1 to {len(rows)} inputs of this corpus, {size} requested")
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["bucket"]] = counts.get(row["bucket"], 0) + 1
+    quota = allocate(size, counts)
+    chosen = []
+    for row in rows:
+        if quota[row["bucket"]] > 0:
+            quota[row["bucket"]] -= 1
+            chosen.append(row)
+    return chosen
+
+
 def split_sizes(size: int) -> dict[str, int]:
     """Bucket sizes for a corpus of `size` inputs, keeping the 600/300/100 ratios."""
     return allocate(size, DEFAULT_BUCKET_SIZES)

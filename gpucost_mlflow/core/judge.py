@@ -14,7 +14,8 @@ from gpucost_mlflow.core.fingerprints import stable_rank
 from gpucost_mlflow.core.quality import evaluate
 from gpucost_mlflow.core.verdicts import Check, ReadBack
 
-QUALITY_CHECKS = ("quality", "buckets", "reference_agreement", "reference_metric", "retrieval", "reference_cosine")
+QUALITY_CHECKS = ("quality", "buckets", "reference_agreement", "reference_metric", "retrieval", "reference_cosine",
+                  "reference_exact_match", "reference_tokens")
 REFERENCE_CHECKS = ("reference_agreement", "reference_metric")
 
 

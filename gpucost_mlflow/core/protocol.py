@@ -12,10 +12,12 @@ import yaml
 
 from gpucost_mlflow.core.costs import CENT
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.generation import GenerationSettings
+from gpucost_mlflow.core.generation import parse as parse_generation
 
 SCENARIOS = ("offline",)
 METRICS = ("macro_f1", "accuracy")
-OUTPUTS = ("labels", "embeddings")
+OUTPUTS = ("labels", "embeddings", "generations")
 LABEL_FIELDS = ("main_metric", "threshold", "per_bucket_threshold", "reference.max_metric_difference",
                 "reference.min_label_agreement")
 
@@ -31,6 +33,14 @@ class EmbeddingAcceptance:
 
 
 @dataclass(frozen=True)
+class GenerationAcceptance:
+    """The bar for generated text against the fp32 reference pass's outputs of the same inputs."""
+
+    min_exact_match: float  # share of outputs identical to the reference's, at or above
+    min_token_agreement: float  # share of new-token positions holding the reference's token, at or above
+
+
+@dataclass(frozen=True)
 class Acceptance:
     """The quality bar, fixed before any timing is seen (the label fields are None for an embeddings protocol)."""
 
@@ -41,8 +51,9 @@ class Acceptance:
     reference_variant: str
     max_metric_difference: float | None
     min_label_agreement: float | None
-    output: str = "labels"  # what a pass delivers and is judged on: labels or embeddings
+    output: str = "labels"  # what a pass delivers and is judged on: labels, embeddings or generations
     embeddings: EmbeddingAcceptance | None = None
+    generations: GenerationAcceptance | None = None
 
 
 @dataclass(frozen=True)
@@ -73,6 +84,7 @@ class Protocol:
     deliverables: dict
     plan: dict | None
     other_costs: tuple[OtherCost, ...] = ()
+    generation: GenerationSettings | None = None  # the generation task (prompt, new tokens) of a generations protocol
 
 
 def digest_of(data: bytes) -> str:
@@ -135,8 +147,10 @@ def load_protocol(path: Path) -> Protocol:
     output = declared.get("output", "labels") if isinstance(declared, dict) else "labels"
     if output not in OUTPUTS:
         raise GpucostError(f"{path}: field 'acceptance.output' must be one of {', '.join(OUTPUTS)}")
-    metric = f.get("acceptance.main_metric", str) if output == "labels" else ""
-    if output == "labels" and metric not in METRICS:
+    generation = _generation(f, output)
+    scored = output == "labels" or (generation is not None and generation.answer == "label")
+    metric = f.get("acceptance.main_metric", str) if scored else ""
+    if scored and metric not in METRICS:
         raise GpucostError(f"{path}: field 'acceptance.main_metric' must be one of {', '.join(METRICS)}")
     if f.get("acceptance.ids", str) != "exact":
         raise GpucostError(f"{path}: field 'acceptance.ids' must be 'exact'")
@@ -164,7 +178,8 @@ def load_protocol(path: Path) -> Protocol:
             reference_variant=f.get("acceptance.reference.variant", str),
             max_metric_difference=f.fraction("acceptance.reference.max_metric_difference"),
             min_label_agreement=f.fraction("acceptance.reference.min_label_agreement"),
-        ) if output == "labels" else _embeddings_acceptance(f),
+        ) if output == "labels" else _embeddings_acceptance(f) if output == "embeddings" else
+        _generations_acceptance(f, metric),
         passes_per_variant=f.positive("passes_per_variant"),
         warmup=warmup,
         exclusion_rule=" ".join(f.get("exclusion_rule", str).split()),
@@ -173,6 +188,49 @@ def load_protocol(path: Path) -> Protocol:
                       "audit": _audit(f) if (document.get("deliverables") or {}).get("audit") is not None else None},
         plan=_plan(path, document["plan"]) if document.get("plan") is not None else None,
         other_costs=_other_costs(path, document.get("other_costs")),
+        generation=generation,
+    )
+
+
+def _generation(f: _Fields, output: str) -> GenerationSettings | None:
+    """The `generation:` section: required by a generations protocol, refused by any other."""
+    section = f.document.get("generation")
+    if output != "generations":
+        if section is not None:
+            raise GpucostError(f"{f.path}: field 'generation' declares a generation task; this protocol's output is "
+                               f"{output} (acceptance.output: generations judges generated text)")
+        return None
+    if section is None:
+        raise GpucostError(f"{f.path}: missing field 'generation' (prompt with {{text}} and max_new_tokens)")
+    return parse_generation(section, str(f.path))
+
+
+def _generations_acceptance(f: _Fields, metric: str) -> Acceptance:
+    """A generations protocol's bar: exact match and token agreement with the reference; the main metric on the
+    label read from each output when the prompt asks for a label (generation.answer: label)."""
+    acceptance = f.document["acceptance"]
+    refused = [dotted for dotted in ("reference.max_metric_difference", "reference.min_label_agreement")
+               if isinstance(acceptance.get("reference"), dict) and acceptance["reference"].get(dotted.split(".")[1])
+               is not None]
+    if not metric:
+        refused += [dotted for dotted in ("main_metric", "threshold", "per_bucket_threshold")
+                    if acceptance.get(dotted) is not None]
+    if refused:
+        raise GpucostError(f"{f.path}: field 'acceptance.{refused[0]}' does not apply to generated text "
+                           "(judged by exact match and token agreement with the reference"
+                           + (", and by main_metric only with generation.answer: label)" if not metric else ")"))
+    if isinstance(f.document.get("deliverables"), dict) and f.document["deliverables"].get("audit") is not None:
+        raise GpucostError(f"{f.path}: field 'deliverables.audit' compares labels; a generations protocol has none")
+    return Acceptance(
+        coverage=f.fraction("acceptance.coverage"), main_metric=metric,
+        threshold=f.fraction("acceptance.threshold") if metric else None,
+        per_bucket_threshold=f.fraction("acceptance.per_bucket_threshold") if metric else None,
+        reference_variant=f.get("acceptance.reference.variant", str), max_metric_difference=None,
+        min_label_agreement=None, output="generations",
+        generations=GenerationAcceptance(
+            min_exact_match=f.fraction("acceptance.reference.min_exact_match"),
+            min_token_agreement=f.fraction("acceptance.reference.min_token_agreement"),
+        ),
     )
 
 

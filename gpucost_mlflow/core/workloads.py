@@ -18,9 +18,9 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.fingerprints import sha256_file
 
 DEFAULT = "classification"
-BUILT_IN = ("classification", "embeddings")
+BUILT_IN = ("classification", "embeddings", "generation")
 PYTHON = "python:"
-OUTPUTS = {"classification": "labels", "embeddings": "embeddings"}  # what a built-in workload delivers
+OUTPUTS = {"classification": "labels", "embeddings": "embeddings", "generation": "generations"}  # what a built-in workload delivers
 REQUIRED = {"load": 2, "infer": 2}  # the functions user code must define, and how many arguments they take
 OPTIONAL = ("flops",)
 
@@ -37,7 +37,7 @@ class Workload:
 
     @property
     def output(self) -> str:
-        """labels or embeddings for a built-in workload; "" for user code (told by what its infer returns)."""
+        """labels, embeddings or generations for a built-in workload; "" for user code (told by what its infer returns)."""
         return OUTPUTS.get(self.kind, "")
 
     def code_digest(self) -> str:
@@ -129,8 +129,12 @@ def _top_level_names(path: Path, text: str, where: str) -> dict[str, int | None]
 
 
 def check_output(workload: Workload, output: str, protocol_path: str) -> None:
-    """A built-in workload must deliver what the protocol judges (labels or embeddings); user code may deliver either."""
+    """A built-in workload must deliver what the protocol judges; user code may deliver labels or embeddings."""
+    if not workload.output and output == "generations":
+        raise GpucostError(f"workload {workload.declared} delivers labels or embeddings, but {protocol_path} judges "
+                           "generations (acceptance.output); generated text comes from workload: generation")
     if workload.output and workload.output != output:
         raise GpucostError(f"workload {workload.declared} delivers {workload.output}, but {protocol_path} judges "
                            f"{output} (acceptance.output); use a protocol written for {workload.output}"
-                           + (", e.g. projects/protocol-embeddings.yaml" if workload.output == "embeddings" else ""))
+                           + {"embeddings": ", e.g. projects/protocol-embeddings.yaml",
+                              "generations": ", e.g. projects/protocol-generation.yaml"}.get(workload.output, ""))

@@ -97,6 +97,13 @@ def load_encoder(path: Path, device: torch.device, precision: str, quantization:
     return _load(AutoModel, path, device, precision, quantization, attention, compile_)
 
 
+def load_causal_lm(path: Path, device: torch.device, precision: str, quantization: str, attention: str, compile_: bool):
+    """A causal language model for generation, loaded as the classifier is."""
+    from transformers import AutoModelForCausalLM
+
+    return _load(AutoModelForCausalLM, path, device, precision, quantization, attention, compile_)
+
+
 def _load(auto_class, path: Path, device: torch.device, precision: str, quantization: str, attention: str,
           compile_: bool):
     from transformers.utils import logging as hf_logging

@@ -43,6 +43,8 @@ class PassSpec:
     fault: str = ""
     gate: bool = False  # a lane: wait for the launcher's go before the measured pass (execution/gate.py)
     workload_code: str = ""  # a python: workload's module: its .py file, resolved, or its importable name
+    workload_settings: dict = field(default_factory=dict)  # what a built-in workload needs beyond the variant's
+    # settings, as the launcher checked it (generation: the task, the model file and its dequantised cache)
 
 
 @dataclass

@@ -22,7 +22,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from mlflow.tracking.context.registry import resolve_tags
 
-from gpucost_mlflow.core import embedding_verdicts, judge, verdicts
+from gpucost_mlflow.core import embedding_verdicts, generation_verdicts, judge, verdicts
 from gpucost_mlflow.core.corpus import Corpus, read_corpus
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.fingerprints import sha256_file
@@ -42,6 +42,7 @@ from gpucost_mlflow.tracking import (
     descriptions,
     embedding_reference,
     experiments,
+    generation_reference,
     overlaps,
     rejudge,
     schema,
@@ -50,8 +51,8 @@ from gpucost_mlflow.tracking import (
     writer,
 )
 
-# The accepted reference pass a pass is judged against: its labels, or its embeddings.
-Reference = judge.Reference | embedding_verdicts.EmbeddingReference
+# The accepted reference pass a pass is judged against: its labels, its embeddings or its generated text.
+Reference = judge.Reference | embedding_verdicts.EmbeddingReference | generation_verdicts.GenerationReference
 
 
 @dataclass
@@ -275,8 +276,10 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
     """
     started = _record_start(request, prepared, client, run, workdir)
     reference = None
-    needs_reference = bool(prepared.corpus.gold_labels) and verdicts.needs_reference(
-        request.variant.settings(), prepared.reference.settings())
+    differs = (generation_verdicts.needs_reference if prepared.protocol.acceptance.output == "generations"
+               else verdicts.needs_reference)
+    needs_reference = bool(prepared.corpus.gold_labels) and differs(request.variant.settings(),
+                                                                    prepared.reference.settings())
     if needs_reference:
         reference = _reference_pass(client, run.info.experiment_id, prepared, workdir)
 
@@ -338,7 +341,8 @@ def _record_start(request: PassRequest, prepared: Prepared, client: MlflowClient
     run_id = run.info.run_id
     manifest["run"].update(run_id=run_id, experiment_id=run.info.experiment_id)
     params = schema.params_from_manifest(manifest)
-    start_tags = _tags(request, manifest, prepared.protocol.acceptance.main_metric or "cosine_min")
+    start_tags = _tags(request, manifest, prepared.protocol.acceptance.main_metric or
+                       {"generations": "reference_exact_match"}.get(prepared.protocol.acceptance.output, "cosine_min"))
     run_name = descriptions.pass_name(start_tags, run_id)
     shown = {schema.RUN_NAME: run_name, schema.NOTE: descriptions.pass_note(start_tags, {})}
     client.log_batch(run_id, params=[Param(k, v) for k, v in params.items()],
@@ -363,6 +367,7 @@ def _run_child(request: PassRequest, prepared: Prepared, workdir: Path) -> tuple
         warmup=dict(prepared.protocol.warmup),
         fault=os.environ.get(faults.ENV, ""),
         workload_code=prepared.manifest["workload"].get("code", ""),
+        workload_settings=prepared.manifest["workload"],
     )
     if request.on_child_start is not None:
         request.on_child_start(workdir)
@@ -374,7 +379,8 @@ def _run_child(request: PassRequest, prepared: Prepared, workdir: Path) -> tuple
 
 def _judge_outcome(request: PassRequest, prepared: Prepared, outcome: PassOutcome, workdir: Path,
                    needs_reference: bool, reference: Reference | None,
-                   ) -> tuple[judge.Judgement, verdicts.ReadBack | embedding_verdicts.EmbeddingReadBack, dict]:
+                   ) -> tuple[judge.Judgement, verdicts.ReadBack | embedding_verdicts.EmbeddingReadBack
+                              | generation_verdicts.GenerationReadBack, dict]:
     """The pass's files read back and judged by the protocol's output; returns the judgement, what was read back
     and the audit's record (empty unless a deliverable without gold labels was audited)."""
     protocol, corpus, manifest = prepared.protocol, prepared.corpus, prepared.manifest
@@ -384,6 +390,16 @@ def _judge_outcome(request: PassRequest, prepared: Prepared, outcome: PassOutcom
             completed=outcome.completed, failure_reason=outcome.reason, rows=corpus.rows,
             back=back, acceptance=protocol.acceptance, needs_reference=needs_reference, reference=reference,
             reference_name=prepared.reference.name, gold_labels=corpus.gold_labels,
+        )
+        return judged, back, {}
+    if protocol.acceptance.output == "generations":
+        back = generation_verdicts.read_generations(workdir / generation_verdicts.GENERATIONS,
+                                                    protocol.generation.max_new_tokens)
+        judged = generation_verdicts.judge_generations(
+            completed=outcome.completed, failure_reason=outcome.reason, rows=corpus.rows, back=back,
+            acceptance=protocol.acceptance, generation=protocol.generation, labels=list(protocol.labels),
+            needs_reference=needs_reference, reference=reference, reference_name=prepared.reference.name,
+            gold_labels=corpus.gold_labels,
         )
         return judged, back, {}
     audit, audit_record = None, {}
@@ -444,7 +460,8 @@ def _verdict(prepared: Prepared, outcome: PassOutcome, judged: judge.Judgement, 
 def _publish(client: MlflowClient, record: dict, workdir: Path, result: PassResult) -> None:
     """Write the attempt to the spool, then publish it; if the store is unreachable it stays spooled (`result.spooled`)."""
     files = [workdir / name for name in (schema.MANIFEST, schema.ENVIRONMENT, schema.VERDICT, schema.PREDICTIONS,
-                                         *embedding_verdicts.FILES, schema.PREVIEW, schema.ERROR)]
+                                         *embedding_verdicts.FILES, *generation_verdicts.FILES, schema.PREVIEW,
+                                         schema.ERROR)]
     entry = spool.write(record, files)
     try:
         spool.publish(client, entry)
@@ -513,6 +530,8 @@ def _reference_pass(client: MlflowClient, experiment_id: str, prepared: Prepared
         return None
     if prepared.protocol.acceptance.output == "embeddings":
         return embedding_reference.load_reference(run, workdir)
+    if prepared.protocol.acceptance.output == "generations":
+        return generation_reference.load_reference(run, workdir, prepared.protocol.generation.max_new_tokens)
     return rejudge.load_reference(client, run, manifest["model"]["labels"], workdir)
 
 

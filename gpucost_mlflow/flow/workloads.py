@@ -1,7 +1,8 @@
 """The launcher's side of a variant's workload: checked against the protocol, and what the manifest records of it.
 
 The built-in classifier is described by its classifier folder (labels from its config), the built-in
-embeddings by its encoder folder and pooling, the user's code by its module file together with the
+embeddings by its encoder folder and pooling, the built-in generation by its causal LM (a folder or a
+GGUF file, hashed) and the protocol's generation task, the user's code by its module file together with the
 model folder its load() is given. The workload (declared value, kind, code digest) goes into the
 manifest: it is part of a configuration's identity.
 """
@@ -33,7 +34,12 @@ class Described:
 
 
 def default_model(output: str, root: Path) -> Path:
-    """`--model auto`: the demo classifier for a labels protocol, the packaged all-MiniLM-L6-v2 files for embeddings."""
+    """`--model auto`: the demo classifier for a labels protocol, the packaged all-MiniLM-L6-v2 files for embeddings,
+    the packaged SmolLM2-135M-Instruct GGUF file for generations."""
+    if output == "generations":
+        from gpucost_mlflow.core import sources
+
+        return sources.package_path(*sources.DEFAULT_GENERATION_PACKAGE)
     if output == "embeddings":
         from gpucost_mlflow.prepare import base_model_dir
 
@@ -57,6 +63,11 @@ def describe(variant: Variant, variants_path: Path, model_path: Path, protocol: 
             "sources": model.provenance.get("sources", []), "trained_on": model.provenance.get("tuning_corpus", {}),
         }, record, model.labels)
     labels = list(protocol.labels)
+    if workload.kind == "generation":
+        from gpucost_mlflow.execution.workloads import generation
+
+        model, run = generation.describe(model_path, protocol.generation, labels)
+        return Described(workload, model, {**record, **run}, labels)
     if workload.kind == "embeddings":
         from gpucost_mlflow.execution.workloads import embeddings
 

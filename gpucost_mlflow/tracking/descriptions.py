@@ -223,6 +223,17 @@ def _embeddings_bar(a) -> str:
             f"at least {e.cosine_median:g}")
 
 
+def _generations_bar(a) -> str:
+    """A generations protocol's bar in words: ids and coverage, the label read from the outputs when the prompt asks
+    for one, exact match and token agreement with the reference."""
+    g = a.generations
+    labels = (f"{a.main_metric} of the label read from each output at least {a.threshold:g} on the whole corpus and "
+              f"{a.per_bucket_threshold:g} in every length bucket; " if a.main_metric else "")
+    return (f"{labels}exactly the expected ids, coverage {_percent(a.coverage)}; any other variant than "
+            f"{a.reference_variant} gives its output exactly on at least {_percent(g.min_exact_match)} of the inputs "
+            f"and its token on at least {_percent(g.min_token_agreement)} of the new-token positions")
+
+
 def experiment_note(protocol: Protocol) -> str:
     """The experiment's description: the protocol's question, quality bar and digest, and where to look."""
     a = protocol.acceptance
@@ -231,7 +242,8 @@ def experiment_note(protocol: Protocol) -> str:
     bar = (f"{a.main_metric} at least {a.threshold:g} on the whole corpus and {a.per_bucket_threshold:g} in every "
            f"length bucket; exactly the expected ids, coverage {_percent(a.coverage)}; a variant with other numerics "
            f"than {a.reference_variant} agrees with it on at least {_percent(a.min_label_agreement)} of labels and its "
-           f"{a.main_metric} stays within {a.max_metric_difference:g}") if a.embeddings is None else _embeddings_bar(a)
+           f"{a.main_metric} stays within {a.max_metric_difference:g}") if a.output == "labels" else \
+        _embeddings_bar(a) if a.output == "embeddings" else _generations_bar(a)
     warmup = f"{protocol.warmup.get('inputs', '?')} inputs x {protocol.warmup.get('passes', '?')} pass(es)"
     locked = (f"Pre-registered protocol `{protocol.digest[:12]}` ({protocol.path}), locked on this experiment: a "
               f"changed protocol needs a new experiment. Full text: experiment tag `{schema.PROTOCOL_TEXT}`.")

@@ -22,7 +22,7 @@ from mlflow.tracking import MlflowClient
 from gpucost_mlflow.core import judge, verdicts
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.protocol import Protocol
-from gpucost_mlflow.tracking import embedding_reference, experiments, schema, writer
+from gpucost_mlflow.tracking import embedding_reference, experiments, generation_reference, schema, writer
 
 
 @dataclass
@@ -103,6 +103,11 @@ def rejudge(experiment: str, protocol: Protocol, client: MlflowClient | None = N
                 result = embedding_reference.judge_again(run, _checks(run.data.tags), reference_run,
                                                          protocol.acceptance, folder)
                 embedding_reference.log_comparison(client, run.info.run_id, result)
+            elif protocol.acceptance.output == "generations":
+                result = generation_reference.judge_again(run, _checks(run.data.tags), reference_run,
+                                                          protocol.acceptance, folder,
+                                                          protocol.generation.max_new_tokens)
+                generation_reference.log_comparison(client, run.info.run_id, result)
             else:
                 labels = _model_labels(client, run.info.run_id, folder)
                 reference = load_reference(client, reference_run, labels, folder)

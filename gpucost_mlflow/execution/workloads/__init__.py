@@ -1,4 +1,4 @@
-"""What a pass runs besides the built-in classifier (execution/runner.py): sentence embeddings, or the user's code.
+"""What a pass runs besides the built-in classifier (execution/runner.py): embeddings, generation, or the user's code.
 
 Every workload hands the runner the same five things (`Work`), so the harness keeps what it does for
 the classifier: ids, batching order, warm-up, the measured clock with device synchronisation, memory
@@ -30,6 +30,10 @@ def load(spec, device) -> Work:
         from gpucost_mlflow.execution.workloads import embeddings
 
         return embeddings.load(spec, device)
+    if workload == "generation":
+        from gpucost_mlflow.execution.workloads import generation
+
+        return generation.load(spec, device)
     from gpucost_mlflow.execution.workloads import user_code
 
     return user_code.load(spec, device)

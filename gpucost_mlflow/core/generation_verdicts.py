@@ -1,0 +1,187 @@
+"""Judging generated text: the exported file read back, exact match and token agreement with the reference, and,
+where the prompt asks for a label, the label read from each output scored against the gold labels.
+
+A generation pass exports `generations.jsonl.gz`: one line per input with its id, the generated text and
+the new token ids (up to and including the end-of-sequence token, never the padding after it). A change of
+numerics or batching is judged against the fp32 reference pass's outputs of the same inputs: the share
+of outputs identical to the reference's (`reference_exact_match`) and the share of new-token positions
+that hold the reference's token (`reference_token_agreement`), each against the protocol's bar. An output
+from which no label can be read counts as a wrong answer: it is scored, never dropped.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpucost_mlflow.core import judge, verdicts
+from gpucost_mlflow.core.generation import GenerationSettings, parse_label
+from gpucost_mlflow.core.quality import evaluate
+from gpucost_mlflow.core.verdicts import Check
+
+GENERATIONS = "generations.jsonl.gz"
+FILES = (GENERATIONS,)
+EXACT_CHECK = "reference_exact_match"
+TOKENS_CHECK = "reference_tokens"
+REFERENCE_CHECKS = (EXACT_CHECK, TOKENS_CHECK)
+UNPARSED = "(no label)"  # what an output without a label word is scored as: never a corpus label, so always wrong
+
+
+@dataclass
+class GenerationReadBack:
+    """What the exported file really holds, read from disk: ids in file order, text and new tokens per id."""
+
+    ids: list[str] = field(default_factory=list)
+    texts: dict[str, str] = field(default_factory=dict)
+    tokens: dict[str, list[int]] = field(default_factory=dict)
+    format_errors: list[str] = field(default_factory=list)
+    labels: dict = field(default_factory=dict)  # labels read from the outputs, filled by the judge when it reads them
+
+
+@dataclass(frozen=True)
+class GenerationReference:
+    """The accepted reference pass a variant is compared with, its outputs read back."""
+
+    run_id: str
+    back: GenerationReadBack
+
+
+def write_generations(path: Path, ids: Sequence[str], texts: Sequence[str], tokens: Sequence[Sequence[int]],
+                      duplicate_at: int = 0) -> None:
+    """One JSON line per input (id, text, tokens), gzip with a fixed mtime so equal passes give equal bytes."""
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as out:
+        for number, (ident, text, new) in enumerate(zip(ids, texts, tokens), 1):
+            line = json.dumps({"id": ident, "text": text, "tokens": [int(t) for t in new]}, ensure_ascii=False) + "\n"
+            out.write(line.encode("utf-8"))
+            if number == duplicate_at:
+                out.write(line.encode("utf-8"))
+
+
+def read_generations(path: Path, max_new_tokens: int) -> GenerationReadBack:
+    """Read the export back; every malformed line is a format error, none is skipped silently."""
+    back = GenerationReadBack()
+    if not path.exists():
+        back.format_errors.append("generations file missing")
+        return back
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except (OSError, UnicodeDecodeError, EOFError) as exc:
+        back.format_errors.append(f"unreadable generations file: {exc}")
+        return back
+    for number, line in enumerate(lines, start=1):
+        try:
+            record = json.loads(line)
+            ident, text, new = record["id"], record["text"], record["tokens"]
+        except (ValueError, KeyError, TypeError):
+            back.format_errors.append(f"line {number}: not an object with id, text, tokens")
+            continue
+        if not isinstance(ident, str) or not isinstance(text, str) or not isinstance(new, list) \
+                or not all(isinstance(t, int) and not isinstance(t, bool) for t in new):
+            back.format_errors.append(f"line {number}: id and text must be strings, tokens a list of token ids")
+            continue
+        if len(new) > max_new_tokens:
+            back.format_errors.append(f"line {number}: {len(new)} new tokens, more than max_new_tokens {max_new_tokens}")
+            continue
+        back.ids.append(ident)
+        back.texts.setdefault(ident, text)
+        back.tokens.setdefault(ident, new)
+    return back
+
+
+def format_check(back: GenerationReadBack) -> Check:
+    if back.format_errors:
+        return Check("format", False, f"{len(back.format_errors)} malformed line(s): {back.format_errors[0]}")
+    return Check("format", True, "every line has id, text and at most max_new_tokens new token ids")
+
+
+def labels_read(back: GenerationReadBack, labels: Sequence[str]) -> dict[str, str]:
+    """The label read from each output; an output with none is UNPARSED (a wrong answer)."""
+    return {ident: parse_label(text, labels) or UNPARSED for ident, text in back.texts.items()}
+
+
+def token_agreement(mine: Sequence[int], theirs: Sequence[int]) -> tuple[int, int]:
+    """(positions holding the same token, positions compared): over the longer of the two, so a missing or an
+    extra token is a disagreement."""
+    width = max(len(mine), len(theirs))
+    return sum(1 for a, b in zip(mine, theirs) if a == b), width
+
+
+def reference_checks(back: GenerationReadBack, reference: GenerationReference, acceptance) -> tuple[list[Check], dict, dict]:
+    """Exact match and token agreement with the reference's outputs: (checks, comparison for the verdict, metrics)."""
+    bar = acceptance.generations
+    shared = [ident for ident in reference.back.texts if ident in back.texts]
+    if not shared:
+        checks = [Check(name, False, f"no input generated by both this pass and reference run {reference.run_id}")
+                  for name in REFERENCE_CHECKS]
+        return checks, {"run_id": reference.run_id, "compared": 0}, {}
+    differ = [ident for ident in shared if back.texts[ident] != reference.back.texts[ident]]
+    exact = (len(shared) - len(differ)) / len(reference.back.texts)
+    same = compared = 0
+    for ident in reference.back.tokens:
+        agree, width = token_agreement(back.tokens.get(ident, []), reference.back.tokens[ident])
+        same, compared = same + agree, compared + width
+    tokens = same / compared if compared else 1.0
+    run = reference.run_id
+    checks = [
+        Check(EXACT_CHECK, exact >= bar.min_exact_match,
+              f"{100 * exact:.2f} % of {len(reference.back.texts)} outputs identical to reference run {run}'s "
+              f"(minimum {100 * bar.min_exact_match:.2f} %)" + (f"; first that differs: {differ[0]}" if differ else "")),
+        Check(TOKENS_CHECK, tokens >= bar.min_token_agreement,
+              f"{100 * tokens:.2f} % of {compared} new-token positions hold reference run {run}'s token "
+              f"(minimum {100 * bar.min_token_agreement:.2f} %)"),
+    ]
+    metrics = {"reference_exact_match": exact, "reference_token_agreement": tokens}
+    comparison = {"run_id": run, "compared": len(shared), "differing": len(differ), "differing_ids": differ[:20],
+                  "metrics": metrics}
+    return checks, comparison, metrics
+
+
+def judge_generations(*, completed: bool, failure_reason: str, rows: Sequence[dict], back: GenerationReadBack,
+                      acceptance, generation: GenerationSettings, labels: Sequence[str], needs_reference: bool,
+                      reference: GenerationReference | None, reference_name: str,
+                      gold_labels: bool = True) -> judge.Judgement:
+    """Judge a generation pass from its file as read back: ids, format, coverage, the label read from each output
+    against the gold labels (when the prompt asks for one), exact match and token agreement with the reference.
+
+    Statuses and the quality verdict come from `judge.settle`, so they mean what they mean for labels."""
+    checks, counts = verdicts.basic_checks([row["id"] for row in rows], back)
+    checks[0] = format_check(back)
+    quality: dict = {}
+    if generation.answer == "label" and gold_labels:
+        back.labels = labels_read(back, labels)
+        if back.ids:
+            quality = evaluate(rows, back.labels, labels)
+            quality["unparsed_outputs"] = float(sum(1 for label in back.labels.values() if label == UNPARSED))
+        checks += verdicts.quality_checks(quality, acceptance)
+    comparison, pending = {}, ""
+    if needs_reference:
+        if reference is None:
+            pending = judge.pending_reason(reference_name)
+        else:
+            found, comparison, measured = reference_checks(back, reference, acceptance)
+            checks += found
+            quality.update(measured)
+    status, reason, quality_verdict = judge.settle(completed, failure_reason, checks, pending)
+    if completed and not gold_labels:
+        quality_verdict = "no gold labels: ids, format and coverage only"
+    return judge.Judgement(status, reason, quality_verdict, checks, counts, quality, comparison)
+
+
+def judge_against_reference(prior: Sequence[Check], metrics: dict, back: GenerationReadBack,
+                            reference: GenerationReference, acceptance) -> judge.Judgement:
+    """A pending generation pass judged again once its reference exists: its own checks kept, the comparison added."""
+    kept = [check for check in prior if check.name not in REFERENCE_CHECKS]
+    found, comparison, measured = reference_checks(back, reference, acceptance)
+    checks = kept + found
+    status, reason, quality_verdict = judge.settle(True, "", checks, "")
+    return judge.Judgement(status, reason, quality_verdict, checks, {}, {**metrics, **measured}, comparison)
+
+
+def needs_reference(settings: dict, reference_settings: dict) -> bool:
+    """Generated text is judged against the reference whenever any setting differs from the reference's: a new
+    batch size or grouping changes the padded shapes and with them the arithmetic greedy decoding follows."""
+    return settings != reference_settings

