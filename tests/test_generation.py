@@ -251,6 +251,21 @@ def test_a_model_that_does_not_exist_is_exit_2_and_no_run(store, generation_slic
     assert mlflow.get_experiment_by_name("gen") is None
 
 
+@pytest.mark.unit
+def test_a_compiled_generation_variant_is_refused_before_anything_is_recorded(store, generation_slice, tmp_path):
+    import yaml
+
+    shipped = yaml.safe_load(VARIANTS.read_text(encoding="utf-8"))
+    variants = tmp_path / "variants.yaml"
+    variants.write_text(yaml.safe_dump({"defaults": shipped["defaults"], "variants": {
+        "gen-batch8": {"workload": "generation"}, "gen-compiled": {"workload": "generation", "compile": True}}}))
+    corpus, protocol = generation_slice
+    result = CliRunner().invoke(main, ["pass", "--variant", "gen-compiled", "--corpus", str(corpus), "--variants",
+                                       str(variants), "--experiment", "gen", "--protocol", str(protocol)])
+    assert result.exit_code == 2 and "compile is not available for workload generation" in result.output
+    assert mlflow.get_experiment_by_name("gen") is None
+
+
 @pytest.mark.integration
 def test_fp32_then_bf16_generation_passes_record_tokens_timings_and_the_reference_comparison(
         store, generation_slice, model_cache, monkeypatch):

@@ -66,6 +66,9 @@ def describe(variant: Variant, variants_path: Path, model_path: Path, protocol: 
     if workload.kind == "generation":
         from gpucost_mlflow.execution.workloads import generation
 
+        if variant.compile:
+            raise GpucostError(f"variant '{variant.name}': compile is not available for workload generation "
+                               "(generate() would run the uncompiled model under a compiled variant's name)")
         model, run = generation.describe(model_path, protocol.generation, labels)
         return Described(workload, model, {**record, **run}, labels)
     if workload.kind == "embeddings":

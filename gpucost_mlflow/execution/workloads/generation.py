@@ -208,8 +208,9 @@ def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[
                 done.tokens.extend(new)
                 done.ids.extend(ids[i] for i in batch)
                 done.shapes.append(([lengths[i] for i in batch], [len(row) for row in new]))
-                done.prefill_s.append(clock.at - started)
-                done.decode_s.append(ended - clock.at)
+                first = clock.at if clock.at is not None else ended
+                done.prefill_s.append(first - started)
+                done.decode_s.append(ended - first)
         return done
     except BaseException as exc:
         traceback.clear_frames(exc.__traceback__)
