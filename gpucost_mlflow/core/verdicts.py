@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+PREDICTIONS = "predictions.jsonl.gz"  # the labels file a pass exports: one JSON object per input
+
 
 @dataclass
 class Check:

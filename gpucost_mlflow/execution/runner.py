@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from gpucost_mlflow.core.verdicts import PREDICTIONS
 from gpucost_mlflow.execution.batching import batches
 from gpucost_mlflow.execution.outcome import PassFailure, PassOutcome
 
@@ -27,7 +28,6 @@ WARMUP_RULE = {
     "recompilations": "counted inside warm-up; none expected after it for eager models",
 }
 SEED = 0
-PREDICTIONS = "predictions.jsonl.gz"
 
 
 @dataclass

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from gpucost_mlflow.core import verdicts
+
 ROLE = "gpucost.role"
 VARIANT = "gpucost.variant"
 CAMPAIGN_ID = "gpucost.campaign_id"
@@ -87,7 +89,7 @@ TIMINGS = ("load_s", "warmup_s", "pass_s", "eval_s", "export_s")
 UTILISATION = ("useful_flop_per_s", "padded_flop_per_s", "mfu_useful", "mfu_padded", "padding_share", "peak_flop_per_s")
 
 MANIFEST = "manifest.json"
-PREDICTIONS = "predictions.jsonl.gz"
+PREDICTIONS = verdicts.PREDICTIONS
 VERDICT = "verdict.json"
 ENVIRONMENT = "environment.txt"
 ERROR = "error.txt"
