@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from gpucost_mlflow.core import judge, verdicts
+from gpucost_mlflow.core.errors import one_line
 from gpucost_mlflow.core.fingerprints import order_digest, sha256_file
 from gpucost_mlflow.core.verdicts import Check
 
@@ -76,7 +77,7 @@ def read_embeddings(folder: Path) -> EmbeddingReadBack:
         ids = (folder / IDS).read_text(encoding="utf-8").splitlines()
         meta = json.loads((folder / META).read_text(encoding="utf-8"))
     except (OSError, ValueError, UnicodeDecodeError) as exc:
-        back.format_errors.append(f"unreadable embeddings files: {' '.join(str(exc).split())[:200]}")
+        back.format_errors.append(f"unreadable embeddings files: {one_line(exc)}")
         return back
     if rows.dtype != np.float16 or rows.ndim != 2:
         back.format_errors.append(f"{EMBEDDINGS} holds {rows.dtype} with {rows.ndim} dimension(s), not 2-D {DTYPE}")

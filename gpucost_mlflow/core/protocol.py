@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 
 from gpucost_mlflow.core.costs import CENT
-from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.errors import GpucostError, one_line
 from gpucost_mlflow.core.generation import GenerationSettings
 from gpucost_mlflow.core.generation import parse as parse_generation
 
@@ -136,7 +136,7 @@ def load_protocol(path: Path) -> Protocol:
     try:
         document = yaml.safe_load(data.decode("utf-8"))
     except (UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise GpucostError(f"{path}: not valid YAML ({' '.join(str(exc).split())[:200]})") from None
+        raise GpucostError(f"{path}: not valid YAML ({one_line(exc)})") from None
     if not isinstance(document, dict):
         raise GpucostError(f"{path}: expected a mapping of protocol fields")
     f = _Fields(path, document)

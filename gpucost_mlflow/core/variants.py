@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 
 from gpucost_mlflow.core import workloads
-from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.errors import GpucostError, one_line
 
 CHOICES = {
     "precision": ("fp32", "bf16", "fp16"),
@@ -171,7 +171,7 @@ def load_variants(path: Path) -> dict[str, Variant]:
     except FileNotFoundError:
         raise GpucostError(f"{path}: variants file not found") from None
     except yaml.YAMLError as exc:
-        raise GpucostError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
+        raise GpucostError(f"{path}: not valid YAML ({one_line(exc)})") from None
     if not isinstance(document, dict) or not isinstance(document.get("variants"), dict):
         raise GpucostError(f"{path}: expected a mapping with a 'variants' section")
     defaults = document.get("defaults") or {}

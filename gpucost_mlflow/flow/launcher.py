@@ -24,7 +24,7 @@ from mlflow.tracking.context.registry import resolve_tags
 
 from gpucost_mlflow.core import embedding_verdicts, generation_verdicts, judge, verdicts
 from gpucost_mlflow.core.corpus import Corpus, read_corpus
-from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.errors import GpucostError, one_line
 from gpucost_mlflow.core.fingerprints import sha256_file
 from gpucost_mlflow.core.manifest import build_manifest
 from gpucost_mlflow.core.preview import preview
@@ -185,7 +185,7 @@ def _start_run(client: MlflowClient, experiment_id: str, run_name: str, parent_r
     """
     if os.environ.get("MLFLOW_RUN_ID") and not parent_run_id:
         return client.get_run(os.environ["MLFLOW_RUN_ID"])
-    tags = {"mlflow.parentRunId": parent_run_id} if parent_run_id else {}
+    tags = {schema.PARENT_RUN_ID: parent_run_id} if parent_run_id else {}
     return client.create_run(experiment_id, run_name=run_name, tags=resolve_tags(tags))
 
 
@@ -211,7 +211,7 @@ def _dataset(corpus: Corpus, manifest: dict) -> dict:
 def _log_dataset(client: MlflowClient, run_id: str, fields: dict) -> None:
     from mlflow.entities import Dataset
 
-    context = InputTag("mlflow.data.context", schema.DATASET_CONTEXT)
+    context = InputTag(schema.DATASET_CONTEXT_TAG, schema.DATASET_CONTEXT)
     inputs = [DatasetInput(Dataset(**fields), tags=[context])]
     try:
         client.log_inputs(run_id, inputs)
@@ -255,7 +255,7 @@ def _close_unrecorded(client: MlflowClient, run_id: str, exc: BaseException) -> 
     if isinstance(exc, KeyboardInterrupt):
         reason, state = "interrupted (launcher stopped before the attempt was recorded)", "KILLED"
     else:
-        reason, state = f"error in the launcher: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}", "FAILED"
+        reason, state = f"error in the launcher: {one_line(exc, named=True)}", "FAILED"
     try:
         run = client.get_run(run_id)
         ended = {**run.data.tags, schema.STATUS: "failed", schema.STATUS_REASON: reason}
@@ -464,15 +464,14 @@ def _publish(client: MlflowClient, record: dict, workdir: Path, result: PassResu
                                          schema.ERROR)]
     entry = spool.write(record, files)
     try:
-        spool.publish(client, entry)
+        spool.publish_and_remove(client, entry)
     except Exception as exc:
-        if not spool.is_store_error(exc):
+        if not store.is_store_error(exc):
             raise
         result.spooled = str(entry.folder)
-        print(f"gpucost: tracking store unreachable after the pass ({_one_line(exc)}); the attempt is kept in "
-              f"{entry.folder}: run `gpucost sync` when the store is back", file=sys.stderr)
+        print(f"gpucost: tracking store unreachable after the pass ({one_line(exc) or type(exc).__name__}); the "
+              f"attempt is kept in {entry.folder}: run `gpucost sync` when the store is back", file=sys.stderr)
     else:
-        spool.remove(entry)
         _flag_overlaps(client, result.run_id)
 
 
@@ -508,17 +507,12 @@ def _flag_overlaps(client: MlflowClient, run_id: str) -> None:
     try:
         others = overlaps.mark(client, run_id)
     except Exception as exc:
-        if not spool.is_store_error(exc):
+        if not store.is_store_error(exc):
             raise
         return
     if others:
         print(f"gpucost: this pass's measured clock overlapped {len(others)} other pass(es) on this host "
               f"({', '.join(others)}): its duration competed for the machine", file=sys.stderr)
-
-
-def _one_line(exc: BaseException, limit: int = 200) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text[:limit]
 
 
 def _reference_pass(client: MlflowClient, experiment_id: str, prepared: Prepared, workdir: Path) -> Reference | None:

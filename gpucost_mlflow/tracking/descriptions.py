@@ -15,12 +15,12 @@ from gpucost_mlflow.core import costs
 from gpucost_mlflow.core.decision import Assessment, Choice
 from gpucost_mlflow.core.overlap import describe as describe_overlap
 from gpucost_mlflow.core.protocol import Protocol
-from gpucost_mlflow.tracking import schema
+from gpucost_mlflow.tracking import limits, schema
 
 SEP = " · "
 SHORT = 100  # a short tag value: short enough for the UI's tag list; the description holds the whole reason
 NAME = 200
-NOTE = 5000  # a description is a tag: kept under the stores' tag value limits
+NOTE = limits.TAG_VALUE  # a description is a tag: kept under the tag value limit MLflow checks
 WHAT_IF = "what-if: example price"
 
 

@@ -63,7 +63,7 @@ def find_reference(client: MlflowClient, experiment_id: str, reference: str, fin
         [experiment_id],
         filter_string=(
             f"tags.`{schema.VARIANT}` = '{reference}' AND tags.`{schema.STATUS}` = 'accepted' "
-            f"AND tags.`{schema.CORPUS_FINGERPRINT}` = '{fingerprint}' AND params.`model.revision` = '{model_revision}'"
+            f"AND tags.`{schema.CORPUS_FINGERPRINT}` = '{fingerprint}' AND params.`{schema.MODEL_REVISION}` = '{model_revision}'"
         ),
         order_by=["attributes.start_time DESC"],
         max_results=1,
@@ -96,7 +96,7 @@ def rejudge(experiment: str, protocol: Protocol, client: MlflowClient | None = N
         for run in pending:
             reference_run = find_reference(client, experiment_id, reference_name,
                                            run.data.tags.get(schema.CORPUS_FINGERPRINT, ""),
-                                           run.data.params.get("model.revision", ""))
+                                           run.data.params.get(schema.MODEL_REVISION, ""))
             if reference_run is None:
                 continue
             if protocol.acceptance.output == "embeddings":

@@ -22,7 +22,6 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.tracking import limits, schema
-from gpucost_mlflow.tracking.store import is_store_error  # noqa: F401 - flow/launcher.py calls it here until it calls store's
 
 ENV = "GPUCOST_SPOOL"
 RECORD = "record.json"

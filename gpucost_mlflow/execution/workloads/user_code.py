@@ -22,12 +22,13 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from gpucost_mlflow.core import verdicts
+from gpucost_mlflow.core.errors import one_line
 from gpucost_mlflow.execution.batching import batches
 from gpucost_mlflow.execution.outcome import PassFailure
 from gpucost_mlflow.execution.workloads import Work
 
 UNKNOWN_FLOPS = "FLOPs unknown for user code"
-PREDICTIONS = "predictions.jsonl.gz"  # the labels file every classification pass exports (runner.PREDICTIONS)
 
 
 class OutputError(Exception):
@@ -127,7 +128,7 @@ def _checked(result, expected: int, number: int, kind: str) -> str:
             try:
                 json.dumps(output, allow_nan=False)
             except (TypeError, ValueError) as exc:
-                raise OutputError(f"{where} is not JSON: {' '.join(str(exc).split())[:120]}") from None
+                raise OutputError(f"{where} is not JSON: {one_line(exc)}") from None
         elif isinstance(output, (list, tuple)) and output:
             found = "embeddings"
             if not all(type(v) in (int, float) and math.isfinite(v) for v in output):
@@ -186,7 +187,7 @@ def export(folder: Path, outputs, duplicate_at: int = 0) -> None:
 
         write_embeddings(folder, ids, values)
         return
-    with open(folder / PREDICTIONS, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as out:
+    with open(folder / verdicts.PREDICTIONS, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as out:
         for ident, output in zip(ids, values):
             record = {"id": ident, "label": output["label"]}
             if "score" in output:
