@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from gpucost_mlflow.core import costs
 from gpucost_mlflow.core.decision import Assessment, Configuration
 from gpucost_mlflow.core.stats import Durations, Separation, separate
 from gpucost_mlflow.core.variants import Variant
@@ -240,7 +239,3 @@ def balance(assessments: list[Assessment], deadline, other_costs=()) -> pd.DataF
         rows.append({"entry": "other cost", "package": f"{cost.label}: {cost.basis}", "committed_cost": str(cost.amount),
                      "currency": cost.currency})
     return pd.DataFrame(rows)
-
-
-def money_or_reason(a: Assessment) -> str:
-    return costs.money(a.committed, a.currency) if a.committed is not None else a.priced
