@@ -210,6 +210,17 @@ def test_a_decoder_config_gives_its_shape_and_an_encoder_is_refused_in_one_line(
 
 
 @pytest.mark.unit
+def test_lanes_add_up_token_counts_and_recount_output_tokens_per_s_over_the_span():
+    from gpucost_mlflow.core import lanes
+
+    lane = {"tokens_generated": 30.0, "tokens_prompt": 400.0, "output_tokens_per_s": 20.0, "prefill_s": 1.0}
+    metrics, missing = lanes.combine_metrics([lane, dict(lane)], [{}, {}], 2.0)
+    assert (metrics["tokens_generated"], metrics["tokens_prompt"]) == (60.0, 800.0)
+    assert metrics["output_tokens_per_s"] == pytest.approx(30.0)
+    assert "prefill_s" in missing and "prefill_s" not in metrics
+
+
+@pytest.mark.unit
 def test_a_slice_keeps_the_corpus_bucket_mix_in_file_order():
     rows = [{"id": str(i), "bucket": "short" if i % 10 < 6 else "medium" if i % 10 < 9 else "long"} for i in range(100)]
     chosen = bucket_slice(rows, 20)

@@ -68,12 +68,12 @@ def test_energy_adds_up_only_when_every_lane_measured_it():
 def test_flop_rates_are_recounted_over_the_span_and_mfu_against_both_devices():
     lane = {"flops_useful": 6e12, "flops_padded": 8e12, "tokens_real": 100.0, "tokens_padded": 120.0,
             "padding_share": 0.25, "useful_flop_per_s": 6e12, "padded_flop_per_s": 8e12, "peak_flop_per_s": 1e14,
-            "mfu_useful": 0.06, "mfu_padded": 0.08, "tokens_generated": 5.0}
+            "mfu_useful": 0.06, "mfu_padded": 0.08, "prefill_s": 5.0}
     metrics, missing = rules.combine_metrics([lane, dict(lane)], [{}, {}], 2.0)
     assert metrics["flops_useful"] == 12e12 and metrics["useful_flop_per_s"] == 6e12
     assert metrics["peak_flop_per_s"] == 2e14 and metrics["mfu_useful"] == pytest.approx(0.03)
     assert metrics["padding_share"] == pytest.approx(0.25)
-    assert "tokens_generated" not in metrics and "not combined over lanes" in missing["tokens_generated"]
+    assert "prefill_s" not in metrics and "not combined over lanes" in missing["prefill_s"]
 
 
 @pytest.mark.unit

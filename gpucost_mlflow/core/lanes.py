@@ -22,10 +22,12 @@ START = ("lanes load and warm up apart (each on the first inputs of its own slic
          "passes together")
 STAGES = "load_s, warmup_s: the slowest lane's (the pass waits for it); export_s: the slowest lane's plus the merge"
 
-SUMMED = ("flops_useful", "flops_padded", "tokens_real", "tokens_padded", "energy_j")
+SUMMED = ("flops_useful", "flops_padded", "tokens_real", "tokens_padded", "energy_j", "tokens_prompt", "tokens_generated",
+          "flops_prefill_useful", "flops_prefill_padded", "flops_decode_useful", "flops_decode_padded")
 LARGEST = ("device_event_s",)  # each lane's device time inside its own clock: the longest is the cross-check
 AGREED = ("device_sm_clock_mhz_at_start", "device_memory_clock_mhz_at_start", "device_power_limit_w")
-RECOUNTED = ("padding_share", "useful_flop_per_s", "padded_flop_per_s", "peak_flop_per_s", "mfu_useful", "mfu_padded")
+RECOUNTED = ("padding_share", "useful_flop_per_s", "padded_flop_per_s", "peak_flop_per_s", "mfu_useful", "mfu_padded",
+             "output_tokens_per_s")
 
 
 def lane_of(ids: Sequence[str], lanes: int) -> dict[str, int]:
@@ -137,6 +139,8 @@ def combine_metrics(metrics: Sequence[dict[str, float]], missing: Sequence[dict[
 def _recount(summed: dict[str, float], metrics: Sequence[dict[str, float]], pass_s: float | None) -> dict[str, float]:
     """Padding share from the summed FLOPs; rates over the pass's span; MFU against the lanes' peaks added up."""
     result: dict[str, float] = {}
+    if "tokens_generated" in summed and pass_s and pass_s > 0:
+        result["output_tokens_per_s"] = summed["tokens_generated"] / pass_s
     useful, padded = summed.get("flops_useful"), summed.get("flops_padded")
     if useful is None or padded is None:
         return result
