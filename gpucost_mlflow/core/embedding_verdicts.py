@@ -194,18 +194,9 @@ def judge_embeddings(*, completed: bool, failure_reason: str, rows: Sequence[dic
     if gold_labels and acceptance.embeddings.retrieval_k is not None:
         found, quality = retrieval(back, rows, acceptance)
         checks += found
-    comparison, pending = {}, ""
-    if needs_reference:
-        if reference is None:
-            pending = judge.pending_reason(reference_name)
-        else:
-            found, comparison, measured = reference_checks(back, reference, acceptance)
-            checks += found
-            quality.update(measured)
-    status, reason, quality_verdict = judge.settle(completed, failure_reason, checks, pending)
-    if completed and not gold_labels:
-        quality_verdict = "no gold labels: ids, format and coverage only"
-    return judge.Judgement(status, reason, quality_verdict, checks, counts, quality, comparison)
+    compare = None if reference is None else (lambda: reference_checks(back, reference, acceptance))
+    return judge.conclude(completed, failure_reason, checks, counts, quality, needs_reference=needs_reference,
+                          reference_name=reference_name, compare=compare, gold_labels=gold_labels)
 
 
 def judge_against_reference(prior: Sequence[Check], metrics: dict, back: EmbeddingReadBack,

@@ -63,14 +63,8 @@ def write_generations(path: Path, ids: Sequence[str], texts: Sequence[str], toke
 def read_generations(path: Path, max_new_tokens: int) -> GenerationReadBack:
     """Read the export back; every malformed line is a format error, none is skipped silently."""
     back = GenerationReadBack()
-    if not path.exists():
-        back.format_errors.append("generations file missing")
-        return back
-    try:
-        with gzip.open(path, "rt", encoding="utf-8") as handle:
-            lines = handle.read().splitlines()
-    except (OSError, UnicodeDecodeError, EOFError) as exc:
-        back.format_errors.append(f"unreadable generations file: {exc}")
+    lines = verdicts.read_lines(path, "generations", back.format_errors)
+    if lines is None:
         return back
     for number, line in enumerate(lines, start=1):
         try:
@@ -157,18 +151,9 @@ def judge_generations(*, completed: bool, failure_reason: str, rows: Sequence[di
             quality = evaluate(rows, back.labels, labels)
             quality["unparsed_outputs"] = float(sum(1 for label in back.labels.values() if label == UNPARSED))
         checks += verdicts.quality_checks(quality, acceptance)
-    comparison, pending = {}, ""
-    if needs_reference:
-        if reference is None:
-            pending = judge.pending_reason(reference_name)
-        else:
-            found, comparison, measured = reference_checks(back, reference, acceptance)
-            checks += found
-            quality.update(measured)
-    status, reason, quality_verdict = judge.settle(completed, failure_reason, checks, pending)
-    if completed and not gold_labels:
-        quality_verdict = "no gold labels: ids, format and coverage only"
-    return judge.Judgement(status, reason, quality_verdict, checks, counts, quality, comparison)
+    compare = None if reference is None else (lambda: reference_checks(back, reference, acceptance))
+    return judge.conclude(completed, failure_reason, checks, counts, quality, needs_reference=needs_reference,
+                          reference_name=reference_name, compare=compare, gold_labels=gold_labels)
 
 
 def judge_against_reference(prior: Sequence[Check], metrics: dict, back: GenerationReadBack,

@@ -6,7 +6,7 @@ reference exists. Both call these functions, so a verdict means the same whoever
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from gpucost_mlflow.core import verdicts
@@ -45,6 +45,9 @@ class Judgement:
         return any(check.name == "ids" and check.passed for check in self.checks)
 
 
+NO_GOLD = "no gold labels: ids, format and coverage only"
+
+
 def settle(completed: bool, failure_reason: str, checks: Sequence[Check], pending: str) -> tuple[str, str, str]:
     """(status, reason, quality verdict): failed if the pass did not complete, rejected if a check failed,
     pending without its reference, accepted otherwise. The quality verdict is empty when nothing was judged."""
@@ -80,19 +83,34 @@ def judge(*, completed: bool, failure_reason: str, rows: Sequence[dict], back: R
         checks += verdicts.quality_checks(quality if back.ids else {}, acceptance)
     if audit is not None:
         checks.append(audit)
-    comparison, pending = {}, ""
+    compare = None
+    if reference is not None:
+        def compare():
+            found, comparison = verdicts.reference_checks(
+                quality, back.labels, reference.metrics, reference.labels, acceptance, reference.run_id)
+            return found, comparison, {}
+    no_gold = NO_GOLD if audit is None else f"no gold labels: audit {'passed' if audit.passed else 'failed'}"
+    return conclude(completed, failure_reason, checks, counts, quality if back.ids else {}, needs_reference=needs_reference,
+                    reference_name=reference_name, compare=compare, gold_labels=gold_labels, no_gold=no_gold)
+
+
+def conclude(completed: bool, failure_reason: str, checks: Sequence[Check], counts: dict, quality: dict, *,
+             needs_reference: bool, reference_name: str, compare: Callable[[], tuple[list, dict, dict]] | None,
+             gold_labels: bool, no_gold: str = NO_GOLD) -> Judgement:
+    """The end every workload's verdict shares: the comparison with the reference (pending while none exists;
+    `compare` gives its checks, comparison and measured figures), then `settle`."""
+    checks, quality, comparison, pending = list(checks), dict(quality), {}, ""
     if needs_reference:
-        if reference is None:
+        if compare is None:
             pending = pending_reason(reference_name)
         else:
-            ref_checks, comparison = verdicts.reference_checks(
-                quality, back.labels, reference.metrics, reference.labels, acceptance, reference.run_id)
-            checks += ref_checks
+            found, comparison, measured = compare()
+            checks += found
+            quality.update(measured)
     status, reason, quality_verdict = settle(completed, failure_reason, checks, pending)
     if completed and not gold_labels:
-        quality_verdict = "no gold labels: " + (f"audit {'passed' if audit.passed else 'failed'}" if audit is not None
-                                                else "ids, format and coverage only")
-    return Judgement(status, reason, quality_verdict, checks, counts, quality if back.ids else {}, comparison)
+        quality_verdict = no_gold
+    return Judgement(status, reason, quality_verdict, checks, counts, quality, comparison)
 
 
 def audit_sample(ids: Sequence[str], size: int, fingerprint: str) -> list[str]:

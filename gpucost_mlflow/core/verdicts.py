@@ -31,17 +31,24 @@ class ReadBack:
     format_errors: list[str] = field(default_factory=list)
 
 
+def read_lines(path: Path, what: str, format_errors: list[str]) -> list[str] | None:
+    """The lines of an exported gzip JSONL file; None, with the format error noted, when it is missing or unreadable."""
+    if not path.exists():
+        format_errors.append(f"{what} file missing")
+        return None
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            return handle.read().splitlines()
+    except (OSError, UnicodeDecodeError, EOFError) as exc:
+        format_errors.append(f"unreadable {what} file: {exc}")
+        return None
+
+
 def read_predictions(path: Path, labels: Sequence[str]) -> ReadBack:
     """Parse the gzip JSONL predictions; every malformed line is noted, none is skipped silently."""
     back = ReadBack()
-    if not path.exists():
-        back.format_errors.append("predictions file missing")
-        return back
-    try:
-        with gzip.open(path, "rt", encoding="utf-8") as handle:
-            lines = handle.read().splitlines()
-    except (OSError, UnicodeDecodeError, EOFError) as exc:
-        back.format_errors.append(f"unreadable predictions file: {exc}")
+    lines = read_lines(path, "predictions", back.format_errors)
+    if lines is None:
         return back
     for number, line in enumerate(lines, start=1):
         try:
