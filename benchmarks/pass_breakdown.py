@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from gpucost_mlflow.core.variants import get_variant
-from gpucost_mlflow.execution import models, runner
+from gpucost_mlflow.execution import batching, models, runner
 from gpucost_mlflow.execution.timing import no_sync
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,7 +52,7 @@ def stages(corpus: Path, tokenizer, model, settings: dict) -> dict[str, float]:
     pad = forward = post = 0.0
     labels = []
     with torch.inference_mode():
-        for batch in runner.batches(lengths, settings["batch_size"], settings["length_grouping"]):
+        for batch in batching.batches(lengths, settings["batch_size"], settings["length_grouping"]):
             t0 = time.perf_counter()
             width = max(lengths[i] for i in batch)
             input_ids = np.full((len(batch), width), tokenizer.pad_token_id or 0, dtype=np.int64)

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from gpucost_mlflow.core.variants import get_variant, load_variants
-from gpucost_mlflow.execution import runner, timing
+from gpucost_mlflow.execution import batching, runner, timing
 from gpucost_mlflow.flow.launcher import PassRequest, prepare
 from tests.helpers import ROOT, VARIANTS
 
@@ -95,5 +95,5 @@ def test_warmup_rule_is_identical_for_every_variant(corpus_dir, model_dir, proto
 @pytest.mark.unit
 def test_length_grouping_sorts_batches_by_token_length_only_when_declared():
     lengths = [5, 1, 9, 3, 7]
-    assert runner.batches(lengths, 2, "none") == [[0, 1], [2, 3], [4]]
-    assert runner.batches(lengths, 2, "sorted") == [[1, 3], [0, 4], [2]]
+    assert batching.batches(lengths, 2, "none") == [[0, 1], [2, 3], [4]]
+    assert batching.batches(lengths, 2, "sorted") == [[1, 3], [0, 4], [2]]

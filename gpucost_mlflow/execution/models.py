@@ -38,31 +38,31 @@ class ModelInfo:
     provenance: dict
 
 
-def describe_model(path: Path) -> ModelInfo:
-    """Revisions (content hashes) and labels of a classifier directory, checked before any run starts."""
-    config_path = path / "config.json"
+def read_folder(path: Path, missing: str) -> tuple[dict, dict]:
+    """A transformers folder's config and what the manifest records of it: content hashes of the weights and of the
+    tokenizer apart, and the architecture. Checked before any run starts; `missing` says what to do when it is absent."""
     if not path.is_dir():
-        raise GpucostError(f"{path}: model directory not found (run `gpucost model prepare` or pass -P model=PATH)")
+        raise GpucostError(f"{path}: {missing}")
     try:
-        config = json.loads(config_path.read_text(encoding="utf-8"))
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         raise GpucostError(f"{path}: no readable config.json, not a transformers model directory") from None
+    tokenizer = describe_tokenizer(path)
+    files = [name for name in directory_files(path) if name not in tokenizer["files"]]
+    return config, {"revision": sha256_files(path, files), "tokenizer_revision": tokenizer["revision"],
+                    "architecture": ",".join(config.get("architectures") or [])}
+
+
+def describe_model(path: Path) -> ModelInfo:
+    """Revisions (content hashes) and labels of a classifier directory, checked before any run starts."""
+    config, described = read_folder(path, "model directory not found (run `gpucost model prepare` or pass -P model=PATH)")
     id2label = config.get("id2label") or {}
     labels = [id2label[key] for key in sorted(id2label, key=int)]
     if not labels:
         raise GpucostError(f"{path}: config.json has no id2label, not a sequence classifier")
-    files = directory_files(path)
-    tokenizer = describe_tokenizer(path)
     provenance_path = path / "gpucost_model.json"
     provenance = json.loads(provenance_path.read_text(encoding="utf-8")) if provenance_path.exists() else {}
-    return ModelInfo(
-        path=str(path.resolve()),
-        revision=sha256_files(path, [f for f in files if f not in tokenizer["files"]]),
-        tokenizer_revision=tokenizer["revision"],
-        labels=labels,
-        architecture=",".join(config.get("architectures") or []),
-        provenance=provenance,
-    )
+    return ModelInfo(path=str(path.resolve()), labels=labels, provenance=provenance, **described)
 
 
 def resolve_device(choice: str) -> torch.device:

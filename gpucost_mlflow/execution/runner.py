@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from gpucost_mlflow.core.verdicts import PREDICTIONS
-from gpucost_mlflow.execution.batching import batches
+from gpucost_mlflow.execution.batching import padded, tokenized
 from gpucost_mlflow.execution.outcome import PassFailure, PassOutcome
 
 WARMUP_RULE = {
@@ -73,27 +73,16 @@ def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[
 
     On an exception it raises PassFailure carrying the predictions made so far.
     """
-    import numpy as np
     import torch
 
-    encoded = tokenizer(
-        texts, truncation=True, max_length=settings["max_length"], return_attention_mask=False, return_token_type_ids=False
-    )["input_ids"]
-    lengths = [len(seq) for seq in encoded]
-    plan = batches(lengths, settings["batch_size"], settings["length_grouping"])
-    pad_id = tokenizer.pad_token_id or 0
+    encoded, lengths, plan, pad_id = tokenized(tokenizer, texts, settings)
     done_labels, done_scores, done_order = [], [], []
     try:
         with torch.inference_mode():
             for number, batch in enumerate(plan, start=1):
                 if on_batch is not None:
                     on_batch(number, len(done_order))
-                width = max(lengths[i] for i in batch)
-                input_ids = np.full((len(batch), width), pad_id, dtype=np.int64)
-                mask = np.zeros((len(batch), width), dtype=np.int64)
-                for row, index in enumerate(batch):
-                    input_ids[row, : lengths[index]] = encoded[index]
-                    mask[row, : lengths[index]] = 1
+                input_ids, mask = padded(batch, encoded, lengths, pad_id)
                 logits = model(
                     input_ids=torch.from_numpy(input_ids).to(device, non_blocking=True),
                     attention_mask=torch.from_numpy(mask).to(device, non_blocking=True),

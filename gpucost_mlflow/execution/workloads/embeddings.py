@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.execution.batching import batches
+from gpucost_mlflow.execution.batching import padded, tokenized
 from gpucost_mlflow.execution.outcome import PassFailure
 from gpucost_mlflow.execution.workloads import Work
 
@@ -73,27 +73,16 @@ def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[
             normalize: bool = True) -> Embedded:
     """Tokenize, pad each batch to its longest input, transfer, encode, mean-pool over the real tokens, bring the
     embeddings to the host. On an exception it raises PassFailure carrying the embeddings made so far."""
-    import numpy as np
     import torch
 
-    encoded = tokenizer(
-        texts, truncation=True, max_length=settings["max_length"], return_attention_mask=False, return_token_type_ids=False
-    )["input_ids"]
-    lengths = [len(seq) for seq in encoded]
-    plan = batches(lengths, settings["batch_size"], settings["length_grouping"])
-    pad_id = tokenizer.pad_token_id or 0
+    encoded, lengths, plan, pad_id = tokenized(tokenizer, texts, settings)
     done, order = [], []
     try:
         with torch.inference_mode():
             for number, batch in enumerate(plan, start=1):
                 if on_batch is not None:
                     on_batch(number, len(order))
-                width = max(lengths[i] for i in batch)
-                input_ids = np.full((len(batch), width), pad_id, dtype=np.int64)
-                mask = np.zeros((len(batch), width), dtype=np.int64)
-                for row, index in enumerate(batch):
-                    input_ids[row, : lengths[index]] = encoded[index]
-                    mask[row, : lengths[index]] = 1
+                input_ids, mask = padded(batch, encoded, lengths, pad_id)
                 attention = torch.from_numpy(mask).to(device, non_blocking=True)
                 hidden = model(input_ids=torch.from_numpy(input_ids).to(device, non_blocking=True),
                                attention_mask=attention).last_hidden_state.float()
@@ -158,16 +147,7 @@ def export(folder: Path, outputs, duplicate_at: int = 0) -> None:
 
 def describe(path: Path) -> dict:
     """What the manifest records of an encoder folder: revisions, architecture, pooling (checked before any run)."""
-    from gpucost_mlflow.core.fingerprints import directory_files, sha256_files
     from gpucost_mlflow.execution import models
 
-    if not path.is_dir():
-        raise GpucostError(f"{path}: model directory not found (an encoder folder, e.g. the all-MiniLM-L6-v2 files)")
-    try:
-        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        raise GpucostError(f"{path}: no readable config.json, not a transformers model directory") from None
-    tokenizer = models.describe_tokenizer(path)
-    files = [name for name in directory_files(path) if name not in tokenizer["files"]]
-    return {"revision": sha256_files(path, files), "tokenizer_revision": tokenizer["revision"],
-            "architecture": ",".join(config.get("architectures") or []), "pooling": pooling(path)}
+    _, described = models.read_folder(path, "model directory not found (an encoder folder, e.g. the all-MiniLM-L6-v2 files)")
+    return {**described, "pooling": pooling(path)}

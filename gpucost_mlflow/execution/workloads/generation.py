@@ -259,7 +259,7 @@ def describe(model_path: Path, task: GenerationSettings | None, labels: list[str
     """What the manifest records (checked before any run): the model section, and the workload section's generation
     task, model file and cache, which the child is given as they are. A GGUF file is hashed here, once per pass."""
     from gpucost_mlflow.core import sources
-    from gpucost_mlflow.core.fingerprints import directory_files, sha256_file, sha256_files
+    from gpucost_mlflow.core.fingerprints import sha256_file
     from gpucost_mlflow.execution import models
 
     if task is None:
@@ -277,17 +277,8 @@ def describe(model_path: Path, task: GenerationSettings | None, labels: list[str
         return {"path": str(model_path.resolve()), "revision": digest, "tokenizer_revision": digest, "labels": labels,
                 "architecture": "AutoModelForCausalLM from GGUF (dequantised to fp32)",
                 "sources": [packaged] if packaged else [], "trained_on": {}}, run
-    if not model_path.is_dir():
-        raise GpucostError(f"{model_path}: model not found (--model takes a transformers folder or a .gguf file)")
-    try:
-        config = json.loads((model_path / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        raise GpucostError(f"{model_path}: no readable config.json, not a transformers model directory") from None
-    tokenizer = models.describe_tokenizer(model_path)
-    files = [name for name in directory_files(model_path) if name not in tokenizer["files"]]
-    return {"path": str(model_path.resolve()), "revision": sha256_files(model_path, files),
-            "tokenizer_revision": tokenizer["revision"], "labels": labels,
-            "architecture": ",".join(config.get("architectures") or []), "sources": [], "trained_on": {}}, run
+    _, described = models.read_folder(model_path, "model not found (--model takes a transformers folder or a .gguf file)")
+    return {"path": str(model_path.resolve()), **described, "labels": labels, "sources": [], "trained_on": {}}, run
 
 
 def _packaged(path: Path, digest: str, sources) -> dict:
