@@ -236,3 +236,28 @@ def test_after_a_campaign_and_its_report_every_run_has_a_unique_name_and_a_descr
     assert decided.data.tags[schema.DECISION_DEVICE] in decided.info.run_name
     assert decided.data.metrics[schema.COMMITTED_COST] > 0 and decided.data.metrics[schema.FORECAST_HOURS] >= 0.75
     assert decided.data.params["deadline"].startswith("2026-12-04")
+
+
+@pytest.mark.unit
+def test_two_first_passes_describing_the_experiment_at_once_keep_one_description(monkeypatch):
+    """The second writer of the experiment's note meets the store's unique key (PostgreSQL): the note stands, no error."""
+    from types import SimpleNamespace
+
+    from mlflow.exceptions import MlflowException
+
+    from gpucost_mlflow.core.protocol import load_protocol
+
+    monkeypatch.setattr(experiments.time, "sleep", lambda seconds: None)
+    written = {schema.NOTE: "written by the other pass"}
+
+    class Racing:
+        def set_experiment_tag(self, experiment_id, key, value):
+            raise MlflowException("duplicate key value violates unique constraint")
+
+        def get_experiment(self, experiment_id):
+            return SimpleNamespace(tags=written)
+
+    experiments._describe(Racing(), "1", {}, load_protocol(SHIPPED_PROTOCOL))
+    written.clear()
+    with pytest.raises(MlflowException):
+        experiments._describe(Racing(), "1", {}, load_protocol(SHIPPED_PROTOCOL))

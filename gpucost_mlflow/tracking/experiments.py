@@ -73,8 +73,15 @@ def lock(client: MlflowClient, experiment_id: str, name: str, protocol: Protocol
 
 def _describe(client: MlflowClient, experiment_id: str, tags: dict, protocol: Protocol) -> None:
     """The experiment's description in the UI, written once: a description the user wrote is never replaced."""
-    if not tags.get(schema.NOTE):
+    if tags.get(schema.NOTE):
+        return
+    try:
         client.set_experiment_tag(experiment_id, schema.NOTE, descriptions.experiment_note(protocol))
+    except MlflowException:
+        # First passes started at once insert the same tag (a unique-key error on PostgreSQL): one description is kept.
+        time.sleep(0.5)
+        if not client.get_experiment(experiment_id).tags.get(schema.NOTE):
+            raise
 
 
 def lock_series(client: MlflowClient, experiment_id: str, name: str, declaration: dict) -> bool:
