@@ -10,7 +10,7 @@ export MLFLOW_TRACKING_URI ?= sqlite:///$(CURDIR)/mlflow.db
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo demo-generation test unit install corpus model clean-demo
+.PHONY: demo demo-generation test unit install corpus model clean-demo device-check
 
 install: $(STAMP)
 
@@ -88,9 +88,14 @@ postgres:
 	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; \
 	fi
 
+# Two pytest workers (pytest-xdist): the suite is mostly child processes, servers and a browser waiting on each other.
 test: $(STAMP) $(CHROMIUM) postgres
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q -n 2 --dist worksteal -m "not ci_step" tests
+
+# CI's step after `make test`: benchmarks/device_check.sh --small on the CPU (docs/benchmarks.md, "Device check").
+device-check: $(STAMP)
+	$(BIN)/python -m pytest -q -m ci_step tests
 
 # While developing: the tests marked `unit` only (no child process, server, browser or real pass).
 unit: $(STAMP)

@@ -31,6 +31,7 @@ def _script(*args: str, out, timeout: int = 600) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.integration
+@pytest.mark.ci_step  # about 80 s on 2 cores: its own CI step keeps `make test` under 7 minutes
 def test_small_device_check_passes_on_the_cpu_and_keeps_everything_under_out(tmp_path):
     result = _script("--small", out=tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
