@@ -109,14 +109,18 @@ def test_four_concurrent_passes_all_arrive_with_postgres_behind_the_server(team_
     assert spool.entries() == []
 
 
-def _runner_running() -> bool:
-    """Whether a pass's child process (the measured work) is running on this machine."""
+def _runner_running(launcher_pid: int) -> bool:
+    """Whether the launcher's own pass child (the measured work) is running: another test's child, in another
+    pytest worker, does not count."""
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and b"gpucost_mlflow.execution.runner" in (entry / "cmdline").read_bytes():
-                return True
-        except OSError:
+            if not entry.name.isdigit() or b"gpucost_mlflow.execution.runner" not in (entry / "cmdline").read_bytes():
+                continue
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
             continue
+        if parent == launcher_pid:
+            return True
     return False
 
 
@@ -133,7 +137,7 @@ def test_server_killed_mid_campaign_then_sync_keeps_every_pass_once(team_env, se
             experiment = client.get_experiment_by_name("team-outage")
             first = experiment and client.search_runs(
                 [experiment.experiment_id], filter_string=f"tags.`{schema.PASS_INDEX}` = '1'")
-            if first and _runner_running():
+            if first and _runner_running(campaign.pid):
                 break
             time.sleep(0.2)
         else:
