@@ -21,9 +21,8 @@ from gpucost_mlflow.core import embedding_verdicts as ev
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.protocol import load_protocol
 from gpucost_mlflow.tracking import schema
+from tests.helpers import ROOT, VARIANTS
 
-ROOT = Path(__file__).resolve().parents[1]
-VARIANTS = ROOT / "projects" / "variants.yaml"
 BIN_DIR = str(Path(sys.executable).parent)
 PROTOCOL = """
 question: Which configuration embeds the test slice for the lowest budget?

@@ -18,10 +18,8 @@ from gpucost_mlflow.core.corpus import bucket_slice, jsonl_bytes, read_corpus
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.protocol import load_protocol
 from gpucost_mlflow.tracking import schema
+from tests.helpers import LABELS, ROOT, VARIANTS
 
-ROOT = Path(__file__).resolve().parents[1]
-VARIANTS = ROOT / "projects" / "variants.yaml"
-LABELS = ["fresh", "plot", "rotten"]
 PROTOCOL = """
 question: Which configuration answers the test slice for the lowest budget?
 scenario: offline
