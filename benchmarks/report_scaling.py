@@ -215,6 +215,12 @@ def populate(uri: str, n: int, protocol, variants, seed: int = 0) -> tuple[str, 
     return experiment_id, len(parents)
 
 
+def shaped_variants() -> dict:
+    """The shipped classification variants this store is shaped after (SPEED names them): the file also ships
+    embeddings, generation and user-code variants, whose passes log other metrics."""
+    return {name: variant for name, variant in load_variants(VARIANTS).items() if name in SPEED}
+
+
 class _Timeout(Exception):
     pass
 
@@ -267,7 +273,7 @@ def main() -> None:
 
     protocol = load_protocol(PROTOCOL)
     catalog = load_catalog(CATALOG)
-    variants = load_variants(VARIANTS)
+    variants = shaped_variants()
     print(f"mlflow {mlflow.__version__}, python {sys.version.split()[0]}, repeats {args.repeats} (median), "
           f"report timeout {args.report_timeout:.0f} s", flush=True)
     results = []

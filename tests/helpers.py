@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import shutil
 import sqlite3
 from pathlib import Path
+from types import ModuleType
 
 import mlflow
 import pytest
@@ -100,3 +102,11 @@ def only_run(experiment: str = "t", tracking_uri: str | None = None) -> Run:
     client = MlflowClient(tracking_uri=tracking_uri)
     (run,) = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
     return run
+
+
+def load_benchmark(name: str) -> ModuleType:
+    """A script of benchmarks/ (not a package) as a module, so a test runs its parts as the script does."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

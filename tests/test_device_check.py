@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import subprocess
 import sys
@@ -14,12 +13,10 @@ from mlflow.tracking import MlflowClient
 from gpucost_mlflow.core.energy import DEVICE_UUID_TAG, ENERGY_METRIC
 from gpucost_mlflow.execution.timing import DEVICE_EVENT_METRIC
 from gpucost_mlflow.tracking import schema
-from tests.helpers import ROOT
+from tests.helpers import ROOT, load_benchmark
 
 SCRIPT = ROOT / "benchmarks" / "device_check.sh"
-_spec = importlib.util.spec_from_file_location("device_check", ROOT / "benchmarks" / "device_check.py")
-device_check = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(device_check)
+device_check = load_benchmark("device_check")
 H200_BYTES = 143771 * 2**20
 
 
