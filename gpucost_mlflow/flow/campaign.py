@@ -99,12 +99,13 @@ class Shown:
 
 def _existing_attempts(client: MlflowClient, experiment_id: str, campaign_id: str) -> dict[str, list[dict]]:
     from gpucost_mlflow.tracking.reader import attempt_row
+    from gpucost_mlflow.tracking.run_records import RunRecord
 
     by_slot: dict[str, list[dict]] = {}
     found = search.all_runs(client, experiment_id,
                             f"tags.`{schema.CAMPAIGN_ID}` = '{campaign_id}' AND tags.`{schema.VARIANT}` LIKE '%'")
     for run in found:
-        by_slot.setdefault(run.data.tags.get(schema.SLOT, ""), []).append(attempt_row(run))
+        by_slot.setdefault(run.data.tags.get(schema.SLOT, ""), []).append(attempt_row(RunRecord.of(run)))
     return by_slot
 
 

@@ -8,13 +8,13 @@ import socket
 from pathlib import Path
 
 import pandas as pd
-from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.overlap import Interval, overlaps
 from gpucost_mlflow.core.protocol import digest_of
-from gpucost_mlflow.tracking import exclusions, schema, search
+from gpucost_mlflow.tracking import exclusions, schema
+from gpucost_mlflow.tracking.run_records import RunRecord, tagged
 
 COLUMNS = [
     "run_id", "campaign_id", "pass_index", "round", "position", "attempt", "variant", "role", "corpus_fingerprint", "device", "backend",
@@ -32,10 +32,10 @@ SHOWN = ["variant", "status", "batch_size", "pass_s", "mfu_useful", "mfu_padded"
 
 
 class _gc_paused:
-    """Pause Python's cyclic garbage collector while MLflow materialises runs, then restore its state.
+    """Pause Python's cyclic garbage collector while the runs are read, then restore its state.
 
-    Reading a run builds one SQLAlchemy object per tag, param and metric (~70 per pass); with the collector
-    on, its repeated collections over those young objects cost about twice the read itself
+    Read through search_runs (tracking/run_records.py), a run becomes one object per tag, param and metric (~70 per
+    pass); with the collector on, its repeated collections over those young objects cost about twice the read itself
     (benchmarks/report_scaling.py). The rows and their values are unchanged.
     """
 
@@ -68,14 +68,14 @@ def launcher_alive(tag: str) -> bool:
     return True
 
 
-def attempt_row(run: Run) -> dict:
+def attempt_row(run: RunRecord) -> dict:
     """One attempts-table row; a measurement that is absent stays empty and the notes say why."""
-    tags, metrics, params = run.data.tags, run.data.metrics, run.data.params
+    tags, metrics, params = run.tags, run.metrics, run.params
     status = tags.get(schema.STATUS, "")
     reason = tags.get(schema.STATUS_REASON, "")
-    if run.info.status == "RUNNING" and not launcher_alive(tags.get(schema.LAUNCHER, "")):
+    if run.status == "RUNNING" and not launcher_alive(tags.get(schema.LAUNCHER, "")):
         status, reason = "failed", "interrupted (launcher gone, run left RUNNING)"
-    elif run.info.status in ("FAILED", "KILLED") and status in ("", "running"):
+    elif run.status in ("FAILED", "KILLED") and status in ("", "running"):
         status, reason = "failed", reason or "interrupted (run ended before the attempt was recorded)"
     # An excluded pass keeps its row; the cause, who and when are its reason (`gpucost exclude`, PROTOCOL.md §6).
     excluded = tags.get(schema.STATUS) == "excluded" and bool(tags.get(schema.EXCLUDED_CAUSE))
@@ -83,7 +83,7 @@ def attempt_row(run: Run) -> dict:
         status, reason = "excluded", exclusions.describe(tags)
     measured_reason = tags.get(schema.REASON_BEFORE_EXCLUSION, "") if excluded else reason
     row = {
-        "run_id": run.info.run_id,
+        "run_id": run.run_id,
         "campaign_id": tags.get(schema.CAMPAIGN_ID, ""),
         "pass_index": tags.get(schema.PASS_INDEX, ""),
         "round": tags.get(schema.ROUND, ""),
@@ -112,10 +112,10 @@ def attempt_row(run: Run) -> dict:
         "corpus_accepted": tags.get(schema.CORPUS_ACCEPTED, "") == "true" and status == "accepted",
         "protocol_digest": tags.get(schema.PROTOCOL_DIGEST, ""),
         "memory_counter": tags.get(schema.MEMORY_COUNTER, ""),
-        "start_time": pd.Timestamp(run.info.start_time, unit="ms", tz="UTC"),
-        "end_time": pd.Timestamp(run.info.end_time, unit="ms", tz="UTC") if run.info.end_time else None,
+        "start_time": pd.Timestamp(run.start_time, unit="ms", tz="UTC"),
+        "end_time": pd.Timestamp(run.end_time, unit="ms", tz="UTC") if run.end_time else None,
         # The run's measured wall time (start, load, warm-up, pass, evaluation, export): what it held the rental.
-        "wall_s": (run.info.end_time - run.info.start_time) / 1000 if run.info.end_time and run.info.start_time else None,
+        "wall_s": (run.end_time - run.start_time) / 1000 if run.end_time and run.start_time else None,
     }
     for key in COLUMNS:
         if key not in row and key in metrics:
@@ -134,7 +134,7 @@ def attempt_row(run: Run) -> dict:
         notes.append("wall_s empty: the run has no end time (still running, or its launcher died)")
     if status != "running":
         exported = "embeddings.npy" if row["workload"] == "embeddings" else schema.PREDICTIONS
-        notes.append(f"predictions: {run.info.artifact_uri}/{exported}")
+        notes.append(f"predictions: {run.artifact_uri}/{exported}")
     row["mfu_reason"] = mfu_reason(metrics, status, measured_reason or reason, row["workload"])
     if row["mfu_reason"]:
         notes.append(f"mfu empty: {row['mfu_reason']}")
@@ -176,7 +176,7 @@ def attempts(experiment: str, client: MlflowClient | None = None) -> tuple[pd.Da
     if found is None:
         raise GpucostError(f"experiment '{experiment}' not found in {client.tracking_uri}")
     with _gc_paused():
-        rows = [attempt_row(run) for run in search.all_runs(client, found.experiment_id, f"tags.`{schema.VARIANT}` LIKE '%'")]
+        rows = [attempt_row(run) for run in tagged(client, found.experiment_id, schema.VARIANT)]
     flag_overlaps(rows)
     table = pd.DataFrame(rows, columns=COLUMNS)
     for column in ("expected_ids", "observed_ids", "completed_entries"):

@@ -1,0 +1,74 @@
+"""The attempts table's read: a SQL store is asked for plain rows, and they equal what `search_runs` gives."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+from mlflow.entities import Metric, RunTag
+from mlflow.tracking import MlflowClient
+
+from gpucost_mlflow.core.protocol import load_protocol
+from gpucost_mlflow.tracking import reader, run_records, schema, search
+from gpucost_mlflow.tracking.run_records import RunRecord, tagged
+from tests.helpers import load_benchmark
+
+pytestmark = pytest.mark.unit
+
+report_scaling = load_benchmark("report_scaling")
+
+
+def _comparable(record: RunRecord) -> tuple:
+    """A record with NaN made comparable (NaN != NaN)."""
+    metrics = {k: "nan" if isinstance(v, float) and math.isnan(v) else v for k, v in record.metrics.items()}
+    return (record.run_id, record.status, record.start_time, record.end_time, record.artifact_uri,
+            record.tags, record.params, metrics)
+
+
+def _through_search_runs(client: MlflowClient, experiment_id: str) -> list[RunRecord]:
+    runs = search.all_runs(client, experiment_id, f"tags.`{schema.VARIANT}` LIKE '%'")
+    return [RunRecord.of(run) for run in runs]
+
+
+@pytest.fixture
+def varied_store(store) -> tuple[MlflowClient, str]:
+    """The benchmark's store in small (campaign parents, accepted, rejected and failed passes on two devices), plus
+    what a long-lived store also holds: a pass still running, a deleted pass, a NaN metric, a metric logged twice,
+    two passes started in the same millisecond, an empty variant tag, and a pass in another experiment."""
+    protocol = load_protocol(report_scaling.PROTOCOL)
+    experiment_id, _ = report_scaling.populate(store, 60, protocol, report_scaling.shaped_variants())
+    client = MlflowClient(tracking_uri=store)
+    tagged_variant = {schema.VARIANT: "batch8"}
+    running = client.create_run(experiment_id, start_time=report_scaling.START_MS + 5, tags=tagged_variant)
+    deleted = client.create_run(experiment_id, start_time=report_scaling.START_MS + 6, tags=tagged_variant)
+    client.delete_run(deleted.info.run_id)
+    for _ in range(2):
+        twin = client.create_run(experiment_id, start_time=report_scaling.START_MS + 7, tags=tagged_variant)
+        client.log_batch(twin.info.run_id, metrics=[Metric("pass_s", float("nan"), 0, 0), Metric("load_s", 1.0, 0, 0),
+                                                    Metric("load_s", 2.0, 1, 1)])
+        client.set_terminated(twin.info.run_id, "FINISHED", end_time=report_scaling.START_MS + 9)
+    empty = client.create_run(experiment_id, start_time=report_scaling.START_MS + 8)
+    client.log_batch(empty.info.run_id, tags=[RunTag(schema.VARIANT, "")])
+    elsewhere = client.create_experiment("elsewhere")
+    client.create_run(elsewhere, tags=tagged_variant)
+    assert running.info.status == "RUNNING"
+    return client, experiment_id
+
+
+def test_sql_store_records_equal_search_runs_records_in_the_same_order(varied_store):
+    client, experiment_id = varied_store
+    assert run_records._sql_store(client) is not None
+    direct = tagged(client, experiment_id, schema.VARIANT)
+    assert [_comparable(r) for r in direct] == [_comparable(r) for r in _through_search_runs(client, experiment_id)]
+    assert len(direct) == 60 + 4  # the running, the two twins and the empty tag; not the deleted, not elsewhere
+
+
+def test_attempts_table_is_the_same_read_either_way(varied_store, monkeypatch):
+    client, _ = varied_store
+    direct, tags = reader.attempts(report_scaling.EXPERIMENT, client)
+    monkeypatch.setattr(run_records, "_sql_store", lambda client: None)
+    paged, paged_tags = reader.attempts(report_scaling.EXPERIMENT, client)
+    pd.testing.assert_frame_equal(direct, paged)
+    assert tags == paged_tags
+
