@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TextIO
 
 from gpucost_mlflow.core.schedule import Slot
-from gpucost_mlflow.execution.batch_counter import read as read_progress
+from gpucost_mlflow.execution.batch_counter import read_pass
 from gpucost_mlflow.flow.campaign import Display
 
 
@@ -45,7 +45,7 @@ class CampaignProgress:
             eta = "estimating"
         batch = ""
         if self.workdir is not None:
-            progress = read_progress(self.workdir)
+            progress = read_pass(self.workdir)
             batch = f", batch {progress[0] if progress else 0}/{self.batches}"
         current = f"{self.slot.variant} (round {self.slot.round}){batch}" if self.slot else "-"
         return (f"campaign {self.campaign_id}: pass {self.total - self.todo + self.done}/{self.total} done, "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import gzip
+import io
 import json
 import random
 from decimal import Decimal
@@ -18,9 +19,12 @@ from gpucost_mlflow.core import lanes as rules
 from gpucost_mlflow.core.catalog import load_catalog
 from gpucost_mlflow.core.decision import assess
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.schedule import rotated
 from gpucost_mlflow.core.variants import load_variants
 from gpucost_mlflow.execution import lanes, runner
+from gpucost_mlflow.execution.batch_counter import BatchCounter
 from gpucost_mlflow.execution.outcome import PassOutcome
+from gpucost_mlflow.progress import CampaignProgress
 from gpucost_mlflow.report.tables import configurations
 from gpucost_mlflow.tracking import schema
 from gpucost_mlflow.tracking.reader import COLUMNS
@@ -48,6 +52,31 @@ def test_slices_depend_on_the_ids_never_on_the_file_order():
     record = rules.record(again, ["cpu", "cpu"], ["x", "x"], 1, "clock")
     assert record["slices"][0]["fingerprint"] == rules.record(rules.slices(ROWS, 2), ["cpu"] * 2, ["x"] * 2, 1,
                                                               "clock")["slices"][0]["fingerprint"]
+
+
+@pytest.mark.unit
+def test_a_lanes_pass_counts_the_batches_of_every_slice():
+    assert rules.batches(31, 8) == 4
+    assert rules.batches(31, 8, lanes=2) == 2 + 2  # slices of 16 and 15
+    assert rules.batches(31, 8, lanes=3) == 2 + 2 + 2  # 11, 10, 10
+    assert rules.batches(3, 8, lanes=4) == 3  # one lane has nothing to do
+    assert rules.batches(31, 8, lanes=2) == sum(-(-len(part) // 8) for part in rules.slices(ROWS, 2))
+
+
+@pytest.mark.unit
+def test_campaign_progress_shows_the_lanes_batches_added_up(tmp_path):
+    progress = CampaignProgress(io.StringIO())
+    display = progress.display()
+    display.on_plan("c1", 1, 1)
+    display.on_pass_start(rotated(["batch8-lanes2"], 1)[0], rules.batches(31, 8, lanes=2), None)
+    display.on_child_start(tmp_path)
+    assert ", batch 0/4" in progress.line()  # the lanes are loading: no counter yet
+    for lane, (number, done) in enumerate([(3, 16), (2, 8)]):
+        folder = lanes.folder(tmp_path, lane)
+        folder.mkdir()
+        BatchCounter(folder).record(number, done)
+    assert ", batch 3/4" in progress.line()
+    progress.close()
 
 
 @pytest.mark.unit

@@ -30,6 +30,15 @@ RECOUNTED = ("padding_share", "useful_flop_per_s", "padded_flop_per_s", "peak_fl
              "output_tokens_per_s")
 
 
+FOLDER = "lane-{}"  # lane k's files (its corpus slice, outputs, batch counter) in the pass's folder
+
+
+def batches(corpus_size: int, batch_size: int, lanes: int = 1) -> int:
+    """The measured pass's batches over every lane: each lane batches its own slice (sizes differ by at most one)."""
+    sizes = [corpus_size // lanes + (1 if k < corpus_size % lanes else 0) for k in range(lanes)]
+    return sum(-(-size // batch_size) for size in sizes)
+
+
 def lane_of(ids: Sequence[str], lanes: int) -> dict[str, int]:
     """The lane of every id: sorted as text, dealt round-robin."""
     return {ident: position % lanes for position, ident in enumerate(sorted(ids))}

@@ -6,6 +6,8 @@ import mmap
 import struct
 from pathlib import Path
 
+from gpucost_mlflow.core.lanes import FOLDER as LANE_FOLDER
+
 FILE = "progress.bin"
 _LAYOUT = "<qq"
 _SIZE = struct.calcsize(_LAYOUT)
@@ -31,3 +33,15 @@ def read(workdir: Path) -> tuple[int, int] | None:
     if not path.exists() or path.stat().st_size < _SIZE:
         return None
     return struct.unpack(_LAYOUT, path.read_bytes()[:_SIZE])
+
+
+def read_pass(workdir: Path) -> tuple[int, int] | None:
+    """(batches done, entries done) of a pass: its child's counter, or the sum of its lanes' (core/lanes.py) while
+    they run apart; None when no child started counting."""
+    found = read(workdir)
+    if found is not None:
+        return found
+    lanes = [counted for counted in (read(path) for path in sorted(workdir.glob(LANE_FOLDER.format("*")))) if counted]
+    if not lanes:
+        return None
+    return sum(batches for batches, _ in lanes), sum(entries for _, entries in lanes)

@@ -90,7 +90,7 @@ def run_pass(spec: runner.PassSpec, rows: list[dict], plan: Layout, workdir: Pat
 
 
 def folder(workdir: Path, lane: int) -> Path:
-    return workdir / f"lane-{lane}"
+    return workdir / rules.FOLDER.format(lane)
 
 
 def write_slices(parts: list[list[dict]], workdir: Path) -> list[Path]:

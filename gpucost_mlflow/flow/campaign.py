@@ -7,7 +7,6 @@ Resume re-runs only slots without an attempt and slots whose attempt was interru
 from __future__ import annotations
 
 import json
-import math
 import os
 import tempfile
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
+from gpucost_mlflow.core import lanes as lane_rules
 from gpucost_mlflow.core.corpus import read_corpus
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.protocol import Protocol, load_protocol
@@ -164,7 +164,7 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
             if slot.variant in result.skipped:
                 continue
             variant = get_variant(plan.variants_path, slot.variant)
-            display.on_pass_start(slot, math.ceil(corpus_size / variant.batch_size), None)
+            display.on_pass_start(slot, lane_rules.batches(corpus_size, variant.batch_size, variant.lanes), None)
             try:
                 outcome = execute(_request(plan, opened, experiment_name, slot, state, variant, display))
             except GpucostError as exc:
