@@ -309,4 +309,10 @@ def test_fp32_then_bf16_generation_passes_record_tokens_timings_and_the_referenc
         assert manifest["workload"]["gguf"]["path"] == str(gguf.resolve())
     # The first pass dequantised the GGUF file into the cache; the second read it from there.
     assert [m["workload"]["cache_present_at_start"] for m in manifests] == [False, True]
-    assert {a.path for a in client.list_artifacts(low.info.run_id)} >= {"manifest.json", "verdict.json", gv.GENERATIONS}
+    assert {a.path for a in client.list_artifacts(low.info.run_id)} >= {"manifest.json", "verdict.json", gv.GENERATIONS,
+                                                                       schema.PREVIEW}
+    shown = json.loads(Path(mlflow.artifacts.download_artifacts(run_id=low.info.run_id, artifact_path=schema.PREVIEW))
+                       .read_text())
+    assert shown["columns"][-1] == "output" and len(shown["data"]) == 16  # 16 inputs: every one is shown
+    assert {row[1] for row in shown["data"]} <= {"right", "wrong"} and all(row[-1] for row in shown["data"])
+    assert json.loads(low.data.tags[schema.LOGGED_ARTIFACTS]) == [{"path": schema.PREVIEW, "type": "table"}]

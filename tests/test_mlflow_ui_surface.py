@@ -127,6 +127,19 @@ def test_the_predictions_preview_lists_failed_predictions_first_then_a_sample():
 
 
 @pytest.mark.unit
+def test_a_generation_preview_adds_what_the_model_wrote_to_each_row():
+    rows = [{"id": f"r{i}", "text": f"review {i}", "label": "fresh", "bucket": "short"} for i in range(4)]
+    written = {"r0": "fresh", "r1": "Rotten, I think.", "r2": "fresh " * 80}
+    table = preview(rows, {"r0": "fresh", "r1": "rotten", "r2": "fresh"}, outputs=written)
+    assert table["columns"] == ["id", "outcome", "gold", "predicted", "bucket", "text", "output"]
+    assert [(row[0], row[1], row[-1]) for row in table["data"][:2]] == [("r1", "wrong", "Rotten, I think."),
+                                                                           ("r3", "missing", "")]
+    assert all(len(row[-1]) <= 160 for row in table["data"])
+    free_text = preview(rows, dict.fromkeys(written, ""), gold_labels=False, outputs=written)
+    assert [row[1] for row in free_text["data"]] == ["missing", "no gold label", "no gold label", "no gold label"]
+
+
+@pytest.mark.unit
 def test_the_ui_link_opens_the_runs_table_on_the_server_or_after_mlflow_ui():
     route = "#/experiments/7/runs?workflowType=machine_learning"
     assert runs_url("https://alice:secret@mlflow.example.com/", "7") == f"https://mlflow.example.com/{route}"

@@ -21,8 +21,9 @@ def _short(text: str, limit: int = TEXT_CHARS) -> str:
 
 
 def preview(rows: Sequence[dict], predicted: dict[str, str], gold_labels: bool = True,
-            failed_rows: int = FAILED_ROWS, sample_rows: int = SAMPLE_ROWS) -> dict:
-    """Missing, unexpected and wrong predictions first (corpus order), then evenly spaced right (or unlabelled) ones."""
+            failed_rows: int = FAILED_ROWS, sample_rows: int = SAMPLE_ROWS, outputs: dict[str, str] | None = None) -> dict:
+    """Missing, unexpected and wrong predictions first (corpus order), then evenly spaced right (or unlabelled) ones.
+    With `outputs` (a generation pass's text per id) an `output` column shows what the model wrote."""
     failed, rest = [], []
     for row in rows:
         label = predicted.get(row["id"])
@@ -39,4 +40,7 @@ def preview(rows: Sequence[dict], predicted: dict[str, str], gold_labels: bool =
     failed += [[ident, "unexpected id", "", label, "", ""] for ident, label in predicted.items() if ident not in known]
     step = max(1, len(rest) // sample_rows) if sample_rows else 0
     sample = rest[::step][:sample_rows] if step else []
-    return {"columns": list(COLUMNS), "data": failed[:failed_rows] + sample}
+    data = failed[:failed_rows] + sample
+    if outputs is None:
+        return {"columns": list(COLUMNS), "data": data}
+    return {"columns": [*COLUMNS, "output"], "data": [[*record, _short(outputs.get(record[0], ""))] for record in data]}

@@ -294,9 +294,8 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
         quality_verdict=verdict["quality_verdict"], memory_counter=verdict["memory_counter"], checks=judged.checks,
         timestamp_ms=stopped_ms, missing=verdict["missing_measurements"],
     )
-    corpus = prepared.corpus
-    if isinstance(back, verdicts.ReadBack) and (workdir / schema.PREDICTIONS).exists():
-        table = preview(corpus.rows, back.labels, corpus.gold_labels)
+    table = _preview(prepared.corpus, back, workdir)
+    if table is not None:
         (workdir / schema.PREVIEW).write_text(json.dumps(table, ensure_ascii=False), encoding="utf-8")
         outcome_tags.append(RunTag(schema.LOGGED_ARTIFACTS, json.dumps([{"path": schema.PREVIEW, "type": "table"}])))
     ended = {**started.tags, **{tag.key: tag.value for tag in outcome_tags}}
@@ -375,6 +374,19 @@ def _run_child(request: PassRequest, prepared: Prepared, workdir: Path) -> tuple
         return lanes.run_pass(spec, prepared.corpus.rows, prepared.lanes, workdir)
     returncode, interrupted = child.run(spec, workdir)
     return child.read_outcome(workdir, returncode, interrupted), interrupted
+
+
+def _preview(corpus: Corpus, back: verdicts.ReadBack | embedding_verdicts.EmbeddingReadBack
+             | generation_verdicts.GenerationReadBack, workdir: Path) -> dict | None:
+    """The UI's preview table of a pass's predictions (labels) or generations (with their text); None for
+    embeddings, or when the pass exported nothing."""
+    if isinstance(back, verdicts.ReadBack) and (workdir / schema.PREDICTIONS).exists():
+        return preview(corpus.rows, back.labels, corpus.gold_labels)
+    if isinstance(back, generation_verdicts.GenerationReadBack) and (workdir / generation_verdicts.GENERATIONS).exists():
+        if back.labels:  # labels read from the outputs (the prompt asks for one and the corpus has gold labels)
+            return preview(corpus.rows, back.labels, corpus.gold_labels, outputs=back.texts)
+        return preview(corpus.rows, dict.fromkeys(back.texts, ""), gold_labels=False, outputs=back.texts)
+    return None
 
 
 def _judge_outcome(request: PassRequest, prepared: Prepared, outcome: PassOutcome, workdir: Path,
