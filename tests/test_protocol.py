@@ -221,7 +221,8 @@ def test_rejudge_accepts_a_pending_pass_once_its_reference_exists_and_twice_chan
     assert "labels agree with reference run" in run.data.tags["gpucost.check.reference_agreement"]
     built, _ = build("t", load_protocol(loose), loose, load_catalog(CATALOG),
                      load_variants(VARIANTS))
-    assert next(a for a in built.assessments if a.configuration.variant == "batch8-bf16").feasible
+    bf16 = next(a for a in built.assessments if a.configuration.variant == "batch8-bf16")
+    assert bf16.feasibility.startswith("under-sampled (1 of 5)")  # judged: only its pass count holds it back now
 
     again = CliRunner().invoke(main, ["rejudge", "--experiment", "t", "--protocol", str(loose)])
     assert again.exit_code == 0 and "nothing to re-judge" in again.output
@@ -287,3 +288,100 @@ def test_an_audit_below_its_agreement_fails_and_the_sample_is_fixed_by_the_finge
     theirs = {i: ("rotten" if n < 3 else "fresh") for n, i in enumerate(sample)}
     check = judge.audit_check(mine, theirs, sample, 0.8, "batch8")
     assert not check.passed and check.reason.startswith("40.00 % of 5 sampled inputs")
+
+
+def edited_protocol(tmp_path: Path, protocol_file: Path, edit) -> Path:
+    """The test protocol with one edit of its YAML document, written as bad.yaml."""
+    document = yaml.safe_load(protocol_file.read_text())
+    edit(document)
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return path
+
+
+def shown(path: Path):
+    return CliRunner().invoke(main, ["protocol", "show", "--protocol", str(path)])
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("shipped", sorted((SHIPPED_PROTOCOL.parent).glob("protocol*.yaml")), ids=lambda p: p.name)
+def test_every_shipped_protocol_holds_only_known_fields(shipped):
+    assert load_protocol(shipped).max_spread_ratio == 1.5
+    assert shown(shipped).exit_code == 0
+
+
+@pytest.mark.unit
+def test_a_misspelled_top_level_field_is_refused_naming_the_nearest_known_one(tmp_path, protocol_file):
+    def misspell(document):
+        document["passes_per_varaint"] = document.pop("passes_per_variant")
+
+    bad = edited_protocol(tmp_path, protocol_file, misspell)
+    message = f"{bad}: unknown field 'passes_per_varaint' (did you mean 'passes_per_variant'?)"
+    with pytest.raises(GpucostError) as error:
+        load_protocol(bad)
+    assert str(error.value) == message
+    result = shown(bad)
+    assert result.exit_code == 2 and result.output.strip().splitlines() == [f"Error: {message}"]
+
+
+@pytest.mark.unit
+def test_a_misspelled_field_is_refused_even_beside_the_right_one(tmp_path, protocol_file):
+    bad = edited_protocol(tmp_path, protocol_file, lambda d: d.update(passes_per_varaint=3))
+    with pytest.raises(GpucostError, match=r"unknown field 'passes_per_varaint' \(did you mean 'passes_per_variant'\?\)"):
+        load_protocol(bad)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("edit, field, nearest", [
+    (lambda d: d.update(plan={"setup_hour": 4}), "plan.setup_hour", "plan.setup_hours"),
+    (lambda d: d["warmup"].update(input=8), "warmup.input", "warmup.inputs"),
+    (lambda d: d["corpus"].update(lables=["fresh"]), "corpus.lables", "corpus.labels"),
+    (lambda d: d["acceptance"]["reference"].update(min_label_agrement=0.9), "acceptance.reference.min_label_agrement",
+     "acceptance.reference.min_label_agreement"),
+    (lambda d: d["deliverables"].update(audit={"sampel": 8, "min_label_agreement": 0.5}), "deliverables.audit.sampel",
+     "deliverables.audit.sample"),
+    (lambda d: d.update(setup_hours=4), "setup_hours", "plan.setup_hours"),
+])
+def test_a_misspelled_nested_field_is_refused_with_its_dotted_name(tmp_path, protocol_file, edit, field, nearest):
+    bad = edited_protocol(tmp_path, protocol_file, edit)
+    with pytest.raises(GpucostError) as error:
+        load_protocol(bad)
+    assert str(error.value) == f"{bad}: unknown field '{field}' (did you mean '{nearest}'?)"
+    result = shown(bad)
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1 and field in result.output
+
+
+@pytest.mark.unit
+def test_an_unknown_field_like_no_known_one_lists_the_fields_known_where_it_stands(tmp_path, protocol_file):
+    bad = edited_protocol(tmp_path, protocol_file, lambda d: d["acceptance"]["reference"].update(zzz=1))
+    with pytest.raises(GpucostError, match=r"unknown field 'acceptance.reference.zzz' \(known in acceptance.reference: "
+                                           r"variant, max_metric_difference, min_label_agreement"):
+        load_protocol(bad)
+
+
+@pytest.mark.unit
+def test_bucket_names_are_the_users_own_and_a_field_of_another_outputs_bar_is_refused(tmp_path, protocol_file):
+    renamed = edited_protocol(tmp_path, protocol_file, lambda d: d["corpus"].update(buckets={"tiny": 20, "huge": 10}))
+    assert load_protocol(renamed).buckets == {"tiny": 20, "huge": 10}
+    bad = edited_protocol(tmp_path, protocol_file, lambda d: d["acceptance"].update(retrieval={"k": 5, "min_recall": 0.5}))
+    with pytest.raises(GpucostError, match="field 'acceptance.retrieval' belongs to a protocol whose acceptance.output "
+                                           "is embeddings; this protocol's output is labels"):
+        load_protocol(bad)
+
+
+@pytest.mark.unit
+def test_max_spread_ratio_is_1_5_when_absent_and_read_when_a_number_above_1(tmp_path, protocol_file):
+    absent = edited_protocol(tmp_path, protocol_file, lambda d: d.pop("max_spread_ratio", None))
+    assert "max_spread_ratio" not in absent.read_text() and load_protocol(absent).max_spread_ratio == 1.5
+    assert load_protocol(edited_protocol(tmp_path, protocol_file, lambda d: d.update(max_spread_ratio=2))).max_spread_ratio == 2.0
+    assert load_protocol(edited_protocol(tmp_path, protocol_file, lambda d: d.update(max_spread_ratio=1.25))).max_spread_ratio == 1.25
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("value", [True, "1.5", 1, 0.8, -2, float("inf"), [1.5]])
+def test_a_max_spread_ratio_that_is_not_a_number_above_1_is_one_line_exit_2(tmp_path, protocol_file, value):
+    bad = edited_protocol(tmp_path, protocol_file, lambda d: d.update(max_spread_ratio=value))
+    with pytest.raises(GpucostError, match=r"field 'max_spread_ratio' must be a number > 1"):
+        load_protocol(bad)
+    result = shown(bad)
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1 and "max_spread_ratio" in result.output

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import hashlib
+import math
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from pathlib import Path
@@ -12,6 +14,7 @@ import yaml
 
 from gpucost_mlflow.core.costs import CENT
 from gpucost_mlflow.core.errors import GpucostError, one_line
+from gpucost_mlflow.core.generation import KEYS as GENERATION_KEYS
 from gpucost_mlflow.core.generation import GenerationSettings
 from gpucost_mlflow.core.generation import parse as parse_generation
 
@@ -20,6 +23,37 @@ METRICS = ("macro_f1", "accuracy")
 OUTPUTS = ("labels", "embeddings", "generations")
 LABEL_FIELDS = ("main_metric", "threshold", "per_bucket_threshold", "reference.max_metric_difference",
                 "reference.min_label_agreement")
+DEFAULT_SPREAD_RATIO = 1.5
+# Every field a protocol may hold, as a tree: a mapping is a section whose keys are checked, FREE one whose keys are
+# the user's own names (the buckets), None a value (other_costs checks its entries itself). An unknown field is
+# refused at any level, so a misspelt rule is never silently dropped.
+FREE = "free"
+FIELDS: dict = {
+    "question": None,
+    "scenario": None,
+    "corpus": {"file": None, "size": None, "buckets": FREE, "labels": None},
+    "acceptance": {
+        "output": None, "ids": None, "format": None, "coverage": None, "main_metric": None, "threshold": None,
+        "per_bucket_threshold": None,
+        "reference": {"variant": None, "max_metric_difference": None, "min_label_agreement": None, "cosine_min": None,
+                      "cosine_median": None, "min_exact_match": None, "min_token_agreement": None},
+        "retrieval": {"k": None, "min_recall": None},
+    },
+    "passes_per_variant": None,
+    "max_spread_ratio": None,
+    "warmup": {"inputs": None, "passes": None},
+    "exclusion_rule": None,
+    "deadline": None,
+    "plan": {"start": None, "setup_hours": None, "waiting_hours": None, "planned_restarts": None},
+    "deliverables": {"expected": None, "description": None, "side_by_side": None,
+                     "audit": {"sample": None, "min_label_agreement": None}},
+    "other_costs": None,
+    "generation": dict.fromkeys(GENERATION_KEYS),
+}
+# Fields of one output's bar only; the label fields an embeddings or generations protocol refuses have their own checks.
+OUTPUT_FIELDS = {"acceptance.reference.cosine_min": "embeddings", "acceptance.reference.cosine_median": "embeddings",
+                 "acceptance.retrieval": "embeddings", "acceptance.reference.min_exact_match": "generations",
+                 "acceptance.reference.min_token_agreement": "generations"}
 
 
 @dataclass(frozen=True)
@@ -85,6 +119,8 @@ class Protocol:
     plan: dict | None
     other_costs: tuple[OtherCost, ...] = ()
     generation: GenerationSettings | None = None  # the generation task (prompt, new tokens) of a generations protocol
+    # The largest max/min ratio of a configuration's own pass durations before the report calls it unstable.
+    max_spread_ratio: float = DEFAULT_SPREAD_RATIO
 
 
 def digest_of(data: bytes) -> str:
@@ -139,6 +175,7 @@ def load_protocol(path: Path) -> Protocol:
         raise GpucostError(f"{path}: not valid YAML ({one_line(exc)})") from None
     if not isinstance(document, dict):
         raise GpucostError(f"{path}: expected a mapping of protocol fields")
+    _refuse_unknown(path, document, FIELDS, "")
     f = _Fields(path, document)
     scenario = f.get("scenario", str)
     if scenario not in SCENARIOS:
@@ -147,6 +184,7 @@ def load_protocol(path: Path) -> Protocol:
     output = declared.get("output", "labels") if isinstance(declared, dict) else "labels"
     if output not in OUTPUTS:
         raise GpucostError(f"{path}: field 'acceptance.output' must be one of {', '.join(OUTPUTS)}")
+    _refuse_other_outputs(f, output)
     generation = _generation(f, output)
     scored = output == "labels" or (generation is not None and generation.answer == "label")
     metric = f.get("acceptance.main_metric", str) if scored else ""
@@ -185,11 +223,70 @@ def load_protocol(path: Path) -> Protocol:
         exclusion_rule=" ".join(f.get("exclusion_rule", str).split()),
         deadline=deadline,
         deliverables={"expected": f.positive("deliverables.expected"), "description": f.get("deliverables.description", str),
+                      "side_by_side": _side_by_side(path, document["deliverables"].get("side_by_side", False)),
                       "audit": _audit(f) if (document.get("deliverables") or {}).get("audit") is not None else None},
         plan=_plan(path, document["plan"]) if document.get("plan") is not None else None,
         other_costs=_other_costs(path, document.get("other_costs")),
         generation=generation,
+        max_spread_ratio=_spread_ratio(path, document.get("max_spread_ratio")),
     )
+
+
+def _refuse_unknown(path: Path, node: dict, known: dict, prefix: str) -> None:
+    """Refuse the first field the protocol does not know, at any level, naming the nearest known one."""
+    for key, value in node.items():
+        dotted = f"{prefix}{key}"
+        if str(key) not in known:
+            raise GpucostError(f"{path}: unknown field '{dotted}'{_nearest(str(key), known, prefix)}")
+        inner = known[str(key)]
+        if isinstance(inner, dict) and isinstance(value, dict):
+            _refuse_unknown(path, value, inner, f"{dotted}.")
+
+
+def _nearest(key: str, known: dict, prefix: str) -> str:
+    """The hint after an unknown field: the closest name beside it, else anywhere in the protocol, else the names
+    known where it stands."""
+    beside = difflib.get_close_matches(key, list(known), n=1)
+    if beside:
+        return f" (did you mean '{prefix}{beside[0]}'?)"
+    anywhere = {}
+    for dotted in _dotted(FIELDS, ""):
+        anywhere.setdefault(dotted.rpartition(".")[2], dotted)
+    elsewhere = difflib.get_close_matches(key, list(anywhere), n=1)
+    if elsewhere:
+        return f" (did you mean '{anywhere[elsewhere[0]]}'?)"
+    return f" (known {'in ' + prefix.rstrip('.') if prefix else 'at the top level'}: {', '.join(known)})"
+
+
+def _dotted(known: dict, prefix: str) -> list[str]:
+    """Every known field as its dotted name, sections first then their fields."""
+    names = []
+    for key, inner in known.items():
+        names.append(f"{prefix}{key}")
+        if isinstance(inner, dict):
+            names += _dotted(inner, f"{prefix}{key}.")
+    return names
+
+
+def _refuse_other_outputs(f: _Fields, output: str) -> None:
+    """A field of another output's bar (cosine for embeddings, exact match for generations) is refused, not ignored."""
+    for dotted, owner in OUTPUT_FIELDS.items():
+        node = f.document
+        for part in dotted.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is not None and owner != output:
+            raise GpucostError(f"{f.path}: field '{dotted}' belongs to a protocol whose acceptance.output is {owner}; "
+                               f"this protocol's output is {output}")
+
+
+def _spread_ratio(path: Path, value) -> float:
+    """`max_spread_ratio`: a number above 1, 1.5 when absent (the report's bound on a configuration's max/min)."""
+    if value is None:
+        return DEFAULT_SPREAD_RATIO
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 1:
+        raise GpucostError(f"{path}: field 'max_spread_ratio' must be a number > 1 (largest max/min of a "
+                           f"configuration's pass durations; {DEFAULT_SPREAD_RATIO} when absent), got {value!r}")
+    return float(value)
 
 
 def _generation(f: _Fields, output: str) -> GenerationSettings | None:
@@ -259,6 +356,13 @@ def _embeddings_acceptance(f: _Fields) -> Acceptance:
             retrieval_min_recall=f.fraction("acceptance.retrieval.min_recall") if retrieval is not None else None,
         ),
     )
+
+
+def _side_by_side(path: Path, value) -> bool:
+    """`deliverables.side_by_side`: whether several deliverables may run at once on the idle GPUs of a lot."""
+    if not isinstance(value, bool):
+        raise GpucostError(f"{path}: field 'deliverables.side_by_side' must be true or false")
+    return value
 
 
 def _audit(f: _Fields) -> dict:
