@@ -1,7 +1,8 @@
 """The pass launcher: validate inputs, open the MLflow run, record the manifest, run the child, judge, record the attempt.
 
 Nothing is recorded before every input is valid; after the run opens, every ending (accepted,
-rejected, failed, interrupted) is written as one attempt and the run is closed.
+rejected, failed, interrupted) is written as one attempt and the run is closed. While the run is open
+the launcher's heartbeat thread (tracking/heartbeat.py) shows it alive to readers on any host.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from gpucost_mlflow.tracking import (
     embedding_reference,
     experiments,
     generation_reference,
+    heartbeat,
     overlaps,
     rejudge,
     schema,
@@ -240,9 +242,12 @@ def execute(request: PassRequest) -> PassResult:
                                 series.declaration(load_variants(request.variants_path)))
     with tempfile.TemporaryDirectory(prefix="gpucost-pass-") as temp:
         run = _start_run(client, experiment_id, request.variant.name, request.parent_run_id)
+        beat = heartbeat.Heartbeat(client, run.info.run_id).start()
         try:
-            result, interrupted = _run_pass(request, prepared, client, experiment_name, run, Path(temp), locked_now)
+            result, interrupted = _run_pass(request, prepared, client, experiment_name, run, Path(temp), locked_now,
+                                            beat)
         except BaseException as exc:
+            beat.stop()
             _close_unrecorded(client, run.info.run_id, exc)
             raise
     if interrupted:
@@ -268,11 +273,12 @@ def _close_unrecorded(client: MlflowClient, run_id: str, exc: BaseException) -> 
 
 
 def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, experiment_name: str, run,
-              workdir: Path, locked_now: bool) -> tuple[PassResult, bool]:
+              workdir: Path, locked_now: bool, beat: heartbeat.Heartbeat) -> tuple[PassResult, bool]:
     """Inside the open run: manifest and reference first (store needed), then the child, then the spool.
 
     After the child starts nothing needs the store: the attempt is written to the local spool, then
-    published; if the store went away meanwhile, the entry waits there for `gpucost sync`.
+    published; if the store went away meanwhile, the entry waits there for `gpucost sync`. The heartbeat
+    (its own thread, swallowing store errors) stops just before the attempt is published.
     """
     started = _record_start(request, prepared, client, run, workdir)
     reference = None
@@ -314,12 +320,14 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
         "end_time": int(time.time() * 1000),
         "end_status": ("KILLED" if interrupted else "FAILED") if judged.status == "failed" else "FINISHED",
         "params": started.params,
-        "tags": {**started.tags, schema.RUN_NAME: started.run_name, **{tag.key: tag.value for tag in outcome_tags},
-                 **outcome.tags},
+        # Without the start's heartbeat: the run keeps the last one its launcher wrote.
+        "tags": {**{key: value for key, value in started.tags.items() if key != schema.HEARTBEAT},
+                 schema.RUN_NAME: started.run_name, **{tag.key: tag.value for tag in outcome_tags}, **outcome.tags},
         "metrics": [[m.key, m.value, m.timestamp, m.step] for m in metric_entities],
         "dataset": started.dataset,
     }
     result = PassResult(run.info.run_id, judged.status, judged.reason, metrics, locked_now)
+    beat.stop()  # the attempt is recorded now: no heartbeat may race its publication
     _publish(client, record, workdir, result)
     return result, interrupted
 

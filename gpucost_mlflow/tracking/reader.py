@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import socket
@@ -13,13 +14,13 @@ from mlflow.tracking import MlflowClient
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.overlap import Interval, overlaps
 from gpucost_mlflow.core.protocol import digest_of
-from gpucost_mlflow.tracking import exclusions, schema
+from gpucost_mlflow.tracking import exclusions, heartbeat, schema
 from gpucost_mlflow.tracking.run_records import RunRecord, tagged
 
 COLUMNS = [
     "run_id", "campaign_id", "pass_index", "round", "position", "attempt", "variant", "role", "corpus_fingerprint", "device", "backend",
     "batch_size", "precision", "quantization", "length_grouping", "workload", "lanes", "model_revision", *schema.STACK_IDENTITY,
-    "status", "reason",
+    "status", "reason", "status_before_exclusion",
     "load_s", "warmup_s", "pass_s", "eval_s", "export_s", "quality_verdict", "accuracy", "macro_f1",
     "cosine_min", "cosine_median", "recall_at_k",
     "expected_ids", "observed_ids", "ids_match", "corpus_accepted", "completed_entries",
@@ -68,13 +69,19 @@ def launcher_alive(tag: str) -> bool:
     return True
 
 
-def attempt_row(run: RunRecord) -> dict:
-    """One attempts-table row; a measurement that is absent stays empty and the notes say why."""
+def attempt_row(run: RunRecord, now: dt.datetime | None = None) -> dict:
+    """One attempts-table row; a measurement that is absent stays empty and the notes say why.
+
+    A run left RUNNING is interrupted when its launcher is gone (on this host) or its heartbeat stopped (any host),
+    judged at `now` (the current time unless told)."""
     tags, metrics, params = run.tags, run.metrics, run.params
     status = tags.get(schema.STATUS, "")
     reason = tags.get(schema.STATUS_REASON, "")
+    stale = heartbeat.stale_reason(tags, run.start_time, now) if run.status == "RUNNING" else ""
     if run.status == "RUNNING" and not launcher_alive(tags.get(schema.LAUNCHER, "")):
         status, reason = "failed", "interrupted (launcher gone, run left RUNNING)"
+    elif stale:
+        status, reason = "failed", stale
     elif run.status in ("FAILED", "KILLED") and status in ("", "running"):
         status, reason = "failed", reason or "interrupted (run ended before the attempt was recorded)"
     # An excluded pass keeps its row; the cause, who and when are its reason (`gpucost exclude`, PROTOCOL.md §6).
@@ -107,6 +114,7 @@ def attempt_row(run: RunRecord) -> dict:
         **{key: params.get(f"{schema.STACK_PREFIX}{key}", "") for key in schema.STACK_IDENTITY},
         "status": status,
         "reason": reason,
+        "status_before_exclusion": tags.get(schema.STATUS_BEFORE_EXCLUSION, "") if excluded else "",
         "quality_verdict": tags.get(schema.QUALITY_VERDICT, ""),
         "ids_match": tags.get(schema.IDS_MATCH, "") == "true",
         "corpus_accepted": tags.get(schema.CORPUS_ACCEPTED, "") == "true" and status == "accepted",
@@ -169,14 +177,17 @@ def flag_overlaps(rows: list[dict]) -> None:
                                                    row["notes"]]))
 
 
-def attempts(experiment: str, client: MlflowClient | None = None) -> tuple[pd.DataFrame, dict]:
-    """The attempts table of an experiment (oldest first, every gpucost pass a row) and the experiment's tags."""
+def attempts(experiment: str, client: MlflowClient | None = None, now: dt.datetime | None = None
+             ) -> tuple[pd.DataFrame, dict]:
+    """The attempts table of an experiment (oldest first, every gpucost pass a row) and the experiment's tags;
+    running passes are judged at `now` (the current time unless told)."""
     client = client or MlflowClient()
+    now = now or dt.datetime.now(dt.UTC)
     found = client.get_experiment_by_name(experiment)
     if found is None:
         raise GpucostError(f"experiment '{experiment}' not found in {client.tracking_uri}")
     with _gc_paused():
-        rows = [attempt_row(run) for run in tagged(client, found.experiment_id, schema.VARIANT)]
+        rows = [attempt_row(run, now) for run in tagged(client, found.experiment_id, schema.VARIANT)]
     flag_overlaps(rows)
     table = pd.DataFrame(rows, columns=COLUMNS)
     for column in ("expected_ids", "observed_ids", "completed_entries"):

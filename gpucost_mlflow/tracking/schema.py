@@ -29,6 +29,10 @@ CACHE_POLICY = "gpucost.cache_policy"
 CAMPAIGN_ROLE = "campaign"
 LAUNCHER = "gpucost.launcher"
 HOST = "gpucost.host"
+# A running pass's sign of life (tracking/heartbeat.py): the UTC time to the second, rewritten by its launcher at a
+# fixed interval, and that interval in seconds, written once at start so a reader judges by the writer's interval.
+HEARTBEAT = "gpucost.heartbeat"
+HEARTBEAT_INTERVAL = "gpucost.heartbeat_interval_s"
 HARNESS_OVERHEAD = "harness_overhead_s_per_pass"  # campaign metric: wall time outside the timed parts, per pass
 NOT_TRIED = "gpucost.not_tried"  # on a campaign run: variants of a sweep skipped after a smaller batch ran out of memory
 SERIES_LOCK_PREFIX = "gpucost.series."  # experiment tag per series: the digest of its declaration at its first pass
@@ -60,7 +64,9 @@ DECISION_DEVICE = "gpucost.decision.device"
 DECISION_CURRENCY = "gpucost.decision.currency"
 DECISION_CAMPAIGNS = "gpucost.decision.campaigns"
 COMMITTED_COST = "committed_cost"
-FORECAST_HOURS = "forecast_hours"
+FORECAST_HOURS = "forecast_hours"  # the median-pass window
+FORECAST_HOURS_SLOWEST = "forecast_hours_slowest"  # the slowest-pass window: what the committed plan covers
+POSSIBLE_SAVING = "possible_saving"  # committed cost minus the median-pass plan's, when that one is cheaper
 # Params of the decision run: the catalog (version and file), the deadline and the experiment it read.
 DECISION_CATALOG = "catalog"
 DECISION_DEADLINE = "deadline"

@@ -13,13 +13,13 @@ import time
 from mlflow.entities import Metric, RunTag
 from mlflow.tracking import MlflowClient
 
-from gpucost_mlflow.tracking import descriptions, limits, schema
+from gpucost_mlflow.tracking import descriptions, heartbeat, limits, schema
 
 
 def start_tags(*, role: str, variant: str, device: str, backend: str, corpus_fingerprint: str, protocol_digest: str,
                campaign_id: str = "", pass_index: str = "", extra: dict | None = None, main_metric: str = ""
                ) -> dict[str, str]:
-    """The tags a pass run gets when it opens (status `running`, launcher host:pid)."""
+    """The tags a pass run gets when it opens (status `running`, launcher host:pid, first heartbeat and its interval)."""
     tags = {
         schema.ROLE: role,
         schema.VARIANT: variant,
@@ -30,6 +30,7 @@ def start_tags(*, role: str, variant: str, device: str, backend: str, corpus_fin
         schema.BACKEND: backend,
         schema.CORPUS_FINGERPRINT: corpus_fingerprint,
         schema.PROTOCOL_DIGEST: protocol_digest,
+        **heartbeat.start_tags(),
     }
     if campaign_id:
         tags[schema.CAMPAIGN_ID] = campaign_id
