@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
+from mlflow.entities import RunTag
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.report import render
 from gpucost_mlflow.report.tables import configurations
-from gpucost_mlflow.tracking import schema
+from gpucost_mlflow.tracking import schema, writer
 from gpucost_mlflow.tracking.reader import attempts
 from tests.scenario import B200
 from tests.scenario import report as built_report
@@ -66,37 +67,98 @@ def test_an_excluded_pass_keeps_its_row_with_its_cause_and_leaves_the_durations(
     assert config.durations.values == (10.1, 10.3, 10.2, 10.0)
     assert config.durations.median == pytest.approx(10.15)
     assert config.counts["excluded"] == 1 and config.counts["accepted"] == 4
-    assert len(config.attempt_walls) == 5  # the rental it held still counts in the forecast
+    assert len(config.attempt_spans) == 5  # the rental it held still counts in the forecast
     (summary,) = report().summaries
     assert 31.0 not in summary.configuration.durations.values
 
 
 def test_undo_restores_the_status_and_reason_it_had(attempt):
     attempt("batch8", 10.0)
+    pending = attempt("batch8-bf16", 9.0, status="pending", reason="pending reference: no accepted batch8 pass yet")
+    client = MlflowClient()
+    before = row(pending)
+
+    assert exclude(pending, "--cause", CAUSE).exit_code == 0
+    assert row(pending)["status"] == "excluded"
+    assert "before exclusion: pending (pending reference: no accepted batch8 pass yet)" in row(pending)["notes"]
+
+    again = exclude(pending, "--cause", "another cause")
+    assert again.exit_code == 2 and "already excluded" in again.output
+
+    result = exclude(pending, "--undo")
+    assert result.exit_code == 0, result.output
+    assert "excluded -> pending (pending reference: no accepted batch8 pass yet)" in result.output
+    after = row(pending)
+    assert (after["status"], after["reason"], after["notes"]) == (before["status"], before["reason"], before["notes"])
+    tags = client.get_run(pending).data.tags
+    assert tags[schema.STATUS] == "pending" and not tags[schema.EXCLUDED_CAUSE]
+    assert f"(cause was: {CAUSE})" in tags[schema.EXCLUSION_UNDONE]
+
+    twice = exclude(pending, "--undo")
+    assert twice.exit_code == 2 and "not excluded" in twice.output
+    assert exclude(pending, "--cause", "a second, documented cause").exit_code == 0
+    assert row(pending)["reason"].startswith("a second, documented cause (excluded by ")
+
+
+def test_a_failed_pass_excluded_before_the_rule_can_still_be_restored(attempt):
     failed = attempt("batch8", None, status="failed", reason="out of memory (CUDA OOM at batch 12)")
     client = MlflowClient()
     before = row(failed)
-
-    assert exclude(failed, "--cause", CAUSE).exit_code == 0
-    assert row(failed)["status"] == "excluded"
+    client.log_batch(failed, tags=[RunTag(key, value) for key, value in {
+        schema.STATUS: "excluded", schema.STATUS_REASON: CAUSE, schema.EXCLUDED_CAUSE: CAUSE,
+        schema.EXCLUDED_BY: "someone", schema.EXCLUDED_AT: "2026-11-30T10:15:00+00:00",
+        schema.STATUS_BEFORE_EXCLUSION: "failed", schema.REASON_BEFORE_EXCLUSION: before["reason"]}.items()])
     assert "pass_s empty: out of memory" in row(failed)["notes"]  # the measurement's own reason, not the cause
 
-    again = exclude(failed, "--cause", "another cause")
-    assert again.exit_code == 2 and "already excluded" in again.output
-
     result = exclude(failed, "--undo")
-    assert result.exit_code == 0, result.output
-    assert "excluded -> failed (out of memory (CUDA OOM at batch 12))" in result.output
+    assert result.exit_code == 0 and "excluded -> failed (out of memory (CUDA OOM at batch 12))" in result.output
     after = row(failed)
     assert (after["status"], after["reason"], after["notes"]) == (before["status"], before["reason"], before["notes"])
-    tags = client.get_run(failed).data.tags
-    assert tags[schema.STATUS] == "failed" and not tags[schema.EXCLUDED_CAUSE]
-    assert f"(cause was: {CAUSE})" in tags[schema.EXCLUSION_UNDONE]
 
-    twice = exclude(failed, "--undo")
-    assert twice.exit_code == 2 and "not excluded" in twice.output
-    assert exclude(failed, "--cause", "a second, documented cause").exit_code == 0
-    assert row(failed)["reason"].startswith("a second, documented cause (excluded by ")
+
+def test_exclude_refuses_a_rejected_pass(attempt):
+    for seconds in (10.1, 10.3, 10.2, 10.0):
+        attempt("batch8", seconds)
+    rejected = attempt("batch8-bf16", 6.0, status="rejected", reason="quality: macro_f1 0.70 < 0.80")
+    client = MlflowClient()
+    before = client.get_run(rejected).data.tags
+
+    result = exclude(rejected, "--cause", "another job on the machine")
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [(
+        f"Error: run '{rejected}' was rejected (quality: macro_f1 0.70 < 0.80): a quality or failure verdict is a "
+        "result, not an external disturbance; exclusion applies to timings only; nothing changed")]
+    assert client.get_run(rejected).data.tags == before
+    assert row(rejected)["status"] == "rejected"
+
+
+@pytest.mark.parametrize("reason", ["out of memory (CUDA OOM at batch 12)", "child killed by signal 9 (SIGKILL)",
+                                    "interrupted (launcher stopped before the attempt was recorded)"])
+def test_exclude_refuses_a_failed_pass(attempt, reason):
+    failed = attempt("batch8", None, status="failed", reason=reason)
+    client = MlflowClient()
+    before = client.get_run(failed).data.tags
+
+    result = exclude(failed, "--cause", CAUSE)
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"Error: run '{failed}' failed ({reason}): ")
+    assert "exclusion applies to timings only; nothing changed" in lines[0]
+    assert client.get_run(failed).data.tags == before
+
+
+def test_exclude_refuses_a_pass_left_running_whose_heartbeat_stopped(experiment):
+    client = MlflowClient()
+    experiment_id = client.get_experiment_by_name("scenario").experiment_id
+    tags = writer.start_tags(role="benchmark", variant="batch8", device=B200, backend="cuda",
+                             corpus_fingerprint="a" * 64, protocol_digest="d" * 64)
+    tags.update({schema.HOST: "host-b", schema.LAUNCHER: "host-b:4242", schema.HEARTBEAT: "2025-12-01T10:00:00+00:00"})
+    stale = client.create_run(experiment_id, tags=tags, start_time=1_764_583_200_000).info.run_id
+    before = client.get_run(stale).data.tags
+
+    result = exclude(stale, "--cause", CAUSE)
+    assert result.exit_code == 2 and f"run '{stale}' failed (interrupted (no heartbeat since" in result.output
+    assert client.get_run(stale).data.tags == before
 
 
 def test_the_report_lists_every_exclusion_per_variant(attempt):

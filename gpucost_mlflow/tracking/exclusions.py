@@ -1,5 +1,7 @@
 """Excluding a pass for a documented external cause, and undoing it (`gpucost exclude`, PROTOCOL.md §6).
 
+Only a timing can suffer an external disturbance: an accepted or pending pass may be excluded, a rejected or
+failed one (a check or quality verdict, out of memory, a crash, an interruption) is a result and is refused.
 The pass keeps its row: its status becomes `excluded`, and the cause, who (the OS user) and when (UTC)
 are written beside the status and reason it had, which `undo` restores exactly. Each change is one
 log_batch, so a pass is never half excluded; raw metrics are never touched. The report leaves excluded
@@ -18,10 +20,11 @@ from mlflow.entities import Run, RunTag
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.errors import MESSAGE_LIMIT, GpucostError
 from gpucost_mlflow.tracking import limits, schema, search, writer
 
 EXCLUDED = "excluded"
+EXCLUDABLE = ("accepted", "pending")  # statuses whose timing, not verdict, is what an exclusion sets aside
 # Tags an exclusion writes and its undo empties (MLflow's log_batch cannot delete a tag).
 WRITTEN = (schema.EXCLUDED_CAUSE, schema.EXCLUDED_BY, schema.EXCLUDED_AT, schema.STATUS_BEFORE_EXCLUSION,
            schema.REASON_BEFORE_EXCLUSION)
@@ -102,14 +105,7 @@ def exclude(client: MlflowClient, run_id: str, cause: str, who: str | None = Non
     if status == EXCLUDED:
         raise GpucostError(f"run '{run.info.run_id}' is already excluded ({describe(tags)}); undo it first with "
                            f"`gpucost exclude {run.info.run_id} --undo`; nothing changed")
-    if run.info.status == "RUNNING" and status == "running":
-        from gpucost_mlflow.tracking.reader import (
-            launcher_alive,  # the reader imports this module
-        )
-
-        if launcher_alive(tags.get(schema.LAUNCHER, "")):
-            raise GpucostError(f"run '{run.info.run_id}' is still running (launcher {tags.get(schema.LAUNCHER, '?')}): "
-                               "exclude it once it has ended; nothing changed")
+    _refuse_results(run)
     batch = {
         schema.STATUS: EXCLUDED,
         schema.STATUS_REASON: cause,
@@ -122,6 +118,27 @@ def exclude(client: MlflowClient, run_id: str, cause: str, who: str | None = Non
     metrics, note = writer.restated({**tags, **batch}, dict(run.data.metrics))
     client.log_batch(run.info.run_id, metrics=metrics, tags=[RunTag(key, value) for key, value in batch.items()] + note)
     return of(client.get_run(run.info.run_id))
+
+
+def _refuse_results(run: Run) -> None:
+    """Refuse a pass that is not an accepted or pending one, with its status as the attempts table reads it
+    (a run left RUNNING is still running, or failed: interrupted once its launcher or heartbeat is gone)."""
+    from gpucost_mlflow.tracking.reader import attempt_row  # the reader imports this module
+    from gpucost_mlflow.tracking.run_records import RunRecord
+
+    row = attempt_row(RunRecord.of(run))
+    status, reason, run_id = row["status"], row["reason"][:MESSAGE_LIMIT], run.info.run_id
+    if status in EXCLUDABLE:
+        return
+    if status == "running":
+        raise GpucostError(f"run '{run_id}' is still running (launcher {run.data.tags.get(schema.LAUNCHER, '?')}): "
+                           "exclude it once it has ended; nothing changed")
+    if status in ("rejected", "failed"):
+        said = "was rejected" if status == "rejected" else "failed"
+        raise GpucostError(f"run '{run_id}' {said} ({reason or 'no reason recorded'}): a quality or failure verdict is "
+                           "a result, not an external disturbance; exclusion applies to timings only; nothing changed")
+    raise GpucostError(f"run '{run_id}' has status '{status or 'not recorded'}': only an accepted or pending pass's "
+                       "timing may be excluded; nothing changed")
 
 
 def undo(client: MlflowClient, run_id: str, who: str | None = None) -> Exclusion:
