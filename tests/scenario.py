@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from mlflow.entities import Param
+from mlflow.entities import Param, RunTag
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.catalog import load_catalog
@@ -29,8 +29,9 @@ def attempt_writer() -> Callable[..., str]:
 
     def attempt(variant, device, pass_s, status="accepted", role="benchmark", fingerprint="a" * 64,
                 quality="passed", reason="every check passed", run_name=None, note=None, wall_s=None, params=None,
-                span=None, host=None):
-        """One attempt; its run lasts wall_s (default: 1 s start + load + warm-up + pass + eval + export)."""
+                span=None, host=None, beside=None, tags_extra=None):
+        """One attempt; its run lasts wall_s (default: 1 s start + load + warm-up + pass + eval + export). `beside`: the
+        run id of an attempt this one started with, side by side on another GPU of the same lot."""
         tags = writer.start_tags(role=role, variant=variant, device=device, backend="cuda",
                                  corpus_fingerprint=fingerprint, protocol_digest=protocol.digest)
         if note:
@@ -39,8 +40,8 @@ def attempt_writer() -> Callable[..., str]:
             tags[schema.HOST] = host
         if wall_s is None:
             wall_s = 1.0 + 3.0 + 0.5 + (pass_s or 0.0) + 0.1 + 0.2
-        start = clock["ms"]
-        clock["ms"] += round(wall_s * 1000)
+        start = client.get_run(beside).info.start_time if beside else clock["ms"]
+        clock["ms"] = max(clock["ms"], start + round(wall_s * 1000))
         run = client.create_run(experiment_id, tags=tags, run_name=run_name, start_time=start)
         if params:
             client.log_batch(run.info.run_id, params=[Param(k, v) for k, v in params.items()])
@@ -53,7 +54,10 @@ def attempt_writer() -> Callable[..., str]:
             metrics.update(observed_ids=312, completed_entries=312, mem_peak_allocated_bytes=80e9)
         writer.log_outcome(client, run.info.run_id, status=status, reason=reason, metrics=metrics,
                            ids_match=pass_s is not None, quality_verdict=quality if pass_s is not None else "")
-        client.set_terminated(run.info.run_id, "FAILED" if status == "failed" else "FINISHED", end_time=clock["ms"])
+        if tags_extra:
+            client.log_batch(run.info.run_id, tags=[RunTag(k, v) for k, v in tags_extra.items()])
+        client.set_terminated(run.info.run_id, "FAILED" if status == "failed" else "FINISHED",
+                              end_time=start + round(wall_s * 1000))
         return run.info.run_id
 
     return attempt

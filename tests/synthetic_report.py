@@ -13,6 +13,7 @@ from gpucost_mlflow.core.decision import Assessment, Configuration
 from gpucost_mlflow.core.forecast import forecast
 from gpucost_mlflow.core.plans import covering_plans
 from gpucost_mlflow.core.stats import Durations, separate
+from gpucost_mlflow.core.timeline import Span
 from gpucost_mlflow.report import plots, render
 from gpucost_mlflow.report.tables import Summary
 
@@ -39,7 +40,7 @@ def synthetic_report(passes_per_variant: int | None = 5, figures: bool = True) -
                       gpus_per_lot=1, days=7, price_per_lot=Decimal("120.00"), currency="EUR",
                       source="catalog/example.yaml", line=3)
     plan = {"setup_hours": 1.0, "waiting_hours": 2.0, "planned_restarts": 1, "start": dt.datetime(2025, 3, 1, 9)}
-    outlook = forecast(plan, 1, fast.durations, fast.medians, (40.0,) * 9)
+    outlook = forecast(plan, 1, fast.durations, fast.medians, tuple(Span(40.0 * i, 40.0 * (i + 1)) for i in range(9)))
     plans = covering_plans([package], Decimal(str(round(outlook.hours, 6))))
     unpriced = f"not priced: {elsewhere.device} has no package in 2025-01 (catalog/example.yaml)"
     assessments = [

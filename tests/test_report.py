@@ -167,7 +167,7 @@ def test_forecast_counts_every_comparison_attempt_wall_time_failed_ones_included
     row = balance[balance["variant"] == "batch8"].iloc[0]
     assert row["comparison_attempts"] == 16 and row["setup_h"] == 4
     markdown = render.markdown(built)
-    assert "comparisons (h, attempts on the device)" in markdown and "range (h): fastest-slowest pass" in markdown
+    assert "comparisons on the real schedule (h, attempts on the device)" in markdown and "range (h): fastest-slowest pass" in markdown
 
 
 def test_a_window_longer_than_every_package_is_budgeted_as_consecutive_periods(experiment, tmp_path):
@@ -211,7 +211,7 @@ def test_500_expected_deliverables_scale_the_forecast_and_none_counts_as_accepte
     assert a.forecast.low_hours < a.forecast.hours < a.forecast.high_hours
     assert a.configuration.accepted_deliverables == 0
     assert balance["cost_per_validated_corpus"][0] == "undefined (no accepted deliverable)"
-    assert "500 expected deliverables (forecast)" in a.forecast.terms()
+    assert "500 expected deliverables, one deliverable after another (forecast)" in a.forecast.terms()
 
 
 OTHER_COSTS = """other_costs:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 from gpucost_mlflow.core import costs
@@ -11,7 +12,18 @@ from gpucost_mlflow.core.breakeven import BreakEven, Priced, break_even
 from gpucost_mlflow.core.catalog import Catalog
 from gpucost_mlflow.core.forecast import Forecast, forecast
 from gpucost_mlflow.core.plans import Plan, covering_plans, to_hours
-from gpucost_mlflow.core.stats import Durations, separate
+from gpucost_mlflow.core.stats import Durations, Stability, repetitions_needed, separate, stability, under_sampled
+from gpucost_mlflow.core.timeline import Span
+
+
+@dataclass(frozen=True)
+class ExcludedPass:
+    """An attempt excluded for a documented cause, with what it was before: the decision checks it changed nothing."""
+
+    run_id: str
+    status_before: str
+    pass_s: float | None
+    cause: str
 
 
 @dataclass
@@ -24,11 +36,14 @@ class Configuration:
     durations: Durations
     medians: dict  # load_s, warmup_s, eval_s, export_s medians over completed passes
     accepted_deliverables: int = 0
-    attempt_walls: tuple[float, ...] = ()  # run wall time (s) of every benchmark attempt on this device
+    attempt_spans: tuple[Span, ...] = ()  # every benchmark attempt on this device: its run, start to end, on its host
     walls_estimated: int = 0  # of those, attempts with no end time, counted by their recorded stage times
     gpus: int = 1  # GPUs one pass uses (its parallelism is inside the measured pass_s)
     identity: dict = field(default_factory=dict)  # model revision, corpus fingerprint, software stack
     distinction: str = ""  # what sets it apart from other configurations of the same variant and device
+    pass_runs: tuple[str, ...] = ()  # the run id of each duration, in the same order
+    pass_causes: tuple[str, ...] = ()  # what was seen beside each duration (another pass at the same time), or ''
+    excluded: tuple[ExcludedPass, ...] = ()
 
     @property
     def label(self) -> str:
@@ -41,12 +56,46 @@ class Configuration:
 
     @property
     def counts(self) -> dict[str, int]:
-        return {s: self.statuses.count(s) for s in ("accepted", "rejected", "failed", "excluded", "pending")}
+        return {s: self.statuses.count(s) for s in ("accepted", "rejected", "failed", "excluded", "pending", "running")}
+
+    def restored(self, excluded: ExcludedPass) -> Configuration:
+        """The configuration as it would stand had this exclusion never been made."""
+        statuses = list(self.statuses)
+        statuses.remove("excluded")
+        statuses.append(excluded.status_before or "failed")
+        counted = excluded.pass_s is not None and excluded.status_before in ("accepted", "rejected", "pending")
+        return replace(self, statuses=statuses, excluded=tuple(x for x in self.excluded if x != excluded),
+                       durations=Durations(self.durations.values + ((excluded.pass_s,) if counted else ())),
+                       pass_runs=self.pass_runs + ((excluded.run_id,) if counted else ()),
+                       pass_causes=self.pass_causes + (("",) if counted else ()))
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What the protocol and the catalog fix before any timing: kept with each assessment so the decision can
+    re-assess a configuration as it would stand without an exclusion."""
+
+    catalog: Catalog
+    plan: dict | None
+    deadline: dt.datetime | None
+    expected_deliverables: int
+    required_passes: int | None = None  # passes_per_variant: fewer countable passes is under-sampled
+    max_spread_ratio: float | None = None  # max/min of a configuration's own durations above it: unstable
+    side_by_side: bool = False  # deliverables may run side by side on a lot's idle GPUs
+
+    @property
+    def deadline_hours(self) -> float | None:
+        """Hours from the planned start to the deadline (None when either is not declared)."""
+        start = (self.plan or {}).get("start")
+        if self.deadline is None or start is None:
+            return None
+        return (self.deadline - start).total_seconds() / 3600
 
 
 @dataclass
 class Assessment:
-    """One configuration judged: feasibility, the whole-rental forecast, its deadline and its covering plans."""
+    """One configuration judged: feasibility, stability, the whole-rental forecast, its deadline and its covering
+    plans; the committed plan covers the slowest-pass forecast, the median one is the possible saving."""
 
     configuration: Configuration
     feasible: bool
@@ -57,18 +106,33 @@ class Assessment:
     forecast_end_high: dt.datetime | None = None
     deadline_status: str = ""
     meets_deadline: bool | None = None
-    plans: list[Plan] = field(default_factory=list)
+    plans: list[Plan] = field(default_factory=list)  # covering the slowest-pass window, cheapest first
+    median_plans: list[Plan] = field(default_factory=list)  # covering the median window
     priced: str = ""
     cost_per_validated: Decimal | None = None
+    stability: Stability | None = None
+    under_sampled: str = ""
+    rules: Rules | None = None
 
     @property
     def plan(self) -> Plan | None:
-        """The cheapest covering plan (on a tie the shorter one)."""
+        """The committed plan: the cheapest covering the slowest-pass forecast (on a tie the shorter one)."""
         return self.plans[0] if self.plans else None
+
+    @property
+    def median_plan(self) -> Plan | None:
+        return self.median_plans[0] if self.median_plans else None
 
     @property
     def committed(self) -> Decimal | None:
         return self.plan.total if self.plan else None
+
+    @property
+    def saving(self) -> Decimal | None:
+        """What the median plan would save if the work ran at the median pass (None: no saving possible)."""
+        if self.plan is None or self.median_plan is None or self.median_plan.total >= self.plan.total:
+            return None
+        return self.plan.total - self.median_plan.total
 
     @property
     def currency(self) -> str:
@@ -78,9 +142,34 @@ class Assessment:
     def forecast_hours(self) -> float | None:
         return self.forecast.hours if self.forecast else None
 
+    @property
+    def stable(self) -> bool:
+        return self.stability is None or self.stability.stable
 
-def feasibility(config: Configuration) -> tuple[bool, str]:
-    """Eligible only if it completed the whole corpus with every check passed, in every non-excluded attempt."""
+    @property
+    def unstable(self) -> str:
+        """'unstable: re-measure (max/min 4.32 > 1.5)', or '' for a stable configuration."""
+        if self.stable:
+            return ""
+        return f"unstable: re-measure (max/min {self.stability.ratio:.2f} > {self.stability.limit:g})"
+
+    def outliers(self) -> str:
+        """The passes that make it unstable, each with the cause seen beside it, for the decision note."""
+        c = self.configuration
+        parts = []
+        for i in self.stability.outliers if self.stability else ():
+            run = c.pass_runs[i][:8] if i < len(c.pass_runs) else "?"
+            cause = c.pass_causes[i] if i < len(c.pass_causes) and c.pass_causes[i] else NO_CAUSE
+            parts.append(f"run {run} at {c.durations.values[i]:.3f} s ({cause})")
+        return "; ".join(parts)
+
+
+NO_CAUSE = "no cause recorded: no other pass ran beside it; load from other processes is not recorded"
+
+
+def feasibility(config: Configuration, required: int | None = None) -> tuple[bool, str]:
+    """Eligible only if it completed the whole corpus with every check passed in every non-excluded attempt, and
+    (given the protocol's passes_per_variant) with at least that many countable passes."""
     counted = [s for s in config.statuses if s != "excluded"]
     if not counted:
         return False, "no attempt"
@@ -90,6 +179,11 @@ def feasibility(config: Configuration) -> tuple[bool, str]:
         return False, f"{counted.count('rejected')} rejected attempt(s) (a check failed)"
     if "pending" in counted:
         return False, "pending reference: not judged against the reference yet"
+    if "running" in counted:
+        return False, f"{counted.count('running')} attempt(s) still running: not finished"
+    short = under_sampled(len(counted), required)
+    if short:
+        return False, f"{short}: fewer countable passes than passes_per_variant; run the missing passes"
     return True, f"{len(counted)} of {len(counted)} attempts accepted"
 
 
@@ -98,7 +192,7 @@ NO_DEADLINE = "no deadline declared"
 
 
 def _deadline(item: Assessment, plan: dict, deadline: dt.datetime | None) -> None:
-    """Place the forecast on the calendar and compare it with the deadline, saying why when it cannot."""
+    """Place the forecast on the calendar and compare its slow end with the deadline, saying why when it cannot."""
     if item.forecast is not None and plan.get("start") is not None:
         item.forecast_end = plan["start"] + dt.timedelta(hours=item.forecast.hours)
         item.forecast_end_high = plan["start"] + dt.timedelta(hours=item.forecast.high_hours)
@@ -109,56 +203,86 @@ def _deadline(item: Assessment, plan: dict, deadline: dt.datetime | None) -> Non
     elif item.forecast_end is None:
         item.deadline_status = "not checked: no plan.start declared"
     else:
-        item.meets_deadline = item.forecast_end <= deadline
-        item.deadline_status = "met" if item.meets_deadline else "missed"
-        if item.meets_deadline and item.forecast_end_high > deadline:
-            item.deadline_status = "met at the median forecast; the slowest-pass forecast ends after it"
+        item.meets_deadline = item.forecast_end_high <= deadline
+        if item.meets_deadline:
+            item.deadline_status = "met"
+        elif item.forecast_end <= deadline:
+            item.deadline_status = "missed at the slowest-pass forecast (met at the median)"
+        else:
+            item.deadline_status = "missed"
+
+
+def streams(rules: Rules, offers: list, gpus: int) -> tuple[int, str]:
+    """Deliverables processed at once, and the assumption said: one after another unless the protocol declares
+    them side by side on the GPUs a lot holds beyond the configuration's own."""
+    inside = f" (its {gpus} GPUs' parallelism is inside its measured pass)" if gpus > 1 else ""
+    if not rules.side_by_side or not offers:
+        return 1, "one deliverable after another" + inside
+    per_lot = min(o.gpus_per_lot for o in offers)
+    held = math.ceil(gpus / per_lot) * per_lot
+    count = max(1, held // gpus)
+    if count == 1:
+        return 1, f"one deliverable after another (the lot's {held} GPU(s) hold one at a time){inside}"
+    return count, f"{count} deliverables side by side on the lot's {held} GPUs (deliverables.side_by_side){inside}"
+
+
+def assess_one(config: Configuration, rules: Rules) -> Assessment:
+    """One configuration against the rules: feasibility, stability, forecast, deadline and covering plans."""
+    ok, why = feasibility(config, rules.required_passes)
+    item = Assessment(config, ok, why, rules=rules)
+    counted = len([s for s in config.statuses if s != "excluded"])
+    item.under_sampled = under_sampled(counted, rules.required_passes) if "under-sampled" in why else ""
+    if rules.max_spread_ratio is not None:
+        item.stability = stability(config.durations.values, rules.max_spread_ratio)
+    offers = rules.catalog.for_device(config.device)
+    if rules.plan is None:
+        item.forecast_note = NO_PLAN
+    else:
+        count, note = streams(rules, offers, config.gpus)
+        item.forecast = forecast(rules.plan, rules.expected_deliverables, config.durations, config.medians,
+                                 config.attempt_spans, config.walls_estimated, count, note)
+        if item.forecast is None:
+            item.forecast_note = "no completed pass to size the window"
+    _deadline(item, rules.plan or {}, rules.deadline)
+    if not offers:
+        item.priced = f"not priced: {config.device} has no package in {rules.catalog.version} ({rules.catalog.path})"
+    elif item.forecast is None:
+        item.priced = f"not priced: {item.forecast_note}"
+    else:
+        item.plans = covering_plans(offers, to_hours(item.forecast.high_hours), config.gpus)
+        item.median_plans = covering_plans(offers, to_hours(item.forecast.hours), config.gpus)
+        item.priced = item.plan.describe()
+        item.cost_per_validated = costs.cost_per_validated_corpus(item.plan.total, config.accepted_deliverables)
+    return item
 
 
 def assess(configs: list[Configuration], catalog: Catalog, plan: dict | None, deadline: dt.datetime | None,
-           expected_deliverables: int) -> list[Assessment]:
-    """Feasibility, forecast, deadline and every covering plan of each configuration (its device's catalog rows)."""
-    results = []
-    for config in configs:
-        ok, why = feasibility(config)
-        item = Assessment(config, ok, why)
-        if plan is None:
-            item.forecast_note = NO_PLAN
-        else:
-            item.forecast = forecast(plan, expected_deliverables, config.durations, config.medians,
-                                     config.attempt_walls, config.walls_estimated)
-            if item.forecast is None:
-                item.forecast_note = "no completed pass to size the window"
-        _deadline(item, plan or {}, deadline)
-        offers = catalog.for_device(config.device)
-        if not offers:
-            item.priced = f"not priced: {config.device} has no package in {catalog.version} ({catalog.path})"
-        elif item.forecast is None:
-            item.priced = f"not priced: {item.forecast_note}"
-        else:
-            item.plans = covering_plans(offers, to_hours(item.forecast.hours), config.gpus)
-            item.priced = item.plan.describe()
-            item.cost_per_validated = costs.cost_per_validated_corpus(item.plan.total, config.accepted_deliverables)
-        results.append(item)
-    return results
+           expected_deliverables: int, *, required_passes: int | None = None, max_spread_ratio: float | None = None,
+           side_by_side: bool = False) -> list[Assessment]:
+    """Feasibility, stability, forecast, deadline and every covering plan of each configuration (its device's rows)."""
+    rules = Rules(catalog, plan, deadline, expected_deliverables, required_passes, max_spread_ratio, side_by_side)
+    return [assess_one(config, rules) for config in configs]
 
 
-def _best(items: list[Assessment]) -> Assessment:
-    return min(items, key=lambda a: (a.committed, a.configuration.durations.median))
+def decidable(a: Assessment) -> bool:
+    """Feasible, priced and stable: a configuration the decision may weigh."""
+    return a.feasible and a.plan is not None and a.stable
 
 
 def break_evens(assessments: list[Assessment]) -> list[BreakEven]:
-    """For each pair of priced devices, where the order of their cheapest feasible configurations flips."""
+    """For each pair of priced devices, where the order of their cheapest decidable configurations flips, compared
+    only at volumes where both still meet the deadline (slowest-pass forecast)."""
     by_device: dict[str, list[Assessment]] = {}
     for a in assessments:
-        if a.feasible and a.plan is not None:
+        if decidable(a):
             by_device.setdefault(a.configuration.device, []).append(a)
-    best = [_best(items) for items in by_device.values()]
+    best = [min(items, key=lambda a: (a.meets_deadline is False, a.committed, a.configuration.durations.median))
+            for items in by_device.values()]
     result = []
     for i, first in enumerate(best):
         for second in best[i + 1:]:
-            priced = [Priced(a.configuration.name, a.forecast, tuple(p.offer for p in a.plans), a.configuration.gpus)
-                      for a in (first, second)]
+            priced = [Priced(a.configuration.name, a.forecast, tuple(p.offer for p in a.plans), a.configuration.gpus,
+                             a.rules.deadline_hours if a.rules else None) for a in (first, second)]
             result.append(break_even(priced[0], priced[1], first.forecast.deliverables))
     return result
 
@@ -171,72 +295,182 @@ class Choice:
     none: str = ""  # the short reason there is no decision ("nothing accepted")
     detail: str = ""  # what the note says after the short reason
     tie: str = ""  # the separation verdict behind a tie
-    others: list[Assessment] = field(default_factory=list)  # the other timely configurations, cheapest first
+    others: list[Assessment] = field(default_factory=list)  # the other timely stable configurations, cheapest first
+    undecided: list[Assessment] = field(default_factory=list)  # do not separate, yet their slow-end plans differ
+    notes: list[str] = field(default_factory=list)  # what the note adds: under-sampled or unstable would-be choices
+    faster: str = ""  # why the chosen one is preferred over others at its cost (they separate on duration)
 
     @property
     def decided(self) -> bool:
         return bool(self.chosen)
 
 
+def _separation(a: Assessment, b: Assessment):
+    required = a.rules.required_passes if a.rules else None
+    return separate(a.configuration.name, a.configuration.durations.values,
+                    b.configuration.name, b.configuration.durations.values, required)
+
+
+def _cost_at(a: Assessment, slowest_h: float) -> Decimal:
+    """The committed cost of a had its slowest deliverable taken slowest_h hours (another configuration's)."""
+    f = a.forecast
+    window = replace(f, per_deliverable_h=(f.per_deliverable_h[0], f.per_deliverable_h[1], slowest_h)).high_hours
+    return covering_plans([p.offer for p in a.plans], to_hours(window), a.configuration.gpus)[0].total
+
+
+def _noise_priced(cheap: Assessment, dear: Assessment) -> bool:
+    """Whether the price difference is bought by noise: their durations do not separate, and the cheaper one's plan
+    would not cover the costlier one's slowest pass, which it cannot be told apart from."""
+    if _separation(cheap, dear).decided:
+        return False
+    return _cost_at(cheap, max(cheap.forecast.per_deliverable_h[2], dear.forecast.per_deliverable_h[2])) > cheap.committed
+
+
+def _rank(timely: list[Assessment]) -> Choice:
+    """Among timely stable configurations: the cheapest committed cost; at that cost the fastest, with only those
+    that do not separate from each other tied; undecided when a costlier one differs only by noise."""
+    cheapest = min(a.committed for a in timely)
+    at_cost = sorted((a for a in timely if a.committed == cheapest), key=lambda a: a.configuration.durations.median)
+    tied = [at_cost[0]]
+    for other in at_cost[1:]:
+        if all(not _separation(member, other).decided for member in tied):
+            tied.append(other)
+    dearer = [a for a in timely if a.committed > cheapest and any(_noise_priced(t, a) for t in tied)]
+    if dearer:
+        return Choice(none="undecided", undecided=tied + dearer, detail=_undecided_detail(tied, dearer))
+    faster = [a for a in at_cost if a not in tied]
+    choice = Choice(tied, tie=_separation(tied[0], tied[1]).verdict if len(tied) > 1 else "",
+                    others=faster + sorted((a for a in timely if a.committed > cheapest), key=lambda a: a.committed))
+    if faster:
+        choice.faster = _separation(tied[0], faster[0]).verdict
+    return choice
+
+
+def _undecided_detail(tied: list[Assessment], dearer: list[Assessment]) -> str:
+    """Who cannot be told apart, their slow-end plans, and the passes per configuration it would take."""
+    first = tied[0]
+    parts = []
+    for other in dearer:
+        needed = repetitions_needed(first.configuration.durations.values, other.configuration.durations.values)
+        more = (f"about {needed} passes per configuration would resolve the observed median difference at the observed "
+                f"noise (normal approximation, an estimate)" if needed else
+                "no median difference was observed: more passes are unlikely to separate them")
+        parts.append(f"{other.configuration.name} at {costs.money(other.committed, other.currency)}: "
+                     f"{_separation(first, other).verdict.split('; ')[0]}; {more}")
+    return (f" between {first.configuration.name} at {costs.money(first.committed, first.currency)} and "
+            + "; and ".join(parts) + ". Their durations do not separate, yet their slowest-pass plans differ in price: "
+            "the price difference is bought by noise (PROTOCOL.md §6)")
+
+
+def _timely(priced: list[Assessment], deadline_declared: bool) -> list[Assessment]:
+    return [a for a in priced if a.meets_deadline] if deadline_declared else priced
+
+
 def choose(assessments: list[Assessment], deadline_declared: bool = True) -> Choice:
-    """The cheapest priced feasible configuration that meets the deadline, ties kept together; or why none."""
+    """The cheapest decidable configuration whose slowest-pass forecast meets the deadline, committed to its
+    slow-end plan; ties only among configurations that do not separate; or why there is none."""
     if not assessments:
         return Choice(none="no benchmark pass in this experiment")
     if not any("accepted" in a.configuration.statuses for a in assessments):
         return Choice(none="nothing accepted", detail=" (no pass completed the corpus with every check passed)")
     feasible = [a for a in assessments if a.feasible]
+    notes = _under_sampled_notes(assessments, deadline_declared)
     if not feasible:
-        return Choice(none="no configuration is feasible",
+        return Choice(none="no configuration is feasible", notes=notes,
                       detail=" (" + "; ".join(f"{a.configuration.name}: {a.feasibility}" for a in assessments) + ")")
     if all(a.forecast_note == NO_PLAN for a in feasible):
         return Choice(none=NO_PLAN, detail=" (declare `plan:` in the protocol: setup and waiting hours, restarts, start)")
     priced = [a for a in feasible if a.plan is not None]
     if not priced:
         return Choice(none="nothing priced", detail=" (" + "; ".join(sorted({a.priced for a in feasible})) + ")")
-    if deadline_declared:
-        if all(a.forecast_end is None for a in priced):
-            return Choice(none="the deadline cannot be checked", detail=" (no plan.start declared in the protocol)")
-        timely = [a for a in priced if a.meets_deadline]
-        if not timely:
-            return Choice(none="deadline missed",
-                          detail=" (no priced feasible configuration's forecast ends before the deadline)")
-    else:
-        timely = priced
-    cheapest = min(a.committed for a in timely)
-    best = sorted((a for a in timely if a.committed == cheapest), key=lambda a: a.configuration.durations.median)
-    chosen = best[0]
-    # Configurations at the same lowest cost whose durations do not separate from the fastest are tied: the
-    # money is decided, the speed ranking is not (PROTOCOL.md §6), so none of them is preferred over the others.
-    unseparated = [(other, separation) for other in best[1:]
-                   for separation in [separate(chosen.configuration.name, chosen.configuration.durations.values,
-                                               other.configuration.name, other.configuration.durations.values)]
-                   if not separation.decided]
-    tied = [chosen] + [other for other, _ in unseparated]
-    others = sorted((a for a in timely if a not in tied), key=lambda a: a.committed)
-    return Choice(tied, tie=unseparated[0][1].verdict if unseparated else "", others=others)
+    if deadline_declared and all(a.forecast_end is None for a in priced):
+        return Choice(none="the deadline cannot be checked", detail=" (no plan.start declared in the protocol)")
+    timely = _timely(priced, deadline_declared)
+    if not timely:
+        return Choice(none="deadline missed", notes=notes,
+                      detail=" (no priced feasible configuration's slowest-pass forecast ends before the deadline)")
+    notes += [f"Unstable, neither chosen nor tied: {a.configuration.name} is {a.unstable}; outlier pass(es): {a.outliers()}"
+              for a in timely if not a.stable and (a.committed <= min(b.committed for b in timely if b.stable)
+                                                   if any(b.stable for b in timely) else True)]
+    stable = [a for a in timely if a.stable]
+    if not stable:
+        return Choice(none="no stable configuration", notes=notes,
+                      detail=" (every timely configuration's own durations spread beyond max_spread_ratio: re-measure)")
+    choice = _rank(stable)
+    choice.notes = notes
+    return choice
+
+
+def _under_sampled_notes(assessments: list[Assessment], deadline_declared: bool) -> list[str]:
+    """Name an under-sampled configuration that its passes so far would have made the choice (or tied)."""
+    short = [a for a in assessments if a.under_sampled]
+    if not short:
+        return []
+    candidates = [a for a in assessments if (a.feasible or a.under_sampled) and a.plan is not None and a.stable]
+    timely = _timely(candidates, deadline_declared)
+    if not timely:
+        return []
+    would = _rank(timely)
+    return [f"Under-sampled, not chosen: {a.configuration.name} is {a.under_sampled}; its passes so far would make it "
+            "the choice, but one pass never beats five (PROTOCOL.md §5): run its remaining passes"
+            for a in (would.chosen or would.undecided) if a.under_sampled]
+
+
+def _exclusion_notes(choice: Choice, assessments: list[Assessment], deadline_declared: bool) -> list[str]:
+    """Name each excluded pass without which its chosen configuration would not be chosen (PROTOCOL.md §6)."""
+    notes = []
+    for chosen in choice.chosen:
+        if chosen.rules is None:
+            continue
+        for excluded in chosen.configuration.excluded:
+            restored = assess_one(chosen.configuration.restored(excluded), chosen.rules)
+            again = choose([restored if a is chosen else a for a in assessments], deadline_declared)
+            if any(a is restored for a in again.chosen):
+                continue
+            why = (restored.feasibility if not restored.feasible else restored.unstable or
+                   (f"the decision would be {' or '.join(a.configuration.name for a in again.chosen)}" if again.chosen
+                    else f"no decision: {again.none}"))
+            notes.append(f"Excluded run {excluded.run_id[:8]} of {chosen.configuration.name} (was {excluded.status_before or 'not recorded'}; "
+                         f"cause: {excluded.cause or 'not recorded'}) decides it: without that exclusion it would not be "
+                         f"chosen ({why})")
+    return notes
+
+
+def _spare(a: Assessment) -> str:
+    """Hours the committed plan pays for beyond the slowest-pass forecast."""
+    spare = float(a.plan.covered_hours) - a.forecast.high_hours
+    return f"{spare:,.1f} h of its plan spare at the slowest pass" if spare > 0 else "no spare hours in its plan"
 
 
 def decide(assessments: list[Assessment], expected_deliverables: int, corpus_size: int,
            deadline_declared: bool = True) -> str:
-    """The decision note: chosen configuration, plan, load covered and reason; or 'no decision' with the reason."""
+    """The decision note: chosen configuration, its slow-end plan, load covered and reason; or 'no decision' with the
+    reason; then what the decision leaves out (under-sampled, unstable, decided by an exclusion)."""
     choice = choose(assessments, deadline_declared)
+    extra = "".join(f" {note}." for note in choice.notes
+                    + _exclusion_notes(choice, assessments, deadline_declared))
     if not choice.decided:
-        return f"No decision: {choice.none}{choice.detail}."
+        return f"No decision: {choice.none}{choice.detail}.{extra}"
     chosen, tied, others = choice.chosen[0], choice.chosen, choice.others
     load = f"{expected_deliverables:,} corpus(es) of {corpus_size:,} inputs"
     versus = f"; next: {others[0].configuration.name} at {costs.money(others[0].committed, others[0].currency)}" if others else ""
     f = chosen.forecast
-    when = (f" ending {chosen.forecast_end.isoformat(timespec='minutes')}" if chosen.forecast_end else "")
+    when = (f" ending by {chosen.forecast_end_high.isoformat(timespec='minutes')}" if chosen.forecast_end_high else "")
     status = f"deadline {chosen.deadline_status}" if deadline_declared else NO_DEADLINE
-    rule = "that meet the deadline" if deadline_declared else "(no deadline declared)"
+    rule = "whose slowest-pass forecast meets the deadline" if deadline_declared else "(no deadline declared)"
     example = (f" Priced at an example price ({chosen.plan.offer.source}): a what-if, not a provider's quote."
                if chosen.plan.offer.example else "")
+    saving = (f" At the median pass the work fits {chosen.median_plan.describe()}: a possible saving of "
+              f"{costs.money(chosen.saving, chosen.currency)}, not committed." if chosen.saving is not None else "")
     head = f"Decision: {chosen.configuration.name}"
-    why = f"the lowest committed cost among feasible configurations {rule}"
+    why = f"the lowest committed cost among feasible, stable configurations {rule}"
     if len(tied) > 1:
         head = "Decision (tied): " + " or ".join(a.configuration.name for a in tied)
         why += (f", reached equally by these {len(tied)} configurations whose durations do not separate "
                 f"({choice.tie}); none is preferred on speed")
-    return (f"{head}, {chosen.priced}, covers {load} within a forecast window of "
-            f"{f.hours:,.1f} h (range {f.low_hours:,.1f}-{f.high_hours:,.1f} h){when} ({status}). Reason: {why}"
-            f"{versus}.{example}")
+    elif choice.faster:
+        why += f"; preferred at the same cost for speed ({choice.faster}), with {_spare(chosen)}"
+    return (f"{head}, {chosen.priced}, covers {load} within a forecast window of {f.hours:,.1f} h (range "
+            f"{f.low_hours:,.1f}-{f.high_hours:,.1f} h; the plan covers the slowest pass's {f.high_hours:,.1f} h){when} "
+            f"({status}). Reason: {why}"
+            f"{versus}.{saving}{example}{extra}")

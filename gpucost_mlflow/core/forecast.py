@@ -1,22 +1,26 @@
 """The whole-rental forecast of one configuration (PROTOCOL.md §9): every term shown, a range beside the median.
 
 window = setup + declared waiting
-       + every comparison attempt run on the device (its measured run wall time, failed, rejected and
-         excluded attempts included)
+       + every comparison attempt run on the device, on the real schedule: the union of their run wall
+         times per host, so attempts run side by side on one lot's GPUs count once (failed, rejected and
+         excluded attempts included; the plain sum is kept beside it)
        + (1 + planned restarts) x (load + warm-up)       the deliverables' own start-up and each restart
-       + expected deliverables x (pass + evaluation + export)
+       + ceil(expected deliverables / streams) x (pass + evaluation + export)
 
-Deliverables are processed one after another: a configuration that uses several GPUs has that
-parallelism inside its measured pass already, and nothing is assumed to overlap beyond what was
-measured. The range puts the deliverables at the fastest and slowest observed pass. It is a
-forecast: it never counts as accepted deliverables.
+A configuration that uses several GPUs (lanes) has that parallelism inside its measured pass already;
+deliverables run one after another (one stream) unless the protocol declares them side by side on a
+lot's idle GPUs (`deliverables.side_by_side`), and the assumption is shown. The range puts the
+deliverables at the fastest and slowest observed pass. It is a forecast: it never counts as accepted
+deliverables.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from gpucost_mlflow.core.stats import Durations
+from gpucost_mlflow.core.timeline import Span, sum_seconds, union_seconds
 
 
 @dataclass(frozen=True)
@@ -25,18 +29,21 @@ class Forecast:
 
     setup_h: float
     waiting_h: float
-    comparisons_h: float
+    comparisons_h: float  # the union of the attempts' run wall times per host: the real schedule
     comparisons: int
     comparisons_estimated: int
     restarts: int
     startup_h: float
     deliverables: int
     per_deliverable_h: tuple[float, float, float]  # fastest, median, slowest observed pass (+ eval + export)
+    comparisons_sum_h: float | None = None  # the same attempts' run wall times added up, overlaps counted twice
+    streams: int = 1  # deliverables processed side by side (1: one after another)
+    streams_note: str = "one deliverable after another"
 
     def hours_for(self, deliverables: int, which: int = 1) -> float:
         """The window for another volume, from the same terms (which: 0 fastest, 1 median, 2 slowest pass)."""
         fixed = self.setup_h + self.waiting_h + self.comparisons_h + self.startup_h
-        return fixed + deliverables * self.per_deliverable_h[which]
+        return fixed + math.ceil(deliverables / self.streams) * self.per_deliverable_h[which]
 
     @property
     def hours(self) -> float:
@@ -52,15 +59,25 @@ class Forecast:
 
     @property
     def deliverables_h(self) -> float:
-        return self.deliverables * self.per_deliverable_h[1]
+        return math.ceil(self.deliverables / self.streams) * self.per_deliverable_h[1]
+
+    @property
+    def overlap_saved_h(self) -> float:
+        """Hours the real schedule saves over adding every attempt's run wall time."""
+        saved = (self.comparisons_sum_h or self.comparisons_h) - self.comparisons_h
+        return saved if saved > 1e-6 else 0.0  # below 3.6 ms: float noise, not an overlap
 
     def terms(self) -> str:
         """'4 h setup + 0 h waiting + 0.17 h comparisons (30 attempts) + ...', the sum spelled out."""
         estimated = f", {self.comparisons_estimated} without an end time counted by their stage times" if self.comparisons_estimated else ""
+        saved = (f", {_h(self.comparisons_sum_h)} if their overlaps were counted twice" if self.overlap_saved_h > 0
+                 else "")
         return (f"{self.setup_h:g} h setup + {self.waiting_h:g} h waiting + {_h(self.comparisons_h)} comparisons "
-                f"({self.comparisons} attempt{'s' if self.comparisons != 1 else ''} on this device{estimated}) + "
+                f"({self.comparisons} attempt{'s' if self.comparisons != 1 else ''} on this device on the real "
+                f"schedule{saved}{estimated}) + "
                 f"{_h(self.startup_h)} start-up ((1 + {self.restarts} restarts) x load + warm-up) + {_h(self.deliverables_h)} "
-                f"for {self.deliverables:,} expected deliverable{'s' if self.deliverables != 1 else ''} (forecast)")
+                f"for {self.deliverables:,} expected deliverable{'s' if self.deliverables != 1 else ''}, "
+                f"{self.streams_note} (forecast)")
 
 
 def _h(hours: float) -> str:
@@ -68,7 +85,8 @@ def _h(hours: float) -> str:
 
 
 def forecast(plan: dict, expected_deliverables: int, durations: Durations, medians: dict,
-             attempt_walls_s: tuple[float, ...], estimated: int = 0) -> Forecast | None:
+             attempts: tuple[Span, ...], estimated: int = 0, streams: int = 1,
+             streams_note: str = "one deliverable after another") -> Forecast | None:
     """The forecast from the plan's assumptions and the measurements; None without a completed pass to size it."""
     if not durations.values:
         return None
@@ -77,11 +95,14 @@ def forecast(plan: dict, expected_deliverables: int, durations: Durations, media
     return Forecast(
         setup_h=float(plan["setup_hours"]),
         waiting_h=float(plan["waiting_hours"]),
-        comparisons_h=sum(attempt_walls_s) / 3600,
-        comparisons=len(attempt_walls_s),
+        comparisons_h=union_seconds(attempts) / 3600,
+        comparisons=len(attempts),
         comparisons_estimated=estimated,
         restarts=int(plan["planned_restarts"]),
         startup_h=(1 + plan["planned_restarts"]) * startup_s / 3600,
         deliverables=expected_deliverables,
         per_deliverable_h=tuple((value + after_s) / 3600 for value in (durations.minimum, durations.median, durations.maximum)),
+        comparisons_sum_h=sum_seconds(attempts) / 3600,
+        streams=max(1, streams),
+        streams_note=streams_note,
     )

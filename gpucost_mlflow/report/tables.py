@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from gpucost_mlflow.core.decision import Assessment, Configuration
+from gpucost_mlflow.core.decision import Assessment, Configuration, ExcludedPass
 from gpucost_mlflow.core.stats import Durations, Separation, separate
+from gpucost_mlflow.core.timeline import Span
 from gpucost_mlflow.core.variants import Variant
 from gpucost_mlflow.tracking.schema import STACK_IDENTITY, TIMINGS
 
@@ -15,23 +16,42 @@ MEMORY = ("mem_peak_allocated_bytes", "mem_peak_reserved_bytes", "mem_peak_rss_b
 
 
 @dataclass(frozen=True)
-class AttemptWalls:
-    """Every attempt's run wall time on one device, and how many of them are lower bounds (no end time recorded)."""
+class AttemptSpans:
+    """Every attempt's run on one device, start to end on its host, and how many are lower bounds (no end time)."""
 
-    walls: tuple[float, ...]
+    spans: tuple[Span, ...]
     estimated: int
 
 
-def attempt_walls(rows: pd.DataFrame) -> AttemptWalls:
-    """Each attempt's run wall time; one without an end time counts its recorded stage times (a lower bound)."""
-    walls, estimated = [], 0
-    for wall, *stages in rows[["wall_s", *TIMINGS]].itertuples(index=False):
+def _epoch_s(value) -> float | None:
+    return None if value is None or pd.isna(value) else pd.Timestamp(value).timestamp()
+
+
+def attempt_spans(rows: pd.DataFrame) -> AttemptSpans:
+    """Each attempt's run as a span; one without an end time lasts its recorded stage times (a lower bound)."""
+    spans, estimated = [], 0
+    for start, wall, host, *stages in rows[["start_time", "wall_s", "host", *TIMINGS]].itertuples(index=False):
+        begin = _epoch_s(start) or 0.0
         if pd.notna(wall):
-            walls.append(float(wall))
+            length = float(wall)
         else:
             estimated += 1
-            walls.append(float(sum(v for v in stages if pd.notna(v))))
-    return AttemptWalls(tuple(walls), estimated)
+            length = float(sum(v for v in stages if pd.notna(v)))
+        spans.append(Span(begin, begin + length, host if isinstance(host, str) else ""))
+    return AttemptSpans(tuple(spans), estimated)
+
+
+def _beside(row, spans: list[tuple[str, Span]]) -> str:
+    """What ran beside one pass: passes whose measured clock overlapped it, attempts whose run overlapped it."""
+    measured = [r for r in str(row.overlapped_with or "").split(",") if r]
+    mine = next((span for run, span in spans if run == row.run_id), None)
+    running = [run for run, span in spans if mine is not None and run != row.run_id and span.host == mine.host
+               and span.start_s < mine.end_s and mine.start_s < span.end_s] if mine else []
+    if measured:
+        return f"its measured clock overlapped {len(measured)} other pass(es) on host {row.host or 'unknown'}"
+    if running:
+        return f"{len(running)} other attempt(s) ran at the same time on host {row.host or 'unknown'}"
+    return ""
 
 
 IDENTITY = ("workload", "lanes", "model_revision", "corpus_fingerprint", *STACK_IDENTITY)
@@ -63,7 +83,8 @@ def configurations(table: pd.DataFrame) -> list[Configuration]:
         table[key] = table[key].fillna("").astype(str)
     bench = table[table["role"] == "benchmark"]
     delivered = table[(table["role"] == "deliverable") & (table["status"] == "accepted")]
-    walls = {device: attempt_walls(rows) for device, rows in bench.groupby("device", sort=False)}
+    walls = {device: attempt_spans(rows) for device, rows in bench.groupby("device", sort=False)}
+    everyone = list(zip(bench["run_id"], attempt_spans(bench).spans))
     identities: dict[tuple, set] = {}
     for (device, variant, *identity), _ in bench.groupby(["device", "variant", *IDENTITY], sort=False):
         identities.setdefault((device, variant), set()).add(tuple(identity))
@@ -72,6 +93,7 @@ def configurations(table: pd.DataFrame) -> list[Configuration]:
         completed = rows[rows["pass_s"].notna() & (rows["status"] != "excluded")]
         medians = {key: float(completed[key].median()) for key in ("load_s", "warmup_s", "eval_s", "export_s")
                    if completed[key].notna().any()}
+        excluded = rows[rows["status"] == "excluded"]
         done = delivered[(delivered["device"] == device) & (delivered["variant"] == variant)]
         siblings = identities[(device, variant)]
         differing = [i for i, key in enumerate(IDENTITY) if len({other[i] for other in siblings}) > 1]
@@ -82,11 +104,16 @@ def configurations(table: pd.DataFrame) -> list[Configuration]:
             durations=Durations(tuple(float(v) for v in completed["pass_s"])),
             medians=medians,
             accepted_deliverables=int(done["corpus_fingerprint"].nunique()),
-            attempt_walls=walls[device].walls,
+            attempt_spans=walls[device].spans,
             walls_estimated=walls[device].estimated,
             gpus=gpus_used(rows),
             identity=dict(zip(IDENTITY, identity)),
             distinction=", ".join(f"{IDENTITY_LABELS[IDENTITY[i]]} {_short(identity[i])}" for i in differing),
+            pass_runs=tuple(completed["run_id"]),
+            pass_causes=tuple(_beside(row, everyone) for row in completed.itertuples(index=False)),
+            excluded=tuple(ExcludedPass(row.run_id, getattr(row, "status_before_exclusion", "") or "",
+                                        None if pd.isna(row.pass_s) else float(row.pass_s), str(row.reason or ""))
+                           for row in excluded.itertuples(index=False)),
         ))
     return configs
 
@@ -155,9 +182,11 @@ def summaries(table: pd.DataFrame, configs: list[Configuration]) -> list[Summary
     return result
 
 
-def separations(configs: list[Configuration], variants: dict[str, Variant]) -> list[tuple[str, Separation]]:
+def separations(configs: list[Configuration], variants: dict[str, Variant],
+                required: int | None = None) -> list[tuple[str, Separation]]:
     """Every pair of variants of one series measured on the same device; then, for a series that names a
-    reference, each member against that reference measured on the same device (each pair once)."""
+    reference, each member against that reference measured on the same device (each pair once); a side with
+    fewer than `required` passes is under-sampled, never separated."""
     pairs, seen = [], set()
     by_device: dict[str, dict[str, Configuration]] = {}
     for config in configs:
@@ -182,7 +211,7 @@ def separations(configs: list[Configuration], variants: dict[str, Variant]) -> l
                 if (device, frozenset((first, second))) not in seen:
                     seen.add((device, frozenset((first, second))))
                     pairs.append((label, separate(first, present[first].durations.values,
-                                                  second, present[second].durations.values)))
+                                                  second, present[second].durations.values, required)))
     return pairs
 
 
@@ -208,6 +237,8 @@ def balance(assessments: list[Assessment], deadline, other_costs=()) -> pd.DataF
             **{f"{k}_attempts": v for k, v in c.counts.items()},
             "feasible": a.feasible,
             "feasibility": a.feasibility,
+            "stability": a.unstable or ("stable" if a.stability is not None else ""),
+            "spread_ratio": a.stability.ratio if a.stability is not None else None,
             "pass_s_raw": " ".join(_fmt(v) for v in c.durations.values),
             "pass_s_median": c.durations.median,
             "pass_s_min": c.durations.minimum,
@@ -215,10 +246,13 @@ def balance(assessments: list[Assessment], deadline, other_costs=()) -> pd.DataF
             "setup_h": f.setup_h if f else None,
             "waiting_h": f.waiting_h if f else None,
             "comparisons_h": _hours(f.comparisons_h) if f else None,
+            "comparisons_sum_h": _hours(f.comparisons_sum_h) if f else None,
             "comparison_attempts": f.comparisons if f else None,
             "startup_h": _hours(f.startup_h) if f else None,
             "expected_deliverables": f.deliverables if f else None,
             "deliverables_h": _hours(f.deliverables_h) if f else None,
+            "deliverable_streams": f.streams if f else None,
+            "deliverables_assumption": f.streams_note if f else "",
             "forecast_window_h": _hours(f.hours) if f else None,
             "forecast_window_low_h": _hours(f.low_hours) if f else None,
             "forecast_window_high_h": _hours(f.high_hours) if f else None,
@@ -230,6 +264,9 @@ def balance(assessments: list[Assessment], deadline, other_costs=()) -> pd.DataF
             "package": a.priced,
             "committed_cost": str(a.committed) if a.committed is not None else "",
             "currency": a.currency,
+            "median_plan": a.median_plan.describe() if a.median_plan else "",
+            "median_plan_cost": str(a.median_plan.total) if a.median_plan else "",
+            "possible_saving": str(a.saving) if a.saving is not None else "",
             "next_plans": " | ".join(p.describe() for p in a.plans[1:3]),
             "accepted_deliverables": c.accepted_deliverables,
             "cost_per_validated_corpus": (str(a.cost_per_validated) if a.cost_per_validated is not None
