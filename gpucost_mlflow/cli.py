@@ -338,10 +338,16 @@ def rejudge_cmd(experiment, protocol_file) -> None:
     protocol = load_protocol(_file(protocol_file))
     store.bound_http_retries()
     store.check()
-    judged = rejudge(_experiment(experiment), protocol)
-    for item in judged:
-        click.echo(f"{item.variant} run {item.run_id}: pending -> {item.status} against reference run {item.reference_run} ({item.reason})")
+    judged = _echo_rejudged(rejudge(_experiment(experiment), protocol))
     click.echo(f"{len(judged)} pending pass(es) judged" if judged else "nothing to re-judge: no pending pass has its reference yet")
+
+
+def _echo_rejudged(judged) -> list[str]:
+    """One line per pass judged again, the same for `gpucost rejudge` and `gpucost report`; returns the lines."""
+    lines = [item.line() for item in judged]
+    for line in lines:
+        click.echo(line)
+    return lines
 
 
 @main.command("exclude")
@@ -555,33 +561,73 @@ def _catalog(catalog_file):
 @click.option("--experiment", default=None, help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else 'gpucost').")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), default=None, help="Folder for the files (default: reports/<experiment>).")
 @click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), default=None)
-@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True)
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True,
+              help="The protocol locked on the experiment; another one is refused, naming the fields that differ.")
+@click.option("--what-if-protocol", "what_if_file", type=click.Path(path_type=Path), default=None,
+              help="Decide under this protocol although it is not the locked one: the title, the decision note and the "
+                   "decision run's name then say 'what-if protocol'. Instead of --protocol.")
 @click.option("--variants-file", type=click.Path(path_type=Path), default=shipped.VARIANTS, show_default=True)
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."))
 @click.option("--no-log", is_flag=True, help="Write the files only; do not log them as a decision run.")
-def report(experiment, out_dir, catalog_file, protocol_file, variants_file, root, no_log) -> None:
-    """The decision report: report.md, report.html, attempts.csv, balance.csv, logged as a decision run."""
+@click.pass_context
+def report(ctx, experiment, out_dir, catalog_file, protocol_file, what_if_file, variants_file, root, no_log) -> None:
+    """The decision report: report.md, report.html, attempts.csv, balance.csv, logged as a decision run; pending
+    passes whose reference now exists are judged first."""
+    from click.core import ParameterSource
+    from mlflow.tracking import MlflowClient
+
     from gpucost_mlflow.core.protocol import load_protocol
+    from gpucost_mlflow.core.protocol_diff import against_lock
     from gpucost_mlflow.core.variants import load_variants
     from gpucost_mlflow.report.build import build, log, write
+    from gpucost_mlflow.tracking import schema, store
 
+    if what_if_file is not None and ctx.get_parameter_source("protocol_file") is not ParameterSource.DEFAULT:
+        raise GpucostError("pass --protocol or --what-if-protocol, not both: a what-if report decides under the "
+                           "what-if protocol alone")
     name = _experiment(experiment)
-    protocol_path = _file(protocol_file, root)
-    built, balance = build(name, load_protocol(protocol_path), protocol_path,
-                           _catalog(_under(root, catalog_file) if catalog_file else None),
-                           load_variants(_file(variants_file, root)))
+    protocol_path = _under(root, what_if_file) if what_if_file is not None else _file(protocol_file, root)
+    protocol = load_protocol(protocol_path)
+    catalog = _catalog(_under(root, catalog_file) if catalog_file else None)
+    variants = load_variants(_file(variants_file, root))
+    store.bound_http_retries()
+    client = MlflowClient()
+    found = client.get_experiment_by_name(name)
+    if found is None:
+        raise GpucostError(f"experiment '{name}' not found in {client.tracking_uri}")
+    what_if = against_lock(protocol_path, protocol.digest, protocol_path.read_text(encoding="utf-8"), name,
+                           found.tags.get(schema.PROTOCOL_DIGEST, ""), found.tags.get(schema.PROTOCOL_TEXT, ""),
+                           what_if=what_if_file is not None)
+    rejudged = _rejudge_first(name, protocol, found.tags if what_if else None, client)
+    built, balance = build(name, protocol, protocol_path, catalog, variants, client, rejudged=rejudged, what_if=what_if)
     for line in built.warnings:
         click.echo(f"Warning: {line}", err=True)
     target = _under(root, out_dir or Path("reports") / name)
     paths = write(built, balance, target)
     click.echo(built.decision)
     if not no_log:
-        run_id = log(name, built, paths)
+        run_id = log(name, built, paths, client)
         click.echo(f"logged as decision run {run_id} (artifacts: {', '.join(paths)})")
     click.echo(f"report: {paths['report.html'].resolve()}")
-    from mlflow.tracking import MlflowClient
+    _echo_ui_link(found.experiment_id)
 
-    _echo_ui_link(MlflowClient().get_experiment_by_name(name).experiment_id)
+
+def _rejudge_first(name: str, protocol, locked_tags: dict | None, client) -> list[str]:
+    """Judge the pending passes whose reference now exists before the report reads them, under the protocol the
+    passes ran under (a what-if report's: the locked one, read back from locked_tags); the lines judged."""
+    from gpucost_mlflow.tracking.rejudge import locked_protocol, rejudge
+
+    if locked_tags is not None:
+        protocol = locked_protocol(locked_tags)
+        if protocol is None:
+            click.echo("Warning: pending passes not re-judged: the locked protocol's text is not stored on the "
+                       "experiment; run `gpucost rejudge --protocol LOCKED_FILE` first", err=True)
+            return []
+    lines = _echo_rejudged(rejudge(name, protocol, client))
+    if lines:
+        click.echo(f"report: re-judged {len(lines)} pending pass(es) first (their reference now exists; the same "
+                   "judge as `gpucost rejudge`, recorded on the runs)")
+    return lines
 
 
 @main.group()

@@ -20,23 +20,35 @@ from gpucost_mlflow.tracking.reader import attempts, protocol_warnings
 
 FILES = ("report.md", "report.html", "attempts.csv", "balance.csv")
 NO_DEADLINE = "not declared"
+CHANGED_PROTOCOL = "protocol changed after results"  # reader.protocol_warnings' warning, which a what-if supersedes
 
 
 def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Catalog,
-          variants: dict[str, Variant], client: MlflowClient | None = None) -> tuple[render.Report, pd.DataFrame]:
-    """Read every attempt back and assess every configuration against the protocol and the catalog."""
+          variants: dict[str, Variant], client: MlflowClient | None = None, *, rejudged: list[str] | None = None,
+          what_if: str = "") -> tuple[render.Report, pd.DataFrame]:
+    """Read every attempt back and assess every configuration against the protocol and the catalog.
+
+    rejudged: the pending passes judged just before (their lines), said near the top; what_if: what this protocol
+    changes against the one locked on the experiment (`changed deadline`) when the caller allowed it as a what-if,
+    said in the title, the digest line and the decision note's first words (which replace the changed-protocol
+    warning)."""
     for number, cost in enumerate(protocol.other_costs, 1):
         if cost.currency != catalog.currency:
             raise GpucostError(f"{protocol.path}: other_costs[{number}] ({cost.label}) is in {cost.currency}, the catalog "
                                f"{catalog.path} in {catalog.currency}; one comparison uses one currency")
     client = client or MlflowClient()
     table, experiment_tags = attempts(experiment, client)
-    warnings = protocol_warnings(table, experiment_tags, protocol_path)
+    warnings = [w for w in protocol_warnings(table, experiment_tags, protocol_path)
+                if not (what_if and w.startswith(CHANGED_PROTOCOL))]
     configs = tables.configurations(table)
     warnings += tables.identity_notes(configs)
-    assessments = assess(configs, catalog, protocol.plan, protocol.deadline, protocol.deliverables["expected"])
+    assessments = assess(configs, catalog, protocol.plan, protocol.deadline, protocol.deliverables["expected"],
+                         required_passes=protocol.passes_per_variant, max_spread_ratio=protocol.max_spread_ratio,
+                         side_by_side=bool(protocol.deliverables.get("side_by_side")))
     decision = decide(assessments, protocol.deliverables["expected"], protocol.corpus_size,
                       deadline_declared=protocol.deadline is not None)
+    if what_if:
+        decision = f"What-if protocol ({what_if}): {decision}"
     summaries = tables.summaries(table, configs)
     report = render.Report(
         experiment=experiment,
@@ -47,7 +59,7 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         warnings=warnings,
         attempts=table,
         summaries=summaries,
-        separations=tables.separations(configs, variants),
+        separations=tables.separations(configs, variants, protocol.passes_per_variant),
         assessments=assessments,
         deadline=protocol.deadline.isoformat() if protocol.deadline else NO_DEADLINE,
         plan=protocol.plan,
@@ -60,6 +72,9 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         passes_per_variant=protocol.passes_per_variant,
         experiment_id=client.get_experiment_by_name(experiment).experiment_id,
         ui_root=ui.root(client.tracking_uri),
+        rejudged=list(rejudged or []),
+        what_if=f"what-if protocol {protocol_path.name} ({what_if})" if what_if else "",
+        what_if_digest=protocol.digest if what_if else "",
     )
     if configs:
         report.figures = {
@@ -105,8 +120,9 @@ def log(experiment: str, report: render.Report, paths: dict[str, Path], client: 
     choice = choose(report.assessments, deadline_declared=report.deadline != NO_DEADLINE)
     campaigns = campaign_runs(client, experiment_id, report.attempts)
     outside = int((report.attempts["campaign_id"].fillna("") == "").sum()) if len(report.attempts) else 0
-    run = client.create_run(experiment_id, run_name=descriptions.decision_name(choice, report.example_prices), tags={
-        schema.ROLE: schema.DECISION_ROLE, schema.PROTOCOL_DIGEST: report.protocol_digest,
+    run = client.create_run(experiment_id, run_name=descriptions.decision_name(choice, report.example_prices,
+                                                                               bool(report.what_if)), tags={
+        schema.ROLE: schema.DECISION_ROLE, schema.PROTOCOL_DIGEST: report.what_if_digest or report.protocol_digest,
     })
     note = descriptions.decision_note(report.decision, choice, report.assessments, campaigns, experiment_id, outside,
                                       report.protocol_digest, report.catalog, report.example_prices)
@@ -118,7 +134,10 @@ def log(experiment: str, report: render.Report, paths: dict[str, Path], client: 
         tags[schema.DECISION_VARIANT] = " or ".join(dict.fromkeys(a.configuration.label for a in chosen))
         tags[schema.DECISION_DEVICE] = " or ".join(dict.fromkeys(a.configuration.device for a in chosen))
         tags[schema.DECISION_CURRENCY] = chosen[0].currency
-        metrics = {schema.COMMITTED_COST: float(chosen[0].committed), schema.FORECAST_HOURS: chosen[0].forecast_hours}
+        metrics = {schema.COMMITTED_COST: float(chosen[0].committed), schema.FORECAST_HOURS: chosen[0].forecast_hours,
+                   schema.FORECAST_HOURS_SLOWEST: chosen[0].forecast.high_hours}
+        if chosen[0].saving is not None:
+            metrics[schema.POSSIBLE_SAVING] = float(chosen[0].saving)
     params = {schema.DECISION_CATALOG: report.catalog[:limits.PARAM_VALUE], schema.DECISION_DEADLINE: report.deadline,
               schema.DECISION_EXPERIMENT: experiment}
     now = run.info.start_time

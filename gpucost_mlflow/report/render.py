@@ -17,6 +17,7 @@ import pandas as pd
 from gpucost_mlflow.core.costs import money
 from gpucost_mlflow.core.decision import Assessment, choose
 from gpucost_mlflow.core.stats import Separation
+from gpucost_mlflow.report import scope
 from gpucost_mlflow.report.tables import Summary
 from gpucost_mlflow.tracking.ui import LOCAL_UI
 
@@ -48,12 +49,34 @@ class Report:
     passes_per_variant: int | None = None  # the protocol's, named in the per-configuration header
     experiment_id: str = ""  # for run links; without it they use the UI's direct route #/runs/<id>
     ui_root: str = LOCAL_UI  # the MLflow UI run links open: the tracking server, else where `mlflow ui` serves by default
+    rejudged: list[str] = field(default_factory=list)  # pending passes `gpucost report` judged first, one line each
+    what_if: str = ""  # 'what-if protocol other.yaml (changed deadline)' when decided under another protocol than the lock
+    what_if_digest: str = ""  # that protocol's digest, shown beside the locked one (protocol_digest)
 
     @property
     def title(self) -> str:
-        """The page title; a what-if catalog of example prices says so in it."""
+        """The page title; a what-if protocol says so first, a what-if catalog of example prices in it."""
         kind = "Decision report (what-if: example price)" if self.example_prices else "Decision report"
-        return f"{kind}: {self.experiment}"
+        return f"What-if protocol: {kind[0].lower()}{kind[1:]}: {self.experiment}" if self.what_if \
+            else f"{kind}: {self.experiment}"
+
+
+def _digest_text(report: Report, code, plain) -> str:
+    """The protocol line: the locked digest, or a what-if protocol's digest beside it; code() marks a digest,
+    plain() any other text (escaping it for HTML)."""
+    catalog = plain(report.catalog)
+    if not report.what_if:
+        return f"Protocol digest {code(report.protocol_digest[:16])}; catalog {catalog}."
+    return (f"Protocol digest {code(report.what_if_digest[:16])}: {plain(report.what_if)}, not the protocol locked on "
+            f"the experiment ({code(report.protocol_digest[:16])}); catalog {catalog}.")
+
+
+def _rejudged_text(report: Report) -> str:
+    """The pending passes this report judged first (the same judge as `gpucost rejudge`), '' when none."""
+    if not report.rejudged:
+        return ""
+    return (f"{len(report.rejudged)} pending pass(es) whose reference now exists were judged and recorded on their "
+            f"runs before this report: {'; '.join(report.rejudged)}.")
 
 
 @dataclass
@@ -185,9 +208,9 @@ def _separation(report: Report) -> Table:
     return table
 
 
-FORECAST_HEAD = ["device", "variant", "setup (h)", "waiting (h)", "comparisons (h, attempts on the device)",
-                 "start-up (h)", "deliverables (h, expected)", "forecast window (h)", "range (h): fastest-slowest pass",
-                 "forecast end", "deadline"]
+FORECAST_HEAD = ["device", "variant", "setup (h)", "waiting (h)", "comparisons on the real schedule (h, attempts on the device)",
+                 "comparisons summed (h)", "start-up (h)", "deliverables (h, expected, streams)", "forecast window (h)",
+                 "range (h): fastest-slowest pass", "forecast end (median / slowest)", "deadline"]
 
 
 def _forecast(report: Report) -> Table:
@@ -195,19 +218,20 @@ def _forecast(report: Report) -> Table:
     for a in report.assessments:
         c, f = a.configuration, a.forecast
         if f is None:
-            table.rows.append([c.device, c.label] + [""] * 5 + [_empty(table, a.forecast_note), "", "",
+            table.rows.append([c.device, c.label] + [""] * 6 + [_empty(table, a.forecast_note), "", "",
                                                                  table.fold(a.deadline_status)])
             continue
         estimated = f", {f.comparisons_estimated} by stage times" if f.comparisons_estimated else ""
+        ends = " / ".join(end.isoformat(timespec="minutes") for end in (a.forecast_end, a.forecast_end_high) if end)
         table.rows.append([c.device, c.label, f"{f.setup_h:g}", f"{f.waiting_h:g}", f"{f.comparisons_h:.3f} ({f.comparisons}{estimated})",
-                           f"{f.startup_h:.3f}", f"{f.deliverables_h:.3f} ({f.deliverables:,})", f"{f.hours:,.3f}",
-                           f"{f.low_hours:,.3f}-{f.high_hours:,.3f}",
-                           a.forecast_end.isoformat(timespec="minutes") if a.forecast_end else "", table.fold(a.deadline_status)])
+                           f"{f.comparisons_sum_h if f.comparisons_sum_h is not None else f.comparisons_h:.3f}",
+                           f"{f.startup_h:.3f}", f"{f.deliverables_h:.3f} ({f.deliverables:,}, {f.streams}) {table.note(f.streams_note)}",
+                           f"{f.hours:,.3f}", f"{f.low_hours:,.3f}-{f.high_hours:,.3f}", ends, table.fold(a.deadline_status)])
     return table
 
 
-PLAN_HEAD = ["device", "variant", "feasible", "cheapest covering plan", "committed", "next plans",
-             "accepted deliverables", "cost per validated corpus"]
+PLAN_HEAD = ["device", "variant", "feasible", "committed plan (covers the slowest-pass forecast)", "committed",
+             "median-pass plan (possible saving)", "next plans", "accepted deliverables", "cost per validated corpus"]
 
 
 def _committed(table: Table, a: Assessment) -> str:
@@ -220,13 +244,23 @@ def _per_corpus(table: Table, a: Assessment) -> str:
     return table.fold("undefined (no accepted deliverable)")
 
 
+def _saving(a: Assessment) -> str:
+    """The median-pass plan when it is cheaper than the committed one, with the difference; else 'the same'."""
+    if a.median_plan is None:
+        return ""
+    if a.saving is None:
+        return "the same plan"
+    return f"{a.median_plan.describe()} (saves {money(a.saving, a.currency)} if no pass is slower than the median)"
+
+
 def _plan(report: Report) -> Table:
     table = Table("balance", PLAN_HEAD)
     for a in report.assessments:
         c = a.configuration
         table.rows.append([c.device, c.label, f"{'yes' if a.feasible else 'no'} {table.note(a.feasibility)}",
                            a.plan.describe() if a.plan else f"none {table.note(a.priced)}", _committed(table, a),
-                           "\n".join(p.describe() for p in a.plans[1:3]), str(c.accepted_deliverables), _per_corpus(table, a)])
+                           _saving(a), "\n".join(p.describe() for p in a.plans[1:3]), str(c.accepted_deliverables),
+                           _per_corpus(table, a)])
     return table
 
 
@@ -238,16 +272,22 @@ def _decision(report: Report) -> Table:
     """Every configuration as the decision saw it: chosen (or tied) first, then the timely ones by cost, then the rest."""
     table = Table("decision", DECISION_HEAD)
     choice = choose(report.assessments, deadline_declared=report.deadline != NO_DEADLINE)
-    ranked = choice.chosen + choice.others
+    ranked = choice.chosen + choice.undecided + choice.others
     ordered = ranked + [a for a in report.assessments if not any(a is r for r in ranked)]
     lowest = choice.chosen[0].committed if choice.chosen else None
     for a in ordered:
         if any(a is r for r in choice.chosen):
             standing = "tied (chosen)" if len(choice.chosen) > 1 else "chosen"
+        elif any(a is r for r in choice.undecided):
+            standing = table.fold("undecided: does not separate from the others marked so, at another price")
         elif any(a is r for r in choice.others):
             standing = "slower at the same cost" if a.committed == lowest else "costs more"
+        elif a.under_sampled:
+            standing = a.under_sampled
         elif not a.feasible:
             standing = f"infeasible {table.note(a.feasibility)}"
+        elif a.plan is not None and not a.stable:
+            standing = f"unstable: re-measure {table.note(a.unstable)}"
         elif a.plan is None:
             standing = table.fold(a.priced)
         elif a.meets_deadline is False:
@@ -319,8 +359,11 @@ OTHER_TEXT = ("Declared in the protocol and listed apart: never folded into one 
               "not another's (PROTOCOL.md §10).")
 BREAK_EVEN_TEXT = ("Forecast: the volume of expected deliverables at which the cheapest feasible configurations of two "
                    "priced devices change order, from the same forecast and covering plans as above.")
-DECISION_TEXT = ("Standing: chosen (or tied), then the other configurations that meet the deadline by committed cost, "
-                 "then those the decision left out and why.")
+DECISION_TEXT = ("Standing: chosen (or tied: only configurations whose durations do not separate from each other), "
+                 "then the other configurations that meet the deadline by committed cost, then those the decision left "
+                 "out and why: under-sampled (fewer passes than passes_per_variant), unstable (their own durations "
+                 "spread beyond max_spread_ratio), infeasible, unpriced or late. Committed: the plan covering the "
+                 "slowest-pass forecast.")
 
 
 def _overhead_text(report: Report) -> str:
@@ -338,13 +381,16 @@ def _plan_text(report: Report) -> str:
         return "No plan declared in the protocol: no forecast, so no window to cover and nothing priced (no plan: no forecast)."
     start = p["start"].isoformat() if p.get("start") else "not declared"
     return (f"Forecast, not a measurement, and never counted as accepted deliverables: window = {p['setup_hours']:g} h setup "
-            f"+ {p['waiting_hours']:g} h declared waiting + every benchmark attempt run on the device (its run wall time: "
-            f"start, load, warm-up, pass, evaluation, export; failed, rejected and excluded attempts included) + (1 + "
+            f"+ {p['waiting_hours']:g} h declared waiting + every benchmark attempt run on the device on the real schedule "
+            f"(the union of their run wall times per host: attempts run side by side on one lot's GPUs count once; "
+            f"failed, rejected and excluded attempts included; the plain sum is shown beside it) + (1 + "
             f"{p['planned_restarts']} planned restarts) x (median load + warm-up) + expected deliverables x (median pass + "
-            f"evaluation + export), one deliverable after another; the range puts the deliverables at the fastest and "
-            f"slowest observed pass. Planned start {start}; deadline {report.deadline}. The plan is the cheapest way the "
-            f"catalog covers the median window (package length x consecutive periods x lots, or hours billed), on a tie "
-            f"the shorter; the next two are shown.")
+            f"evaluation + export), one deliverable after another unless the protocol declares them side by side (the "
+            f"assumption is in each row's footnote); the range puts the deliverables at the fastest and slowest observed "
+            f"pass. Planned start {start}; deadline {report.deadline}, met only if the slowest-pass forecast ends before "
+            f"it. The committed plan is the cheapest way the catalog covers the slowest-pass window (package length x "
+            f"consecutive periods x lots, or hours billed), on a tie the shorter: what finishes the work for sure; the "
+            f"median-pass plan is shown as the possible saving, and the next two plans beside it.")
 
 
 MFU_TEXT = ("GFLOP/s and MFU: forward-pass FLOPs counted from the model config and the real token counts of the "
@@ -394,6 +440,13 @@ def _optional_md(report: Report) -> list[str]:
     return parts
 
 
+def _scope_md(report: Report) -> list[str]:
+    """The closing section (scope, reproducibility; PROTOCOL.md §1, §7, §12) and the licences footer."""
+    return ([f"## {scope.TITLE}", "", "**Scope.**", ""] + [f"- {line}" for line in scope.covers(report.attempts, report.catalog)]
+            + ["", "**Reproducibility.**", ""] + [f"- {line}" for line in scope.reproducible(report.attempts)]
+            + ["", "---", "", "**Licences and sources.**", ""] + [f"- {line}" for line in scope.licences()] + [""])
+
+
 def markdown(report: Report) -> str:
     """The report as Markdown: the decision first, then the figures behind it, then every attempt."""
     outcome, checks = _attempt_tables(report)
@@ -401,7 +454,8 @@ def markdown(report: Report) -> str:
              DECISION_TEXT, ""]
     parts += [f"> **Warning:** {w}" for w in report.warnings]
     parts += ["", f"**Question.** {report.question}", "",
-              f"Protocol digest `{report.protocol_digest[:16]}`; catalog {report.catalog}.", "",
+              _digest_text(report, lambda text: f"`{text}`", str), "",
+              *([f"**Re-judged first.** {_rejudged_text(report)}", ""] if report.rejudged else []),
               "## Per configuration", "", _durations_text(report).capitalize() + ".", "", _md_table(_summary(report)), "",
               SUMMARY_TEXT, "",
               MFU_TEXT, "", *_exclusions_md(report),
@@ -409,7 +463,7 @@ def markdown(report: Report) -> str:
               "## Campaign plan and committed cost", "", _plan_text(report), "", _overhead_text(report), "",
               _md_table(_forecast(report)), "", _md_table(_plan(report)), "", *_optional_md(report),
               f"## Attempts ({len(report.attempts)} rows, one per attempted pass)", "", _links_text(report), "",
-              _md_table(outcome), "", _md_table(checks), ""]
+              _md_table(outcome), "", _md_table(checks), "", *_scope_md(report)]
     return "\n".join(parts)
 
 
@@ -466,6 +520,18 @@ def _optional_html(report: Report) -> list[str]:
     return parts
 
 
+def _scope_html(report: Report) -> list[str]:
+    """The closing section (scope, reproducibility; PROTOCOL.md §1, §7, §12) and the licences footer, escaped."""
+    e = html.escape
+
+    def items(lines: list[str]) -> str:
+        return "<ul>" + "".join(f"<li>{e(line)}</li>" for line in lines) + "</ul>"
+
+    return [f'<h2 id="scope">{e(scope.TITLE)}</h2>', "<h3>Scope</h3>", items(scope.covers(report.attempts, report.catalog)),
+            "<h3>Reproducibility</h3>", items(scope.reproducible(report.attempts)),
+            f'<footer id="licences"><hr><p><b>Licences and sources.</b></p>{items(scope.licences())}</footer>']
+
+
 STYLE = """body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1400px}
 table{border-collapse:collapse;margin:1em 0 .3em;font-size:13px}th,td{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
 th{background:#f0f0f0;font-weight:600}td.n{white-space:nowrap}.warning{background:#fff3cd;padding:.5em 1em;border-left:4px solid #e0a800}
@@ -484,7 +550,8 @@ def page(report: Report) -> str:
             _html_table(_decision(report)), f"<p>{e(DECISION_TEXT)}</p>"]
     body += [f'<p class="warning">Warning: {e(w)}</p>' for w in report.warnings]
     body += [f"<p><b>Question.</b> {e(report.question)}</p>",
-             f"<p>Protocol digest <code>{e(report.protocol_digest[:16])}</code>; catalog {e(report.catalog)}.</p>",
+             f"<p>{_digest_text(report, lambda text: f'<code>{e(text)}</code>', e)}</p>",
+             *([f"<p><b>Re-judged first.</b> {e(_rejudged_text(report))}</p>"] if report.rejudged else []),
              f"<h2>Per configuration</h2><p>{e(_durations_text(report).capitalize())}.</p>",
              _html_table(_summary(report)), f"<p>{e(SUMMARY_TEXT)}</p>", f"<p>{e(MFU_TEXT)}</p>", *_exclusions_html(report),
              "<h2>Separability within each series</h2>", _html_table(_separation(report)),
@@ -492,6 +559,7 @@ def page(report: Report) -> str:
              _html_table(_forecast(report)), _html_table(_plan(report)), *_optional_html(report),
              "<h2>Figures</h2>", figures,
              f"<h2>Attempts ({len(report.attempts)} rows, one per attempted pass)</h2>", f"<p>{e(_links_text(report))}</p>",
-             "<h3>Outcome</h3>", _html_table(outcome), "<h3>Checks, utilisation and overlaps</h3>", _html_table(checks)]
+             "<h3>Outcome</h3>", _html_table(outcome), "<h3>Checks, utilisation and overlaps</h3>", _html_table(checks),
+             *_scope_html(report)]
     return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>gpucost {e(report.title)}</title>"
             f"<style>{STYLE}</style></head><body>{''.join(body)}</body></html>\n")

