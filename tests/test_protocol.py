@@ -385,3 +385,18 @@ def test_a_max_spread_ratio_that_is_not_a_number_above_1_is_one_line_exit_2(tmp_
         load_protocol(bad)
     result = shown(bad)
     assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1 and "max_spread_ratio" in result.output
+
+
+@pytest.mark.unit
+def test_protocol_show_prints_the_spread_bound_and_how_deliverables_are_forecast(tmp_path):
+    side = tmp_path / "side.yaml"
+    side.write_text(SHIPPED_PROTOCOL.read_text().replace("  expected: 1\n", "  expected: 1\n  side_by_side: true\n")
+                    + "max_spread_ratio: 1.25\n")
+    result = CliRunner().invoke(main, ["protocol", "show", "--protocol", str(side)])
+    assert result.exit_code == 0, result.output
+    assert "unstable above max/min 1.25" in result.output and "side by side on a lot's idle GPUs" in result.output
+    flag = tmp_path / "flag.yaml"
+    flag.write_text(side.read_text().replace("side_by_side: true", "side_by_side: two"))
+    refused = CliRunner().invoke(main, ["protocol", "show", "--protocol", str(flag)])
+    assert refused.exit_code == 2 and "field 'deliverables.side_by_side' must be true or false" in refused.output
+    assert len(refused.output.strip().splitlines()) == 1
