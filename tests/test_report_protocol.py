@@ -127,6 +127,9 @@ def test_a_what_if_protocol_is_reported_titled_and_named_so_with_both_digests(ex
     (run,) = decision_runs()
     assert run.info.run_name.startswith("what-if protocol: decision: batch8 on NVIDIA B200")
     assert run.data.tags[schema.PROTOCOL_DIGEST] == digest
+    note = run.data.tags[schema.NOTE]
+    assert note.startswith("### What-if protocol: decision: batch8 on NVIDIA B200")
+    assert f"not the protocol locked on the experiment (`{locked[:12]}`)" in note
 
 
 def test_a_what_if_protocol_equal_to_the_locked_one_changes_nothing(experiment, tmp_path):

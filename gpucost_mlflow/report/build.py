@@ -125,7 +125,8 @@ def log(experiment: str, report: render.Report, paths: dict[str, Path], client: 
         schema.ROLE: schema.DECISION_ROLE, schema.PROTOCOL_DIGEST: report.what_if_digest or report.protocol_digest,
     })
     note = descriptions.decision_note(report.decision, choice, report.assessments, campaigns, experiment_id, outside,
-                                      report.protocol_digest, report.catalog, report.example_prices)
+                                      report.protocol_digest, report.catalog, report.example_prices,
+                                      what_if=report.what_if, what_if_digest=report.what_if_digest)
     tags = {schema.NOTE: note, schema.DECISION: "decided" if choice.decided else "none",
             schema.DECISION_CAMPAIGNS: ",".join(campaigns)[:limits.TAG_VALUE]}
     metrics = {}

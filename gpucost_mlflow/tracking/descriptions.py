@@ -275,10 +275,16 @@ def _balance_row(a: Assessment) -> list[str]:
 
 
 def decision_note(decision: str, choice: Choice, assessments: Sequence[Assessment], campaigns: dict[str, str],
-                  experiment_id: str, outside: int, protocol_digest: str, catalog: str, example_prices: bool) -> str:
+                  experiment_id: str, outside: int, protocol_digest: str, catalog: str, example_prices: bool,
+                  what_if: str = "", what_if_digest: str = "") -> str:
     """The decision run's description: the decision note, the balance in short (one row per configuration), the
-    campaigns it read (links to their runs) and what it was priced with."""
-    lines = [f"### {_decision_head(choice).capitalize()}: {_chosen(choice)}", "", decision, ""]
+    campaigns it read (links to their runs) and what it was priced with; a what-if protocol says so first."""
+    head = f"{_decision_head(choice).capitalize()}: {_chosen(choice)}"
+    lines = [f"### {WHAT_IF_PROTOCOL.capitalize()}: {head[0].lower()}{head[1:]}" if what_if else f"### {head}", "",
+             decision, ""]
+    if what_if:
+        lines += [(f"**What-if:** decided under {what_if} (`{what_if_digest[:12]}`), not the protocol locked on the "
+                   f"experiment (`{protocol_digest[:12]}`)."), ""]
     if example_prices:
         lines += [f"**What-if:** priced with example prices ({catalog}), not a provider's quote.", ""]
     if assessments:
