@@ -302,3 +302,14 @@ def test_the_report_states_the_harness_overhead_per_pass_from_run_wall_times(exp
     built, _ = report()
     assert built.overhead[1] == 3 and built.overhead[0] == pytest.approx(1.0, abs=0.01)
     assert "Harness overhead per pass: 1.00 s (median over 3 attempts" in render.markdown(built)
+
+
+def test_the_overlap_finder_reads_every_page_of_candidates(experiment, monkeypatch):
+    runs = [experiment("batch8", B200, 30.0, span=(1000.0 + i, 1030.0 + i), host="rented-1") for i in range(5)]
+    search_runs = MlflowClient.search_runs
+
+    def small_pages(self, *args, **kwargs):  # a store that answers two runs a page, as a server caps its pages
+        return search_runs(self, *args, **{**kwargs, "max_results": min(kwargs.get("max_results", 2), 2)})
+
+    monkeypatch.setattr(MlflowClient, "search_runs", small_pages)
+    assert sorted(overlaps.mark(MlflowClient(), runs[-1])) == sorted(runs[:-1])

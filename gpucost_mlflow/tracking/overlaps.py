@@ -12,7 +12,7 @@ from mlflow.entities import RunTag
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.overlap import Interval, overlaps
-from gpucost_mlflow.tracking import descriptions, schema
+from gpucost_mlflow.tracking import descriptions, schema, search
 
 FROM, UNTIL = schema.MEASURED_SPAN
 
@@ -30,11 +30,9 @@ def mark(client: MlflowClient, run_id: str) -> list[str]:
     mine = _interval(run)
     if mine is None or not mine.host:
         return []
-    candidates = client.search_runs(
-        [run.info.experiment_id],
-        filter_string=f"tags.`{schema.HOST}` = '{mine.host}' AND metrics.`{UNTIL}` > {mine.start!r}",
-        max_results=1000,
-    )
+    candidates = search.all_runs(client, run.info.experiment_id,
+                                 f"tags.`{schema.HOST}` = '{mine.host}' AND metrics.`{UNTIL}` > {mine.start!r}",
+                                 order_by=None)
     spans = [i for i in (_interval(r) for r in candidates) if i is not None]
     if not any(i.run_id == run_id for i in spans):
         spans.append(mine)
