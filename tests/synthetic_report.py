@@ -9,7 +9,7 @@ from decimal import Decimal
 import pandas as pd
 
 from gpucost_mlflow.core.catalog import Package
-from gpucost_mlflow.core.decision import Assessment, Configuration
+from gpucost_mlflow.core.decision import Assessment, Configuration, choose
 from gpucost_mlflow.core.forecast import forecast
 from gpucost_mlflow.core.plans import covering_plans
 from gpucost_mlflow.core.stats import Durations, separate
@@ -90,7 +90,7 @@ def synthetic_report(passes_per_variant: int | None = 5, figures: bool = True) -
         attempts=attempts, summaries=summaries,
         separations=[("batch on NVIDIA GeForce RTX 4090", separate("batch8", fast.durations.values, "batch1",
                                                                    slow.durations.values))],
-        assessments=assessments, deadline="2025-03-10T00:00:00", plan=plan,
+        assessments=assessments, deadline="2025-03-10T00:00:00", plan=plan, choice=choose(assessments),
         figures={"Pass durations": plots.durations(summaries), "Peak memory": plots.memory(summaries),
                  "Committed cost": plots.cost(assessments)} if figures else {},
         passes_per_variant=passes_per_variant, experiment_id="7",

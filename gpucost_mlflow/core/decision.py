@@ -443,10 +443,11 @@ def _spare(a: Assessment) -> str:
 
 
 def decide(assessments: list[Assessment], expected_deliverables: int, corpus_size: int,
-           deadline_declared: bool = True) -> str:
+           deadline_declared: bool = True, choice: Choice | None = None) -> str:
     """The decision note: chosen configuration, its slow-end plan, load covered and reason; or 'no decision' with the
-    reason; then what the decision leaves out (under-sampled, unstable, decided by an exclusion)."""
-    choice = choose(assessments, deadline_declared)
+    reason; then what the decision leaves out (under-sampled, unstable, decided by an exclusion). `choice`: the one
+    `choose` already made of these assessments (made here when not given)."""
+    choice = choice or choose(assessments, deadline_declared)
     extra = "".join(f" {note}." for note in choice.notes
                     + _exclusion_notes(choice, assessments, deadline_declared))
     if not choice.decided:

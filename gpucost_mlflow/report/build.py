@@ -19,7 +19,6 @@ from gpucost_mlflow.tracking import descriptions, exclusions, limits, schema, se
 from gpucost_mlflow.tracking.reader import attempts, protocol_warnings
 
 FILES = ("report.md", "report.html", "attempts.csv", "balance.csv")
-NO_DEADLINE = "not declared"
 CHANGED_PROTOCOL = "protocol changed after results"  # reader.protocol_warnings' warning, which a what-if supersedes
 
 
@@ -45,8 +44,9 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
     assessments = assess(configs, catalog, protocol.plan, protocol.deadline, protocol.deliverables["expected"],
                          required_passes=protocol.passes_per_variant, max_spread_ratio=protocol.max_spread_ratio,
                          side_by_side=bool(protocol.deliverables.get("side_by_side")))
+    choice = choose(assessments, deadline_declared=protocol.deadline is not None)
     decision = decide(assessments, protocol.deliverables["expected"], protocol.corpus_size,
-                      deadline_declared=protocol.deadline is not None)
+                      deadline_declared=protocol.deadline is not None, choice=choice)
     if what_if:
         decision = f"What-if protocol ({what_if}): {decision}"
     summaries = tables.summaries(table, configs)
@@ -61,7 +61,8 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         summaries=summaries,
         separations=tables.separations(configs, variants, protocol.passes_per_variant),
         assessments=assessments,
-        deadline=protocol.deadline.isoformat() if protocol.deadline else NO_DEADLINE,
+        deadline=protocol.deadline.isoformat() if protocol.deadline else render.NO_DEADLINE,
+        choice=choice,
         plan=protocol.plan,
         break_evens=[b.describe() for b in break_evens(assessments)],
         overhead=tables.harness_overhead(table),
@@ -117,7 +118,7 @@ def log(experiment: str, report: render.Report, paths: dict[str, Path], client: 
     cost and forecast hours as metrics and the campaigns it read as tags."""
     client = client or MlflowClient()
     experiment_id = client.get_experiment_by_name(experiment).experiment_id
-    choice = choose(report.assessments, deadline_declared=report.deadline != NO_DEADLINE)
+    choice = report.choice
     campaigns = campaign_runs(client, experiment_id, report.attempts)
     outside = int((report.attempts["campaign_id"].fillna("") == "").sum()) if len(report.attempts) else 0
     run = client.create_run(experiment_id, run_name=descriptions.decision_name(choice, report.example_prices,

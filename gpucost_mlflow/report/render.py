@@ -15,13 +15,13 @@ from urllib.parse import quote
 import pandas as pd
 
 from gpucost_mlflow.core.costs import money
-from gpucost_mlflow.core.decision import Assessment, choose
+from gpucost_mlflow.core.decision import Assessment, Choice
 from gpucost_mlflow.core.stats import Separation
 from gpucost_mlflow.report import scope
 from gpucost_mlflow.report.tables import Summary
 from gpucost_mlflow.tracking.ui import LOCAL_UI
 
-NO_DEADLINE = "not declared"
+NO_DEADLINE = "not declared"  # the deadline cell when the protocol declares none
 FOLD = 28  # characters: a longer string in a cell becomes its head and a footnote
 
 
@@ -39,6 +39,7 @@ class Report:
     assessments: list[Assessment]
     deadline: str
     plan: dict | None
+    choice: Choice = field(default_factory=Choice)  # the one choice made of the assessments (build), read by the tables
     figures: dict = field(default_factory=dict)
     break_evens: list[str] = field(default_factory=list)
     overhead: tuple = (None, 0)  # median harness overhead per attempt (s), attempts counted
@@ -271,7 +272,7 @@ DECISION_HEAD = ["configuration", "standing", "median pass_s", "forecast window 
 def _decision(report: Report) -> Table:
     """Every configuration as the decision saw it: chosen (or tied) first, then the timely ones by cost, then the rest."""
     table = Table("decision", DECISION_HEAD)
-    choice = choose(report.assessments, deadline_declared=report.deadline != NO_DEADLINE)
+    choice = report.choice
     ranked = choice.chosen + choice.undecided + choice.others
     ordered = ranked + [a for a in report.assessments if not any(a is r for r in ranked)]
     lowest = choice.chosen[0].committed if choice.chosen else None
