@@ -194,3 +194,32 @@ def test_a_deliverable_stream_per_idle_gpu_only_when_the_protocol_says_side_by_s
     (paired,), _ = report(protocol_path=side)[0].assessments, None
     assert paired.forecast.streams == 2 and "2 deliverables side by side on the lot's 2 GPUs" in paired.forecast.terms()
     assert paired.forecast.deliverables_h == pytest.approx(alone.forecast.deliverables_h / 2)
+
+
+def test_a_year_old_running_pass_from_another_host_is_interrupted_never_an_open_or_failed_attempt(experiment):
+    from tests.test_heartbeat import YEAR_AGO, running_pass
+
+    for seconds in (10.1, 10.0, 10.2, 10.1, 10.3):
+        experiment("batch8", B200, seconds)
+    for seconds in (12.1, 12.0, 12.2, 12.1):
+        experiment("batch4", B200, seconds)
+    stale = running_pass(started=YEAR_AGO, beat=YEAR_AGO)  # batch8, left RUNNING by a launcher on host-b
+    built, balance = report()
+    row = built.attempts.set_index("run_id").loc[stale]
+    assert row["status"] == "failed" and row["reason"].startswith("interrupted (no heartbeat since 2025-12-01")
+    batch8 = next(a for a in built.assessments if a.configuration.variant == "batch8")
+    assert batch8.configuration.counts["interrupted"] == 1 and batch8.feasible  # five counted passes, all accepted
+    assert "1 interrupted attempt(s) not counted" in batch8.feasibility
+    assert built.decision.startswith("Decision: batch8 on NVIDIA B200")
+    assert balance[balance["variant"] == "batch8"].iloc[0]["interrupted_attempts"] == 1
+
+
+def test_an_interrupted_slot_not_run_again_leaves_the_configuration_under_sampled(experiment):
+    for seconds in (10.1, 10.0, 10.2, 10.1):
+        experiment("batch8", B200, seconds)
+    experiment("batch8", B200, None, status="failed", reason="interrupted (launcher stopped before the attempt was recorded)")
+    built, _ = report()
+    (batch8,) = built.assessments
+    assert batch8.under_sampled == "under-sampled (4 of 5)"
+    assert batch8.feasibility.endswith("1 interrupted attempt(s) not counted (resume the campaign)")
+    assert built.decision.startswith("No decision: no configuration is feasible")

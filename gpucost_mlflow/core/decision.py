@@ -56,7 +56,8 @@ class Configuration:
 
     @property
     def counts(self) -> dict[str, int]:
-        return {s: self.statuses.count(s) for s in ("accepted", "rejected", "failed", "excluded", "pending", "running")}
+        return {s: self.statuses.count(s)
+                for s in ("accepted", "rejected", "failed", "interrupted", "excluded", "pending", "running")}
 
     def restored(self, excluded: ExcludedPass) -> Configuration:
         """The configuration as it would stand had this exclusion never been made."""
@@ -167,12 +168,18 @@ class Assessment:
 NO_CAUSE = "no cause recorded: no other pass ran beside it; load from other processes is not recorded"
 
 
+NOT_COUNTED = ("excluded", "interrupted")  # neither a result of the configuration nor a countable pass
+
+
 def feasibility(config: Configuration, required: int | None = None) -> tuple[bool, str]:
-    """Eligible only if it completed the whole corpus with every check passed in every non-excluded attempt, and
-    (given the protocol's passes_per_variant) with at least that many countable passes."""
-    counted = [s for s in config.statuses if s != "excluded"]
+    """Eligible only if it completed the whole corpus with every check passed in every attempt that counts (not
+    excluded, not interrupted by its launcher: a resume runs that slot again), and (given the protocol's
+    passes_per_variant) with at least that many countable passes."""
+    counted = [s for s in config.statuses if s not in NOT_COUNTED]
+    interrupted = config.statuses.count("interrupted")
+    besides = f"; {interrupted} interrupted attempt(s) not counted (resume the campaign)" if interrupted else ""
     if not counted:
-        return False, "no attempt"
+        return False, "no attempt" + (f" completed: {interrupted} interrupted" if interrupted else "")
     if "failed" in counted:
         return False, f"{counted.count('failed')} failed attempt(s) (did not complete the corpus)"
     if "rejected" in counted:
@@ -183,8 +190,8 @@ def feasibility(config: Configuration, required: int | None = None) -> tuple[boo
         return False, f"{counted.count('running')} attempt(s) still running: not finished"
     short = under_sampled(len(counted), required)
     if short:
-        return False, f"{short}: fewer countable passes than passes_per_variant; run the missing passes"
-    return True, f"{len(counted)} of {len(counted)} attempts accepted"
+        return False, f"{short}: fewer countable passes than passes_per_variant; run the missing passes{besides}"
+    return True, f"{len(counted)} of {len(counted)} attempts accepted{besides}"
 
 
 NO_PLAN = "no plan: no forecast"
@@ -230,7 +237,7 @@ def assess_one(config: Configuration, rules: Rules) -> Assessment:
     """One configuration against the rules: feasibility, stability, forecast, deadline and covering plans."""
     ok, why = feasibility(config, rules.required_passes)
     item = Assessment(config, ok, why, rules=rules)
-    counted = len([s for s in config.statuses if s != "excluded"])
+    counted = len([s for s in config.statuses if s not in NOT_COUNTED])
     item.under_sampled = under_sampled(counted, rules.required_passes) if "under-sampled" in why else ""
     if rules.max_spread_ratio is not None:
         item.stability = stability(config.durations.values, rules.max_spread_ratio)

@@ -54,6 +54,7 @@ def _beside(row, spans: list[tuple[str, Span]]) -> str:
     return ""
 
 
+INTERRUPTED = "interrupted"  # a failed attempt whose launcher stopped (reader.py): not the configuration's failure
 IDENTITY = ("workload", "lanes", "model_revision", "corpus_fingerprint", *STACK_IDENTITY)
 IDENTITY_LABELS = {"workload": "workload", "lanes": "lanes", "model_revision": "model revision", "corpus_fingerprint": "corpus",
                    "torch_build": "torch", "cuda_runtime": "CUDA runtime", "hip_runtime": "HIP runtime",
@@ -100,7 +101,8 @@ def configurations(table: pd.DataFrame) -> list[Configuration]:
         configs.append(Configuration(
             device=device,
             variant=variant,
-            statuses=list(rows["status"]),
+            statuses=[INTERRUPTED if status == "failed" and str(reason).startswith(INTERRUPTED) else status
+                      for status, reason in zip(rows["status"], rows["reason"])],
             durations=Durations(tuple(float(v) for v in completed["pass_s"])),
             medians=medians,
             accepted_deliverables=int(done["corpus_fingerprint"].nunique()),
