@@ -44,7 +44,7 @@ def gpus(_: argparse.Namespace) -> str:
 
 def knows_lanes(_: argparse.Namespace) -> str:
     """Whether this checkout's variants loader declares the `lanes` field (exit 1 when it does not)."""
-    from gpucost_mlflow.core.variants import Variant
+    from gpucost_mlflow.core.inputs.variants import Variant
 
     if "lanes" not in {f.name for f in fields(Variant)}:
         raise CheckFailed("the variants loader has no `lanes` field yet")
@@ -58,7 +58,7 @@ def reference(args: argparse.Namespace) -> str:
 
 def series_variants(args: argparse.Namespace) -> str:
     """The variants of the named series, reference first, each once, comma-separated (a campaign's --variants)."""
-    from gpucost_mlflow.core.variants import load_series
+    from gpucost_mlflow.core.inputs.variants import load_series
 
     declared = load_series(args.variants_file)
     names: list[str] = []
@@ -264,7 +264,7 @@ def check_campaign(args: argparse.Namespace) -> str:
 def check_device_measurements(args: argparse.Namespace) -> str:
     """On every completed GPU pass: device_event_s, the device UUID tag, and energy_j (absent only for a pass
     shorter than the counter's update period, with that reason; at least one pass has it)."""
-    from gpucost_mlflow.core.energy import DEVICE_UUID_TAG, ENERGY_METRIC
+    from gpucost_mlflow.core.measurement.energy import DEVICE_UUID_TAG, ENERGY_METRIC
     from gpucost_mlflow.execution.timing import DEVICE_EVENT_METRIC
     from gpucost_mlflow.tracking import schema
 

@@ -21,7 +21,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import torch
 
-from gpucost_mlflow.core.variants import get_variant
+from gpucost_mlflow.core.inputs.variants import get_variant
 from gpucost_mlflow.execution import models, runner
 from gpucost_mlflow.execution.timing import no_sync
 

@@ -22,7 +22,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np
 import torch
 
-from gpucost_mlflow.core.variants import get_variant
+from gpucost_mlflow.core.inputs.variants import get_variant
 from gpucost_mlflow.execution import batching, models, runner
 from gpucost_mlflow.execution.timing import no_sync
 

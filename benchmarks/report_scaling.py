@@ -39,9 +39,9 @@ import mlflow
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
-from gpucost_mlflow.core.catalog import load_catalog
-from gpucost_mlflow.core.protocol import load_protocol
-from gpucost_mlflow.core.variants import load_variants
+from gpucost_mlflow.core.inputs.protocol import load_protocol
+from gpucost_mlflow.core.inputs.variants import load_variants
+from gpucost_mlflow.core.money.catalog import load_catalog
 from gpucost_mlflow.report.build import build
 from gpucost_mlflow.tracking import experiments, reader, schema
 

@@ -34,12 +34,13 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import torch
 
-from gpucost_mlflow.core import flops, verdicts
-from gpucost_mlflow.core.corpus import read_corpus
-from gpucost_mlflow.core.judge import settle
-from gpucost_mlflow.core.protocol import load_protocol
-from gpucost_mlflow.core.quality import evaluate
-from gpucost_mlflow.core.variants import get_variant, load_series
+from gpucost_mlflow.core.inputs.corpus import read_corpus
+from gpucost_mlflow.core.inputs.protocol import load_protocol
+from gpucost_mlflow.core.inputs.variants import get_variant, load_series
+from gpucost_mlflow.core.judging import verdicts
+from gpucost_mlflow.core.judging.judge import settle
+from gpucost_mlflow.core.judging.quality import evaluate
+from gpucost_mlflow.core.measurement import flops
 from gpucost_mlflow.execution import models, peak, runner
 from gpucost_mlflow.execution.timing import Stopwatch, no_sync
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from gpucost_mlflow.core import shipped
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.inputs import shipped
 
 DEFAULT_CORPUS_DIR = Path("data/corpus")
 DEFAULT_MODEL_DIR = Path("data/model")
@@ -71,7 +71,7 @@ def _model(root: Path, model_path: Path, protocol_path: Path) -> Path:
     """--model as given, or for `auto` the default model of what the protocol judges (flow/workloads.py)."""
     if str(model_path) != AUTO_MODEL:
         return _under(root, model_path)
-    from gpucost_mlflow.core.protocol import load_protocol
+    from gpucost_mlflow.core.inputs.protocol import load_protocol
     from gpucost_mlflow.flow.workloads import default_model
 
     return default_model(load_protocol(protocol_path).acceptance.output, root)
@@ -128,7 +128,7 @@ def corpus_build(source, labels, tokenizer_dir, size, tuning_size, seed, out_dir
 @click.option("--out", "out_path", type=click.Path(path_type=Path), required=True, help="The slice's file; beside its corpus it shares that folder's corpus.json.")
 def corpus_slice(corpus_path, size, out_path) -> None:
     """Write the first inputs of each bucket of a corpus, in file order: a smaller corpus with the same buckets."""
-    from gpucost_mlflow.core.corpus import bucket_slice, describe, jsonl_bytes, read_corpus, write_atomic
+    from gpucost_mlflow.core.inputs.corpus import bucket_slice, describe, jsonl_bytes, read_corpus, write_atomic
 
     rows = bucket_slice(read_corpus(corpus_path).rows, size)
     write_atomic(out_path, jsonl_bytes(rows))
@@ -151,7 +151,7 @@ def model_prepare(corpus_dir, out_dir, seed) -> None:
 
     The comparison corpus is never read (PROTOCOL.md section 2).
     """
-    from gpucost_mlflow.core.corpus import BUCKETS
+    from gpucost_mlflow.core.inputs.corpus import BUCKETS
     from gpucost_mlflow.prepare import TUNING, prepare_model
 
     report = prepare_model(out_dir, corpus_dir / TUNING, seed=seed)
@@ -180,7 +180,7 @@ def list_variants(ctx, variants_file) -> None:
     """List the declared variants and their settings; `propose` writes the third series."""
     if ctx.invoked_subcommand is not None:
         return
-    from gpucost_mlflow.core.variants import load_variants
+    from gpucost_mlflow.core.inputs.variants import load_variants
 
     for variant in load_variants(_file(variants_file)).values():
         settings = ", ".join(f"{k}={v}" for k, v in variant.settings().items())
@@ -218,7 +218,7 @@ def propose_variants(experiment, out_path, variants_file) -> None:
 def run_pass(variant_name, corpus_path, model_path, variants_file, experiment, protocol_file, role, root) -> None:
     """Run one pass of a variant over the corpus as one MLflow run."""
 
-    from gpucost_mlflow.core.variants import get_variant
+    from gpucost_mlflow.core.inputs.variants import get_variant
     from gpucost_mlflow.flow.launcher import PassRequest, execute
 
     variants_path, protocol_path = _file(variants_file, root), _file(protocol_file, root)
@@ -270,14 +270,14 @@ def run_pass(variant_name, corpus_path, model_path, variants_file, experiment, p
 def campaign(variant_names, passes, resume, experiment, corpus_path, model_path, variants_file, protocol_file, root,
              series_name) -> None:
     """Run every variant the protocol's number of times in rotated order, as nested runs under one campaign run."""
-    from gpucost_mlflow.core.protocol import load_protocol
+    from gpucost_mlflow.core.inputs.protocol import load_protocol
     from gpucost_mlflow.flow.campaign import CampaignPlan, run_campaign
     from gpucost_mlflow.progress import CampaignProgress
 
     protocol_path, variants_path = _file(protocol_file, root), _file(variants_file, root)
     names = [name.strip() for name in variant_names.split(",") if name.strip()]
     if series_name is not None:
-        from gpucost_mlflow.core.variants import load_series
+        from gpucost_mlflow.core.inputs.variants import load_series
 
         declared = load_series(variants_path)
         if series_name not in declared:
@@ -331,7 +331,7 @@ def _echo_ui_link(experiment_id: str) -> None:
               help="The protocol the experiment is locked to.")
 def rejudge_cmd(experiment, protocol_file) -> None:
     """Judge every pending pass whose reference now exists (same judge as the pass; raw metrics untouched)."""
-    from gpucost_mlflow.core.protocol import load_protocol
+    from gpucost_mlflow.core.inputs.protocol import load_protocol
     from gpucost_mlflow.tracking import store
     from gpucost_mlflow.tracking.rejudge import rejudge
 
@@ -423,8 +423,8 @@ def sync(spool_path, dry_run) -> None:
 @click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), default=None, help="Your catalog CSV (default: catalog/labkit-2026-09-24.csv).")
 def packages(gpu, days, lots, accepted_results, catalog_file) -> None:
     """Package calculator: total = price per lot x lots; cost per validated corpus only from accepted results."""
-    from gpucost_mlflow.core import costs
-    from gpucost_mlflow.core.catalog import PACKAGE_DAYS
+    from gpucost_mlflow.core.money import costs
+    from gpucost_mlflow.core.money.catalog import PACKAGE_DAYS
 
     catalog = _catalog(catalog_file)
     catalog.require_gpu(gpu)
@@ -462,8 +462,8 @@ def packages(gpu, days, lots, accepted_results, catalog_file) -> None:
 @click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), default=None)
 def window_cmd(start, end, tz_name, gpu, gpus, catalog_file) -> None:
     """Real elapsed hours of a campaign window, which 3-, 7-, 30-day packages cover it, and its covering plans."""
-    from gpucost_mlflow.core.catalog import PACKAGE_DAYS
-    from gpucost_mlflow.core.window import consecutive_needed, covers, window
+    from gpucost_mlflow.core.money.catalog import PACKAGE_DAYS
+    from gpucost_mlflow.core.money.window import consecutive_needed, covers, window
 
     span = window(start, end, tz_name)
     catalog = None
@@ -480,7 +480,7 @@ def window_cmd(start, end, tz_name, gpu, gpus, catalog_file) -> None:
         click.echo("  no single package covers this window: budget the consecutive packages explicitly; "
                    "a rental is never extended automatically")
     if catalog is not None:
-        from gpucost_mlflow.core.plans import to_hours
+        from gpucost_mlflow.core.money.plans import to_hours
 
         _echo_plans(catalog, gpu, to_hours(span.hours), gpus, "table")
 
@@ -489,7 +489,7 @@ def _echo_plans(catalog, gpu: str, hours, gpus: int, fmt: str) -> None:
     """Every covering plan of one GPU id for the window, cheapest first (one planner for `plan` and `window`)."""
     import json
 
-    from gpucost_mlflow.core.plans import covering_plans
+    from gpucost_mlflow.core.money.plans import covering_plans
 
     plans = covering_plans(catalog.for_gpu(gpu), hours, gpus)
     if fmt == "json":
@@ -510,7 +510,7 @@ def _echo_plans(catalog, gpu: str, hours, gpus: int, fmt: str) -> None:
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def plan_cmd(gpu, hours, gpus, catalog_file, fmt) -> None:
     """Every way the catalog covers the window (package x consecutive periods x lots, or hours billed), cheapest first."""
-    from gpucost_mlflow.core.plans import parse_hours
+    from gpucost_mlflow.core.money.plans import parse_hours
 
     window_hours = parse_hours(hours)
     catalog = _catalog(catalog_file)
@@ -534,9 +534,9 @@ def catalog_example(out_path, price_per_hour, currency, min_hours, increment_hou
     """One hourly row for this machine's device, as passes name it, labelled "example price"; edit it to your rate."""
     import datetime as dt
 
-    from gpucost_mlflow.core.catalog import example_catalog, load_catalog
-    from gpucost_mlflow.core.corpus import write_atomic
-    from gpucost_mlflow.core.plans import parse_hours, parse_positive
+    from gpucost_mlflow.core.inputs.corpus import write_atomic
+    from gpucost_mlflow.core.money.catalog import example_catalog, load_catalog
+    from gpucost_mlflow.core.money.plans import parse_hours, parse_positive
     from gpucost_mlflow.execution.devices import device_names
     from gpucost_mlflow.execution.models import resolve_device
 
@@ -552,7 +552,7 @@ def catalog_example(out_path, price_per_hour, currency, min_hours, increment_hou
 
 
 def _catalog(catalog_file):
-    from gpucost_mlflow.core.catalog import load_catalog
+    from gpucost_mlflow.core.money.catalog import load_catalog
 
     return load_catalog(catalog_file if catalog_file is not None else _file(shipped.CATALOG))
 
@@ -576,9 +576,9 @@ def report(ctx, experiment, out_dir, catalog_file, protocol_file, what_if_file, 
     from click.core import ParameterSource
     from mlflow.tracking import MlflowClient
 
-    from gpucost_mlflow.core.protocol import load_protocol
-    from gpucost_mlflow.core.protocol_diff import against_lock
-    from gpucost_mlflow.core.variants import load_variants
+    from gpucost_mlflow.core.inputs.protocol import load_protocol
+    from gpucost_mlflow.core.inputs.protocol_diff import against_lock
+    from gpucost_mlflow.core.inputs.variants import load_variants
     from gpucost_mlflow.report.build import build, log, write
     from gpucost_mlflow.tracking import schema, store
 
@@ -651,7 +651,7 @@ def _memory_options(function):
 def _estimate(model_dir, precision, batch, max_length, device_memory_gib):
     import json
 
-    from gpucost_mlflow.core.memory_estimate import estimate, safetensors_parameters
+    from gpucost_mlflow.core.measurement.memory_estimate import estimate, safetensors_parameters
 
     try:
         config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
@@ -772,7 +772,7 @@ def show_attempts(experiment, fmt, out_path, protocol_file) -> None:
         click.echo(f"Warning: {line}", err=True)
     text = render(table, fmt, warnings)
     if out_path is not None:
-        from gpucost_mlflow.core.corpus import write_atomic
+        from gpucost_mlflow.core.inputs.corpus import write_atomic
 
         write_atomic(out_path, text.encode("utf-8"))
         click.echo(f"{len(table)} attempt(s) written to {out_path}")
@@ -791,7 +791,7 @@ def protocol_show(protocol_file) -> None:
     """Check the protocol file and print its digest and acceptance rules."""
     from dataclasses import asdict
 
-    from gpucost_mlflow.core.protocol import load_protocol
+    from gpucost_mlflow.core.inputs.protocol import load_protocol
 
     protocol_file = _file(protocol_file)
     loaded = load_protocol(protocol_file)
@@ -816,7 +816,7 @@ def protocol_lock(experiment, protocol_file) -> None:
     """Store the protocol digest on the experiment before any pass; a pass under another digest is refused."""
     from mlflow.tracking import MlflowClient
 
-    from gpucost_mlflow.core.protocol import load_protocol
+    from gpucost_mlflow.core.inputs.protocol import load_protocol
     from gpucost_mlflow.tracking import experiments
 
     protocol_file = _file(protocol_file)

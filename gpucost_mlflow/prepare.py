@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from gpucost_mlflow.core import corpus as corpora
-from gpucost_mlflow.core import sources
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.fingerprints import sha256_file, stable_rank
+from gpucost_mlflow.core.inputs import corpus as corpora
+from gpucost_mlflow.core.inputs import sources
+from gpucost_mlflow.core.inputs.fingerprints import sha256_file, stable_rank
 
 COMPARISON = "comparison.jsonl"
 TUNING = "tuning.jsonl"
@@ -123,7 +123,7 @@ def prepare_model(out_dir: Path, tuning_path: Path, *, seed: int, validation_fra
     """
     from transformers.utils import logging as hf_logging
 
-    from gpucost_mlflow.core.quality import evaluate, majority_baseline
+    from gpucost_mlflow.core.judging.quality import evaluate, majority_baseline
     from gpucost_mlflow.execution import models, training
 
     hf_logging.set_verbosity_error()

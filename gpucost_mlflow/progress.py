@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from gpucost_mlflow.core.schedule import Slot
+from gpucost_mlflow.core.campaign.schedule import Slot
 from gpucost_mlflow.execution.batch_counter import read_pass
 from gpucost_mlflow.flow.campaign import Display
 

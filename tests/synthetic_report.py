@@ -8,12 +8,12 @@ from decimal import Decimal
 
 import pandas as pd
 
-from gpucost_mlflow.core.catalog import Package
-from gpucost_mlflow.core.decision import Assessment, Configuration, choose
-from gpucost_mlflow.core.forecast import forecast
-from gpucost_mlflow.core.plans import covering_plans
-from gpucost_mlflow.core.stats import Durations, separate
-from gpucost_mlflow.core.timeline import Span
+from gpucost_mlflow.core.measurement.stats import Durations, separate
+from gpucost_mlflow.core.measurement.timeline import Span
+from gpucost_mlflow.core.money.catalog import Package
+from gpucost_mlflow.core.money.decision import Assessment, Configuration, choose
+from gpucost_mlflow.core.money.forecast import forecast
+from gpucost_mlflow.core.money.plans import covering_plans
 from gpucost_mlflow.report import plots, render
 from gpucost_mlflow.report.tables import Summary
 

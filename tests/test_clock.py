@@ -7,14 +7,14 @@ import time
 
 import pytest
 
-from gpucost_mlflow.core.variants import get_variant, load_variants
+from gpucost_mlflow.core.inputs.variants import get_variant, load_variants
 from gpucost_mlflow.execution import batching, runner, timing
 from gpucost_mlflow.flow.launcher import PassRequest, prepare
 from tests.helpers import ROOT, VARIANTS
 
 FORBIDDEN_MODULES = ("hashlib", "_hashlib", "mlflow", "logging", "gzip", "zlib",
-                     "gpucost_mlflow.core.quality", "gpucost_mlflow.core.verdicts",
-                     "gpucost_mlflow.core.fingerprints", "gpucost_mlflow.tracking")
+                     "gpucost_mlflow.core.judging.quality", "gpucost_mlflow.core.judging.verdicts",
+                     "gpucost_mlflow.core.inputs.fingerprints", "gpucost_mlflow.tracking")
 
 
 def _module_of(frame_or_function, event: str) -> str:

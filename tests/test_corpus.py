@@ -9,10 +9,10 @@ import pytest
 from click.testing import CliRunner
 
 from gpucost_mlflow.cli import main
-from gpucost_mlflow.core import corpus as corpora
-from gpucost_mlflow.core.corpus import SourceRow
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.sources import (
+from gpucost_mlflow.core.inputs import corpus as corpora
+from gpucost_mlflow.core.inputs.corpus import SourceRow
+from gpucost_mlflow.core.inputs.sources import (
     DEFAULT_CORPUS_PACKAGE,
     package_path,
     read_rotten_tomatoes,

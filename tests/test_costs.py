@@ -8,10 +8,10 @@ import pytest
 from click.testing import CliRunner
 
 from gpucost_mlflow.cli import main
-from gpucost_mlflow.core import costs
-from gpucost_mlflow.core.catalog import load_catalog
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.window import consecutive_needed, covers, window
+from gpucost_mlflow.core.money import costs
+from gpucost_mlflow.core.money.catalog import load_catalog
+from gpucost_mlflow.core.money.window import consecutive_needed, covers, window
 from tests.helpers import ROOT
 
 pytestmark = pytest.mark.unit

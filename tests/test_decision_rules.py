@@ -7,11 +7,11 @@ from decimal import Decimal
 
 import pytest
 
-from gpucost_mlflow.core.breakeven import Priced, break_even
-from gpucost_mlflow.core.catalog import load_catalog
-from gpucost_mlflow.core.forecast import Forecast
-from gpucost_mlflow.core.stats import repetitions_needed, stability
-from gpucost_mlflow.core.timeline import Span, sum_seconds, union_seconds
+from gpucost_mlflow.core.measurement.stats import repetitions_needed, stability
+from gpucost_mlflow.core.measurement.timeline import Span, sum_seconds, union_seconds
+from gpucost_mlflow.core.money.breakeven import Priced, break_even
+from gpucost_mlflow.core.money.catalog import load_catalog
+from gpucost_mlflow.core.money.forecast import Forecast
 from gpucost_mlflow.report import render
 from gpucost_mlflow.tracking import schema
 from tests.helpers import CATALOG

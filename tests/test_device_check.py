@@ -10,7 +10,7 @@ import sys
 import pytest
 from mlflow.tracking import MlflowClient
 
-from gpucost_mlflow.core.energy import DEVICE_UUID_TAG, ENERGY_METRIC
+from gpucost_mlflow.core.measurement.energy import DEVICE_UUID_TAG, ENERGY_METRIC
 from gpucost_mlflow.execution.timing import DEVICE_EVENT_METRIC
 from gpucost_mlflow.tracking import schema
 from tests.helpers import ROOT, load_benchmark

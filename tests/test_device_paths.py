@@ -16,8 +16,8 @@ from click.testing import CliRunner
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
-from gpucost_mlflow.core.energy import ENERGY_COUNTER_TAG
-from gpucost_mlflow.core.variants import get_variant
+from gpucost_mlflow.core.inputs.variants import get_variant
+from gpucost_mlflow.core.measurement.energy import ENERGY_COUNTER_TAG
 from gpucost_mlflow.execution import energy, faults, memory, models, runner, timing
 
 VARIANTS = Path(__file__).resolve().parents[1] / "projects" / "variants.yaml"

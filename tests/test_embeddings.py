@@ -17,9 +17,9 @@ from click.testing import CliRunner
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
-from gpucost_mlflow.core import embedding_verdicts as ev
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.protocol import load_protocol
+from gpucost_mlflow.core.inputs.protocol import load_protocol
+from gpucost_mlflow.core.judging import embedding_verdicts as ev
 from gpucost_mlflow.tracking import schema
 from tests.helpers import ROOT, VARIANTS
 

@@ -11,7 +11,8 @@ from typing import ClassVar
 
 import pytest
 
-from gpucost_mlflow.core.energy import (
+from gpucost_mlflow.core.inputs.variants import get_variant
+from gpucost_mlflow.core.measurement.energy import (
     DEVICE_UUID_TAG,
     ENERGY_COUNTER_TAG,
     ENERGY_FLAG_TAG,
@@ -20,7 +21,6 @@ from gpucost_mlflow.core.energy import (
     joules_per_validated_corpus,
     pass_energy,
 )
-from gpucost_mlflow.core.variants import get_variant
 from gpucost_mlflow.execution import energy, runner, timing
 
 VARIANTS = Path(__file__).resolve().parents[1] / "projects" / "variants.yaml"

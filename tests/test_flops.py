@@ -7,7 +7,7 @@ import json
 import pytest
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.flops import (
+from gpucost_mlflow.core.measurement.flops import (
     EncoderShape,
     count,
     encoder_shape,

@@ -12,11 +12,12 @@ from click.testing import CliRunner
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
-from gpucost_mlflow.core import decoder_flops, generation, sources
-from gpucost_mlflow.core import generation_verdicts as gv
-from gpucost_mlflow.core.corpus import bucket_slice, jsonl_bytes, read_corpus
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.protocol import load_protocol
+from gpucost_mlflow.core.inputs import generation, sources
+from gpucost_mlflow.core.inputs.corpus import bucket_slice, jsonl_bytes, read_corpus
+from gpucost_mlflow.core.inputs.protocol import load_protocol
+from gpucost_mlflow.core.judging import generation_verdicts as gv
+from gpucost_mlflow.core.measurement import decoder_flops
 from gpucost_mlflow.tracking import schema
 from tests.helpers import LABELS, ROOT, VARIANTS
 
@@ -209,7 +210,7 @@ def test_a_decoder_config_gives_its_shape_and_an_encoder_is_refused_in_one_line(
 
 @pytest.mark.unit
 def test_lanes_add_up_token_counts_and_recount_output_tokens_per_s_over_the_span():
-    from gpucost_mlflow.core import lanes
+    from gpucost_mlflow.core.measurement import lanes
 
     lane = {"tokens_generated": 30.0, "tokens_prompt": 400.0, "output_tokens_per_s": 20.0, "prefill_s": 1.0}
     metrics, missing = lanes.combine_metrics([lane, dict(lane)], [{}, {}], 2.0)

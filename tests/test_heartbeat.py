@@ -14,7 +14,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
-from gpucost_mlflow.core import schedule
+from gpucost_mlflow.core.campaign import schedule
 from gpucost_mlflow.tracking import heartbeat, reader, schema, writer
 from tests.helpers import only_run, run_pass
 from tests.scenario import B200, EXPERIMENT

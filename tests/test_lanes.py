@@ -15,12 +15,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from gpucost_mlflow.core import lanes as rules
-from gpucost_mlflow.core.catalog import load_catalog
-from gpucost_mlflow.core.decision import assess
+from gpucost_mlflow.core.campaign.schedule import rotated
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.schedule import rotated
-from gpucost_mlflow.core.variants import load_variants
+from gpucost_mlflow.core.inputs.variants import load_variants
+from gpucost_mlflow.core.measurement import lanes as rules
+from gpucost_mlflow.core.money.catalog import load_catalog
+from gpucost_mlflow.core.money.decision import assess
 from gpucost_mlflow.execution import lanes, runner
 from gpucost_mlflow.execution.batch_counter import BatchCounter
 from gpucost_mlflow.execution.outcome import PassOutcome

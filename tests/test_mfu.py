@@ -105,8 +105,8 @@ def test_without_a_cached_peak_mfu_is_an_empty_cell_with_its_reason(store, corpu
 
 @pytest.mark.unit
 def test_length_grouping_leaves_less_padding_than_corpus_order(corpus_dir, model_dir, cache):
-    from gpucost_mlflow.core.corpus import read_corpus
-    from gpucost_mlflow.core.variants import get_variant
+    from gpucost_mlflow.core.inputs.corpus import read_corpus
+    from gpucost_mlflow.core.inputs.variants import get_variant
     from gpucost_mlflow.execution import models, runner
 
     settings = {name: get_variant(VARIANTS, name).settings() for name in ("batch8", "batch8-lengthgrouped")}

@@ -10,9 +10,9 @@ from click.testing import CliRunner
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
-from gpucost_mlflow.core.decision import Assessment, Choice, Configuration, choose
-from gpucost_mlflow.core.preview import preview
-from gpucost_mlflow.core.stats import Durations
+from gpucost_mlflow.core.judging.preview import preview
+from gpucost_mlflow.core.measurement.stats import Durations
+from gpucost_mlflow.core.money.decision import Assessment, Choice, Configuration, choose
 from gpucost_mlflow.tracking import (
     descriptions,
     exclusions,
@@ -167,7 +167,7 @@ def test_campaign_medians_count_completed_passes_that_are_not_excluded():
 
 @pytest.mark.unit
 def test_excluding_a_pass_sets_accepted_to_0_and_says_so_in_its_description_undo_restores(store):
-    from gpucost_mlflow.core.protocol import load_protocol
+    from gpucost_mlflow.core.inputs.protocol import load_protocol
 
     client = MlflowClient()
     protocol = load_protocol(SHIPPED_PROTOCOL)
@@ -258,7 +258,7 @@ def test_two_first_passes_describing_the_experiment_at_once_keep_one_description
 
     from mlflow.exceptions import MlflowException
 
-    from gpucost_mlflow.core.protocol import load_protocol
+    from gpucost_mlflow.core.inputs.protocol import load_protocol
 
     monkeypatch.setattr(experiments.time, "sleep", lambda seconds: None)
     written = {schema.NOTE: "written by the other pass"}

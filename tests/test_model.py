@@ -35,7 +35,7 @@ def test_model_prepare_saves_a_standard_classifier_with_provenance(tmp_path, cor
 def test_model_prepare_never_reads_the_comparison_corpus(tmp_path, corpus_dir, monkeypatch):
     import shutil
 
-    from gpucost_mlflow.core import corpus as corpora
+    from gpucost_mlflow.core.inputs import corpus as corpora
 
     copy = tmp_path / "corpus"
     shutil.copytree(corpus_dir, copy)
@@ -56,7 +56,7 @@ def test_model_prepare_never_reads_the_comparison_corpus(tmp_path, corpus_dir, m
 
 
 def test_validation_split_is_carved_from_the_tuning_corpus_and_disjoint_from_training(corpus_dir):
-    from gpucost_mlflow.core import corpus as corpora
+    from gpucost_mlflow.core.inputs import corpus as corpora
     from gpucost_mlflow.prepare import validation_split
 
     tuning = corpora.read_corpus(corpus_dir / "tuning.jsonl").rows

@@ -12,8 +12,8 @@ import pytest
 from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 
-from gpucost_mlflow.core.manifest import differences
-from gpucost_mlflow.core.variants import get_variant, load_variants
+from gpucost_mlflow.core.inputs.manifest import differences
+from gpucost_mlflow.core.inputs.variants import get_variant, load_variants
 from gpucost_mlflow.flow.launcher import PassRequest, prepare
 from gpucost_mlflow.tracking import schema
 from tests.helpers import ROOT, VARIANTS, only_run, run_pass, use_store

@@ -9,11 +9,11 @@ import pytest
 from click.testing import CliRunner
 
 from gpucost_mlflow.cli import main
-from gpucost_mlflow.core.breakeven import Priced, break_even
-from gpucost_mlflow.core.catalog import load_catalog
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.forecast import Forecast
-from gpucost_mlflow.core.plans import covering_plans, parse_hours, to_hours
+from gpucost_mlflow.core.money.breakeven import Priced, break_even
+from gpucost_mlflow.core.money.catalog import load_catalog
+from gpucost_mlflow.core.money.forecast import Forecast
+from gpucost_mlflow.core.money.plans import covering_plans, parse_hours, to_hours
 from tests.helpers import ROOT
 
 pytestmark = pytest.mark.unit
@@ -192,7 +192,7 @@ def test_parse_hours_refuses_zero():
 
 
 def test_overlapping_measured_spans_on_one_host_name_each_other_other_hosts_never():
-    from gpucost_mlflow.core.overlap import Interval, overlaps
+    from gpucost_mlflow.core.measurement.overlap import Interval, overlaps
 
     spans = [Interval("a", "h1", 0, 10), Interval("b", "h1", 5, 15), Interval("c", "h1", 10, 20),
              Interval("d", "h2", 0, 30), Interval("e", "", 0, 30)]

@@ -9,10 +9,10 @@ from mlflow.entities import RunTag
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
+from gpucost_mlflow.core.campaign.proposal import Change, propose
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.proposal import Change, propose
-from gpucost_mlflow.core.protocol import load_protocol
-from gpucost_mlflow.core.variants import load_series, load_variants
+from gpucost_mlflow.core.inputs.protocol import load_protocol
+from gpucost_mlflow.core.inputs.variants import load_series, load_variants
 from gpucost_mlflow.flow.campaign import larger_batches
 from gpucost_mlflow.tracking import experiments, schema, writer
 from tests.helpers import VARIANTS, run_pass

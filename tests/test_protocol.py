@@ -20,7 +20,7 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.protocol import load_protocol
+from gpucost_mlflow.core.inputs.protocol import load_protocol
 from gpucost_mlflow.tracking import schema
 from tests.helpers import CATALOG, SHIPPED_PROTOCOL, VARIANTS, pass_args, run_pass, write_protocol
 
@@ -195,8 +195,8 @@ def test_launcher_killed_mid_pass_is_read_back_as_failed_interrupted(store, corp
 
 @pytest.mark.integration
 def test_rejudge_accepts_a_pending_pass_once_its_reference_exists_and_twice_changes_nothing(store, tmp_path, corpus_dir, model_dir):
-    from gpucost_mlflow.core.catalog import load_catalog
-    from gpucost_mlflow.core.variants import load_variants
+    from gpucost_mlflow.core.inputs.variants import load_variants
+    from gpucost_mlflow.core.money.catalog import load_catalog
     from gpucost_mlflow.report.build import build
 
     loose = write_protocol(tmp_path / "loose.yaml", max_diff=1.0, min_agreement=0.0)
@@ -240,8 +240,8 @@ def test_rejudge_of_an_unknown_experiment_is_one_line_exit_2(store, protocol_fil
 
 @pytest.mark.integration
 def test_a_deliverable_without_labels_is_accepted_by_ids_format_coverage_and_audit_and_counted_once(store, tmp_path, corpus_dir, model_dir):
-    from gpucost_mlflow.core.catalog import load_catalog
-    from gpucost_mlflow.core.variants import load_variants
+    from gpucost_mlflow.core.inputs.variants import load_variants
+    from gpucost_mlflow.core.money.catalog import load_catalog
     from gpucost_mlflow.report.build import build
 
     protocol = write_protocol(tmp_path / "protocol.yaml")
@@ -278,7 +278,7 @@ def test_a_deliverable_without_labels_is_accepted_by_ids_format_coverage_and_aud
 
 @pytest.mark.unit
 def test_an_audit_below_its_agreement_fails_and_the_sample_is_fixed_by_the_fingerprint():
-    from gpucost_mlflow.core import judge
+    from gpucost_mlflow.core.judging import judge
 
     ids = [f"id{i}" for i in range(20)]
     sample = judge.audit_sample(ids, 5, "f" * 64)

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from gpucost_mlflow.core import judge, quality, verdicts
+from gpucost_mlflow.core.judging import judge, quality, verdicts
 
 pytestmark = pytest.mark.unit
 

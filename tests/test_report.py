@@ -247,7 +247,7 @@ def test_break_even_volume_is_stated_for_two_priced_devices(experiment):
 
 
 def test_this_machine_priced_at_an_example_price_reaches_a_labelled_decision(experiment, tmp_path):
-    from gpucost_mlflow.core.catalog import example_catalog
+    from gpucost_mlflow.core.money.catalog import example_catalog
 
     for seconds in (7.5, 7.6, 7.7, 7.4, 7.8):
         experiment("batch8", "AMD EPYC", seconds)

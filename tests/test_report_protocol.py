@@ -14,9 +14,9 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.judge import pending_reason
-from gpucost_mlflow.core.protocol import load_protocol
-from gpucost_mlflow.core.protocol_diff import Difference, against_lock, changed_fields, describe
+from gpucost_mlflow.core.inputs.protocol import load_protocol
+from gpucost_mlflow.core.inputs.protocol_diff import Difference, against_lock, changed_fields, describe
+from gpucost_mlflow.core.judging.judge import pending_reason
 from gpucost_mlflow.tracking import schema, search
 from tests.helpers import CATALOG, LABELS, SHIPPED_PROTOCOL, VARIANTS
 from tests.scenario import B200, EXPERIMENT

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from mlflow.tracking import MlflowClient
 
-from gpucost_mlflow.core.protocol import load_protocol
+from gpucost_mlflow.core.inputs.protocol import load_protocol
 from gpucost_mlflow.tracking import reader
 from tests.helpers import load_benchmark
 

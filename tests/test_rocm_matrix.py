@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from gpucost_mlflow.cli import main
-from gpucost_mlflow.core import rocm
+from gpucost_mlflow.core.inputs import rocm
 from gpucost_mlflow.execution import environment
 
 ROOT = Path(__file__).resolve().parents[1]

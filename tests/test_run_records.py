@@ -9,7 +9,7 @@ import pytest
 from mlflow.entities import Metric, RunTag
 from mlflow.tracking import MlflowClient
 
-from gpucost_mlflow.core.protocol import load_protocol
+from gpucost_mlflow.core.inputs.protocol import load_protocol
 from gpucost_mlflow.tracking import reader, run_records, schema, search
 from gpucost_mlflow.tracking.run_records import RunRecord, tagged
 from tests.helpers import load_benchmark

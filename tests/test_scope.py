@@ -8,7 +8,7 @@ import importlib.metadata
 import pandas as pd
 import pytest
 
-from gpucost_mlflow.core import sources
+from gpucost_mlflow.core.inputs import sources
 from gpucost_mlflow.report import render, scope
 from gpucost_mlflow.tracking.reader import COLUMNS
 from tests.helpers import ROOT

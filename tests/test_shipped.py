@@ -11,7 +11,7 @@ import yaml
 from click.testing import CliRunner
 
 from gpucost_mlflow.cli import main
-from gpucost_mlflow.core import shipped
+from gpucost_mlflow.core.inputs import shipped
 from tests.helpers import ROOT
 
 pytestmark = pytest.mark.unit

@@ -6,7 +6,13 @@ import math
 
 import pytest
 
-from gpucost_mlflow.core.stats import EXACT_SPLITS_LIMIT, RANDOM_RESAMPLES, Durations, permutation_p_value, separate
+from gpucost_mlflow.core.measurement.stats import (
+    EXACT_SPLITS_LIMIT,
+    RANDOM_RESAMPLES,
+    Durations,
+    permutation_p_value,
+    separate,
+)
 
 pytestmark = pytest.mark.unit
 

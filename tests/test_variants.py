@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from gpucost_mlflow.core.decision import Configuration
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.stats import Durations
-from gpucost_mlflow.core.variants import load_variants
+from gpucost_mlflow.core.inputs.variants import load_variants
+from gpucost_mlflow.core.measurement.stats import Durations
+from gpucost_mlflow.core.money.decision import Configuration
 from gpucost_mlflow.report.tables import separations
 from tests.helpers import ROOT
 

@@ -6,8 +6,9 @@ import time
 
 import pytest
 
-from gpucost_mlflow.core import embedding_verdicts, workloads
-from gpucost_mlflow.core.variants import load_variants
+from gpucost_mlflow.core.inputs import workloads
+from gpucost_mlflow.core.inputs.variants import load_variants
+from gpucost_mlflow.core.judging import embedding_verdicts
 from gpucost_mlflow.execution import runner
 from tests.helpers import ROOT
 

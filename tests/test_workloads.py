@@ -14,9 +14,9 @@ from click.testing import CliRunner
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
-from gpucost_mlflow.core import workloads
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.variants import load_variants
+from gpucost_mlflow.core.inputs import workloads
+from gpucost_mlflow.core.inputs.variants import load_variants
 from gpucost_mlflow.execution.workloads import user_code
 from gpucost_mlflow.tracking import schema
 from gpucost_mlflow.tracking.reader import attempts

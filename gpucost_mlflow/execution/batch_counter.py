@@ -6,7 +6,7 @@ import mmap
 import struct
 from pathlib import Path
 
-from gpucost_mlflow.core.lanes import FOLDER as LANE_FOLDER
+from gpucost_mlflow.core.measurement.lanes import FOLDER as LANE_FOLDER
 
 FILE = "progress.bin"
 _LAYOUT = "<qq"
@@ -36,7 +36,7 @@ def read(workdir: Path) -> tuple[int, int] | None:
 
 
 def read_pass(workdir: Path) -> tuple[int, int] | None:
-    """(batches done, entries done) of a pass: its child's counter, or the sum of its lanes' (core/lanes.py) while
+    """(batches done, entries done) of a pass: its child's counter, or the sum of its lanes' (core/measurement/lanes.py) while
     they run apart; None when no child started counting."""
     found = read(workdir)
     if found is not None:

@@ -4,7 +4,7 @@ nvidia-ml-py (module `pynvml`, extra `gpu`) and amdsmi (extra `rocm`, or the cop
 imported here only, and only when the pass runs on their vendor's device. Absent or failing, the pass
 runs as before and `energy_j` is an empty cell with the reason. The counter is read once just before the
 clock starts and once just after it stops (no sampling thread inside the measured interval); the
-arithmetic is `core/energy.py`.
+arithmetic is `core/measurement/energy.py`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpucost_mlflow.core.energy import (
+from gpucost_mlflow.core.errors import one_line
+from gpucost_mlflow.core.measurement.energy import (
     DEVICE_UUID_TAG,
     ENERGY_COUNTER_TAG,
     ENERGY_FLAG_TAG,
@@ -23,7 +24,6 @@ from gpucost_mlflow.core.energy import (
     PassEnergy,
     pass_energy,
 )
-from gpucost_mlflow.core.errors import one_line
 
 # NVIDIA documents the counter (millijoules since the driver loaded, Volta and newer) but not how often
 # it moves; 0.1 s is the upper end of the 20-100 ms that PETSc's PetscLogGpuEnergyMeter manual page

@@ -137,7 +137,7 @@ def rocm_matrix(hip_version: str, torch_version: str) -> dict:
     from dataclasses import asdict
 
     from gpucost_mlflow.core.errors import GpucostError
-    from gpucost_mlflow.core.rocm import check_installed
+    from gpucost_mlflow.core.inputs.rocm import check_installed
 
     try:
         return asdict(check_installed(hip_version, torch_version))

@@ -1,5 +1,5 @@
 """A lanes pass: one child per lane at once, each on its own device and corpus slice, released together into their
-measured passes; their outcomes and deliverable files merged into the pass's (core/lanes.py says how).
+measured passes; their outcomes and deliverable files merged into the pass's (core/measurement/lanes.py says how).
 
 On CUDA (and ROCm, through the same variable) lane k sees only the k-th visible GPU (`CUDA_VISIBLE_DEVICES`), so
 each child's code is the one-device code. On the CPU every lane runs on the CPU. Either way the lanes share the
@@ -17,8 +17,8 @@ import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from gpucost_mlflow.core import lanes as rules
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.measurement import lanes as rules
 from gpucost_mlflow.execution import child, gate, runner
 from gpucost_mlflow.execution.outcome import PassOutcome
 
@@ -76,7 +76,7 @@ def clock_name() -> str:
 
 
 def manifest_record(rows: list[dict], plan: Layout) -> dict:
-    """The manifest's `lanes` section for this corpus and layout (core/lanes.py)."""
+    """The manifest's `lanes` section for this corpus and layout (core/measurement/lanes.py)."""
     return rules.record(rules.slices(rows, plan.count), plan.devices, plan.device_names, plan.threads, clock_name())
 
 
@@ -226,7 +226,7 @@ def merge_files(folders: list[Path], workdir: Path) -> None:
             for path in (f / name for f in folders if (f / name).exists()):
                 with gzip.open(path, "rb") as lane:
                     out.write(lane.read())
-    from gpucost_mlflow.core import embedding_verdicts
+    from gpucost_mlflow.core.judging import embedding_verdicts
 
     parts = [f for f in folders if (f / embedding_verdicts.EMBEDDINGS).exists() and (f / embedding_verdicts.IDS).exists()]
     if parts:

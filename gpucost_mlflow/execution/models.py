@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.fingerprints import directory_files, sha256_files
+from gpucost_mlflow.core.inputs.fingerprints import directory_files, sha256_files
 
 TOKENIZER_FILES = {
     "tokenizer.json",

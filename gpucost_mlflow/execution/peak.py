@@ -17,8 +17,8 @@ from pathlib import Path
 
 import torch
 
-from gpucost_mlflow.core.corpus import write_atomic
 from gpucost_mlflow.core.errors import GpucostError, one_line
+from gpucost_mlflow.core.inputs.corpus import write_atomic
 from gpucost_mlflow.execution.devices import device_names
 
 ENV = "GPUCOST_PEAK_CACHE"

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from gpucost_mlflow.core.verdicts import PREDICTIONS
+from gpucost_mlflow.core.judging.verdicts import PREDICTIONS
 from gpucost_mlflow.execution.batching import padded, tokenized
 from gpucost_mlflow.execution.outcome import PassFailure, PassOutcome
 
@@ -299,8 +299,8 @@ def utilisation(config: dict, settings: dict, device, predictions: Predictions, 
 
     Runs after the clock stopped. Every measurement left out has its reason in `missing_measurements`.
     """
-    from gpucost_mlflow.core import flops
     from gpucost_mlflow.core.errors import GpucostError
+    from gpucost_mlflow.core.measurement import flops
     from gpucost_mlflow.execution import peak
 
     if pass_s is None:

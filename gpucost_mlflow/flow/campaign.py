@@ -18,12 +18,12 @@ from pathlib import Path
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
-from gpucost_mlflow.core import lanes as lane_rules
-from gpucost_mlflow.core.corpus import read_corpus
+from gpucost_mlflow.core.campaign.schedule import Slot, SlotState, remaining, rotated
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.protocol import Protocol, load_protocol
-from gpucost_mlflow.core.schedule import Slot, SlotState, remaining, rotated
-from gpucost_mlflow.core.variants import Variant, get_variant, load_variants
+from gpucost_mlflow.core.inputs.corpus import read_corpus
+from gpucost_mlflow.core.inputs.protocol import Protocol, load_protocol
+from gpucost_mlflow.core.inputs.variants import Variant, get_variant, load_variants
+from gpucost_mlflow.core.measurement import lanes as lane_rules
 from gpucost_mlflow.flow.launcher import PassRequest, PassResult, execute
 from gpucost_mlflow.tracking import descriptions, experiments, limits, schema, search, spool, store
 from gpucost_mlflow.tracking.rejudge import Rejudged, rejudge

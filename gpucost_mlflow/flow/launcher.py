@@ -23,19 +23,19 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from mlflow.tracking.context.registry import resolve_tags
 
-from gpucost_mlflow.core import embedding_verdicts, generation_verdicts, judge, verdicts
-from gpucost_mlflow.core.corpus import Corpus, read_corpus
 from gpucost_mlflow.core.errors import GpucostError, one_line
-from gpucost_mlflow.core.fingerprints import sha256_file
-from gpucost_mlflow.core.manifest import build_manifest
-from gpucost_mlflow.core.preview import preview
-from gpucost_mlflow.core.protocol import Protocol, load_protocol
-from gpucost_mlflow.core.variants import (
+from gpucost_mlflow.core.inputs.corpus import Corpus, read_corpus
+from gpucost_mlflow.core.inputs.fingerprints import sha256_file
+from gpucost_mlflow.core.inputs.manifest import build_manifest
+from gpucost_mlflow.core.inputs.protocol import Protocol, load_protocol
+from gpucost_mlflow.core.inputs.variants import (
     Variant,
     get_variant,
     load_series,
     load_variants,
 )
+from gpucost_mlflow.core.judging import embedding_verdicts, generation_verdicts, judge, verdicts
+from gpucost_mlflow.core.judging.preview import preview
 from gpucost_mlflow.execution import child, environment, faults, lanes, models, runner
 from gpucost_mlflow.execution.outcome import PassOutcome
 from gpucost_mlflow.flow import workloads

@@ -2,7 +2,7 @@
 
 Reads which changes of the series with a reference were accepted in the experiment's finished
 campaigns (tracking), which precisions the device runs faster than fp32 (the peaks cached by
-`gpucost doctor --peak`, execution), combines them (core/proposal.py) and writes a variants file
+`gpucost doctor --peak`, execution), combines them (core/campaign/proposal.py) and writes a variants file
 holding every declared variant plus the new series. The series is locked on the experiment at its
 first pass like every series (flow/launcher.py), so it cannot be edited after timings exist.
 """
@@ -15,13 +15,13 @@ from pathlib import Path
 import yaml
 from mlflow.tracking import MlflowClient
 
-from gpucost_mlflow.core import workloads
-from gpucost_mlflow.core.corpus import write_atomic
-from gpucost_mlflow.core.decision import Configuration, feasibility
+from gpucost_mlflow.core.campaign.proposal import Change, Proposal, changes_of, propose
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.proposal import Change, Proposal, changes_of, propose
-from gpucost_mlflow.core.stats import Durations
-from gpucost_mlflow.core.variants import load_series, load_variants
+from gpucost_mlflow.core.inputs import workloads
+from gpucost_mlflow.core.inputs.corpus import write_atomic
+from gpucost_mlflow.core.inputs.variants import load_series, load_variants
+from gpucost_mlflow.core.measurement.stats import Durations
+from gpucost_mlflow.core.money.decision import Configuration, feasibility
 from gpucost_mlflow.tracking import schema, search
 from gpucost_mlflow.tracking.reader import attempts
 

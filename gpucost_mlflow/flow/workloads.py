@@ -13,11 +13,11 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpucost_mlflow.core import workloads
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.fingerprints import directory_files, sha256_files
-from gpucost_mlflow.core.protocol import Protocol
-from gpucost_mlflow.core.variants import Variant
+from gpucost_mlflow.core.inputs import workloads
+from gpucost_mlflow.core.inputs.fingerprints import directory_files, sha256_files
+from gpucost_mlflow.core.inputs.protocol import Protocol
+from gpucost_mlflow.core.inputs.variants import Variant
 
 AUTO = "auto"
 DEMO_CLASSIFIER = Path("data/model")
@@ -37,7 +37,7 @@ def default_model(output: str, root: Path) -> Path:
     """`--model auto`: the demo classifier for a labels protocol, the packaged all-MiniLM-L6-v2 files for embeddings,
     the packaged SmolLM2-135M-Instruct GGUF file for generations."""
     if output == "generations":
-        from gpucost_mlflow.core import sources
+        from gpucost_mlflow.core.inputs import sources
 
         return sources.package_path(*sources.DEFAULT_GENERATION_PACKAGE)
     if output == "embeddings":

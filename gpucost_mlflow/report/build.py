@@ -8,12 +8,12 @@ import pandas as pd
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
-from gpucost_mlflow.core.catalog import Catalog
-from gpucost_mlflow.core.corpus import write_atomic
-from gpucost_mlflow.core.decision import assess, break_evens, choose, decide
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.protocol import Protocol
-from gpucost_mlflow.core.variants import Variant
+from gpucost_mlflow.core.inputs.corpus import write_atomic
+from gpucost_mlflow.core.inputs.protocol import Protocol
+from gpucost_mlflow.core.inputs.variants import Variant
+from gpucost_mlflow.core.money.catalog import Catalog
+from gpucost_mlflow.core.money.decision import assess, break_evens, choose, decide
 from gpucost_mlflow.report import plots, render, tables
 from gpucost_mlflow.tracking import descriptions, exclusions, limits, schema, search, ui
 from gpucost_mlflow.tracking.reader import attempts, protocol_warnings

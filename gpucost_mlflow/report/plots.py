@@ -10,7 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from gpucost_mlflow.core.decision import Assessment
+from gpucost_mlflow.core.money.decision import Assessment
 from gpucost_mlflow.report.tables import Summary
 
 

@@ -14,9 +14,9 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from gpucost_mlflow.core.costs import money
-from gpucost_mlflow.core.decision import Assessment, Choice
-from gpucost_mlflow.core.stats import Separation
+from gpucost_mlflow.core.measurement.stats import Separation
+from gpucost_mlflow.core.money.costs import money
+from gpucost_mlflow.core.money.decision import Assessment, Choice
 from gpucost_mlflow.report import scope
 from gpucost_mlflow.report.tables import Summary
 from gpucost_mlflow.tracking.ui import LOCAL_UI

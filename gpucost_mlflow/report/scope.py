@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from gpucost_mlflow.core import shipped, sources
-from gpucost_mlflow.core.generation import DECODING
+from gpucost_mlflow.core.inputs import shipped, sources
+from gpucost_mlflow.core.inputs.generation import DECODING
 from gpucost_mlflow.execution.runner import SEED
 
 TITLE = "What this decision covers"

@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from gpucost_mlflow.core.decision import Assessment, Configuration, ExcludedPass
-from gpucost_mlflow.core.stats import Durations, Separation, separate
-from gpucost_mlflow.core.timeline import Span
-from gpucost_mlflow.core.variants import Variant
+from gpucost_mlflow.core.inputs.variants import Variant
+from gpucost_mlflow.core.measurement.stats import Durations, Separation, separate
+from gpucost_mlflow.core.measurement.timeline import Span
+from gpucost_mlflow.core.money.decision import Assessment, Configuration, ExcludedPass
 from gpucost_mlflow.tracking.schema import STACK_IDENTITY, TIMINGS
 
 MEMORY = ("mem_peak_allocated_bytes", "mem_peak_reserved_bytes", "mem_peak_rss_bytes")

@@ -11,10 +11,10 @@ import math
 import statistics
 from collections.abc import Sequence
 
-from gpucost_mlflow.core import costs
-from gpucost_mlflow.core.decision import Assessment, Choice
-from gpucost_mlflow.core.overlap import describe as describe_overlap
-from gpucost_mlflow.core.protocol import Protocol
+from gpucost_mlflow.core.inputs.protocol import Protocol
+from gpucost_mlflow.core.measurement.overlap import describe as describe_overlap
+from gpucost_mlflow.core.money import costs
+from gpucost_mlflow.core.money.decision import Assessment, Choice
 from gpucost_mlflow.tracking import limits, schema
 
 SEP = " · "

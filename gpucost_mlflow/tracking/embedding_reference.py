@@ -14,7 +14,7 @@ import mlflow
 from mlflow.entities import Metric
 from mlflow.tracking import MlflowClient
 
-from gpucost_mlflow.core import embedding_verdicts, judge
+from gpucost_mlflow.core.judging import embedding_verdicts, judge
 
 
 def download(run_id: str, folder: Path) -> embedding_verdicts.EmbeddingReadBack:

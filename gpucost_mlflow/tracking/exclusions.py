@@ -5,7 +5,7 @@ failed one (a check or quality verdict, out of memory, a crash, an interruption)
 The pass keeps its row: its status becomes `excluded`, and the cause, who (the OS user) and when (UTC)
 are written beside the status and reason it had, which `undo` restores exactly. Each change is one
 log_batch, so a pass is never half excluded; raw metrics are never touched. The report leaves excluded
-attempts out of durations, medians and feasibility (report/tables.py, core/decision.py) and lists every
+attempts out of durations, medians and feasibility (report/tables.py, core/money/decision.py) and lists every
 exclusion of the experiment per variant, so one can see whether one rule was applied to all.
 """
 

@@ -11,7 +11,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.protocol import Protocol
+from gpucost_mlflow.core.inputs.protocol import Protocol
 from gpucost_mlflow.tracking import descriptions, limits, schema
 
 

@@ -14,7 +14,7 @@ import mlflow
 from mlflow.entities import Metric
 from mlflow.tracking import MlflowClient
 
-from gpucost_mlflow.core import generation_verdicts, judge
+from gpucost_mlflow.core.judging import generation_verdicts, judge
 
 
 def download(run_id: str, folder: Path, max_new_tokens: int) -> generation_verdicts.GenerationReadBack:

@@ -3,7 +3,7 @@
 The launcher calls `mark` after its pass is recorded: the pass and every earlier pass it overlapped
 get the `gpucost.overlapped_with` tag, and their descriptions name each other. A pass still running
 when this one ends is flagged when it ends itself. The reader finds the same overlaps from the
-recorded spans (`core/overlap.py`), so the attempts table and report never depend on these tags.
+recorded spans (`core/measurement/overlap.py`), so the attempts table and report never depend on these tags.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from mlflow.entities import RunTag
 from mlflow.tracking import MlflowClient
 
-from gpucost_mlflow.core.overlap import Interval, overlaps
+from gpucost_mlflow.core.measurement.overlap import Interval, overlaps
 from gpucost_mlflow.tracking import descriptions, schema, search
 
 FROM, UNTIL = schema.MEASURED_SPAN

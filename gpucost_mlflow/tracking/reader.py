@@ -12,8 +12,8 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.overlap import Interval, overlaps
-from gpucost_mlflow.core.protocol import digest_of
+from gpucost_mlflow.core.inputs.protocol import digest_of
+from gpucost_mlflow.core.measurement.overlap import Interval, overlaps
 from gpucost_mlflow.tracking import exclusions, heartbeat, schema
 from gpucost_mlflow.tracking.run_records import RunRecord, tagged
 
@@ -107,7 +107,7 @@ def attempt_row(run: RunRecord, now: dt.datetime | None = None) -> dict:
         "length_grouping": params.get(f"{schema.SETTING_PREFIX}length_grouping"),
         # Passes recorded before workloads existed all ran the built-in classifier.
         "workload": params.get(f"{schema.SETTING_PREFIX}workload", "classification"),
-        # A one-lane pass records no `setting.lanes` (core/variants.py), nor did passes before lanes existed.
+        # A one-lane pass records no `setting.lanes` (core/inputs/variants.py), nor did passes before lanes existed.
         "lanes": int(params.get(f"{schema.SETTING_PREFIX}lanes", 1)),
         "model_revision": params.get(schema.MODEL_REVISION, ""),
         "host": tags.get(schema.HOST, ""),

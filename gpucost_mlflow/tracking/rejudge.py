@@ -2,7 +2,7 @@
 
 A variant whose numerics differ from the fp32 reference is `pending` when it ran before any accepted
 reference pass on the same corpus and model. Re-judging reads its written predictions and the
-reference's back from the store, applies `core/judge.py`, and records the new verdict on the run
+reference's back from the store, applies `core/judging/judge.py`, and records the new verdict on the run
 (when, against which reference run); raw metrics stay untouched. A pass no longer pending is never
 touched again, so re-judging twice changes nothing.
 """
@@ -19,9 +19,9 @@ import mlflow
 from mlflow.entities import RunTag
 from mlflow.tracking import MlflowClient
 
-from gpucost_mlflow.core import judge, verdicts
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.protocol import Protocol, load_protocol
+from gpucost_mlflow.core.inputs.protocol import Protocol, load_protocol
+from gpucost_mlflow.core.judging import judge, verdicts
 from gpucost_mlflow.tracking import embedding_reference, experiments, generation_reference, schema, search, writer
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpucost_mlflow.core import verdicts
+from gpucost_mlflow.core.judging import verdicts
 
 ROLE = "gpucost.role"
 VARIANT = "gpucost.variant"
@@ -90,7 +90,7 @@ EXCLUSION_UNDONE = "gpucost.exclusion_undone"
 ROLES = ("benchmark", "deliverable")
 
 TIMINGS = ("load_s", "warmup_s", "pass_s", "eval_s", "export_s")
-# FLOPs of the pass's forward passes (core/flops.py) per second of pass_s; mfu_* as fractions of the
+# FLOPs of the pass's forward passes (core/measurement/flops.py) per second of pass_s; mfu_* as fractions of the
 # device's cached dense-matmul peak at the pass's precision (absent, with a reason, when none is cached).
 UTILISATION = ("useful_flop_per_s", "padded_flop_per_s", "mfu_useful", "mfu_padded", "padding_share", "peak_flop_per_s")
 

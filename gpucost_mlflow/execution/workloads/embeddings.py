@@ -108,10 +108,10 @@ def _to_host(ids, order, done, lengths, plan) -> Embedded:
 
 
 def utilisation(config: dict, settings: dict, device, outputs: Embedded, pass_s: float | None) -> dict:
-    """FLOPs as core/flops.py counts an encoder, without a classifier head (the pooler is counted: it runs)."""
+    """FLOPs as core/measurement/flops.py counts an encoder, without a classifier head (the pooler is counted: it runs)."""
     from dataclasses import asdict
 
-    from gpucost_mlflow.core import flops
+    from gpucost_mlflow.core.measurement import flops
     from gpucost_mlflow.execution import peak
 
     keys = ("mfu_useful", "mfu_padded")
@@ -134,7 +134,7 @@ def export(folder: Path, outputs, duplicate_at: int = 0) -> None:
     """embeddings.npy (float16), embedding_ids.txt and embeddings.json; a failed pass exports what it finished."""
     import numpy as np
 
-    from gpucost_mlflow.core.embedding_verdicts import write_embeddings
+    from gpucost_mlflow.core.judging.embedding_verdicts import write_embeddings
 
     ids = list(outputs.ids)
     vectors = getattr(outputs, "vectors", None)

@@ -25,7 +25,7 @@ from functools import partial
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.generation import GenerationSettings, render
+from gpucost_mlflow.core.inputs.generation import GenerationSettings, render
 from gpucost_mlflow.execution.batching import batches
 from gpucost_mlflow.execution.outcome import PassFailure
 from gpucost_mlflow.execution.workloads import Work
@@ -219,10 +219,10 @@ def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[
 
 def utilisation(config: dict, settings: dict, device, outputs, pass_s: float | None) -> dict:
     """Token counts, output tokens per second, the prefill / decode split, and FLOPs with the KV cache (prefill and
-    decode, useful and padded) and MFU against the cached peak (core/decoder_flops.py)."""
+    decode, useful and padded) and MFU against the cached peak (core/measurement/decoder_flops.py)."""
     from dataclasses import asdict
 
-    from gpucost_mlflow.core import decoder_flops, flops
+    from gpucost_mlflow.core.measurement import decoder_flops, flops
     from gpucost_mlflow.execution import peak
 
     if pass_s is None:
@@ -249,7 +249,7 @@ def utilisation(config: dict, settings: dict, device, outputs, pass_s: float | N
 
 def export(folder: Path, outputs, duplicate_at: int = 0) -> None:
     """generations.jsonl.gz: id, text and new tokens per input; a failed pass exports what it finished."""
-    from gpucost_mlflow.core.generation_verdicts import GENERATIONS, write_generations
+    from gpucost_mlflow.core.judging.generation_verdicts import GENERATIONS, write_generations
 
     write_generations(folder / GENERATIONS, list(outputs.ids), list(getattr(outputs, "texts", [])),
                       list(getattr(outputs, "tokens", [])), duplicate_at)
@@ -258,8 +258,8 @@ def export(folder: Path, outputs, duplicate_at: int = 0) -> None:
 def describe(model_path: Path, task: GenerationSettings | None, labels: list[str]) -> tuple[dict, dict]:
     """What the manifest records (checked before any run): the model section, and the workload section's generation
     task, model file and cache, which the child is given as they are. A GGUF file is hashed here, once per pass."""
-    from gpucost_mlflow.core import sources
-    from gpucost_mlflow.core.fingerprints import sha256_file
+    from gpucost_mlflow.core.inputs import sources
+    from gpucost_mlflow.core.inputs.fingerprints import sha256_file
     from gpucost_mlflow.execution import models
 
     if task is None:

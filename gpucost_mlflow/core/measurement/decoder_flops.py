@@ -1,6 +1,6 @@
 """Forward FLOPs of greedy generation with a decoder-only model and its KV cache: prefill, then decode.
 
-Counted as in core/flops.py: every matrix multiply, 2 x multiply-accumulates; norms, rotary embeddings,
+Counted as in core/measurement/flops.py: every matrix multiply, 2 x multiply-accumulates; norms, rotary embeddings,
 activations, residual adds, the embedding lookup and the argmax are left out. Per layer and per token
 the projections Q and O (2 h q each, q = heads x head_dim), K and V (2 h kv each, kv = kv_heads x
 head_dim) and the gated feed-forward (gate, up, down: 6 h i); per layer, attention scores and context
@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.flops import FlopCount
+from gpucost_mlflow.core.measurement.flops import FlopCount
 
 FIELDS = ("hidden_size", "num_hidden_layers", "intermediate_size", "num_attention_heads", "vocab_size")
 
@@ -97,7 +97,7 @@ class GenerationFlops:
     batches: int
 
     def total(self) -> FlopCount:
-        """The pass's totals in the shape core/flops.py rates (useful_flop_per_s, MFU)."""
+        """The pass's totals in the shape core/measurement/flops.py rates (useful_flop_per_s, MFU)."""
         return FlopCount(self.prefill_useful + self.decode_useful, self.prefill_padded + self.decode_padded,
                          self.real_tokens, self.padded_tokens, self.sequences, self.batches)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.fingerprints import sha256_file
+from gpucost_mlflow.core.inputs.fingerprints import sha256_file
 
 DEFAULT = "classification"
 BUILT_IN = ("classification", "embeddings", "generation")

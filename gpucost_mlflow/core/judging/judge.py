@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from gpucost_mlflow.core import verdicts
-from gpucost_mlflow.core.fingerprints import stable_rank
-from gpucost_mlflow.core.quality import evaluate
-from gpucost_mlflow.core.verdicts import Check, ReadBack
+from gpucost_mlflow.core.inputs.fingerprints import stable_rank
+from gpucost_mlflow.core.judging import verdicts
+from gpucost_mlflow.core.judging.quality import evaluate
+from gpucost_mlflow.core.judging.verdicts import Check, ReadBack
 
 QUALITY_CHECKS = ("quality", "buckets", "reference_agreement", "reference_metric", "retrieval", "reference_cosine",
                   "reference_exact_match", "reference_tokens")

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import yaml
 
-from gpucost_mlflow.core.costs import CENT
 from gpucost_mlflow.core.errors import GpucostError, one_line
-from gpucost_mlflow.core.generation import KEYS as GENERATION_KEYS
-from gpucost_mlflow.core.generation import GenerationSettings
-from gpucost_mlflow.core.generation import parse as parse_generation
+from gpucost_mlflow.core.inputs.generation import KEYS as GENERATION_KEYS
+from gpucost_mlflow.core.inputs.generation import GenerationSettings
+from gpucost_mlflow.core.inputs.generation import parse as parse_generation
+from gpucost_mlflow.core.money.costs import CENT
 
 SCENARIOS = ("offline",)
 METRICS = ("macro_f1", "accuracy")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import yaml
 
-from gpucost_mlflow.core import workloads
 from gpucost_mlflow.core.errors import GpucostError, one_line
+from gpucost_mlflow.core.inputs import workloads
 
 CHOICES = {
     "precision": ("fp32", "bf16", "fp16"),
@@ -34,8 +34,8 @@ class Variant:
     max_length: int
     length_grouping: str
     device: str
-    workload: str = workloads.DEFAULT  # classification | embeddings | python:PATH_OR_MODULE (core/workloads.py)
-    lanes: int = 1  # devices one pass splits its corpus over, each running a fixed slice at once (core/lanes.py)
+    workload: str = workloads.DEFAULT  # classification | embeddings | python:PATH_OR_MODULE (core/inputs/workloads.py)
+    lanes: int = 1  # devices one pass splits its corpus over, each running a fixed slice at once (core/measurement/lanes.py)
     series: str = ""
     reference: str = ""  # the reference variant its series names ("" when none)
 

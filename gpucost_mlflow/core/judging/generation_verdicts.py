@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpucost_mlflow.core import judge, verdicts
-from gpucost_mlflow.core.generation import GenerationSettings, parse_label
-from gpucost_mlflow.core.quality import evaluate
-from gpucost_mlflow.core.verdicts import Check
+from gpucost_mlflow.core.inputs.generation import GenerationSettings, parse_label
+from gpucost_mlflow.core.judging import judge, verdicts
+from gpucost_mlflow.core.judging.quality import evaluate
+from gpucost_mlflow.core.judging.verdicts import Check
 
 GENERATIONS = "generations.jsonl.gz"
 FILES = (GENERATIONS,)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpucost_mlflow.core.variants import Variant
+from gpucost_mlflow.core.inputs.variants import Variant
 
 SCHEMA_VERSION = 1
 # Fields that legitimately differ between two passes of one comparison.

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from gpucost_mlflow.core import judge, verdicts
 from gpucost_mlflow.core.errors import one_line
-from gpucost_mlflow.core.fingerprints import order_digest, sha256_file
-from gpucost_mlflow.core.verdicts import Check
+from gpucost_mlflow.core.inputs.fingerprints import order_digest, sha256_file
+from gpucost_mlflow.core.judging import judge, verdicts
+from gpucost_mlflow.core.judging.verdicts import Check
 
 EMBEDDINGS = "embeddings.npy"
 IDS = "embedding_ids.txt"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpucost_mlflow.core.fingerprints import corpus_fingerprint
+from gpucost_mlflow.core.inputs.fingerprints import corpus_fingerprint
 
 SLICING = ("ids sorted as text, dealt round-robin: lane k takes sorted positions k, k+N, k+2N, ...; "
            "each lane keeps the corpus file's order")

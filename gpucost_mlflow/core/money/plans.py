@@ -11,9 +11,9 @@ import math
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal, InvalidOperation
 
-from gpucost_mlflow.core.catalog import Package
-from gpucost_mlflow.core.costs import CENT
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.money.catalog import Package
+from gpucost_mlflow.core.money.costs import CENT
 
 HOUR_QUANTUM = Decimal("0.000001")  # 3.6 ms: float noise below it never bills another increment
 

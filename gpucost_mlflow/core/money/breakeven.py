@@ -1,7 +1,7 @@
 """Break-even volume: how many deliverables it takes for two configurations' committed costs to change order.
 
-Both costs come from the same forecast (core/forecast.py) at its slowest pass, priced by the cheapest
-covering plan (core/plans.py), as the decision commits them. A cost is a step function of the volume: it
+Both costs come from the same forecast (core/money/forecast.py) at its slowest pass, priced by the cheapest
+covering plan (core/money/plans.py), as the decision commits them. A cost is a step function of the volume: it
 changes only where a window crosses a package length, an hourly increment or a minimum, so the order is
 checked at exactly those volumes, and only at volumes where both still meet the deadline.
 """
@@ -12,9 +12,9 @@ import math
 from dataclasses import dataclass
 from decimal import Decimal
 
-from gpucost_mlflow.core.catalog import Package
-from gpucost_mlflow.core.forecast import Forecast
-from gpucost_mlflow.core.plans import covering_plans, to_hours
+from gpucost_mlflow.core.money.catalog import Package
+from gpucost_mlflow.core.money.forecast import Forecast
+from gpucost_mlflow.core.money.plans import covering_plans, to_hours
 
 MAX_VOLUME = 1_000_000
 MAX_POINTS = 20_000  # volumes evaluated at most (each one prices both configurations)

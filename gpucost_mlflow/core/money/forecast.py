@@ -19,8 +19,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpucost_mlflow.core.stats import Durations
-from gpucost_mlflow.core.timeline import Span, sum_seconds, union_seconds
+from gpucost_mlflow.core.measurement.stats import Durations
+from gpucost_mlflow.core.measurement.timeline import Span, sum_seconds, union_seconds
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from itertools import combinations
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.variants import Variant
+from gpucost_mlflow.core.inputs.variants import Variant
 
 SWEEP = (8, 16, 32, 64)
 TAGS = {

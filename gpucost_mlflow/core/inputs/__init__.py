@@ -1,0 +1,1 @@
+"""Inputs: the protocol, corpus, sources and fingerprints, variants and workloads, manifests, shipped files."""

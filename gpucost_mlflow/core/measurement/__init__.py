@@ -1,0 +1,1 @@
+"""Measurement: durations and their separability, FLOPs, overlaps, lanes, energy, the real schedule."""

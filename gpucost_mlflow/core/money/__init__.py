@@ -1,0 +1,1 @@
+"""Money: catalog rows, covering plans, the window and forecast, costs, break-even and the decision."""

@@ -1,0 +1,40 @@
+"""The floor rule of docs/architecture.md, read from the imports of every module (no module is imported)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+PACKAGE = Path(__file__).resolve().parents[1] / "gpucost_mlflow"
+# layer folder -> top-level names its modules may never import
+FORBIDDEN = {
+    "core": ("torch", "mlflow", "gpucost_mlflow.execution", "gpucost_mlflow.tracking", "gpucost_mlflow.flow",
+             "gpucost_mlflow.report"),
+    "execution": ("mlflow", "gpucost_mlflow.tracking", "gpucost_mlflow.flow", "gpucost_mlflow.report"),
+    "tracking": ("torch", "gpucost_mlflow.execution", "gpucost_mlflow.flow", "gpucost_mlflow.report"),
+}
+
+
+def imported(path: Path) -> set[str]:
+    """Every module name the file imports, at any depth (function-local imports included)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+    return names
+
+
+@pytest.mark.parametrize("layer", sorted(FORBIDDEN))
+def test_each_layer_imports_only_what_lies_below_it(layer):
+    broken = []
+    for path in sorted((PACKAGE / layer).rglob("*.py")):
+        for name in imported(path):
+            if any(name == banned or name.startswith(banned + ".") for banned in FORBIDDEN[layer]):
+                broken.append(f"{path.relative_to(PACKAGE)} imports {name}")
+    assert not broken, "; ".join(broken)
