@@ -7,12 +7,9 @@ artifacts, as the label comparison reads the reference's predictions.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import mlflow
-from mlflow.entities import Metric
-from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.judging import embedding_verdicts, judge
 
@@ -38,12 +35,4 @@ def judge_again(run, checks: list, reference_run, acceptance, folder: Path) -> j
     """A pending embeddings pass judged against its reference, both runs' files read from the store."""
     return embedding_verdicts.judge_against_reference(checks, dict(run.data.metrics), download(run.info.run_id, folder),
                                                       load_reference(reference_run, folder), acceptance)
-
-
-def log_comparison(client: MlflowClient, run_id: str, result: judge.Judgement) -> None:
-    """The cosine figures of a comparison made after the pass (raw measurements stay as they were)."""
-    measured = result.comparison.get("metrics") or {}
-    if measured:
-        now = int(time.time() * 1000)
-        client.log_batch(run_id, metrics=[Metric(key, float(value), now, 0) for key, value in measured.items()])
 

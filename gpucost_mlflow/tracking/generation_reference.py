@@ -7,12 +7,9 @@ artifacts, as the label comparison reads the reference's predictions.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import mlflow
-from mlflow.entities import Metric
-from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.judging import generation_verdicts, judge
 
@@ -40,10 +37,3 @@ def judge_again(run, checks: list, reference_run, acceptance, folder: Path, max_
         checks, dict(run.data.metrics), download(run.info.run_id, folder, max_new_tokens),
         load_reference(reference_run, folder, max_new_tokens), acceptance)
 
-
-def log_comparison(client: MlflowClient, run_id: str, result: judge.Judgement) -> None:
-    """The exact-match and token-agreement figures of a comparison made after the pass (raw measurements unchanged)."""
-    measured = result.comparison.get("metrics") or {}
-    if measured:
-        now = int(time.time() * 1000)
-        client.log_batch(run_id, metrics=[Metric(key, float(value), now, 0) for key, value in measured.items()])

@@ -12,11 +12,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import mlflow
-from mlflow.entities import RunTag
+from mlflow.entities import Metric, RunTag
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import GpucostError
@@ -124,12 +125,10 @@ def rejudge(experiment: str, protocol: Protocol, client: MlflowClient | None = N
             if protocol.acceptance.output == "embeddings":
                 result = embedding_reference.judge_again(run, _checks(run.data.tags), reference_run,
                                                          protocol.acceptance, folder)
-                embedding_reference.log_comparison(client, run.info.run_id, result)
             elif protocol.acceptance.output == "generations":
                 result = generation_reference.judge_again(run, _checks(run.data.tags), reference_run,
                                                           protocol.acceptance, folder,
                                                           protocol.generation.max_new_tokens)
-                generation_reference.log_comparison(client, run.info.run_id, result)
             else:
                 labels = _model_labels(client, run.info.run_id, folder)
                 reference = load_reference(client, reference_run, labels, folder)
@@ -143,8 +142,9 @@ def rejudge(experiment: str, protocol: Protocol, client: MlflowClient | None = N
 
 
 def _record(client: MlflowClient, run, result: judge.Judgement, reference_run: str) -> None:
-    """The new verdict's status tags and checks, when and against what it was made, its `accepted` metric and its
-    description (one log_batch)."""
+    """The new verdict's status tags and checks, when and against what it was made, the figures of the comparison
+    (cosine, exact match: whatever the output's judge measured; raw measurements untouched), its `accepted` metric
+    and its description (one log_batch)."""
     _, tags = writer.outcome_batch(status=result.status, reason=result.reason, metrics={}, ids_match=result.ids_match,
                                    quality_verdict=result.quality_verdict, checks=result.checks)
     tags = [tag for tag in tags if tag.key != schema.MEMORY_COUNTER]
@@ -153,5 +153,9 @@ def _record(client: MlflowClient, run, result: judge.Judgement, reference_run: s
         RunTag(schema.REJUDGED_AGAINST, reference_run),
         RunTag(schema.FIRST_STATUS, "pending"),
     ]
-    metrics, note = writer.restated({**run.data.tags, **{tag.key: tag.value for tag in tags}}, dict(run.data.metrics))
-    client.log_batch(run.info.run_id, metrics=metrics, tags=tags + note)
+    measured = {key: float(value) for key, value in (result.comparison.get("metrics") or {}).items()}
+    metrics, note = writer.restated({**run.data.tags, **{tag.key: tag.value for tag in tags}},
+                                    {**run.data.metrics, **measured})
+    now = int(time.time() * 1000)
+    client.log_batch(run.info.run_id, metrics=metrics + [Metric(key, value, now, 0) for key, value in measured.items()],
+                     tags=tags + note)
