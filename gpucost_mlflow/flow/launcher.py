@@ -34,7 +34,7 @@ from gpucost_mlflow.core.inputs.variants import (
     load_series,
     load_variants,
 )
-from gpucost_mlflow.core.judging import embedding_verdicts, generation_verdicts, judge, verdicts
+from gpucost_mlflow.core.judging import embedding_verdicts, generation_verdicts, judge, outputs, verdicts
 from gpucost_mlflow.core.judging.preview import preview
 from gpucost_mlflow.execution import child, environment, faults, lanes, models, runner
 from gpucost_mlflow.execution.outcome import PassOutcome
@@ -349,7 +349,8 @@ def _record_start(request: PassRequest, prepared: Prepared, client: MlflowClient
     manifest["run"].update(run_id=run_id, experiment_id=run.info.experiment_id)
     params = schema.params_from_manifest(manifest)
     start_tags = _tags(request, manifest, prepared.protocol.acceptance.main_metric or
-                       {"generations": "reference_exact_match"}.get(prepared.protocol.acceptance.output, "cosine_min"))
+                       {"generations": "reference_exact_match"}.get(prepared.protocol.acceptance.output, "cosine_min"),
+                       outputs.exported_file(prepared.protocol.acceptance.output))
     run_name = descriptions.pass_name(start_tags, run_id)
     shown = {schema.RUN_NAME: run_name, schema.NOTE: descriptions.pass_note(start_tags, {})}
     client.log_batch(run_id, params=[Param(k, v) for k, v in params.items()],
@@ -549,7 +550,7 @@ def _reference_pass(client: MlflowClient, experiment_id: str, prepared: Prepared
     return rejudge.load_reference(client, run, manifest["model"]["labels"], workdir)
 
 
-def _tags(request: PassRequest, manifest: dict, main_metric: str) -> dict[str, str]:
+def _tags(request: PassRequest, manifest: dict, main_metric: str, exported: str) -> dict[str, str]:
     stack = manifest["stack"]
     return writer.start_tags(
         role=request.role,
@@ -560,6 +561,6 @@ def _tags(request: PassRequest, manifest: dict, main_metric: str) -> dict[str, s
         protocol_digest=manifest["protocol"]["digest"],
         campaign_id=request.campaign_id,
         pass_index=request.pass_index,
-        extra=request.slot_tags,
+        extra={**request.slot_tags, schema.EXPORTED: exported},
         main_metric=main_metric,
     )

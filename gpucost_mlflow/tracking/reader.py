@@ -17,6 +17,8 @@ from gpucost_mlflow.core.measurement.overlap import Interval, overlaps
 from gpucost_mlflow.tracking import exclusions, heartbeat, schema
 from gpucost_mlflow.tracking.run_records import RunRecord, tagged
 
+# A pass recorded before `gpucost.exported` existed: what its built-in workload wrote (user code: labels then).
+EXPORTED_BEFORE_THE_TAG = {"embeddings": "embeddings.npy", "generation": "generations.jsonl.gz"}
 COLUMNS = [
     "run_id", "campaign_id", "pass_index", "round", "position", "attempt", "variant", "role", "corpus_fingerprint", "device", "backend",
     "batch_size", "precision", "quantization", "length_grouping", "workload", "lanes", "model_revision", *schema.STACK_IDENTITY,
@@ -141,7 +143,7 @@ def attempt_row(run: RunRecord, now: dt.datetime | None = None) -> dict:
     if row["wall_s"] is None:
         notes.append("wall_s empty: the run has no end time (still running, or its launcher died)")
     if status != "running":
-        exported = "embeddings.npy" if row["workload"] == "embeddings" else schema.PREDICTIONS
+        exported = tags.get(schema.EXPORTED) or EXPORTED_BEFORE_THE_TAG.get(row["workload"], schema.PREDICTIONS)
         notes.append(f"predictions: {run.artifact_uri}/{exported}")
     row["mfu_reason"] = mfu_reason(metrics, status, measured_reason or reason, row["workload"])
     if row["mfu_reason"]:

@@ -44,6 +44,7 @@ DATASET_CONTEXT_TAG = "mlflow.data.context"  # input tag of the run's dataset; i
 SPOOL_ID = "gpucost.spool_id"  # a pass published from the spool: finds the run an earlier sync made
 LOGGED_ARTIFACTS = "mlflow.loggedArtifacts"  # what mlflow.log_table records: the UI shows these files as tables
 MAIN_METRIC = "gpucost.main_metric"  # the protocol's main metric, named on the pass so its description can show it
+EXPORTED = "gpucost.exported"  # the file the pass exported for its verdict (core/judging/outputs.py)
 MISSING_PREFIX = "gpucost.missing."  # a measurement absent from a pass: gpucost.missing.<metric> = short reason
 # Pass metrics a user can sort and chart: 1/0 for the verdict (updated when it changes), and throughputs.
 ACCEPTED = "accepted"
