@@ -1,0 +1,257 @@
+"""Running and keeping passes: `gpucost pass`, `campaign`, `rejudge`, `exclude` and `sync`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from gpucost_mlflow.cli.options import (
+    AUTO_MODEL,
+    DEFAULT_CORPUS_DIR,
+    MODEL_HELP,
+    WholeNumber,
+    _echo_rejudged,
+    _echo_ui_link,
+    _experiment,
+    _file,
+    _model,
+    _under,
+)
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.inputs import shipped
+
+# The package folder whose git commit a pass records (the folder above this cli/ package).
+CODE_ROOT = Path(__file__).resolve().parents[1]
+
+
+@click.command("pass")
+@click.option("--variant", "variant_name", required=True, help="A variant name from the variants file.")
+@click.option("--corpus", "corpus_path", type=click.Path(path_type=Path), default=DEFAULT_CORPUS_DIR / "comparison.jsonl", show_default=True)
+@click.option("--model", "model_path", type=click.Path(path_type=Path), default=AUTO_MODEL, show_default=True, help=MODEL_HELP)
+@click.option("--variants", "variants_file", type=click.Path(path_type=Path), default=shipped.VARIANTS, show_default=True)
+@click.option("--experiment", default=None, help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else 'gpucost'); ignored under `mlflow run`.")
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True, help="The pre-registered protocol; its digest is locked on the experiment.")
+@click.option("--role", default="benchmark", show_default=True, help="benchmark, or deliverable for a production corpus.")
+@click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."), help="Folder that relative paths are resolved from (the MLproject passes the repository root).")
+def run_pass(variant_name, corpus_path, model_path, variants_file, experiment, protocol_file, role, root) -> None:
+    """Run one pass of a variant over the corpus as one MLflow run."""
+    from gpucost_mlflow.flow.launcher import execute
+
+    request = _pass_request(variant_name, corpus_path, model_path, variants_file, experiment, protocol_file, role, root)
+    try:
+        result = execute(request)
+    except KeyboardInterrupt:
+        click.echo("pass interrupted: recorded as a failed attempt (interrupted)", err=True)
+        sys.exit(130)
+    if result.locked_now:
+        click.echo(f"experiment locked to protocol {request.protocol_path} (first pass)", err=True)
+    click.echo(f"pass {request.variant.name}: {result.status} ({result.reason}); {_pass_figures(result.metrics)}; "
+               f"run {result.run_id}")
+    if result.spooled:
+        click.echo(f"not yet in the tracking store: kept in {result.spooled}; run `gpucost sync` when it is back", err=True)
+    if result.status == "failed":
+        sys.exit(1)
+
+
+def _pass_request(variant_name, corpus_path, model_path, variants_file, experiment, protocol_file, role, root):
+    """The launcher's PassRequest from the options of `gpucost pass`, every path resolved under root."""
+    from gpucost_mlflow.core.inputs.variants import get_variant
+    from gpucost_mlflow.flow.launcher import PassRequest
+
+    variants_path, protocol_path = _file(variants_file, root), _file(protocol_file, root)
+    variant = get_variant(variants_path, variant_name)
+    return PassRequest(
+        variant=variant,
+        corpus_path=_under(root, corpus_path),
+        model_path=_model(root, model_path, protocol_path),
+        experiment=_experiment(experiment),
+        protocol_path=protocol_path,
+        variants_path=variants_path,
+        role=role,
+        code_root=CODE_ROOT,
+    )
+
+
+def _pass_figures(metrics: dict) -> str:
+    """The pass's duration and the quality figures its judge recorded, as the summary line shows them."""
+    timing = f"pass_s {metrics['pass_s']:.2f}" if "pass_s" in metrics else "pass_s empty"
+    quality = f", macro-F1 {metrics['macro_f1']:.3f}" if "macro_f1" in metrics else ""
+    if "cosine_min" in metrics:
+        quality += f", cosine min {metrics['cosine_min']:.6f} median {metrics['cosine_median']:.6f}"
+    if "output_tokens_per_s" in metrics:
+        quality += f", {metrics['output_tokens_per_s']:.1f} output tokens/s"
+    if "reference_exact_match" in metrics:
+        quality += (f", exact match {metrics['reference_exact_match']:.3f}, token agreement "
+                    f"{metrics['reference_token_agreement']:.3f}")
+    return f"{timing}{quality}"
+
+
+@click.command("campaign")
+@click.option("--variants", "variant_names", default="batch1,batch4,batch8", show_default=True, help="Comma-separated variant names, in the first round's order.")
+@click.option("--passes", type=WholeNumber(1), default=None, help="Passes per variant (default and required value: the protocol's).")
+@click.option("--resume", default=None, help="Campaign id: run only its slots without an attempt, and its interrupted ones again.")
+@click.option("--experiment", default=None, help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else 'gpucost'); ignored under `mlflow run`.")
+@click.option("--corpus", "corpus_path", type=click.Path(path_type=Path), default=DEFAULT_CORPUS_DIR / "comparison.jsonl", show_default=True)
+@click.option("--model", "model_path", type=click.Path(path_type=Path), default=AUTO_MODEL, show_default=True, help=MODEL_HELP)
+@click.option("--variants-file", type=click.Path(path_type=Path), default=shipped.VARIANTS, show_default=True)
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True)
+@click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."), help="Folder that relative paths are resolved from.")
+@click.option("--series", "series_name", default=None, help="Run every variant of this declared series (instead of --variants).")
+def campaign(variant_names, passes, resume, experiment, corpus_path, model_path, variants_file, protocol_file, root,
+             series_name) -> None:
+    """Run every variant the protocol's number of times in rotated order, as nested runs under one campaign run."""
+    from gpucost_mlflow.flow.campaign import run_campaign
+    from gpucost_mlflow.progress import CampaignProgress
+
+    plan = _campaign_plan(variant_names, passes, resume, experiment, corpus_path, model_path, variants_file,
+                          protocol_file, root, series_name)
+    progress = CampaignProgress()
+    try:
+        result = run_campaign(plan, progress.display())
+    except KeyboardInterrupt:
+        progress.close()
+        click.echo("campaign interrupted: the current pass is recorded as failed (interrupted); "
+                   f"resume with `gpucost campaign --resume {progress.campaign_id}`", err=True)
+        sys.exit(130)
+    finally:
+        progress.close()
+    _echo_campaign(result)
+
+
+def _campaign_plan(variant_names, passes, resume, experiment, corpus_path, model_path, variants_file, protocol_file,
+                   root, series_name):
+    """The CampaignPlan from the options of `gpucost campaign`: the variants named or the declared series' members,
+    the protocol's passes per variant unless --passes, every path resolved under root."""
+    from gpucost_mlflow.core.inputs.protocol import load_protocol
+    from gpucost_mlflow.flow.campaign import CampaignPlan
+
+    protocol_path, variants_path = _file(protocol_file, root), _file(variants_file, root)
+    names = [name.strip() for name in variant_names.split(",") if name.strip()]
+    if series_name is not None:
+        from gpucost_mlflow.core.inputs.variants import load_series
+
+        declared = load_series(variants_path)
+        if series_name not in declared:
+            raise GpucostError(f"no series '{series_name}' in {variants_file}; declared: {', '.join(declared)}")
+        names = list(declared[series_name].members)
+    return CampaignPlan(
+        variants=names,
+        passes=passes if passes is not None else load_protocol(protocol_path).passes_per_variant,
+        experiment=_experiment(experiment),
+        corpus_path=_under(root, corpus_path),
+        model_path=_model(root, model_path, protocol_path),
+        protocol_path=protocol_path,
+        variants_path=variants_path,
+        code_root=CODE_ROOT,
+        resume=resume or "",
+    )
+
+
+def _echo_campaign(result) -> None:
+    """The campaign's summary: attempts per status, passes judged again, variants not tried, harness overhead, link."""
+    statuses = [outcome.status for _, outcome in result.results]
+    summary = ", ".join(f"{statuses.count(s)} {s}" for s in sorted(set(statuses))) or "nothing left to run"
+    click.echo(f"campaign {result.campaign_id} (parent run {result.parent_run_id}): {summary}")
+    for judged in result.rejudged:
+        click.echo(f"re-judged {judged.variant} run {judged.run_id}: pending -> {judged.status} (reference run {judged.reference_run})")
+    for name, why in result.skipped.items():
+        click.echo(f"not tried: {name} ({why})")
+    if result.overhead_s_per_pass is not None:
+        click.echo(f"harness overhead: {result.overhead_s_per_pass:.2f} s per pass outside the timed parts")
+    _echo_ui_link(result.experiment_id)
+
+
+@click.command("rejudge")
+@click.option("--experiment", default=None, help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else 'gpucost').")
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True,
+              help="The protocol the experiment is locked to.")
+def rejudge_cmd(experiment, protocol_file) -> None:
+    """Judge every pending pass whose reference now exists (same judge as the pass; raw metrics untouched)."""
+    from gpucost_mlflow.core.inputs.protocol import load_protocol
+    from gpucost_mlflow.tracking import store
+    from gpucost_mlflow.tracking.rejudge import rejudge
+
+    protocol = load_protocol(_file(protocol_file))
+    store.bound_http_retries()
+    store.check()
+    judged = _echo_rejudged(rejudge(_experiment(experiment), protocol))
+    click.echo(f"{len(judged)} pending pass(es) judged" if judged else "nothing to re-judge: no pending pass has its reference yet")
+
+
+@click.command("exclude")
+@click.argument("run_id")
+@click.option("--cause", default=None, help="The documented external cause (another job on the machine, a host maintenance event).")
+@click.option("--undo", is_flag=True, help="Restore the status and reason the pass had before its exclusion.")
+def exclude_cmd(run_id, cause, undo) -> None:
+    """Exclude a pass for a documented external cause (PROTOCOL.md §6): its row stays, status `excluded`; --undo restores it."""
+    from mlflow.tracking import MlflowClient
+
+    from gpucost_mlflow.tracking import exclusions, store
+
+    if undo and cause is not None:
+        raise GpucostError("--undo restores the status the pass had before; it takes no --cause; nothing changed")
+    if not undo:
+        exclusions.cause_of(cause)
+    store.bound_http_retries()
+    store.check()
+    client = MlflowClient()
+    if undo:
+        done = exclusions.undo(client, run_id)
+        click.echo(f"{done.variant} run {done.run_id}: excluded -> {done.status_before} ({done.reason_before or 'no reason recorded'}); "
+                   f"exclusion by {done.by} at {done.at} undone (cause was: {done.cause})")
+        return
+    done = exclusions.exclude(client, run_id, cause)
+    click.echo(f"{done.variant} run {done.run_id}: {done.status_before or 'no status'} -> excluded, cause: {done.cause} "
+               f"(by {done.by} at {done.at}); its row stays in the attempts table, out of durations and medians")
+    rule = exclusions.rule(client, done.experiment_id)
+    click.echo(f"exclusion rule of the protocol, to apply alike to every variant: {rule or 'not recorded on the experiment'}")
+
+
+@click.command("sync")
+@click.option("--spool", "spool_path", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Spool folder (default: $GPUCOST_SPOOL, else ~/.local/share/gpucost/spool).")
+@click.option("--dry-run", is_flag=True, help="List what waits in the spool; upload nothing.")
+def sync(spool_path, dry_run) -> None:
+    """Upload passes spooled while the tracking store was unreachable; running it again creates no duplicates."""
+    import mlflow
+
+    from gpucost_mlflow.tracking import spool
+
+    waiting = spool.entries(spool_path)
+    if not waiting:
+        click.echo(f"spool {spool_path or spool.spool_dir()}: nothing to sync")
+        return
+    if dry_run:
+        for entry in waiting:
+            click.echo(entry.describe())
+        return
+    _upload(waiting)
+    click.echo(f"{len(waiting)} spooled pass(es) uploaded to {spool.public_uri(mlflow.get_tracking_uri())}")
+
+
+def _upload(waiting) -> None:
+    """Publish the spooled passes in order, removing each once its run exists, one line each; a store error stops at
+    the entry it reached, saying how many were uploaded."""
+    from mlflow.tracking import MlflowClient
+
+    from gpucost_mlflow.tracking import spool, store
+
+    store.bound_http_retries()
+    store.check()
+    client = MlflowClient()
+    for number, entry in enumerate(waiting, 1):
+        try:
+            run_id = spool.publish_and_remove(client, entry)
+        except Exception as exc:
+            if not store.is_store_error(exc):
+                raise
+            raise GpucostError(
+                f"sync stopped at {entry.name} ({number - 1} of {len(waiting)} uploaded; the rest stay in the spool): "
+                f"{store.describe_error(exc)}"
+            ) from None
+        click.echo(f"synced {entry.describe()} -> run {run_id}")
+
+
+COMMANDS = (run_pass, campaign, rejudge_cmd, exclude_cmd, sync)

@@ -1,0 +1,123 @@
+"""What the experiment shows: `gpucost report` (the decision) and `attempts` (the raw table)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from gpucost_mlflow.cli.options import _catalog, _echo_rejudged, _echo_ui_link, _experiment, _file, _under
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.inputs import shipped
+
+
+@click.command("report")
+@click.option("--experiment", default=None, help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else 'gpucost').")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), default=None, help="Folder for the files (default: reports/<experiment>).")
+@click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), default=None)
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True,
+              help="The protocol locked on the experiment; another one is refused, naming the fields that differ.")
+@click.option("--what-if-protocol", "what_if_file", type=click.Path(path_type=Path), default=None,
+              help="Decide under this protocol although it is not the locked one: the title, the decision note and the "
+                   "decision run's name then say 'what-if protocol'. Instead of --protocol.")
+@click.option("--variants-file", type=click.Path(path_type=Path), default=shipped.VARIANTS, show_default=True)
+@click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."))
+@click.option("--no-log", is_flag=True, help="Write the files only; do not log them as a decision run.")
+@click.pass_context
+def report(ctx, experiment, out_dir, catalog_file, protocol_file, what_if_file, variants_file, root, no_log) -> None:
+    """The decision report: report.md, report.html, attempts.csv, balance.csv, logged as a decision run; pending
+    passes whose reference now exists are judged first."""
+    from click.core import ParameterSource
+
+    from gpucost_mlflow.report.build import log, write
+
+    if what_if_file is not None and ctx.get_parameter_source("protocol_file") is not ParameterSource.DEFAULT:
+        raise GpucostError("pass --protocol or --what-if-protocol, not both: a what-if report decides under the "
+                           "what-if protocol alone")
+    name = _experiment(experiment)
+    protocol_path = _under(root, what_if_file) if what_if_file is not None else _file(protocol_file, root)
+    catalog_path = _under(root, catalog_file) if catalog_file else None
+    built, balance, client, experiment_id = _build_report(name, protocol_path, catalog_path, _file(variants_file, root),
+                                                          what_if=what_if_file is not None)
+    for line in built.warnings:
+        click.echo(f"Warning: {line}", err=True)
+    paths = write(built, balance, _under(root, out_dir or Path("reports") / name))
+    click.echo(built.decision)
+    if not no_log:
+        run_id = log(name, built, paths, client)
+        click.echo(f"logged as decision run {run_id} (artifacts: {', '.join(paths)})")
+    click.echo(f"report: {paths['report.html'].resolve()}")
+    _echo_ui_link(experiment_id)
+
+
+def _build_report(name: str, protocol_path: Path, catalog_path: Path | None, variants_path: Path, what_if: bool):
+    """Load the protocol, catalog and variants, check the protocol against the one locked on the experiment (a
+    what-if one is let through, marked), judge the pending passes first, and build the report; returns the built
+    report, its balance, the client and the experiment id."""
+    from mlflow.tracking import MlflowClient
+
+    from gpucost_mlflow.core.inputs.protocol import load_protocol
+    from gpucost_mlflow.core.inputs.protocol_diff import against_lock
+    from gpucost_mlflow.core.inputs.variants import load_variants
+    from gpucost_mlflow.report.build import build
+    from gpucost_mlflow.tracking import schema, store
+
+    protocol = load_protocol(protocol_path)
+    catalog = _catalog(catalog_path)
+    variants = load_variants(variants_path)
+    store.bound_http_retries()
+    client = MlflowClient()
+    found = client.get_experiment_by_name(name)
+    if found is None:
+        raise GpucostError(f"experiment '{name}' not found in {client.tracking_uri}")
+    changes = against_lock(protocol_path, protocol.digest, protocol_path.read_text(encoding="utf-8"), name,
+                           found.tags.get(schema.PROTOCOL_DIGEST, ""), found.tags.get(schema.PROTOCOL_TEXT, ""),
+                           what_if=what_if)
+    rejudged = _rejudge_first(name, protocol, found.tags if changes else None, client)
+    built, balance = build(name, protocol, protocol_path, catalog, variants, client, rejudged=rejudged, what_if=changes)
+    return built, balance, client, found.experiment_id
+
+
+def _rejudge_first(name: str, protocol, locked_tags: dict | None, client) -> list[str]:
+    """Judge the pending passes whose reference now exists before the report reads them, under the protocol the
+    passes ran under (a what-if report's: the locked one, read back from locked_tags); the lines judged."""
+    from gpucost_mlflow.tracking.rejudge import locked_protocol, rejudge
+
+    if locked_tags is not None:
+        protocol = locked_protocol(locked_tags)
+        if protocol is None:
+            click.echo("Warning: pending passes not re-judged: the locked protocol's text is not stored on the "
+                       "experiment; run `gpucost rejudge --protocol LOCKED_FILE` first", err=True)
+            return []
+    lines = _echo_rejudged(rejudge(name, protocol, client))
+    if lines:
+        click.echo(f"report: re-judged {len(lines)} pending pass(es) first (their reference now exists; the same "
+                   "judge as `gpucost rejudge`, recorded on the runs)")
+    return lines
+
+
+@click.command("attempts")
+@click.option("--experiment", default=None, help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else 'gpucost').")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "markdown", "json"]), default="table", show_default=True)
+@click.option("--out", "out_path", type=click.Path(path_type=Path), help="Write to this file instead of the terminal.")
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True, help="Compared with the experiment's locked protocol.")
+def show_attempts(experiment, fmt, out_path, protocol_file) -> None:
+    """The raw attempts table: one row per attempted pass, failed and interrupted ones included."""
+    from gpucost_mlflow.tracking.reader import attempts, protocol_warnings, render
+
+    name = _experiment(experiment)
+    table, experiment_tags = attempts(name)
+    warnings = protocol_warnings(table, experiment_tags, _file(protocol_file))
+    for line in warnings:
+        click.echo(f"Warning: {line}", err=True)
+    text = render(table, fmt, warnings)
+    if out_path is not None:
+        from gpucost_mlflow.core.inputs.corpus import write_atomic
+
+        write_atomic(out_path, text.encode("utf-8"))
+        click.echo(f"{len(table)} attempt(s) written to {out_path}")
+    else:
+        click.echo(text, nl=not text.endswith("\n"))
+
+
+COMMANDS = (report, show_attempts)
