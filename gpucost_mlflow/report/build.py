@@ -13,7 +13,7 @@ from gpucost_mlflow.core.inputs.corpus import write_atomic
 from gpucost_mlflow.core.inputs.protocol import Protocol
 from gpucost_mlflow.core.inputs.variants import Variant
 from gpucost_mlflow.core.money.catalog import Catalog
-from gpucost_mlflow.core.money.decision import assess, break_evens, choose, decide
+from gpucost_mlflow.core.money.decision import NO_DEADLINE, assess, break_evens, choose, decide
 from gpucost_mlflow.report import plots, render, tables
 from gpucost_mlflow.tracking import descriptions, exclusions, limits, schema, search, ui
 from gpucost_mlflow.tracking.reader import attempts, protocol_warnings
@@ -61,7 +61,7 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         summaries=summaries,
         separations=tables.separations(configs, variants, protocol.passes_per_variant),
         assessments=assessments,
-        deadline=protocol.deadline.isoformat() if protocol.deadline else render.NO_DEADLINE,
+        deadline=protocol.deadline.isoformat() if protocol.deadline else NO_DEADLINE,
         choice=choice,
         plan=protocol.plan,
         break_evens=[b.describe() for b in break_evens(assessments)],

@@ -21,7 +21,6 @@ from gpucost_mlflow.report import scope
 from gpucost_mlflow.report.tables import Summary
 from gpucost_mlflow.tracking.ui import LOCAL_UI
 
-NO_DEADLINE = "not declared"  # the deadline cell when the protocol declares none
 FOLD = 28  # characters: a longer string in a cell becomes its head and a footnote
 
 
