@@ -196,6 +196,25 @@ def _summary(report: Report) -> Table:
     return table
 
 
+ENERGY_HEAD = ["device", "variant", "energy per pass (J, median)", "energy per validated corpus (J)"]
+ENERGY_TEXT = ("Energy: the board's (or CPU package's) cumulative counter read just before and just after each "
+               "measured pass (docs/pass.md); per validated corpus, the median over accepted passes, each of which "
+               "processed one whole corpus. Empty with the reason where no counter exists.")
+
+
+def _energy(report: Report) -> Table:
+    table = Table("energy", ENERGY_HEAD)
+    for s in report.summaries:
+        c = s.configuration
+        per_pass = (f"{s.joules_per_pass:,.1f}" if s.joules_per_pass is not None else _empty(table, s.energy_reason))
+        per_corpus = (f"{s.joules_per_validated:,.1f}" if s.joules_per_validated is not None
+                      else _empty(table, s.energy_reason))
+        if s.joules_per_pass is not None and s.energy_reason:
+            per_pass += f" {table.note(s.energy_reason)}"
+        table.rows.append([c.device, c.label, per_pass, per_corpus])
+    return table
+
+
 SEPARATION_HEAD = ["series", "faster", "slower", "median difference (s)", "largest spread (s)", "ranges overlap",
                    "permutation p (exact, supporting)", "verdict"]
 
@@ -457,7 +476,7 @@ def markdown(report: Report) -> str:
               _digest_text(report, lambda text: f"`{text}`", str), "",
               *([f"**Re-judged first.** {_rejudged_text(report)}", ""] if report.rejudged else []),
               "## Per configuration", "", _durations_text(report).capitalize() + ".", "", _md_table(_summary(report)), "",
-              SUMMARY_TEXT, "",
+              SUMMARY_TEXT, "", _md_table(_energy(report)), "", ENERGY_TEXT, "",
               MFU_TEXT, "", *_exclusions_md(report),
               "## Separability within each series", "", _md_table(_separation(report)), "",
               "## Campaign plan and committed cost", "", _plan_text(report), "", _overhead_text(report), "",
@@ -553,7 +572,8 @@ def page(report: Report) -> str:
              f"<p>{_digest_text(report, lambda text: f'<code>{e(text)}</code>', e)}</p>",
              *([f"<p><b>Re-judged first.</b> {e(_rejudged_text(report))}</p>"] if report.rejudged else []),
              f"<h2>Per configuration</h2><p>{e(_durations_text(report).capitalize())}.</p>",
-             _html_table(_summary(report)), f"<p>{e(SUMMARY_TEXT)}</p>", f"<p>{e(MFU_TEXT)}</p>", *_exclusions_html(report),
+             _html_table(_summary(report)), f"<p>{e(SUMMARY_TEXT)}</p>", _html_table(_energy(report)),
+             f"<p>{e(ENERGY_TEXT)}</p>", f"<p>{e(MFU_TEXT)}</p>", *_exclusions_html(report),
              "<h2>Separability within each series</h2>", _html_table(_separation(report)),
              "<h2>Campaign plan and committed cost</h2>", f"<p>{e(_plan_text(report))}</p>", f"<p>{e(_overhead_text(report))}</p>",
              _html_table(_forecast(report)), _html_table(_plan(report)), *_optional_html(report),

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from gpucost_mlflow.core.inputs.variants import Variant
+from gpucost_mlflow.core.measurement import energy
 from gpucost_mlflow.core.measurement.stats import Durations, Separation, separate
 from gpucost_mlflow.core.measurement.timeline import Span
 from gpucost_mlflow.core.money.decision import Assessment, Configuration, ExcludedPass
@@ -161,6 +162,9 @@ class Summary:
     utilisation: dict = field(default_factory=dict)
     mfu_reason: str = ""
     overlapped: int = 0  # counted durations whose measured clock overlapped another pass on the same host
+    joules_per_pass: float | None = None  # median energy_j of the counted passes
+    joules_per_validated: float | None = None  # median energy_j of the accepted passes (each one validated corpus)
+    energy_reason: str = ""  # why either is empty, or the counter's flag
 
 
 def summaries(table: pd.DataFrame, configs: list[Configuration]) -> list[Summary]:
@@ -179,9 +183,24 @@ def summaries(table: pd.DataFrame, configs: list[Configuration]) -> list[Summary
         if not len(completed):
             reasons = ["no completed pass"]
         overlapped = int((completed["overlapped_with"].fillna("") != "").sum()) if "overlapped_with" in completed else 0
-        result.append(Summary(config, memory, "; ".join(counters), float(f1.median()) if len(f1) else None, verdicts,
-                              utilisation, "; ".join(reasons), overlapped))
+        summary = Summary(config, memory, "; ".join(counters), float(f1.median()) if len(f1) else None, verdicts,
+                          utilisation, "; ".join(reasons), overlapped)
+        _energy(summary, completed)
+        result.append(summary)
     return result
+
+
+def _energy(summary: Summary, completed: pd.DataFrame) -> None:
+    """Joules per pass and per validated corpus (core/measurement/energy.py), each empty with the reason."""
+    if energy.ENERGY_METRIC not in completed:
+        summary.energy_reason = "no energy column in the attempts table"
+        return
+    values = completed[energy.ENERGY_METRIC]
+    summary.joules_per_pass = float(values.median()) if values.notna().any() else None
+    accepted = [None if pd.isna(v) else float(v) for v in values[completed["status"] == "accepted"]]
+    summary.joules_per_validated, why = energy.joules_per_validated_corpus(accepted)
+    reasons = sorted({r for r in completed.get("energy_reason", pd.Series(dtype=str)).fillna("") if r})
+    summary.energy_reason = "; ".join(reasons) or why or ("" if len(completed) else "no completed pass")
 
 
 def separations(configs: list[Configuration], variants: dict[str, Variant],

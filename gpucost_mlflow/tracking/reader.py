@@ -13,6 +13,7 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.protocol import digest_of
+from gpucost_mlflow.core.measurement import energy
 from gpucost_mlflow.core.measurement.overlap import Interval, overlaps
 from gpucost_mlflow.tracking import exclusions, heartbeat, schema
 from gpucost_mlflow.tracking.run_records import RunRecord, tagged
@@ -27,7 +28,7 @@ COLUMNS = [
     "cosine_min", "cosine_median", "recall_at_k",
     "expected_ids", "observed_ids", "ids_match", "corpus_accepted", "completed_entries",
     "mem_peak_allocated_bytes", "mem_peak_reserved_bytes", "mem_peak_rss_bytes",
-    "memory_counter", *schema.UTILISATION, "mfu_reason", "protocol_digest", "start_time", "end_time", "wall_s",
+    "memory_counter", *schema.UTILISATION, "mfu_reason", energy.ENERGY_METRIC, "energy_reason", "protocol_digest", "start_time", "end_time", "wall_s",
     "host", *schema.MEASURED_SPAN, "overlapped_with", "notes",
 ]
 SHOWN = ["variant", "status", "batch_size", "pass_s", "mfu_useful", "mfu_padded", "quality_verdict", "macro_f1",
@@ -145,11 +146,21 @@ def attempt_row(run: RunRecord, now: dt.datetime | None = None) -> dict:
     if status != "running":
         exported = tags.get(schema.EXPORTED) or EXPORTED_BEFORE_THE_TAG.get(row["workload"], schema.PREDICTIONS)
         notes.append(f"predictions: {run.artifact_uri}/{exported}")
+    row["energy_reason"] = energy_reason(tags, metrics, status, measured_reason or reason)
     row["mfu_reason"] = mfu_reason(metrics, status, measured_reason or reason, row["workload"])
     if row["mfu_reason"]:
         notes.append(f"mfu empty: {row['mfu_reason']}")
     row["notes"] = "; ".join(notes)
     return row
+
+
+def energy_reason(tags: dict, metrics: dict, status: str, reason: str) -> str:
+    """Why a pass has no energy_j ('' when it has one; its flag when the value is coarse): an empty cell says why."""
+    if energy.ENERGY_METRIC in metrics:
+        return tags.get(energy.ENERGY_FLAG_TAG, "")
+    if "pass_s" not in metrics:
+        return f"no completed pass ({reason or status or 'not recorded'})"
+    return tags.get(f"{schema.MISSING_PREFIX}{energy.ENERGY_METRIC}", "") or "no energy counter recorded for the pass"
 
 
 def mfu_reason(metrics: dict, status: str, reason: str, workload: str = "classification") -> str:
