@@ -11,7 +11,8 @@ import pandas as pd
 from gpucost_mlflow.core.measurement.stats import Durations, separate
 from gpucost_mlflow.core.measurement.timeline import Span
 from gpucost_mlflow.core.money.catalog import Package
-from gpucost_mlflow.core.money.decision import Assessment, Configuration, choose
+from gpucost_mlflow.core.money.choice import choose
+from gpucost_mlflow.core.money.decision import Assessment, Configuration
 from gpucost_mlflow.core.money.forecast import forecast
 from gpucost_mlflow.core.money.plans import covering_plans
 from gpucost_mlflow.report import plots, render

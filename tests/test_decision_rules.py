@@ -12,7 +12,7 @@ from gpucost_mlflow.core.measurement.timeline import Span, sum_seconds, union_se
 from gpucost_mlflow.core.money.breakeven import Priced, break_even
 from gpucost_mlflow.core.money.catalog import load_catalog
 from gpucost_mlflow.core.money.forecast import Forecast
-from gpucost_mlflow.report import render
+from gpucost_mlflow.report import render, sections
 from gpucost_mlflow.tracking import schema
 from tests.helpers import CATALOG
 from tests.scenario import B200, RTX, report
@@ -25,7 +25,7 @@ H = 3600.0
 
 def standing(built, name: str) -> list[str]:
     """The decision table's row of one configuration, as its cells."""
-    table = render._decision(built)
+    table = sections.decision_table(built)
     return next(row for row in table.rows if row[0] == name)
 
 

@@ -12,7 +12,8 @@ from mlflow.tracking import MlflowClient
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.judging.preview import preview
 from gpucost_mlflow.core.measurement.stats import Durations
-from gpucost_mlflow.core.money.decision import Assessment, Choice, Configuration, choose
+from gpucost_mlflow.core.money.choice import Choice, choose
+from gpucost_mlflow.core.money.decision import Assessment, Configuration
 from gpucost_mlflow.tracking import (
     descriptions,
     exclusions,

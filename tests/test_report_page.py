@@ -7,7 +7,7 @@ import html
 
 import pytest
 
-from gpucost_mlflow.report import render
+from gpucost_mlflow.report import render, sections
 from tests.synthetic_report import COUNTER, PEAK_REASON, synthetic_report
 
 pytestmark = pytest.mark.unit
@@ -29,7 +29,7 @@ def test_the_decision_comes_first_then_the_configurations_then_the_attempts(repo
 
 
 def test_the_decision_table_puts_the_chosen_configuration_first_and_says_why_the_others_are_not(report):
-    table = render._decision(report)
+    table = sections.decision_table(report)
     footnote = lambda cell: table.notes[int(cell.rsplit("[", 1)[1].rstrip("]")) - 1]
     (chosen, *_), (failed, infeasible, *_), (elsewhere, unpriced, *_) = table.rows
     assert (chosen, failed, elsewhere) == ("batch8-bf16-lengthgrouped [torch 2.13.0+cu128] on NVIDIA GeForce RTX 4090",
@@ -45,7 +45,7 @@ def test_a_string_repeated_down_a_table_is_one_footnote_never_a_cell_on_every_ro
     assert page.count(html.escape(COUNTER)) == 1  # three configurations' memory cells point to one footnote
     assert page.count(html.escape(PEAK_REASON)) == 2  # once under the per-configuration table, once under the checks
     assert page.count(html.escape(UNPRICED)) == 2  # once under the decision table, once under the plan table
-    summary = render._summary(report)
+    summary = sections.summary_table(report)
     assert [row[8] for row in summary.rows] == ["900 MiB RSS [1]", "600 MiB RSS [1]", "2,100 MiB allocated; 2,400 MiB reserved [3]"]
     assert [row[12] for row in summary.rows][:2] == ["empty [2]", "empty [2]"]
 

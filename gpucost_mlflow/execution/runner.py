@@ -184,7 +184,7 @@ def run(spec: PassSpec, started_ns: int) -> PassOutcome:
 
     from gpucost_mlflow.execution import energy, faults, memory, models, timing
     from gpucost_mlflow.execution.batch_counter import BatchCounter
-    from gpucost_mlflow.execution.timing import Stopwatch, no_sync
+    from gpucost_mlflow.execution.timing import no_sync
 
     settings = spec.settings
     workdir = Path(spec.workdir)
@@ -199,14 +199,7 @@ def run(spec: PassSpec, started_ns: int) -> PassOutcome:
     outcome.load_s = _seconds(started_ns)
     outcome.device = str(device)
     outcome.deterministic = determinism(spec.seed)
-
-    ids, texts = read_texts(spec.corpus_path)
-    warm = Stopwatch(sync)
-    warm.start()
-    for _ in range(spec.warmup["passes"]):
-        work.process(ids[: spec.warmup["inputs"]], texts[: spec.warmup["inputs"]], tokenizer, model, settings, device)
-    outcome.warmup_s = warm.stop()
-    del ids, texts
+    outcome.warmup_s = _warm_up(spec, work, device, sync)
 
     memory.reset_peaks(device)
     counter = BatchCounter(workdir)
@@ -233,13 +226,45 @@ def run(spec: PassSpec, started_ns: int) -> PassOutcome:
                                        probe, events, work.process, clock)
         outcome.status, outcome.pass_s = "completed", seconds
     except PassFailure as failure:  # every failure is kept as a row with its reason
-        predictions = failure.partial or Predictions()
-        out_of_memory = faults.is_out_of_memory(failure.cause)
-        outcome.reason = faults.reason(failure.cause)
-        outcome.elapsed_until_failure_s = failure.elapsed_s
-        outcome.error = "".join(traceback.format_exception(failure.cause))
+        predictions, out_of_memory = _failed(outcome, failure)
     outcome.measured_until_epoch_s = time.time()
     outcome.clock_started_ns, outcome.clock_stopped_ns = clock.started_ns, clock.stopped_ns
+    _after_pass(outcome, work, predictions, device, out_of_memory, events, probe, facts)
+    outcome.export_s = _export(work, workdir, predictions, fault, sync)
+    return outcome
+
+
+def _warm_up(spec: PassSpec, work, device, sync) -> float:
+    """The warm-up passes on the first inputs of the corpus, with the variant's own batching; their seconds."""
+    from gpucost_mlflow.execution.timing import Stopwatch
+
+    tokenizer, model, settings = work.tokenizer, work.model, spec.settings
+    ids, texts = read_texts(spec.corpus_path)
+    warm = Stopwatch(sync)
+    warm.start()
+    for _ in range(spec.warmup["passes"]):
+        work.process(ids[: spec.warmup["inputs"]], texts[: spec.warmup["inputs"]], tokenizer, model, settings, device)
+    return warm.stop()
+
+
+def _failed(outcome: PassOutcome, failure: PassFailure) -> tuple[Predictions, bool]:
+    """Record a failed pass's reason, time to the failure and traceback; its finished batches' predictions and
+    whether it ran out of memory."""
+    from gpucost_mlflow.execution import faults
+
+    predictions = failure.partial or Predictions()
+    out_of_memory = faults.is_out_of_memory(failure.cause)
+    outcome.reason = faults.reason(failure.cause)
+    outcome.elapsed_until_failure_s = failure.elapsed_s
+    outcome.error = "".join(traceback.format_exception(failure.cause))
+    return predictions, out_of_memory
+
+
+def _after_pass(outcome: PassOutcome, work, predictions, device, out_of_memory: bool, events, probe, facts) -> None:
+    """What is read once the clock stopped: entries completed, memory peaks (after releasing the cache an out of
+    memory left), utilisation, energy and the device-event time."""
+    from gpucost_mlflow.execution import energy, memory, timing
+
     if out_of_memory:
         memory.release(device)
     outcome.completed_entries = len(predictions.ids)
@@ -251,11 +276,15 @@ def run(spec: PassSpec, started_ns: int) -> PassOutcome:
     outcome.merge({"metrics": {timing.DEVICE_EVENT_METRIC: event_s}} if event_s is not None
                   else {"missing_measurements": {timing.DEVICE_EVENT_METRIC: no_event}})
 
+
+def _export(work, workdir: Path, predictions, fault, sync) -> float:
+    """Write the deliverable files (a `dupid` fault duplicates one line); the seconds it took."""
+    from gpucost_mlflow.execution.timing import Stopwatch
+
     export = Stopwatch(sync)
     export.start()
     work.export(workdir, predictions, fault.dupid_at)
-    outcome.export_s = export.stop()
-    return outcome
+    return export.stop()
 
 
 def determinism(seed: int) -> dict:

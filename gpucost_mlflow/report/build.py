@@ -13,7 +13,8 @@ from gpucost_mlflow.core.inputs.corpus import write_atomic
 from gpucost_mlflow.core.inputs.protocol import Protocol
 from gpucost_mlflow.core.inputs.variants import Variant
 from gpucost_mlflow.core.money.catalog import Catalog
-from gpucost_mlflow.core.money.decision import NO_DEADLINE, assess, break_evens, choose, decide
+from gpucost_mlflow.core.money.choice import Choice, break_evens, choose, decide
+from gpucost_mlflow.core.money.decision import NO_DEADLINE, Assessment, Configuration, assess
 from gpucost_mlflow.report import plots, render, tables
 from gpucost_mlflow.tracking import descriptions, exclusions, limits, schema, search, ui
 from gpucost_mlflow.tracking.reader import attempts, protocol_warnings
@@ -31,22 +32,14 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
     changes against the one locked on the experiment (`changed deadline`) when the caller allowed it as a what-if,
     said in the title, the digest line and the decision note's first words (which replace the changed-protocol
     warning)."""
-    for number, cost in enumerate(protocol.other_costs, 1):
-        if cost.currency != catalog.currency:
-            raise GpucostError(f"{protocol.path}: other_costs[{number}] ({cost.label}) is in {cost.currency}, the catalog "
-                               f"{catalog.path} in {catalog.currency}; one comparison uses one currency")
+    _one_currency(protocol, catalog)
     client = client or MlflowClient()
     table, experiment_tags = attempts(experiment, client)
     warnings = [w for w in protocol_warnings(table, experiment_tags, protocol_path)
                 if not (what_if and w.startswith(CHANGED_PROTOCOL))]
     configs = tables.configurations(table)
     warnings += tables.identity_notes(configs)
-    assessments = assess(configs, catalog, protocol.plan, protocol.deadline, protocol.deliverables["expected"],
-                         required_passes=protocol.passes_per_variant, max_spread_ratio=protocol.max_spread_ratio,
-                         side_by_side=bool(protocol.deliverables.get("side_by_side")))
-    choice = choose(assessments, deadline_declared=protocol.deadline is not None)
-    decision = decide(assessments, protocol.deliverables["expected"], protocol.corpus_size,
-                      deadline_declared=protocol.deadline is not None, choice=choice)
+    assessments, choice, decision = _decided(configs, protocol, catalog)
     if what_if:
         decision = f"What-if protocol ({what_if}): {decision}"
     summaries = tables.summaries(table, configs)
@@ -84,6 +77,27 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
             "Committed cost per configuration": plots.cost(assessments),
         }
     return report, tables.balance(assessments, protocol.deadline, protocol.other_costs)
+
+
+def _one_currency(protocol: Protocol, catalog: Catalog) -> None:
+    """Refuse an other cost in another currency than the catalog's: one comparison uses one currency."""
+    for number, cost in enumerate(protocol.other_costs, 1):
+        if cost.currency != catalog.currency:
+            raise GpucostError(f"{protocol.path}: other_costs[{number}] ({cost.label}) is in {cost.currency}, the catalog "
+                               f"{catalog.path} in {catalog.currency}; one comparison uses one currency")
+
+
+def _decided(configs: list[Configuration], protocol: Protocol, catalog: Catalog
+             ) -> tuple[list[Assessment], Choice, str]:
+    """Every configuration assessed against the protocol and the catalog, the one choice made of them (read by the
+    tables, the note and the decision run alike) and the decision note."""
+    assessments = assess(configs, catalog, protocol.plan, protocol.deadline, protocol.deliverables["expected"],
+                         required_passes=protocol.passes_per_variant, max_spread_ratio=protocol.max_spread_ratio,
+                         side_by_side=bool(protocol.deliverables.get("side_by_side")))
+    choice = choose(assessments, deadline_declared=protocol.deadline is not None)
+    decision = decide(assessments, protocol.deliverables["expected"], protocol.corpus_size,
+                      deadline_declared=protocol.deadline is not None, choice=choice)
+    return assessments, choice, decision
 
 
 def excluded_per_variant(table, client: MlflowClient, experiment: str) -> list[render.VariantExclusions]:

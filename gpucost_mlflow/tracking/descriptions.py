@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from gpucost_mlflow.core.inputs.protocol import Protocol
 from gpucost_mlflow.core.measurement.overlap import describe as describe_overlap
 from gpucost_mlflow.core.money import costs
-from gpucost_mlflow.core.money.decision import Assessment, Choice
+from gpucost_mlflow.core.money.choice import Choice
+from gpucost_mlflow.core.money.decision import Assessment
 from gpucost_mlflow.tracking import limits, schema
 
 SEP = " · "

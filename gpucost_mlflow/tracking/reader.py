@@ -78,19 +78,7 @@ def attempt_row(run: RunRecord, now: dt.datetime | None = None) -> dict:
     A run left RUNNING is interrupted when its launcher is gone (on this host) or its heartbeat stopped (any host),
     judged at `now` (the current time unless told)."""
     tags, metrics, params = run.tags, run.metrics, run.params
-    status = tags.get(schema.STATUS, "")
-    reason = tags.get(schema.STATUS_REASON, "")
-    stale = heartbeat.stale_reason(tags, run.start_time, now) if run.status == "RUNNING" else ""
-    if run.status == "RUNNING" and not launcher_alive(tags.get(schema.LAUNCHER, "")):
-        status, reason = "failed", "interrupted (launcher gone, run left RUNNING)"
-    elif stale:
-        status, reason = "failed", stale
-    elif run.status in ("FAILED", "KILLED") and status in ("", "running"):
-        status, reason = "failed", reason or "interrupted (run ended before the attempt was recorded)"
-    # An excluded pass keeps its row; the cause, who and when are its reason (`gpucost exclude`, PROTOCOL.md §6).
-    excluded = tags.get(schema.STATUS) == "excluded" and bool(tags.get(schema.EXCLUDED_CAUSE))
-    if excluded:
-        status, reason = "excluded", exclusions.describe(tags)
+    status, reason, excluded = status_of(run, now)
     measured_reason = tags.get(schema.REASON_BEFORE_EXCLUSION, "") if excluded else reason
     row = {
         "run_id": run.run_id,
@@ -131,6 +119,36 @@ def attempt_row(run: RunRecord, now: dt.datetime | None = None) -> dict:
     for key in COLUMNS:
         if key not in row and key in metrics:
             row[key] = metrics[key]
+    row["energy_reason"] = energy_reason(tags, metrics, status, measured_reason or reason)
+    row["mfu_reason"] = mfu_reason(metrics, status, measured_reason or reason, row["workload"])
+    row["notes"] = "; ".join(notes_of(run, row, excluded, measured_reason))
+    return row
+
+
+def status_of(run: RunRecord, now: dt.datetime | None) -> tuple[str, str, bool]:
+    """The status and reason of a run as read, and whether it is excluded: a RUNNING run whose launcher is gone or
+    whose heartbeat stopped, or a run that ended before its attempt was recorded, is failed with why."""
+    tags = run.tags
+    status = tags.get(schema.STATUS, "")
+    reason = tags.get(schema.STATUS_REASON, "")
+    stale = heartbeat.stale_reason(tags, run.start_time, now) if run.status == "RUNNING" else ""
+    if run.status == "RUNNING" and not launcher_alive(tags.get(schema.LAUNCHER, "")):
+        status, reason = "failed", "interrupted (launcher gone, run left RUNNING)"
+    elif stale:
+        status, reason = "failed", stale
+    elif run.status in ("FAILED", "KILLED") and status in ("", "running"):
+        status, reason = "failed", reason or "interrupted (run ended before the attempt was recorded)"
+    # An excluded pass keeps its row; the cause, who and when are its reason (`gpucost exclude`, PROTOCOL.md §6).
+    excluded = tags.get(schema.STATUS) == "excluded" and bool(tags.get(schema.EXCLUDED_CAUSE))
+    if excluded:
+        status, reason = "excluded", exclusions.describe(tags)
+    return status, reason, excluded
+
+
+def notes_of(run: RunRecord, row: dict, excluded: bool, measured_reason: str) -> list[str]:
+    """The notes of an attempts-table row: its status and reason, what it was before an exclusion, every empty
+    measurement with why, where its output file is, and why its MFU is empty."""
+    tags, metrics, status, reason = run.tags, run.metrics, row["status"], row["reason"]
     notes = []
     if status not in ("accepted", ""):
         notes.append(f"{status}: {reason}")
@@ -146,12 +164,9 @@ def attempt_row(run: RunRecord, now: dt.datetime | None = None) -> dict:
     if status != "running":
         exported = tags.get(schema.EXPORTED) or EXPORTED_BEFORE_THE_TAG.get(row["workload"], schema.PREDICTIONS)
         notes.append(f"predictions: {run.artifact_uri}/{exported}")
-    row["energy_reason"] = energy_reason(tags, metrics, status, measured_reason or reason)
-    row["mfu_reason"] = mfu_reason(metrics, status, measured_reason or reason, row["workload"])
     if row["mfu_reason"]:
         notes.append(f"mfu empty: {row['mfu_reason']}")
-    row["notes"] = "; ".join(notes)
-    return row
+    return notes
 
 
 def energy_reason(tags: dict, metrics: dict, status: str, reason: str) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import difflib
 import hashlib
 import math
 from dataclasses import dataclass
@@ -13,9 +12,9 @@ from pathlib import Path
 import yaml
 
 from gpucost_mlflow.core.errors import GpucostError, one_line
-from gpucost_mlflow.core.inputs.generation import KEYS as GENERATION_KEYS
 from gpucost_mlflow.core.inputs.generation import GenerationSettings
 from gpucost_mlflow.core.inputs.generation import parse as parse_generation
+from gpucost_mlflow.core.inputs.protocol_fields import refuse_other_outputs, refuse_unknown
 from gpucost_mlflow.core.money.costs import CENT
 
 SCENARIOS = ("offline",)
@@ -24,37 +23,6 @@ OUTPUTS = ("labels", "embeddings", "generations")
 LABEL_FIELDS = ("main_metric", "threshold", "per_bucket_threshold", "reference.max_metric_difference",
                 "reference.min_label_agreement")
 DEFAULT_SPREAD_RATIO = 1.5
-# Every field a protocol may hold, as a tree: a mapping is a section whose keys are checked, FREE one whose keys are
-# the user's own names (the buckets), None a value (other_costs checks its entries itself). An unknown field is
-# refused at any level, so a misspelt rule is never silently dropped.
-FREE = "free"
-FIELDS: dict = {
-    "question": None,
-    "scenario": None,
-    "corpus": {"file": None, "size": None, "buckets": FREE, "labels": None},
-    "acceptance": {
-        "output": None, "ids": None, "format": None, "coverage": None, "main_metric": None, "threshold": None,
-        "per_bucket_threshold": None,
-        "reference": {"variant": None, "max_metric_difference": None, "min_label_agreement": None, "cosine_min": None,
-                      "cosine_median": None, "min_exact_match": None, "min_token_agreement": None},
-        "retrieval": {"k": None, "min_recall": None},
-    },
-    "passes_per_variant": None,
-    "max_spread_ratio": None,
-    "warmup": {"inputs": None, "passes": None},
-    "exclusion_rule": None,
-    "deadline": None,
-    "plan": {"start": None, "setup_hours": None, "waiting_hours": None, "planned_restarts": None},
-    "deliverables": {"expected": None, "description": None, "side_by_side": None,
-                     "audit": {"sample": None, "min_label_agreement": None}},
-    "other_costs": None,
-    "generation": dict.fromkeys(GENERATION_KEYS),
-}
-# Fields of one output's bar only; the label fields an embeddings or generations protocol refuses have their own checks.
-OUTPUT_FIELDS = {"acceptance.reference.cosine_min": "embeddings", "acceptance.reference.cosine_median": "embeddings",
-                 "acceptance.retrieval": "embeddings", "acceptance.reference.min_exact_match": "generations",
-                 "acceptance.reference.min_token_agreement": "generations"}
-
 
 @dataclass(frozen=True)
 class EmbeddingAcceptance:
@@ -165,17 +133,8 @@ class _Fields:
 
 def load_protocol(path: Path) -> Protocol:
     """The protocol file, every required field present and typed; its digest from the exact bytes."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise GpucostError(f"{path}: protocol file not found") from None
-    try:
-        document = yaml.safe_load(data.decode("utf-8"))
-    except (UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise GpucostError(f"{path}: not valid YAML ({one_line(exc)})") from None
-    if not isinstance(document, dict):
-        raise GpucostError(f"{path}: expected a mapping of protocol fields")
-    _refuse_unknown(path, document, FIELDS, "")
+    data, document = _read(path)
+    refuse_unknown(path, document)
     f = _Fields(path, document)
     scenario = f.get("scenario", str)
     if scenario not in SCENARIOS:
@@ -184,7 +143,7 @@ def load_protocol(path: Path) -> Protocol:
     output = declared.get("output", "labels") if isinstance(declared, dict) else "labels"
     if output not in OUTPUTS:
         raise GpucostError(f"{path}: field 'acceptance.output' must be one of {', '.join(OUTPUTS)}")
-    _refuse_other_outputs(f, output)
+    refuse_other_outputs(path, document, output)
     generation = _generation(f, output)
     scored = output == "labels" or (generation is not None and generation.answer == "label")
     metric = f.get("acceptance.main_metric", str) if scored else ""
@@ -208,16 +167,8 @@ def load_protocol(path: Path) -> Protocol:
         corpus_size=f.positive("corpus.size"),
         buckets=dict(buckets),
         labels=list(f.get("corpus.labels", list)),
-        acceptance=Acceptance(
-            coverage=f.fraction("acceptance.coverage"),
-            main_metric=metric,
-            threshold=f.fraction("acceptance.threshold"),
-            per_bucket_threshold=f.fraction("acceptance.per_bucket_threshold"),
-            reference_variant=f.get("acceptance.reference.variant", str),
-            max_metric_difference=f.fraction("acceptance.reference.max_metric_difference"),
-            min_label_agreement=f.fraction("acceptance.reference.min_label_agreement"),
-        ) if output == "labels" else _embeddings_acceptance(f) if output == "embeddings" else
-        _generations_acceptance(f, metric),
+        acceptance=_labels_acceptance(f, metric) if output == "labels" else _embeddings_acceptance(f)
+        if output == "embeddings" else _generations_acceptance(f, metric),
         passes_per_variant=f.positive("passes_per_variant"),
         warmup=warmup,
         exclusion_rule=" ".join(f.get("exclusion_rule", str).split()),
@@ -232,51 +183,32 @@ def load_protocol(path: Path) -> Protocol:
     )
 
 
-def _refuse_unknown(path: Path, node: dict, known: dict, prefix: str) -> None:
-    """Refuse the first field the protocol does not know, at any level, naming the nearest known one."""
-    for key, value in node.items():
-        dotted = f"{prefix}{key}"
-        if str(key) not in known:
-            raise GpucostError(f"{path}: unknown field '{dotted}'{_nearest(str(key), known, prefix)}")
-        inner = known[str(key)]
-        if isinstance(inner, dict) and isinstance(value, dict):
-            _refuse_unknown(path, value, inner, f"{dotted}.")
+def _read(path: Path) -> tuple[bytes, dict]:
+    """The protocol file's exact bytes and its YAML mapping, refused in one line when absent or not a mapping."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise GpucostError(f"{path}: protocol file not found") from None
+    try:
+        document = yaml.safe_load(data.decode("utf-8"))
+    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise GpucostError(f"{path}: not valid YAML ({one_line(exc)})") from None
+    if not isinstance(document, dict):
+        raise GpucostError(f"{path}: expected a mapping of protocol fields")
+    return data, document
 
 
-def _nearest(key: str, known: dict, prefix: str) -> str:
-    """The hint after an unknown field: the closest name beside it, else anywhere in the protocol, else the names
-    known where it stands."""
-    beside = difflib.get_close_matches(key, list(known), n=1)
-    if beside:
-        return f" (did you mean '{prefix}{beside[0]}'?)"
-    anywhere = {}
-    for dotted in _dotted(FIELDS, ""):
-        anywhere.setdefault(dotted.rpartition(".")[2], dotted)
-    elsewhere = difflib.get_close_matches(key, list(anywhere), n=1)
-    if elsewhere:
-        return f" (did you mean '{anywhere[elsewhere[0]]}'?)"
-    return f" (known {'in ' + prefix.rstrip('.') if prefix else 'at the top level'}: {', '.join(known)})"
-
-
-def _dotted(known: dict, prefix: str) -> list[str]:
-    """Every known field as its dotted name, sections first then their fields."""
-    names = []
-    for key, inner in known.items():
-        names.append(f"{prefix}{key}")
-        if isinstance(inner, dict):
-            names += _dotted(inner, f"{prefix}{key}.")
-    return names
-
-
-def _refuse_other_outputs(f: _Fields, output: str) -> None:
-    """A field of another output's bar (cosine for embeddings, exact match for generations) is refused, not ignored."""
-    for dotted, owner in OUTPUT_FIELDS.items():
-        node = f.document
-        for part in dotted.split("."):
-            node = node.get(part) if isinstance(node, dict) else None
-        if node is not None and owner != output:
-            raise GpucostError(f"{f.path}: field '{dotted}' belongs to a protocol whose acceptance.output is {owner}; "
-                               f"this protocol's output is {output}")
+def _labels_acceptance(f: _Fields, metric: str) -> Acceptance:
+    """A labels protocol's bar: coverage, the main metric overall and per bucket, and agreement with the reference."""
+    return Acceptance(
+        coverage=f.fraction("acceptance.coverage"),
+        main_metric=metric,
+        threshold=f.fraction("acceptance.threshold"),
+        per_bucket_threshold=f.fraction("acceptance.per_bucket_threshold"),
+        reference_variant=f.get("acceptance.reference.variant", str),
+        max_metric_difference=f.fraction("acceptance.reference.max_metric_difference"),
+        min_label_agreement=f.fraction("acceptance.reference.min_label_agreement"),
+    )
 
 
 def _spread_ratio(path: Path, value) -> float:

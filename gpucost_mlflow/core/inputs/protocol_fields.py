@@ -1,0 +1,93 @@
+"""Every field a protocol may hold, as a tree, and the refusal of any other: an unknown field is refused naming
+the nearest known one, a field of another output's bar naming the output it belongs to."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.inputs.generation import KEYS as GENERATION_KEYS
+
+# Every field a protocol may hold, as a tree: a mapping is a section whose keys are checked, FREE one whose keys are
+# the user's own names (the buckets), None a value (other_costs checks its entries itself). An unknown field is
+# refused at any level, so a misspelt rule is never silently dropped.
+FREE = "free"
+FIELDS: dict = {
+    "question": None,
+    "scenario": None,
+    "corpus": {"file": None, "size": None, "buckets": FREE, "labels": None},
+    "acceptance": {
+        "output": None, "ids": None, "format": None, "coverage": None, "main_metric": None, "threshold": None,
+        "per_bucket_threshold": None,
+        "reference": {"variant": None, "max_metric_difference": None, "min_label_agreement": None, "cosine_min": None,
+                      "cosine_median": None, "min_exact_match": None, "min_token_agreement": None},
+        "retrieval": {"k": None, "min_recall": None},
+    },
+    "passes_per_variant": None,
+    "max_spread_ratio": None,
+    "warmup": {"inputs": None, "passes": None},
+    "exclusion_rule": None,
+    "deadline": None,
+    "plan": {"start": None, "setup_hours": None, "waiting_hours": None, "planned_restarts": None},
+    "deliverables": {"expected": None, "description": None, "side_by_side": None,
+                     "audit": {"sample": None, "min_label_agreement": None}},
+    "other_costs": None,
+    "generation": dict.fromkeys(GENERATION_KEYS),
+}
+# Fields of one output's bar only; the label fields an embeddings or generations protocol refuses have their own checks.
+OUTPUT_FIELDS = {"acceptance.reference.cosine_min": "embeddings", "acceptance.reference.cosine_median": "embeddings",
+                 "acceptance.retrieval": "embeddings", "acceptance.reference.min_exact_match": "generations",
+                 "acceptance.reference.min_token_agreement": "generations"}
+
+
+def refuse_unknown(path: Path, document: dict) -> None:
+    """Refuse the first field the protocol does not know, at any level, naming the nearest known one."""
+    _refuse_unknown(path, document, FIELDS, "")
+
+
+def _refuse_unknown(path: Path, node: dict, known: dict, prefix: str) -> None:
+    """Refuse the first field of this section (its known fields: known) or of a section beneath it."""
+    for key, value in node.items():
+        dotted = f"{prefix}{key}"
+        if str(key) not in known:
+            raise GpucostError(f"{path}: unknown field '{dotted}'{_nearest(str(key), known, prefix)}")
+        inner = known[str(key)]
+        if isinstance(inner, dict) and isinstance(value, dict):
+            _refuse_unknown(path, value, inner, f"{dotted}.")
+
+
+def _nearest(key: str, known: dict, prefix: str) -> str:
+    """The hint after an unknown field: the closest name beside it, else anywhere in the protocol, else the names
+    known where it stands."""
+    beside = difflib.get_close_matches(key, list(known), n=1)
+    if beside:
+        return f" (did you mean '{prefix}{beside[0]}'?)"
+    anywhere = {}
+    for dotted in _dotted(FIELDS, ""):
+        anywhere.setdefault(dotted.rpartition(".")[2], dotted)
+    elsewhere = difflib.get_close_matches(key, list(anywhere), n=1)
+    if elsewhere:
+        return f" (did you mean '{anywhere[elsewhere[0]]}'?)"
+    return f" (known {'in ' + prefix.rstrip('.') if prefix else 'at the top level'}: {', '.join(known)})"
+
+
+def _dotted(known: dict, prefix: str) -> list[str]:
+    """Every known field as its dotted name, sections first then their fields."""
+    names = []
+    for key, inner in known.items():
+        names.append(f"{prefix}{key}")
+        if isinstance(inner, dict):
+            names += _dotted(inner, f"{prefix}{key}.")
+    return names
+
+
+def refuse_other_outputs(path: Path, document: dict, output: str) -> None:
+    """A field of another output's bar (cosine for embeddings, exact match for generations) is refused, not ignored."""
+    for dotted, owner in OUTPUT_FIELDS.items():
+        node = document
+        for part in dotted.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is not None and owner != output:
+            raise GpucostError(f"{path}: field '{dotted}' belongs to a protocol whose acceptance.output is {owner}; "
+                               f"this protocol's output is {output}")

@@ -1,0 +1,227 @@
+"""The choice among assessed configurations: the cheapest timely, stable one committed to its slow-end plan (ties
+only among configurations that do not separate, undecided when noise sets the price), what the note adds, the
+decision note and the break-even volumes between devices."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+
+from gpucost_mlflow.core.measurement.stats import repetitions_needed, separate
+from gpucost_mlflow.core.money import costs
+from gpucost_mlflow.core.money.breakeven import BreakEven, Priced, break_even
+from gpucost_mlflow.core.money.decision import NO_DEADLINE, NO_PLAN, Assessment, assess_one
+from gpucost_mlflow.core.money.plans import covering_plans, to_hours
+
+
+def decidable(a: Assessment) -> bool:
+    """Feasible, priced and stable: a configuration the decision may weigh."""
+    return a.feasible and a.plan is not None and a.stable
+
+
+def break_evens(assessments: list[Assessment]) -> list[BreakEven]:
+    """For each pair of priced devices, where the order of their cheapest decidable configurations flips, compared
+    only at volumes where both still meet the deadline (slowest-pass forecast)."""
+    by_device: dict[str, list[Assessment]] = {}
+    for a in assessments:
+        if decidable(a):
+            by_device.setdefault(a.configuration.device, []).append(a)
+    best = [min(items, key=lambda a: (a.meets_deadline is False, a.committed, a.configuration.durations.median))
+            for items in by_device.values()]
+    result = []
+    for i, first in enumerate(best):
+        for second in best[i + 1:]:
+            priced = [Priced(a.configuration.name, a.forecast, tuple(p.offer for p in a.plans), a.configuration.gpus,
+                             a.rules.deadline_hours if a.rules else None) for a in (first, second)]
+            result.append(break_even(priced[0], priced[1], first.forecast.deliverables))
+    return result
+
+
+@dataclass
+class Choice:
+    """What the decision rule settled: the chosen configuration (with any tied at its cost), or why there is none."""
+
+    chosen: list[Assessment] = field(default_factory=list)  # empty: no decision; several: a tie
+    none: str = ""  # the short reason there is no decision ("nothing accepted")
+    detail: str = ""  # what the note says after the short reason
+    tie: str = ""  # the separation verdict behind a tie
+    others: list[Assessment] = field(default_factory=list)  # the other timely stable configurations, cheapest first
+    undecided: list[Assessment] = field(default_factory=list)  # do not separate, yet their slow-end plans differ
+    notes: list[str] = field(default_factory=list)  # what the note adds: under-sampled or unstable would-be choices
+    faster: str = ""  # why the chosen one is preferred over others at its cost (they separate on duration)
+
+    @property
+    def decided(self) -> bool:
+        return bool(self.chosen)
+
+
+def _separation(a: Assessment, b: Assessment):
+    required = a.rules.required_passes if a.rules else None
+    return separate(a.configuration.name, a.configuration.durations.values,
+                    b.configuration.name, b.configuration.durations.values, required)
+
+
+def _cost_at(a: Assessment, slowest_h: float) -> Decimal:
+    """The committed cost of a had its slowest deliverable taken slowest_h hours (another configuration's)."""
+    f = a.forecast
+    window = replace(f, per_deliverable_h=(f.per_deliverable_h[0], f.per_deliverable_h[1], slowest_h)).high_hours
+    return covering_plans([p.offer for p in a.plans], to_hours(window), a.configuration.gpus)[0].total
+
+
+def _noise_priced(cheap: Assessment, dear: Assessment) -> bool:
+    """Whether the price difference is bought by noise: their durations do not separate, and the cheaper one's plan
+    would not cover the costlier one's slowest pass, which it cannot be told apart from."""
+    if _separation(cheap, dear).decided:
+        return False
+    return _cost_at(cheap, max(cheap.forecast.per_deliverable_h[2], dear.forecast.per_deliverable_h[2])) > cheap.committed
+
+
+def _rank(timely: list[Assessment]) -> Choice:
+    """Among timely stable configurations: the cheapest committed cost; at that cost the fastest, with only those
+    that do not separate from each other tied; undecided when a costlier one differs only by noise."""
+    cheapest = min(a.committed for a in timely)
+    at_cost = sorted((a for a in timely if a.committed == cheapest), key=lambda a: a.configuration.durations.median)
+    tied = [at_cost[0]]
+    for other in at_cost[1:]:
+        if all(not _separation(member, other).decided for member in tied):
+            tied.append(other)
+    dearer = [a for a in timely if a.committed > cheapest and any(_noise_priced(t, a) for t in tied)]
+    if dearer:
+        return Choice(none="undecided", undecided=tied + dearer, detail=_undecided_detail(tied, dearer))
+    faster = [a for a in at_cost if a not in tied]
+    choice = Choice(tied, tie=_separation(tied[0], tied[1]).verdict if len(tied) > 1 else "",
+                    others=faster + sorted((a for a in timely if a.committed > cheapest), key=lambda a: a.committed))
+    if faster:
+        choice.faster = _separation(tied[0], faster[0]).verdict
+    return choice
+
+
+def _undecided_detail(tied: list[Assessment], dearer: list[Assessment]) -> str:
+    """Who cannot be told apart, their slow-end plans, and the passes per configuration it would take."""
+    first = tied[0]
+    parts = []
+    for other in dearer:
+        needed = repetitions_needed(first.configuration.durations.values, other.configuration.durations.values)
+        more = (f"about {needed} passes per configuration would resolve the observed median difference at the observed "
+                f"noise (normal approximation, an estimate)" if needed else
+                "no median difference was observed: more passes are unlikely to separate them")
+        parts.append(f"{other.configuration.name} at {costs.money(other.committed, other.currency)}: "
+                     f"{_separation(first, other).verdict.split('; ')[0]}; {more}")
+    return (f" between {first.configuration.name} at {costs.money(first.committed, first.currency)} and "
+            + "; and ".join(parts) + ". Their durations do not separate, yet their slowest-pass plans differ in price: "
+            "the price difference is bought by noise (PROTOCOL.md §6)")
+
+
+def _timely(priced: list[Assessment], deadline_declared: bool) -> list[Assessment]:
+    return [a for a in priced if a.meets_deadline] if deadline_declared else priced
+
+
+def choose(assessments: list[Assessment], deadline_declared: bool = True) -> Choice:
+    """The cheapest decidable configuration whose slowest-pass forecast meets the deadline, committed to its
+    slow-end plan; ties only among configurations that do not separate; or why there is none."""
+    if not assessments:
+        return Choice(none="no benchmark pass in this experiment")
+    if not any("accepted" in a.configuration.statuses for a in assessments):
+        return Choice(none="nothing accepted", detail=" (no pass completed the corpus with every check passed)")
+    feasible = [a for a in assessments if a.feasible]
+    notes = _under_sampled_notes(assessments, deadline_declared)
+    if not feasible:
+        return Choice(none="no configuration is feasible", notes=notes,
+                      detail=" (" + "; ".join(f"{a.configuration.name}: {a.feasibility}" for a in assessments) + ")")
+    if all(a.forecast_note == NO_PLAN for a in feasible):
+        return Choice(none=NO_PLAN, detail=" (declare `plan:` in the protocol: setup and waiting hours, restarts, start)")
+    priced = [a for a in feasible if a.plan is not None]
+    if not priced:
+        return Choice(none="nothing priced", detail=" (" + "; ".join(sorted({a.priced for a in feasible})) + ")")
+    if deadline_declared and all(a.forecast_end is None for a in priced):
+        return Choice(none="the deadline cannot be checked", detail=" (no plan.start declared in the protocol)")
+    timely = _timely(priced, deadline_declared)
+    if not timely:
+        return Choice(none="deadline missed", notes=notes,
+                      detail=" (no priced feasible configuration's slowest-pass forecast ends before the deadline)")
+    notes += [f"Unstable, neither chosen nor tied: {a.configuration.name} is {a.unstable}; outlier pass(es): {a.outliers()}"
+              for a in timely if not a.stable and (a.committed <= min(b.committed for b in timely if b.stable)
+                                                   if any(b.stable for b in timely) else True)]
+    stable = [a for a in timely if a.stable]
+    if not stable:
+        return Choice(none="no stable configuration", notes=notes,
+                      detail=" (every timely configuration's own durations spread beyond max_spread_ratio: re-measure)")
+    choice = _rank(stable)
+    choice.notes = notes
+    return choice
+
+
+def _under_sampled_notes(assessments: list[Assessment], deadline_declared: bool) -> list[str]:
+    """Name an under-sampled configuration that its passes so far would have made the choice (or tied)."""
+    short = [a for a in assessments if a.under_sampled]
+    if not short:
+        return []
+    candidates = [a for a in assessments if (a.feasible or a.under_sampled) and a.plan is not None and a.stable]
+    timely = _timely(candidates, deadline_declared)
+    if not timely:
+        return []
+    would = _rank(timely)
+    return [f"Under-sampled, not chosen: {a.configuration.name} is {a.under_sampled}; its passes so far would make it "
+            "the choice, but one pass never beats five (PROTOCOL.md §5): run its remaining passes"
+            for a in (would.chosen or would.undecided) if a.under_sampled]
+
+
+def _exclusion_notes(choice: Choice, assessments: list[Assessment], deadline_declared: bool) -> list[str]:
+    """Name each excluded pass without which its chosen configuration would not be chosen (PROTOCOL.md §6)."""
+    notes = []
+    for chosen in choice.chosen:
+        if chosen.rules is None:
+            continue
+        for excluded in chosen.configuration.excluded:
+            restored = assess_one(chosen.configuration.restored(excluded), chosen.rules)
+            again = choose([restored if a is chosen else a for a in assessments], deadline_declared)
+            if any(a is restored for a in again.chosen):
+                continue
+            why = (restored.feasibility if not restored.feasible else restored.unstable or
+                   (f"the decision would be {' or '.join(a.configuration.name for a in again.chosen)}" if again.chosen
+                    else f"no decision: {again.none}"))
+            notes.append(f"Excluded run {excluded.run_id[:8]} of {chosen.configuration.name} (was {excluded.status_before or 'not recorded'}; "
+                         f"cause: {excluded.cause or 'not recorded'}) decides it: without that exclusion it would not be "
+                         f"chosen ({why})")
+    return notes
+
+
+def _spare(a: Assessment) -> str:
+    """Hours the committed plan pays for beyond the slowest-pass forecast."""
+    spare = float(a.plan.covered_hours) - a.forecast.high_hours
+    return f"{spare:,.1f} h of its plan spare at the slowest pass" if spare > 0 else "no spare hours in its plan"
+
+
+def decide(assessments: list[Assessment], expected_deliverables: int, corpus_size: int,
+           deadline_declared: bool = True, choice: Choice | None = None) -> str:
+    """The decision note: chosen configuration, its slow-end plan, load covered and reason; or 'no decision' with the
+    reason; then what the decision leaves out (under-sampled, unstable, decided by an exclusion). `choice`: the one
+    `choose` already made of these assessments (made here when not given)."""
+    choice = choice or choose(assessments, deadline_declared)
+    extra = "".join(f" {note}." for note in choice.notes
+                    + _exclusion_notes(choice, assessments, deadline_declared))
+    if not choice.decided:
+        return f"No decision: {choice.none}{choice.detail}.{extra}"
+    chosen, tied, others = choice.chosen[0], choice.chosen, choice.others
+    load = f"{expected_deliverables:,} corpus(es) of {corpus_size:,} inputs"
+    versus = f"; next: {others[0].configuration.name} at {costs.money(others[0].committed, others[0].currency)}" if others else ""
+    f = chosen.forecast
+    when = (f" ending by {chosen.forecast_end_high.isoformat(timespec='minutes')}" if chosen.forecast_end_high else "")
+    status = f"deadline {chosen.deadline_status}" if deadline_declared else NO_DEADLINE
+    rule = "whose slowest-pass forecast meets the deadline" if deadline_declared else "(no deadline declared)"
+    example = (f" Priced at an example price ({chosen.plan.offer.source}): a what-if, not a provider's quote."
+               if chosen.plan.offer.example else "")
+    saving = (f" At the median pass the work fits {chosen.median_plan.describe()}: a possible saving of "
+              f"{costs.money(chosen.saving, chosen.currency)}, not committed." if chosen.saving is not None else "")
+    head = f"Decision: {chosen.configuration.name}"
+    why = f"the lowest committed cost among feasible, stable configurations {rule}"
+    if len(tied) > 1:
+        head = "Decision (tied): " + " or ".join(a.configuration.name for a in tied)
+        why += (f", reached equally by these {len(tied)} configurations whose durations do not separate "
+                f"({choice.tie}); none is preferred on speed")
+    elif choice.faster:
+        why += f"; preferred at the same cost for speed ({choice.faster}), with {_spare(chosen)}"
+    return (f"{head}, {chosen.priced}, covers {load} within a forecast window of {f.hours:,.1f} h (range "
+            f"{f.low_hours:,.1f}-{f.high_hours:,.1f} h; the plan covers the slowest pass's {f.high_hours:,.1f} h){when} "
+            f"({status}). Reason: {why}"
+            f"{versus}.{saving}{example}{extra}")

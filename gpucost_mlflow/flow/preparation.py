@@ -1,0 +1,137 @@
+"""A pass's inputs: what the user asked for, and everything checked of it before a run exists.
+
+`prepare` validates the role, the fault setting, the protocol, the variant's workload and the corpus (against the
+protocol's spec for a benchmark pass), then assembles the manifest; it raises GpucostError before anything is
+recorded, so a pass with an invalid input leaves no run behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.inputs.corpus import Corpus, read_corpus
+from gpucost_mlflow.core.inputs.fingerprints import sha256_file
+from gpucost_mlflow.core.inputs.manifest import build_manifest
+from gpucost_mlflow.core.inputs.protocol import Protocol, load_protocol
+from gpucost_mlflow.core.inputs.variants import Variant, get_variant
+from gpucost_mlflow.execution import environment, faults, lanes, models, runner
+from gpucost_mlflow.flow import workloads
+from gpucost_mlflow.tracking import schema
+
+
+@dataclass
+class PassRequest:
+    """What the user asked for, paths already resolved."""
+
+    variant: Variant
+    corpus_path: Path
+    model_path: Path
+    experiment: str
+    protocol_path: Path
+    variants_path: Path
+    role: str = "benchmark"
+    campaign_id: str = ""
+    pass_index: str = ""
+    code_root: Path = Path(".")
+    parent_run_id: str = ""
+    slot_tags: dict = field(default_factory=dict)
+    on_child_start: Callable[[Path], None] | None = None
+
+
+def corpus_metadata(corpus_path: Path) -> dict:
+    """The builder's metadata next to the corpus file (sources, bucket bounds), empty for a user's own file."""
+    meta_path = corpus_path.parent / "corpus.json"
+    if not meta_path.exists():
+        return {}
+    try:
+        return json.loads(meta_path.read_text(encoding="utf-8"))
+    except ValueError:
+        raise GpucostError(f"{meta_path}: not valid JSON") from None
+
+
+@dataclass
+class Prepared:
+    """Everything checked before a run exists."""
+
+    manifest: dict
+    corpus: Corpus
+    protocol: Protocol
+    protocol_text: str
+    reference: Variant
+    lanes: lanes.Layout | None = None  # a variant with lanes > 1: where each lane runs
+
+
+def check_corpus_spec(corpus: Corpus, protocol: Protocol) -> None:
+    """A benchmark pass runs on the corpus the protocol describes: size, buckets, labels."""
+    buckets = {name: sum(1 for row in corpus.rows if row["bucket"] == name) for name in protocol.buckets}
+    problems = []
+    if len(corpus.rows) != protocol.corpus_size:
+        problems.append(f"{len(corpus.rows)} inputs, the protocol says {protocol.corpus_size}")
+    if buckets != protocol.buckets:
+        problems.append(f"buckets {buckets}, the protocol says {protocol.buckets}")
+    extra = sorted(set(corpus.labels) - set(protocol.labels))
+    if extra:
+        problems.append(f"labels {', '.join(extra)} not in the protocol")
+    if problems:
+        raise GpucostError(f"{corpus.path}: not the protocol's corpus ({'; '.join(problems)})")
+
+
+def prepare(request: PassRequest) -> Prepared:
+    """Check every input and assemble the manifest; raises GpucostError before anything is recorded."""
+    if request.role not in schema.ROLES:
+        raise GpucostError(f"unknown role '{request.role}'; valid roles: {', '.join(schema.ROLES)}")
+    faults.parse(os.environ.get(faults.ENV, ""))
+    protocol = load_protocol(request.protocol_path)
+    reference = get_variant(request.variants_path, protocol.acceptance.reference_variant)
+    described = workloads.describe(request.variant, request.variants_path, request.model_path, protocol)
+    corpus = read_corpus(request.corpus_path, labels=described.labels, labelled=request.role == "benchmark")
+    if request.role == "benchmark":
+        check_corpus_spec(corpus, protocol)
+    meta = corpus_metadata(request.corpus_path)
+    device = models.resolve_device(request.variant.device)
+    import torch
+
+    corpus_record = {
+        "path": str(request.corpus_path.resolve()),
+        "file_sha256": sha256_file(request.corpus_path),
+        "fingerprint": corpus.fingerprint,
+        "order_digest": corpus.order_digest,
+        "size": len(corpus.rows),
+        "labels": corpus.labels,
+        "buckets": meta.get("buckets", {}).get("bounds_tokens", {}),
+        "bucket_tokenizer": meta.get("buckets", {}).get("tokenizer_revision", ""),
+        "sources": meta.get("sources", []),
+    }
+    model_record = described.model
+    stack = environment.stack(device)
+    stack["compilation"] = "torch.compile" if request.variant.compile else "none (eager)"
+    stack["attention_backend"] = request.variant.attention
+    manifest = build_manifest(
+        variant=request.variant,
+        corpus=corpus_record,
+        model=model_record,
+        stack=stack,
+        code=environment.code_version(request.code_root),
+        dependencies=environment.package_versions(),
+        warmup={**runner.WARMUP_RULE, **protocol.warmup},
+        seeds={
+            "torch": runner.SEED,
+            "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+            "cudnn_deterministic": bool(torch.backends.cudnn.deterministic),
+            "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
+        },
+        run={"role": request.role, "campaign_id": request.campaign_id, "pass_index": request.pass_index},
+    )
+    manifest["protocol"] = {"digest": protocol.digest, "path": str(request.protocol_path)}
+    manifest["workload"] = described.record
+    layout = None
+    if request.variant.lanes > 1:
+        layout = lanes.layout(request.variant.lanes, device)
+        manifest["lanes"] = lanes.manifest_record(corpus.rows, layout)
+    text = request.protocol_path.read_text(encoding="utf-8")
+    return Prepared(manifest, corpus, protocol, text, reference, layout)

@@ -1,0 +1,167 @@
+"""What a pass's run is given: its start record as it opens, and its attempt published through the spool.
+
+As the run opens it gets its params, start tags, name, description, manifest, environment and dataset (the store
+is needed then). After the child starts nothing needs the store: the attempt (params, every tag, metrics, dataset
+and files) is written to the local spool first, then published; if the store went away meanwhile, the entry waits
+there for `gpucost sync`. Once published, the passes whose measured clock overlapped this one's are flagged.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import mlflow
+from mlflow.entities import DatasetInput, InputTag, Metric, Param, Run, RunTag
+from mlflow.exceptions import MlflowException
+from mlflow.tracking import MlflowClient
+
+from gpucost_mlflow.core.errors import one_line
+from gpucost_mlflow.core.inputs.corpus import Corpus
+from gpucost_mlflow.core.judging import embedding_verdicts, generation_verdicts, outputs
+from gpucost_mlflow.execution import environment
+from gpucost_mlflow.execution.outcome import PassOutcome
+from gpucost_mlflow.flow.preparation import PassRequest, Prepared
+from gpucost_mlflow.tracking import descriptions, overlaps, schema, spool, store, writer
+
+
+@dataclass
+class Started:
+    """What the open run was given before the child started: its params, start tags, name and dataset."""
+
+    params: dict[str, str]
+    tags: dict[str, str]
+    run_name: str
+    dataset: dict
+
+
+def record_start(request: PassRequest, prepared: Prepared, client: MlflowClient, run: Run, workdir: Path) -> Started:
+    """Params, start tags, run name, description, manifest, environment and dataset, logged as the run opens."""
+    manifest = prepared.manifest
+    run_id = run.info.run_id
+    manifest["run"].update(run_id=run_id, experiment_id=run.info.experiment_id)
+    params = schema.params_from_manifest(manifest)
+    start_tags = _tags(request, manifest, prepared.protocol.acceptance.main_metric or
+                       {"generations": "reference_exact_match"}.get(prepared.protocol.acceptance.output, "cosine_min"),
+                       outputs.exported_file(prepared.protocol.acceptance.output))
+    run_name = descriptions.pass_name(start_tags, run_id)
+    shown = {schema.RUN_NAME: run_name, schema.NOTE: descriptions.pass_note(start_tags, {})}
+    client.log_batch(run_id, params=[Param(k, v) for k, v in params.items()],
+                     tags=[RunTag(k, v) for k, v in {**start_tags, **shown}.items()])
+    (workdir / schema.MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True), encoding="utf-8")
+    (workdir / schema.ENVIRONMENT).write_text(environment.all_distributions(), encoding="utf-8")
+    for name in (schema.MANIFEST, schema.ENVIRONMENT):
+        client.log_artifact(run_id, str(workdir / name))
+    dataset = _dataset(prepared.corpus, manifest)
+    _log_dataset(client, run_id, dataset)
+    return Started(params, start_tags, run_name, dataset)
+
+
+def _tags(request: PassRequest, manifest: dict, main_metric: str, exported: str) -> dict[str, str]:
+    """The run's start tags, from the request and the manifest (the writer adds status, launcher and heartbeat)."""
+    stack = manifest["stack"]
+    return writer.start_tags(
+        role=request.role,
+        variant=request.variant.name,
+        device=", ".join(stack["device_names"]),
+        backend=stack["backend"],
+        corpus_fingerprint=manifest["corpus"]["fingerprint"],
+        protocol_digest=manifest["protocol"]["digest"],
+        campaign_id=request.campaign_id,
+        pass_index=request.pass_index,
+        extra={**request.slot_tags, schema.EXPORTED: exported},
+        main_metric=main_metric,
+    )
+
+
+def _dataset(corpus: Corpus, manifest: dict) -> dict:
+    """The comparison corpus as an MLflow dataset entity, kept as plain fields for the spool record."""
+    import pandas as pd
+
+    frame = pd.DataFrame(corpus.rows, columns=["id", "text", "label", "bucket"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dataset = mlflow.data.from_pandas(
+            frame,
+            source=manifest["corpus"]["path"],
+            targets="label",
+            name=Path(manifest["corpus"]["path"]).stem,
+            digest=corpus.fingerprint[:16],
+        )
+    entity = dataset._to_mlflow_entity()
+    return {"name": entity.name, "digest": entity.digest, "source_type": entity.source_type,
+            "source": entity.source, "schema": entity.schema, "profile": entity.profile}
+
+
+def _log_dataset(client: MlflowClient, run_id: str, fields: dict) -> None:
+    """Link the run to its corpus dataset, once more if a concurrent pass inserted the same row first."""
+    from mlflow.entities import Dataset
+
+    context = InputTag(schema.DATASET_CONTEXT_TAG, schema.DATASET_CONTEXT)
+    inputs = [DatasetInput(Dataset(**fields), tags=[context])]
+    try:
+        client.log_inputs(run_id, inputs)
+    except MlflowException:
+        # Passes started at once on several machines insert the same dataset row; the store keeps
+        # one and refuses the others. A second try finds it and only links this run to it.
+        time.sleep(0.5)
+        client.log_inputs(run_id, inputs)
+
+
+def attempt_record(request: PassRequest, run: Run, experiment_name: str, started: Started, end_status: str,
+                   outcome: PassOutcome, outcome_tags: list[RunTag], metric_entities: list[Metric]) -> dict:
+    """The attempt as the spool keeps it: the run, its end, its params, start and outcome tags, metrics and dataset."""
+    return {
+        "target": spool.public_uri(mlflow.get_tracking_uri()),
+        "experiment_id": run.info.experiment_id,
+        "experiment_name": experiment_name,
+        "run_id": run.info.run_id,
+        "run_name": started.run_name,
+        "parent_run_id": request.parent_run_id,
+        "start_time": run.info.start_time,
+        "end_time": int(time.time() * 1000),
+        "end_status": end_status,
+        "params": started.params,
+        # Without the start's heartbeat: the run keeps the last one its launcher wrote.
+        "tags": {**{key: value for key, value in started.tags.items() if key != schema.HEARTBEAT},
+                 schema.RUN_NAME: started.run_name, **{tag.key: tag.value for tag in outcome_tags}, **outcome.tags},
+        "metrics": [[m.key, m.value, m.timestamp, m.step] for m in metric_entities],
+        "dataset": started.dataset,
+    }
+
+
+def publish(client: MlflowClient, record: dict, workdir: Path) -> str:
+    """Write the attempt to the spool, then publish it; returns the spool folder it stays in if the store is
+    unreachable, else ""."""
+    files = [workdir / name for name in (schema.MANIFEST, schema.ENVIRONMENT, schema.VERDICT, schema.PREDICTIONS,
+                                         *embedding_verdicts.FILES, *generation_verdicts.FILES, schema.PREVIEW,
+                                         schema.ERROR)]
+    entry = spool.write(record, files)
+    try:
+        spool.publish_and_remove(client, entry)
+    except Exception as exc:
+        if not store.is_store_error(exc):
+            raise
+        print(f"gpucost: tracking store unreachable after the pass ({one_line(exc) or type(exc).__name__}); the "
+              f"attempt is kept in {entry.folder}: run `gpucost sync` when the store is back", file=sys.stderr)
+        return str(entry.folder)
+    _flag_overlaps(client, record["run_id"])
+    return ""
+
+
+def _flag_overlaps(client: MlflowClient, run_id: str) -> None:
+    """Name the passes whose measured clock overlapped this one's (best effort: the reader finds them anyway)."""
+    try:
+        others = overlaps.mark(client, run_id)
+    except Exception as exc:
+        if not store.is_store_error(exc):
+            raise
+        return
+    if others:
+        print(f"gpucost: this pass's measured clock overlapped {len(others)} other pass(es) on this host "
+              f"({', '.join(others)}): its duration competed for the machine", file=sys.stderr)
+

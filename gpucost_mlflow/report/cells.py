@@ -1,0 +1,88 @@
+"""The cells of a report table: the table itself with its footnotes, a link, and how a figure, a missing
+measurement, a useful / padded pair and a run id are written in a cell."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+from urllib.parse import quote
+
+import pandas as pd
+
+if TYPE_CHECKING:
+    from gpucost_mlflow.report.render import Report
+
+FOLD = 28  # characters: a longer string in a cell becomes its head and a footnote
+
+
+@dataclass(frozen=True)
+class Link:
+    """A cell that links to a page (a run's page in the MLflow UI): text shown, full value kept as its title."""
+    text: str
+    href: str
+    title: str = ""
+
+
+@dataclass
+class Table:
+    """One table of the report: its id, header, rows of cells (str or Link) and the footnotes its cells point to."""
+    ident: str
+    head: list[str]
+    rows: list[list] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def note(self, text: str) -> str:
+        """'[n]' for text listed once under the table; identical texts share a number."""
+        if text not in self.notes:
+            self.notes.append(text)
+        return f"[{self.notes.index(text) + 1}]"
+
+    def fold(self, text: str, limit: int = FOLD) -> str:
+        """Short text as is; a longer one as its head (before ':', ';' or '(') and a footnote with the whole."""
+        text = str(text)
+        if len(text) <= limit:
+            return text
+        head = re.split(r"[:;(]", text, maxsplit=1)[0].strip()
+        return f"{head} {self.note(text)}" if head and len(head) <= limit and head != text else self.note(text)
+
+    def advice(self, text: str) -> str:
+        """The finding before the first '; ' kept in the cell, the advice after it (the same on every row) a footnote."""
+        finding, sep, rest = str(text).partition("; ")
+        return f"{finding} {self.note(rest)}" if sep else finding
+
+
+def run_href(report: Report, run_id: str) -> str:
+    """The run's page in the MLflow UI: `<root>/#/experiments/<eid>/runs/<rid>` (or the direct `#/runs/<rid>`)."""
+    root = report.ui_root.rstrip("/")
+    route = f"#/experiments/{quote(report.experiment_id, safe='')}/runs/" if report.experiment_id else "#/runs/"
+    return f"{root}/{route}{quote(str(run_id), safe='')}"
+
+
+def run_cell(report: Report, run_id, short: bool = True):
+    """A run id as a link to its page (the first 8 characters shown when short), plain text without a UI root."""
+    run_id = "" if run_id is None or (not isinstance(run_id, str) and pd.isna(run_id)) else str(run_id)
+    if not run_id or not report.ui_root:
+        return run_id
+    return Link(run_id[:8] if short else run_id, run_href(report, run_id), run_id)
+
+
+def cell(value) -> str:
+    """A value as a cell: empty for a missing one, a float to three decimals, anything else as text."""
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return ""
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def empty(table: Table, reason: str) -> str:
+    """A missing measurement: 'empty' and the reason as a footnote, never 0."""
+    return f"empty {table.note(reason or 'not measured')}"
+
+
+def pair(table: Table, values: dict, first: str, second: str, fmt, reason: str) -> str:
+    """'useful / padded' medians, or 'empty [n]' with the reason in a footnote."""
+    if first not in values or second not in values:
+        return empty(table, reason)
+    return f"{fmt(values[first])} / {fmt(values[second])}"

@@ -1,0 +1,313 @@
+"""The sections of the decision report as content: every table built once (per configuration, energy,
+separability, forecast, plan, decision, attempts, exclusions, other costs) and the texts around them, which
+render.py writes as Markdown and as HTML."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from gpucost_mlflow.core.money.costs import money
+from gpucost_mlflow.core.money.decision import Assessment
+from gpucost_mlflow.report.cells import Table, cell, empty, pair, run_cell
+
+if TYPE_CHECKING:
+    from gpucost_mlflow.report.render import Report
+
+
+def digest_text(report: Report, code, plain) -> str:
+    """The protocol line: the locked digest, or a what-if protocol's digest beside it; code() marks a digest,
+    plain() any other text (escaping it for HTML)."""
+    catalog = plain(report.catalog)
+    if not report.what_if:
+        return f"Protocol digest {code(report.protocol_digest[:16])}; catalog {catalog}."
+    return (f"Protocol digest {code(report.what_if_digest[:16])}: {plain(report.what_if)}, not the protocol locked on "
+            f"the experiment ({code(report.protocol_digest[:16])}); catalog {catalog}.")
+
+
+def rejudged_text(report: Report) -> str:
+    """The pending passes this report judged first (the same judge as `gpucost rejudge`), '' when none."""
+    if not report.rejudged:
+        return ""
+    return (f"{len(report.rejudged)} pending pass(es) whose reference now exists were judged and recorded on their "
+            f"runs before this report: {'; '.join(report.rejudged)}.")
+
+
+MEMORY_NAMES = {"mem_peak_allocated_bytes": "allocated", "mem_peak_reserved_bytes": "reserved", "mem_peak_rss_bytes": "RSS"}
+
+
+def _attempt_counts(counts: dict) -> str:
+    """'5 accepted' or '4 accepted, 1 failed': only the statuses that occurred."""
+    return ", ".join(f"{n} {status}" for status, n in counts.items() if n) or "none"
+
+
+def durations_text(report: Report) -> str:
+    """The per-configuration header: the protocol's pass count (`passes_per_variant`), never a literal."""
+    count = (f"{report.passes_per_variant} raw durations per configuration (passes_per_variant of the protocol)"
+             if report.passes_per_variant else "every raw duration of each configuration")
+    return f"{count}, median, min, max; no p95, no mean"
+
+
+SUMMARY_HEAD = ["device", "variant", "raw pass_s", "median", "min", "max", "overlapped", "attempts", "memory peak",
+                "macro-F1 (median)", "quality verdicts", "GFLOP/s useful / padded (median)",
+                "MFU useful / padded (median)"]
+SUMMARY_TEXT = ("Overlapped: durations measured while another pass ran on the same host. Memory: the largest peak "
+                "per counter, never added; its counter in the footnote. MFU: of the dense-matmul peak.")
+
+
+def summary_table(report: Report) -> Table:
+    """Per configuration: raw durations, attempts, memory peak, quality verdicts and utilisation."""
+    table = Table("summary", SUMMARY_HEAD)
+    for s in report.summaries:
+        c, d = s.configuration, s.configuration.durations
+        peaks = "; ".join(f"{v / 2**20:,.0f} MiB {MEMORY_NAMES.get(k, k)}" for k, v in s.memory.items())
+        memory = f"{peaks} {table.note(s.memory_counter)}" if peaks and s.memory_counter else (peaks or empty(table, "no memory peak recorded"))
+        verdicts = "; ".join(f"{n} {table.fold(verdict, 16)}" for verdict, n in s.quality_verdicts.items())
+        table.rows.append([
+            c.device, c.label, " ".join(f"{v:.3f}" for v in d.values), cell(d.median), cell(d.minimum), cell(d.maximum),
+            f"{s.overlapped} of {len(d.values)}", _attempt_counts(c.counts), memory, cell(s.macro_f1), verdicts,
+            pair(table, s.utilisation, "useful_flop_per_s", "padded_flop_per_s", lambda v: f"{v / 1e9:,.1f}", s.mfu_reason),
+            pair(table, s.utilisation, "mfu_useful", "mfu_padded", lambda v: f"{100 * v:.1f} %", s.mfu_reason),
+        ])
+    return table
+
+
+ENERGY_HEAD = ["device", "variant", "energy per pass (J, median)", "energy per validated corpus (J)"]
+ENERGY_TEXT = ("Energy: the board's (or CPU package's) cumulative counter read just before and just after each "
+               "measured pass (docs/pass.md); per validated corpus, the median over accepted passes, each of which "
+               "processed one whole corpus. Empty with the reason where no counter exists.")
+
+
+def energy_table(report: Report) -> Table:
+    """Energy per pass and per validated corpus of each configuration, empty with the reason where not measured."""
+    table = Table("energy", ENERGY_HEAD)
+    for s in report.summaries:
+        c = s.configuration
+        per_pass = (f"{s.joules_per_pass:,.1f}" if s.joules_per_pass is not None else empty(table, s.energy_reason))
+        per_corpus = (f"{s.joules_per_validated:,.1f}" if s.joules_per_validated is not None
+                      else empty(table, s.energy_reason))
+        if s.joules_per_pass is not None and s.energy_reason:
+            per_pass += f" {table.note(s.energy_reason)}"
+        table.rows.append([c.device, c.label, per_pass, per_corpus])
+    return table
+
+
+SEPARATION_HEAD = ["series", "faster", "slower", "median difference (s)", "largest spread (s)", "ranges overlap",
+                   "permutation p (exact, supporting)", "verdict"]
+
+
+def separation_table(report: Report) -> Table:
+    """Within each series, whether the durations of its faster and slower configurations separate."""
+    table = Table("separability", SEPARATION_HEAD)
+    for name, s in report.separations:
+        table.rows.append([name, s.faster, s.slower, cell(s.median_difference), cell(s.largest_spread),
+                           "" if s.ranges_overlap is None else str(s.ranges_overlap), cell(s.p_value), table.advice(s.verdict)])
+    return table
+
+
+FORECAST_HEAD = ["device", "variant", "setup (h)", "waiting (h)", "comparisons on the real schedule (h, attempts on the device)",
+                 "comparisons summed (h)", "start-up (h)", "deliverables (h, expected, streams)", "forecast window (h)",
+                 "range (h): fastest-slowest pass", "forecast end (median / slowest)", "deadline"]
+
+
+def forecast_table(report: Report) -> Table:
+    """The forecast window of each configuration term by term, its range, its end and the deadline."""
+    table = Table("forecast", FORECAST_HEAD)
+    for a in report.assessments:
+        c, f = a.configuration, a.forecast
+        if f is None:
+            table.rows.append([c.device, c.label] + [""] * 6 + [empty(table, a.forecast_note), "", "",
+                                                                 table.fold(a.deadline_status)])
+            continue
+        estimated = f", {f.comparisons_estimated} by stage times" if f.comparisons_estimated else ""
+        ends = " / ".join(end.isoformat(timespec="minutes") for end in (a.forecast_end, a.forecast_end_high) if end)
+        table.rows.append([c.device, c.label, f"{f.setup_h:g}", f"{f.waiting_h:g}", f"{f.comparisons_h:.3f} ({f.comparisons}{estimated})",
+                           f"{f.comparisons_sum_h if f.comparisons_sum_h is not None else f.comparisons_h:.3f}",
+                           f"{f.startup_h:.3f}", f"{f.deliverables_h:.3f} ({f.deliverables:,}, {f.streams}) {table.note(f.streams_note)}",
+                           f"{f.hours:,.3f}", f"{f.low_hours:,.3f}-{f.high_hours:,.3f}", ends, table.fold(a.deadline_status)])
+    return table
+
+
+PLAN_HEAD = ["device", "variant", "feasible", "committed plan (covers the slowest-pass forecast)", "committed",
+             "median-pass plan (possible saving)", "next plans", "accepted deliverables", "cost per validated corpus"]
+
+
+def _committed(table: Table, a: Assessment) -> str:
+    """The committed cost, or why there is none."""
+    return money(a.committed, a.currency) if a.committed is not None else table.fold(a.priced)
+
+
+def _per_corpus(table: Table, a: Assessment) -> str:
+    """The cost per validated corpus, or why it is undefined."""
+    if a.cost_per_validated is not None:
+        return f"{a.cost_per_validated:,.2f} {a.currency}"
+    return table.fold("undefined (no accepted deliverable)")
+
+
+def _saving(a: Assessment) -> str:
+    """The median-pass plan when it is cheaper than the committed one, with the difference; else 'the same'."""
+    if a.median_plan is None:
+        return ""
+    if a.saving is None:
+        return "the same plan"
+    return f"{a.median_plan.describe()} (saves {money(a.saving, a.currency)} if no pass is slower than the median)"
+
+
+def plan_table(report: Report) -> Table:
+    """Feasibility, the committed and median-pass plans and the cost per validated corpus of each configuration."""
+    table = Table("balance", PLAN_HEAD)
+    for a in report.assessments:
+        c = a.configuration
+        table.rows.append([c.device, c.label, f"{'yes' if a.feasible else 'no'} {table.note(a.feasibility)}",
+                           a.plan.describe() if a.plan else f"none {table.note(a.priced)}", _committed(table, a),
+                           _saving(a), "\n".join(p.describe() for p in a.plans[1:3]), str(c.accepted_deliverables),
+                           _per_corpus(table, a)])
+    return table
+
+
+DECISION_HEAD = ["configuration", "standing", "median pass_s", "forecast window (h)", "deadline", "committed",
+                 "cost per validated corpus"]
+
+
+def decision_table(report: Report) -> Table:
+    """Every configuration as the decision saw it: chosen (or tied) first, then the timely ones by cost, then the rest."""
+    table = Table("decision", DECISION_HEAD)
+    choice = report.choice
+    ranked = choice.chosen + choice.undecided + choice.others
+    ordered = ranked + [a for a in report.assessments if not any(a is r for r in ranked)]
+    lowest = choice.chosen[0].committed if choice.chosen else None
+    for a in ordered:
+        if any(a is r for r in choice.chosen):
+            standing = "tied (chosen)" if len(choice.chosen) > 1 else "chosen"
+        elif any(a is r for r in choice.undecided):
+            standing = table.fold("undecided: does not separate from the others marked so, at another price")
+        elif any(a is r for r in choice.others):
+            standing = "slower at the same cost" if a.committed == lowest else "costs more"
+        elif a.under_sampled:
+            standing = a.under_sampled
+        elif not a.feasible:
+            standing = f"infeasible {table.note(a.feasibility)}"
+        elif a.plan is not None and not a.stable:
+            standing = f"unstable: re-measure {table.note(a.unstable)}"
+        elif a.plan is None:
+            standing = table.fold(a.priced)
+        elif a.meets_deadline is False:
+            standing = "misses the deadline"
+        else:
+            standing = table.fold(f"no decision: {choice.none}") if choice.none else ""
+        f = a.forecast
+        table.rows.append([a.configuration.name, standing, cell(a.configuration.durations.median),
+                           f"{f.hours:,.3f}" if f else empty(table, a.forecast_note), table.fold(a.deadline_status),
+                           _committed(table, a), _per_corpus(table, a)])
+    return table
+
+
+OTHER_HEAD = ["other cost", "amount", "basis"]
+
+
+def other_table(report: Report) -> Table:
+    """The protocol's other costs, listed apart from every configuration's committed cost."""
+    return Table("other-costs", OTHER_HEAD, [[cost.label, f"{cost.amount:,.2f} {cost.currency}", cost.basis]
+                                             for cost in report.other_costs])
+
+
+# The attempts-table columns the report shows; attempts.csv keeps them all.
+ATTEMPT_COLUMNS = ["pass_index", "round", "position", "variant", "device", "status", "reason", "pass_s", "macro_f1",
+                   "quality_verdict", "run_id", "expected_ids", "observed_ids", "ids_match", "corpus_accepted",
+                   "completed_entries", "mfu_useful", "mfu_padded", "mfu_reason", "overlapped_with"]
+ATTEMPT_HEAD = ["#", "round", "position", "variant", "device", "status", "reason", "pass_s", "macro-F1", "quality", "run"]
+CHECK_HEAD = ["#", "run", "ids expected", "ids observed", "ids match", "corpus accepted", "completed entries",
+              "MFU useful / padded", "overlapped with"]
+
+
+def attempt_tables(report: Report) -> tuple[Table, Table]:
+    """The attempts in two narrower tables: outcome, then checks and utilisation; '#' and the run join them."""
+    outcome, checks = Table("attempts", ATTEMPT_HEAD), Table("attempt-checks", CHECK_HEAD)
+    for row in report.attempts.to_dict("records"):
+        number = cell(row.get("pass_index"))
+        run = run_cell(report, row.get("run_id"))
+        outcome.rows.append([number, cell(row.get("round")), cell(row.get("position")), cell(row.get("variant")),
+                             cell(row.get("device")), cell(row.get("status")), outcome.fold(cell(row.get("reason"))),
+                             cell(row.get("pass_s")), cell(row.get("macro_f1")), outcome.fold(cell(row.get("quality_verdict")), 16),
+                             run])
+        mfu = ({"mfu_useful": row.get("mfu_useful"), "mfu_padded": row.get("mfu_padded")}
+               if pd.notna(row.get("mfu_useful")) and pd.notna(row.get("mfu_padded")) else {})
+        overlapped = ", ".join(other[:8] for other in cell(row.get("overlapped_with")).split(",") if other)
+        checks.rows.append([number, run, cell(row.get("expected_ids")), cell(row.get("observed_ids")),
+                            cell(row.get("ids_match")), cell(row.get("corpus_accepted")), cell(row.get("completed_entries")),
+                            pair(checks, mfu, "mfu_useful", "mfu_padded", lambda v: f"{v:.3f}", cell(row.get("mfu_reason"))),
+                            overlapped])
+    return outcome, checks
+
+
+EXCLUSIONS_TITLE = "Exclusions (PROTOCOL.md §6)"
+EXCLUSION_HEAD = ["variant", "device", "run id", "cause", "by", "when (UTC)"]
+
+
+def exclusion_text(report: Report) -> tuple[list[str], str]:
+    """Per variant 'excluded k of n attempts' (none: one line saying so), and the protocol's rule."""
+    counts = ([f"{v.variant}: excluded {len(v.excluded)} of {v.attempts} attempts" for v in report.exclusions]
+              if any(v.excluded for v in report.exclusions) else [])
+    return counts, f"Exclusion rule of the protocol, the same for every variant: {report.exclusion_rule or 'not declared'}"
+
+
+def exclusions_table(report: Report) -> Table:
+    """Every excluded attempt with its device, run, cause, who excluded it and when."""
+    rows = [[v.variant, device, run_cell(report, run_id, short=False), *rest]
+            for v in report.exclusions for device, run_id, *rest in v.excluded]
+    return Table("exclusions", EXCLUSION_HEAD, rows)
+
+
+OTHER_TEXT = ("Declared in the protocol and listed apart: never folded into one configuration's committed cost and "
+              "not another's (PROTOCOL.md §10).")
+BREAK_EVEN_TEXT = ("Forecast: the volume of expected deliverables at which the cheapest feasible configurations of two "
+                   "priced devices change order, from the same forecast and covering plans as above.")
+DECISION_TEXT = ("Standing: chosen (or tied: only configurations whose durations do not separate from each other), "
+                 "then the other configurations that meet the deadline by committed cost, then those the decision left "
+                 "out and why: under-sampled (fewer passes than passes_per_variant), unstable (their own durations "
+                 "spread beyond max_spread_ratio), infeasible, unpriced or late. Committed: the plan covering the "
+                 "slowest-pass forecast.")
+
+
+def overhead_text(report: Report) -> str:
+    """The median harness overhead per attempt, or why it is empty."""
+    seconds, count = report.overhead
+    if seconds is None:
+        return "Harness overhead per pass: empty (no attempt with its run wall time and every timed part)."
+    return (f"Harness overhead per pass: {seconds:.2f} s (median over {count} attempts of run wall time minus load, "
+            "warm-up, pass, evaluation and export: process start, manifest, logging, reference download); it is "
+            "inside the comparisons term of the forecast.")
+
+
+def plan_text(report: Report) -> str:
+    """What the forecast window adds up and how the committed plan covers it, or why nothing is priced."""
+    p = report.plan
+    if p is None:
+        return "No plan declared in the protocol: no forecast, so no window to cover and nothing priced (no plan: no forecast)."
+    start = p["start"].isoformat() if p.get("start") else "not declared"
+    return (f"Forecast, not a measurement, and never counted as accepted deliverables: window = {p['setup_hours']:g} h setup "
+            f"+ {p['waiting_hours']:g} h declared waiting + every benchmark attempt run on the device on the real schedule "
+            f"(the union of their run wall times per host: attempts run side by side on one lot's GPUs count once; "
+            f"failed, rejected and excluded attempts included; the plain sum is shown beside it) + (1 + "
+            f"{p['planned_restarts']} planned restarts) x (median load + warm-up) + expected deliverables x (median pass + "
+            f"evaluation + export), one deliverable after another unless the protocol declares them side by side (the "
+            f"assumption is in each row's footnote); the range puts the deliverables at the fastest and slowest observed "
+            f"pass. Planned start {start}; deadline {report.deadline}, met only if the slowest-pass forecast ends before "
+            f"it. The committed plan is the cheapest way the catalog covers the slowest-pass window (package length x "
+            f"consecutive periods x lots, or hours billed), on a tie the shorter: what finishes the work for sure; the "
+            f"median-pass plan is shown as the possible saving, and the next two plans beside it.")
+
+
+MFU_TEXT = ("GFLOP/s and MFU: forward-pass FLOPs counted from the model config and the real token counts of the "
+            "batches (matrix multiplies only), divided by pass_s; useful leaves padding out, padded counts what the "
+            "padded batches made the device compute. MFU is that rate as a share of the device's dense matrix-multiply "
+            "throughput measured by `gpucost doctor --peak` at the pass's precision (docs/pass.md).")
+
+
+def links_text(report: Report) -> str:
+    """Where the run links open, and how to follow one from inside MLflow's artifact view."""
+    return (f"Run ids link to the run's page in the MLflow UI at {report.ui_root} (the tracking server the report read, "
+            "or `mlflow ui`'s default address for a database or folder store). Inside MLflow's artifact view this page "
+            "sits in a sandboxed frame that may refuse to open a link: open it with your browser's 'Open link in new "
+            "tab'. attempts.csv holds every column of every attempt.")
