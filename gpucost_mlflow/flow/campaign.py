@@ -6,17 +6,12 @@ Resume re-runs only slots without an attempt and slots whose attempt was interru
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from mlflow.entities import Metric, Param, RunTag
-from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.campaign.schedule import Slot, SlotState, remaining, rotated
 from gpucost_mlflow.core.errors import GpucostError
@@ -25,7 +20,8 @@ from gpucost_mlflow.core.inputs.protocol import Protocol, load_protocol
 from gpucost_mlflow.core.inputs.variants import Variant, get_variant, load_variants
 from gpucost_mlflow.core.measurement import lanes as lane_rules
 from gpucost_mlflow.flow.launcher import PassRequest, PassResult, execute
-from gpucost_mlflow.tracking import descriptions, experiments, limits, schema, search, spool, store
+from gpucost_mlflow.tracking import descriptions, experiments, schema, spool, store
+from gpucost_mlflow.tracking.campaign_run import CampaignRun, experiment_of_run
 from gpucost_mlflow.tracking.rejudge import Rejudged, rejudge
 
 # What every pass of a campaign shares: recorded on the parent run.
@@ -81,53 +77,13 @@ class Shown:
     protocol_digest: str
     latest: dict[str, dict] = field(default_factory=dict)  # slot key -> its latest attempt (variant, status, pass_s)
 
-    def update(self, client: MlflowClient, parent_id: str, state: str, result: CampaignResult | None = None) -> None:
-        """Rewrite the description and log the medians (one log_batch, best effort: a store gone away is the next
-        pass's to report, with what waits in the spool)."""
+    def update(self, run: CampaignRun, state: str, result: CampaignResult | None = None) -> None:
+        """Rewrite the campaign run's description and progress metrics (best effort: tracking/campaign_run.py)."""
         attempts = list(self.latest.values())
         note = descriptions.campaign_note(self.campaign_id, self.variants, self.passes, attempts, state,
                                           self.protocol_digest, result.skipped if result else None,
                                           result.overhead_s_per_pass if result else None)
-        now = int(time.time() * 1000)
-        metrics = [Metric(key, value, now, len(attempts)) for key, value in descriptions.campaign_progress(attempts).items()]
-        try:
-            client.log_batch(parent_id, metrics=metrics, tags=[RunTag(schema.NOTE, note)])
-        except Exception as exc:
-            if not store.is_store_error(exc):
-                raise
-
-
-def _existing_attempts(client: MlflowClient, experiment_id: str, campaign_id: str) -> dict[str, list[dict]]:
-    from gpucost_mlflow.tracking.reader import attempt_row
-    from gpucost_mlflow.tracking.run_records import RunRecord
-
-    by_slot: dict[str, list[dict]] = {}
-    found = search.all_runs(client, experiment_id,
-                            f"tags.`{schema.CAMPAIGN_ID}` = '{campaign_id}' AND tags.`{schema.VARIANT}` LIKE '%'")
-    for run in found:
-        by_slot.setdefault(run.data.tags.get(schema.SLOT, ""), []).append(attempt_row(RunRecord.of(run)))
-    return by_slot
-
-
-def _find_parent(client: MlflowClient, experiment_id: str, campaign_id: str):
-    runs = client.search_runs(
-        [experiment_id],
-        filter_string=f"tags.`{schema.CAMPAIGN_ID}` = '{campaign_id}' AND tags.`{schema.ROLE}` = '{schema.CAMPAIGN_ROLE}'",
-        max_results=1,
-    )
-    if not runs:
-        raise GpucostError(f"no campaign '{campaign_id}' in this experiment; `gpucost attempts` lists campaign ids")
-    return runs[0]
-
-
-@dataclass(frozen=True)
-class Opened:
-    """The campaign run a plan goes on under, new or resumed: its ids and the schedule it was opened with."""
-
-    campaign_id: str
-    parent_id: str
-    variants: list[str]
-    passes: int
+        run.show(note, descriptions.campaign_progress(attempts), len(attempts))
 
 
 def run_campaign(plan: CampaignPlan, display: Display | None = None) -> CampaignResult:
@@ -137,10 +93,9 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
     store.bound_http_retries()
     store.check()
     protocol = load_protocol(plan.protocol_path)
-    client = MlflowClient()
+    client = store.client()
     if parent_from_mlflow_run:
-        experiment_id = client.get_run(parent_from_mlflow_run).info.experiment_id
-        experiment_name = client.get_experiment(experiment_id).name
+        experiment_id, experiment_name = experiment_of_run(client, parent_from_mlflow_run)
     else:
         experiment_id, experiment_name = experiments.resolve(client, plan.experiment, create=True)
     if plan.resume:
@@ -149,14 +104,14 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
         opened = _open(client, experiment_id, experiment_name, plan, protocol, parent_from_mlflow_run)
 
     slots = rotated(opened.variants, opened.passes)
-    existing = _existing_attempts(client, experiment_id, opened.campaign_id)
+    existing = opened.attempts_by_slot()
     todo = remaining(slots, existing)
     display.on_plan(opened.campaign_id, len(slots), len(todo))
     corpus_size = len(read_corpus(plan.corpus_path).rows)
-    result = CampaignResult(opened.campaign_id, opened.parent_id, experiment_id=experiment_id)
+    result = CampaignResult(opened.campaign_id, opened.run_id, experiment_id=experiment_id)
     shown = Shown(opened.campaign_id, opened.variants, opened.passes, protocol.digest,
                   {key: rows[-1] for key, rows in existing.items() if key and rows})
-    shown.update(client, opened.parent_id, "running")
+    shown.update(opened, "running")
     declared = load_variants(plan.variants_path)
     started = time.time()
     try:
@@ -171,25 +126,25 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
                 raise _with_spool_hint(exc, opened.campaign_id, len(result.results), len(todo)) from None
             result.results.append((slot, outcome))
             display.on_pass_end(slot, outcome)
-            _record(client, protocol, experiment_name, opened.parent_id, shown, result, slot, outcome)
+            _record(protocol, experiment_name, opened, shown, result, slot, outcome)
             if outcome.status == "failed" and outcome.reason.startswith("out of memory"):
                 for larger in larger_batches(declared, variant, opened.variants):
                     result.skipped.setdefault(larger, f"{variant.name} ran out of memory at batch {variant.batch_size}: "
                                                       "larger batch sizes of its sweep are not tried, no smaller one "
                                                       "is substituted")
     except KeyboardInterrupt:
-        shown.update(client, opened.parent_id, "interrupted", result)
-        _end_parent(client, opened.parent_id, "KILLED")
+        shown.update(opened, "interrupted", result)
+        opened.end("KILLED")
         raise
     except BaseException:
-        shown.update(client, opened.parent_id, "stopped", result)
-        _end_parent(client, opened.parent_id, "FAILED")
+        shown.update(opened, "stopped", result)
+        opened.end("FAILED")
         raise
-    _finish(client, opened.parent_id, shown, result, time.time() - started)
+    _finish(opened, shown, result, time.time() - started)
     return result
 
 
-def _resume(client: MlflowClient, experiment_id: str, plan: CampaignPlan, protocol: Protocol) -> Opened:
+def _resume(client, experiment_id: str, plan: CampaignPlan, protocol: Protocol) -> CampaignRun:
     """The campaign run of plan.resume, running again: refused while its passes wait in the spool, or under
     another protocol."""
     waiting = [e for e in spool.entries() if e.record["tags"].get(schema.CAMPAIGN_ID) == plan.resume]
@@ -198,16 +153,15 @@ def _resume(client: MlflowClient, experiment_id: str, plan: CampaignPlan, protoc
             f"{len(waiting)} pass(es) of campaign '{plan.resume}' wait in the spool {spool.spool_dir()}; "
             "run `gpucost sync` first, or resume would run their slots again"
         )
-    parent = _find_parent(client, experiment_id, plan.resume)
-    if parent.data.tags.get(schema.PROTOCOL_DIGEST) != protocol.digest:
+    run, digest = CampaignRun.find(client, experiment_id, plan.resume)
+    if digest != protocol.digest:
         raise GpucostError(f"campaign '{plan.resume}' ran under another protocol than {plan.protocol_path}; it cannot be resumed under this one")
-    client.update_run(parent.info.run_id, "RUNNING")
-    return Opened(plan.resume, parent.info.run_id, parent.data.params[schema.CAMPAIGN_VARIANTS].split(","),
-                  int(parent.data.params[schema.CAMPAIGN_PASSES]))
+    run.reopen()
+    return run
 
 
-def _open(client: MlflowClient, experiment_id: str, experiment_name: str, plan: CampaignPlan, protocol: Protocol,
-          parent_from_mlflow_run: str | None) -> Opened:
+def _open(client, experiment_id: str, experiment_name: str, plan: CampaignPlan, protocol: Protocol,
+          parent_from_mlflow_run: str | None) -> CampaignRun:
     """A new campaign run (or the `mlflow run` one) after checking the plan against the protocol: its params, tags
     and schedule.json."""
     variants, passes = plan.variants, plan.passes
@@ -221,30 +175,12 @@ def _open(client: MlflowClient, experiment_id: str, experiment_name: str, plan: 
         get_variant(plan.variants_path, name)
     experiments.lock(client, experiment_id, experiment_name, protocol, plan.protocol_path.read_text(encoding="utf-8"))
     campaign_id = "c" + uuid.uuid4().hex[:10]
-    name = descriptions.campaign_name(campaign_id, variants)
-    if parent_from_mlflow_run:
-        parent_id = parent_from_mlflow_run
-    else:
-        parent_id = client.create_run(experiment_id, run_name=name).info.run_id
-    client.log_batch(
-        parent_id,
-        params=[Param(schema.CAMPAIGN_VARIANTS, ",".join(variants)), Param(schema.CAMPAIGN_PASSES, str(passes))],
-        tags=[
-            RunTag(schema.CAMPAIGN_ID, campaign_id),
-            RunTag(schema.ROLE, schema.CAMPAIGN_ROLE),
-            RunTag(schema.PROTOCOL_DIGEST, protocol.digest),
-            RunTag(schema.CACHE_POLICY, CACHE_POLICY),
-            RunTag(schema.RUN_NAME, name),
-        ],
-    )
-    with tempfile.TemporaryDirectory() as temp:
-        path = Path(temp) / "schedule.json"
-        path.write_text(json.dumps([slot.record() for slot in rotated(variants, passes)], indent=2), encoding="utf-8")
-        client.log_artifact(parent_id, str(path))
-    return Opened(campaign_id, parent_id, variants, passes)
+    return CampaignRun.open(client, experiment_id, campaign_id, descriptions.campaign_name(campaign_id, variants),
+                            variants, passes, protocol.digest, CACHE_POLICY,
+                            [slot.record() for slot in rotated(variants, passes)], parent_from_mlflow_run)
 
 
-def _request(plan: CampaignPlan, opened: Opened, experiment_name: str, slot: Slot, state: SlotState, variant: Variant,
+def _request(plan: CampaignPlan, opened: CampaignRun, experiment_name: str, slot: Slot, state: SlotState, variant: Variant,
              display: Display) -> PassRequest:
     """One slot's pass, nested under the campaign run and tagged with its place in the rotation."""
     tags = {schema.ROUND: slot.round, schema.POSITION: slot.position, schema.SLOT: slot.key,
@@ -261,36 +197,32 @@ def _request(plan: CampaignPlan, opened: Opened, experiment_name: str, slot: Slo
         campaign_id=opened.campaign_id,
         pass_index=str(slot.index),
         code_root=plan.code_root,
-        parent_run_id=opened.parent_id,
+        parent_run_id=opened.run_id,
         slot_tags=tags,
         on_child_start=display.on_child_start,
     )
 
 
-def _record(client: MlflowClient, protocol: Protocol, experiment_name: str, parent_id: str, shown: Shown,
-            result: CampaignResult, slot: Slot, outcome: PassResult) -> None:
+def _record(protocol: Protocol, experiment_name: str, run: CampaignRun, shown: Shown, result: CampaignResult,
+            slot: Slot, outcome: PassResult) -> None:
     """Show a finished pass on the campaign run; an accepted reference pass first judges the pending ones again."""
     shown.latest[slot.key] = {"variant": slot.variant, "status": outcome.status, "run_id": outcome.run_id,
                               "pass_s": outcome.metrics.get("pass_s")}
     if slot.variant == protocol.acceptance.reference_variant and outcome.status == "accepted" and not outcome.spooled:
-        judged = rejudge(experiment_name, protocol, client)
+        judged = rejudge(experiment_name, protocol, run.client)
         result.rejudged += judged
         statuses = {item.run_id: item.status for item in judged}
         for row in shown.latest.values():
             row["status"] = statuses.get(row.get("run_id"), row["status"])
-    shown.update(client, parent_id, "running")
+    shown.update(run, "running")
 
 
-def _finish(client: MlflowClient, parent_id: str, shown: Shown, result: CampaignResult, elapsed_s: float) -> None:
+def _finish(run: CampaignRun, shown: Shown, result: CampaignResult, elapsed_s: float) -> None:
     """Close the campaign run: its harness overhead per pass, the variants not tried and why, its last description."""
-    overhead = harness_overhead(elapsed_s, [outcome.metrics for _, outcome in result.results])
-    if overhead is not None:
-        client.log_metric(parent_id, schema.HARNESS_OVERHEAD, overhead)
-        result.overhead_s_per_pass = overhead
-    if result.skipped:
-        client.set_tag(parent_id, schema.NOT_TRIED, "; ".join(f"{k}: {v}" for k, v in result.skipped.items())[:limits.TAG_VALUE])
-    shown.update(client, parent_id, "finished", result)
-    client.set_terminated(parent_id, "FINISHED")
+    result.overhead_s_per_pass = harness_overhead(elapsed_s, [outcome.metrics for _, outcome in result.results])
+    run.record_end(result.overhead_s_per_pass, result.skipped)
+    shown.update(run, "finished", result)
+    run.finish()
 
 
 def harness_overhead(elapsed_s: float, metrics: list[dict]) -> float | None:
@@ -307,15 +239,6 @@ def larger_batches(declared: dict[str, Variant], failed: Variant, scheduled: lis
     base = {k: v for k, v in failed.settings().items() if k != "batch_size"}
     return [name for name in scheduled if name != failed.name and declared[name].batch_size > failed.batch_size
             and {k: v for k, v in declared[name].settings().items() if k != "batch_size"} == base]
-
-
-def _end_parent(client: MlflowClient, parent_id: str, status: str) -> None:
-    """Close the campaign run on the way out; a store that is gone must not hide the reason we stopped."""
-    try:
-        client.set_terminated(parent_id, status)
-    except Exception as exc:
-        if not store.is_store_error(exc):
-            raise
 
 
 def _with_spool_hint(exc: GpucostError, campaign_id: str, done: int, todo: int) -> GpucostError:

@@ -13,6 +13,7 @@ from urllib.parse import unquote, urlparse
 
 import mlflow
 from mlflow.exceptions import MlflowException
+from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import GpucostError, one_line
 
@@ -128,3 +129,8 @@ def describe_error(exc: BaseException) -> str:
     if type(exc).__module__.split(".")[0] != "mlflow" or "Max retries exceeded" in text or "Connection refused" in text:
         return f"tracking server {uri} unreachable ({one_line(exc)})"
     return f"tracking store {uri}: {one_line(exc)}"
+
+
+def client() -> MlflowClient:
+    """The tracking client for the store MLflow is pointed at (MLFLOW_TRACKING_URI): flows get theirs here."""
+    return MlflowClient()

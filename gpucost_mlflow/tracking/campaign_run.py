@@ -1,0 +1,122 @@
+"""A campaign's MLflow run, as a handle that owns every write to it: opened (or adopted from `mlflow run`), found
+again to resume, shown as passes finish, finished or ended on the way out.
+
+The campaign flow (flow/campaign.py) decides what to run and in which order; this module is where those decisions
+reach the tracking store, so the flow imports no MLflow at all.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from mlflow.entities import Metric, Param, RunTag
+from mlflow.tracking import MlflowClient
+
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.tracking import limits, schema, search, store
+from gpucost_mlflow.tracking.reader import attempt_row
+from gpucost_mlflow.tracking.run_records import RunRecord
+
+
+def experiment_of_run(client: MlflowClient, run_id: str) -> tuple[str, str]:
+    """The id and name of the experiment an existing run (the one `mlflow run` opened) belongs to."""
+    experiment_id = client.get_run(run_id).info.experiment_id
+    return experiment_id, client.get_experiment(experiment_id).name
+
+
+@dataclass
+class CampaignRun:
+    """One campaign's run: its id, its campaign id and the schedule it was opened with."""
+
+    client: MlflowClient
+    experiment_id: str
+    run_id: str
+    campaign_id: str
+    variants: list[str]
+    passes: int
+
+    @classmethod
+    def open(cls, client: MlflowClient, experiment_id: str, campaign_id: str, name: str, variants: list[str],
+             passes: int, protocol_digest: str, cache_policy: str, schedule: list[dict],
+             adopted_run_id: str | None = None) -> CampaignRun:
+        """A new campaign run (or the run `mlflow run` opened): its params, tags and schedule.json."""
+        run_id = adopted_run_id or client.create_run(experiment_id, run_name=name).info.run_id
+        client.log_batch(
+            run_id,
+            params=[Param(schema.CAMPAIGN_VARIANTS, ",".join(variants)), Param(schema.CAMPAIGN_PASSES, str(passes))],
+            tags=[
+                RunTag(schema.CAMPAIGN_ID, campaign_id),
+                RunTag(schema.ROLE, schema.CAMPAIGN_ROLE),
+                RunTag(schema.PROTOCOL_DIGEST, protocol_digest),
+                RunTag(schema.CACHE_POLICY, cache_policy),
+                RunTag(schema.RUN_NAME, name),
+            ],
+        )
+        with tempfile.TemporaryDirectory() as temp:
+            path = Path(temp) / "schedule.json"
+            path.write_text(json.dumps(schedule, indent=2), encoding="utf-8")
+            client.log_artifact(run_id, str(path))
+        return cls(client, experiment_id, run_id, campaign_id, list(variants), passes)
+
+    @classmethod
+    def find(cls, client: MlflowClient, experiment_id: str, campaign_id: str) -> tuple[CampaignRun, str]:
+        """The campaign run of this campaign id and the protocol digest it ran under; a one-line error if none."""
+        runs = client.search_runs(
+            [experiment_id],
+            filter_string=(f"tags.`{schema.CAMPAIGN_ID}` = '{campaign_id}' AND "
+                           f"tags.`{schema.ROLE}` = '{schema.CAMPAIGN_ROLE}'"),
+            max_results=1,
+        )
+        if not runs:
+            raise GpucostError(f"no campaign '{campaign_id}' in this experiment; `gpucost attempts` lists campaign ids")
+        run = runs[0]
+        handle = cls(client, experiment_id, run.info.run_id, campaign_id,
+                     run.data.params[schema.CAMPAIGN_VARIANTS].split(","), int(run.data.params[schema.CAMPAIGN_PASSES]))
+        return handle, run.data.tags.get(schema.PROTOCOL_DIGEST, "")
+
+    def reopen(self) -> None:
+        """Mark a resumed campaign's run running again."""
+        self.client.update_run(self.run_id, "RUNNING")
+
+    def attempts_by_slot(self) -> dict[str, list[dict]]:
+        """Every attempt already recorded under this campaign, as attempts-table rows, per slot (oldest first)."""
+        by_slot: dict[str, list[dict]] = {}
+        found = search.all_runs(self.client, self.experiment_id,
+                                f"tags.`{schema.CAMPAIGN_ID}` = '{self.campaign_id}' AND tags.`{schema.VARIANT}` LIKE '%'")
+        for run in found:
+            by_slot.setdefault(run.data.tags.get(schema.SLOT, ""), []).append(attempt_row(RunRecord.of(run)))
+        return by_slot
+
+    def show(self, note: str, progress: dict[str, float], step: int) -> None:
+        """Rewrite the description and log the progress metrics (one log_batch, best effort: a store gone away is the
+        next pass's to report, with what waits in the spool)."""
+        now = int(time.time() * 1000)
+        metrics = [Metric(key, value, now, step) for key, value in progress.items()]
+        try:
+            self.client.log_batch(self.run_id, metrics=metrics, tags=[RunTag(schema.NOTE, note)])
+        except Exception as exc:
+            if not store.is_store_error(exc):
+                raise
+
+    def record_end(self, overhead_s_per_pass: float | None, not_tried: dict[str, str]) -> None:
+        """What the finished campaign adds: its harness overhead per pass and the variants not tried, with why."""
+        if overhead_s_per_pass is not None:
+            self.client.log_metric(self.run_id, schema.HARNESS_OVERHEAD, overhead_s_per_pass)
+        if not_tried:
+            self.client.set_tag(self.run_id, schema.NOT_TRIED,
+                                "; ".join(f"{k}: {v}" for k, v in not_tried.items())[:limits.TAG_VALUE])
+
+    def finish(self) -> None:
+        self.client.set_terminated(self.run_id, "FINISHED")
+
+    def end(self, status: str) -> None:
+        """Close the run on the way out (KILLED, FAILED); a store that is gone must not hide the reason we stopped."""
+        try:
+            self.client.set_terminated(self.run_id, status)
+        except Exception as exc:
+            if not store.is_store_error(exc):
+                raise
