@@ -17,7 +17,6 @@ from pathlib import Path
 
 from mlflow.entities import Run, RunTag
 from mlflow.tracking import MlflowClient
-from mlflow.tracking.context.registry import resolve_tags
 
 from gpucost_mlflow.core.errors import one_line
 from gpucost_mlflow.core.inputs.variants import load_series, load_variants
@@ -25,7 +24,7 @@ from gpucost_mlflow.execution import child, faults, lanes, runner
 from gpucost_mlflow.execution.outcome import PassOutcome
 from gpucost_mlflow.flow import judging, recording
 from gpucost_mlflow.flow.preparation import PassRequest, Prepared, prepare
-from gpucost_mlflow.tracking import descriptions, experiments, heartbeat, schema, store, writer
+from gpucost_mlflow.tracking import descriptions, experiments, heartbeat, pass_run, schema, store, writer
 
 
 @dataclass
@@ -40,17 +39,6 @@ class PassResult:
     spooled: str = ""
 
 
-def _start_run(client: MlflowClient, experiment_id: str, run_name: str, parent_run_id: str) -> Run:
-    """The pass's run: a nested run under a campaign, the run `mlflow run` created, or a new one.
-
-    Only the client API is used, so no fluent "active run" is left to end against a store that went away.
-    """
-    if os.environ.get("MLFLOW_RUN_ID") and not parent_run_id:
-        return client.get_run(os.environ["MLFLOW_RUN_ID"])
-    tags = {schema.PARENT_RUN_ID: parent_run_id} if parent_run_id else {}
-    return client.create_run(experiment_id, run_name=run_name, tags=resolve_tags(tags))
-
-
 def execute(request: PassRequest) -> PassResult:
     """One pass = one MLflow run, ending as accepted, rejected, pending or failed.
 
@@ -60,7 +48,7 @@ def execute(request: PassRequest) -> PassResult:
     prepared = prepare(request)
     store.bound_http_retries()
     store.check()
-    client = MlflowClient()
+    client = store.client()
     experiment_id, experiment_name = experiments.resolve(client, request.experiment, create=True)
     locked_now = experiments.lock(client, experiment_id, experiment_name, prepared.protocol, prepared.protocol_text)
     if request.variant.series:
@@ -68,7 +56,7 @@ def execute(request: PassRequest) -> PassResult:
         experiments.lock_series(client, experiment_id, experiment_name,
                                 series.declaration(load_variants(request.variants_path)))
     with tempfile.TemporaryDirectory(prefix="gpucost-pass-") as temp:
-        run = _start_run(client, experiment_id, request.variant.name, request.parent_run_id)
+        run = pass_run.open_run(client, experiment_id, request.variant.name, request.parent_run_id)
         beat = heartbeat.Heartbeat(client, run.info.run_id).start()
         try:
             result, interrupted = _run_pass(request, prepared, client, experiment_name, run, Path(temp), locked_now,
@@ -82,21 +70,13 @@ def execute(request: PassRequest) -> PassResult:
     return result
 
 
-def _close_unrecorded(client: MlflowClient, run_id: str, exc: BaseException) -> None:
+def _close_unrecorded(client, run_id: str, exc: BaseException) -> None:
     """Record why the launcher stopped before the attempt was written; never hides the original error."""
     if isinstance(exc, KeyboardInterrupt):
         reason, state = "interrupted (launcher stopped before the attempt was recorded)", "KILLED"
     else:
         reason, state = f"error in the launcher: {one_line(exc, named=True)}", "FAILED"
-    try:
-        run = client.get_run(run_id)
-        ended = {**run.data.tags, schema.STATUS: "failed", schema.STATUS_REASON: reason}
-        metrics, note = writer.restated(ended, run.data.metrics)
-        client.log_batch(run_id, metrics=metrics,
-                         tags=[RunTag(schema.STATUS, "failed"), RunTag(schema.STATUS_REASON, reason), *note])
-        client.set_terminated(run_id, state)
-    except Exception:  # noqa: BLE001, S110 - never hide the error that stopped the launcher
-        pass
+    pass_run.close_unrecorded(client, run_id, reason, state)
 
 
 def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, experiment_name: str, run: Run,

@@ -11,22 +11,18 @@ from __future__ import annotations
 import json
 import sys
 import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-import mlflow
-from mlflow.entities import DatasetInput, InputTag, Metric, Param, Run, RunTag
-from mlflow.exceptions import MlflowException
+from mlflow.entities import Metric, Run, RunTag
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import one_line
-from gpucost_mlflow.core.inputs.corpus import Corpus
 from gpucost_mlflow.core.judging import embedding_verdicts, generation_verdicts, outputs
 from gpucost_mlflow.execution import environment
 from gpucost_mlflow.execution.outcome import PassOutcome
 from gpucost_mlflow.flow.preparation import PassRequest, Prepared
-from gpucost_mlflow.tracking import descriptions, overlaps, schema, spool, store, writer
+from gpucost_mlflow.tracking import descriptions, overlaps, pass_run, schema, spool, store, writer
 
 
 @dataclass
@@ -50,14 +46,12 @@ def record_start(request: PassRequest, prepared: Prepared, client: MlflowClient,
                        outputs.exported_file(prepared.protocol.acceptance.output))
     run_name = descriptions.pass_name(start_tags, run_id)
     shown = {schema.RUN_NAME: run_name, schema.NOTE: descriptions.pass_note(start_tags, {})}
-    client.log_batch(run_id, params=[Param(k, v) for k, v in params.items()],
-                     tags=[RunTag(k, v) for k, v in {**start_tags, **shown}.items()])
     (workdir / schema.MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True), encoding="utf-8")
     (workdir / schema.ENVIRONMENT).write_text(environment.all_distributions(), encoding="utf-8")
-    for name in (schema.MANIFEST, schema.ENVIRONMENT):
-        client.log_artifact(run_id, str(workdir / name))
-    dataset = _dataset(prepared.corpus, manifest)
-    _log_dataset(client, run_id, dataset)
+    dataset = pass_run.dataset_fields(prepared.corpus.rows, manifest["corpus"]["path"],
+                                      prepared.corpus.fingerprint[:16])
+    pass_run.record_start(client, run_id, params, {**start_tags, **shown},
+                          [workdir / schema.MANIFEST, workdir / schema.ENVIRONMENT], dataset)
     return Started(params, start_tags, run_name, dataset)
 
 
@@ -78,45 +72,11 @@ def _tags(request: PassRequest, manifest: dict, main_metric: str, exported: str)
     )
 
 
-def _dataset(corpus: Corpus, manifest: dict) -> dict:
-    """The comparison corpus as an MLflow dataset entity, kept as plain fields for the spool record."""
-    import pandas as pd
-
-    frame = pd.DataFrame(corpus.rows, columns=["id", "text", "label", "bucket"])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        dataset = mlflow.data.from_pandas(
-            frame,
-            source=manifest["corpus"]["path"],
-            targets="label",
-            name=Path(manifest["corpus"]["path"]).stem,
-            digest=corpus.fingerprint[:16],
-        )
-    entity = dataset._to_mlflow_entity()
-    return {"name": entity.name, "digest": entity.digest, "source_type": entity.source_type,
-            "source": entity.source, "schema": entity.schema, "profile": entity.profile}
-
-
-def _log_dataset(client: MlflowClient, run_id: str, fields: dict) -> None:
-    """Link the run to its corpus dataset, once more if a concurrent pass inserted the same row first."""
-    from mlflow.entities import Dataset
-
-    context = InputTag(schema.DATASET_CONTEXT_TAG, schema.DATASET_CONTEXT)
-    inputs = [DatasetInput(Dataset(**fields), tags=[context])]
-    try:
-        client.log_inputs(run_id, inputs)
-    except MlflowException:
-        # Passes started at once on several machines insert the same dataset row; the store keeps
-        # one and refuses the others. A second try finds it and only links this run to it.
-        time.sleep(0.5)
-        client.log_inputs(run_id, inputs)
-
-
 def attempt_record(request: PassRequest, run: Run, experiment_name: str, started: Started, end_status: str,
                    outcome: PassOutcome, outcome_tags: list[RunTag], metric_entities: list[Metric]) -> dict:
     """The attempt as the spool keeps it: the run, its end, its params, start and outcome tags, metrics and dataset."""
     return {
-        "target": spool.public_uri(mlflow.get_tracking_uri()),
+        "target": pass_run.spool_target(),
         "experiment_id": run.info.experiment_id,
         "experiment_name": experiment_name,
         "run_id": run.info.run_id,
