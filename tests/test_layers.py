@@ -38,3 +38,19 @@ def test_each_layer_imports_only_what_lies_below_it(layer):
             if any(name == banned or name.startswith(banned + ".") for banned in FORBIDDEN[layer]):
                 broken.append(f"{path.relative_to(PACKAGE)} imports {name}")
     assert not broken, "; ".join(broken)
+
+
+STORE_CALLS = {"create_run", "log_batch", "log_metric", "log_param", "set_tag", "set_terminated", "log_artifact",
+               "log_artifacts", "log_inputs", "update_run", "search_runs", "get_run", "get_experiment",
+               "get_experiment_by_name", "create_experiment", "set_experiment_tag", "delete_run", "download_artifacts"}
+
+
+def test_every_mlflow_call_lives_in_tracking():
+    outside = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.relative_to(PACKAGE).parts[0] == "tracking":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in STORE_CALLS:
+                outside.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.func.attr}")
+    assert not outside, "; ".join(outside)

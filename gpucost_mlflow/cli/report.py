@@ -54,22 +54,19 @@ def _build_report(name: str, protocol_path: Path, catalog_path: Path | None, var
     """Load the protocol, catalog and variants, check the protocol against the one locked on the experiment (a
     what-if one is let through, marked), judge the pending passes first, and build the report; returns the built
     report, its balance, the client and the experiment id."""
-    from mlflow.tracking import MlflowClient
 
     from gpucost_mlflow.core.inputs.protocol import load_protocol
     from gpucost_mlflow.core.inputs.protocol_diff import against_lock
     from gpucost_mlflow.core.inputs.variants import load_variants
     from gpucost_mlflow.report.build import build
-    from gpucost_mlflow.tracking import schema, store
+    from gpucost_mlflow.tracking import experiments, schema, store
 
     protocol = load_protocol(protocol_path)
     catalog = _catalog(catalog_path)
     variants = load_variants(variants_path)
     store.bound_http_retries()
-    client = MlflowClient()
-    found = client.get_experiment_by_name(name)
-    if found is None:
-        raise GpucostError(f"experiment '{name}' not found in {client.tracking_uri}")
+    client = store.client()
+    found = experiments.named(client, name)
     changes = against_lock(protocol_path, protocol.digest, protocol_path.read_text(encoding="utf-8"), name,
                            found.tags.get(schema.PROTOCOL_DIGEST, ""), found.tags.get(schema.PROTOCOL_TEXT, ""),
                            what_if=what_if)

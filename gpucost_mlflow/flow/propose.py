@@ -22,7 +22,7 @@ from gpucost_mlflow.core.inputs.corpus import write_atomic
 from gpucost_mlflow.core.inputs.variants import load_series, load_variants
 from gpucost_mlflow.core.measurement.stats import Durations
 from gpucost_mlflow.core.money.decision import Configuration, feasibility
-from gpucost_mlflow.tracking import schema, search
+from gpucost_mlflow.tracking import experiments, schema, search, store
 from gpucost_mlflow.tracking.reader import attempts
 
 SERIES_NAME = "combined"
@@ -49,10 +49,8 @@ def slow_precisions(device_choice: str = "auto") -> dict[str, str]:
 
 def changes(experiment: str, variants_path: Path, client: MlflowClient | None = None) -> tuple[str, list[Change], str]:
     """(reference, each measured change with its verdict, campaigns read) from the finished campaigns."""
-    client = client or MlflowClient()
-    found = client.get_experiment_by_name(experiment)
-    if found is None:
-        raise GpucostError(f"experiment '{experiment}' not found in {client.tracking_uri}")
+    client = client or store.client()
+    found = experiments.named(client, experiment)
     campaigns = [c for c in _finished_campaigns(client, found.experiment_id) if c]
     if not campaigns:
         raise GpucostError(f"experiment '{experiment}' has no finished campaign to propose from; nothing written")

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import GpucostError
@@ -16,7 +15,7 @@ from gpucost_mlflow.core.money.catalog import Catalog
 from gpucost_mlflow.core.money.choice import Choice, break_evens, choose, decide
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, Assessment, Configuration, assess
 from gpucost_mlflow.report import plots, render, tables
-from gpucost_mlflow.tracking import descriptions, exclusions, limits, schema, search, ui
+from gpucost_mlflow.tracking import decision_run, descriptions, exclusions, experiments, limits, schema, store, ui
 from gpucost_mlflow.tracking.reader import attempts, protocol_warnings
 
 FILES = ("report.md", "report.html", "attempts.csv", "balance.csv")
@@ -33,7 +32,7 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
     said in the title, the digest line and the decision note's first words (which replace the changed-protocol
     warning)."""
     _one_currency(protocol, catalog)
-    client = client or MlflowClient()
+    client = client or store.client()
     table, experiment_tags = attempts(experiment, client)
     warnings = [w for w in protocol_warnings(table, experiment_tags, protocol_path)
                 if not (what_if and w.startswith(CHANGED_PROTOCOL))]
@@ -64,7 +63,7 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         exclusions=excluded_per_variant(table, client, experiment),
         exclusion_rule=protocol.exclusion_rule,
         passes_per_variant=protocol.passes_per_variant,
-        experiment_id=client.get_experiment_by_name(experiment).experiment_id,
+        experiment_id=experiments.named(client, experiment).experiment_id,
         ui_root=ui.root(client.tracking_uri),
         rejudged=list(rejudged or []),
         what_if=f"what-if protocol {protocol_path.name} ({what_if})" if what_if else "",
@@ -104,7 +103,7 @@ def excluded_per_variant(table, client: MlflowClient, experiment: str) -> list[r
     """Every variant with its attempts counted and its excluded ones (cause, by, when), so one rule is seen applied to all."""
     details = {}
     if (table["status"] == "excluded").any():
-        found = client.get_experiment_by_name(experiment)
+        found = experiments.named(client, experiment)
         details = {x.run_id: x for x in exclusions.listed(client, found.experiment_id)}
     result = []
     for variant, rows in table.groupby("variant", sort=False):
@@ -130,15 +129,12 @@ def log(experiment: str, report: render.Report, paths: dict[str, Path], client: 
     """Log the files as artifacts of a run tagged gpucost.role=decision (the UI shows report.html), named for what
     was decided, described by the decision note and the balance in short, with the chosen configuration's committed
     cost and forecast hours as metrics and the campaigns it read as tags."""
-    client = client or MlflowClient()
-    experiment_id = client.get_experiment_by_name(experiment).experiment_id
+    client = client or store.client()
+    experiment_id = experiments.named(client, experiment).experiment_id
     choice = report.choice
-    campaigns = campaign_runs(client, experiment_id, report.attempts)
+    ids = [cid for cid in dict.fromkeys(report.attempts["campaign_id"].fillna("")) if cid] if len(report.attempts) else []
+    campaigns = decision_run.campaign_runs(client, experiment_id, ids)
     outside = int((report.attempts["campaign_id"].fillna("") == "").sum()) if len(report.attempts) else 0
-    run = client.create_run(experiment_id, run_name=descriptions.decision_name(choice, report.example_prices,
-                                                                               bool(report.what_if)), tags={
-        schema.ROLE: schema.DECISION_ROLE, schema.PROTOCOL_DIGEST: report.what_if_digest or report.protocol_digest,
-    })
     note = descriptions.decision_note(report.decision, choice, report.assessments, campaigns, experiment_id, outside,
                                       report.protocol_digest, report.catalog, report.example_prices,
                                       what_if=report.what_if, what_if_digest=report.what_if_digest)
@@ -156,20 +152,6 @@ def log(experiment: str, report: render.Report, paths: dict[str, Path], client: 
             metrics[schema.POSSIBLE_SAVING] = float(chosen[0].saving)
     params = {schema.DECISION_CATALOG: report.catalog[:limits.PARAM_VALUE], schema.DECISION_DEADLINE: report.deadline,
               schema.DECISION_EXPERIMENT: experiment}
-    now = run.info.start_time
-    client.log_batch(run.info.run_id, metrics=[Metric(k, v, now, 0) for k, v in metrics.items()],
-                     params=[Param(k, v) for k, v in params.items()], tags=[RunTag(k, v) for k, v in tags.items()])
-    for path in paths.values():
-        client.log_artifact(run.info.run_id, str(path))
-    client.set_terminated(run.info.run_id, "FINISHED")
-    return run.info.run_id
-
-
-def campaign_runs(client: MlflowClient, experiment_id: str, table) -> dict[str, str]:
-    """The campaign ids among the attempts read, in first-seen order, each with its campaign run's id ('' if gone)."""
-    ids = [cid for cid in dict.fromkeys(table["campaign_id"].fillna("")) if cid] if len(table) else []
-    if not ids:
-        return {}
-    parents = search.all_runs(client, experiment_id, f"tags.`{schema.ROLE}` = '{schema.CAMPAIGN_ROLE}'", order_by=None)
-    found = {run.data.tags.get(schema.CAMPAIGN_ID, ""): run.info.run_id for run in parents}
-    return {cid: found.get(cid, "") for cid in ids}
+    name = descriptions.decision_name(choice, report.example_prices, bool(report.what_if))
+    return decision_run.log_decision(client, experiment_id, name, report.what_if_digest or report.protocol_digest,
+                                     tags, params, metrics, list(paths.values()))

@@ -37,6 +37,14 @@ def resolve(client: MlflowClient, name: str | None, *, create: bool) -> tuple[st
         return client.get_experiment_by_name(name).experiment_id, name
 
 
+def named(client: MlflowClient, name: str):
+    """The experiment of this name (its id, name and tags), or a one-line GpucostError naming the store."""
+    experiment = client.get_experiment_by_name(name)
+    if experiment is None:
+        raise GpucostError(f"experiment '{name}' not found in {client.tracking_uri}")
+    return experiment
+
+
 def locked_digest(client: MlflowClient, experiment_id: str) -> str:
     return client.get_experiment(experiment_id).tags.get(schema.PROTOCOL_DIGEST, "")
 
