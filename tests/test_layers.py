@@ -54,3 +54,18 @@ def test_every_mlflow_call_lives_in_tracking():
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in STORE_CALLS:
                 outside.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.func.attr}")
     assert not outside, "; ".join(outside)
+
+
+def test_statuses_are_spelled_only_in_the_status_enum():
+    """One vocabulary: no module but core/judging/status.py writes an attempt status as a bare string literal."""
+    words = {"accepted", "rejected", "pending", "failed", "excluded", "completed"}
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.relative_to(PACKAGE).as_posix() == "core/judging/status.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare):
+                for side in [node.left, *node.comparators]:
+                    if isinstance(side, ast.Constant) and side.value in words:
+                        found.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {side.value!r}")
+    assert not found, "; ".join(found)

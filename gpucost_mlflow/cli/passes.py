@@ -37,6 +37,7 @@ CODE_ROOT = Path(__file__).resolve().parents[1]
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."), help="Folder that relative paths are resolved from (the MLproject passes the repository root).")
 def run_pass(variant_name, corpus_path, model_path, variants_file, experiment, protocol_file, role, root) -> None:
     """Run one pass of a variant over the corpus as one MLflow run."""
+    from gpucost_mlflow.core.judging.status import Status
     from gpucost_mlflow.flow.launcher import execute
 
     request = _pass_request(variant_name, corpus_path, model_path, variants_file, experiment, protocol_file, role, root)
@@ -51,7 +52,7 @@ def run_pass(variant_name, corpus_path, model_path, variants_file, experiment, p
                f"run {result.run_id}")
     if result.spooled:
         click.echo(f"not yet in the tracking store: kept in {result.spooled}; run `gpucost sync` when it is back", err=True)
-    if result.status == "failed":
+    if result.status == Status.FAILED:
         sys.exit(1)
 
 

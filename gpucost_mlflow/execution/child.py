@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.execution import batch_counter, runner
 from gpucost_mlflow.execution.outcome import PassOutcome
 
@@ -80,7 +81,7 @@ def read_outcome(workdir: Path, returncode: int, interrupted: bool) -> PassOutco
     """The outcome the child wrote, or, for a child that died before writing one, a failed outcome saying how."""
     outcome = PassOutcome.read(workdir) or died(workdir, returncode)
     if interrupted and not outcome.completed:
-        outcome.reason = "interrupted"
+        outcome.reason = str(Status.INTERRUPTED)
     return outcome
 
 
@@ -92,7 +93,7 @@ def died(workdir: Path, returncode: int) -> PassOutcome:
     else:
         reason = f"child exited with code {returncode} without an outcome"
     return PassOutcome(
-        status="failed", reason=reason, completed_entries=progress[1] if progress else None,
+        status=Status.FAILED, reason=reason, completed_entries=progress[1] if progress else None,
         completed_entries_reason=(
             "child died before reporting; counted from its progress counter, its predictions were lost with it"
             if progress else "child died before the measured pass started"

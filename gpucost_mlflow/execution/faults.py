@@ -13,6 +13,7 @@ import signal
 from dataclasses import dataclass
 
 from gpucost_mlflow.core.errors import GpucostError, one_line
+from gpucost_mlflow.core.judging.status import Status
 
 ENV = "GPUCOST_FAULT"
 _PATTERN = re.compile(r"^(oom|kill|dupid)@([1-9][0-9]*)$")
@@ -73,5 +74,5 @@ def reason(exc: BaseException) -> str:
     if is_out_of_memory(exc):
         return f"out of memory: {message}" if message else "out of memory"
     if isinstance(exc, KeyboardInterrupt):
-        return "interrupted"
+        return str(Status.INTERRUPTED)
     return f"error: {type(exc).__name__}: {message}"

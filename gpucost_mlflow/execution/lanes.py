@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement import lanes as rules
 from gpucost_mlflow.execution import child, gate, runner
 from gpucost_mlflow.execution.outcome import PassOutcome
@@ -147,7 +148,7 @@ def merge(outcomes: list[PassOutcome], workdir: Path, interrupted: bool) -> Pass
     metrics, missing = rules.combine_metrics([o.metrics for o in outcomes],
                                              [o.missing_measurements for o in outcomes], pass_s)
     merged = PassOutcome(
-        status="completed" if completed else "failed",
+        status=Status.COMPLETED if completed else Status.FAILED,
         device=", ".join(dict.fromkeys(o.device for o in outcomes if o.device)),
         tokenizer_parallelism=outcomes[0].tokenizer_parallelism,
         deterministic=outcomes[0].deterministic,
@@ -174,7 +175,7 @@ def merge(outcomes: list[PassOutcome], workdir: Path, interrupted: bool) -> Pass
     _completed_entries(merged, outcomes)
     if not completed:
         failed = [(k, o.reason) for k, o in enumerate(outcomes) if not o.completed]
-        merged.reason = "interrupted" if interrupted else rules.failure_reason(failed, len(outcomes))
+        merged.reason = str(Status.INTERRUPTED) if interrupted else rules.failure_reason(failed, len(outcomes))
         merged.elapsed_until_failure_s = _until_failure(outcomes)
     return merged
 

@@ -11,6 +11,8 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from gpucost_mlflow.core.judging.status import Status
+
 OUTCOME = "outcome.json"
 
 # Fields a workload, the energy probe or the device-event timer add to with their own entries: `merge` joins them.
@@ -22,7 +24,7 @@ class PassOutcome:
     """One pass as the child saw it: status, stage timings, measured bounds, memory, and the generic metrics,
     missing measurements and run tags that the launcher logs as they are (energy, device events, FLOP rates)."""
 
-    status: str = "failed"  # "completed" or "failed"
+    status: str = Status.FAILED  # Status.COMPLETED or Status.FAILED
     reason: str = ""  # why it failed: one line
     completed_entries: int | None = 0  # None: not known (the child died before the measured pass)
     completed_entries_reason: str = ""  # why completed_entries is None
@@ -52,7 +54,7 @@ class PassOutcome:
 
     @property
     def completed(self) -> bool:
-        return self.status == "completed"
+        return self.status == Status.COMPLETED
 
     def merge(self, found: dict) -> None:
         """Add a part's metrics, missing measurements and tags to the outcome's own; its other fields replace them."""

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.judging.verdicts import PREDICTIONS
 from gpucost_mlflow.execution.batching import padded, tokenized
 from gpucost_mlflow.execution.outcome import PassFailure, PassOutcome
@@ -224,7 +225,7 @@ def run(spec: PassSpec, started_ns: int) -> PassOutcome:
     try:
         predictions, seconds = measure(spec.corpus_path, tokenizer, model, settings, device, sync, on_batch,
                                        probe, events, work.process, clock)
-        outcome.status, outcome.pass_s = "completed", seconds
+        outcome.status, outcome.pass_s = Status.COMPLETED, seconds
     except PassFailure as failure:  # every failure is kept as a row with its reason
         predictions, out_of_memory = _failed(outcome, failure)
     outcome.measured_until_epoch_s = time.time()

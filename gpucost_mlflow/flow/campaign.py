@@ -18,6 +18,7 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.corpus import read_corpus
 from gpucost_mlflow.core.inputs.protocol import Protocol, load_protocol
 from gpucost_mlflow.core.inputs.variants import Variant, get_variant, load_variants
+from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement import lanes as lane_rules
 from gpucost_mlflow.flow.launcher import PassRequest, PassResult, execute
 from gpucost_mlflow.tracking import descriptions, experiments, schema, spool, store
@@ -127,7 +128,7 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
             result.results.append((slot, outcome))
             display.on_pass_end(slot, outcome)
             _record(protocol, experiment_name, opened, shown, result, slot, outcome)
-            if outcome.status == "failed" and outcome.reason.startswith("out of memory"):
+            if outcome.status == Status.FAILED and outcome.reason.startswith("out of memory"):
                 for larger in larger_batches(declared, variant, opened.variants):
                     result.skipped.setdefault(larger, f"{variant.name} ran out of memory at batch {variant.batch_size}: "
                                                       "larger batch sizes of its sweep are not tried, no smaller one "
@@ -208,7 +209,7 @@ def _record(protocol: Protocol, experiment_name: str, run: CampaignRun, shown: S
     """Show a finished pass on the campaign run; an accepted reference pass first judges the pending ones again."""
     shown.latest[slot.key] = {"variant": slot.variant, "status": outcome.status, "run_id": outcome.run_id,
                               "pass_s": outcome.metrics.get("pass_s")}
-    if slot.variant == protocol.acceptance.reference_variant and outcome.status == "accepted" and not outcome.spooled:
+    if slot.variant == protocol.acceptance.reference_variant and outcome.status == Status.ACCEPTED and not outcome.spooled:
         judged = rejudge(experiment_name, protocol, run.client)
         result.rejudged += judged
         statuses = {item.run_id: item.status for item in judged}

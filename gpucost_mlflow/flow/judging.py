@@ -17,6 +17,7 @@ from mlflow.tracking import MlflowClient
 from gpucost_mlflow.core.inputs.corpus import Corpus
 from gpucost_mlflow.core.judging import embedding_verdicts, generation_verdicts, judge, verdicts
 from gpucost_mlflow.core.judging.preview import preview
+from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.execution import child, runner
 from gpucost_mlflow.execution.outcome import PassOutcome
 from gpucost_mlflow.flow.preparation import PassRequest, Prepared
@@ -149,7 +150,7 @@ def verdict(prepared: Prepared, outcome: PassOutcome, judged: judge.Judgement, m
     return {
         "status": judged.status,
         "reason": judged.reason,
-        "corpus_accepted": judged.status == "accepted",
+        "corpus_accepted": judged.status == Status.ACCEPTED,
         "checks": [check.record() for check in judged.checks],
         "ids": judged.counts,
         "quality": judged.quality,

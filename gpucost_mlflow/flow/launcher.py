@@ -20,6 +20,7 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import one_line
 from gpucost_mlflow.core.inputs.variants import load_series, load_variants
+from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.execution import child, faults, lanes, runner
 from gpucost_mlflow.execution.outcome import PassOutcome
 from gpucost_mlflow.flow import judging, recording
@@ -109,9 +110,9 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
     ended = {**started.tags, **{tag.key: tag.value for tag in outcome_tags}}
     outcome_tags.append(RunTag(schema.NOTE, descriptions.pass_note(ended, {m.key: m.value for m in metric_entities})))
     (workdir / schema.VERDICT).write_text(json.dumps(verdict, indent=2), encoding="utf-8")
-    if outcome.error or judged.status == "failed":
+    if outcome.error or judged.status == Status.FAILED:
         (workdir / schema.ERROR).write_text(outcome.error or judged.reason, encoding="utf-8")
-    end_status = ("KILLED" if interrupted else "FAILED") if judged.status == "failed" else "FINISHED"
+    end_status = ("KILLED" if interrupted else "FAILED") if judged.status == Status.FAILED else "FINISHED"
     record = recording.attempt_record(request, run, experiment_name, started, end_status, outcome, outcome_tags,
                                       metric_entities)
     result = PassResult(run.info.run_id, judged.status, judged.reason, metrics, locked_now)

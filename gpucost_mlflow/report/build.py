@@ -11,6 +11,7 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.corpus import write_atomic
 from gpucost_mlflow.core.inputs.protocol import Protocol
 from gpucost_mlflow.core.inputs.variants import Variant
+from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.money.catalog import Catalog
 from gpucost_mlflow.core.money.choice import Choice, break_evens, choose, decide
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, Assessment, Configuration, assess
@@ -102,13 +103,13 @@ def _decided(configs: list[Configuration], protocol: Protocol, catalog: Catalog
 def excluded_per_variant(table, client: MlflowClient, experiment: str) -> list[render.VariantExclusions]:
     """Every variant with its attempts counted and its excluded ones (cause, by, when), so one rule is seen applied to all."""
     details = {}
-    if (table["status"] == "excluded").any():
+    if (table["status"] == Status.EXCLUDED).any():
         found = experiments.named(client, experiment)
         details = {x.run_id: x for x in exclusions.listed(client, found.experiment_id)}
     result = []
     for variant, rows in table.groupby("variant", sort=False):
         excluded = []
-        for run_id, device in rows.loc[rows["status"] == "excluded", ["run_id", "device"]].itertuples(index=False):
+        for run_id, device in rows.loc[rows["status"] == Status.EXCLUDED, ["run_id", "device"]].itertuples(index=False):
             x = details.get(run_id)
             excluded.append([device, run_id, x.cause, x.by, x.at] if x and x.cause else [device, run_id, "not recorded", "", ""])
         result.append(render.VariantExclusions(variant, len(rows), excluded))

@@ -6,12 +6,14 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from gpucost_mlflow.core.inputs.identity import Identity
 from gpucost_mlflow.core.inputs.variants import Variant
+from gpucost_mlflow.core.judging.status import Status, interrupted
 from gpucost_mlflow.core.measurement import energy
 from gpucost_mlflow.core.measurement.stats import Durations, Separation, separate
 from gpucost_mlflow.core.measurement.timeline import Span
 from gpucost_mlflow.core.money.decision import Assessment, Configuration, ExcludedPass
-from gpucost_mlflow.tracking.schema import STACK_IDENTITY, TIMINGS
+from gpucost_mlflow.tracking.schema import TIMINGS
 
 MEMORY = ("mem_peak_allocated_bytes", "mem_peak_reserved_bytes", "mem_peak_rss_bytes")
 
@@ -55,15 +57,7 @@ def _beside(row, spans: list[tuple[str, Span]]) -> str:
     return ""
 
 
-INTERRUPTED = "interrupted"  # a failed attempt whose launcher stopped (reader.py): not the configuration's failure
-IDENTITY = ("workload", "lanes", "model_revision", "corpus_fingerprint", *STACK_IDENTITY)
-IDENTITY_LABELS = {"workload": "workload", "lanes": "lanes", "model_revision": "model revision", "corpus_fingerprint": "corpus",
-                   "torch_build": "torch", "cuda_runtime": "CUDA runtime", "hip_runtime": "HIP runtime",
-                   "driver": "driver"}
-
-
-def _short(value: str) -> str:
-    return (value[:12] if len(value) > 16 else value) or "not recorded"
+IDENTITY = Identity.columns()
 
 
 def harness_overhead(table: pd.DataFrame) -> tuple[float | None, int]:
@@ -84,25 +78,25 @@ def configurations(table: pd.DataFrame) -> list[Configuration]:
     for key in IDENTITY:
         table[key] = table[key].fillna("").astype(str)
     bench = table[table["role"] == "benchmark"]
-    delivered = table[(table["role"] == "deliverable") & (table["status"] == "accepted")]
+    delivered = table[(table["role"] == "deliverable") & (table["status"] == Status.ACCEPTED)]
     walls = {device: attempt_spans(rows) for device, rows in bench.groupby("device", sort=False)}
     everyone = list(zip(bench["run_id"], attempt_spans(bench).spans))
-    identities: dict[tuple, set] = {}
-    for (device, variant, *identity), _ in bench.groupby(["device", "variant", *IDENTITY], sort=False):
-        identities.setdefault((device, variant), set()).add(tuple(identity))
+    identities: dict[tuple, set[Identity]] = {}
+    for key, _ in bench.groupby(["device", "variant", *IDENTITY], sort=False):
+        identities.setdefault(key[:2], set()).add(Identity(*key))
     configs = []
-    for (device, variant, *identity), rows in bench.groupby(["device", "variant", *IDENTITY], sort=False):
-        completed = rows[rows["pass_s"].notna() & (rows["status"] != "excluded")]
+    for key, rows in bench.groupby(["device", "variant", *IDENTITY], sort=False):
+        identity = Identity(*key)
+        device, variant = identity.device, identity.variant
+        completed = rows[rows["pass_s"].notna() & (rows["status"] != Status.EXCLUDED)]
         medians = {key: float(completed[key].median()) for key in ("load_s", "warmup_s", "eval_s", "export_s")
                    if completed[key].notna().any()}
-        excluded = rows[rows["status"] == "excluded"]
+        excluded = rows[rows["status"] == Status.EXCLUDED]
         done = delivered[(delivered["device"] == device) & (delivered["variant"] == variant)]
-        siblings = identities[(device, variant)]
-        differing = [i for i, key in enumerate(IDENTITY) if len({other[i] for other in siblings}) > 1]
         configs.append(Configuration(
             device=device,
             variant=variant,
-            statuses=[INTERRUPTED if status == "failed" and str(reason).startswith(INTERRUPTED) else status
+            statuses=[Status.INTERRUPTED if interrupted(status, reason) else status
                       for status, reason in zip(rows["status"], rows["reason"])],
             durations=Durations(tuple(float(v) for v in completed["pass_s"])),
             medians=medians,
@@ -110,8 +104,8 @@ def configurations(table: pd.DataFrame) -> list[Configuration]:
             attempt_spans=walls[device].spans,
             walls_estimated=walls[device].estimated,
             gpus=gpus_used(rows),
-            identity=dict(zip(IDENTITY, identity)),
-            distinction=", ".join(f"{IDENTITY_LABELS[IDENTITY[i]]} {_short(identity[i])}" for i in differing),
+            identity=identity,
+            distinction=identity.distinction(identities[(device, variant)]),
             pass_runs=tuple(completed["run_id"]),
             pass_causes=tuple(_beside(row, everyone) for row in completed.itertuples(index=False)),
             excluded=tuple(ExcludedPass(row.run_id, getattr(row, "status_before_exclusion", "") or "",
@@ -144,8 +138,8 @@ def identity_notes(configs: list[Configuration]) -> list[str]:
 def rows_of(table: pd.DataFrame, config: Configuration) -> pd.DataFrame:
     """The benchmark attempts of one configuration (its device, variant and identity)."""
     mask = (table["role"] == "benchmark") & (table["device"] == config.device) & (table["variant"] == config.variant)
-    for key, value in config.identity.items():
-        mask &= table[key].fillna("").astype(str) == value
+    for key in IDENTITY if config.identity else ():
+        mask &= table[key].fillna("").astype(str) == getattr(config.identity, key)
     return table[mask]
 
 
@@ -176,7 +170,7 @@ def summaries(table: pd.DataFrame, configs: list[Configuration]) -> list[Summary
         counters = sorted({c for c in rows["memory_counter"] if c})
         f1 = rows["macro_f1"].dropna()
         verdicts = rows["quality_verdict"].fillna("").replace("", "(none: failed)").value_counts().to_dict()
-        completed = rows[rows["pass_s"].notna() & (rows["status"] != "excluded")]
+        completed = rows[rows["pass_s"].notna() & (rows["status"] != Status.EXCLUDED)]
         utilisation = {key: float(completed[key].median()) for key in UTILISATION
                        if key in completed and completed[key].notna().any()}
         reasons = sorted({r for r in completed.get("mfu_reason", pd.Series(dtype=str)).fillna("") if r})
@@ -197,7 +191,7 @@ def _energy(summary: Summary, completed: pd.DataFrame) -> None:
         return
     values = completed[energy.ENERGY_METRIC]
     summary.joules_per_pass = float(values.median()) if values.notna().any() else None
-    accepted = [None if pd.isna(v) else float(v) for v in values[completed["status"] == "accepted"]]
+    accepted = [None if pd.isna(v) else float(v) for v in values[completed["status"] == Status.ACCEPTED]]
     summary.joules_per_validated, why = energy.joules_per_validated_corpus(accepted)
     reasons = sorted({r for r in completed.get("energy_reason", pd.Series(dtype=str)).fillna("") if r})
     summary.energy_reason = "; ".join(reasons) or why or ("" if len(completed) else "no completed pass")

@@ -12,6 +12,7 @@ import statistics
 from collections.abc import Sequence
 
 from gpucost_mlflow.core.inputs.protocol import Protocol
+from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement.overlap import describe as describe_overlap
 from gpucost_mlflow.core.money import costs
 from gpucost_mlflow.core.money.choice import Choice
@@ -125,7 +126,7 @@ def pass_note(tags: dict, metrics: dict) -> str:
     lines = [f"### {variant}{SEP}{status}", ""]
     if reason:
         lines += [short(reason, 400), ""]
-    if status == "running":
+    if status == Status.RUNNING:
         return "\n".join(lines + ["The pass is running; this description is completed when it ends."])
     lines += _table(["pass_s", main, schema.ACCEPTED, "inputs/s", "tokens/s"], [[
         _number(metrics.get("pass_s"), 3, " s"), _number(metrics.get(main), 4),
@@ -173,7 +174,7 @@ def campaign_progress(attempts: Sequence[dict]) -> dict[str, float]:
     """Campaign metrics from its slots' latest attempts (variant, status, pass_s): passes finished and accepted,
     and the median pass_s per variant over its completed, not excluded passes."""
     metrics = {schema.PASSES_FINISHED: float(len(attempts)),
-               schema.PASSES_ACCEPTED: float(sum(1 for a in attempts if a["status"] == "accepted"))}
+               schema.PASSES_ACCEPTED: float(sum(1 for a in attempts if a["status"] == Status.ACCEPTED))}
     for variant in dict.fromkeys(a["variant"] for a in attempts):
         median = _median(_durations(attempts, variant))
         if median is not None:
@@ -183,7 +184,7 @@ def campaign_progress(attempts: Sequence[dict]) -> dict[str, float]:
 
 def _durations(attempts: Sequence[dict], variant: str) -> list[float]:
     return [float(a["pass_s"]) for a in attempts if a["variant"] == variant and a.get("pass_s") is not None
-            and not math.isnan(a["pass_s"]) and a["status"] != "excluded"]
+            and not math.isnan(a["pass_s"]) and a["status"] != Status.EXCLUDED]
 
 
 def campaign_note(campaign_id: str, variants: Sequence[str], passes: int, attempts: Sequence[dict], state: str,

@@ -21,10 +21,10 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import MESSAGE_LIMIT, GpucostError
+from gpucost_mlflow.core.judging.status import EXCLUDABLE, Status
 from gpucost_mlflow.tracking import limits, schema, search, writer
 
-EXCLUDED = "excluded"
-EXCLUDABLE = ("accepted", "pending")  # statuses whose timing, not verdict, is what an exclusion sets aside
+EXCLUDED = Status.EXCLUDED
 # Tags an exclusion writes and its undo empties (MLflow's log_batch cannot delete a tag).
 WRITTEN = (schema.EXCLUDED_CAUSE, schema.EXCLUDED_BY, schema.EXCLUDED_AT, schema.STATUS_BEFORE_EXCLUSION,
            schema.REASON_BEFORE_EXCLUSION)
@@ -107,7 +107,7 @@ def exclude(client: MlflowClient, run_id: str, cause: str, who: str | None = Non
                            f"`gpucost exclude {run.info.run_id} --undo`; nothing changed")
     _refuse_results(run)
     batch = {
-        schema.STATUS: EXCLUDED,
+        schema.STATUS: str(EXCLUDED),
         schema.STATUS_REASON: cause,
         schema.EXCLUDED_CAUSE: cause,
         schema.EXCLUDED_BY: who or user(),
@@ -130,11 +130,11 @@ def _refuse_results(run: Run) -> None:
     status, reason, run_id = row["status"], row["reason"][:MESSAGE_LIMIT], run.info.run_id
     if status in EXCLUDABLE:
         return
-    if status == "running":
+    if status == Status.RUNNING:
         raise GpucostError(f"run '{run_id}' is still running (launcher {run.data.tags.get(schema.LAUNCHER, '?')}): "
                            "exclude it once it has ended; nothing changed")
-    if status in ("rejected", "failed"):
-        said = "was rejected" if status == "rejected" else "failed"
+    if status in (Status.REJECTED, Status.FAILED):
+        said = "was rejected" if status == Status.REJECTED else "failed"
         raise GpucostError(f"run '{run_id}' {said} ({reason or 'no reason recorded'}): a quality or failure verdict is "
                            "a result, not an external disturbance; exclusion applies to timings only; nothing changed")
     raise GpucostError(f"run '{run_id}' has status '{status or 'not recorded'}': only an accepted or pending pass's "

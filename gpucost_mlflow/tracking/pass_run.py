@@ -18,6 +18,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from mlflow.tracking.context.registry import resolve_tags
 
+from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.tracking import schema, spool, writer
 
 
@@ -78,10 +79,10 @@ def close_unrecorded(client: MlflowClient, run_id: str, reason: str, state: str)
     that stopped the launcher is the one to see)."""
     try:
         run = client.get_run(run_id)
-        ended = {**run.data.tags, schema.STATUS: "failed", schema.STATUS_REASON: reason}
+        ended = {**run.data.tags, schema.STATUS: str(Status.FAILED), schema.STATUS_REASON: reason}
         metrics, note = writer.restated(ended, run.data.metrics)
         client.log_batch(run_id, metrics=metrics,
-                         tags=[RunTag(schema.STATUS, "failed"), RunTag(schema.STATUS_REASON, reason), *note])
+                         tags=[RunTag(schema.STATUS, str(Status.FAILED)), RunTag(schema.STATUS_REASON, reason), *note])
         client.set_terminated(run_id, state)
     except Exception:  # noqa: BLE001, S110 - never hide the error that stopped the launcher
         pass

@@ -13,6 +13,7 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.protocol import digest_of
+from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement import energy
 from gpucost_mlflow.core.measurement.overlap import Interval, overlaps
 from gpucost_mlflow.tracking import exclusions, heartbeat, schema
@@ -108,7 +109,7 @@ def attempt_row(run: RunRecord, now: dt.datetime | None = None) -> dict:
         "status_before_exclusion": tags.get(schema.STATUS_BEFORE_EXCLUSION, "") if excluded else "",
         "quality_verdict": tags.get(schema.QUALITY_VERDICT, ""),
         "ids_match": tags.get(schema.IDS_MATCH, "") == "true",
-        "corpus_accepted": tags.get(schema.CORPUS_ACCEPTED, "") == "true" and status == "accepted",
+        "corpus_accepted": tags.get(schema.CORPUS_ACCEPTED, "") == "true" and status == Status.ACCEPTED,
         "protocol_digest": tags.get(schema.PROTOCOL_DIGEST, ""),
         "memory_counter": tags.get(schema.MEMORY_COUNTER, ""),
         "start_time": pd.Timestamp(run.start_time, unit="ms", tz="UTC"),
@@ -133,15 +134,15 @@ def status_of(run: RunRecord, now: dt.datetime | None) -> tuple[str, str, bool]:
     reason = tags.get(schema.STATUS_REASON, "")
     stale = heartbeat.stale_reason(tags, run.start_time, now) if run.status == "RUNNING" else ""
     if run.status == "RUNNING" and not launcher_alive(tags.get(schema.LAUNCHER, "")):
-        status, reason = "failed", "interrupted (launcher gone, run left RUNNING)"
+        status, reason = str(Status.FAILED), "interrupted (launcher gone, run left RUNNING)"
     elif stale:
-        status, reason = "failed", stale
-    elif run.status in ("FAILED", "KILLED") and status in ("", "running"):
-        status, reason = "failed", reason or "interrupted (run ended before the attempt was recorded)"
+        status, reason = str(Status.FAILED), stale
+    elif run.status in ("FAILED", "KILLED") and status in ("", Status.RUNNING):
+        status, reason = str(Status.FAILED), reason or "interrupted (run ended before the attempt was recorded)"
     # An excluded pass keeps its row; the cause, who and when are its reason (`gpucost exclude`, PROTOCOL.md §6).
-    excluded = tags.get(schema.STATUS) == "excluded" and bool(tags.get(schema.EXCLUDED_CAUSE))
+    excluded = tags.get(schema.STATUS) == Status.EXCLUDED and bool(tags.get(schema.EXCLUDED_CAUSE))
     if excluded:
-        status, reason = "excluded", exclusions.describe(tags)
+        status, reason = str(Status.EXCLUDED), exclusions.describe(tags)
     return status, reason, excluded
 
 
@@ -150,7 +151,7 @@ def notes_of(run: RunRecord, row: dict, excluded: bool, measured_reason: str) ->
     measurement with why, where its output file is, and why its MFU is empty."""
     tags, metrics, status, reason = run.tags, run.metrics, row["status"], row["reason"]
     notes = []
-    if status not in ("accepted", ""):
+    if status not in (Status.ACCEPTED, ""):
         notes.append(f"{status}: {reason}")
     if excluded:
         notes.append(f"before exclusion: {tags.get(schema.STATUS_BEFORE_EXCLUSION, '') or 'not recorded'}"
@@ -161,7 +162,7 @@ def notes_of(run: RunRecord, row: dict, excluded: bool, measured_reason: str) ->
             notes.append(f"{key} empty: {why}")
     if row["wall_s"] is None:
         notes.append("wall_s empty: the run has no end time (still running, or its launcher died)")
-    if status != "running":
+    if status != Status.RUNNING:
         exported = tags.get(schema.EXPORTED) or EXPORTED_BEFORE_THE_TAG.get(row["workload"], schema.PREDICTIONS)
         notes.append(f"predictions: {run.artifact_uri}/{exported}")
     if row["mfu_reason"]:

@@ -23,6 +23,7 @@ from mlflow.tracking import MlflowClient
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.protocol import Protocol, load_protocol
 from gpucost_mlflow.core.judging import judge, verdicts
+from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.tracking import embedding_reference, experiments, generation_reference, schema, search, writer
 
 
@@ -69,7 +70,7 @@ def find_reference(client: MlflowClient, experiment_id: str, reference: str, fin
     runs = client.search_runs(
         [experiment_id],
         filter_string=(
-            f"tags.`{schema.VARIANT}` = '{reference}' AND tags.`{schema.STATUS}` = 'accepted' "
+            f"tags.`{schema.VARIANT}` = '{reference}' AND tags.`{schema.STATUS}` = '{Status.ACCEPTED}' "
             f"AND tags.`{schema.CORPUS_FINGERPRINT}` = '{fingerprint}' AND params.`{schema.MODEL_REVISION}` = '{model_revision}'"
         ),
         order_by=["attributes.start_time DESC"],
@@ -111,7 +112,7 @@ def rejudge(experiment: str, protocol: Protocol, client: MlflowClient | None = N
         raise GpucostError(f"experiment '{name}' is locked to protocol {locked[:12]}, {protocol.path} is "
                            f"{protocol.digest[:12]}: re-judge with the protocol the passes ran under")
     # Every page read before any verdict is recorded: a recorded pass leaves the filter and would shift the pages.
-    pending = list(search.all_runs(client, experiment_id, f"tags.`{schema.STATUS}` = 'pending'"))
+    pending = list(search.all_runs(client, experiment_id, f"tags.`{schema.STATUS}` = '{Status.PENDING}'"))
     reference_name = protocol.acceptance.reference_variant
     judged = []
     with tempfile.TemporaryDirectory(prefix="gpucost-rejudge-") as temp:
@@ -151,7 +152,7 @@ def _record(client: MlflowClient, run, result: judge.Judgement, reference_run: s
     tags += [
         RunTag(schema.REJUDGED_AT, dt.datetime.now(dt.UTC).isoformat(timespec="seconds")),
         RunTag(schema.REJUDGED_AGAINST, reference_run),
-        RunTag(schema.FIRST_STATUS, "pending"),
+        RunTag(schema.FIRST_STATUS, str(Status.PENDING)),
     ]
     measured = {key: float(value) for key, value in (result.comparison.get("metrics") or {}).items()}
     metrics, note = writer.restated({**run.data.tags, **{tag.key: tag.value for tag in tags}},

@@ -13,6 +13,7 @@ import time
 from mlflow.entities import Metric, RunTag
 from mlflow.tracking import MlflowClient
 
+from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.tracking import descriptions, heartbeat, limits, schema
 
 
@@ -23,7 +24,7 @@ def start_tags(*, role: str, variant: str, device: str, backend: str, corpus_fin
     tags = {
         schema.ROLE: role,
         schema.VARIANT: variant,
-        schema.STATUS: "running",
+        schema.STATUS: str(Status.RUNNING),
         schema.LAUNCHER: f"{socket.gethostname()}:{os.getpid()}",
         schema.HOST: socket.gethostname(),
         schema.DEVICE_NAME: device,
@@ -66,11 +67,11 @@ def outcome_batch(*, status: str, reason: str, metrics: dict, ids_match: bool, q
     short reason (`gpucost.missing.<metric>`)."""
     now = timestamp_ms if timestamp_ms is not None else int(time.time() * 1000)
     rates, rates_missing = throughput(metrics)
-    metrics = {**rates, **metrics, schema.ACCEPTED: 1.0 if status == "accepted" else 0.0}
+    metrics = {**rates, **metrics, schema.ACCEPTED: 1.0 if status == Status.ACCEPTED else 0.0}
     tags = [
-        RunTag(schema.STATUS, status),
+        RunTag(schema.STATUS, str(status)),
         RunTag(schema.STATUS_REASON, reason[:limits.TAG_VALUE]),
-        RunTag(schema.CORPUS_ACCEPTED, str(status == "accepted").lower()),
+        RunTag(schema.CORPUS_ACCEPTED, str(status == Status.ACCEPTED).lower()),
         RunTag(schema.IDS_MATCH, str(ids_match).lower()),
         RunTag(schema.MEMORY_COUNTER, memory_counter),
         RunTag(schema.QUALITY_VERDICT, quality_verdict),
@@ -84,7 +85,7 @@ def outcome_batch(*, status: str, reason: str, metrics: dict, ids_match: bool, q
 def restated(tags: dict, metrics: dict) -> tuple[list[Metric], list[RunTag]]:
     """After a recorded pass's verdict changed (re-judged, excluded, restored): its `accepted` metric and its
     description, from its tags and metrics as they now are."""
-    accepted = Metric(schema.ACCEPTED, 1.0 if tags.get(schema.STATUS) == "accepted" else 0.0, int(time.time() * 1000), 0)
+    accepted = Metric(schema.ACCEPTED, 1.0 if tags.get(schema.STATUS) == Status.ACCEPTED else 0.0, int(time.time() * 1000), 0)
     return [accepted], [RunTag(schema.NOTE, descriptions.pass_note(tags, {**metrics, schema.ACCEPTED: accepted.value}))]
 
 

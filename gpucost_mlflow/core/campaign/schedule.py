@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
+from gpucost_mlflow.core.judging.status import interrupted
+
 
 @dataclass(frozen=True)
 class Slot:
@@ -56,6 +58,6 @@ def remaining(slots: Iterable[Slot], attempts: dict[str, list[dict]]) -> list[tu
         rows = attempts.get(slot.key, [])
         if not rows:
             todo.append((slot, SlotState(0, True)))
-        elif rows[-1]["status"] == "failed" and rows[-1]["reason"].startswith("interrupted"):
+        elif interrupted(rows[-1]["status"], rows[-1]["reason"]):
             todo.append((slot, SlotState(len(rows), True, rows[-1]["run_id"])))
     return todo

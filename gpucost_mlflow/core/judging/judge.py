@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from gpucost_mlflow.core.inputs.fingerprints import stable_rank
 from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.core.judging.quality import evaluate
+from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.judging.verdicts import Check, ReadBack
 
 QUALITY_CHECKS = ("quality", "buckets", "reference_agreement", "reference_metric", "retrieval", "reference_cosine",
@@ -52,14 +53,14 @@ def settle(completed: bool, failure_reason: str, checks: Sequence[Check], pendin
     """(status, reason, quality verdict): failed if the pass did not complete, rejected if a check failed,
     pending without its reference, accepted otherwise. The quality verdict is empty when nothing was judged."""
     if not completed:
-        return "failed", failure_reason or "failed without a reason", ""
+        return Status.FAILED, failure_reason or "failed without a reason", ""
     failed = [check for check in checks if not check.passed]
     if failed:
-        status, reason = "rejected", "; ".join(f"{c.name}: {c.reason}" for c in failed)
+        status, reason = Status.REJECTED, "; ".join(f"{c.name}: {c.reason}" for c in failed)
     elif pending:
-        status, reason = "pending", pending
+        status, reason = Status.PENDING, pending
     else:
-        status, reason = "accepted", "every check passed"
+        status, reason = Status.ACCEPTED, "every check passed"
     failed_quality = [c.name for c in failed if c.name in QUALITY_CHECKS]
     quality = "failed: " + ", ".join(failed_quality) if failed_quality else "pending reference" if pending else "passed"
     return status, reason, quality

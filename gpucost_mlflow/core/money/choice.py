@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
+from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement.stats import repetitions_needed, separate
 from gpucost_mlflow.core.money import costs
 from gpucost_mlflow.core.money.breakeven import BreakEven, Priced, break_even
@@ -121,7 +122,7 @@ def choose(assessments: list[Assessment], deadline_declared: bool = True) -> Cho
     slow-end plan; ties only among configurations that do not separate; or why there is none."""
     if not assessments:
         return Choice(none="no benchmark pass in this experiment")
-    if not any("accepted" in a.configuration.statuses for a in assessments):
+    if not any(Status.ACCEPTED in a.configuration.statuses for a in assessments):
         return Choice(none="nothing accepted", detail=" (no pass completed the corpus with every check passed)")
     feasible = [a for a in assessments if a.feasible]
     notes = _under_sampled_notes(assessments, deadline_declared)

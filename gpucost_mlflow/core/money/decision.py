@@ -8,6 +8,8 @@ import math
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
+from gpucost_mlflow.core.inputs.identity import Identity
+from gpucost_mlflow.core.judging.status import JUDGED, Status
 from gpucost_mlflow.core.measurement.stats import Durations, Stability, stability, under_sampled
 from gpucost_mlflow.core.measurement.timeline import Span
 from gpucost_mlflow.core.money import costs
@@ -39,7 +41,7 @@ class Configuration:
     attempt_spans: tuple[Span, ...] = ()  # every benchmark attempt on this device: its run, start to end, on its host
     walls_estimated: int = 0  # of those, attempts with no end time, counted by their recorded stage times
     gpus: int = 1  # GPUs one pass uses (its parallelism is inside the measured pass_s)
-    identity: dict = field(default_factory=dict)  # model revision, corpus fingerprint, software stack
+    identity: Identity | None = None  # what makes it this configuration (PROTOCOL.md §2); None when built by hand
     distinction: str = ""  # what sets it apart from other configurations of the same variant and device
     pass_runs: tuple[str, ...] = ()  # the run id of each duration, in the same order
     pass_causes: tuple[str, ...] = ()  # what was seen beside each duration (another pass at the same time), or ''
@@ -57,14 +59,15 @@ class Configuration:
     @property
     def counts(self) -> dict[str, int]:
         return {s: self.statuses.count(s)
-                for s in ("accepted", "rejected", "failed", "interrupted", "excluded", "pending", "running")}
+                for s in (Status.ACCEPTED, Status.REJECTED, Status.FAILED, Status.INTERRUPTED, Status.EXCLUDED,
+                          Status.PENDING, Status.RUNNING)}
 
     def restored(self, excluded: ExcludedPass) -> Configuration:
         """The configuration as it would stand had this exclusion never been made."""
         statuses = list(self.statuses)
-        statuses.remove("excluded")
-        statuses.append(excluded.status_before or "failed")
-        counted = excluded.pass_s is not None and excluded.status_before in ("accepted", "rejected", "pending")
+        statuses.remove(Status.EXCLUDED)
+        statuses.append(excluded.status_before or Status.FAILED)
+        counted = excluded.pass_s is not None and excluded.status_before in JUDGED
         return replace(self, statuses=statuses, excluded=tuple(x for x in self.excluded if x != excluded),
                        durations=Durations(self.durations.values + ((excluded.pass_s,) if counted else ())),
                        pass_runs=self.pass_runs + ((excluded.run_id,) if counted else ()),
@@ -168,7 +171,7 @@ class Assessment:
 NO_CAUSE = "no cause recorded: no other pass ran beside it; load from other processes is not recorded"
 
 
-NOT_COUNTED = ("excluded", "interrupted")  # neither a result of the configuration nor a countable pass
+NOT_COUNTED = (Status.EXCLUDED, Status.INTERRUPTED)  # neither a result of the configuration nor a countable pass
 
 
 def feasibility(config: Configuration, required: int | None = None) -> tuple[bool, str]:
@@ -176,18 +179,18 @@ def feasibility(config: Configuration, required: int | None = None) -> tuple[boo
     excluded, not interrupted by its launcher: a resume runs that slot again), and (given the protocol's
     passes_per_variant) with at least that many countable passes."""
     counted = [s for s in config.statuses if s not in NOT_COUNTED]
-    interrupted = config.statuses.count("interrupted")
+    interrupted = config.statuses.count(Status.INTERRUPTED)
     besides = f"; {interrupted} interrupted attempt(s) not counted (resume the campaign)" if interrupted else ""
     if not counted:
         return False, "no attempt" + (f" completed: {interrupted} interrupted" if interrupted else "")
-    if "failed" in counted:
-        return False, f"{counted.count('failed')} failed attempt(s) (did not complete the corpus)"
-    if "rejected" in counted:
-        return False, f"{counted.count('rejected')} rejected attempt(s) (a check failed)"
-    if "pending" in counted:
+    if Status.FAILED in counted:
+        return False, f"{counted.count(Status.FAILED)} failed attempt(s) (did not complete the corpus)"
+    if Status.REJECTED in counted:
+        return False, f"{counted.count(Status.REJECTED)} rejected attempt(s) (a check failed)"
+    if Status.PENDING in counted:
         return False, "pending reference: not judged against the reference yet"
-    if "running" in counted:
-        return False, f"{counted.count('running')} attempt(s) still running: not finished"
+    if Status.RUNNING in counted:
+        return False, f"{counted.count(Status.RUNNING)} attempt(s) still running: not finished"
     short = under_sampled(len(counted), required)
     if short:
         return False, f"{short}: fewer countable passes than passes_per_variant; run the missing passes{besides}"
