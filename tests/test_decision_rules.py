@@ -223,3 +223,16 @@ def test_an_interrupted_slot_not_run_again_leaves_the_configuration_under_sample
     assert batch8.under_sampled == "under-sampled (4 of 5)"
     assert batch8.feasibility.endswith("1 interrupted attempt(s) not counted (resume the campaign)")
     assert built.decision.startswith("No decision: no configuration is feasible")
+
+
+def test_concurrent_counts_match_pairwise_overlap_on_every_host():
+    import random
+
+    from gpucost_mlflow.core.measurement.timeline import concurrent
+
+    rng = random.Random(0)
+    spans = [(f"r{i}", Span(s, s + rng.uniform(0.5, 20), rng.choice("ab"))) for i in range(300)
+             for s in [rng.uniform(0, 500)]]
+    brute = {run: sum(1 for other, o in spans if other != run and o.host == span.host and o.start_s < span.end_s
+                      and span.start_s < o.end_s) for run, span in spans}
+    assert concurrent(spans) == brute

@@ -11,7 +11,7 @@ from gpucost_mlflow.core.inputs.variants import Variant
 from gpucost_mlflow.core.judging.status import Status, interrupted
 from gpucost_mlflow.core.measurement import energy
 from gpucost_mlflow.core.measurement.stats import Durations, Separation, separate
-from gpucost_mlflow.core.measurement.timeline import Span
+from gpucost_mlflow.core.measurement.timeline import Span, concurrent
 from gpucost_mlflow.core.money.decision import Assessment, Configuration, ExcludedPass
 from gpucost_mlflow.tracking.schema import TIMINGS
 
@@ -44,16 +44,14 @@ def attempt_spans(rows: pd.DataFrame) -> AttemptSpans:
     return AttemptSpans(tuple(spans), estimated)
 
 
-def _beside(row, spans: list[tuple[str, Span]]) -> str:
+def _beside(row, concurrent: dict[str, int]) -> str:
     """What ran beside one pass: passes whose measured clock overlapped it, attempts whose run overlapped it."""
     measured = [r for r in str(row.overlapped_with or "").split(",") if r]
-    mine = next((span for run, span in spans if run == row.run_id), None)
-    running = [run for run, span in spans if mine is not None and run != row.run_id and span.host == mine.host
-               and span.start_s < mine.end_s and mine.start_s < span.end_s] if mine else []
     if measured:
         return f"its measured clock overlapped {len(measured)} other pass(es) on host {row.host or 'unknown'}"
+    running = concurrent.get(row.run_id, 0)
     if running:
-        return f"{len(running)} other attempt(s) ran at the same time on host {row.host or 'unknown'}"
+        return f"{running} other attempt(s) ran at the same time on host {row.host or 'unknown'}"
     return ""
 
 
@@ -80,7 +78,7 @@ def configurations(table: pd.DataFrame) -> list[Configuration]:
     bench = table[table["role"] == "benchmark"]
     delivered = table[(table["role"] == "deliverable") & (table["status"] == Status.ACCEPTED)]
     walls = {device: attempt_spans(rows) for device, rows in bench.groupby("device", sort=False)}
-    everyone = list(zip(bench["run_id"], attempt_spans(bench).spans))
+    beside = concurrent(list(zip(bench["run_id"], attempt_spans(bench).spans)))
     identities: dict[tuple, set[Identity]] = {}
     for key, _ in bench.groupby(["device", "variant", *IDENTITY], sort=False):
         identities.setdefault(key[:2], set()).add(Identity(*key))
@@ -107,7 +105,7 @@ def configurations(table: pd.DataFrame) -> list[Configuration]:
             identity=identity,
             distinction=identity.distinction(identities[(device, variant)]),
             pass_runs=tuple(completed["run_id"]),
-            pass_causes=tuple(_beside(row, everyone) for row in completed.itertuples(index=False)),
+            pass_causes=tuple(_beside(row, beside) for row in completed.itertuples(index=False)),
             excluded=tuple(ExcludedPass(row.run_id, getattr(row, "status_before_exclusion", "") or "",
                                         None if pd.isna(row.pass_s) else float(row.pass_s), str(row.reason or ""))
                            for row in excluded.itertuples(index=False)),

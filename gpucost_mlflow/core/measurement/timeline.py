@@ -47,3 +47,22 @@ def union_seconds(spans: Iterable[Span]) -> float:
 def sum_seconds(spans: Iterable[Span]) -> float:
     """Every attempt's run time added up, as if none had overlapped."""
     return sum(span.seconds for span in spans)
+
+
+def concurrent(spans: list[tuple[str, Span]]) -> dict[str, int]:
+    """For each run, how many other runs on the same host were running at some moment of its own span (sorted
+    starts and ends per host, so a store of thousands of attempts is counted in n log n, not n squared)."""
+    from bisect import bisect_left, bisect_right
+
+    by_host: dict[str, list[tuple[str, Span]]] = {}
+    for run_id, span in spans:
+        by_host.setdefault(span.host, []).append((run_id, span))
+    counts: dict[str, int] = {}
+    for members in by_host.values():
+        starts = sorted(span.start_s for _, span in members)
+        ends = sorted(span.end_s for _, span in members)
+        for run_id, span in members:
+            begun_before_my_end = bisect_left(starts, span.end_s)
+            ended_by_my_start = bisect_right(ends, span.start_s)
+            counts[run_id] = max(0, begun_before_my_end - ended_by_my_start - 1)
+    return counts
