@@ -30,6 +30,22 @@ def imported(path: Path) -> set[str]:
     return names
 
 
+# Inside a workload kind's folder the floor rule holds per file: its child code never imports mlflow, and the
+# registry and interface import neither torch nor mlflow, so reading the registry loads no kind's code.
+FORBIDDEN_IN_WORKLOADS = {"child.py": ("mlflow", "gpucost_mlflow.tracking", "gpucost_mlflow.flow", "gpucost_mlflow.report"),
+                          "launch.py": ("mlflow", "gpucost_mlflow.tracking", "gpucost_mlflow.report"),
+                          "registry.py": ("torch", "mlflow"), "base.py": ("torch", "mlflow"), "__init__.py": ("torch", "mlflow")}
+
+
+def test_each_workload_file_keeps_the_floor_rule_of_its_side():
+    broken = []
+    for path in sorted((PACKAGE / "workloads").rglob("*.py")):
+        for name in imported(path):
+            if any(name == banned or name.startswith(banned + ".") for banned in FORBIDDEN_IN_WORKLOADS[path.name]):
+                broken.append(f"{path.relative_to(PACKAGE)} imports {name}")
+    assert not broken, "; ".join(broken)
+
+
 @pytest.mark.parametrize("layer", sorted(FORBIDDEN))
 def test_each_layer_imports_only_what_lies_below_it(layer):
     broken = []

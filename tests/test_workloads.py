@@ -17,9 +17,9 @@ from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import workloads
 from gpucost_mlflow.core.inputs.variants import load_variants
-from gpucost_mlflow.execution.workloads import user_code
 from gpucost_mlflow.tracking import schema
 from gpucost_mlflow.tracking.reader import attempts
+from gpucost_mlflow.workloads.user_code import child as user_code
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "projects" / "variants.yaml"

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from gpucost_mlflow.core.judging.status import Status
-from gpucost_mlflow.core.judging.verdicts import PREDICTIONS
+from gpucost_mlflow.core.judging.verdicts import PREDICTIONS  # noqa: F401 - the file the classifier exports, named here for its readers
 from gpucost_mlflow.execution.batching import padded, tokenized
 from gpucost_mlflow.execution.outcome import PassFailure, PassOutcome
 
@@ -301,24 +301,10 @@ def determinism(seed: int) -> dict:
 
 
 def load_workload(spec: PassSpec, device):
-    """The built-in classifier (this module's process, utilisation and export), or the workload the variant names."""
-    from gpucost_mlflow.execution import models, workloads
+    """The workload the variant names, loaded by its kind's folder (gpucost_mlflow/workloads/<kind>/child.py)."""
+    from gpucost_mlflow.workloads import registry
 
-    if spec.settings.get("workload", "classification") != "classification":
-        return workloads.load(spec, device)
-    settings = spec.settings
-    tokenizer = models.load_tokenizer(Path(spec.model_path))
-    model = models.load_classifier(
-        Path(spec.model_path), device, settings["precision"], settings["quantization"],
-        settings["attention"], settings["compile"],
-    )
-    label_names = [model.config.id2label[i] for i in range(model.config.num_labels)]
-    return workloads.Work(
-        tokenizer, model, process,
-        lambda predictions, pass_s: utilisation(model.config.to_dict(), settings, device, predictions, pass_s),
-        lambda folder, predictions, duplicate_at: write_predictions(folder / PREDICTIONS, predictions, label_names,
-                                                                    duplicate_at),
-    )
+    return registry.of_settings(spec.settings).child().load(spec, device)
 
 
 MFU_METRICS = ("mfu_useful", "mfu_padded")

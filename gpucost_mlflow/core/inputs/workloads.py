@@ -16,11 +16,10 @@ from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.fingerprints import sha256_file
+from gpucost_mlflow.workloads import registry
 
-DEFAULT = "classification"
-BUILT_IN = ("classification", "embeddings", "generation")
-PYTHON = "python:"
-OUTPUTS = {"classification": "labels", "embeddings": "embeddings", "generation": "generations"}  # what a built-in workload delivers
+DEFAULT = registry.DEFAULT
+PYTHON = f"{registry.PYTHON}:"
 REQUIRED = {"load": 2, "infer": 2}  # the functions user code must define, and how many arguments they take
 OPTIONAL = ("flops",)
 
@@ -30,7 +29,7 @@ class Workload:
     """A parsed `workload:` value; for user code, where its source is and what it declares."""
 
     declared: str  # as written in the variants file: the value that is part of a configuration's identity
-    kind: str  # classification | embeddings | python
+    kind: str  # a registry kind: classification | embeddings | generation | python (workloads/registry.py)
     source: str = ""  # python: the module's source file, resolved
     module: str = ""  # python: the importable module name ("" when declared as a file path)
     declares_flops: bool = False
@@ -38,7 +37,7 @@ class Workload:
     @property
     def output(self) -> str:
         """labels, embeddings or generations for a built-in workload; "" for user code (told by what its infer returns)."""
-        return OUTPUTS.get(self.kind, "")
+        return registry.outputs().get(self.kind, "")
 
     def code_digest(self) -> str:
         """sha256 of the user's module file ("" for a built-in workload): a change to it is a new configuration."""
@@ -50,12 +49,13 @@ def parse(text, base: Path, where: str = "workload") -> Workload:
 
     A relative path is read from `base` (the variants file's folder)."""
     if not isinstance(text, str) or not text.strip():
-        raise GpucostError(f"{where} needs workload as one of {', '.join(BUILT_IN)} or python:PATH_OR_MODULE")
+        raise GpucostError(f"{where} needs workload as one of {', '.join(registry.built_in())} or python:PATH_OR_MODULE")
     text = text.strip()
-    if text in BUILT_IN:
+    if text in registry.built_in():
         return Workload(text, text)
     if not text.startswith(PYTHON):
-        raise GpucostError(f"{where} has workload={text!r} (allowed: {', '.join(BUILT_IN)}, python:PATH_OR_MODULE)")
+        raise GpucostError(f"{where} has workload={text!r} (allowed: {', '.join(registry.built_in())}, "
+                           "python:PATH_OR_MODULE)")
     target = text[len(PYTHON):].strip()
     if not target:
         raise GpucostError(f"{where} has workload 'python:' without a module path or name")
@@ -75,7 +75,7 @@ def parse(text, base: Path, where: str = "workload") -> Workload:
         if names[name] is not None and names[name] < arity:
             raise GpucostError(f"{where} has workload {text}: {name}() in {path.name} takes {names[name]} "
                                f"argument(s), the harness passes {arity}")
-    return Workload(text, "python", str(path), module, "flops" in names)
+    return Workload(text, registry.PYTHON, str(path), module, "flops" in names)
 
 
 def relocated(text, source: Path, target: Path):

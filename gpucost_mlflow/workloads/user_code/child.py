@@ -26,7 +26,7 @@ from gpucost_mlflow.core.errors import one_line
 from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.execution.batching import batches
 from gpucost_mlflow.execution.outcome import PassFailure
-from gpucost_mlflow.execution.workloads import Work
+from gpucost_mlflow.workloads.base import Work
 
 UNKNOWN_FLOPS = "FLOPs unknown for user code"
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.execution.batching import padded, tokenized
 from gpucost_mlflow.execution.outcome import PassFailure
-from gpucost_mlflow.execution.workloads import Work
+from gpucost_mlflow.workloads.base import Work
 
 NORMALIZE = "sentence_transformers.models.Normalize"
 POOLING = "sentence_transformers.models.Pooling"

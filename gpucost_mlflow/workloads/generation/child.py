@@ -28,7 +28,7 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.generation import GenerationSettings, render
 from gpucost_mlflow.execution.batching import batches
 from gpucost_mlflow.execution.outcome import PassFailure
-from gpucost_mlflow.execution.workloads import Work
+from gpucost_mlflow.workloads.base import Work
 
 CACHE_ENV = "GPUCOST_MODEL_CACHE"
 CACHE_MARKER = "gpucost_gguf.json"

@@ -1,0 +1,1 @@
+"""The built-in classifier: child.py runs it in the pass's child, launch.py describes it for the launcher."""

@@ -1,0 +1,1 @@
+"""Built-in greedy generation: child.py runs it in the pass's child, launch.py describes it for the launcher."""

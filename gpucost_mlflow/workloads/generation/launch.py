@@ -1,0 +1,28 @@
+"""Built-in greedy generation, as the launcher describes it: the causal LM (a folder or a GGUF file, hashed) and the
+protocol's generation task."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.workloads.base import Described
+
+
+def default_model(root: Path) -> Path:
+    """`--model auto` under a generations protocol: the packaged SmolLM2-135M-Instruct GGUF file."""
+    from gpucost_mlflow.core.inputs import sources
+
+    return sources.package_path(*sources.DEFAULT_GENERATION_PACKAGE)
+
+
+def describe(workload, variant, model_path: Path, protocol, record: dict) -> Described:
+    """The model and the task; compile is refused (generate() would run the uncompiled model under its name)."""
+    from gpucost_mlflow.workloads.generation import child
+
+    if variant.compile:
+        raise GpucostError(f"variant '{variant.name}': compile is not available for workload generation "
+                           "(generate() would run the uncompiled model under a compiled variant's name)")
+    labels = list(protocol.labels)
+    model, run = child.describe(model_path, protocol.generation, labels)
+    return Described(workload, model, {**record, **run}, labels)

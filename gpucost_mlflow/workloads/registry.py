@@ -1,0 +1,64 @@
+"""The workload kinds gpucost knows: one line each. A new kind is its folder (base.Kind) and one line here.
+
+A kind that lives outside the package (a team's own engine, a test's toy kind) is declared in the environment,
+which the pass's child inherits: GPUCOST_WORKLOADS="name:output:package[,name:output:package]".
+"""
+
+from __future__ import annotations
+
+import os
+
+from gpucost_mlflow.workloads.base import Kind
+
+ENVIRONMENT = "GPUCOST_WORKLOADS"
+
+
+def _declared(text: str) -> tuple[Kind, ...]:
+    """Kinds declared in the environment variable, `name:output:package` each, comma-separated."""
+    kinds = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, output, package = (field.strip() for field in (item.split(":") + ["", ""])[:3])
+        if name and output and package:
+            kinds.append(Kind(name, output, package))
+    return tuple(kinds)
+
+
+SHIPPED = (
+    Kind("classification", "labels", "gpucost_mlflow.workloads.classification"),
+    Kind("embeddings", "embeddings", "gpucost_mlflow.workloads.embeddings"),
+    Kind("generation", "generations", "gpucost_mlflow.workloads.generation"),
+    Kind("python", "", "gpucost_mlflow.workloads.user_code"),
+)
+DEFAULT = SHIPPED[0].name  # a variant that names no workload runs the built-in classifier
+PYTHON = "python"  # user code, declared as python:PATH_OR_MODULE (core/inputs/workloads.py)
+
+
+def kinds() -> tuple[Kind, ...]:
+    """The shipped kinds, then those the environment declares (read now, so a child sees what its parent saw)."""
+    return SHIPPED + _declared(os.environ.get(ENVIRONMENT, ""))
+
+
+def built_in() -> tuple[str, ...]:
+    """The names a variant's `workload:` may give as they are (every kind but user code)."""
+    return tuple(kind.name for kind in kinds() if kind.name != PYTHON)
+
+
+def outputs() -> dict[str, str]:
+    """What each named kind delivers."""
+    return {kind.name: kind.output for kind in kinds() if kind.output}
+
+
+def kind(name: str) -> Kind:
+    """The kind of a parsed workload (`python` for user code); KeyError for a name no kind carries."""
+    return {kind.name: kind for kind in kinds()}[name]
+
+
+def for_output(output: str) -> Kind:
+    """The shipped kind that delivers this output: whose model `--model auto` loads under such a protocol."""
+    return next(kind for kind in SHIPPED if kind.output == output)
+
+
+def of_settings(settings: dict) -> Kind:
+    """The kind a pass's settings name (`workload`: a kind's name, or python:... for user code)."""
+    declared = str(settings.get("workload", DEFAULT))
+    return kind(PYTHON if declared.startswith(f"{PYTHON}:") else declared)

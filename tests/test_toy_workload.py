@@ -1,0 +1,93 @@
+"""A new workload kind is one folder implementing workloads/base.py and one registry entry (docs/architecture.md,
+"Adding a workload"): a toy kind outside the package, declared in the environment, runs a real pass end to end."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from gpucost_mlflow.core.inputs.protocol import load_protocol
+from gpucost_mlflow.core.inputs.variants import load_variants
+from gpucost_mlflow.core.money.catalog import load_catalog
+from gpucost_mlflow.report.build import build
+from gpucost_mlflow.tracking import schema
+from gpucost_mlflow.tracking.reader import attempts
+from tests.helpers import CATALOG, VARIANTS, run_pass
+
+pytestmark = pytest.mark.integration
+
+CHILD = '''
+"""The toy kind in the pass's child: every input gets the first label, score 1.0, no model at all."""
+from gpucost_mlflow.execution import runner
+from gpucost_mlflow.workloads.base import Work
+
+
+def load(spec, device):
+    labels = ["fresh", "plot", "rotten"]
+
+    def process(ids, texts, tokenizer, model, settings, device, on_batch=None):
+        done = runner.Predictions()
+        for index, ident in enumerate(ids):
+            done.ids.append(ident)
+            done.labels.append(0)
+            done.scores.append(1.0)
+            if on_batch:
+                on_batch(index + 1, index + 1)
+        return done
+
+    return Work(None, None, process, lambda outputs, pass_s: {"missing_measurements": {"useful_flop_per_s": "toy"}},
+                lambda folder, outputs, duplicate_at: runner.write_predictions(folder / runner.PREDICTIONS, outputs,
+                                                                               labels, duplicate_at))
+'''
+LAUNCH = '''
+"""The toy kind for the launcher: a made-up model section, the protocol's labels."""
+from gpucost_mlflow.workloads.base import Described
+
+
+def default_model(root):
+    return root
+
+
+def describe(workload, variant, model_path, protocol, record):
+    labels = list(protocol.labels)
+    return Described(workload, {"path": str(model_path), "revision": "toy-1", "tokenizer_revision": "",
+                                "labels": labels, "architecture": "toy", "sources": [], "trained_on": {}},
+                     record, labels)
+'''
+
+
+@pytest.fixture
+def toy_kind(tmp_path, monkeypatch) -> Path:
+    """The folder of a kind named `toy` (labels), on the path of this process and of the pass's child."""
+    package = tmp_path / "plugins" / "toy_kind"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text('"""A toy workload kind."""\n')
+    (package / "child.py").write_text(textwrap.dedent(CHILD))
+    (package / "launch.py").write_text(textwrap.dedent(LAUNCH))
+    monkeypatch.syspath_prepend(str(package.parent))
+    monkeypatch.setenv("PYTHONPATH", str(package.parent) + ":" + ":".join(sys.path))
+    monkeypatch.setenv("GPUCOST_WORKLOADS", "toy:labels:toy_kind")
+    variants = tmp_path / "variants.yaml"
+    defaults = VARIANTS.read_text().split("\nseries:")[0]  # the shipped defaults block, every field given
+    variants.write_text(defaults + "\nvariants:\n  batch8: {batch_size: 8}\n  toy8: {batch_size: 8, workload: toy}\n")
+    return variants
+
+
+def test_a_toy_kind_runs_a_real_pass_judged_recorded_read_back_and_reported(store, toy_kind, corpus_dir, model_dir,
+                                                                            protocol_file):
+    result = run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol_file, "toy8", variants=toy_kind)
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    assert "pass toy8: accepted" in result.output  # judged by the labels checks, as the built-in classifier is
+    table, _ = attempts("t")
+    (row,) = table.to_dict("records")
+    assert row["variant"] == "toy8" and row["workload"] == "toy" and row["status"] == "accepted"
+    assert row["observed_ids"] == 30 and row["model_revision"] == "toy-1"
+    run = MlflowClient().get_run(row["run_id"])
+    assert run.data.tags[schema.EXPORTED] == "predictions.jsonl.gz"
+    built, _ = build("t", load_protocol(protocol_file), protocol_file, load_catalog(CATALOG), load_variants(toy_kind))
+    assert [a.configuration.variant for a in built.assessments] == ["toy8"]
+    assert built.assessments[0].configuration.identity.workload == "toy"
