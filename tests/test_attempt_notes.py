@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from gpucost_mlflow.core.judging import outputs
 from gpucost_mlflow.tracking import schema
 from gpucost_mlflow.tracking.reader import attempt_row
 from gpucost_mlflow.tracking.run_records import RunRecord
+from gpucost_mlflow.workloads import registry
 
 pytestmark = pytest.mark.unit
 
@@ -23,8 +23,8 @@ def record(workload: str, exported: str | None) -> RunRecord:
 @pytest.mark.parametrize("workload, output", [("classification", "labels"), ("embeddings", "embeddings"),
                                               ("generation", "generations"), ("python:my.py", "embeddings")])
 def test_the_note_names_the_file_the_pass_exported(workload, output):
-    notes = attempt_row(record(workload, outputs.exported_file(output)))["notes"]
-    assert f"predictions: file:///store/r1/artifacts/{outputs.exported_file(output)}" in notes
+    notes = attempt_row(record(workload, registry.output(output).FILE))["notes"]
+    assert f"predictions: file:///store/r1/artifacts/{registry.output(output).FILE}" in notes
 
 
 def test_a_generation_pass_recorded_before_the_tag_points_at_its_generations_never_predictions():

@@ -19,8 +19,8 @@ from mlflow.tracking import MlflowClient
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.protocol import load_protocol
-from gpucost_mlflow.core.judging import embedding_verdicts as ev
 from gpucost_mlflow.tracking import schema
+from gpucost_mlflow.workloads.embeddings import output as ev
 from tests.helpers import ROOT, VARIANTS
 
 BIN_DIR = str(Path(sys.executable).parent)

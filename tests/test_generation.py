@@ -16,9 +16,9 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import generation, sources
 from gpucost_mlflow.core.inputs.corpus import bucket_slice, jsonl_bytes, read_corpus
 from gpucost_mlflow.core.inputs.protocol import load_protocol
-from gpucost_mlflow.core.judging import generation_verdicts as gv
 from gpucost_mlflow.core.measurement import decoder_flops
 from gpucost_mlflow.tracking import schema
+from gpucost_mlflow.workloads.generation import output as gv
 from tests.helpers import LABELS, ROOT, VARIANTS
 
 PROTOCOL = """

@@ -8,8 +8,8 @@ import pytest
 
 from gpucost_mlflow.core.inputs import workloads
 from gpucost_mlflow.core.inputs.variants import load_variants
-from gpucost_mlflow.core.judging import embedding_verdicts
 from gpucost_mlflow.execution import runner
+from gpucost_mlflow.workloads.embeddings import output as embedding_verdicts
 from tests.helpers import ROOT
 
 pytestmark = pytest.mark.integration
@@ -32,5 +32,5 @@ def test_each_declared_variant_completes_on_cpu(tmp_path, corpus_dir, model_dir,
     assert outcome.status == "completed", outcome.error
     assert outcome.completed_entries == 30 and outcome.pass_s > 0
     assert outcome.device == "cpu"
-    exported = embedding_verdicts.EMBEDDINGS if workload.output == "embeddings" else runner.PREDICTIONS
+    exported = embedding_verdicts.EMBEDDINGS if workload.output == embedding_verdicts.NAME else runner.PREDICTIONS
     assert (tmp_path / exported).exists()

@@ -9,7 +9,6 @@ pool), so the lanes do not oversubscribe the cores.
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import subprocess
@@ -22,10 +21,11 @@ from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement import lanes as rules
 from gpucost_mlflow.execution import child, gate, runner
 from gpucost_mlflow.execution.outcome import PassOutcome
+from gpucost_mlflow.workloads import registry
 
 READY_POLL_S = 0.02
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS")
-JSON_LINES = "*.jsonl.gz"  # a workload's line-per-input deliverable (predictions.jsonl.gz, generations.jsonl.gz)
+
 
 
 @dataclass(frozen=True)
@@ -218,23 +218,8 @@ def _smallest(values) -> float | None:
 
 
 def merge_files(folders: list[Path], workdir: Path) -> None:
-    """The lanes' deliverables as one set in the pass's folder, lane after lane: every gzip JSON-lines file
-    (predictions, generations; gzip with a fixed mtime as the workloads write them) and the embeddings (float16 rows
-    and their ids). A lane that wrote none (it died) adds nothing; the verdict then finds its ids missing."""
-    names = sorted({path.name for f in folders for path in f.glob(JSON_LINES)})
-    for name in names:
-        with open(workdir / name, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as out:
-            for path in (f / name for f in folders if (f / name).exists()):
-                with gzip.open(path, "rb") as lane:
-                    out.write(lane.read())
-    from gpucost_mlflow.core.judging import embedding_verdicts
-
-    parts = [f for f in folders if (f / embedding_verdicts.EMBEDDINGS).exists() and (f / embedding_verdicts.IDS).exists()]
-    if parts:
-        import numpy as np
-
-        ids = [i for f in parts for i in (f / embedding_verdicts.IDS).read_text(encoding="utf-8").splitlines()]
-        rows = [np.load(f / embedding_verdicts.EMBEDDINGS, allow_pickle=False) for f in parts]
-        width = max((r.shape[1] for r in rows if r.ndim == 2 and r.size), default=0)
-        vectors = np.concatenate([r.reshape(-1, width) for r in rows if r.size]) if width else np.zeros((0, 0))
-        embedding_verdicts.write_embeddings(workdir, ids, vectors)
+    """The lanes' deliverables as one set in the pass's folder, lane after lane, each output by its own rules
+    (`workloads/<kind>/output.py`). A lane that wrote none (it died) adds nothing; the verdict then finds its ids
+    missing."""
+    for name in registry.output_names():
+        registry.output(name).merge(folders, workdir)

@@ -1,7 +1,7 @@
 """A pass judged in the parent: the reference pass it is compared with, its files read back and judged, the audit.
 
-The child only writes its outputs; here they are read back by the protocol's output (labels, embeddings or
-generated text) and handed to the one pure judge of `core/judging/`, against the latest accepted reference
+The child only writes its outputs; here they are read back and judged by the rules of the protocol's output
+(`workloads/<kind>/output.py`, found through the registry), against the latest accepted reference
 pass when the variant's numerics differ from the reference variant's. A deliverable without gold labels is
 audited by the reference variant in a child of its own. What is recorded of the judgement is assembled here
 too: the attempt's metrics, the verdict artifact and the UI's preview table.
@@ -14,80 +14,50 @@ from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
-from gpucost_mlflow.core.inputs.corpus import Corpus
-from gpucost_mlflow.core.judging import embedding_verdicts, generation_verdicts, judge, verdicts
-from gpucost_mlflow.core.judging.preview import preview
+from gpucost_mlflow.core.judging import judge, verdicts
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.execution import child, runner
 from gpucost_mlflow.execution.outcome import PassOutcome
 from gpucost_mlflow.flow.preparation import PassRequest, Prepared
-from gpucost_mlflow.tracking import embedding_reference, generation_reference, rejudge, schema
-
-# The accepted reference pass a pass is judged against: its labels, its embeddings or its generated text.
-Reference = judge.Reference | embedding_verdicts.EmbeddingReference | generation_verdicts.GenerationReference
-# What a pass's files read back as, by the protocol's output.
-ReadBack = verdicts.ReadBack | embedding_verdicts.EmbeddingReadBack | generation_verdicts.GenerationReadBack
+from gpucost_mlflow.tracking import rejudge, schema
+from gpucost_mlflow.workloads import registry
 
 
 def reference_needed(request: PassRequest, prepared: Prepared) -> bool:
-    """Whether the pass is compared with a reference pass: gold labels exist and its numerics differ from the
-    reference variant's."""
-    differs = (generation_verdicts.needs_reference if prepared.protocol.acceptance.output == "generations"
-               else verdicts.needs_reference)
+    """Whether the pass is compared with a reference pass: gold labels exist and its settings differ from the
+    reference variant's in what its output's rules say matters."""
+    differs = registry.output(prepared.protocol.acceptance.output).needs_reference
     return bool(prepared.corpus.gold_labels) and differs(request.variant.settings(), prepared.reference.settings())
 
 
-def reference_pass(client: MlflowClient, experiment_id: str, prepared: Prepared, workdir: Path) -> Reference | None:
-    """The latest accepted reference pass on the same corpus and model (its predictions read back), or None."""
+def reference_pass(client: MlflowClient, experiment_id: str, prepared: Prepared, workdir: Path):
+    """The latest accepted reference pass on the same corpus and model (its outputs read back), or None."""
     manifest = prepared.manifest
     run = rejudge.find_reference(client, experiment_id, prepared.reference.name, manifest["corpus"]["fingerprint"],
                                  manifest["model"]["revision"])
     if run is None:
         return None
-    if prepared.protocol.acceptance.output == "embeddings":
-        return embedding_reference.load_reference(run, workdir)
-    if prepared.protocol.acceptance.output == "generations":
-        return generation_reference.load_reference(run, workdir, prepared.protocol.generation.max_new_tokens)
-    return rejudge.load_reference(client, run, manifest["model"]["labels"], workdir)
+    return rejudge.load_reference(run, registry.output(prepared.protocol.acceptance.output), prepared.protocol,
+                                  manifest["model"]["labels"], workdir)
 
 
 def judge_outcome(request: PassRequest, prepared: Prepared, outcome: PassOutcome, workdir: Path,
-                  needs_reference: bool, reference: Reference | None) -> tuple[judge.Judgement, ReadBack, dict]:
-    """The pass's files read back and judged by the protocol's output; returns the judgement, what was read back
-    and the audit's record (empty unless a deliverable without gold labels was audited)."""
-    protocol, corpus, manifest = prepared.protocol, prepared.corpus, prepared.manifest
-    if protocol.acceptance.output == "embeddings":
-        back = embedding_verdicts.read_embeddings(workdir)
-        judged = embedding_verdicts.judge_embeddings(
-            completed=outcome.completed, failure_reason=outcome.reason, rows=corpus.rows,
-            back=back, acceptance=protocol.acceptance, needs_reference=needs_reference, reference=reference,
-            reference_name=prepared.reference.name, gold_labels=corpus.gold_labels,
-        )
-        return judged, back, {}
-    if protocol.acceptance.output == "generations":
-        back = generation_verdicts.read_generations(workdir / generation_verdicts.GENERATIONS,
-                                                    protocol.generation.max_new_tokens)
-        judged = generation_verdicts.judge_generations(
-            completed=outcome.completed, failure_reason=outcome.reason, rows=corpus.rows, back=back,
-            acceptance=protocol.acceptance, generation=protocol.generation, labels=list(protocol.labels),
-            needs_reference=needs_reference, reference=reference, reference_name=prepared.reference.name,
-            gold_labels=corpus.gold_labels,
-        )
-        return judged, back, {}
+                  needs_reference: bool, reference) -> tuple[judge.Judgement, object, dict]:
+    """The pass's files read back and judged by its output's rules; returns the judgement, what was read back and
+    the audit's record (empty unless a deliverable without gold labels was audited)."""
+    protocol, corpus, labels = prepared.protocol, prepared.corpus, prepared.manifest["model"]["labels"]
+    rules = registry.output(protocol.acceptance.output)
+    back = rules.read_back(workdir, protocol, labels)
     audit, audit_record = None, {}
-    back = verdicts.read_predictions(workdir / schema.PREDICTIONS, manifest["model"]["labels"])
-    if not corpus.gold_labels and protocol.deliverables["audit"] and outcome.completed:
-        audit, audit_record = _audit(request, prepared, back, workdir)
-    judged = judge.judge(
-        completed=outcome.completed, failure_reason=outcome.reason, rows=corpus.rows,
-        back=back, labels=manifest["model"]["labels"], acceptance=protocol.acceptance,
-        needs_reference=needs_reference, reference=reference, reference_name=prepared.reference.name,
-        gold_labels=corpus.gold_labels, audit=audit,
-    )
+    if rules.AUDITED and not corpus.gold_labels and protocol.deliverables["audit"] and outcome.completed:
+        audit, audit_record = _audit(request, prepared, rules, back, workdir)
+    judged = rules.judge_pass(completed=outcome.completed, failure_reason=outcome.reason, corpus=corpus, back=back,
+                              protocol=protocol, labels=labels, needs_reference=needs_reference, reference=reference,
+                              reference_name=prepared.reference.name, audit=audit)
     return judged, back, audit_record
 
 
-def _audit(request: PassRequest, prepared: Prepared, back: verdicts.ReadBack,
+def _audit(request: PassRequest, prepared: Prepared, rules, back: verdicts.ReadBack,
            workdir: Path) -> tuple[verdicts.Check, dict]:
     """A deliverable without gold labels: the reference variant re-labels the protocol's audit sample in a child
     of its own (timed with the evaluation); returns the audit check and what the verdict records of it."""
@@ -106,7 +76,7 @@ def _audit(request: PassRequest, prepared: Prepared, back: verdicts.ReadBack,
     if interrupted:
         raise KeyboardInterrupt
     ran = child.read_outcome(folder, returncode, interrupted)
-    labels = verdicts.read_predictions(folder / schema.PREDICTIONS, prepared.manifest["model"]["labels"]).labels
+    labels = rules.read_back(folder, prepared.protocol, prepared.manifest["model"]["labels"]).labels
     if not ran.completed:
         check = verdicts.Check("audit", False, f"the {prepared.reference.name} audit pass failed: {ran.reason}")
     else:
@@ -115,16 +85,10 @@ def _audit(request: PassRequest, prepared: Prepared, back: verdicts.ReadBack,
                    "check": check.record()}
 
 
-def preview_table(corpus: Corpus, back: ReadBack, workdir: Path) -> dict | None:
-    """The UI's preview table of a pass's predictions (labels) or generations (with their text); None for
-    embeddings, or when the pass exported nothing."""
-    if isinstance(back, verdicts.ReadBack) and (workdir / schema.PREDICTIONS).exists():
-        return preview(corpus.rows, back.labels, corpus.gold_labels)
-    if isinstance(back, generation_verdicts.GenerationReadBack) and (workdir / generation_verdicts.GENERATIONS).exists():
-        if back.labels:  # labels read from the outputs (the prompt asks for one and the corpus has gold labels)
-            return preview(corpus.rows, back.labels, corpus.gold_labels, outputs=back.texts)
-        return preview(corpus.rows, dict.fromkeys(back.texts, ""), gold_labels=False, outputs=back.texts)
-    return None
+def preview_table(prepared: Prepared, back, workdir: Path) -> dict | None:
+    """The UI's preview table of a pass's outputs (its output's rules say what it shows), or None."""
+    corpus = prepared.corpus
+    return registry.output(prepared.protocol.acceptance.output).preview(corpus.rows, back, corpus.gold_labels, workdir)
 
 
 def attempt_metrics(outcome: PassOutcome, judged: judge.Judgement, eval_s: float) -> dict[str, float]:

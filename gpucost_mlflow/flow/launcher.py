@@ -103,7 +103,7 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
         quality_verdict=verdict["quality_verdict"], memory_counter=verdict["memory_counter"], checks=judged.checks,
         timestamp_ms=stopped_ms, missing=verdict["missing_measurements"],
     )
-    table = judging.preview_table(prepared.corpus, back, workdir)
+    table = judging.preview_table(prepared, back, workdir)
     if table is not None:
         (workdir / schema.PREVIEW).write_text(json.dumps(table, ensure_ascii=False), encoding="utf-8")
         outcome_tags.append(RunTag(schema.LOGGED_ARTIFACTS, json.dumps([{"path": schema.PREVIEW, "type": "table"}])))

@@ -18,11 +18,11 @@ from mlflow.entities import Metric, Run, RunTag
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import one_line
-from gpucost_mlflow.core.judging import embedding_verdicts, generation_verdicts, outputs
 from gpucost_mlflow.execution import environment
 from gpucost_mlflow.execution.outcome import PassOutcome
 from gpucost_mlflow.flow.preparation import PassRequest, Prepared
 from gpucost_mlflow.tracking import descriptions, overlaps, pass_run, schema, spool, store, writer
+from gpucost_mlflow.workloads import registry
 
 
 @dataclass
@@ -41,9 +41,8 @@ def record_start(request: PassRequest, prepared: Prepared, client: MlflowClient,
     run_id = run.info.run_id
     manifest["run"].update(run_id=run_id, experiment_id=run.info.experiment_id)
     params = schema.params_from_manifest(manifest)
-    start_tags = _tags(request, manifest, prepared.protocol.acceptance.main_metric or
-                       {"generations": "reference_exact_match"}.get(prepared.protocol.acceptance.output, "cosine_min"),
-                       outputs.exported_file(prepared.protocol.acceptance.output))
+    rules = registry.output(prepared.protocol.acceptance.output)
+    start_tags = _tags(request, manifest, prepared.protocol.acceptance.main_metric or rules.MAIN_METRIC, rules.FILE)
     run_name = descriptions.pass_name(start_tags, run_id)
     shown = {schema.RUN_NAME: run_name, schema.NOTE: descriptions.pass_note(start_tags, {})}
     (workdir / schema.MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True), encoding="utf-8")
@@ -97,9 +96,8 @@ def attempt_record(request: PassRequest, run: Run, experiment_name: str, started
 def publish(client: MlflowClient, record: dict, workdir: Path) -> str:
     """Write the attempt to the spool, then publish it; returns the spool folder it stays in if the store is
     unreachable, else ""."""
-    files = [workdir / name for name in (schema.MANIFEST, schema.ENVIRONMENT, schema.VERDICT, schema.PREDICTIONS,
-                                         *embedding_verdicts.FILES, *generation_verdicts.FILES, schema.PREVIEW,
-                                         schema.ERROR)]
+    files = [workdir / name for name in (schema.MANIFEST, schema.ENVIRONMENT, schema.VERDICT,
+                                         *registry.exported_files(), schema.PREVIEW, schema.ERROR)]
     entry = spool.write(record, files)
     try:
         spool.publish_and_remove(client, entry)

@@ -18,6 +18,7 @@ from gpucost_mlflow.core.money import costs
 from gpucost_mlflow.core.money.choice import Choice
 from gpucost_mlflow.core.money.decision import Assessment
 from gpucost_mlflow.tracking import limits, schema
+from gpucost_mlflow.workloads import registry
 
 SEP = " · "
 SHORT = 100  # a short tag value: short enough for the UI's tag list; the description holds the whole reason
@@ -213,41 +214,12 @@ def campaign_note(campaign_id: str, variants: Sequence[str], passes: int, attemp
     return _bounded(lines)
 
 
-def _percent(value: float) -> str:
-    return f"{100 * value:g} %"
-
-
-def _embeddings_bar(a) -> str:
-    """An embeddings protocol's bar in words: ids and coverage, retrieval when declared, cosine against the reference."""
-    e = a.embeddings
-    retrieval = (f"; recall@{e.retrieval_k} of same-label neighbours at least {e.retrieval_min_recall:g}"
-                 if e.retrieval_k is not None else "")
-    return (f"exactly the expected ids, coverage {_percent(a.coverage)}{retrieval}; a variant with other numerics than "
-            f"{a.reference_variant} keeps every input's cosine with its embedding at least {e.cosine_min:g}, the median "
-            f"at least {e.cosine_median:g}")
-
-
-def _generations_bar(a) -> str:
-    """A generations protocol's bar in words: ids and coverage, the label read from the outputs when the prompt asks
-    for one, exact match and token agreement with the reference."""
-    g = a.generations
-    labels = (f"{a.main_metric} of the label read from each output at least {a.threshold:g} on the whole corpus and "
-              f"{a.per_bucket_threshold:g} in every length bucket; " if a.main_metric else "")
-    return (f"{labels}exactly the expected ids, coverage {_percent(a.coverage)}; any other variant than "
-            f"{a.reference_variant} gives its output exactly on at least {_percent(g.min_exact_match)} of the inputs "
-            f"and its token on at least {_percent(g.min_token_agreement)} of the new-token positions")
-
-
 def experiment_note(protocol: Protocol) -> str:
     """The experiment's description: the protocol's question, quality bar and digest, and where to look."""
     a = protocol.acceptance
     buckets = ", ".join(f"{name} {count:,}" for name, count in protocol.buckets.items())
     deadline = protocol.deadline.isoformat() if protocol.deadline else "not declared"
-    bar = (f"{a.main_metric} at least {a.threshold:g} on the whole corpus and {a.per_bucket_threshold:g} in every "
-           f"length bucket; exactly the expected ids, coverage {_percent(a.coverage)}; a variant with other numerics "
-           f"than {a.reference_variant} agrees with it on at least {_percent(a.min_label_agreement)} of labels and its "
-           f"{a.main_metric} stays within {a.max_metric_difference:g}") if a.output == "labels" else \
-        _embeddings_bar(a) if a.output == "embeddings" else _generations_bar(a)
+    bar = registry.output(a.output).bar(a)
     warmup = f"{protocol.warmup.get('inputs', '?')} inputs x {protocol.warmup.get('passes', '?')} pass(es)"
     locked = (f"Pre-registered protocol `{protocol.digest[:12]}` ({protocol.path}), locked on this experiment: a "
               f"changed protocol needs a new experiment. Full text: experiment tag `{schema.PROTOCOL_TEXT}`.")

@@ -12,15 +12,15 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.inputs.acceptance import DEFAULT_OUTPUT
 from gpucost_mlflow.core.inputs.protocol import digest_of
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement import energy
 from gpucost_mlflow.core.measurement.overlap import Interval, overlaps
 from gpucost_mlflow.tracking import exclusions, heartbeat, schema
 from gpucost_mlflow.tracking.run_records import RunRecord, tagged
+from gpucost_mlflow.workloads import registry
 
-# A pass recorded before `gpucost.exported` existed: what its built-in workload wrote (user code: labels then).
-EXPORTED_BEFORE_THE_TAG = {"embeddings": "embeddings.npy", "generation": "generations.jsonl.gz"}
 COLUMNS = [
     "run_id", "campaign_id", "pass_index", "round", "position", "attempt", "variant", "role", "corpus_fingerprint", "device", "backend",
     "batch_size", "precision", "quantization", "length_grouping", "workload", "lanes", "model_revision", *schema.STACK_IDENTITY,
@@ -98,7 +98,7 @@ def attempt_row(run: RunRecord, now: dt.datetime | None = None) -> dict:
         "quantization": params.get(f"{schema.SETTING_PREFIX}quantization"),
         "length_grouping": params.get(f"{schema.SETTING_PREFIX}length_grouping"),
         # Passes recorded before workloads existed all ran the built-in classifier.
-        "workload": params.get(f"{schema.SETTING_PREFIX}workload", "classification"),
+        "workload": params.get(f"{schema.SETTING_PREFIX}workload", registry.DEFAULT),
         # A one-lane pass records no `setting.lanes` (core/inputs/variants.py), nor did passes before lanes existed.
         "lanes": int(params.get(f"{schema.SETTING_PREFIX}lanes", 1)),
         "model_revision": params.get(schema.MODEL_REVISION, ""),
@@ -163,7 +163,7 @@ def notes_of(run: RunRecord, row: dict, excluded: bool, measured_reason: str) ->
     if row["wall_s"] is None:
         notes.append("wall_s empty: the run has no end time (still running, or its launcher died)")
     if status != Status.RUNNING:
-        exported = tags.get(schema.EXPORTED) or EXPORTED_BEFORE_THE_TAG.get(row["workload"], schema.PREDICTIONS)
+        exported = tags.get(schema.EXPORTED) or _exported_before_the_tag(row["workload"])
         notes.append(f"predictions: {run.artifact_uri}/{exported}")
     if row["mfu_reason"]:
         notes.append(f"mfu empty: {row['mfu_reason']}")
@@ -179,7 +179,16 @@ def energy_reason(tags: dict, metrics: dict, status: str, reason: str) -> str:
     return tags.get(f"{schema.MISSING_PREFIX}{energy.ENERGY_METRIC}", "") or "no energy counter recorded for the pass"
 
 
-def mfu_reason(metrics: dict, status: str, reason: str, workload: str = "classification") -> str:
+def _exported_before_the_tag(workload: str) -> str:
+    """A pass recorded before `gpucost.exported` existed: what its workload wrote (user code: labels then)."""
+    try:
+        delivered = registry.of_settings({"workload": workload}).output
+    except KeyError:
+        delivered = ""
+    return registry.output(delivered or DEFAULT_OUTPUT).FILE
+
+
+def mfu_reason(metrics: dict, status: str, reason: str, workload: str = registry.DEFAULT) -> str:
     """Why a pass has no MFU figures ('' when it has them): an empty cell always says why."""
     if "mfu_useful" in metrics:
         return ""

@@ -2,7 +2,7 @@
 
 A variant whose numerics differ from the fp32 reference is `pending` when it ran before any accepted
 reference pass on the same corpus and model. Re-judging reads its written predictions and the
-reference's back from the store, applies `core/judging/judge.py`, and records the new verdict on the run
+reference's back from the store, applies its output's rules (`workloads/<kind>/output.py`), and records the new verdict on the run
 (when, against which reference run); raw metrics stay untouched. A pass no longer pending is never
 touched again, so re-judging twice changes nothing.
 """
@@ -24,7 +24,8 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.protocol import Protocol, load_protocol
 from gpucost_mlflow.core.judging import judge, verdicts
 from gpucost_mlflow.core.judging.status import Status
-from gpucost_mlflow.tracking import embedding_reference, experiments, generation_reference, schema, search, writer
+from gpucost_mlflow.tracking import experiments, schema, search, writer
+from gpucost_mlflow.workloads import registry
 
 
 @dataclass
@@ -52,11 +53,17 @@ def _checks(tags: dict) -> list[verdicts.Check]:
     return found
 
 
-def _labels(client: MlflowClient, run_id: str, labels: list[str], folder: Path) -> dict[str, str]:
+def fetch(run_id: str, files: tuple[str, ...], folder: Path) -> Path:
+    """The run's exported files downloaded into a folder of their own (one that cannot be fetched is left out, and
+    the output's read-back reports it missing)."""
     target = folder / run_id
-    target.mkdir(exist_ok=True)
-    path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=schema.PREDICTIONS, dst_path=str(target))
-    return verdicts.read_predictions(Path(path), labels).labels
+    target.mkdir(parents=True, exist_ok=True)
+    for name in files:
+        try:
+            mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=name, dst_path=str(target))
+        except Exception:  # noqa: BLE001, S110 - a file that cannot be fetched is reported missing by the read-back
+            pass
+    return target
 
 
 def _model_labels(client: MlflowClient, run_id: str, folder: Path) -> list[str]:
@@ -79,9 +86,11 @@ def find_reference(client: MlflowClient, experiment_id: str, reference: str, fin
     return runs[0] if runs else None
 
 
-def load_reference(client: MlflowClient, run, labels: list[str], folder: Path) -> judge.Reference:
-    """The reference pass as the judge needs it: its metrics and its predictions read back from the store."""
-    return judge.Reference(run.info.run_id, dict(run.data.metrics), _labels(client, run.info.run_id, labels, folder))
+def load_reference(run, rules, protocol: Protocol, labels: list[str], folder: Path):
+    """The reference pass as its output's judge needs it (`rules`: workloads/<kind>/output.py), its files read back
+    from the store."""
+    return rules.reference(run.info.run_id, dict(run.data.metrics), fetch(run.info.run_id, rules.FILES, folder),
+                           protocol, labels)
 
 
 def locked_protocol(tags: dict) -> Protocol | None:
@@ -114,6 +123,7 @@ def rejudge(experiment: str, protocol: Protocol, client: MlflowClient | None = N
     # Every page read before any verdict is recorded: a recorded pass leaves the filter and would shift the pages.
     pending = list(search.all_runs(client, experiment_id, f"tags.`{schema.STATUS}` = '{Status.PENDING}'"))
     reference_name = protocol.acceptance.reference_variant
+    rules = registry.output(protocol.acceptance.output)
     judged = []
     with tempfile.TemporaryDirectory(prefix="gpucost-rejudge-") as temp:
         folder = Path(temp)
@@ -123,19 +133,11 @@ def rejudge(experiment: str, protocol: Protocol, client: MlflowClient | None = N
                                            run.data.params.get(schema.MODEL_REVISION, ""))
             if reference_run is None:
                 continue
-            if protocol.acceptance.output == "embeddings":
-                result = embedding_reference.judge_again(run, _checks(run.data.tags), reference_run,
-                                                         protocol.acceptance, folder)
-            elif protocol.acceptance.output == "generations":
-                result = generation_reference.judge_again(run, _checks(run.data.tags), reference_run,
-                                                          protocol.acceptance, folder,
-                                                          protocol.generation.max_new_tokens)
-            else:
-                labels = _model_labels(client, run.info.run_id, folder)
-                reference = load_reference(client, reference_run, labels, folder)
-                result = judge.judge_against_reference(_checks(run.data.tags), dict(run.data.metrics),
-                                                       _labels(client, run.info.run_id, labels, folder), reference,
-                                                       protocol.acceptance)
+            labels = _model_labels(client, run.info.run_id, folder)
+            back = rules.read_back(fetch(run.info.run_id, rules.FILES, folder), protocol, labels)
+            result = rules.judge_against_reference(_checks(run.data.tags), dict(run.data.metrics), back,
+                                                   load_reference(reference_run, rules, protocol, labels, folder),
+                                                   protocol.acceptance)
             _record(client, run, result, reference_run.info.run_id)
             judged.append(Rejudged(run.info.run_id, run.data.tags.get(schema.VARIANT, ""), result.status,
                                    result.reason, reference_run.info.run_id))

@@ -1,8 +1,9 @@
 """The interface every workload kind offers, and what its child hands the runner (`Work`).
 
-A kind is named data plus two modules found by convention and imported only when needed, so reading the registry
-imports neither torch nor the child's code: `<package>.child.load(spec, device) -> Work` in the pass's child, and
-`<package>.launch.describe(...)` / `.default_model(root)` in the launcher.
+A kind is named data plus modules found by convention and imported only when needed, so reading the registry
+imports neither torch nor the child's code: `<package>.child.load(spec, device) -> Work` in the pass's child,
+`<package>.launch.describe(...)` / `.default_model(root)` in the launcher, and, for the kind that first delivers an
+output, `<package>.output`: that output's pure rules (`Output` below), shared by every kind delivering it.
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
+from typing import Protocol
 
 
 @dataclass
@@ -54,3 +57,57 @@ class Kind:
     def launch(self) -> ModuleType:
         """The launcher side: `describe(workload, variant, model_path, protocol) -> Described`, `default_model(root)`."""
         return importlib.import_module(f"{self.package}.launch")
+
+    def output_rules(self) -> ModuleType:
+        """The pure rules of what this kind delivers (`Output`); only the kind that owns the output has them."""
+        return importlib.import_module(f"{self.package}.output")
+
+
+class Output(Protocol):
+    """What an output module (`<package>.output`) offers: one per thing a pass delivers (labels, embeddings, text).
+
+    Everything the launcher, `gpucost rejudge`, the recorder and the report need to know about an output, so that
+    none of them chooses by its name. Pure: no torch, no mlflow (the store's side fetches `FILES` and hands over a
+    folder)."""
+
+    NAME: str  # the `acceptance.output` value
+    FILE: str  # the deliverable file an attempt's note points to
+    FILES: tuple[str, ...]  # every file a pass exports for it: what a reference is read back from
+    MAIN_METRIC: str  # the metric a run's tags name when the protocol declares no main_metric
+    REFERENCE_CHECKS: tuple[str, ...]  # the checks a comparison with the reference adds or replaces
+    FIELDS: tuple[str, ...]  # acceptance fields only this output's protocols may declare
+    AUDITED: bool  # whether a deliverable without gold labels is audited by the reference variant
+    SECTION: str  # the protocol section its task needs (`generation:`), "" when none
+    FROM_USER_CODE: bool  # whether a user's module may deliver it
+    EXAMPLE_PROTOCOL: str  # a shipped protocol judging it ("" when the default one does)
+
+    def acceptance(self, fields, metric: str) -> object:
+        """The protocol's `acceptance:` bar for this output (core/inputs/protocol.Acceptance), refused in one line."""
+
+    def scored(self, generation) -> bool:
+        """Whether the protocol scores labels against gold (and so needs acceptance.main_metric)."""
+
+    def needs_reference(self, settings: dict, reference_settings: dict) -> bool:
+        """Whether a variant with these settings is compared with the reference variant's outputs."""
+
+    def read_back(self, folder: Path, protocol, labels: list[str]) -> object:
+        """What the pass's files in `folder` really hold; every problem a format error, nothing repaired."""
+
+    def reference(self, run_id: str, metrics: dict, folder: Path, protocol, labels: list[str]) -> object:
+        """The accepted reference pass as this output's judge needs it, from its files fetched into `folder`."""
+
+    def judge_pass(self, *, completed: bool, failure_reason: str, corpus, back, protocol, labels: list[str],
+                   needs_reference: bool, reference, reference_name: str, audit=None) -> object:
+        """The pass's judgement (core/judging/judge.Judgement) from its files as read back."""
+
+    def judge_against_reference(self, prior: list, metrics: dict, back, reference, acceptance) -> object:
+        """A pending pass judged again once its reference exists (core/judging/judge.rejudged)."""
+
+    def preview(self, rows: list[dict], back, gold_labels: bool, folder: Path) -> dict | None:
+        """The MLflow UI's preview table of the pass's outputs, None when there is none to show."""
+
+    def merge(self, folders: list[Path], workdir: Path) -> None:
+        """The lanes' files of this output as one set in the pass's folder (a lane that wrote none adds nothing)."""
+
+    def bar(self, acceptance) -> str:
+        """The quality bar in words, for the experiment's description."""

@@ -7,6 +7,7 @@ which the pass's child inherits: GPUCOST_WORKLOADS="name:output:package[,name:ou
 from __future__ import annotations
 
 import os
+from types import ModuleType
 
 from gpucost_mlflow.workloads.base import Kind
 
@@ -62,3 +63,26 @@ def of_settings(settings: dict) -> Kind:
     """The kind a pass's settings name (`workload`: a kind's name, or python:... for user code)."""
     declared = str(settings.get("workload", DEFAULT))
     return kind(PYTHON if declared.startswith(f"{PYTHON}:") else declared)
+
+
+def output_names() -> tuple[str, ...]:
+    """What a protocol may judge (`acceptance.output`): every output a shipped kind delivers, in their order."""
+    return tuple(dict.fromkeys(kind.output for kind in SHIPPED if kind.output))
+
+
+def sections() -> dict[str, str]:
+    """The protocol sections an output brings (a generation task's prompt and tokens), each with its output."""
+    return {rules.SECTION: name for name in output_names() if (rules := output(name)).SECTION}
+
+
+def exported_files() -> tuple[str, ...]:
+    """Every file a pass may export as its deliverable, whatever its output: what its attempt publishes."""
+    return tuple(name for output_name in output_names() for name in output(output_name).FILES)
+
+
+def output(name: str) -> ModuleType:
+    """The pure rules of an output (base.Output), from the shipped kind that delivers it; KeyError for another."""
+    owner = next((kind for kind in SHIPPED if kind.output == name), None)
+    if owner is None:
+        raise KeyError(name)
+    return owner.output_rules()

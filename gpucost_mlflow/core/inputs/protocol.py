@@ -12,51 +12,16 @@ from pathlib import Path
 import yaml
 
 from gpucost_mlflow.core.errors import GpucostError, one_line
+from gpucost_mlflow.core.inputs.acceptance import DEFAULT_OUTPUT, Acceptance
 from gpucost_mlflow.core.inputs.generation import GenerationSettings
 from gpucost_mlflow.core.inputs.generation import parse as parse_generation
 from gpucost_mlflow.core.inputs.protocol_fields import refuse_other_outputs, refuse_unknown
 from gpucost_mlflow.core.money.costs import CENT
+from gpucost_mlflow.workloads import registry
 
 SCENARIOS = ("offline",)
 METRICS = ("macro_f1", "accuracy")
-OUTPUTS = ("labels", "embeddings", "generations")
-LABEL_FIELDS = ("main_metric", "threshold", "per_bucket_threshold", "reference.max_metric_difference",
-                "reference.min_label_agreement")
 DEFAULT_SPREAD_RATIO = 1.5
-
-@dataclass(frozen=True)
-class EmbeddingAcceptance:
-    """The bar for embeddings: cosine with the reference's embedding of the same input, and optional retrieval."""
-
-    cosine_min: float  # every input's cosine with the reference at or above
-    cosine_median: float  # the median over the inputs at or above
-    retrieval_k: int | None = None  # recall@k of same-label neighbours (needs gold labels), when declared
-    retrieval_min_recall: float | None = None
-
-
-@dataclass(frozen=True)
-class GenerationAcceptance:
-    """The bar for generated text against the fp32 reference pass's outputs of the same inputs."""
-
-    min_exact_match: float  # share of outputs identical to the reference's, at or above
-    min_token_agreement: float  # share of new-token positions holding the reference's token, at or above
-
-
-@dataclass(frozen=True)
-class Acceptance:
-    """The quality bar, fixed before any timing is seen (the label fields are None for an embeddings protocol)."""
-
-    coverage: float
-    main_metric: str
-    threshold: float | None
-    per_bucket_threshold: float | None
-    reference_variant: str
-    max_metric_difference: float | None
-    min_label_agreement: float | None
-    output: str = "labels"  # what a pass delivers and is judged on: labels, embeddings or generations
-    embeddings: EmbeddingAcceptance | None = None
-    generations: GenerationAcceptance | None = None
-
 
 @dataclass(frozen=True)
 class OtherCost:
@@ -140,12 +105,13 @@ def load_protocol(path: Path) -> Protocol:
     if scenario not in SCENARIOS:
         raise GpucostError(f"{path}: field 'scenario' must be one of {', '.join(SCENARIOS)} (got {scenario!r})")
     declared = document.get("acceptance")
-    output = declared.get("output", "labels") if isinstance(declared, dict) else "labels"
-    if output not in OUTPUTS:
-        raise GpucostError(f"{path}: field 'acceptance.output' must be one of {', '.join(OUTPUTS)}")
+    output = declared.get("output", DEFAULT_OUTPUT) if isinstance(declared, dict) else DEFAULT_OUTPUT
+    if output not in registry.output_names():
+        raise GpucostError(f"{path}: field 'acceptance.output' must be one of {', '.join(registry.output_names())}")
+    rules = registry.output(output)
     refuse_other_outputs(path, document, output)
-    generation = _generation(f, output)
-    scored = output == "labels" or (generation is not None and generation.answer == "label")
+    generation = _generation(f, output, rules.SECTION)
+    scored = rules.scored(generation)
     metric = f.get("acceptance.main_metric", str) if scored else ""
     if scored and metric not in METRICS:
         raise GpucostError(f"{path}: field 'acceptance.main_metric' must be one of {', '.join(METRICS)}")
@@ -167,8 +133,7 @@ def load_protocol(path: Path) -> Protocol:
         corpus_size=f.positive("corpus.size"),
         buckets=dict(buckets),
         labels=list(f.get("corpus.labels", list)),
-        acceptance=_labels_acceptance(f, metric) if output == "labels" else _embeddings_acceptance(f)
-        if output == "embeddings" else _generations_acceptance(f, metric),
+        acceptance=rules.acceptance(f, metric),
         passes_per_variant=f.positive("passes_per_variant"),
         warmup=warmup,
         exclusion_rule=" ".join(f.get("exclusion_rule", str).split()),
@@ -198,19 +163,6 @@ def _read(path: Path) -> tuple[bytes, dict]:
     return data, document
 
 
-def _labels_acceptance(f: _Fields, metric: str) -> Acceptance:
-    """A labels protocol's bar: coverage, the main metric overall and per bucket, and agreement with the reference."""
-    return Acceptance(
-        coverage=f.fraction("acceptance.coverage"),
-        main_metric=metric,
-        threshold=f.fraction("acceptance.threshold"),
-        per_bucket_threshold=f.fraction("acceptance.per_bucket_threshold"),
-        reference_variant=f.get("acceptance.reference.variant", str),
-        max_metric_difference=f.fraction("acceptance.reference.max_metric_difference"),
-        min_label_agreement=f.fraction("acceptance.reference.min_label_agreement"),
-    )
-
-
 def _spread_ratio(path: Path, value) -> float:
     """`max_spread_ratio`: a number above 1, 1.5 when absent (the report's bound on a configuration's max/min)."""
     if value is None:
@@ -221,73 +173,19 @@ def _spread_ratio(path: Path, value) -> float:
     return float(value)
 
 
-def _generation(f: _Fields, output: str) -> GenerationSettings | None:
-    """The `generation:` section: required by a generations protocol, refused by any other."""
-    section = f.document.get("generation")
-    if output != "generations":
-        if section is not None:
-            raise GpucostError(f"{f.path}: field 'generation' declares a generation task; this protocol's output is "
-                               f"{output} (acceptance.output: generations judges generated text)")
+def _generation(f: _Fields, output: str, own: str) -> GenerationSettings | None:
+    """The generation task's section: required by the protocol whose output declares it (`own`), refused by any
+    other."""
+    for name, owner in registry.sections().items():
+        if name != own and f.document.get(name) is not None:
+            raise GpucostError(f"{f.path}: field '{name}' declares a generation task; this protocol's output is "
+                               f"{output} (acceptance.output: {owner} judges generated text)")
+    if not own:
         return None
+    section = f.document.get(own)
     if section is None:
-        raise GpucostError(f"{f.path}: missing field 'generation' (prompt with {{text}} and max_new_tokens)")
+        raise GpucostError(f"{f.path}: missing field '{own}' (prompt with {{text}} and max_new_tokens)")
     return parse_generation(section, str(f.path))
-
-
-def _generations_acceptance(f: _Fields, metric: str) -> Acceptance:
-    """A generations protocol's bar: exact match and token agreement with the reference; the main metric on the
-    label read from each output when the prompt asks for a label (generation.answer: label)."""
-    acceptance = f.document["acceptance"]
-    refused = [dotted for dotted in ("reference.max_metric_difference", "reference.min_label_agreement")
-               if isinstance(acceptance.get("reference"), dict) and acceptance["reference"].get(dotted.split(".")[1])
-               is not None]
-    if not metric:
-        refused += [dotted for dotted in ("main_metric", "threshold", "per_bucket_threshold")
-                    if acceptance.get(dotted) is not None]
-    if refused:
-        raise GpucostError(f"{f.path}: field 'acceptance.{refused[0]}' does not apply to generated text "
-                           "(judged by exact match and token agreement with the reference"
-                           + (", and by main_metric only with generation.answer: label)" if not metric else ")"))
-    if isinstance(f.document.get("deliverables"), dict) and f.document["deliverables"].get("audit") is not None:
-        raise GpucostError(f"{f.path}: field 'deliverables.audit' compares labels; a generations protocol has none")
-    return Acceptance(
-        coverage=f.fraction("acceptance.coverage"), main_metric=metric,
-        threshold=f.fraction("acceptance.threshold") if metric else None,
-        per_bucket_threshold=f.fraction("acceptance.per_bucket_threshold") if metric else None,
-        reference_variant=f.get("acceptance.reference.variant", str), max_metric_difference=None,
-        min_label_agreement=None, output="generations",
-        generations=GenerationAcceptance(
-            min_exact_match=f.fraction("acceptance.reference.min_exact_match"),
-            min_token_agreement=f.fraction("acceptance.reference.min_token_agreement"),
-        ),
-    )
-
-
-def _embeddings_acceptance(f: _Fields) -> Acceptance:
-    """An embeddings protocol's bar: cosine min and median against the reference, recall@k when declared.
-    The label protocol's fields are refused here rather than silently ignored."""
-    for dotted in LABEL_FIELDS:
-        node = f.document["acceptance"]
-        for part in dotted.split("."):
-            node = node.get(part) if isinstance(node, dict) else None
-        if node is not None:
-            raise GpucostError(f"{f.path}: field 'acceptance.{dotted}' judges labels; this protocol's output is embeddings")
-    if isinstance(f.document.get("deliverables"), dict) and f.document["deliverables"].get("audit") is not None:
-        raise GpucostError(f"{f.path}: field 'deliverables.audit' compares labels; an embeddings protocol has none")
-    retrieval = f.document["acceptance"].get("retrieval")
-    if retrieval is not None and not isinstance(retrieval, dict):
-        raise GpucostError(f"{f.path}: field 'acceptance.retrieval' must be a mapping with k and min_recall")
-    return Acceptance(
-        coverage=f.fraction("acceptance.coverage"), main_metric="", threshold=None, per_bucket_threshold=None,
-        reference_variant=f.get("acceptance.reference.variant", str), max_metric_difference=None,
-        min_label_agreement=None, output="embeddings",
-        embeddings=EmbeddingAcceptance(
-            cosine_min=f.fraction("acceptance.reference.cosine_min"),
-            cosine_median=f.fraction("acceptance.reference.cosine_median"),
-            retrieval_k=f.positive("acceptance.retrieval.k") if retrieval is not None else None,
-            retrieval_min_recall=f.fraction("acceptance.retrieval.min_recall") if retrieval is not None else None,
-        ),
-    )
 
 
 def _side_by_side(path: Path, value) -> bool:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.generation import KEYS as GENERATION_KEYS
+from gpucost_mlflow.workloads import registry
 
 # Every field a protocol may hold, as a tree: a mapping is a section whose keys are checked, FREE one whose keys are
 # the user's own names (the buckets), None a value (other_costs checks its entries itself). An unknown field is
@@ -33,14 +34,8 @@ FIELDS: dict = {
     "deliverables": {"expected": None, "description": None, "side_by_side": None,
                      "audit": {"sample": None, "min_label_agreement": None}},
     "other_costs": None,
-    "generation": dict.fromkeys(GENERATION_KEYS),
+    **{name: dict.fromkeys(GENERATION_KEYS) for name in registry.sections()},
 }
-# Fields of one output's bar only; the label fields an embeddings or generations protocol refuses have their own checks.
-OUTPUT_FIELDS = {"acceptance.reference.cosine_min": "embeddings", "acceptance.reference.cosine_median": "embeddings",
-                 "acceptance.retrieval": "embeddings", "acceptance.reference.min_exact_match": "generations",
-                 "acceptance.reference.min_token_agreement": "generations"}
-
-
 def refuse_unknown(path: Path, document: dict) -> None:
     """Refuse the first field the protocol does not know, at any level, naming the nearest known one."""
     _refuse_unknown(path, document, FIELDS, "")
@@ -84,7 +79,8 @@ def _dotted(known: dict, prefix: str) -> list[str]:
 
 def refuse_other_outputs(path: Path, document: dict, output: str) -> None:
     """A field of another output's bar (cosine for embeddings, exact match for generations) is refused, not ignored."""
-    for dotted, owner in OUTPUT_FIELDS.items():
+    owned = {dotted: name for name in registry.output_names() for dotted in registry.output(name).FIELDS}
+    for dotted, owner in owned.items():
         node = document
         for part in dotted.split("."):
             node = node.get(part) if isinstance(node, dict) else None

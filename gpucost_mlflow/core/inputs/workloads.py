@@ -130,11 +130,11 @@ def _top_level_names(path: Path, text: str, where: str) -> dict[str, int | None]
 
 def check_output(workload: Workload, output: str, protocol_path: str) -> None:
     """A built-in workload must deliver what the protocol judges; user code may deliver labels or embeddings."""
-    if not workload.output and output == "generations":
+    if not workload.output and not registry.output(output).FROM_USER_CODE:
         raise GpucostError(f"workload {workload.declared} delivers labels or embeddings, but {protocol_path} judges "
-                           "generations (acceptance.output); generated text comes from workload: generation")
+                           f"{output} (acceptance.output); {output} come from workload: {registry.for_output(output).name}")
     if workload.output and workload.output != output:
+        example = registry.output(workload.output).EXAMPLE_PROTOCOL
         raise GpucostError(f"workload {workload.declared} delivers {workload.output}, but {protocol_path} judges "
                            f"{output} (acceptance.output); use a protocol written for {workload.output}"
-                           + {"embeddings": ", e.g. projects/protocol-embeddings.yaml",
-                              "generations": ", e.g. projects/protocol-generation.yaml"}.get(workload.output, ""))
+                           + (f", e.g. {example}" if example else ""))

@@ -131,13 +131,11 @@ def audit_check(labels: dict[str, str], reference_labels: dict[str, str], sample
                  f"(minimum {100 * minimum:.2f} %)")
 
 
-def judge_against_reference(prior: Sequence[Check], metrics: dict, labels: dict[str, str], reference: Reference,
-                            acceptance) -> Judgement:
-    """A pending pass judged again now that its reference exists: its own checks kept, the reference's added."""
-    kept = [check for check in prior if check.name not in REFERENCE_CHECKS]
-    ref_checks, comparison = verdicts.reference_checks(metrics, labels, reference.metrics, reference.labels,
-                                                       acceptance, reference.run_id)
-    checks = kept + ref_checks
+def rejudged(prior: Sequence[Check], replaced: Sequence[str], found: Sequence[Check], comparison: dict,
+             metrics: dict) -> Judgement:
+    """A pending pass judged again now that its reference exists: its own checks kept but those the reference
+    comparison replaces, the comparison's checks added, the comparison's figures in the metrics."""
+    checks = [check for check in prior if check.name not in replaced] + list(found)
     status, reason, quality_verdict = settle(True, "", checks, "")
     return Judgement(status, reason, quality_verdict, checks, {}, dict(metrics), comparison)
 

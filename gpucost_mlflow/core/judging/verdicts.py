@@ -180,3 +180,15 @@ def reference_checks(metrics: dict, labels: dict[str, str], reference_metrics: d
         ),
     ]
     return checks, {"run_id": reference_run, "label_agreement": share, "metric_differences": differences}
+
+
+def merge_json_lines(name: str, folders: Sequence[Path], workdir: Path) -> None:
+    """The lanes' line-per-input files called `name` as one file in the pass's folder, lane after lane (gzip with a
+    fixed mtime, as the workloads write them); nothing is written when no lane wrote one."""
+    parts = [folder / name for folder in folders if (folder / name).exists()]
+    if not parts:
+        return
+    with open(workdir / name, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as out:
+        for path in parts:
+            with gzip.open(path, "rb") as lane:
+                out.write(lane.read())

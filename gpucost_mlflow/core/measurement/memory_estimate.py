@@ -17,6 +17,7 @@ from gpucost_mlflow.core.errors import GpucostError
 BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "int8": 1}
 ALLOCATOR_MARGIN = 0.20  # caching-allocator rounding and fragmentation, on top of allocated bytes
 TOO_CLOSE = 0.15  # within 15 % of the device's memory the estimate cannot tell
+EMBEDDING_TABLE = "embedding"  # a weight whose name holds it is a lookup table (word, position), not a matmul
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def safetensors_parameters(model_dir: Path) -> tuple[int, int]:
                 continue
             count = math.prod(entry["shape"])
             total += count
-            if len(entry["shape"]) == 2 and "embeddings" not in name:
+            if len(entry["shape"]) == 2 and EMBEDDING_TABLE not in name:
                 linear += count
     return total, linear
 

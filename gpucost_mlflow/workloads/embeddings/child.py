@@ -134,7 +134,7 @@ def export(folder: Path, outputs, duplicate_at: int = 0) -> None:
     """embeddings.npy (float16), embedding_ids.txt and embeddings.json; a failed pass exports what it finished."""
     import numpy as np
 
-    from gpucost_mlflow.core.judging.embedding_verdicts import write_embeddings
+    from gpucost_mlflow.workloads.embeddings.output import write_embeddings
 
     ids = list(outputs.ids)
     vectors = getattr(outputs, "vectors", None)

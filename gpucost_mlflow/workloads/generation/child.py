@@ -249,7 +249,7 @@ def utilisation(config: dict, settings: dict, device, outputs, pass_s: float | N
 
 def export(folder: Path, outputs, duplicate_at: int = 0) -> None:
     """generations.jsonl.gz: id, text and new tokens per input; a failed pass exports what it finished."""
-    from gpucost_mlflow.core.judging.generation_verdicts import GENERATIONS, write_generations
+    from gpucost_mlflow.workloads.generation.output import GENERATIONS, write_generations
 
     write_generations(folder / GENERATIONS, list(outputs.ids), list(getattr(outputs, "texts", [])),
                       list(getattr(outputs, "tokens", [])), duplicate_at)

@@ -183,7 +183,7 @@ def export(folder: Path, outputs, duplicate_at: int = 0) -> None:
         ids.insert(duplicate_at, ids[duplicate_at - 1])
         values.insert(duplicate_at, values[duplicate_at - 1])
     if getattr(outputs, "kind", "") == "embeddings":
-        from gpucost_mlflow.core.judging.embedding_verdicts import write_embeddings
+        from gpucost_mlflow.workloads.embeddings.output import write_embeddings
 
         write_embeddings(folder, ids, values)
         return

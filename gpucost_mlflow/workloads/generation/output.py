@@ -17,8 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.inputs.acceptance import Acceptance, GenerationAcceptance
 from gpucost_mlflow.core.inputs.generation import GenerationSettings, parse_label
 from gpucost_mlflow.core.judging import judge, verdicts
+from gpucost_mlflow.core.judging.preview import preview as preview_rows
 from gpucost_mlflow.core.judging.quality import evaluate
 from gpucost_mlflow.core.judging.verdicts import Check
 
@@ -27,6 +30,14 @@ FILES = (GENERATIONS,)
 EXACT_CHECK = "reference_exact_match"
 TOKENS_CHECK = "reference_tokens"
 REFERENCE_CHECKS = (EXACT_CHECK, TOKENS_CHECK)
+NAME = "generations"
+FILE = GENERATIONS
+MAIN_METRIC = EXACT_CHECK
+FIELDS = ("acceptance.reference.min_exact_match", "acceptance.reference.min_token_agreement")
+AUDITED = False
+SECTION = "generation"  # the protocol section of its task: prompt, max_new_tokens, answer
+FROM_USER_CODE = False
+EXAMPLE_PROTOCOL = "projects/protocol-generation.yaml"
 UNPARSED = "(no label)"  # what an output without a label word is scored as: never a corpus label, so always wrong
 
 
@@ -63,7 +74,7 @@ def write_generations(path: Path, ids: Sequence[str], texts: Sequence[str], toke
 def read_generations(path: Path, max_new_tokens: int) -> GenerationReadBack:
     """Read the export back; every malformed line is a format error, none is skipped silently."""
     back = GenerationReadBack()
-    lines = verdicts.read_lines(path, "generations", back.format_errors)
+    lines = verdicts.read_lines(path, NAME, back.format_errors)
     if lines is None:
         return back
     for number, line in enumerate(lines, start=1):
@@ -156,17 +167,93 @@ def judge_generations(*, completed: bool, failure_reason: str, rows: Sequence[di
                           reference_name=reference_name, compare=compare, gold_labels=gold_labels)
 
 
-def judge_against_reference(prior: Sequence[Check], metrics: dict, back: GenerationReadBack,
-                            reference: GenerationReference, acceptance) -> judge.Judgement:
-    """A pending generation pass judged again once its reference exists: its own checks kept, the comparison added."""
-    kept = [check for check in prior if check.name not in REFERENCE_CHECKS]
-    found, comparison, measured = reference_checks(back, reference, acceptance)
-    checks = kept + found
-    status, reason, quality_verdict = judge.settle(True, "", checks, "")
-    return judge.Judgement(status, reason, quality_verdict, checks, {}, {**metrics, **measured}, comparison)
-
-
 def needs_reference(settings: dict, reference_settings: dict) -> bool:
     """Generated text is judged against the reference whenever any setting differs from the reference's: a new
     batch size or grouping changes the padded shapes and with them the arithmetic greedy decoding follows."""
     return settings != reference_settings
+
+
+def acceptance(f, metric: str) -> Acceptance:
+    """A generations protocol's bar: exact match and token agreement with the reference; the main metric on the
+    label read from each output when the prompt asks for a label (generation.answer: label)."""
+    declared = f.document["acceptance"]
+    refused = [dotted for dotted in ("reference.max_metric_difference", "reference.min_label_agreement")
+               if isinstance(declared.get("reference"), dict) and declared["reference"].get(dotted.split(".")[1])
+               is not None]
+    if not metric:
+        refused += [dotted for dotted in ("main_metric", "threshold", "per_bucket_threshold")
+                    if declared.get(dotted) is not None]
+    if refused:
+        raise GpucostError(f"{f.path}: field 'acceptance.{refused[0]}' does not apply to generated text "
+                           "(judged by exact match and token agreement with the reference"
+                           + (", and by main_metric only with generation.answer: label)" if not metric else ")"))
+    if isinstance(f.document.get("deliverables"), dict) and f.document["deliverables"].get("audit") is not None:
+        raise GpucostError(f"{f.path}: field 'deliverables.audit' compares labels; a {NAME} protocol has none")
+    return Acceptance(
+        coverage=f.fraction("acceptance.coverage"), main_metric=metric,
+        threshold=f.fraction("acceptance.threshold") if metric else None,
+        per_bucket_threshold=f.fraction("acceptance.per_bucket_threshold") if metric else None,
+        reference_variant=f.get("acceptance.reference.variant", str), max_metric_difference=None,
+        min_label_agreement=None, output=NAME,
+        generations=GenerationAcceptance(
+            min_exact_match=f.fraction("acceptance.reference.min_exact_match"),
+            min_token_agreement=f.fraction("acceptance.reference.min_token_agreement"),
+        ),
+    )
+
+
+def scored(generation: GenerationSettings | None) -> bool:
+    """Generated text is scored against gold labels only when the prompt asks for a label."""
+    return generation is not None and generation.answer == "label"
+
+
+def read_back(folder: Path, protocol, labels: list[str]) -> GenerationReadBack:
+    """The generations file read back, no output longer than the protocol's max_new_tokens."""
+    return read_generations(folder / GENERATIONS, protocol.generation.max_new_tokens)
+
+
+def reference(run_id: str, metrics: dict, folder: Path, protocol, labels: list[str]) -> GenerationReference:
+    """The reference pass as the generation judge needs it: its run id and its outputs read back."""
+    return GenerationReference(run_id, read_back(folder, protocol, labels))
+
+
+def judge_pass(*, completed: bool, failure_reason: str, corpus, back: GenerationReadBack, protocol,
+               labels: list[str], needs_reference: bool, reference: GenerationReference | None, reference_name: str,
+               audit=None) -> judge.Judgement:
+    """A generation pass judged from its file (`judge_generations`), against the protocol's labels."""
+    return judge_generations(completed=completed, failure_reason=failure_reason, rows=corpus.rows, back=back,
+                             acceptance=protocol.acceptance, generation=protocol.generation,
+                             labels=list(protocol.labels), needs_reference=needs_reference, reference=reference,
+                             reference_name=reference_name, gold_labels=corpus.gold_labels)
+
+
+def judge_against_reference(prior: Sequence[Check], metrics: dict, back: GenerationReadBack,
+                            reference: GenerationReference, acceptance) -> judge.Judgement:
+    """A pending generation pass judged again once its reference exists: its own checks kept, the comparison added."""
+    found, comparison, measured = reference_checks(back, reference, acceptance)
+    return judge.rejudged(prior, REFERENCE_CHECKS, found, comparison, {**metrics, **measured})
+
+
+def preview(rows: list[dict], back: GenerationReadBack, gold_labels: bool, folder: Path) -> dict | None:
+    """The outputs beside their inputs, with the label read from each where the prompt asks for one."""
+    if not (folder / GENERATIONS).exists():
+        return None
+    if back.labels:  # labels read from the outputs (the prompt asks for one and the corpus has gold labels)
+        return preview_rows(rows, back.labels, gold_labels, outputs=back.texts)
+    return preview_rows(rows, dict.fromkeys(back.texts, ""), gold_labels=False, outputs=back.texts)
+
+
+def merge(folders: list[Path], workdir: Path) -> None:
+    """The lanes' generations as one file, lane after lane."""
+    verdicts.merge_json_lines(GENERATIONS, folders, workdir)
+
+
+def bar(a: Acceptance) -> str:
+    """A generations protocol's bar in words: ids and coverage, the label read from the outputs when the prompt asks
+    for one, exact match and token agreement with the reference."""
+    g = a.generations
+    labels = (f"{a.main_metric} of the label read from each output at least {a.threshold:g} on the whole corpus and "
+              f"{a.per_bucket_threshold:g} in every length bucket; " if a.main_metric else "")
+    return (f"{labels}exactly the expected ids, coverage {100 * a.coverage:g} %; any other variant than "
+            f"{a.reference_variant} gives its output exactly on at least {100 * g.min_exact_match:g} % of the inputs "
+            f"and its token on at least {100 * g.min_token_agreement:g} % of the new-token positions")

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from gpucost_mlflow.core.errors import one_line
+from gpucost_mlflow.core.errors import GpucostError, one_line
+from gpucost_mlflow.core.inputs.acceptance import LABEL_FIELDS, Acceptance, EmbeddingAcceptance
 from gpucost_mlflow.core.inputs.fingerprints import order_digest, sha256_file
 from gpucost_mlflow.core.judging import judge, verdicts
 from gpucost_mlflow.core.judging.verdicts import Check
@@ -29,6 +30,15 @@ FILES = (EMBEDDINGS, IDS, META)
 DTYPE = "float16"
 REFERENCE_CHECK = "reference_cosine"
 RETRIEVAL_CHECK = "retrieval"
+NAME = "embeddings"
+FILE = EMBEDDINGS
+MAIN_METRIC = "cosine_min"
+REFERENCE_CHECKS = (REFERENCE_CHECK,)
+FIELDS = ("acceptance.reference.cosine_min", "acceptance.reference.cosine_median", "acceptance.retrieval")
+AUDITED = False
+SECTION = ""
+FROM_USER_CODE = True
+EXAMPLE_PROTOCOL = "projects/protocol-embeddings.yaml"
 
 
 @dataclass
@@ -199,11 +209,91 @@ def judge_embeddings(*, completed: bool, failure_reason: str, rows: Sequence[dic
                           reference_name=reference_name, compare=compare, gold_labels=gold_labels)
 
 
+
+
+def acceptance(f, metric: str) -> Acceptance:
+    """An embeddings protocol's bar: cosine min and median against the reference, recall@k when declared.
+    The label protocol's fields are refused here rather than silently ignored."""
+    for dotted in LABEL_FIELDS:
+        node = f.document["acceptance"]
+        for part in dotted.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is not None:
+            raise GpucostError(f"{f.path}: field 'acceptance.{dotted}' judges labels; this protocol's output is {NAME}")
+    if isinstance(f.document.get("deliverables"), dict) and f.document["deliverables"].get("audit") is not None:
+        raise GpucostError(f"{f.path}: field 'deliverables.audit' compares labels; an {NAME} protocol has none")
+    retrieval = f.document["acceptance"].get("retrieval")
+    if retrieval is not None and not isinstance(retrieval, dict):
+        raise GpucostError(f"{f.path}: field 'acceptance.retrieval' must be a mapping with k and min_recall")
+    return Acceptance(
+        coverage=f.fraction("acceptance.coverage"), main_metric="", threshold=None, per_bucket_threshold=None,
+        reference_variant=f.get("acceptance.reference.variant", str), max_metric_difference=None,
+        min_label_agreement=None, output=NAME,
+        embeddings=EmbeddingAcceptance(
+            cosine_min=f.fraction("acceptance.reference.cosine_min"),
+            cosine_median=f.fraction("acceptance.reference.cosine_median"),
+            retrieval_k=f.positive("acceptance.retrieval.k") if retrieval is not None else None,
+            retrieval_min_recall=f.fraction("acceptance.retrieval.min_recall") if retrieval is not None else None,
+        ),
+    )
+
+
+def scored(generation) -> bool:
+    """An embedding has no label to score (retrieval, when declared, reads the gold labels by itself)."""
+    return False
+
+
+needs_reference = verdicts.needs_reference
+
+
+def read_back(folder: Path, protocol, labels: list[str]) -> EmbeddingReadBack:
+    """The three embeddings files read back."""
+    return read_embeddings(folder)
+
+
+def reference(run_id: str, metrics: dict, folder: Path, protocol, labels: list[str]) -> EmbeddingReference:
+    """The reference pass as the embeddings judge needs it: its run id and its embeddings read back."""
+    return EmbeddingReference(run_id, read_embeddings(folder))
+
+
+def judge_pass(*, completed: bool, failure_reason: str, corpus, back: EmbeddingReadBack, protocol, labels: list[str],
+               needs_reference: bool, reference: EmbeddingReference | None, reference_name: str,
+               audit=None) -> judge.Judgement:
+    """An embeddings pass judged from its files (`judge_embeddings`); an embedding has no audit."""
+    return judge_embeddings(completed=completed, failure_reason=failure_reason, rows=corpus.rows, back=back,
+                            acceptance=protocol.acceptance, needs_reference=needs_reference, reference=reference,
+                            reference_name=reference_name, gold_labels=corpus.gold_labels)
+
+
 def judge_against_reference(prior: Sequence[Check], metrics: dict, back: EmbeddingReadBack,
                             reference: EmbeddingReference, acceptance) -> judge.Judgement:
     """A pending embeddings pass judged again once its reference exists: its own checks kept, the cosine added."""
-    kept = [check for check in prior if check.name != REFERENCE_CHECK]
     found, comparison, measured = reference_checks(back, reference, acceptance)
-    checks = kept + found
-    status, reason, quality_verdict = judge.settle(True, "", checks, "")
-    return judge.Judgement(status, reason, quality_verdict, checks, {}, {**metrics, **measured}, comparison)
+    return judge.rejudged(prior, REFERENCE_CHECKS, found, comparison, {**metrics, **measured})
+
+
+def preview(rows: list[dict], back: EmbeddingReadBack, gold_labels: bool, folder: Path) -> None:
+    """No preview table: a row of numbers tells a reader nothing."""
+    return
+
+
+def merge(folders: list[Path], workdir: Path) -> None:
+    """The lanes' embeddings as one set of files: rows and ids lane after lane (a lane that wrote none adds none)."""
+    parts = [f for f in folders if (f / EMBEDDINGS).exists() and (f / IDS).exists()]
+    if not parts:
+        return
+    ids = [i for f in parts for i in (f / IDS).read_text(encoding="utf-8").splitlines()]
+    rows = [np.load(f / EMBEDDINGS, allow_pickle=False) for f in parts]
+    width = max((r.shape[1] for r in rows if r.ndim == 2 and r.size), default=0)
+    vectors = np.concatenate([r.reshape(-1, width) for r in rows if r.size]) if width else np.zeros((0, 0))
+    write_embeddings(workdir, ids, vectors)
+
+
+def bar(a: Acceptance) -> str:
+    """An embeddings protocol's bar in words: ids and coverage, retrieval when declared, cosine against the reference."""
+    e = a.embeddings
+    retrieval = (f"; recall@{e.retrieval_k} of same-label neighbours at least {e.retrieval_min_recall:g}"
+                 if e.retrieval_k is not None else "")
+    return (f"exactly the expected ids, coverage {100 * a.coverage:g} %{retrieval}; a variant with other numerics than "
+            f"{a.reference_variant} keeps every input's cosine with its embedding at least {e.cosine_min:g}, the median "
+            f"at least {e.cosine_median:g}")

@@ -1,0 +1,91 @@
+"""Labels, what the classifier delivers (and user code returning labels): the output's rules behind base.Output.
+
+The checks and the judge themselves are the core's (`core/judging/verdicts.py`, `judge.py`), since generated text
+read as labels is scored by them too; this module is what the launcher, `gpucost rejudge` and the report ask of
+labels, so that none of them chooses by the output's name.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpucost_mlflow.core.inputs.acceptance import Acceptance
+from gpucost_mlflow.core.judging import judge, verdicts
+from gpucost_mlflow.core.judging.preview import preview as preview_rows
+
+NAME = "labels"
+FILE = verdicts.PREDICTIONS
+FILES = (FILE,)
+MAIN_METRIC = ""  # a labels protocol always declares its main metric
+REFERENCE_CHECKS = judge.REFERENCE_CHECKS
+FIELDS: tuple[str, ...] = ()  # the label fields other outputs refuse are checked by their own acceptance()
+AUDITED = True
+SECTION = ""
+FROM_USER_CODE = True
+EXAMPLE_PROTOCOL = ""
+
+
+def acceptance(f, metric: str) -> Acceptance:
+    """A labels protocol's bar: coverage, the main metric overall and per bucket, and agreement with the reference."""
+    return Acceptance(
+        coverage=f.fraction("acceptance.coverage"),
+        main_metric=metric,
+        threshold=f.fraction("acceptance.threshold"),
+        per_bucket_threshold=f.fraction("acceptance.per_bucket_threshold"),
+        reference_variant=f.get("acceptance.reference.variant", str),
+        max_metric_difference=f.fraction("acceptance.reference.max_metric_difference"),
+        min_label_agreement=f.fraction("acceptance.reference.min_label_agreement"),
+    )
+
+
+def scored(generation) -> bool:
+    """Labels are always scored against the gold labels (where the corpus has them)."""
+    return True
+
+
+needs_reference = verdicts.needs_reference
+
+
+def read_back(folder: Path, protocol, labels: list[str]) -> verdicts.ReadBack:
+    """The predictions file read back against the model's labels."""
+    return verdicts.read_predictions(folder / FILE, labels)
+
+
+def reference(run_id: str, metrics: dict, folder: Path, protocol, labels: list[str]) -> judge.Reference:
+    """The reference pass as the judge needs it: its metrics and its predictions read back."""
+    return judge.Reference(run_id, dict(metrics), read_back(folder, protocol, labels).labels)
+
+
+def judge_pass(*, completed: bool, failure_reason: str, corpus, back: verdicts.ReadBack, protocol, labels: list[str],
+               needs_reference: bool, reference: judge.Reference | None, reference_name: str,
+               audit: verdicts.Check | None = None) -> judge.Judgement:
+    """A labels pass judged by the core's judge: ids, format, coverage, quality, the reference, the audit."""
+    return judge.judge(completed=completed, failure_reason=failure_reason, rows=corpus.rows, back=back, labels=labels,
+                       acceptance=protocol.acceptance, needs_reference=needs_reference, reference=reference,
+                       reference_name=reference_name, gold_labels=corpus.gold_labels, audit=audit)
+
+
+def judge_against_reference(prior: list, metrics: dict, back: verdicts.ReadBack, reference: judge.Reference,
+                            acceptance) -> judge.Judgement:
+    """A pending labels pass judged again: agreement and the main metric's difference with the reference added."""
+    found, comparison = verdicts.reference_checks(metrics, back.labels, reference.metrics, reference.labels,
+                                                  acceptance, reference.run_id)
+    return judge.rejudged(prior, REFERENCE_CHECKS, found, comparison, metrics)
+
+
+def preview(rows: list[dict], back: verdicts.ReadBack, gold_labels: bool, folder: Path) -> dict | None:
+    """The predicted labels beside the gold ones, None when the pass exported nothing."""
+    return preview_rows(rows, back.labels, gold_labels) if (folder / FILE).exists() else None
+
+
+def merge(folders: list[Path], workdir: Path) -> None:
+    """The lanes' predictions as one file, lane after lane."""
+    verdicts.merge_json_lines(FILE, folders, workdir)
+
+
+def bar(a: Acceptance) -> str:
+    """A labels protocol's bar in words: the main metric, ids and coverage, agreement with the reference."""
+    return (f"{a.main_metric} at least {a.threshold:g} on the whole corpus and {a.per_bucket_threshold:g} in every "
+            f"length bucket; exactly the expected ids, coverage {100 * a.coverage:g} %; a variant with other numerics "
+            f"than {a.reference_variant} agrees with it on at least {100 * a.min_label_agreement:g} % of labels and "
+            f"its {a.main_metric} stays within {a.max_metric_difference:g}")
