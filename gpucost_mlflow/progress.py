@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TextIO
 
 from gpucost_mlflow.core.campaign.schedule import Slot
+from gpucost_mlflow.core.names import PASS_S
 from gpucost_mlflow.execution.batch_counter import read_pass
 from gpucost_mlflow.flow.campaign import Display
 
@@ -74,7 +75,7 @@ class CampaignProgress:
         def on_pass_end(slot: Slot, result) -> None:
             self.done += 1
             self.workdir = None
-            timing = f"pass_s {result.metrics['pass_s']:.2f}" if "pass_s" in result.metrics else "pass_s empty"
+            timing = f"{PASS_S} {result.metrics[PASS_S]:.2f}" if PASS_S in result.metrics else f"{PASS_S} empty"
             prefix = "\r\x1b[2K" if self.live else ""
             self.stream.write(
                 f"{prefix}[{self.total - self.todo + self.done}/{self.total}] round {slot.round} position {slot.position} "

@@ -87,3 +87,30 @@ def test_statuses_are_spelled_only_in_the_status_enum():
                     if isinstance(side, ast.Constant) and side.value in words:
                         found.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {side.value!r}")
     assert not found, "; ".join(found)
+
+
+def _literals(path: Path) -> list[ast.Constant]:
+    """The string constants of a module that are not docstrings."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docs = {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body
+            and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return [node for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs]
+
+
+def test_every_pass_metric_and_tag_is_named_by_its_one_owner():
+    """A pass metric is spelled only in core/names.py; a gpucost tag key only in tracking/schema.py (and the
+    energy tags the child writes, in core/measurement/energy.py, where the child can import them)."""
+    from gpucost_mlflow.core import names
+
+    metrics = {value for key, value in vars(names).items() if key.isupper() and isinstance(value, str)}
+    owners = {"core/names.py", "tracking/schema.py", "core/measurement/energy.py"}
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        where = path.relative_to(PACKAGE).as_posix()
+        if where in owners:
+            continue
+        found += [f"{where}:{node.lineno} {node.value}" for node in _literals(path)
+                  if node.value in metrics or node.value.startswith("gpucost.")]
+    assert not found, "; ".join(found)

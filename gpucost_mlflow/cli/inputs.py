@@ -15,6 +15,7 @@ from gpucost_mlflow.cli.options import (
     _file,
 )
 from gpucost_mlflow.core.inputs import shipped
+from gpucost_mlflow.core.names import ACCURACY, MACRO_F1
 
 
 @click.group()
@@ -88,8 +89,8 @@ def model_prepare(corpus_dir, out_dir, seed) -> None:
     quality, base = report["validation"], report["baseline"]
     click.echo(
         f"validation split of the tuning corpus ({report['validation_size']} inputs, never the comparison corpus): "
-        f"accuracy {quality['accuracy']:.3f}, macro-F1 {quality['macro_f1']:.3f}; "
-        f"majority baseline ({base['label']}): accuracy {base['accuracy']:.3f}, macro-F1 {base['macro_f1']:.3f}"
+        f"accuracy {quality[ACCURACY]:.3f}, macro-F1 {quality[MACRO_F1]:.3f}; "
+        f"majority baseline ({base['label']}): accuracy {base[ACCURACY]:.3f}, macro-F1 {base[MACRO_F1]:.3f}"
     )
     buckets = [b for b in BUCKETS if f"bucket_{b}_macro_f1" in quality]
     classes = [key[len("class_"):-len("_f1")] for key in quality if key.startswith("class_") and key.endswith("_f1")]

@@ -21,6 +21,8 @@ from gpucost_mlflow.cli.options import (
 )
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import shipped
+from gpucost_mlflow.core.names import PASS_S
+from gpucost_mlflow.workloads import registry
 
 # The package folder whose git commit a pass records (the folder above this cli/ package).
 CODE_ROOT = Path(__file__).resolve().parents[1]
@@ -77,15 +79,8 @@ def _pass_request(variant_name, corpus_path, model_path, variants_file, experime
 
 def _pass_figures(metrics: dict) -> str:
     """The pass's duration and the quality figures its judge recorded, as the summary line shows them."""
-    timing = f"pass_s {metrics['pass_s']:.2f}" if "pass_s" in metrics else "pass_s empty"
-    quality = f", macro-F1 {metrics['macro_f1']:.3f}" if "macro_f1" in metrics else ""
-    if "cosine_min" in metrics:
-        quality += f", cosine min {metrics['cosine_min']:.6f} median {metrics['cosine_median']:.6f}"
-    if "output_tokens_per_s" in metrics:
-        quality += f", {metrics['output_tokens_per_s']:.1f} output tokens/s"
-    if "reference_exact_match" in metrics:
-        quality += (f", exact match {metrics['reference_exact_match']:.3f}, token agreement "
-                    f"{metrics['reference_token_agreement']:.3f}")
+    timing = f"{PASS_S} {metrics[PASS_S]:.2f}" if PASS_S in metrics else f"{PASS_S} empty"
+    quality = "".join(registry.output(name).figures(metrics) for name in registry.output_names())
     return f"{timing}{quality}"
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.judging.verdicts import PREDICTIONS  # noqa: F401 - the file the classifier exports, named here for its readers
+from gpucost_mlflow.core.names import MFU_PADDED, MFU_USEFUL, USEFUL_FLOP_PER_S
 from gpucost_mlflow.execution.batching import padded, tokenized
 from gpucost_mlflow.execution.outcome import PassFailure, PassOutcome
 
@@ -307,7 +308,7 @@ def load_workload(spec: PassSpec, device):
     return registry.of_settings(spec.settings).child().load(spec, device)
 
 
-MFU_METRICS = ("mfu_useful", "mfu_padded")
+MFU_METRICS = (MFU_USEFUL, MFU_PADDED)
 
 
 def utilisation(config: dict, settings: dict, device, predictions: Predictions, pass_s: float | None) -> dict:
@@ -324,7 +325,7 @@ def utilisation(config: dict, settings: dict, device, predictions: Predictions, 
     try:
         shape = flops.encoder_shape(config)
     except GpucostError as exc:
-        return {"missing_measurements": {key: str(exc) for key in MFU_METRICS + ("useful_flop_per_s",)}}
+        return {"missing_measurements": {key: str(exc) for key in MFU_METRICS + (USEFUL_FLOP_PER_S,)}}
     precision = peak.precision_of(settings)
     found, why = peak.lookup(device, precision)
     result = {

@@ -20,6 +20,7 @@ from gpucost_mlflow.core.inputs.protocol import Protocol, load_protocol
 from gpucost_mlflow.core.inputs.variants import Variant, get_variant, load_variants
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement import lanes as lane_rules
+from gpucost_mlflow.core.names import PASS_S
 from gpucost_mlflow.flow.launcher import PassRequest, PassResult, execute
 from gpucost_mlflow.tracking import descriptions, experiments, schema, spool, store
 from gpucost_mlflow.tracking.campaign_run import CampaignRun, experiment_of_run
@@ -208,7 +209,7 @@ def _record(protocol: Protocol, experiment_name: str, run: CampaignRun, shown: S
             slot: Slot, outcome: PassResult) -> None:
     """Show a finished pass on the campaign run; an accepted reference pass first judges the pending ones again."""
     shown.latest[slot.key] = {"variant": slot.variant, "status": outcome.status, "run_id": outcome.run_id,
-                              "pass_s": outcome.metrics.get("pass_s")}
+                              PASS_S: outcome.metrics.get(PASS_S)}
     if slot.variant == protocol.acceptance.reference_variant and outcome.status == Status.ACCEPTED and not outcome.spooled:
         judged = rejudge(experiment_name, protocol, run.client)
         result.rejudged += judged

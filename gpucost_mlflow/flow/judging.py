@@ -16,6 +16,7 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.judging import judge, verdicts
 from gpucost_mlflow.core.judging.status import Status
+from gpucost_mlflow.core.names import COMPLETED_ENTRIES, ELAPSED_UNTIL_FAILURE_S, EVAL_S, EXPECTED_IDS, OBSERVED_IDS
 from gpucost_mlflow.execution import child, runner
 from gpucost_mlflow.execution.outcome import PassOutcome
 from gpucost_mlflow.flow.preparation import PassRequest, Prepared
@@ -95,13 +96,13 @@ def attempt_metrics(outcome: PassOutcome, judged: judge.Judgement, eval_s: float
     """The attempt's metrics: stage timings, id counts, completed entries, measured bounds, memory peaks, the
     outcome's own metrics (energy, device events, FLOP rates, a workload's figures) and quality."""
     metrics = outcome.timings(schema.TIMINGS)
-    metrics["eval_s"] = eval_s
-    metrics.update(expected_ids=judged.counts["expected_ids"], observed_ids=judged.counts["observed_ids"])
+    metrics[EVAL_S] = eval_s
+    metrics.update(expected_ids=judged.counts[EXPECTED_IDS], observed_ids=judged.counts[OBSERVED_IDS])
     if outcome.completed_entries is not None:
-        metrics["completed_entries"] = outcome.completed_entries
+        metrics[COMPLETED_ENTRIES] = outcome.completed_entries
     metrics.update(outcome.timings(schema.MEASURED_SPAN))
     if outcome.elapsed_until_failure_s is not None:
-        metrics["elapsed_until_failure_s"] = outcome.elapsed_until_failure_s
+        metrics[ELAPSED_UNTIL_FAILURE_S] = outcome.elapsed_until_failure_s
     metrics.update(outcome.memory_peaks)
     metrics.update(outcome.metrics)
     metrics.update(judged.quality)

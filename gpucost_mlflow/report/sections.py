@@ -10,6 +10,17 @@ import pandas as pd
 
 from gpucost_mlflow.core.money.costs import money
 from gpucost_mlflow.core.money.decision import Assessment
+from gpucost_mlflow.core.names import (
+    COMPLETED_ENTRIES,
+    EXPECTED_IDS,
+    MACRO_F1,
+    MFU_PADDED,
+    MFU_USEFUL,
+    OBSERVED_IDS,
+    PADDED_FLOP_PER_S,
+    PASS_S,
+    USEFUL_FLOP_PER_S,
+)
 from gpucost_mlflow.report.cells import Table, cell, empty, pair, run_cell
 
 if TYPE_CHECKING:
@@ -67,8 +78,8 @@ def summary_table(report: Report) -> Table:
         table.rows.append([
             c.device, c.label, " ".join(f"{v:.3f}" for v in d.values), cell(d.median), cell(d.minimum), cell(d.maximum),
             f"{s.overlapped} of {len(d.values)}", _attempt_counts(c.counts), memory, cell(s.macro_f1), verdicts,
-            pair(table, s.utilisation, "useful_flop_per_s", "padded_flop_per_s", lambda v: f"{v / 1e9:,.1f}", s.mfu_reason),
-            pair(table, s.utilisation, "mfu_useful", "mfu_padded", lambda v: f"{100 * v:.1f} %", s.mfu_reason),
+            pair(table, s.utilisation, USEFUL_FLOP_PER_S, PADDED_FLOP_PER_S, lambda v: f"{v / 1e9:,.1f}", s.mfu_reason),
+            pair(table, s.utilisation, MFU_USEFUL, MFU_PADDED, lambda v: f"{100 * v:.1f} %", s.mfu_reason),
         ])
     return table
 
@@ -213,10 +224,10 @@ def other_table(report: Report) -> Table:
 
 
 # The attempts-table columns the report shows; attempts.csv keeps them all.
-ATTEMPT_COLUMNS = ["pass_index", "round", "position", "variant", "device", "status", "reason", "pass_s", "macro_f1",
-                   "quality_verdict", "run_id", "expected_ids", "observed_ids", "ids_match", "corpus_accepted",
-                   "completed_entries", "mfu_useful", "mfu_padded", "mfu_reason", "overlapped_with"]
-ATTEMPT_HEAD = ["#", "round", "position", "variant", "device", "status", "reason", "pass_s", "macro-F1", "quality", "run"]
+ATTEMPT_COLUMNS = ["pass_index", "round", "position", "variant", "device", "status", "reason", PASS_S, MACRO_F1,
+                   "quality_verdict", "run_id", EXPECTED_IDS, OBSERVED_IDS, "ids_match", "corpus_accepted",
+                   COMPLETED_ENTRIES, MFU_USEFUL, MFU_PADDED, "mfu_reason", "overlapped_with"]
+ATTEMPT_HEAD = ["#", "round", "position", "variant", "device", "status", "reason", PASS_S, "macro-F1", "quality", "run"]
 CHECK_HEAD = ["#", "run", "ids expected", "ids observed", "ids match", "corpus accepted", "completed entries",
               "MFU useful / padded", "overlapped with"]
 
@@ -229,14 +240,14 @@ def attempt_tables(report: Report) -> tuple[Table, Table]:
         run = run_cell(report, row.get("run_id"))
         outcome.rows.append([number, cell(row.get("round")), cell(row.get("position")), cell(row.get("variant")),
                              cell(row.get("device")), cell(row.get("status")), outcome.fold(cell(row.get("reason"))),
-                             cell(row.get("pass_s")), cell(row.get("macro_f1")), outcome.fold(cell(row.get("quality_verdict")), 16),
+                             cell(row.get(PASS_S)), cell(row.get(MACRO_F1)), outcome.fold(cell(row.get("quality_verdict")), 16),
                              run])
-        mfu = ({"mfu_useful": row.get("mfu_useful"), "mfu_padded": row.get("mfu_padded")}
-               if pd.notna(row.get("mfu_useful")) and pd.notna(row.get("mfu_padded")) else {})
+        mfu = ({MFU_USEFUL: row.get(MFU_USEFUL), MFU_PADDED: row.get(MFU_PADDED)}
+               if pd.notna(row.get(MFU_USEFUL)) and pd.notna(row.get(MFU_PADDED)) else {})
         overlapped = ", ".join(other[:8] for other in cell(row.get("overlapped_with")).split(",") if other)
-        checks.rows.append([number, run, cell(row.get("expected_ids")), cell(row.get("observed_ids")),
-                            cell(row.get("ids_match")), cell(row.get("corpus_accepted")), cell(row.get("completed_entries")),
-                            pair(checks, mfu, "mfu_useful", "mfu_padded", lambda v: f"{v:.3f}", cell(row.get("mfu_reason"))),
+        checks.rows.append([number, run, cell(row.get(EXPECTED_IDS)), cell(row.get(OBSERVED_IDS)),
+                            cell(row.get("ids_match")), cell(row.get("corpus_accepted")), cell(row.get(COMPLETED_ENTRIES)),
+                            pair(checks, mfu, MFU_USEFUL, MFU_PADDED, lambda v: f"{v:.3f}", cell(row.get("mfu_reason"))),
                             overlapped])
     return outcome, checks
 

@@ -13,6 +13,18 @@ from gpucost_mlflow.core.measurement import energy
 from gpucost_mlflow.core.measurement.stats import Durations, Separation, separate
 from gpucost_mlflow.core.measurement.timeline import Span, concurrent
 from gpucost_mlflow.core.money.decision import Assessment, Configuration, ExcludedPass
+from gpucost_mlflow.core.names import (
+    EVAL_S,
+    EXPORT_S,
+    LOAD_S,
+    MACRO_F1,
+    MFU_PADDED,
+    MFU_USEFUL,
+    PADDED_FLOP_PER_S,
+    PASS_S,
+    USEFUL_FLOP_PER_S,
+    WARMUP_S,
+)
 from gpucost_mlflow.tracking.schema import TIMINGS
 
 MEMORY = ("mem_peak_allocated_bytes", "mem_peak_reserved_bytes", "mem_peak_rss_bytes")
@@ -86,8 +98,8 @@ def configurations(table: pd.DataFrame) -> list[Configuration]:
     for key, rows in bench.groupby(["device", "variant", *IDENTITY], sort=False):
         identity = Identity(*key)
         device, variant = identity.device, identity.variant
-        completed = rows[rows["pass_s"].notna() & (rows["status"] != Status.EXCLUDED)]
-        medians = {key: float(completed[key].median()) for key in ("load_s", "warmup_s", "eval_s", "export_s")
+        completed = rows[rows[PASS_S].notna() & (rows["status"] != Status.EXCLUDED)]
+        medians = {key: float(completed[key].median()) for key in (LOAD_S, WARMUP_S, EVAL_S, EXPORT_S)
                    if completed[key].notna().any()}
         excluded = rows[rows["status"] == Status.EXCLUDED]
         done = delivered[(delivered["device"] == device) & (delivered["variant"] == variant)]
@@ -96,7 +108,7 @@ def configurations(table: pd.DataFrame) -> list[Configuration]:
             variant=variant,
             statuses=[Status.INTERRUPTED if interrupted(status, reason) else status
                       for status, reason in zip(rows["status"], rows["reason"])],
-            durations=Durations(tuple(float(v) for v in completed["pass_s"])),
+            durations=Durations(tuple(float(v) for v in completed[PASS_S])),
             medians=medians,
             accepted_deliverables=int(done["corpus_fingerprint"].nunique()),
             attempt_spans=walls[device].spans,
@@ -141,7 +153,7 @@ def rows_of(table: pd.DataFrame, config: Configuration) -> pd.DataFrame:
     return table[mask]
 
 
-UTILISATION = ("useful_flop_per_s", "padded_flop_per_s", "mfu_useful", "mfu_padded")
+UTILISATION = (USEFUL_FLOP_PER_S, PADDED_FLOP_PER_S, MFU_USEFUL, MFU_PADDED)
 
 
 @dataclass
@@ -166,9 +178,9 @@ def summaries(table: pd.DataFrame, configs: list[Configuration]) -> list[Summary
         rows = rows_of(table, config)
         memory = {key: float(rows[key].max()) for key in MEMORY if rows[key].notna().any()}
         counters = sorted({c for c in rows["memory_counter"] if c})
-        f1 = rows["macro_f1"].dropna()
+        f1 = rows[MACRO_F1].dropna()
         verdicts = rows["quality_verdict"].fillna("").replace("", "(none: failed)").value_counts().to_dict()
-        completed = rows[rows["pass_s"].notna() & (rows["status"] != Status.EXCLUDED)]
+        completed = rows[rows[PASS_S].notna() & (rows["status"] != Status.EXCLUDED)]
         utilisation = {key: float(completed[key].median()) for key in UTILISATION
                        if key in completed and completed[key].notna().any()}
         reasons = sorted({r for r in completed.get("mfu_reason", pd.Series(dtype=str)).fillna("") if r})

@@ -17,6 +17,7 @@ from gpucost_mlflow.core.measurement.overlap import describe as describe_overlap
 from gpucost_mlflow.core.money import costs
 from gpucost_mlflow.core.money.choice import Choice
 from gpucost_mlflow.core.money.decision import Assessment
+from gpucost_mlflow.core.names import MACRO_F1, PASS_S
 from gpucost_mlflow.tracking import limits, schema
 from gpucost_mlflow.workloads import registry
 
@@ -123,14 +124,14 @@ def pass_note(tags: dict, metrics: dict) -> str:
     missing measurements, where it ran (campaign slot), exclusion, re-judging and overlap."""
     variant, status = tags.get(schema.VARIANT, "?"), tags.get(schema.STATUS, "") or "not recorded"
     reason = tags.get(schema.STATUS_REASON, "")
-    main = tags.get(schema.MAIN_METRIC) or "macro_f1"
+    main = tags.get(schema.MAIN_METRIC) or MACRO_F1
     lines = [f"### {variant}{SEP}{status}", ""]
     if reason:
         lines += [short(reason, 400), ""]
     if status == Status.RUNNING:
         return "\n".join(lines + ["The pass is running; this description is completed when it ends."])
-    lines += _table(["pass_s", main, schema.ACCEPTED, "inputs/s", "tokens/s"], [[
-        _number(metrics.get("pass_s"), 3, " s"), _number(metrics.get(main), 4),
+    lines += _table([PASS_S, main, schema.ACCEPTED, "inputs/s", "tokens/s"], [[
+        _number(metrics.get(PASS_S), 3, " s"), _number(metrics.get(main), 4),
         _number(metrics.get(schema.ACCEPTED), 0), _number(metrics.get(schema.INPUTS_PER_S), 1),
         _number(metrics.get(schema.TOKENS_PER_S), 0)]]) + [""]
     facts = []
@@ -184,8 +185,8 @@ def campaign_progress(attempts: Sequence[dict]) -> dict[str, float]:
 
 
 def _durations(attempts: Sequence[dict], variant: str) -> list[float]:
-    return [float(a["pass_s"]) for a in attempts if a["variant"] == variant and a.get("pass_s") is not None
-            and not math.isnan(a["pass_s"]) and a["status"] != Status.EXCLUDED]
+    return [float(a[PASS_S]) for a in attempts if a["variant"] == variant and a.get(PASS_S) is not None
+            and not math.isnan(a[PASS_S]) and a["status"] != Status.EXCLUDED]
 
 
 def campaign_note(campaign_id: str, variants: Sequence[str], passes: int, attempts: Sequence[dict], state: str,

@@ -17,6 +17,20 @@ from gpucost_mlflow.core.inputs.protocol import digest_of
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement import energy
 from gpucost_mlflow.core.measurement.overlap import Interval, overlaps
+from gpucost_mlflow.core.names import (
+    COMPLETED_ENTRIES,
+    EVAL_S,
+    EXPECTED_IDS,
+    EXPORT_S,
+    LOAD_S,
+    MACRO_F1,
+    MFU_PADDED,
+    MFU_USEFUL,
+    OBSERVED_IDS,
+    PASS_S,
+    USEFUL_FLOP_PER_S,
+    WARMUP_S,
+)
 from gpucost_mlflow.tracking import exclusions, heartbeat, schema
 from gpucost_mlflow.tracking.run_records import RunRecord, tagged
 from gpucost_mlflow.workloads import registry
@@ -25,15 +39,15 @@ COLUMNS = [
     "run_id", "campaign_id", "pass_index", "round", "position", "attempt", "variant", "role", "corpus_fingerprint", "device", "backend",
     "batch_size", "precision", "quantization", "length_grouping", "workload", "lanes", "model_revision", *schema.STACK_IDENTITY,
     "status", "reason", "status_before_exclusion",
-    "load_s", "warmup_s", "pass_s", "eval_s", "export_s", "quality_verdict", "accuracy", "macro_f1",
-    "cosine_min", "cosine_median", "recall_at_k",
-    "expected_ids", "observed_ids", "ids_match", "corpus_accepted", "completed_entries",
+    LOAD_S, WARMUP_S, PASS_S, EVAL_S, EXPORT_S, "quality_verdict",
+    *(column for output in registry.output_names() for column in registry.output(output).COLUMNS),
+    EXPECTED_IDS, OBSERVED_IDS, "ids_match", "corpus_accepted", COMPLETED_ENTRIES,
     "mem_peak_allocated_bytes", "mem_peak_reserved_bytes", "mem_peak_rss_bytes",
     "memory_counter", *schema.UTILISATION, "mfu_reason", energy.ENERGY_METRIC, "energy_reason", "protocol_digest", "start_time", "end_time", "wall_s",
     "host", *schema.MEASURED_SPAN, "overlapped_with", "notes",
 ]
-SHOWN = ["variant", "status", "batch_size", "pass_s", "mfu_useful", "mfu_padded", "quality_verdict", "macro_f1",
-         "expected_ids", "observed_ids", "ids_match", "corpus_accepted", "completed_entries", "reason", "overlapped_with"]
+SHOWN = ["variant", "status", "batch_size", PASS_S, MFU_USEFUL, MFU_PADDED, "quality_verdict", MACRO_F1,
+         EXPECTED_IDS, OBSERVED_IDS, "ids_match", "corpus_accepted", COMPLETED_ENTRIES, "reason", "overlapped_with"]
 
 
 class _gc_paused:
@@ -157,7 +171,7 @@ def notes_of(run: RunRecord, row: dict, excluded: bool, measured_reason: str) ->
         notes.append(f"before exclusion: {tags.get(schema.STATUS_BEFORE_EXCLUSION, '') or 'not recorded'}"
                      f" ({measured_reason or 'no reason recorded'})")
     why = measured_reason or reason or "not recorded"
-    for key in schema.TIMINGS + ("completed_entries",):
+    for key in schema.TIMINGS + (COMPLETED_ENTRIES,):
         if key not in metrics:
             notes.append(f"{key} empty: {why}")
     if row["wall_s"] is None:
@@ -174,7 +188,7 @@ def energy_reason(tags: dict, metrics: dict, status: str, reason: str) -> str:
     """Why a pass has no energy_j ('' when it has one; its flag when the value is coarse): an empty cell says why."""
     if energy.ENERGY_METRIC in metrics:
         return tags.get(energy.ENERGY_FLAG_TAG, "")
-    if "pass_s" not in metrics:
+    if PASS_S not in metrics:
         return f"no completed pass ({reason or status or 'not recorded'})"
     return tags.get(f"{schema.MISSING_PREFIX}{energy.ENERGY_METRIC}", "") or "no energy counter recorded for the pass"
 
@@ -190,13 +204,13 @@ def _exported_before_the_tag(workload: str) -> str:
 
 def mfu_reason(metrics: dict, status: str, reason: str, workload: str = registry.DEFAULT) -> str:
     """Why a pass has no MFU figures ('' when it has them): an empty cell always says why."""
-    if "mfu_useful" in metrics:
+    if MFU_USEFUL in metrics:
         return ""
-    if "pass_s" not in metrics:
+    if PASS_S not in metrics:
         return f"no completed pass ({reason or status or 'not recorded'})"
-    if "useful_flop_per_s" not in metrics and workload.startswith("python:"):
+    if USEFUL_FLOP_PER_S not in metrics and workload.startswith("python:"):
         return "FLOPs unknown for user code (its module declares no flops(), or its count failed: verdict.json says)"
-    if "useful_flop_per_s" not in metrics:
+    if USEFUL_FLOP_PER_S not in metrics:
         return "FLOPs not counted (model config not BERT-style, or the pass predates FLOP counting)"
     return "no dense-matmul peak cached for this device and precision when the pass ran (run `gpucost doctor --peak`)"
 
@@ -228,7 +242,7 @@ def attempts(experiment: str, client: MlflowClient | None = None, now: dt.dateti
         rows = [attempt_row(run, now) for run in tagged(client, found.experiment_id, schema.VARIANT)]
     flag_overlaps(rows)
     table = pd.DataFrame(rows, columns=COLUMNS)
-    for column in ("expected_ids", "observed_ids", "completed_entries"):
+    for column in (EXPECTED_IDS, OBSERVED_IDS, COMPLETED_ENTRIES):
         table[column] = table[column].astype("Int64")
     return table, dict(found.tags)
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from gpucost_mlflow.core.judging import verdicts
 
+# The pass metrics are named in core/names.py (the child imports them there); they are read here as well.
+from gpucost_mlflow.core.names import INPUTS_PER_S, MEASURED_SPAN, TIMINGS, TOKENS_PER_S, UTILISATION  # noqa: F401
+
 ROLE = "gpucost.role"
 VARIANT = "gpucost.variant"
 CAMPAIGN_ID = "gpucost.campaign_id"
@@ -44,12 +47,10 @@ DATASET_CONTEXT_TAG = "mlflow.data.context"  # input tag of the run's dataset; i
 SPOOL_ID = "gpucost.spool_id"  # a pass published from the spool: finds the run an earlier sync made
 LOGGED_ARTIFACTS = "mlflow.loggedArtifacts"  # what mlflow.log_table records: the UI shows these files as tables
 MAIN_METRIC = "gpucost.main_metric"  # the protocol's main metric, named on the pass so its description can show it
-EXPORTED = "gpucost.exported"  # the file the pass exported for its verdict (core/judging/outputs.py)
+EXPORTED = "gpucost.exported"  # the file the pass exported for its verdict (its output's FILE: workloads/<kind>/output.py)
 MISSING_PREFIX = "gpucost.missing."  # a measurement absent from a pass: gpucost.missing.<metric> = short reason
-# Pass metrics a user can sort and chart: 1/0 for the verdict (updated when it changes), and throughputs.
+# Pass metric a user can filter on: 1/0 for the verdict (updated when it changes).
 ACCEPTED = "accepted"
-INPUTS_PER_S = "inputs_per_s"
-TOKENS_PER_S = "tokens_per_s"
 # Campaign params: the variants in the first round's order and the passes per variant (what resume reads).
 CAMPAIGN_VARIANTS = "campaign.variants"
 CAMPAIGN_PASSES = "campaign.passes"
@@ -73,7 +74,6 @@ DECISION_CATALOG = "catalog"
 DECISION_DEADLINE = "deadline"
 DECISION_EXPERIMENT = "experiment"
 # Wall-clock bounds (epoch seconds) of the measured pass, read outside its clock.
-MEASURED_SPAN = ("measured_from_epoch_s", "measured_until_epoch_s")
 CHECK_PREFIX = "gpucost.check."
 # A verdict made again later (`gpucost rejudge`): when, against which reference run, and what it was first.
 REJUDGED_AT = "gpucost.rejudged_at"
@@ -90,10 +90,6 @@ EXCLUSION_UNDONE = "gpucost.exclusion_undone"
 
 ROLES = ("benchmark", "deliverable")
 
-TIMINGS = ("load_s", "warmup_s", "pass_s", "eval_s", "export_s")
-# FLOPs of the pass's forward passes (core/measurement/flops.py) per second of pass_s; mfu_* as fractions of the
-# device's cached dense-matmul peak at the pass's precision (absent, with a reason, when none is cached).
-UTILISATION = ("useful_flop_per_s", "padded_flop_per_s", "mfu_useful", "mfu_padded", "padding_share", "peak_flop_per_s")
 
 MANIFEST = "manifest.json"
 PREDICTIONS = verdicts.PREDICTIONS

@@ -14,6 +14,7 @@ from mlflow.entities import Metric, RunTag
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.judging.status import Status
+from gpucost_mlflow.core.names import COMPLETED_ENTRIES, PASS_S
 from gpucost_mlflow.tracking import descriptions, heartbeat, limits, schema
 
 
@@ -45,12 +46,12 @@ def start_tags(*, role: str, variant: str, device: str, backend: str, corpus_fin
 
 def throughput(metrics: dict) -> tuple[dict[str, float], dict[str, str]]:
     """Inputs and real tokens per second of the measured pass, and the reason for either that cannot be had."""
-    pass_s = metrics.get("pass_s")
+    pass_s = metrics.get(PASS_S)
     if not pass_s or pass_s <= 0:
         return {}, {}
     rates, missing = {}, {}
-    if metrics.get("completed_entries") is not None:
-        rates[schema.INPUTS_PER_S] = metrics["completed_entries"] / pass_s
+    if metrics.get(COMPLETED_ENTRIES) is not None:
+        rates[schema.INPUTS_PER_S] = metrics[COMPLETED_ENTRIES] / pass_s
     if metrics.get("tokens_real") is not None:
         rates[schema.TOKENS_PER_S] = metrics["tokens_real"] / pass_s
     else:

@@ -75,6 +75,7 @@ class Output(Protocol):
     FILES: tuple[str, ...]  # every file a pass exports for it: what a reference is read back from
     MAIN_METRIC: str  # the metric a run's tags name when the protocol declares no main_metric
     REFERENCE_CHECKS: tuple[str, ...]  # the checks a comparison with the reference adds or replaces
+    COLUMNS: tuple[str, ...]  # its quality metrics the attempts table shows a column for
     FIELDS: tuple[str, ...]  # acceptance fields only this output's protocols may declare
     AUDITED: bool  # whether a deliverable without gold labels is audited by the reference variant
     SECTION: str  # the protocol section its task needs (`generation:`), "" when none
@@ -108,6 +109,9 @@ class Output(Protocol):
 
     def merge(self, folders: list[Path], workdir: Path) -> None:
         """The lanes' files of this output as one set in the pass's folder (a lane that wrote none adds nothing)."""
+
+    def figures(self, metrics: dict) -> str:
+        """Its figures on a pass's summary line (", macro-F1 0.812"), "" when the pass has none."""
 
     def bar(self, acceptance) -> str:
         """The quality bar in words, for the experiment's description."""

@@ -14,6 +14,7 @@ from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.core.judging.quality import evaluate
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.judging.verdicts import Check, ReadBack
+from gpucost_mlflow.core.names import COMPLETED_ENTRIES
 
 QUALITY_CHECKS = ("quality", "buckets", "reference_agreement", "reference_metric", "retrieval", "reference_cosine",
                   "reference_exact_match", "reference_tokens")
@@ -146,7 +147,7 @@ def missing_measurements(metrics: dict, timings: Sequence[str], *, failure_reaso
     not in `metrics` (why: the pass's failure reason), and the ones the pass declared missing with theirs."""
     why = failure_reason or "not measured"
     missing = {key: f"not measured: {why}" for key in timings if key not in metrics}
-    if "completed_entries" not in metrics:
-        missing["completed_entries"] = completed_entries_reason or why
+    if COMPLETED_ENTRIES not in metrics:
+        missing[COMPLETED_ENTRIES] = completed_entries_reason or why
     missing.update({key: reason for key, reason in (declared or {}).items() if key not in metrics})
     return missing

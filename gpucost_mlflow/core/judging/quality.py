@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gpucost_mlflow.core.names import ACCURACY, MACRO_F1
+
 
 def per_class(gold: Sequence[str], predicted: Sequence[str], labels: Sequence[str]) -> dict[str, dict]:
     """Precision, recall, F1 and support per label; a ratio with a zero denominator is 0 (sklearn's rule)."""
@@ -38,7 +40,7 @@ def evaluate(rows: Sequence[dict], predicted: dict[str, str], labels: Sequence[s
     scored = [row for row in rows if row["id"] in predicted]
     gold = [row["label"] for row in scored]
     guess = [predicted[row["id"]] for row in scored]
-    metrics = {"accuracy": accuracy(gold, guess), "macro_f1": macro_f1(gold, guess, labels)}
+    metrics = {ACCURACY: accuracy(gold, guess), MACRO_F1: macro_f1(gold, guess, labels)}
     for bucket in sorted({row["bucket"] for row in scored}):
         in_bucket = [(g, p) for g, p, row in zip(gold, guess, scored) if row["bucket"] == bucket]
         bucket_gold = [g for g, _ in in_bucket]
@@ -55,4 +57,4 @@ def majority_baseline(train_labels: Sequence[str], gold: Sequence[str], labels: 
     """Accuracy and macro-F1 of always predicting the most frequent training label."""
     majority = max(sorted(set(train_labels)), key=list(train_labels).count)
     guess = [majority] * len(gold)
-    return {"label": majority, "accuracy": accuracy(gold, guess), "macro_f1": macro_f1(gold, guess, labels)}
+    return {"label": majority, ACCURACY: accuracy(gold, guess), MACRO_F1: macro_f1(gold, guess, labels)}

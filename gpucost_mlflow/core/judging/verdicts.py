@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from gpucost_mlflow.core.names import EXPECTED_IDS, OBSERVED_IDS
+
 PREDICTIONS = "predictions.jsonl.gz"  # the labels file a pass exports: one JSON object per input
 
 
@@ -71,8 +73,8 @@ def id_counts(expected: Sequence[str], observed: Sequence[str]) -> dict:
     expected_set = set(expected)
     counts = Counter(observed)
     return {
-        "expected_ids": len(expected),
-        "observed_ids": len(observed),
+        EXPECTED_IDS: len(expected),
+        OBSERVED_IDS: len(observed),
         "duplicates": sorted(i for i, n in counts.items() if n > 1),
         "missing": sorted(expected_set - set(counts)),
         "unexpected": sorted(set(counts) - expected_set),
@@ -104,7 +106,7 @@ def basic_checks(expected: Sequence[str], back: ReadBack) -> tuple[list[Check], 
     if counts["unexpected"]:
         problems.append(f"{len(counts['unexpected'])} unexpected id(s): {_examples(counts['unexpected'])}")
     checks.append(
-        Check("ids", not problems, "; ".join(problems) or f"exactly the {counts['expected_ids']} expected ids")
+        Check("ids", not problems, "; ".join(problems) or f"exactly the {counts[EXPECTED_IDS]} expected ids")
     )
     covered = len(set(back.ids) & set(expected))
     checks.append(

@@ -19,6 +19,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.names import (
+    MFU_PADDED,
+    MFU_USEFUL,
+    PADDED_FLOP_PER_S,
+    PADDING_SHARE,
+    PEAK_FLOP_PER_S,
+    USEFUL_FLOP_PER_S,
+)
 
 FIELDS = ("hidden_size", "num_hidden_layers", "intermediate_size", "num_attention_heads")
 
@@ -98,13 +106,13 @@ def rates(flops: FlopCount, seconds: float, peak_flop_per_s: float | None) -> di
         "flops_padded": float(flops.padded),
         "tokens_real": float(flops.real_tokens),
         "tokens_padded": float(flops.padded_tokens),
-        "padding_share": flops.padding_share,
+        PADDING_SHARE: flops.padding_share,
     }
     if seconds > 0:
-        metrics["useful_flop_per_s"] = flops.useful / seconds
-        metrics["padded_flop_per_s"] = flops.padded / seconds
+        metrics[USEFUL_FLOP_PER_S] = flops.useful / seconds
+        metrics[PADDED_FLOP_PER_S] = flops.padded / seconds
         if peak_flop_per_s:
-            metrics["peak_flop_per_s"] = float(peak_flop_per_s)
-            metrics["mfu_useful"] = metrics["useful_flop_per_s"] / peak_flop_per_s
-            metrics["mfu_padded"] = metrics["padded_flop_per_s"] / peak_flop_per_s
+            metrics[PEAK_FLOP_PER_S] = float(peak_flop_per_s)
+            metrics[MFU_USEFUL] = metrics[USEFUL_FLOP_PER_S] / peak_flop_per_s
+            metrics[MFU_PADDED] = metrics[PADDED_FLOP_PER_S] / peak_flop_per_s
     return metrics

@@ -15,6 +15,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpucost_mlflow.core.inputs.fingerprints import corpus_fingerprint
+from gpucost_mlflow.core.names import (
+    MFU_PADDED,
+    MFU_USEFUL,
+    OUTPUT_TOKENS_PER_S,
+    PADDED_FLOP_PER_S,
+    PADDING_SHARE,
+    PEAK_FLOP_PER_S,
+    TOKENS_GENERATED,
+    TOKENS_PROMPT,
+    USEFUL_FLOP_PER_S,
+)
 
 SLICING = ("ids sorted as text, dealt round-robin: lane k takes sorted positions k, k+N, k+2N, ...; "
            "each lane keeps the corpus file's order")
@@ -22,12 +33,12 @@ START = ("lanes load and warm up apart (each on the first inputs of its own slic
          "passes together")
 STAGES = "load_s, warmup_s: the slowest lane's (the pass waits for it); export_s: the slowest lane's plus the merge"
 
-SUMMED = ("flops_useful", "flops_padded", "tokens_real", "tokens_padded", "energy_j", "tokens_prompt", "tokens_generated",
+SUMMED = ("flops_useful", "flops_padded", "tokens_real", "tokens_padded", "energy_j", TOKENS_PROMPT, TOKENS_GENERATED,
           "flops_prefill_useful", "flops_prefill_padded", "flops_decode_useful", "flops_decode_padded")
 LARGEST = ("device_event_s",)  # each lane's device time inside its own clock: the longest is the cross-check
 AGREED = ("device_sm_clock_mhz_at_start", "device_memory_clock_mhz_at_start", "device_power_limit_w")
-RECOUNTED = ("padding_share", "useful_flop_per_s", "padded_flop_per_s", "peak_flop_per_s", "mfu_useful", "mfu_padded",
-             "output_tokens_per_s")
+RECOUNTED = (PADDING_SHARE, USEFUL_FLOP_PER_S, PADDED_FLOP_PER_S, PEAK_FLOP_PER_S, MFU_USEFUL, MFU_PADDED,
+             OUTPUT_TOKENS_PER_S)
 
 
 FOLDER = "lane-{}"  # lane k's files (its corpus slice, outputs, batch counter) in the pass's folder
@@ -148,19 +159,19 @@ def combine_metrics(metrics: Sequence[dict[str, float]], missing: Sequence[dict[
 def _recount(summed: dict[str, float], metrics: Sequence[dict[str, float]], pass_s: float | None) -> dict[str, float]:
     """Padding share from the summed FLOPs; rates over the pass's span; MFU against the lanes' peaks added up."""
     result: dict[str, float] = {}
-    if "tokens_generated" in summed and pass_s and pass_s > 0:
-        result["output_tokens_per_s"] = summed["tokens_generated"] / pass_s
+    if TOKENS_GENERATED in summed and pass_s and pass_s > 0:
+        result[OUTPUT_TOKENS_PER_S] = summed[TOKENS_GENERATED] / pass_s
     useful, padded = summed.get("flops_useful"), summed.get("flops_padded")
     if useful is None or padded is None:
         return result
-    if all("padding_share" in lane for lane in metrics):
-        result["padding_share"] = 1 - useful / padded if padded else 0.0
+    if all(PADDING_SHARE in lane for lane in metrics):
+        result[PADDING_SHARE] = 1 - useful / padded if padded else 0.0
     if not pass_s or pass_s <= 0:
         return result
-    result["useful_flop_per_s"], result["padded_flop_per_s"] = useful / pass_s, padded / pass_s
-    peaks = [lane.get("peak_flop_per_s") for lane in metrics]
+    result[USEFUL_FLOP_PER_S], result[PADDED_FLOP_PER_S] = useful / pass_s, padded / pass_s
+    peaks = [lane.get(PEAK_FLOP_PER_S) for lane in metrics]
     if all(peaks):
-        result["peak_flop_per_s"] = float(sum(peaks))
-        result["mfu_useful"] = result["useful_flop_per_s"] / result["peak_flop_per_s"]
-        result["mfu_padded"] = result["padded_flop_per_s"] / result["peak_flop_per_s"]
+        result[PEAK_FLOP_PER_S] = float(sum(peaks))
+        result[MFU_USEFUL] = result[USEFUL_FLOP_PER_S] / result[PEAK_FLOP_PER_S]
+        result[MFU_PADDED] = result[PADDED_FLOP_PER_S] / result[PEAK_FLOP_PER_S]
     return result

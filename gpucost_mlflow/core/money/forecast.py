@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from gpucost_mlflow.core.measurement.stats import Durations
 from gpucost_mlflow.core.measurement.timeline import Span, sum_seconds, union_seconds
+from gpucost_mlflow.core.names import EVAL_S, EXPORT_S, LOAD_S, WARMUP_S
 
 
 @dataclass(frozen=True)
@@ -90,8 +91,8 @@ def forecast(plan: dict, expected_deliverables: int, durations: Durations, media
     """The forecast from the plan's assumptions and the measurements; None without a completed pass to size it."""
     if not durations.values:
         return None
-    startup_s = medians.get("load_s", 0.0) + medians.get("warmup_s", 0.0)
-    after_s = medians.get("eval_s", 0.0) + medians.get("export_s", 0.0)
+    startup_s = medians.get(LOAD_S, 0.0) + medians.get(WARMUP_S, 0.0)
+    after_s = medians.get(EVAL_S, 0.0) + medians.get(EXPORT_S, 0.0)
     return Forecast(
         setup_h=float(plan["setup_hours"]),
         waiting_h=float(plan["waiting_hours"]),

@@ -12,12 +12,14 @@ from pathlib import Path
 from gpucost_mlflow.core.inputs.acceptance import Acceptance
 from gpucost_mlflow.core.judging import judge, verdicts
 from gpucost_mlflow.core.judging.preview import preview as preview_rows
+from gpucost_mlflow.core.names import ACCURACY, MACRO_F1
 
 NAME = "labels"
 FILE = verdicts.PREDICTIONS
 FILES = (FILE,)
 MAIN_METRIC = ""  # a labels protocol always declares its main metric
 REFERENCE_CHECKS = judge.REFERENCE_CHECKS
+COLUMNS = (ACCURACY, MACRO_F1)
 FIELDS: tuple[str, ...] = ()  # the label fields other outputs refuse are checked by their own acceptance()
 AUDITED = True
 SECTION = ""
@@ -81,6 +83,11 @@ def preview(rows: list[dict], back: verdicts.ReadBack, gold_labels: bool, folder
 def merge(folders: list[Path], workdir: Path) -> None:
     """The lanes' predictions as one file, lane after lane."""
     verdicts.merge_json_lines(FILE, folders, workdir)
+
+
+def figures(metrics: dict) -> str:
+    """Its figures on the pass's summary line: macro-F1 when the pass was scored."""
+    return f", macro-F1 {metrics[MACRO_F1]:.3f}" if MACRO_F1 in metrics else ""
 
 
 def bar(a: Acceptance) -> str:

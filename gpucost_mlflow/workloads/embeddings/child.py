@@ -16,6 +16,7 @@ from functools import partial
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.names import MFU_PADDED, MFU_USEFUL, USEFUL_FLOP_PER_S
 from gpucost_mlflow.execution.batching import padded, tokenized
 from gpucost_mlflow.execution.outcome import PassFailure
 from gpucost_mlflow.workloads.base import Work
@@ -114,13 +115,13 @@ def utilisation(config: dict, settings: dict, device, outputs: Embedded, pass_s:
     from gpucost_mlflow.core.measurement import flops
     from gpucost_mlflow.execution import peak
 
-    keys = ("mfu_useful", "mfu_padded")
+    keys = (MFU_USEFUL, MFU_PADDED)
     if pass_s is None:
         return {"missing_measurements": {key: "pass did not complete" for key in keys}}
     try:
         shape = replace(flops.encoder_shape(config), labels=0)
     except GpucostError as exc:
-        return {"missing_measurements": {key: str(exc) for key in (*keys, "useful_flop_per_s")}}
+        return {"missing_measurements": {key: str(exc) for key in (*keys, USEFUL_FLOP_PER_S)}}
     found, why = peak.lookup(device, peak.precision_of(settings))
     result = {"metrics": flops.rates(flops.count(shape, outputs.batch_lengths()), pass_s,
                                      found.flop_per_s if found else None),

@@ -33,6 +33,9 @@ RETRIEVAL_CHECK = "retrieval"
 NAME = "embeddings"
 FILE = EMBEDDINGS
 MAIN_METRIC = "cosine_min"
+MEDIAN = "cosine_median"
+RECALL = "recall_at_k"
+COLUMNS = (MAIN_METRIC, MEDIAN, RECALL)
 REFERENCE_CHECKS = (REFERENCE_CHECK,)
 FIELDS = ("acceptance.reference.cosine_min", "acceptance.reference.cosine_median", "acceptance.retrieval")
 AUDITED = False
@@ -168,7 +171,7 @@ def retrieval(back: EmbeddingReadBack, rows: Sequence[dict], acceptance) -> tupl
     passed = recall >= bar.retrieval_min_recall
     return [Check(RETRIEVAL_CHECK, passed, f"recall@{bar.retrieval_k} of same-label neighbours {recall:.4f} "
                                            f"{'>=' if passed else '<'} {bar.retrieval_min_recall}")], \
-        {"recall_at_k": recall}
+        {RECALL: recall}
 
 
 def reference_checks(back: EmbeddingReadBack, reference: EmbeddingReference, acceptance) -> tuple[list[Check], dict, dict]:
@@ -186,7 +189,7 @@ def reference_checks(back: EmbeddingReadBack, reference: EmbeddingReference, acc
               f"(bar {bar.cosine_min}), median {median:.6f} (bar {bar.cosine_median})"
               + (f"; {below} input(s) below {bar.cosine_min}, first {shared[int(np.argmax(values < bar.cosine_min))]}"
                  if below else ""))
-    metrics = {"cosine_min": low, "cosine_median": median}
+    metrics = {MAIN_METRIC: low, MEDIAN: median}
     comparison = {"run_id": reference.run_id, "compared": len(shared), "below_min": below, "metrics": metrics,
                   "reference_fingerprint": reference.back.fingerprint}
     return [Check(REFERENCE_CHECK, passed, reason)], comparison, metrics
@@ -287,6 +290,13 @@ def merge(folders: list[Path], workdir: Path) -> None:
     width = max((r.shape[1] for r in rows if r.ndim == 2 and r.size), default=0)
     vectors = np.concatenate([r.reshape(-1, width) for r in rows if r.size]) if width else np.zeros((0, 0))
     write_embeddings(workdir, ids, vectors)
+
+
+def figures(metrics: dict) -> str:
+    """Its figures on the pass's summary line: the cosine with the reference, when compared."""
+    if MAIN_METRIC not in metrics:
+        return ""
+    return f", cosine min {metrics[MAIN_METRIC]:.6f} median {metrics[MEDIAN]:.6f}"
 
 
 def bar(a: Acceptance) -> str:

@@ -26,14 +26,24 @@ from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.generation import GenerationSettings, render
+from gpucost_mlflow.core.names import (
+    DECODE_S,
+    MFU_PADDED,
+    MFU_USEFUL,
+    OUTPUT_TOKENS_PER_S,
+    PREFILL_S,
+    TOKENS_GENERATED,
+    TOKENS_PROMPT,
+    USEFUL_FLOP_PER_S,
+)
 from gpucost_mlflow.execution.batching import batches
 from gpucost_mlflow.execution.outcome import PassFailure
 from gpucost_mlflow.workloads.base import Work
 
 CACHE_ENV = "GPUCOST_MODEL_CACHE"
 CACHE_MARKER = "gpucost_gguf.json"
-TIMED = ("tokens_prompt", "tokens_generated", "output_tokens_per_s", "prefill_s", "decode_s")
-FLOP_KEYS = ("useful_flop_per_s", "mfu_useful", "mfu_padded")
+TIMED = (TOKENS_PROMPT, TOKENS_GENERATED, OUTPUT_TOKENS_PER_S, PREFILL_S, DECODE_S)
+FLOP_KEYS = (USEFUL_FLOP_PER_S, MFU_USEFUL, MFU_PADDED)
 
 
 @dataclass
@@ -229,9 +239,9 @@ def utilisation(config: dict, settings: dict, device, outputs, pass_s: float | N
         return {"missing_measurements": {key: "pass did not complete" for key in (*TIMED, *FLOP_KEYS)}}
     shapes = list(getattr(outputs, "shapes", []))
     generated = sum(sum(answers) for _, answers in shapes)
-    metrics = {"tokens_prompt": float(sum(sum(prompts) for prompts, _ in shapes)), "tokens_generated": float(generated),
-               "output_tokens_per_s": generated / pass_s if pass_s > 0 else None,
-               "prefill_s": float(sum(outputs.prefill_s)), "decode_s": float(sum(outputs.decode_s))}
+    metrics = {TOKENS_PROMPT: float(sum(sum(prompts) for prompts, _ in shapes)), TOKENS_GENERATED: float(generated),
+               OUTPUT_TOKENS_PER_S: generated / pass_s if pass_s > 0 else None,
+               PREFILL_S: float(sum(outputs.prefill_s)), DECODE_S: float(sum(outputs.decode_s))}
     metrics = {key: value for key, value in metrics.items() if value is not None}
     try:
         shape = decoder_flops.decoder_shape(config)

@@ -24,6 +24,7 @@ from gpucost_mlflow.core.judging import judge, verdicts
 from gpucost_mlflow.core.judging.preview import preview as preview_rows
 from gpucost_mlflow.core.judging.quality import evaluate
 from gpucost_mlflow.core.judging.verdicts import Check
+from gpucost_mlflow.core.names import OUTPUT_TOKENS_PER_S
 
 GENERATIONS = "generations.jsonl.gz"
 FILES = (GENERATIONS,)
@@ -33,6 +34,8 @@ REFERENCE_CHECKS = (EXACT_CHECK, TOKENS_CHECK)
 NAME = "generations"
 FILE = GENERATIONS
 MAIN_METRIC = EXACT_CHECK
+TOKEN_AGREEMENT = "reference_token_agreement"
+COLUMNS: tuple[str, ...] = ()  # its figures are in the report's own generation columns
 FIELDS = ("acceptance.reference.min_exact_match", "acceptance.reference.min_token_agreement")
 AUDITED = False
 SECTION = "generation"  # the protocol section of its task: prompt, max_new_tokens, answer
@@ -139,7 +142,7 @@ def reference_checks(back: GenerationReadBack, reference: GenerationReference, a
               f"{100 * tokens:.2f} % of {compared} new-token positions hold reference run {run}'s token "
               f"(minimum {100 * bar.min_token_agreement:.2f} %)"),
     ]
-    metrics = {"reference_exact_match": exact, "reference_token_agreement": tokens}
+    metrics = {MAIN_METRIC: exact, TOKEN_AGREEMENT: tokens}
     comparison = {"run_id": run, "compared": len(shared), "differing": len(differ), "differing_ids": differ[:20],
                   "metrics": metrics}
     return checks, comparison, metrics
@@ -246,6 +249,14 @@ def preview(rows: list[dict], back: GenerationReadBack, gold_labels: bool, folde
 def merge(folders: list[Path], workdir: Path) -> None:
     """The lanes' generations as one file, lane after lane."""
     verdicts.merge_json_lines(GENERATIONS, folders, workdir)
+
+
+def figures(metrics: dict) -> str:
+    """Its figures on the pass's summary line: output tokens per second, agreement with the reference."""
+    shown = f", {metrics[OUTPUT_TOKENS_PER_S]:.1f} output tokens/s" if OUTPUT_TOKENS_PER_S in metrics else ""
+    if MAIN_METRIC in metrics:
+        shown += f", exact match {metrics[MAIN_METRIC]:.3f}, token agreement {metrics[TOKEN_AGREEMENT]:.3f}"
+    return shown
 
 
 def bar(a: Acceptance) -> str:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from gpucost_mlflow.core.errors import one_line
 from gpucost_mlflow.core.judging import verdicts
+from gpucost_mlflow.core.names import MFU_PADDED, MFU_USEFUL, USEFUL_FLOP_PER_S
 from gpucost_mlflow.execution.batching import batches
 from gpucost_mlflow.execution.outcome import PassFailure
 from gpucost_mlflow.workloads.base import Work
@@ -150,7 +151,7 @@ def utilisation(module, tokenizer, settings: dict, device, outputs: UserOutputs,
 
     from gpucost_mlflow.execution import peak
 
-    keys = ("useful_flop_per_s", "mfu_useful", "mfu_padded")
+    keys = (USEFUL_FLOP_PER_S, MFU_USEFUL, MFU_PADDED)
     if pass_s is None:
         return {"missing_measurements": {key: "pass did not complete" for key in keys[1:]}}
     if not callable(getattr(module, "flops", None)):
@@ -165,14 +166,14 @@ def utilisation(module, tokenizer, settings: dict, device, outputs: UserOutputs,
         return {"missing_measurements": {key: f"{UNKNOWN_FLOPS}: flops() returned {total!r}, not a FLOP count"[:300]
                                          for key in keys}}
     metrics = {"flops_useful": float(total), "tokens_real": float(sum(map(sum, counts)))}
-    missing = {"mfu_padded": "padding FLOPs unknown for user code (flops() counts the work it declares)"}
+    missing = {MFU_PADDED: "padding FLOPs unknown for user code (flops() counts the work it declares)"}
     found, why = peak.lookup(device, peak.precision_of(settings))
     if pass_s > 0:
-        metrics["useful_flop_per_s"] = total / pass_s
+        metrics[USEFUL_FLOP_PER_S] = total / pass_s
         if found:
             metrics.update(peak_flop_per_s=float(found.flop_per_s), mfu_useful=total / pass_s / found.flop_per_s)
     if found is None:
-        missing["mfu_useful"] = why
+        missing[MFU_USEFUL] = why
     return {"metrics": metrics, "peak": asdict(found) if found else {}, "missing_measurements": missing}
 
 

@@ -1,0 +1,46 @@
+"""The pass metrics gpucost records, named once: the child, the rules, the store's side and the report import them.
+
+Pure and import-free, so a workload's child (which may not import `tracking/`) names a metric as the reader does.
+Tags, params and artifact names are `tracking/schema.py`'s; a workload's own quality figures are its output's.
+"""
+
+from __future__ import annotations
+
+# Stage timings of a pass, in seconds: loading, warm-up, the measured pass, judging, the export of its files.
+LOAD_S = "load_s"
+WARMUP_S = "warmup_s"
+PASS_S = "pass_s"
+EVAL_S = "eval_s"
+EXPORT_S = "export_s"
+TIMINGS = (LOAD_S, WARMUP_S, PASS_S, EVAL_S, EXPORT_S)
+# The measured clock's bounds on the host's epoch clock: what overlap between passes is judged on.
+MEASURED_FROM = "measured_from_epoch_s"
+MEASURED_UNTIL = "measured_until_epoch_s"
+MEASURED_SPAN = (MEASURED_FROM, MEASURED_UNTIL)
+# FLOPs of the pass's forward passes (core/measurement/flops.py) per second of pass_s; mfu_* as fractions of the
+# device's cached dense-matmul peak at the pass's precision (absent, with a reason, when none is cached).
+USEFUL_FLOP_PER_S = "useful_flop_per_s"
+PADDED_FLOP_PER_S = "padded_flop_per_s"
+MFU_USEFUL = "mfu_useful"
+MFU_PADDED = "mfu_padded"
+PADDING_SHARE = "padding_share"
+PEAK_FLOP_PER_S = "peak_flop_per_s"
+UTILISATION = (USEFUL_FLOP_PER_S, PADDED_FLOP_PER_S, MFU_USEFUL, MFU_PADDED, PADDING_SHARE, PEAK_FLOP_PER_S)
+# Throughputs of an accepted pass a user can sort and chart.
+INPUTS_PER_S = "inputs_per_s"
+TOKENS_PER_S = "tokens_per_s"
+# What the judge counts of a pass's ids, and how far a failed pass got.
+EXPECTED_IDS = "expected_ids"
+OBSERVED_IDS = "observed_ids"
+COMPLETED_ENTRIES = "completed_entries"
+ELAPSED_UNTIL_FAILURE_S = "elapsed_until_failure_s"
+# Quality against gold labels (core/judging/quality.py): what a protocol's main_metric may name.
+ACCURACY = "accuracy"
+MACRO_F1 = "macro_f1"
+# A generation pass's measured clock split: prompt processing to the first new token, then the decoding.
+PREFILL_S = "prefill_s"
+DECODE_S = "decode_s"
+# What a pass that generates counts: prompt and new tokens, and new tokens per second of the measured pass.
+TOKENS_PROMPT = "tokens_prompt"
+TOKENS_GENERATED = "tokens_generated"
+OUTPUT_TOKENS_PER_S = "output_tokens_per_s"
