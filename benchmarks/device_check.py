@@ -349,6 +349,36 @@ def check_lanes(args: argparse.Namespace) -> str:
             f"{metrics['observed_ids']:.0f} ids")
 
 
+def check_engines(args: argparse.Namespace) -> str:
+    """Every engine pass FINISHED and judged against its torch reference; on a GPU, ORT on a GPU provider."""
+    import mlflow
+
+    from gpucost_mlflow.tracking import schema
+
+    runs = [run for run in _passes(args.experiment) if run.data.params.get(f"{schema.SETTING_PREFIX}engine")]
+    if not runs:
+        raise CheckFailed(f"no engine pass in '{args.experiment}' (every engine skipped or refused)")
+    problems, seen = [], []
+    for run in runs:
+        variant, engine = run.data.tags.get(schema.VARIANT, "?"), run.data.params[f"{schema.SETTING_PREFIX}engine"]
+        if run.info.status != "FINISHED" or _status(run) not in ("accepted", "rejected"):
+            problems.append(f"{variant} is {run.info.status}/{_status(run)}: {run.data.tags.get(schema.STATUS_REASON, '')}")
+            continue
+        if not any(key.startswith(schema.CHECK_PREFIX + "reference") for key in run.data.tags):
+            problems.append(f"{variant}: no comparison with the torch reference recorded")
+        manifest = json.loads(Path(mlflow.artifacts.download_artifacts(run_id=run.info.run_id,
+                                                                       artifact_path=schema.MANIFEST)).read_text())
+        where = manifest["engine"].get("options", {}).get("provider") or manifest["engine"].get("options", {}).get(
+            "device", "")
+        if args.backend != "cpu" and engine == "onnxruntime" and where == "CPUExecutionProvider":
+            problems.append(f"{variant} ran on the CPU provider on a {args.backend} machine")
+        seen.append(f"{variant} {_status(run)} on {engine} {manifest['engine']['version']} ({where or 'default'}), "
+                    f"pass_s {run.data.metrics.get('pass_s', float('nan')):.3f}")
+    if problems:
+        raise CheckFailed("; ".join(problems))
+    return "; ".join(seen)
+
+
 def check_report(args: argparse.Namespace) -> str:
     """The report's files are there and name the campaign's variants."""
     missing = [name for name in ("report.md", "report.html", "attempts.csv") if not (args.dir / name).is_file()]
@@ -392,6 +422,7 @@ def _parser() -> argparse.ArgumentParser:
     command("check-oom", check_oom, experiment=experiment, injected={"action": "store_true"},
             variants_file={"type": Path})
     command("check-lanes", check_lanes, experiment=experiment)
+    command("check-engines", check_engines, experiment=experiment, backend=experiment)
     command("check-report", check_report, dir=path, variants=experiment)
     return parser
 

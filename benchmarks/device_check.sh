@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One run that proves the device path of gpucost on the machine it runs on (docs/benchmarks.md, "Device check"):
 # the corpus and model (built when missing), `gpucost doctor --peak`, a 2-pass campaign of the first and second
-# series, a real out-of-memory pass, a 2-lane pass when two GPUs exist, and the report; then checks the store.
+# series, a real out-of-memory pass, a 2-lane pass when two GPUs exist, the engines (ONNX Runtime, CTranslate2,
+# vLLM where installed) against their torch references, and the report; then checks the store.
 #
 #   benchmarks/device_check.sh            on a GPU machine: the 1,000-input corpus, under 8 minutes on one H200
 #   benchmarks/device_check.sh --small    anywhere: a 32-input slice, a model trained for seconds, 1 pass per
@@ -168,6 +169,38 @@ elif run lanes-inputs helper lanes-inputs --variants-file "$VARIANTS" --protocol
   done
   run lanes-check helper check-lanes --experiment "$LANES_EXP" || true
 fi
+
+# --- engines: the classifier on ONNX Runtime (the CUDA or ROCm provider on a GPU), generation on CTranslate2 and
+#     vLLM, each judged against its torch reference; an engine not installed here is a SKIP with its refusal line ---
+# engine_pass STEP CMD...: exit 0 PASS; exit 2 with the not-installed refusal SKIP; anything else FAIL.
+engine_pass() {
+  local step=$1 began=$SECONDS code=0; shift
+  "$@" >"$WORK/logs/$step.log" 2>&1 || code=$?
+  local said; said=$(last_line "$WORK/logs/$step.log")
+  if [ "$code" -eq 0 ]; then record PASS "$step" $((SECONDS - began)) "$said"
+  elif [ "$code" -eq 2 ] && grep -q "is not installed here" "$WORK/logs/$step.log"; then record SKIP "$step" 0 "$said"
+  else record FAIL "$step" $((SECONDS - began)) "exit $code: $said (logs/$step.log)"; fi
+}
+ENG_EXP=$EXP-engines
+run "engine-$REFERENCE" gpucost pass --variant "$REFERENCE" --corpus "$CORPUS" --model "$MODEL" \
+  --variants "$VARIANTS" --protocol "$PROTOCOL" --experiment "$ENG_EXP" || true
+for variant in ort-batch8 ort-batch8-int8; do
+  engine_pass "engine-$variant" "$PY" -m gpucost_mlflow pass --variant "$variant" --corpus "$CORPUS" --model "$MODEL" \
+    --variants "$VARIANTS" --protocol "$PROTOCOL" --experiment "$ENG_EXP"
+done
+GEN_CORPUS=$WORK/generation.jsonl GEN_PROTOCOL=$WORK/protocol-generation.yaml
+GEN_SIZE=$([ "$SMALL" -eq 1 ] && echo 8 || echo 64)
+if run gen-inputs gpucost corpus slice --corpus "$CORPUS" --size "$GEN_SIZE" --out "$GEN_CORPUS" &&
+   run gen-protocol helper protocol --source "$ROOT/projects/protocol-generation.yaml" --corpus "$GEN_CORPUS" \
+     --passes 1 --out "$GEN_PROTOCOL"; then
+  run engine-gen-batch8 gpucost pass --variant gen-batch8 --corpus "$GEN_CORPUS" --variants "$VARIANTS" \
+    --protocol "$GEN_PROTOCOL" --experiment "$ENG_EXP" || true
+  for variant in ct2-gen-batch8 ct2-gen-batch8-int8 vllm-gen-batch8; do
+    engine_pass "engine-$variant" "$PY" -m gpucost_mlflow pass --variant "$variant" --corpus "$GEN_CORPUS" \
+      --variants "$VARIANTS" --protocol "$GEN_PROTOCOL" --experiment "$ENG_EXP"
+  done
+fi
+run engines-check helper check-engines --experiment "$ENG_EXP" --backend "$BACKEND" || true
 
 # --- the report of the campaign ---
 run report gpucost report --experiment "$EXP" --out "$WORK/report" --protocol "$PROTOCOL" \

@@ -3,7 +3,9 @@ match and token agreement with the fp32 reference, FLOPs with the KV cache, and 
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 from pathlib import Path
 
 import mlflow
@@ -243,8 +245,11 @@ def generation_slice(corpus_dir, tmp_path_factory) -> tuple[Path, Path]:
 
 @pytest.fixture(scope="module")
 def model_cache(tmp_path_factory) -> Path:
-    """The dequantised GGUF goes to a folder of this module, never to the developer's own cache."""
-    return tmp_path_factory.mktemp("model-cache")
+    """The dequantised GGUF goes to a folder of this test session, never to the developer's own cache; the session's
+    workers share it (the cache is written whole and renamed, so a worker reads it whole or writes its own)."""
+    shared = tmp_path_factory.getbasetemp().parent / "model-cache"
+    shared.mkdir(exist_ok=True)
+    return shared
 
 
 def gen_pass(corpus: Path, protocol: Path, variant: str, *model: str):
@@ -317,3 +322,40 @@ def test_fp32_then_bf16_generation_passes_record_tokens_timings_and_the_referenc
     assert shown["columns"][-1] == "output" and len(shown["data"]) == 16  # 16 inputs: every one is shown
     assert {row[1] for row in shown["data"]} <= {"right", "wrong"} and all(row[-1] for row in shown["data"])
     assert json.loads(low.data.tags[schema.LOGGED_ARTIFACTS]) == [{"path": schema.PREVIEW, "type": "table"}]
+
+
+FAKES = ROOT / "tests" / "fakes"
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(importlib.util.find_spec("ctranslate2") is None, reason="ctranslate2 is not installed (make install)")
+def test_ctranslate2_and_vllm_generation_passes_are_judged_against_the_torch_reference(
+        store, generation_slice, model_cache, monkeypatch, tmp_path):
+    """CTranslate2 int8 converts once and is judged by exact match and token agreement with gen-batch8; vLLM's code
+    path runs here through its stand-in (tests/fakes/vllm), its prefill/decode split left empty with the reason."""
+    monkeypatch.setenv("GPUCOST_MODEL_CACHE", str(model_cache))
+    monkeypatch.setenv("GPUCOST_ENGINE_CACHE", str(tmp_path / "engines"))
+    monkeypatch.syspath_prepend(str(FAKES))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(FAKES), os.environ.get("PYTHONPATH", "")])))
+    corpus, protocol = generation_slice
+    for variant in ("gen-batch8", "ct2-gen-batch8-int8", "ct2-gen-batch8", "vllm-gen-batch8"):
+        result = gen_pass(corpus, protocol, variant)
+        assert result.exit_code == 0, result.output
+    client = MlflowClient()
+    runs = {r.data.tags[schema.VARIANT]: r for r in client.search_runs([mlflow.get_experiment_by_name("gen").experiment_id])}
+    fp32, int8, ct2, fake = (runs[v] for v in ("gen-batch8", "ct2-gen-batch8-int8", "ct2-gen-batch8", "vllm-gen-batch8"))
+    for run in (int8, ct2, fake):
+        assert run.info.status == "FINISHED" and run.data.tags[schema.STATUS] in ("accepted", "rejected")
+        assert fp32.info.run_id in run.data.tags[schema.CHECK_PREFIX + gv.EXACT_CHECK]
+        assert 0.0 <= run.data.metrics["reference_exact_match"] <= 1.0
+        assert run.data.metrics["expected_ids"] == run.data.metrics["observed_ids"] == 16
+    assert int8.data.metrics["convert_s"] > 0 and "convert_s" not in ct2.data.metrics  # one conversion, two types
+    assert int8.data.metrics["prefill_s"] + int8.data.metrics["decode_s"] <= int8.data.metrics["pass_s"]
+    assert int8.data.params["setting.engine"] == "ctranslate2" and int8.data.params["setting.quantization"] == "dynamic-int8"
+    manifest = json.loads(Path(mlflow.artifacts.download_artifacts(run_id=int8.info.run_id, artifact_path="manifest.json",
+                                                                   dst_path=str(tmp_path / "m"))).read_text())
+    assert manifest["engine"]["options"]["compute_type"] == "int8" and manifest["engine"]["version"]
+    assert manifest["engine"]["cache_present_at_start"] is False
+    assert fake.data.metrics["reference_exact_match"] == 0.0  # the stand-in echoes its prompts (bars 0 here)
+    assert "not timed apart" in fake.data.tags[schema.MISSING_PREFIX + "prefill_s"]
+    assert "prefill_s" not in fake.data.metrics and fake.data.metrics["tokens_generated"] > 0

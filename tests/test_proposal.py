@@ -65,6 +65,19 @@ def test_on_a_gpu_the_combination_is_also_offered_compiled_and_in_fp16():
 
 
 @pytest.mark.unit
+def test_an_accepted_engine_is_one_more_change_to_combine_where_it_can_run_the_others():
+    v = shipped()
+    changes = [Change("ort-batch8", {"engine": "onnxruntime"}, True),
+               Change("batch8-lengthgrouped", {"length_grouping": "sorted"}, True),
+               Change("batch8-bf16", {"precision": "bf16"}, True)]
+    proposal = propose(v["batch8"], changes, "combined")
+    assert "batch8-lengthgrouped-ort" in proposal.variants and "batch64-lengthgrouped-ort" not in proposal.variants
+    assert proposal.variants["batch8-lengthgrouped-ort"]["engine"] == "onnxruntime"
+    assert "engine onnxruntime takes precision fp32, not bf16" in proposal.left_out["batch8-bf16-ort"]
+    assert "batch8-bf16-lengthgrouped" in proposal.variants and "engine" in proposal.fields
+
+
+@pytest.mark.unit
 def test_no_accepted_change_is_refused():
     with pytest.raises(GpucostError, match="no accepted change to combine"):
         propose(shipped()["batch8"], [Change("batch8-bf16", {"precision": "bf16"}, False, "rejected")], "combined")

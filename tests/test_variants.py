@@ -54,6 +54,11 @@ def test_the_shipped_series_declare_what_their_variants_change():
         "gen-batch8-bf16": ("generation-cheaper", "gen-batch8"),
         "gen-batch8-lengthgrouped": ("generation-cheaper", "gen-batch8"),
         "my-workload": ("", ""),
+        "ort-batch8": ("engine", "batch8"), "ort-batch8-int8": ("engine-int8", "ort-batch8"),
+        "ort-embed-batch8": ("embeddings-engine", "embed-batch8"),
+        "ct2-gen-batch8": ("generation-engine", "gen-batch8"), "vllm-gen-batch8": ("generation-engine", "gen-batch8"),
+        "ct2-gen-batch8-int8": ("generation-engine-types", "ct2-gen-batch8"),
+        "ct2-gen-batch8-bf16": ("generation-engine-types", "ct2-gen-batch8"),
     }
     assert "series" not in variants["batch8-int8"].settings() and "reference" not in variants["batch8-int8"].settings()
 

@@ -17,8 +17,10 @@ pytestmark = pytest.mark.integration
 SHIPPED = ROOT / "projects" / "variants.yaml"
 VARIANTS = load_variants(SHIPPED)
 # Generation variants need a causal LM and the protocol's prompt and token budget: tests/test_generation.py runs them.
+# Variants on another engine than torch need the launcher's engine record: tests/test_engines.py runs them end to end.
 ENCODER_VARIANTS = sorted(name for name, variant in VARIANTS.items()
-                          if workloads.parse(variant.workload, SHIPPED.parent).kind != "generation")
+                          if workloads.parse(variant.workload, SHIPPED.parent).kind != "generation"
+                          and variant.engine == "torch")
 
 
 @pytest.mark.parametrize("name", ENCODER_VARIANTS)

@@ -44,3 +44,6 @@ DECODE_S = "decode_s"
 TOKENS_PROMPT = "tokens_prompt"
 TOKENS_GENERATED = "tokens_generated"
 OUTPUT_TOKENS_PER_S = "output_tokens_per_s"
+# An engine's export or conversion of the model, in seconds, on the pass that ran it (the cache serves the others):
+# part of that pass's load_s, and counted once per rental by the forecast.
+CONVERT_S = "convert_s"

@@ -105,3 +105,12 @@ def measure(model_dir, precision: str, batch: int, max_length: int, device_choic
     observed["model_and_activations_bytes"] = observed[key]["peak_bytes"] - before_load
     return {"device": str(device), "counter": counter_name, "observed": observed,
             "before_load": before_load, "after_load": samples[0][2]}
+
+
+def outside_torch(engine: str, device: torch.device) -> dict:
+    """Memory peaks of a pass whose engine allocates outside torch (ONNX Runtime, CTranslate2, vLLM): the process's
+    resident set on the CPU, which sees every allocation; on a GPU none is claimed, since torch's counters see none
+    of that engine's allocations."""
+    if device.type == "cpu":
+        return peaks(device)
+    return {"metrics": {}, "counter": f"none: {engine} allocates GPU memory outside torch's counters"}

@@ -56,7 +56,7 @@ class Predictions:
     ids: list[str] = field(default_factory=list)
     labels: list[int] = field(default_factory=list)
     scores: list[float] = field(default_factory=list)
-    shapes: _Shapes | None = None
+    shapes: Shapes | None = None
 
     def batch_lengths(self) -> list[list[int]]:
         """Real token counts per completed batch, in processing order (for the FLOP count, after the clock)."""
@@ -152,11 +152,11 @@ def _to_host(ids, order, labels, scores, lengths, plan, each_first: bool = False
         labels, scores = [t.cpu() for t in labels], [t.cpu() for t in scores]
     label_list = torch.cat(labels).cpu().tolist()
     score_list = torch.cat(scores).cpu().tolist()
-    return Predictions([ids[i] for i in order], label_list, score_list, _Shapes(lengths, plan[: len(labels)]))
+    return Predictions([ids[i] for i in order], label_list, score_list, Shapes(lengths, plan[: len(labels)]))
 
 
 @dataclass
-class _Shapes:
+class Shapes:
     """The real token count of every input and the batches that completed: read after the clock stops."""
 
     lengths: list[int]
@@ -270,7 +270,7 @@ def _after_pass(outcome: PassOutcome, work, predictions, device, out_of_memory: 
     if out_of_memory:
         memory.release(device)
     outcome.completed_entries = len(predictions.ids)
-    peaks = memory.peaks(device)
+    peaks = (work.memory or memory.peaks)(device)
     outcome.memory_peaks, outcome.memory_counter = peaks["metrics"], peaks["counter"]
     outcome.merge(work.utilisation(predictions, outcome.pass_s))
     event_s, no_event = events.result(outcome.completed)
@@ -302,10 +302,11 @@ def determinism(seed: int) -> dict:
 
 
 def load_workload(spec: PassSpec, device):
-    """The workload the variant names, loaded by its kind's folder (gpucost_mlflow/workloads/<kind>/child.py)."""
+    """The workload the variant names, loaded by its kind's folder on the variant's engine
+    (gpucost_mlflow/workloads/<kind>/child.py for torch, with_<engine>.py for another)."""
     from gpucost_mlflow.workloads import registry
 
-    return registry.of_settings(spec.settings).child().load(spec, device)
+    return registry.of_settings(spec.settings).child(spec.settings.get("engine", "torch")).load(spec, device)
 
 
 MFU_METRICS = (MFU_USEFUL, MFU_PADDED)

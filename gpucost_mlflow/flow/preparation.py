@@ -128,7 +128,8 @@ def prepare(request: PassRequest) -> Prepared:
         run={"role": request.role, "campaign_id": request.campaign_id, "pass_index": request.pass_index},
     )
     manifest["protocol"] = {"digest": protocol.digest, "path": str(request.protocol_path)}
-    manifest["workload"] = described.record
+    manifest["engine"] = workloads.engine_record(request.variant, model_record["revision"], device.type)
+    manifest["workload"] = {**described.record, "engine": manifest["engine"]}
     layout = None
     if request.variant.lanes > 1:
         layout = lanes.layout(request.variant.lanes, device)

@@ -10,12 +10,12 @@ from pathlib import Path
 from gpucost_mlflow.core.inputs import workloads
 from gpucost_mlflow.core.inputs.protocol import Protocol
 from gpucost_mlflow.core.inputs.variants import Variant
-from gpucost_mlflow.workloads import registry
+from gpucost_mlflow.workloads import engines, registry
 from gpucost_mlflow.workloads.base import Described
 
 AUTO = "auto"
 
-__all__ = ["AUTO", "Described", "default_model", "describe"]
+__all__ = ["AUTO", "Described", "default_model", "describe", "engine_record"]
 
 
 def default_model(output: str, root: Path) -> Path:
@@ -30,3 +30,20 @@ def describe(variant: Variant, variants_path: Path, model_path: Path, protocol: 
     record = {"declared": workload.declared, "kind": workload.kind,
               "output": workload.output or "labels or embeddings, as its infer() returns them"}
     return registry.kind(workload.kind).launch().describe(workload, variant, model_path, protocol, record)
+
+
+def engine_record(variant: Variant, model_revision: str, device_type: str) -> dict:
+    """What the manifest records of the engine that runs the pass: its name and version, and for an engine other
+    than torch its export or conversion options (the execution provider among them), the cache folder they are
+    kept in and whether it held them when the pass started. Refuses an engine that is not installed, in one line."""
+    chosen = engines.engine(variant.engine)
+    if chosen.name == engines.DEFAULT:
+        return {"name": chosen.name, "version": chosen.version()}
+    engines.check_installed(chosen.name, variant.name)
+    implementation = registry.of_settings(variant.settings()).child(chosen.name)
+    options = implementation.options(variant.settings(), device_type)
+    if not getattr(implementation, "CACHED", True):  # nothing exported or converted: the engine loads the folder
+        return {"name": chosen.name, "version": chosen.version(), "options": options}
+    folder = engines.cache_folder(chosen.name, model_revision, chosen.version(), engines.keyed(implementation, options))
+    return {"name": chosen.name, "version": chosen.version(), "options": options, "cache": str(folder),
+            "cache_present_at_start": engines.cached(folder) is not None}

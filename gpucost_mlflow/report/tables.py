@@ -14,6 +14,7 @@ from gpucost_mlflow.core.measurement.stats import Durations, Separation, separat
 from gpucost_mlflow.core.measurement.timeline import Span, concurrent
 from gpucost_mlflow.core.money.decision import Assessment, Configuration, ExcludedPass
 from gpucost_mlflow.core.names import (
+    CONVERT_S,
     EVAL_S,
     EXPORT_S,
     LOAD_S,
@@ -26,6 +27,7 @@ from gpucost_mlflow.core.names import (
     WARMUP_S,
 )
 from gpucost_mlflow.tracking.schema import TIMINGS
+from gpucost_mlflow.workloads import engines
 
 MEMORY = ("mem_peak_allocated_bytes", "mem_peak_reserved_bytes", "mem_peak_rss_bytes")
 
@@ -85,6 +87,8 @@ def configurations(table: pd.DataFrame) -> list[Configuration]:
     table = table.copy()
     if "lanes" not in table:
         table["lanes"] = 1  # an attempts table written before lanes existed: every pass ran on one device
+    if "engine" not in table:
+        table["engine"] = engines.DEFAULT  # one written before engines existed: every pass ran on torch
     for key in IDENTITY:
         table[key] = table[key].fillna("").astype(str)
     bench = table[table["role"] == "benchmark"]
@@ -101,6 +105,8 @@ def configurations(table: pd.DataFrame) -> list[Configuration]:
         completed = rows[rows[PASS_S].notna() & (rows["status"] != Status.EXCLUDED)]
         medians = {key: float(completed[key].median()) for key in (LOAD_S, WARMUP_S, EVAL_S, EXPORT_S)
                    if completed[key].notna().any()}
+        if CONVERT_S in rows and rows[CONVERT_S].notna().any():  # paid by the pass that exported, whatever its end
+            medians[CONVERT_S] = float(rows[CONVERT_S].median())
         excluded = rows[rows["status"] == Status.EXCLUDED]
         done = delivered[(delivered["device"] == device) & (delivered["variant"] == variant)]
         configs.append(Configuration(

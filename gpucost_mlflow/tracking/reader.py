@@ -19,6 +19,7 @@ from gpucost_mlflow.core.measurement import energy
 from gpucost_mlflow.core.measurement.overlap import Interval, overlaps
 from gpucost_mlflow.core.names import (
     COMPLETED_ENTRIES,
+    CONVERT_S,
     EVAL_S,
     EXPECTED_IDS,
     EXPORT_S,
@@ -33,13 +34,13 @@ from gpucost_mlflow.core.names import (
 )
 from gpucost_mlflow.tracking import exclusions, heartbeat, schema
 from gpucost_mlflow.tracking.run_records import RunRecord, tagged
-from gpucost_mlflow.workloads import registry
+from gpucost_mlflow.workloads import engines, registry
 
 COLUMNS = [
     "run_id", "campaign_id", "pass_index", "round", "position", "attempt", "variant", "role", "corpus_fingerprint", "device", "backend",
-    "batch_size", "precision", "quantization", "length_grouping", "workload", "lanes", "model_revision", *schema.STACK_IDENTITY,
+    "batch_size", "precision", "quantization", "length_grouping", "workload", "engine", "lanes", "model_revision", *schema.STACK_IDENTITY,
     "status", "reason", "status_before_exclusion",
-    LOAD_S, WARMUP_S, PASS_S, EVAL_S, EXPORT_S, "quality_verdict",
+    LOAD_S, WARMUP_S, PASS_S, EVAL_S, EXPORT_S, CONVERT_S, "quality_verdict",
     *(column for output in registry.output_names() for column in registry.output(output).COLUMNS),
     EXPECTED_IDS, OBSERVED_IDS, "ids_match", "corpus_accepted", COMPLETED_ENTRIES,
     "mem_peak_allocated_bytes", "mem_peak_reserved_bytes", "mem_peak_rss_bytes",
@@ -113,6 +114,8 @@ def attempt_row(run: RunRecord, now: dt.datetime | None = None) -> dict:
         "length_grouping": params.get(f"{schema.SETTING_PREFIX}length_grouping"),
         # Passes recorded before workloads existed all ran the built-in classifier.
         "workload": params.get(f"{schema.SETTING_PREFIX}workload", registry.DEFAULT),
+        # A torch pass records no `setting.engine` (core/inputs/variants.py), nor did passes before engines existed.
+        "engine": params.get(f"{schema.SETTING_PREFIX}engine", engines.DEFAULT),
         # A one-lane pass records no `setting.lanes` (core/inputs/variants.py), nor did passes before lanes existed.
         "lanes": int(params.get(f"{schema.SETTING_PREFIX}lanes", 1)),
         "model_revision": params.get(schema.MODEL_REVISION, ""),

@@ -30,6 +30,7 @@ class Work:
     # it raises outcome.PassFailure carrying the finished batches' outputs
     utilisation: Callable  # (outputs, pass_s or None) -> FLOP metrics, or their missing reasons
     export: Callable  # (folder, outputs, duplicate_at) -> None: the deliverable files
+    memory: Callable | None = None  # (device) -> memory peaks as execution/memory.peaks gives them; None: torch's
 
 
 @dataclass(frozen=True)
@@ -50,9 +51,12 @@ class Kind:
     output: str  # labels | embeddings | generations; "" when it tells by what it returns (user code)
     package: str  # the folder's module path: <package>.child and <package>.launch
 
-    def child(self) -> ModuleType:
-        """The child-process side: `load(spec, device) -> Work`."""
-        return importlib.import_module(f"{self.package}.child")
+    def child(self, engine: str = "torch") -> ModuleType:
+        """The child-process side on an engine (workloads/engines.py): `load(spec, device) -> Work`; torch's is
+        `<package>.child`, another engine's `<package>.with_<engine>`."""
+        from gpucost_mlflow.workloads import engines
+
+        return engines.engine(engine).implementation(self.package)
 
     def launch(self) -> ModuleType:
         """The launcher side: `describe(workload, variant, model_path, protocol) -> Described`, `default_model(root)`."""

@@ -2,7 +2,8 @@
 
 Written before any of its timings exist, from what a finished campaign accepted: a change that was
 rejected (or failed) is never combined, and a precision the device does not run faster than fp32
-(its cached dense-matmul peak below fp32's) is not proposed.
+(its cached dense-matmul peak below fp32's) is not proposed. An accepted engine (ONNX Runtime, CTranslate2) is one
+more change to combine; a combination its engine cannot run (ONNX Runtime in bf16, say) is left out with the reason.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from itertools import combinations
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.variants import Variant
+from gpucost_mlflow.workloads import engines, registry
 
 SWEEP = (8, 16, 32, 64)
 TAGS = {
@@ -23,6 +25,7 @@ TAGS = {
     "max_length": lambda v: f"len{v}",
     "padding": lambda v: f"pad-{v}",
     "device": lambda v: v,
+    "engine": lambda v: {"onnxruntime": "ort", "ctranslate2": "ct2"}.get(v, v),
 }
 
 
@@ -46,14 +49,28 @@ class Proposal:
     left_out: dict[str, str]  # change -> why it is not combined
 
 
+def _settings(variant: Variant) -> dict:
+    """A variant's settings with its engine named even when it is torch (settings() leaves torch out)."""
+    return {**variant.settings(), "engine": variant.engine}
+
+
 def changes_of(reference: Variant, member: Variant) -> dict:
     """The settings a member changes against the reference."""
-    base, mine = reference.settings(), member.settings()
+    base, mine = _settings(reference), _settings(member)
     return {key: value for key, value in mine.items() if base[key] != value}
 
 
+def _refusal(settings: dict) -> str:
+    """Why the settings' engine cannot run them ('' when it can)."""
+    try:
+        engines.check_settings(settings["engine"], registry.of_settings(settings).name, settings, "proposed")
+    except GpucostError as exc:
+        return str(exc).removeprefix("proposed: ")
+    return ""
+
+
 def _name(settings: dict, reference: Variant) -> str:
-    base = reference.settings()
+    base = _settings(reference)
     parts = [f"batch{settings['batch_size']}"]
     parts += [TAGS[key](value) for key, value in settings.items() if key != "batch_size" and base[key] != value]
     return "-".join(parts)
@@ -81,26 +98,35 @@ def propose(reference: Variant, changes: list[Change], series: str, slow_precisi
     if not usable:
         raise GpucostError("no accepted change to combine (" + "; ".join(f"{k}: {v}" for k, v in left_out.items())
                            + ")" if left_out else "no accepted change to combine")
-    base = reference.settings()
+    base = _settings(reference)
     proposed: dict[str, dict] = {}
+
+    def offer(settings: dict) -> None:
+        name = _name(settings, reference)
+        refused = _refusal(settings)
+        if refused:
+            left_out.setdefault(name, refused)
+        else:
+            proposed.setdefault(name, settings)
+
     for size in range(2, len(usable) + 1):
         for group in combinations(usable, size):
             settings = dict(base)
             for change in group:
                 settings.update(change.settings)
-            proposed.setdefault(_name(settings, reference), settings)
+            offer(settings)
     best = dict(base)
     for change in usable:
         best.update(change.settings)
     for batch in sweep:
         settings = {**best, "batch_size": batch}
         if settings != base and not (len(usable) == 1 and batch == base["batch_size"]):
-            proposed.setdefault(_name(settings, reference), settings)
+            offer(settings)
     if gpu:
         offers = [{"compile": True}] + ([{"precision": "fp16"}] if "fp16" not in slow else [])
-        for offer in offers:
-            settings = {**best, **offer}
+        for extra in offers:
+            settings = {**best, **extra}
             if settings != best:
-                proposed.setdefault(_name(settings, reference), settings)
+                offer(settings)
     fields = tuple(sorted({key for settings in proposed.values() for key, value in settings.items() if base[key] != value}))
     return Proposal(series, reference.name, fields, proposed, tuple(c.variant for c in usable), left_out)

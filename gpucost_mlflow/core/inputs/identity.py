@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import astuple, dataclass, fields
 
-LABELS = {"workload": "workload", "lanes": "lanes", "model_revision": "model revision", "corpus_fingerprint": "corpus",
+LABELS = {"workload": "workload", "engine": "engine", "lanes": "lanes", "model_revision": "model revision", "corpus_fingerprint": "corpus",
           "torch_build": "torch", "cuda_runtime": "CUDA runtime", "hip_runtime": "HIP runtime", "driver": "driver"}
 
 
@@ -27,6 +27,7 @@ class Identity:
     cuda_runtime: str = ""
     hip_runtime: str = ""
     driver: str = ""
+    engine: str = ""  # what ran the workload (torch, onnxruntime, ...): last, so positional records keep their order
 
     @classmethod
     def columns(cls) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ import yaml
 
 from gpucost_mlflow.core.errors import GpucostError, one_line
 from gpucost_mlflow.core.inputs import workloads
+from gpucost_mlflow.workloads import engines
 
 CHOICES = {
     "precision": ("fp32", "bf16", "fp16"),
@@ -35,18 +36,22 @@ class Variant:
     length_grouping: str
     device: str
     workload: str = workloads.DEFAULT  # classification | embeddings | python:PATH_OR_MODULE (core/inputs/workloads.py)
+    engine: str = engines.DEFAULT  # what runs the workload: torch, onnxruntime, ctranslate2, vllm (workloads/engines.py)
     lanes: int = 1  # devices one pass splits its corpus over, each running a fixed slice at once (core/measurement/lanes.py)
     series: str = ""
     reference: str = ""  # the reference variant its series names ("" when none)
 
     def settings(self) -> dict:
         """The settings without the name: what the manifest compares between variants. `lanes` is listed only when a
-        pass splits (lanes > 1), so one-lane variants keep the settings, params and series locks they had before it."""
+        pass splits (lanes > 1), so one-lane variants keep the settings, params and series locks they had before it;
+        `engine` likewise only when it is not torch."""
         values = asdict(self)
         for label in LABELS:
             values.pop(label)
         if values["lanes"] == 1:
             values.pop("lanes")
+        if values["engine"] == engines.DEFAULT:
+            values.pop("engine")
         return values
 
 
@@ -54,7 +59,7 @@ LABELS = ("name", "series", "reference")  # what a variant is called and where i
 
 
 def _build(name: str, values: dict, series: str, source: Path) -> Variant:
-    values = {"workload": workloads.DEFAULT, "lanes": 1, **values}
+    values = {"workload": workloads.DEFAULT, "engine": engines.DEFAULT, "lanes": 1, **values}
     known = {f.name for f in fields(Variant)} - set(LABELS)
     unknown = sorted(set(values) - known)
     if unknown:
@@ -72,7 +77,11 @@ def _build(name: str, values: dict, series: str, source: Path) -> Variant:
             raise GpucostError(f"{source}: variant '{name}' needs {key} as a positive whole number")
     if not isinstance(values["compile"], bool):
         raise GpucostError(f"{source}: variant '{name}' needs compile as true or false")
-    workloads.parse(values["workload"], source.parent, f"{source}: variant '{name}'")
+    workload = workloads.parse(values["workload"], source.parent, f"{source}: variant '{name}'")
+    if values["engine"] not in engines.names():
+        raise GpucostError(f"{source}: variant '{name}' has engine={values['engine']!r} "
+                           f"(allowed: {', '.join(engines.names())})")
+    engines.check_settings(values["engine"], workload.kind, values, f"{source}: variant '{name}'")
     return Variant(name=name, series=series, **values)
 
 

@@ -119,12 +119,12 @@ def basic_checks(expected: Sequence[str], back: ReadBack) -> tuple[list[Check], 
     return checks, counts
 
 
-NUMERIC_FIELDS = ("precision", "quantization", "attention", "compile")
+NUMERIC_FIELDS = ("precision", "quantization", "attention", "compile", "engine")
 
 
 def needs_reference(settings: dict, reference_settings: dict) -> bool:
-    """A variant whose numerics differ from the reference (precision, quantization, attention, compile)
-    is judged against the reference's stored predictions."""
+    """A variant whose numerics differ from the reference (precision, quantization, attention, compile, or the
+    engine that runs it) is judged against the reference's stored predictions."""
     return any(settings.get(key) != reference_settings.get(key) for key in NUMERIC_FIELDS)
 
 

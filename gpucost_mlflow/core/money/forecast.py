@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from gpucost_mlflow.core.measurement.stats import Durations
 from gpucost_mlflow.core.measurement.timeline import Span, sum_seconds, union_seconds
-from gpucost_mlflow.core.names import EVAL_S, EXPORT_S, LOAD_S, WARMUP_S
+from gpucost_mlflow.core.names import CONVERT_S, EVAL_S, EXPORT_S, LOAD_S, WARMUP_S
 
 
 @dataclass(frozen=True)
@@ -40,10 +40,11 @@ class Forecast:
     comparisons_sum_h: float | None = None  # the same attempts' run wall times added up, overlaps counted twice
     streams: int = 1  # deliverables processed side by side (1: one after another)
     streams_note: str = "one deliverable after another"
+    conversion_h: float = 0.0  # an engine's export or conversion, paid once per rental (its cache serves restarts)
 
     def hours_for(self, deliverables: int, which: int = 1) -> float:
         """The window for another volume, from the same terms (which: 0 fastest, 1 median, 2 slowest pass)."""
-        fixed = self.setup_h + self.waiting_h + self.comparisons_h + self.startup_h
+        fixed = self.setup_h + self.waiting_h + self.comparisons_h + self.startup_h + self.conversion_h
         return fixed + math.ceil(deliverables / self.streams) * self.per_deliverable_h[which]
 
     @property
@@ -76,7 +77,9 @@ class Forecast:
         return (f"{self.setup_h:g} h setup + {self.waiting_h:g} h waiting + {_h(self.comparisons_h)} comparisons "
                 f"({self.comparisons} attempt{'s' if self.comparisons != 1 else ''} on this device on the real "
                 f"schedule{saved}{estimated}) + "
-                f"{_h(self.startup_h)} start-up ((1 + {self.restarts} restarts) x load + warm-up) + {_h(self.deliverables_h)} "
+                f"{_h(self.startup_h)} start-up ((1 + {self.restarts} restarts) x load + warm-up) + "
+                + (f"{_h(self.conversion_h)} engine export (once per rental) + " if self.conversion_h else "")
+                + f"{_h(self.deliverables_h)} "
                 f"for {self.deliverables:,} expected deliverable{'s' if self.deliverables != 1 else ''}, "
                 f"{self.streams_note} (forecast)")
 
@@ -106,4 +109,5 @@ def forecast(plan: dict, expected_deliverables: int, durations: Durations, media
         comparisons_sum_h=sum_seconds(attempts) / 3600,
         streams=max(1, streams),
         streams_note=streams_note,
+        conversion_h=medians.get(CONVERT_S, 0.0) / 3600,
     )

@@ -1,0 +1,80 @@
+"""The built-in classifier on ONNX Runtime: the same tokenizer, batches, labels, FLOP count and predictions file as
+on torch (execution/runner.py), the forward pass run by an optimised ORT session of the exported model."""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+from gpucost_mlflow.core.judging.verdicts import PREDICTIONS
+from gpucost_mlflow.execution.batching import padded, tokenized
+from gpucost_mlflow.execution.outcome import PassFailure
+from gpucost_mlflow.workloads import engines, ort
+from gpucost_mlflow.workloads.base import Work
+
+OUTPUT = "logits"
+
+
+def options(settings: dict, device_type: str) -> dict:
+    """What its export depends on (workloads/ort.py)."""
+    return ort.options(settings, device_type, OUTPUT)
+
+
+def load(spec, device) -> Work:
+    """The classifier exported (or read from the engine cache) and its session; the export's seconds, when it ran,
+    are part of the pass's load time and recorded apart as convert_s."""
+    import torch
+
+    from gpucost_mlflow.execution import models, runner
+
+    record, settings = spec.workload_settings["engine"], spec.settings
+    torch_model = models.load_classifier(Path(spec.model_path), torch.device("cpu"), "fp32", "none", "sdpa", False)
+    config = torch_model.config.to_dict()
+    label_names = [torch_model.config.id2label[i] for i in range(torch_model.config.num_labels)]
+    path, convert_s = ort.exported(torch_model, record, OUTPUT)
+    del torch_model
+    session = ort.session(path, record["options"]["provider"])
+    return Work(
+        models.load_tokenizer(Path(spec.model_path)), session, process,
+        partial(_utilisation, config, settings, device, convert_s),
+        lambda folder, predictions, duplicate_at: runner.write_predictions(folder / PREDICTIONS, predictions,
+                                                                           label_names, duplicate_at),
+        memory=ort.memory,
+    )
+
+
+def process(ids, texts, tokenizer, session, settings, device, on_batch: Callable[[int, int], None] | None = None):
+    """Tokenize, pad each batch to its longest input, run the session, take each input's most likely label and its
+    probability. On an exception it raises PassFailure carrying the predictions made so far."""
+    import numpy as np
+
+    from gpucost_mlflow.execution.runner import Predictions, Shapes
+
+    encoded, lengths, plan, pad_id = tokenized(tokenizer, texts, settings)
+    labels, scores, order, finished = [], [], [], 0
+    try:
+        for number, batch in enumerate(plan, start=1):
+            if on_batch is not None:
+                on_batch(number, len(order))
+            input_ids, mask = padded(batch, encoded, lengths, pad_id)
+            logits = session.run([OUTPUT], {"input_ids": input_ids, "attention_mask": mask})[0].astype(np.float32)
+            shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
+            probabilities = shifted / shifted.sum(axis=-1, keepdims=True)
+            labels.extend(int(i) for i in probabilities.argmax(axis=-1))
+            scores.extend(float(p) for p in probabilities.max(axis=-1))
+            order.extend(batch)
+            finished = number
+        return Predictions([ids[i] for i in order], labels, scores, Shapes(lengths, plan))
+    except BaseException as exc:
+        traceback.clear_frames(exc.__traceback__)
+        partial_predictions = Predictions([ids[i] for i in order], labels, scores, Shapes(lengths, plan[:finished]))
+        raise PassFailure(exc, partial_predictions) from exc
+
+
+def _utilisation(config: dict, settings: dict, device, convert_s: float | None, predictions, pass_s) -> dict:
+    """The classifier's FLOP count (the same arithmetic as on torch) and the export's seconds when it ran here."""
+    from gpucost_mlflow.execution import runner
+
+    return engines.with_conversion(runner.utilisation(config, settings, device, predictions, pass_s), convert_s)

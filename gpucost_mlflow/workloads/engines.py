@@ -1,0 +1,172 @@
+"""The inference engines a variant may run its workload on (`engine:`), one line each, and the cache of their exports.
+
+An engine is one more implementation behind a workload kind: `<kind package>.with_<engine>` offers the same
+`load(spec, device) -> Work` as the kind's `child.py` (which is the `torch` engine), and `options(settings)`:
+what its export or conversion depends on. Engines other than torch are optional packages: a variant that asks
+for one that is not installed is refused in one line naming the package and how to install it, before any run
+is recorded. Pure: nothing here imports an engine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.names import CONVERT_S
+
+CACHE_ENV = "GPUCOST_ENGINE_CACHE"
+DEFAULT = "torch"
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One engine: the modules it needs, the distribution whose version is recorded, how to install it, the
+    workload kinds it serves and the precisions and quantizations it takes."""
+
+    name: str
+    modules: tuple[str, ...]
+    distribution: str
+    install: str
+    kinds: tuple[str, ...]  # () for every kind, a team's own included (torch)
+    precisions: tuple[str, ...] = ("fp32", "bf16", "fp16")
+    quantizations: tuple[str, ...] = ("none", "dynamic-int8")
+
+    def missing(self) -> list[str]:
+        """The modules it needs that cannot be imported here."""
+        return [module for module in self.modules if importlib.util.find_spec(module) is None]
+
+    def version(self) -> str:
+        """The installed version of its distribution ('' when it is not installed)."""
+        try:
+            return importlib.metadata.version(self.distribution)
+        except importlib.metadata.PackageNotFoundError:
+            return ""
+
+    def implementation(self, package: str) -> ModuleType:
+        """Its implementation behind a kind: the kind's `child` for torch, `<package>.with_<engine>` otherwise."""
+        return importlib.import_module(f"{package}.child" if self.name == DEFAULT else f"{package}.with_{self.name}")
+
+
+ENGINES = (
+    Engine(DEFAULT, ("torch",), "torch", "pip install torch", ()),
+    Engine("onnxruntime", ("onnxruntime", "onnx", "onnxscript"), "onnxruntime",
+           "pip install onnxruntime onnx onnxscript (CUDA: onnxruntime-gpu; ROCm: onnxruntime-rocm)",
+           ("classification", "embeddings"), precisions=("fp32",)),
+    Engine("ctranslate2", ("ctranslate2",), "ctranslate2", "pip install ctranslate2 (its wheels carry CPU and CUDA)",
+           ("generation",), precisions=("fp32", "bf16", "fp16")),
+    Engine("vllm", ("vllm",), "vllm", "pip install vllm (CUDA or ROCm machines)", ("generation",),
+           precisions=("fp32", "bf16", "fp16"), quantizations=("none",)),
+)
+
+
+def names() -> tuple[str, ...]:
+    """Every engine a variant may name."""
+    return tuple(engine.name for engine in ENGINES)
+
+
+def engine(name: str) -> Engine:
+    """The engine of this name; KeyError for another."""
+    return {engine.name: engine for engine in ENGINES}[name]
+
+
+def check_settings(name: str, kind: str, settings: dict, where: str) -> None:
+    """Refuse, in one line, a variant whose engine does not serve its workload kind or its precision, quantization
+    or compile (torch.compile is torch's own)."""
+    chosen = engine(name)
+    if chosen.kinds and kind not in chosen.kinds:
+        served = ", ".join(chosen.kinds)
+        raise GpucostError(f"{where}: engine {name} does not serve workload {kind} (it serves {served})")
+    if name == DEFAULT:
+        return
+    if settings.get("compile"):
+        raise GpucostError(f"{where}: compile is torch.compile, which engine {name} does not run; set compile: false")
+    if settings.get("precision") not in chosen.precisions:
+        raise GpucostError(f"{where}: engine {name} takes precision {' or '.join(chosen.precisions)}, not "
+                           f"{settings.get('precision')}")
+    if settings.get("quantization") not in chosen.quantizations:
+        raise GpucostError(f"{where}: engine {name} takes quantization {' or '.join(chosen.quantizations)}, not "
+                           f"{settings.get('quantization')}")
+
+
+def check_installed(name: str, variant: str) -> None:
+    """Refuse a variant whose engine is not installed: one line naming the package and how to install it."""
+    chosen = engine(name)
+    missing = chosen.missing()
+    if missing:
+        raise GpucostError(f"variant '{variant}' runs on engine {name}, but {', '.join(missing)} is not installed "
+                           f"here: {chosen.install}")
+
+
+def cache_root() -> Path:
+    """Where exports and conversions are kept: $GPUCOST_ENGINE_CACHE, else ~/.cache/gpucost/engines."""
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "gpucost" / "engines")
+
+
+def cache_folder(name: str, model_revision: str, version: str, options: dict) -> Path:
+    """The cache folder of one export: keyed by model revision, engine, engine version and export options."""
+    key = json.dumps({"model_revision": model_revision, "engine": name, "version": version, "options": options},
+                     sort_keys=True)
+    return cache_root() / f"{name}-{hashlib.sha256(key.encode('utf-8')).hexdigest()[:16]}"
+
+
+MARKER = "gpucost_engine.json"  # written last into a finished export folder: what it holds and what it took
+
+
+def cached(folder: Path) -> dict | None:
+    """The finished export's record (its key and the seconds its conversion took), None when there is none."""
+    try:
+        return json.loads((folder / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def keyed(implementation: ModuleType, options: dict) -> dict:
+    """The options an export's cache key takes: those the implementation names in KEYED (what its conversion depends
+    on, not how it is run afterwards), all of them when it names none."""
+    names = getattr(implementation, "KEYED", None)
+    return {key: options[key] for key in names} if names else dict(options)
+
+
+def with_conversion(result: dict, convert_s: float | None) -> dict:
+    """A pass's utilisation result with the seconds its export or conversion took (`convert_s`) when this pass ran
+    it, or the reason it has none: the engine cache held it."""
+    if convert_s is not None:
+        return {**result, "metrics": {**result.get("metrics", {}), CONVERT_S: convert_s}}
+    why = "export or conversion read from the engine cache (a previous pass on this machine paid it)"
+    return {**result, "missing_measurements": {**result.get("missing_measurements", {}), CONVERT_S: why}}
+
+
+def build_cached(record: dict, build: Callable[[Path], None]) -> tuple[Path, float | None]:
+    """The export's cache folder (`record["cache"]`), built first when absent: `build(folder)` writes into a temporary
+    folder beside it, the marker goes in last, and the whole is renamed into place, so a reader never sees half of
+    it. Returns the folder and the seconds the build took (None when the cache held it)."""
+    folder = Path(record["cache"])
+    if cached(folder) is not None:
+        return folder, None
+    started = time.perf_counter()
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    temp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
+    try:
+        build(temp)
+        seconds = time.perf_counter() - started
+        (temp / MARKER).write_text(json.dumps({**record, CONVERT_S: seconds}, sort_keys=True), encoding="utf-8")
+        try:
+            os.rename(temp, folder)
+        except OSError:  # another pass built it meanwhile: keep theirs
+            if cached(folder) is None:
+                raise
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+    return folder, seconds

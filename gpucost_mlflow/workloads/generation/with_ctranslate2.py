@@ -1,0 +1,134 @@
+"""Built-in greedy generation on CTranslate2: the same prompts, harness batches, new-token budget, end tokens, FLOP
+count and export as on torch (child.py), the decoding run by a CTranslate2 Generator.
+
+The causal LM (the folder, or the GGUF file's dequantised cache) is converted once into the engine cache with its
+fp32 weights; the variant's precision and quantization choose the compute type at load (`float32`, `bfloat16`,
+`int8`), so one conversion serves every compute type. Each batch is timed to its first new token through the
+Generator's step callback (prefill), then to its outputs on the host (decode).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+from gpucost_mlflow.core.inputs.generation import GenerationSettings
+from gpucost_mlflow.execution.batching import batches
+from gpucost_mlflow.execution.outcome import PassFailure
+from gpucost_mlflow.workloads import engines
+from gpucost_mlflow.workloads.base import Work
+from gpucost_mlflow.workloads.generation import child
+
+KEYED = ("converter", "weights")  # what the conversion depends on; the compute type is chosen at load
+
+
+def compute_type(settings: dict) -> str:
+    """The variant's precision and quantization as a CTranslate2 compute type."""
+    if settings.get("quantization") == "dynamic-int8":
+        return "int8"
+    return {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}[settings["precision"]]
+
+
+def options(settings: dict, device_type: str) -> dict:
+    """The conversion (keyed: converter and weights) and how the Generator runs it (compute type, device)."""
+    return {"converter": "ctranslate2.converters.TransformersConverter", "weights": "float32 (as converted)",
+            "compute_type": compute_type(settings), "device": "cuda" if device_type == "cuda" else "cpu"}
+
+
+def load(spec, device) -> Work:
+    """The model converted (or read from the engine cache), its Generator at the variant's compute type, and the
+    harness tokenizer; a GGUF file through its dequantised cache first, as on torch."""
+    import ctranslate2
+
+    from gpucost_mlflow.execution import memory, models
+
+    extra, settings = spec.workload_settings, spec.settings
+    record = extra["engine"]
+    generation = GenerationSettings.from_record(extra["generation"])
+    gguf = extra.get("gguf") or {}
+    folder = (child.dequantised(Path(gguf["path"]), gguf["sha256"], Path(extra["cache"])) if gguf
+              else Path(spec.model_path))
+    converted, convert_s = _converted(folder, record)
+    tokenizer = models.load_tokenizer(folder)
+    generator = ctranslate2.Generator(str(converted), device=record["options"]["device"],
+                                      compute_type=record["options"]["compute_type"])
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    ends = _end_tokens(folder, tokenizer)
+    return Work(tokenizer, generator, partial(process, generation=generation, labels=extra.get("labels", []), ends=ends),
+                partial(_utilisation, config, settings, device, convert_s), child.export,
+                memory=partial(memory.outside_torch, "ctranslate2"))
+
+
+def _converted(folder: Path, record: dict) -> tuple[Path, float | None]:
+    """The converted model in the engine cache, converted first when absent (engines.build_cached)."""
+    from ctranslate2.converters import TransformersConverter
+
+    def build(target: Path) -> None:
+        TransformersConverter(str(folder)).convert(str(target / "model"), quantization=None, force=True)
+        for item in (target / "model").iterdir():
+            item.rename(target / item.name)
+
+    return engines.build_cached(record, build)
+
+
+def _end_tokens(folder: Path, tokenizer) -> list[int]:
+    """The ids that end an answer: the folder's generation config's, else the tokenizer's (as on torch)."""
+    declared = None
+    config = folder / "generation_config.json"
+    if config.exists():
+        declared = json.loads(config.read_text(encoding="utf-8")).get("eos_token_id")
+    if declared is None:
+        declared = tokenizer.eos_token_id
+    return sorted(set(declared if isinstance(declared, list) else [declared] if declared is not None else []))
+
+
+def process(ids, texts, tokenizer, generator, settings, device, on_batch: Callable[[int, int], None] | None = None, *,
+            generation: GenerationSettings, labels: list[str], ends: list[int]) -> child.Generated:
+    """Prompts, batches in the harness's order, each decoded greedily by the Generator to the protocol's new-token
+    budget, its new tokens (end token included) decoded. On an exception it raises PassFailure carrying the outputs
+    of the batches finished before."""
+    prompts = child.prompts_of(texts, tokenizer, settings["max_length"], generation, labels)
+    encoded = tokenizer(prompts, add_special_tokens=not generation.chat_template, return_attention_mask=False,
+                        return_token_type_ids=False)["input_ids"]
+    lengths = [len(seq) for seq in encoded]
+    plan = batches(lengths, settings["batch_size"], settings["length_grouping"])
+    done = child.Generated()
+    try:
+        for number, batch in enumerate(plan, start=1):
+            if on_batch is not None:
+                on_batch(number, len(done.ids))
+            first: list[float] = []
+
+            def step(_result, first=first) -> bool:
+                if not first:
+                    first.append(time.perf_counter())
+                return False
+
+            started = time.perf_counter()
+            results = generator.generate_batch(
+                [tokenizer.convert_ids_to_tokens(encoded[i]) for i in batch], max_length=generation.max_new_tokens,
+                sampling_topk=1, beam_size=1, include_prompt_in_result=False, end_token=ends or None,
+                return_end_token=True, callback=step)
+            new = [list(result.sequences_ids[0]) for result in results]
+            ended = time.perf_counter()
+            done.texts.extend(tokenizer.batch_decode(new, skip_special_tokens=True))
+            done.tokens.extend(new)
+            done.ids.extend(ids[i] for i in batch)
+            done.shapes.append(([lengths[i] for i in batch], [len(row) for row in new]))
+            at = first[0] if first else ended
+            done.prefill_s.append(at - started)
+            done.decode_s.append(ended - at)
+        return done
+    except BaseException as exc:
+        traceback.clear_frames(exc.__traceback__)
+        raise PassFailure(exc, done) from exc
+
+
+def _utilisation(config: dict, settings: dict, device, convert_s: float | None, outputs, pass_s) -> dict:
+    """Tokens, the prefill / decode split and the FLOPs with the KV cache as on torch, and the conversion's seconds
+    when it ran in this pass."""
+    return engines.with_conversion(child.utilisation(config, settings, device, outputs, pass_s), convert_s)

@@ -1,0 +1,98 @@
+"""Built-in greedy generation on vLLM (offline `LLM.generate`, CUDA or ROCm machines): the same prompts, harness
+batches, new-token budget, end tokens, FLOP count and export as on torch (child.py).
+
+vLLM loads the transformers folder itself (the GGUF file's dequantised cache, as on torch), so nothing is converted
+and nothing is cached. Each harness batch is one `generate` call with temperature 0 (greedy); vLLM returns whole
+outputs, so prefill and decode are not timed apart, and the empty cells say so.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+from gpucost_mlflow.core.inputs.generation import GenerationSettings
+from gpucost_mlflow.core.names import CONVERT_S, DECODE_S, PREFILL_S
+from gpucost_mlflow.execution.batching import batches
+from gpucost_mlflow.execution.outcome import PassFailure
+from gpucost_mlflow.workloads.base import Work
+from gpucost_mlflow.workloads.generation import child
+from gpucost_mlflow.workloads.generation.with_ctranslate2 import _end_tokens
+
+CACHED = False  # vLLM reads the model folder as it is
+DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+NOT_SPLIT = "vLLM's offline generate returns whole outputs: prefill and decode are not timed apart"
+
+
+def options(settings: dict, device_type: str) -> dict:
+    """How the LLM is built: its dtype, eager or graphs, and the share of GPU memory it may take."""
+    return {"api": "vllm.LLM.generate (offline)", "dtype": DTYPES[settings["precision"]], "enforce_eager": False,
+            "gpu_memory_utilization": 0.9, "sampling": "greedy (temperature 0)"}
+
+
+def load(spec, device) -> Work:
+    """The LLM on the model folder (a GGUF file through its dequantised cache), and the harness tokenizer."""
+    import json
+
+    import vllm
+
+    from gpucost_mlflow.execution import memory, models
+
+    extra, settings = spec.workload_settings, spec.settings
+    chosen = extra["engine"]["options"]
+    generation = GenerationSettings.from_record(extra["generation"])
+    gguf = extra.get("gguf") or {}
+    folder = (child.dequantised(Path(gguf["path"]), gguf["sha256"], Path(extra["cache"])) if gguf
+              else Path(spec.model_path))
+    tokenizer = models.load_tokenizer(folder)
+    llm = vllm.LLM(model=str(folder), tokenizer=str(folder), dtype=chosen["dtype"], seed=spec.seed,
+                   enforce_eager=chosen["enforce_eager"], gpu_memory_utilization=chosen["gpu_memory_utilization"])
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    ends = _end_tokens(folder, tokenizer)
+    return Work(tokenizer, llm, partial(process, generation=generation, labels=extra.get("labels", []), ends=ends),
+                partial(_utilisation, config, settings, device), child.export, memory=partial(memory.outside_torch, "vllm"))
+
+
+def process(ids, texts, tokenizer, llm, settings, device, on_batch: Callable[[int, int], None] | None = None, *,
+            generation: GenerationSettings, labels: list[str], ends: list[int]) -> child.Generated:
+    """Prompts, batches in the harness's order, each one greedy `generate` call to the protocol's new-token budget.
+    On an exception it raises PassFailure carrying the outputs of the batches finished before."""
+    import vllm
+
+    prompts = child.prompts_of(texts, tokenizer, settings["max_length"], generation, labels)
+    encoded = tokenizer(prompts, add_special_tokens=not generation.chat_template, return_attention_mask=False,
+                        return_token_type_ids=False)["input_ids"]
+    lengths = [len(seq) for seq in encoded]
+    plan = batches(lengths, settings["batch_size"], settings["length_grouping"])
+    sampling = vllm.SamplingParams(temperature=0.0, max_tokens=generation.max_new_tokens, stop_token_ids=ends or None)
+    done = child.Generated()
+    try:
+        for number, batch in enumerate(plan, start=1):
+            if on_batch is not None:
+                on_batch(number, len(done.ids))
+            started = time.perf_counter()
+            results = llm.generate([{"prompt_token_ids": encoded[i]} for i in batch], sampling, use_tqdm=False)
+            new = [list(result.outputs[0].token_ids) for result in results]
+            ended = time.perf_counter()
+            done.texts.extend(tokenizer.batch_decode(new, skip_special_tokens=True))
+            done.tokens.extend(new)
+            done.ids.extend(ids[i] for i in batch)
+            done.shapes.append(([lengths[i] for i in batch], [len(row) for row in new]))
+            done.prefill_s.append(ended - started)
+            done.decode_s.append(0.0)
+        return done
+    except BaseException as exc:
+        traceback.clear_frames(exc.__traceback__)
+        raise PassFailure(exc, done) from exc
+
+
+def _utilisation(config: dict, settings: dict, device, outputs, pass_s) -> dict:
+    """Tokens and FLOPs as on torch; the prefill / decode split left empty with its reason, and no conversion."""
+    result = child.utilisation(config, settings, device, outputs, pass_s)
+    metrics = {key: value for key, value in result.get("metrics", {}).items() if key not in (PREFILL_S, DECODE_S)}
+    missing = {**result.get("missing_measurements", {}), PREFILL_S: NOT_SPLIT, DECODE_S: NOT_SPLIT,
+               CONVERT_S: "vLLM loads the model folder as it is: nothing is converted"}
+    return {**result, "metrics": metrics, "missing_measurements": missing}
