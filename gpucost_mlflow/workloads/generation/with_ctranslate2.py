@@ -66,6 +66,9 @@ def load(spec, device) -> Work:
 def _converted(folder: Path, record: dict) -> tuple[Path, float | None]:
     """The converted model in the engine cache, converted first when absent (engines.build_cached)."""
     from ctranslate2.converters import TransformersConverter
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # the converter loads the model through transformers: no bar on the terminal
 
     def build(target: Path) -> None:
         TransformersConverter(str(folder)).convert(str(target / "model"), quantization=None, force=True)
