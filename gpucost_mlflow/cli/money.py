@@ -94,13 +94,13 @@ def window_cmd(start, end, tz_name, gpu, gpus, catalog_file) -> None:
         _echo_plans(catalog, gpu, to_hours(span.hours), gpus, "table")
 
 
-def _echo_plans(catalog, gpu: str, hours, gpus: int, fmt: str) -> None:
+def _echo_plans(catalog, gpu: str, hours, gpus: int, fmt: str, deliverable_h: float = 0.0) -> None:
     """Every covering plan of one GPU id for the window, cheapest first (one planner for `plan` and `window`)."""
     import json
 
     from gpucost_mlflow.core.money.plans import covering_plans
 
-    plans = covering_plans(catalog.for_gpu(gpu), hours, gpus)
+    plans = covering_plans(catalog.for_gpu(gpu), hours, gpus, deliverable_h)
     if fmt == "json":
         click.echo(json.dumps([p.as_dict() for p in plans], indent=2))
         return
@@ -117,14 +117,18 @@ def _echo_plans(catalog, gpu: str, hours, gpus: int, fmt: str) -> None:
 @click.option("--gpus", type=WholeNumber(1), default=1, show_default=True, help="GPUs the configuration uses (lots = ceil(GPUs / GPUs per lot)).")
 @click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), default=None, help="Your catalog CSV (default: catalog/labkit-2026-09-24.csv).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-def plan_cmd(gpu, hours, gpus, catalog_file, fmt) -> None:
-    """Every way the catalog covers the window (package x consecutive periods x lots, or hours billed), cheapest first."""
+@click.option("--deliverable-hours", default="0", show_default=True,
+              help="Hours one deliverable takes: an interruption on an interruptible row loses half of it on average.")
+def plan_cmd(gpu, hours, gpus, catalog_file, fmt, deliverable_hours) -> None:
+    """Every way the catalog covers the window (package x consecutive periods x lots, or hours billed), cheapest first;
+    an interruptible row at its P90 total, the expected total beside it."""
     from gpucost_mlflow.core.money.plans import parse_hours
 
     window_hours = parse_hours(hours)
+    deliverable = float(parse_hours(deliverable_hours, "--deliverable-hours")) if deliverable_hours != "0" else 0.0
     catalog = _catalog(catalog_file)
     catalog.require_gpu(gpu)
-    _echo_plans(catalog, gpu, window_hours, gpus, fmt)
+    _echo_plans(catalog, gpu, window_hours, gpus, fmt, deliverable)
 
 
 @click.group("catalog")

@@ -23,8 +23,11 @@ from gpucost_mlflow.core.inputs import shipped
 @click.option("--variants-file", type=click.Path(path_type=Path), default=shipped.VARIANTS, show_default=True)
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."))
 @click.option("--no-log", is_flag=True, help="Write the files only; do not log them as a decision run.")
+@click.option("--allow-stale-prices", is_flag=True,
+              help="Price catalog rows older than the protocol's max_price_age_days anyway (the report says so).")
 @click.pass_context
-def report(ctx, experiment, out_dir, catalog_file, protocol_file, what_if_file, variants_file, root, no_log) -> None:
+def report(ctx, experiment, out_dir, catalog_file, protocol_file, what_if_file, variants_file, root, no_log,
+           allow_stale_prices) -> None:
     """The decision report: report.md, report.html, attempts.csv, balance.csv, logged as a decision run; pending
     passes whose reference now exists are judged first."""
     from click.core import ParameterSource
@@ -38,7 +41,8 @@ def report(ctx, experiment, out_dir, catalog_file, protocol_file, what_if_file, 
     protocol_path = _under(root, what_if_file) if what_if_file is not None else _file(protocol_file, root)
     catalog_path = _under(root, catalog_file) if catalog_file else None
     built, balance, client, experiment_id = _build_report(name, protocol_path, catalog_path, _file(variants_file, root),
-                                                          what_if=what_if_file is not None)
+                                                          what_if=what_if_file is not None,
+                                                          allow_stale=allow_stale_prices)
     for line in built.warnings:
         click.echo(f"Warning: {line}", err=True)
     paths = write(built, balance, _under(root, out_dir or Path("reports") / name))
@@ -50,7 +54,8 @@ def report(ctx, experiment, out_dir, catalog_file, protocol_file, what_if_file, 
     _echo_ui_link(experiment_id)
 
 
-def _build_report(name: str, protocol_path: Path, catalog_path: Path | None, variants_path: Path, what_if: bool):
+def _build_report(name: str, protocol_path: Path, catalog_path: Path | None, variants_path: Path, what_if: bool,
+                  allow_stale: bool = False):
     """Load the protocol, catalog and variants, check the protocol against the one locked on the experiment (a
     what-if one is let through, marked), judge the pending passes first, and build the report; returns the built
     report, its balance, the client and the experiment id."""
@@ -71,7 +76,8 @@ def _build_report(name: str, protocol_path: Path, catalog_path: Path | None, var
                            found.tags.get(schema.PROTOCOL_DIGEST, ""), found.tags.get(schema.PROTOCOL_TEXT, ""),
                            what_if=what_if)
     rejudged = _rejudge_first(name, protocol, found.tags if changes else None, client)
-    built, balance = build(name, protocol, protocol_path, catalog, variants, client, rejudged=rejudged, what_if=changes)
+    built, balance = build(name, protocol, protocol_path, catalog, variants, client, rejudged=rejudged, what_if=changes,
+                           allow_stale=allow_stale)
     return built, balance, client, found.experiment_id
 
 

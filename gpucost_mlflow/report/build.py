@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pandas as pd
@@ -12,34 +13,43 @@ from gpucost_mlflow.core.inputs.corpus import write_atomic
 from gpucost_mlflow.core.inputs.protocol import Protocol
 from gpucost_mlflow.core.inputs.variants import Variant
 from gpucost_mlflow.core.judging.status import Status
-from gpucost_mlflow.core.money.catalog import Catalog
+from gpucost_mlflow.core.money.catalog import Catalog, dated
 from gpucost_mlflow.core.money.choice import Choice, break_evens, choose, decide
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, Assessment, Configuration, assess
 from gpucost_mlflow.report import plots, render, tables
+from gpucost_mlflow.report.bill import bill_lines
 from gpucost_mlflow.tracking import decision_run, descriptions, exclusions, experiments, limits, schema, store, ui
 from gpucost_mlflow.tracking.reader import attempts, protocol_warnings
 
 FILES = ("report.md", "report.html", "attempts.csv", "balance.csv")
+PRICES_TITLE = "Prices and their age"
+PRICES_TEXT = ("Every catalog row as the report read it, with the date its price was observed (`as_of`) and its age "
+               "today; a row older than the protocol's max_price_age_days is a stale price and is not priced unless "
+               "the report is run with --allow-stale-prices.")
 CHANGED_PROTOCOL = "protocol changed after results"  # reader.protocol_warnings' warning, which a what-if supersedes
 
 
 def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Catalog,
           variants: dict[str, Variant], client: MlflowClient | None = None, *, rejudged: list[str] | None = None,
-          what_if: str = "") -> tuple[render.Report, pd.DataFrame]:
+          what_if: str = "", today: dt.date | None = None, allow_stale: bool = False
+          ) -> tuple[render.Report, pd.DataFrame]:
     """Read every attempt back and assess every configuration against the protocol and the catalog.
 
     rejudged: the pending passes judged just before (their lines), said near the top; what_if: what this protocol
     changes against the one locked on the experiment (`changed deadline`) when the caller allowed it as a what-if,
     said in the title, the digest line and the decision note's first words (which replace the changed-protocol
-    warning)."""
+    warning); today: the date prices are aged against (the UTC date when not given); allow_stale: price rows older
+    than the protocol's max_price_age_days anyway."""
     _one_currency(protocol, catalog)
+    today = today or dt.datetime.now(dt.UTC).date()
+    catalog, prices = dated(catalog, today, protocol.max_price_age_days, allow_stale)
     client = client or store.client()
     table, experiment_tags = attempts(experiment, client)
     warnings = [w for w in protocol_warnings(table, experiment_tags, protocol_path)
                 if not (what_if and w.startswith(CHANGED_PROTOCOL))]
     configs = tables.configurations(table)
     warnings += tables.identity_notes(configs)
-    assessments, choice, decision = _decided(configs, protocol, catalog)
+    assessments, choice, decision = _decided(configs, protocol, catalog, today)
     if what_if:
         decision = f"What-if protocol ({what_if}): {decision}"
     summaries = tables.summaries(table, configs)
@@ -69,6 +79,8 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         rejudged=list(rejudged or []),
         what_if=f"what-if protocol {protocol_path.name} ({what_if})" if what_if else "",
         what_if_digest=protocol.digest if what_if else "",
+        lists=[(PRICES_TITLE, PRICES_TEXT, prices)],
+        bill=bill_lines(decision_run.latest_bill(client, experiments.named(client, experiment).experiment_id)),
     )
     if configs:
         report.figures = {
@@ -87,13 +99,15 @@ def _one_currency(protocol: Protocol, catalog: Catalog) -> None:
                                f"{catalog.path} in {catalog.currency}; one comparison uses one currency")
 
 
-def _decided(configs: list[Configuration], protocol: Protocol, catalog: Catalog
+def _decided(configs: list[Configuration], protocol: Protocol, catalog: Catalog, today: dt.date
              ) -> tuple[list[Assessment], Choice, str]:
     """Every configuration assessed against the protocol and the catalog, the one choice made of them (read by the
     tables, the note and the decision run alike) and the decision note."""
     assessments = assess(configs, catalog, protocol.plan, protocol.deadline, protocol.deliverables["expected"],
                          required_passes=protocol.passes_per_variant, max_spread_ratio=protocol.max_spread_ratio,
-                         side_by_side=bool(protocol.deliverables.get("side_by_side")))
+                         side_by_side=bool(protocol.deliverables.get("side_by_side")),
+                         inputs_per_deliverable=protocol.corpus_size, today=today,
+                         max_price_age_days=protocol.max_price_age_days)
     choice = choose(assessments, deadline_declared=protocol.deadline is not None)
     decision = decide(assessments, protocol.deliverables["expected"], protocol.corpus_size,
                       deadline_declared=protocol.deadline is not None, choice=choice)
@@ -151,6 +165,10 @@ def log(experiment: str, report: render.Report, paths: dict[str, Path], client: 
                    schema.FORECAST_HOURS_SLOWEST: chosen[0].forecast.high_hours}
         if chosen[0].saving is not None:
             metrics[schema.POSSIBLE_SAVING] = float(chosen[0].saving)
+        units = {schema.COST_PER_1000_INPUTS: chosen[0].cost_per_1000_inputs,
+                 schema.COST_PER_MILLION_OUTPUT_TOKENS: chosen[0].cost_per_million_output_tokens,
+                 schema.SPARE_DELIVERABLES: chosen[0].spare.spare if chosen[0].spare else None}
+        metrics.update({key: float(value) for key, value in units.items() if value is not None})
     params = {schema.DECISION_CATALOG: report.catalog[:limits.PARAM_VALUE], schema.DECISION_DEADLINE: report.deadline,
               schema.DECISION_EXPERIMENT: experiment}
     name = descriptions.decision_name(choice, report.example_prices, bool(report.what_if))

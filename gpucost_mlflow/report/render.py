@@ -81,6 +81,10 @@ class Report:
     rejudged: list[str] = field(default_factory=list)  # pending passes `gpucost report` judged first, one line each
     what_if: str = ""  # 'what-if protocol other.yaml (changed deadline)' when decided under another protocol than the lock
     what_if_digest: str = ""  # that protocol's digest, shown beside the locked one (protocol_digest)
+    bill: list[str] = field(default_factory=list)  # committed against paid (report/bill.py), empty without a bill
+    # Bullet sections after the plan tables, each (title, what it says, lines): prices and their age, hosted
+    # endpoints, the bill; a section without lines is left out.
+    lists: list[tuple[str, str, list[str]]] = field(default_factory=list)
 
     @property
     def title(self) -> str:
@@ -129,6 +133,9 @@ def _optional_md(report: Report) -> list[str]:
         parts += ["### Other costs", "", OTHER_TEXT, "", _md_table(other_table(report)), ""]
     if report.break_evens:
         parts += ["### Break-even volume (forecast)", "", BREAK_EVEN_TEXT, ""] + [f"- {line}" for line in report.break_evens] + [""]
+    for title, text, lines in report.lists:
+        if lines:
+            parts += [f"### {title}", "", text, ""] + [f"- {line}" for line in lines] + [""]
     return parts
 
 
@@ -144,6 +151,7 @@ def markdown(report: Report) -> str:
     outcome, checks = attempt_tables(report)
     parts = [f"# {report.title}", "", f"**Decision note.** {report.decision}", "", _md_table(decision_table(report)), "",
              DECISION_TEXT, ""]
+    parts += [line for text in report.bill for line in (f"**The bill.** {text}", "")]
     parts += [f"> **Warning:** {w}" for w in report.warnings]
     parts += ["", f"**Question.** {report.question}", "",
               digest_text(report, lambda text: f"`{text}`", str), "",
@@ -209,6 +217,10 @@ def _optional_html(report: Report) -> list[str]:
     if report.break_evens:
         parts += ["<h3>Break-even volume (forecast)</h3>", f"<p>{e(BREAK_EVEN_TEXT)}</p>",
                   "<ul>" + "".join(f"<li>{e(line)}</li>" for line in report.break_evens) + "</ul>"]
+    for title, text, lines in report.lists:
+        if lines:
+            parts += [f"<h3>{e(title)}</h3>", f"<p>{e(text)}</p>",
+                      "<ul>" + "".join(f"<li>{e(line)}</li>" for line in lines) + "</ul>"]
     return parts
 
 
@@ -240,6 +252,7 @@ def page(report: Report) -> str:
                       for name, uri in report.figures.items())
     body = [f"<h1>{e(report.title)}</h1>", f'<p class="decision"><b>Decision note.</b> {e(report.decision)}</p>',
             _html_table(decision_table(report)), f"<p>{e(DECISION_TEXT)}</p>"]
+    body += [f"<p><b>The bill.</b> {e(text)}</p>" for text in report.bill]
     body += [f'<p class="warning">Warning: {e(w)}</p>' for w in report.warnings]
     body += [f"<p><b>Question.</b> {e(report.question)}</p>",
              f"<p>{digest_text(report, lambda text: f'<code>{e(text)}</code>', e)}</p>",

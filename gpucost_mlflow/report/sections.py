@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from gpucost_mlflow.core.money import units
 from gpucost_mlflow.core.money.costs import money
 from gpucost_mlflow.core.money.decision import Assessment
 from gpucost_mlflow.core.names import (
@@ -141,7 +142,8 @@ def forecast_table(report: Report) -> Table:
 
 
 PLAN_HEAD = ["device", "variant", "feasible", "committed plan (covers the slowest-pass forecast)", "committed",
-             "median-pass plan (possible saving)", "next plans", "accepted deliverables", "cost per validated corpus"]
+             "median-pass plan (possible saving)", "spare capacity (slowest pass)", "next plans", "accepted deliverables",
+             "cost per validated corpus"]
 
 
 def _committed(table: Table, a: Assessment) -> str:
@@ -165,6 +167,25 @@ def _saving(a: Assessment) -> str:
     return f"{a.median_plan.describe()} (saves {money(a.saving, a.currency)} if no pass is slower than the median)"
 
 
+def _per_inputs(table: Table, a: Assessment) -> str:
+    """The committed cost per 1,000 inputs (and per million output tokens where they are counted), or why none."""
+    if a.cost_per_1000_inputs is None:
+        return table.fold(a.priced) if a.committed is None else ""
+    tokens = a.cost_per_million_output_tokens
+    extra = f"; {units.money(tokens, a.currency)} per million output tokens" if tokens is not None else ""
+    return f"{units.money(a.cost_per_1000_inputs, a.currency)}{extra}"
+
+
+def _capacity(a: Assessment) -> str:
+    """'328 corpora (324 more), 0.3354 USD per 1,000 inputs then', or '' when not priced."""
+    found = a.spare
+    if found is None:
+        return ""
+    then = (f", {units.money(a.spare_cost_per_1000_inputs, a.currency)} per 1,000 inputs then"
+            if a.spare_cost_per_1000_inputs is not None and found.spare else "")
+    return f"{found.capacity:,} corpora ({found.spare:,} more){then}"
+
+
 def plan_table(report: Report) -> Table:
     """Feasibility, the committed and median-pass plans and the cost per validated corpus of each configuration."""
     table = Table("balance", PLAN_HEAD)
@@ -172,13 +193,14 @@ def plan_table(report: Report) -> Table:
         c = a.configuration
         table.rows.append([c.device, c.label, f"{'yes' if a.feasible else 'no'} {table.note(a.feasibility)}",
                            a.plan.describe() if a.plan else f"none {table.note(a.priced)}", _committed(table, a),
-                           _saving(a), "\n".join(p.describe() for p in a.plans[1:3]), str(c.accepted_deliverables),
+                           _saving(a), _capacity(a), "\n".join(p.describe() for p in a.plans[1:3]),
+                           str(c.accepted_deliverables),
                            _per_corpus(table, a)])
     return table
 
 
 DECISION_HEAD = ["configuration", "standing", "median pass_s", "forecast window (h)", "deadline", "committed",
-                 "cost per validated corpus"]
+                 "per 1,000 inputs", "cost per validated corpus"]
 
 
 def decision_table(report: Report) -> Table:
@@ -210,7 +232,7 @@ def decision_table(report: Report) -> Table:
         f = a.forecast
         table.rows.append([a.configuration.name, standing, cell(a.configuration.durations.median),
                            f"{f.hours:,.3f}" if f else empty(table, a.forecast_note), table.fold(a.deadline_status),
-                           _committed(table, a), _per_corpus(table, a)])
+                           _committed(table, a), _per_inputs(table, a), _per_corpus(table, a)])
     return table
 
 

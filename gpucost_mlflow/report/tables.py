@@ -21,8 +21,10 @@ from gpucost_mlflow.core.names import (
     MACRO_F1,
     MFU_PADDED,
     MFU_USEFUL,
+    OBSERVED_IDS,
     PADDED_FLOP_PER_S,
     PASS_S,
+    TOKENS_GENERATED,
     USEFUL_FLOP_PER_S,
     WARMUP_S,
 )
@@ -127,8 +129,20 @@ def configurations(table: pd.DataFrame) -> list[Configuration]:
             excluded=tuple(ExcludedPass(row.run_id, getattr(row, "status_before_exclusion", "") or "",
                                         None if pd.isna(row.pass_s) else float(row.pass_s), str(row.reason or ""))
                            for row in excluded.itertuples(index=False)),
+            output_tokens_per_input=output_tokens_per_input(rows),
         ))
     return configs
+
+
+def output_tokens_per_input(rows: pd.DataFrame) -> float | None:
+    """The median over a configuration's accepted passes of their output tokens per input observed (generation);
+    None when no accepted pass counted output tokens."""
+    if TOKENS_GENERATED not in rows:
+        return None
+    counted = rows[(rows["status"] == Status.ACCEPTED) & rows[TOKENS_GENERATED].notna() & (rows[OBSERVED_IDS] > 0)]
+    if not len(counted):
+        return None
+    return float((counted[TOKENS_GENERATED] / counted[OBSERVED_IDS]).median())
 
 
 def gpus_used(rows: pd.DataFrame) -> int:
@@ -254,6 +268,25 @@ def _hours(value: float | None) -> float | None:
     return None if value is None else round(value, 6)
 
 
+def unit_costs(a: Assessment) -> dict:
+    """The unit-cost columns of balance.csv: per 1,000 inputs and per million output tokens of the declared volume
+    (empty with the reason where it does not apply), per 1,000 validated inputs, and the plan's spare capacity."""
+    spare = a.spare
+    tokens = a.cost_per_million_output_tokens
+    validated = a.validated_cost_per_1000_inputs
+    return {
+        "cost_per_1000_inputs": str(a.cost_per_1000_inputs) if a.cost_per_1000_inputs is not None else "",
+        "cost_per_million_output_tokens": str(tokens) if tokens is not None else "",
+        "cost_per_million_output_tokens_reason": a.tokens_reason,
+        "validated_cost_per_1000_inputs": (str(validated) if validated is not None
+                                           else "undefined (no accepted deliverable)" if a.committed is not None else ""),
+        "spare_deliverables": spare.spare if spare else None,
+        "plan_capacity_deliverables": spare.capacity if spare else None,
+        "cost_per_1000_inputs_at_capacity": (str(a.spare_cost_per_1000_inputs)
+                                             if a.spare_cost_per_1000_inputs is not None else ""),
+    }
+
+
 def balance(assessments: list[Assessment], deadline, other_costs=()) -> pd.DataFrame:
     """The final table: per configuration verdicts, raw durations, forecast terms, plan, cost, deliverables;
     then the protocol's other costs, one row each, apart from every configuration."""
@@ -302,6 +335,7 @@ def balance(assessments: list[Assessment], deadline, other_costs=()) -> pd.DataF
             "accepted_deliverables": c.accepted_deliverables,
             "cost_per_validated_corpus": (str(a.cost_per_validated) if a.cost_per_validated is not None
                                           else "undefined (no accepted deliverable)"),
+            **unit_costs(a),
         })
     for cost in other_costs:
         rows.append({"entry": "other cost", "package": f"{cost.label}: {cost.basis}", "committed_cost": str(cost.amount),

@@ -2,16 +2,33 @@
 
 report/build.py decides what the run says (name, description, tags, metrics, params); every write of it happens
 here, in the order the UI needs: the run with its role, then its figures in one log_batch, then its files.
+
+The bill (`gpucost bill`) is written here too: what was paid for the plan the experiment's latest decision run
+chose, as tags and the metric `paid` on that run (one log_batch), a second bill replacing the first while the
+run's description keeps every bill under "Bill history"; `latest_bill` reads it back for the next report.
 """
 
 from __future__ import annotations
 
+import time
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
-from mlflow.entities import Metric, Param, RunTag
+from mlflow.entities import Metric, Param, Run, RunTag
 from mlflow.tracking import MlflowClient
 
-from gpucost_mlflow.tracking import schema, search
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.money import bill as bills
+from gpucost_mlflow.core.money.bill import Bill
+from gpucost_mlflow.core.money.costs import money
+from gpucost_mlflow.tracking import experiments, limits, schema, search
+
+NEWEST_FIRST = ["attributes.start_time DESC"]
+DECISIONS = f"tags.`{schema.ROLE}` = '{schema.DECISION_ROLE}'"
+# The description's section of bills: its heading, what it says, and the line standing for bills left out of it.
+BILL_HISTORY = "### Bill history"
+BILL_HISTORY_SAYS = "Each bill recorded with `gpucost bill`, oldest first (UTC); the last one is the current bill."
+LEFT_OUT = " earlier bill(s) left out: a description holds at most "
 
 
 def campaign_runs(client: MlflowClient, experiment_id: str, campaign_ids: list[str]) -> dict[str, str]:
@@ -36,3 +53,102 @@ def log_decision(client: MlflowClient, experiment_id: str, name: str, protocol_d
         client.log_artifact(run.info.run_id, str(path))
     client.set_terminated(run.info.run_id, "FINISHED")
     return run.info.run_id
+
+
+def latest_decision(client: MlflowClient, experiment_id: str) -> Run | None:
+    """The experiment's newest decision run, or None when `gpucost report` never logged one."""
+    runs = client.search_runs([experiment_id], filter_string=DECISIONS, order_by=NEWEST_FIRST, max_results=1)
+    return runs[0] if runs else None
+
+
+def record_bill(client: MlflowClient, experiment: str, paid: Decimal, currency: str, note: str,
+                at: str | None = None) -> tuple[Bill, Bill | None]:
+    """Record what was paid for the plan chosen on the experiment's latest decision run: its bill tags, the metric
+    `paid` and the run's description with the bill appended to its history, in one log_batch. Returns the bill
+    and the one it replaced (None for the first). Refused in one line, nothing written, when the experiment is
+    unknown, has no decision run, its latest one chose no plan, or the currency is not the plan's."""
+    found = experiments.named(client, experiment)
+    run = latest_decision(client, found.experiment_id)
+    if run is None:
+        raise GpucostError(f"experiment '{experiment}' has no decision run: run `gpucost report --experiment "
+                           f"{experiment}` first, then bill the plan it chose; nothing recorded")
+    tags = run.data.tags
+    if tags.get(schema.DECISION) != schema.DECIDED or not tags.get(schema.DECISION_CURRENCY):
+        raise GpucostError(f"the latest decision run {run.info.run_id} of experiment '{experiment}' decided nothing "
+                           f"(no plan was chosen): there is no plan to bill; nothing recorded")
+    currency = bills.currency_of(currency, tags[schema.DECISION_CURRENCY])
+    note = bills.note_of(note)
+    previous = bill_of(run)
+    bill = Bill(paid, currency, note, at or bills.stamp(), run.info.run_id, _committed(run))
+    entries, left_out = _history(tags.get(schema.NOTE, ""))
+    description = billed_note(tags.get(schema.NOTE, ""), [*entries, history_entry(bill)], left_out)
+    step = len(entries) + left_out + 1
+    client.log_batch(run.info.run_id,
+                     metrics=[Metric(schema.PAID, float(paid), int(time.time() * 1000), step)],
+                     tags=[RunTag(schema.BILL_PAID, str(paid)), RunTag(schema.BILL_CURRENCY, currency),
+                           RunTag(schema.BILL_NOTE, note), RunTag(schema.BILL_AT, bill.at),
+                           RunTag(schema.NOTE, description)])
+    return bill, previous
+
+
+def latest_bill(client: MlflowClient, experiment_id: str) -> Bill | None:
+    """The bill on the experiment's newest decision run that carries one (a report logged after the bill has
+    none of its own), with that run's committed cost; None when no bill was recorded."""
+    runs = client.search_runs([experiment_id], filter_string=f"{DECISIONS} AND tags.`{schema.BILL_PAID}` != ''",
+                              order_by=NEWEST_FIRST, max_results=1)
+    return bill_of(runs[0]) if runs else None
+
+
+def bill_of(run: Run) -> Bill | None:
+    """The bill a decision run carries, or None (no bill, or one whose amount cannot be read)."""
+    tags = run.data.tags
+    try:
+        paid = Decimal(tags.get(schema.BILL_PAID, ""))
+    except InvalidOperation:
+        return None
+    return Bill(paid, tags.get(schema.BILL_CURRENCY, ""), tags.get(schema.BILL_NOTE, ""), tags.get(schema.BILL_AT, ""),
+                run.info.run_id, _committed(run))
+
+
+def _committed(run: Run) -> Decimal | None:
+    """The run's committed cost to the cent (logged as a float metric), None when it has none."""
+    value = run.data.metrics.get(schema.COMMITTED_COST)
+    return None if value is None else Decimal(f"{value:.2f}")
+
+
+def history_entry(bill: Bill) -> str:
+    """One bill in the description's history: its UTC time, amount, currency and note."""
+    return f"- {bill.at}: {money(bill.paid, bill.currency)}" + (f"; {bill.note}" if bill.note else "")
+
+
+def _history(note: str) -> tuple[list[str], int]:
+    """The bills a description lists (its "Bill history" entries, oldest first) and how many were left out of it."""
+    _, marker, section = note.partition(f"\n\n{BILL_HISTORY}\n")
+    if not marker:
+        return [], 0
+    entries = [line for line in section.splitlines() if line.startswith("- ")]
+    left_out = next((int(line.split(LEFT_OUT)[0].split()[-1]) for line in section.splitlines() if LEFT_OUT in line), 0)
+    return entries, left_out
+
+
+def billed_note(note: str, entries: list[str], left_out: int = 0, limit: int = limits.TAG_VALUE) -> str:
+    """The description with its "Bill history" section (the earlier one replaced) listing the entries, oldest
+    first. Under MLflow's limit on a tag: the decision note above it is cut first (report.md keeps it whole), then
+    the oldest bills are left out, counted."""
+    base = note.partition(f"\n\n{BILL_HISTORY}\n")[0]
+    entries = list(entries)
+
+    def section() -> str:
+        lines = ["", "", BILL_HISTORY, "", BILL_HISTORY_SAYS, ""]
+        if left_out:
+            lines += [f"{left_out}{LEFT_OUT}{limit:,} characters.", ""]
+        return "\n".join(lines + entries)
+
+    room = 200  # what is kept of the decision note, at least, when bills need the space
+    while len(entries) > 1 and len(section()) > limit - room:
+        entries.pop(0)
+        left_out += 1
+    text = section()
+    if len(base) + len(text) > limit:
+        base = base[: max(limit - len(text) - 2, 0)] + " …"
+    return (base + text)[:limit]

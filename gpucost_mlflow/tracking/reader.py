@@ -29,6 +29,8 @@ from gpucost_mlflow.core.names import (
     MFU_USEFUL,
     OBSERVED_IDS,
     PASS_S,
+    TOKENS_GENERATED,
+    TOKENS_PROMPT,
     USEFUL_FLOP_PER_S,
     WARMUP_S,
 )
@@ -40,7 +42,7 @@ COLUMNS = [
     "run_id", "campaign_id", "pass_index", "round", "position", "attempt", "variant", "role", "corpus_fingerprint", "device", "backend",
     "batch_size", "precision", "quantization", "length_grouping", "workload", "engine", "lanes", "model_revision", *schema.STACK_IDENTITY,
     "status", "reason", "status_before_exclusion",
-    LOAD_S, WARMUP_S, PASS_S, EVAL_S, EXPORT_S, CONVERT_S, "quality_verdict",
+    LOAD_S, WARMUP_S, PASS_S, EVAL_S, EXPORT_S, CONVERT_S, TOKENS_PROMPT, TOKENS_GENERATED, "quality_verdict",
     *(column for output in registry.output_names() for column in registry.output(output).COLUMNS),
     EXPECTED_IDS, OBSERVED_IDS, "ids_match", "corpus_accepted", COMPLETED_ENTRIES,
     "mem_peak_allocated_bytes", "mem_peak_reserved_bytes", "mem_peak_rss_bytes",

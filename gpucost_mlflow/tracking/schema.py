@@ -65,10 +65,22 @@ DECISION_VARIANT = "gpucost.decision.variant"
 DECISION_DEVICE = "gpucost.decision.device"
 DECISION_CURRENCY = "gpucost.decision.currency"
 DECISION_CAMPAIGNS = "gpucost.decision.campaigns"
+DECIDED = "decided"  # gpucost.decision when a plan was chosen ("none" when nothing was)
 COMMITTED_COST = "committed_cost"
+# Decision-run metrics beside the committed cost: the chosen plan's unit costs and its spare deliverables.
+COST_PER_1000_INPUTS = "cost_per_1000_inputs"
+COST_PER_MILLION_OUTPUT_TOKENS = "cost_per_million_output_tokens"
+SPARE_DELIVERABLES = "spare_deliverables"
 FORECAST_HOURS = "forecast_hours"  # the median-pass window
 FORECAST_HOURS_SLOWEST = "forecast_hours_slowest"  # the slowest-pass window: what the committed plan covers
 POSSIBLE_SAVING = "possible_saving"  # committed cost minus the median-pass plan's, when that one is cheaper
+# The bill (`gpucost bill`): what was paid for the chosen plan, on the decision run it was chosen on; a second bill
+# replaces these and the run's description keeps every bill (tracking/decision_run.py). The metric `paid` charts it.
+BILL_PAID = "gpucost.bill.paid"  # a decimal string, to the cent
+BILL_CURRENCY = "gpucost.bill.currency"
+BILL_NOTE = "gpucost.bill.note"
+BILL_AT = "gpucost.bill.at"  # UTC, to the minute: 2026-12-01T10:00Z
+PAID = "paid"
 # Params of the decision run: the catalog (version and file), the deadline and the experiment it read.
 DECISION_CATALOG = "catalog"
 DECISION_DEADLINE = "deadline"

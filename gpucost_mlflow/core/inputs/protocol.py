@@ -55,6 +55,8 @@ class Protocol:
     generation: GenerationSettings | None = None  # the generation task (prompt, new tokens) of a generations protocol
     # The largest max/min ratio of a configuration's own pass durations before the report calls it unstable.
     max_spread_ratio: float = DEFAULT_SPREAD_RATIO
+    max_price_age_days: int | None = None  # a catalog price older than this is stale: not priced unless allowed
+    alternatives: dict | None = None  # hosted endpoints priced beside the rental: catalog, endpoints, tokens per input
 
 
 def digest_of(data: bytes) -> str:
@@ -146,7 +148,31 @@ def load_protocol(path: Path) -> Protocol:
         other_costs=_other_costs(path, document.get("other_costs")),
         generation=generation,
         max_spread_ratio=_spread_ratio(path, document.get("max_spread_ratio")),
+        max_price_age_days=(f.positive("max_price_age_days") if document.get("max_price_age_days") is not None
+                            else None),
+        alternatives=_alternatives(path, document.get("alternatives")),
     )
+
+
+def _alternatives(path: Path, value) -> dict | None:
+    """`alternatives:` the hosted endpoints the report prices the same deliverables through: a catalog of `api` rows
+    (relative to the protocol's folder), the endpoints named (provider/model; all of the file when absent), and the
+    output tokens per input for an output that generates none (labels: the label word)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("catalog"), str) or not value["catalog"].strip():
+        raise GpucostError(f"{path}: field 'alternatives' must be a mapping with catalog (a CSV of api rows), "
+                           "optionally endpoints (provider/model names) and output_tokens_per_input")
+    endpoints = value.get("endpoints") or []
+    if not isinstance(endpoints, list) or not all(isinstance(e, str) and "/" in e for e in endpoints):
+        raise GpucostError(f"{path}: field 'alternatives.endpoints' must list provider/model names")
+    tokens = value.get("output_tokens_per_input")
+    if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, (int, float)) or tokens <= 0
+                               or not math.isfinite(tokens)):
+        raise GpucostError(f"{path}: field 'alternatives.output_tokens_per_input' must be a number > 0, got {tokens!r}")
+    catalog = Path(value["catalog"])
+    return {"catalog": str(catalog if catalog.is_absolute() else path.parent / catalog), "endpoints": list(endpoints),
+            "output_tokens_per_input": float(tokens) if tokens is not None else None}
 
 
 def _read(path: Path) -> tuple[bytes, dict]:

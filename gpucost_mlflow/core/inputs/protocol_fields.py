@@ -27,6 +27,8 @@ FIELDS: dict = {
     },
     "passes_per_variant": None,
     "max_spread_ratio": None,
+    "max_price_age_days": None,
+    "alternatives": {"catalog": None, "endpoints": None, "output_tokens_per_input": None},
     "warmup": {"inputs": None, "passes": None},
     "exclusion_rule": None,
     "deadline": None,

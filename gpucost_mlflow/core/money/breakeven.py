@@ -36,7 +36,8 @@ class Priced:
 
     def cost(self, volume: int) -> Decimal:
         """The cheapest covering plan's total for this volume of deliverables (slowest-pass forecast)."""
-        return covering_plans(list(self.offers), to_hours(self.forecast.hours_for(volume, SLOWEST)), self.gpus)[0].total
+        return covering_plans(list(self.offers), to_hours(self.forecast.hours_for(volume, SLOWEST)), self.gpus,
+                              self.forecast.per_deliverable_h[SLOWEST])[0].total
 
     @property
     def _per(self) -> float:

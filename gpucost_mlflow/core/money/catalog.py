@@ -1,10 +1,12 @@
-"""Catalogs: versioned CSV price lists of fixed packages and hourly rates, every row validated, money as Decimal."""
+"""Catalogs: versioned CSV price lists of fixed packages, hourly and interruptible rates, every row validated and
+dated, money as Decimal."""
 
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
@@ -13,7 +15,12 @@ from gpucost_mlflow.core.errors import GpucostError
 COLUMNS = ("provider", "catalog_version", "gpu", "device_names", "gpus_per_lot", "days", "price_per_lot", "currency", "source")
 # Optional columns: a catalog without them holds fixed packages only (billing `package`).
 HOURLY_COLUMNS = ("billing", "min_hours", "increment_hours")
-BILLINGS = ("package", "hourly")
+# Optional too: when the price was observed, and an interruptible row's expected interruptions (with their source).
+DATED_COLUMNS = ("as_of",)
+INTERRUPTIBLE_COLUMNS = ("interruptions_per_day", "restart_hours", "interruptions_source")
+OPTIONAL = HOURLY_COLUMNS + DATED_COLUMNS + INTERRUPTIBLE_COLUMNS
+BILLINGS = ("package", "hourly", "interruptible")
+UNDATED = "undated price"
 PACKAGE_DAYS = (3, 7, 30)
 EXAMPLE_PRICE = "example price"
 
@@ -36,10 +43,28 @@ class Package:
     billing: str = "package"
     min_hours: Decimal | None = None
     increment_hours: Decimal | None = None
+    as_of: dt.date | None = None  # when the price was observed (None: an undated price)
+    interruptions_per_day: Decimal | None = None  # an interruptible row: the user's expectation ...
+    restart_hours: Decimal | None = None  # ... what a restart costs in hours ...
+    interruptions_source: str = ""  # ... and where the expectation comes from
 
     @property
     def hourly(self) -> bool:
-        return self.billing == "hourly"
+        """Billed by the hour (an interruptible row is too)."""
+        return self.billing in ("hourly", "interruptible")
+
+    @property
+    def interruptible(self) -> bool:
+        return self.billing == "interruptible"
+
+    def age_days(self, today: dt.date) -> int | None:
+        """Days since the price was observed; None when the row carries no as_of."""
+        return (today - self.as_of).days if self.as_of else None
+
+    def dated(self, today: dt.date) -> str:
+        """'as of 2026-09-24 (68 days)' or 'undated price'."""
+        age = self.age_days(today)
+        return UNDATED if age is None else f"as of {self.as_of.isoformat()} ({age} days)"
 
     @property
     def example(self) -> bool:
@@ -47,9 +72,10 @@ class Package:
         return EXAMPLE_PRICE in self.source.lower()
 
     def describe(self) -> str:
-        """rtx-4090 7-day package / cpu hourly (min 1 h, per 1 h)."""
+        """rtx-4090 7-day package / cpu hourly (min 1 h, per 1 h) / cpu interruptible hourly (...)."""
         if self.hourly:
-            return f"{self.gpu} hourly (min {self.min_hours:g} h, per {self.increment_hours:g} h)"
+            kind = "interruptible hourly" if self.interruptible else "hourly"
+            return f"{self.gpu} {kind} (min {self.min_hours:g} h, per {self.increment_hours:g} h)"
         return f"{self.gpu} {self.days}-day package"
 
 
@@ -59,6 +85,7 @@ class Catalog:
     version: str
     currency: str
     packages: tuple[Package, ...]
+    stale: tuple[Package, ...] = ()  # rows set aside as older than the protocol's max_price_age_days
 
     def gpus(self) -> list[str]:
         return sorted({p.gpu for p in self.packages})
@@ -83,10 +110,38 @@ class Catalog:
         if gpu not in self.gpus():
             raise GpucostError(f"GPU '{gpu}' is not in catalog {self.version} ({self.path}); known: {', '.join(self.gpus())}")
 
-    def for_device(self, device_name: str) -> list[Package]:
+    def for_device(self, device_name: str, rows: tuple[Package, ...] | None = None) -> list[Package]:
         """Packages whose GPU the driver reports under this name (case-insensitive exact match)."""
         wanted = device_name.strip().lower()
-        return [p for p in self.packages if wanted in (name.lower() for name in p.device_names)]
+        return [p for p in (self.packages if rows is None else rows)
+                if wanted in (name.lower() for name in p.device_names)]
+
+    def stale_for(self, device_name: str) -> list[Package]:
+        """The rows of this device set aside as stale."""
+        return self.for_device(device_name, self.stale)
+
+
+def dated(catalog: Catalog, today: dt.date, max_age_days: int | None, allow_stale: bool = False
+          ) -> tuple[Catalog, list[str]]:
+    """The catalog with its stale rows set aside (older than max_age_days, unless allow_stale), and a remark on
+    every row: its age, undated, or stale (priced only because allowed)."""
+    fresh, stale, remarks = [], [], []
+    for package in catalog.packages:
+        age = package.age_days(today)
+        where = f"{package.describe()} at {package.price_per_lot:,.2f} {package.currency}"
+        if max_age_days is not None and age is not None and age > max_age_days:
+            if allow_stale:
+                fresh.append(package)
+                remarks.append(f"{where}: stale price ({age} days > max_price_age_days {max_age_days}), priced "
+                               "anyway (--allow-stale-prices)")
+            else:
+                stale.append(package)
+                remarks.append(f"{where}: stale price ({age} days > max_price_age_days {max_age_days}), not priced "
+                               "(--allow-stale-prices prices it anyway)")
+            continue
+        fresh.append(package)
+        remarks.append(f"{where}: {package.dated(today)}")
+    return replace(catalog, packages=tuple(fresh), stale=tuple(stale)), remarks
 
 
 def _whole(path: Path, line: int, column: str, text: str) -> int:
@@ -130,6 +185,10 @@ def _billing(path: Path, line: int, values: dict) -> dict:
     billing = values.get("billing") or "package"
     if billing not in BILLINGS:
         raise GpucostError(f"{path}:{line}: billing '{billing}' is not one of {', '.join(BILLINGS)}")
+    if billing != "interruptible":
+        for column in INTERRUPTIBLE_COLUMNS:
+            if values.get(column):
+                raise GpucostError(f"{path}:{line}: {column} is for interruptible rows, this one is billed {billing}")
     if billing == "package":
         for column in ("min_hours", "increment_hours"):
             if values.get(column):
@@ -139,9 +198,33 @@ def _billing(path: Path, line: int, values: dict) -> dict:
         return {"billing": billing, "days": _whole(path, line, "days", values["days"])}
     if values["days"]:
         raise GpucostError(f"{path}:{line}: days must be empty on an hourly row (price_per_lot is one lot for one hour)")
-    return {"billing": billing, "days": None,
-            "min_hours": _hours(path, line, "min_hours", values.get("min_hours", "")),
-            "increment_hours": _hours(path, line, "increment_hours", values.get("increment_hours", ""))}
+    hourly = {"billing": billing, "days": None,
+              "min_hours": _hours(path, line, "min_hours", values.get("min_hours", "")),
+              "increment_hours": _hours(path, line, "increment_hours", values.get("increment_hours", ""))}
+    if billing == "hourly":
+        return hourly
+    rate = values.get("interruptions_per_day", "")
+    if not rate or not values.get("restart_hours") or not values.get("interruptions_source"):
+        raise GpucostError(f"{path}:{line}: an interruptible row needs interruptions_per_day (your expectation), "
+                           "restart_hours and interruptions_source (where the expectation comes from)")
+    per_day = _decimal(path, line, "interruptions_per_day", rate)
+    if per_day < 0:
+        raise GpucostError(f"{path}:{line}: interruptions_per_day '{rate}' is negative")
+    restart = _decimal(path, line, "restart_hours", values["restart_hours"])
+    if restart < 0:
+        raise GpucostError(f"{path}:{line}: restart_hours '{values['restart_hours']}' is negative")
+    return {**hourly, "interruptions_per_day": per_day, "restart_hours": restart,
+            "interruptions_source": values["interruptions_source"]}
+
+
+def _as_of(path: Path, line: int, text: str) -> dt.date | None:
+    """The row's as_of date (YYYY-MM-DD); None when the column is absent or empty (an undated price)."""
+    if not text:
+        return None
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise GpucostError(f"{path}:{line}: as_of '{text}' is not a date (YYYY-MM-DD)") from None
 
 
 def load_catalog(path: Path) -> Catalog:
@@ -160,7 +243,7 @@ def load_catalog(path: Path) -> Catalog:
     seen: dict[tuple, int] = {}
     for record in reader:
         line = reader.line_num
-        values = {c: (record.get(c) or "").strip() for c in COLUMNS + HOURLY_COLUMNS}
+        values = {c: (record.get(c) or "").strip() for c in COLUMNS + OPTIONAL}
         for column in COLUMNS:
             if column != "days" and not values[column]:
                 raise GpucostError(f"{path}:{line}: empty {column}")
@@ -174,6 +257,7 @@ def load_catalog(path: Path) -> Catalog:
             currency=values["currency"].upper(),
             source=values["source"],
             line=line,
+            as_of=_as_of(path, line, values["as_of"]),
             **_billing(path, line, values),
         )
         key = (package.provider, package.gpu, package.billing, package.days)

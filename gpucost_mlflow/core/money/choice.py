@@ -9,7 +9,7 @@ from decimal import Decimal
 
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement.stats import repetitions_needed, separate
-from gpucost_mlflow.core.money import costs
+from gpucost_mlflow.core.money import costs, units
 from gpucost_mlflow.core.money.breakeven import BreakEven, Priced, break_even
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, NO_PLAN, Assessment, assess_one
 from gpucost_mlflow.core.money.plans import covering_plans, to_hours
@@ -66,7 +66,7 @@ def _cost_at(a: Assessment, slowest_h: float) -> Decimal:
     """The committed cost of a had its slowest deliverable taken slowest_h hours (another configuration's)."""
     f = a.forecast
     window = replace(f, per_deliverable_h=(f.per_deliverable_h[0], f.per_deliverable_h[1], slowest_h)).high_hours
-    return covering_plans([p.offer for p in a.plans], to_hours(window), a.configuration.gpus)[0].total
+    return covering_plans([p.offer for p in a.plans], to_hours(window), a.configuration.gpus, slowest_h)[0].total
 
 
 def _noise_priced(cheap: Assessment, dear: Assessment) -> bool:
@@ -193,6 +193,22 @@ def _spare(a: Assessment) -> str:
     return f"{spare:,.1f} h of its plan spare at the slowest pass" if spare > 0 else "no spare hours in its plan"
 
 
+def capacity_note(a: Assessment) -> str:
+    """' That is 27.50 USD per 1,000 inputs; the same 110.00 USD covers up to 160 corpora (156 more) at the slowest
+    pass, 0.69 USD per 1,000 inputs then.' ('' when not priced per unit)."""
+    if a.cost_per_1000_inputs is None:
+        return ""
+    tokens = (f" and {units.money(a.cost_per_million_output_tokens, a.currency)} per million output tokens"
+              if a.cost_per_million_output_tokens is not None else "")
+    found = a.spare
+    more = ""
+    if found is not None and found.spare > 0:
+        more = (f"; the same {costs.money(a.committed, a.currency)} covers up to {found.capacity:,} corpora "
+                f"({found.spare:,} more) at the slowest pass, {units.money(a.spare_cost_per_1000_inputs, a.currency)} "
+                "per 1,000 inputs then")
+    return f" That is {units.money(a.cost_per_1000_inputs, a.currency)} per 1,000 inputs{tokens}{more}."
+
+
 def decide(assessments: list[Assessment], expected_deliverables: int, corpus_size: int,
            deadline_declared: bool = True, choice: Choice | None = None) -> str:
     """The decision note: chosen configuration, its slow-end plan, load covered and reason; or 'no decision' with the
@@ -216,6 +232,7 @@ def decide(assessments: list[Assessment], expected_deliverables: int, corpus_siz
               f"{costs.money(chosen.saving, chosen.currency)}, not committed." if chosen.saving is not None else "")
     head = f"Decision: {chosen.configuration.name}"
     why = f"the lowest committed cost among feasible, stable configurations {rule}"
+    per_unit = capacity_note(chosen)
     if len(tied) > 1:
         head = "Decision (tied): " + " or ".join(a.configuration.name for a in tied)
         why += (f", reached equally by these {len(tied)} configurations whose durations do not separate "
@@ -225,4 +242,4 @@ def decide(assessments: list[Assessment], expected_deliverables: int, corpus_siz
     return (f"{head}, {chosen.priced}, covers {load} within a forecast window of {f.hours:,.1f} h (range "
             f"{f.low_hours:,.1f}-{f.high_hours:,.1f} h; the plan covers the slowest pass's {f.high_hours:,.1f} h){when} "
             f"({status}). Reason: {why}"
-            f"{versus}.{saving}{example}{extra}")
+            f"{versus}.{per_unit}{saving}{example}{extra}")

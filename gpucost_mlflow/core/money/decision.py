@@ -12,7 +12,7 @@ from gpucost_mlflow.core.inputs.identity import Identity
 from gpucost_mlflow.core.judging.status import JUDGED, Status
 from gpucost_mlflow.core.measurement.stats import Durations, Stability, stability, under_sampled
 from gpucost_mlflow.core.measurement.timeline import Span
-from gpucost_mlflow.core.money import costs
+from gpucost_mlflow.core.money import costs, units
 from gpucost_mlflow.core.money.catalog import Catalog
 from gpucost_mlflow.core.money.forecast import Forecast, forecast
 from gpucost_mlflow.core.money.plans import Plan, covering_plans, to_hours
@@ -46,6 +46,7 @@ class Configuration:
     pass_runs: tuple[str, ...] = ()  # the run id of each duration, in the same order
     pass_causes: tuple[str, ...] = ()  # what was seen beside each duration (another pass at the same time), or ''
     excluded: tuple[ExcludedPass, ...] = ()
+    output_tokens_per_input: float | None = None  # median over accepted passes (generation); None for other outputs
 
     @property
     def label(self) -> str:
@@ -86,6 +87,9 @@ class Rules:
     required_passes: int | None = None  # passes_per_variant: fewer countable passes is under-sampled
     max_spread_ratio: float | None = None  # max/min of a configuration's own durations above it: unstable
     side_by_side: bool = False  # deliverables may run side by side on a lot's idle GPUs
+    inputs_per_deliverable: int | None = None  # the protocol's corpus.size: the unit costs' denominator
+    today: dt.date | None = None  # the report's date: the age of a price
+    max_price_age_days: int | None = None
 
     @property
     def deadline_hours(self) -> float | None:
@@ -141,6 +145,54 @@ class Assessment:
     @property
     def currency(self) -> str:
         return self.plan.currency if self.plan else ""
+
+    def _per_1000(self, deliverables: int) -> Decimal | None:
+        inputs = self.rules.inputs_per_deliverable if self.rules else None
+        if self.committed is None or not inputs:
+            return None
+        return units.per_1000_inputs(self.committed, deliverables, inputs)
+
+    @property
+    def cost_per_1000_inputs(self) -> Decimal | None:
+        """The committed cost per 1,000 inputs of the declared volume (None when not priced)."""
+        return self._per_1000(self.rules.expected_deliverables) if self.rules else None
+
+    @property
+    def validated_cost_per_1000_inputs(self) -> Decimal | None:
+        """The same per 1,000 inputs of accepted deliverables: undefined (None) until one is accepted."""
+        return self._per_1000(self.configuration.accepted_deliverables)
+
+    @property
+    def cost_per_million_output_tokens(self) -> Decimal | None:
+        """The committed cost per million output tokens of the declared volume, from the measured output tokens per
+        input (generation only; `unit_reason` says why not)."""
+        inputs = self.rules.inputs_per_deliverable if self.rules else None
+        if self.committed is None or not inputs:
+            return None
+        return units.per_million_tokens(self.committed, self.rules.expected_deliverables, inputs,
+                                        self.configuration.output_tokens_per_input)
+
+    @property
+    def tokens_reason(self) -> str:
+        """Why the cost per million output tokens is empty ('' when it is there)."""
+        if self.committed is None:
+            return f"not priced ({self.priced})"
+        if self.configuration.output_tokens_per_input is None:
+            return units.NO_TOKENS
+        return ""
+
+    @property
+    def spare(self) -> units.Spare | None:
+        """The deliverables the committed plan holds at the slowest pass, beyond the declared ones."""
+        if self.plan is None or self.forecast is None:
+            return None
+        return units.spare(self.forecast, self.plan)
+
+    @property
+    def spare_cost_per_1000_inputs(self) -> Decimal | None:
+        """The committed cost per 1,000 inputs were the plan filled to its capacity."""
+        found = self.spare
+        return self._per_1000(found.capacity) if found and found.capacity else None
 
     @property
     def forecast_hours(self) -> float | None:
@@ -254,13 +306,19 @@ def assess_one(config: Configuration, rules: Rules) -> Assessment:
         if item.forecast is None:
             item.forecast_note = "no completed pass to size the window"
     _deadline(item, rules.plan or {}, rules.deadline)
-    if not offers:
+    stale = rules.catalog.stale_for(config.device)
+    if not offers and stale:
+        item.priced = (f"not priced: stale price ({max(p.age_days(rules.today) for p in stale)} days) for "
+                       f"{config.device} in {rules.catalog.version} (max_price_age_days {rules.max_price_age_days}; "
+                       "--allow-stale-prices prices it anyway)")
+    elif not offers:
         item.priced = f"not priced: {config.device} has no package in {rules.catalog.version} ({rules.catalog.path})"
     elif item.forecast is None:
         item.priced = f"not priced: {item.forecast_note}"
     else:
-        item.plans = covering_plans(offers, to_hours(item.forecast.high_hours), config.gpus)
-        item.median_plans = covering_plans(offers, to_hours(item.forecast.hours), config.gpus)
+        slowest, median = item.forecast.per_deliverable_h[2], item.forecast.per_deliverable_h[1]
+        item.plans = covering_plans(offers, to_hours(item.forecast.high_hours), config.gpus, slowest)
+        item.median_plans = covering_plans(offers, to_hours(item.forecast.hours), config.gpus, median)
         item.priced = item.plan.describe()
         item.cost_per_validated = costs.cost_per_validated_corpus(item.plan.total, config.accepted_deliverables)
     return item
@@ -268,7 +326,9 @@ def assess_one(config: Configuration, rules: Rules) -> Assessment:
 
 def assess(configs: list[Configuration], catalog: Catalog, plan: dict | None, deadline: dt.datetime | None,
            expected_deliverables: int, *, required_passes: int | None = None, max_spread_ratio: float | None = None,
-           side_by_side: bool = False) -> list[Assessment]:
+           side_by_side: bool = False, inputs_per_deliverable: int | None = None, today: dt.date | None = None,
+           max_price_age_days: int | None = None) -> list[Assessment]:
     """Feasibility, stability, forecast, deadline and every covering plan of each configuration (its device's rows)."""
-    rules = Rules(catalog, plan, deadline, expected_deliverables, required_passes, max_spread_ratio, side_by_side)
+    rules = Rules(catalog, plan, deadline, expected_deliverables, required_passes, max_spread_ratio, side_by_side,
+                  inputs_per_deliverable, today, max_price_age_days)
     return [assess_one(config, rules) for config in configs]
