@@ -47,3 +47,5 @@ OUTPUT_TOKENS_PER_S = "output_tokens_per_s"
 # An engine's export or conversion of the model, in seconds, on the pass that ran it (the cache serves the others):
 # part of that pass's load_s, and counted once per rental by the forecast.
 CONVERT_S = "convert_s"
+# What an encoder pass read: the real (unpadded) tokens of every input, the count an endpoint would bill as input.
+TOKENS_INPUT = "tokens_input"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.judging.verdicts import PREDICTIONS  # noqa: F401 - the file the classifier exports, named here for its readers
-from gpucost_mlflow.core.names import MFU_PADDED, MFU_USEFUL, USEFUL_FLOP_PER_S
+from gpucost_mlflow.core.names import MFU_PADDED, MFU_USEFUL, TOKENS_INPUT, USEFUL_FLOP_PER_S
 from gpucost_mlflow.execution.batching import padded, tokenized
 from gpucost_mlflow.execution.outcome import PassFailure, PassOutcome
 
@@ -330,7 +330,9 @@ def utilisation(config: dict, settings: dict, device, predictions: Predictions, 
     precision = peak.precision_of(settings)
     found, why = peak.lookup(device, precision)
     result = {
-        "metrics": flops.rates(flops.count(shape, predictions.batch_lengths()), pass_s, found.flop_per_s if found else None),
+        "metrics": {**flops.rates(flops.count(shape, predictions.batch_lengths()), pass_s,
+                                  found.flop_per_s if found else None),
+                    TOKENS_INPUT: float(sum(map(sum, predictions.batch_lengths())))},
         "peak": asdict(found) if found else {},
     }
     if found is None:

@@ -16,7 +16,7 @@ from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.money.catalog import Catalog, dated
 from gpucost_mlflow.core.money.choice import Choice, break_evens, choose, decide
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, Assessment, Configuration, assess
-from gpucost_mlflow.report import plots, render, tables
+from gpucost_mlflow.report import alternatives, plots, render, tables
 from gpucost_mlflow.report.bill import bill_lines
 from gpucost_mlflow.tracking import decision_run, descriptions, exclusions, experiments, limits, schema, store, ui
 from gpucost_mlflow.tracking.reader import attempts, protocol_warnings
@@ -79,7 +79,9 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         rejudged=list(rejudged or []),
         what_if=f"what-if protocol {protocol_path.name} ({what_if})" if what_if else "",
         what_if_digest=protocol.digest if what_if else "",
-        lists=[(PRICES_TITLE, PRICES_TEXT, prices)],
+        lists=[(PRICES_TITLE, PRICES_TEXT, prices),
+               (alternatives.TITLE, alternatives.TEXT,
+                alternatives.endpoint_lines(assessments, choice, protocol, today, allow_stale))],
         bill=bill_lines(decision_run.latest_bill(client, experiments.named(client, experiment).experiment_id)),
     )
     if configs:

@@ -25,6 +25,8 @@ from gpucost_mlflow.core.names import (
     PADDED_FLOP_PER_S,
     PASS_S,
     TOKENS_GENERATED,
+    TOKENS_INPUT,
+    TOKENS_PROMPT,
     USEFUL_FLOP_PER_S,
     WARMUP_S,
 )
@@ -129,20 +131,23 @@ def configurations(table: pd.DataFrame) -> list[Configuration]:
             excluded=tuple(ExcludedPass(row.run_id, getattr(row, "status_before_exclusion", "") or "",
                                         None if pd.isna(row.pass_s) else float(row.pass_s), str(row.reason or ""))
                            for row in excluded.itertuples(index=False)),
-            output_tokens_per_input=output_tokens_per_input(rows),
+            output_tokens_per_input=tokens_per_input(rows, (TOKENS_GENERATED,)),
+            input_tokens_per_input=tokens_per_input(rows, (TOKENS_INPUT, TOKENS_PROMPT)),
         ))
     return configs
 
 
-def output_tokens_per_input(rows: pd.DataFrame) -> float | None:
-    """The median over a configuration's accepted passes of their output tokens per input observed (generation);
-    None when no accepted pass counted output tokens."""
-    if TOKENS_GENERATED not in rows:
-        return None
-    counted = rows[(rows["status"] == Status.ACCEPTED) & rows[TOKENS_GENERATED].notna() & (rows[OBSERVED_IDS] > 0)]
-    if not len(counted):
-        return None
-    return float((counted[TOKENS_GENERATED] / counted[OBSERVED_IDS]).median())
+def tokens_per_input(rows: pd.DataFrame, names: tuple[str, ...]) -> float | None:
+    """The median over a configuration's accepted passes of the first of `names` they counted, per input observed
+    (output tokens: generation; input tokens: an encoder's real tokens, a generation's prompt); None when no
+    accepted pass counted them."""
+    for name in names:
+        if name not in rows:
+            continue
+        counted = rows[(rows["status"] == Status.ACCEPTED) & rows[name].notna() & (rows[OBSERVED_IDS] > 0)]
+        if len(counted):
+            return float((counted[name] / counted[OBSERVED_IDS]).median())
+    return None
 
 
 def gpus_used(rows: pd.DataFrame) -> int:

@@ -47,6 +47,7 @@ class Configuration:
     pass_causes: tuple[str, ...] = ()  # what was seen beside each duration (another pass at the same time), or ''
     excluded: tuple[ExcludedPass, ...] = ()
     output_tokens_per_input: float | None = None  # median over accepted passes (generation); None for other outputs
+    input_tokens_per_input: float | None = None  # median over accepted passes: the tokens an endpoint bills as input
 
     @property
     def label(self) -> str:

@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.names import MFU_PADDED, MFU_USEFUL, USEFUL_FLOP_PER_S
+from gpucost_mlflow.core.names import MFU_PADDED, MFU_USEFUL, TOKENS_INPUT, USEFUL_FLOP_PER_S
 from gpucost_mlflow.execution.batching import padded, tokenized
 from gpucost_mlflow.execution.outcome import PassFailure
 from gpucost_mlflow.workloads.base import Work
@@ -123,8 +123,9 @@ def utilisation(config: dict, settings: dict, device, outputs: Embedded, pass_s:
     except GpucostError as exc:
         return {"missing_measurements": {key: str(exc) for key in (*keys, USEFUL_FLOP_PER_S)}}
     found, why = peak.lookup(device, peak.precision_of(settings))
-    result = {"metrics": flops.rates(flops.count(shape, outputs.batch_lengths()), pass_s,
-                                     found.flop_per_s if found else None),
+    result = {"metrics": {**flops.rates(flops.count(shape, outputs.batch_lengths()), pass_s,
+                                        found.flop_per_s if found else None),
+                          TOKENS_INPUT: float(sum(map(sum, outputs.batch_lengths())))},
               "peak": asdict(found) if found else {}}
     if found is None:
         result["missing_measurements"] = {key: why for key in keys}
