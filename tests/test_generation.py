@@ -140,6 +140,24 @@ def test_a_pass_is_judged_by_exact_match_and_token_agreement_with_the_reference(
 
 
 @pytest.mark.unit
+def test_outputs_20_percent_shorter_than_the_reference_are_rejected_and_10_percent_is_within_the_band(tmp_path):
+    protocol = loaded(tmp_path, protocol_text(size=4, buckets="{short: 4}"))  # exact match and token bars at 0
+    reference = gv.GenerationReference("ref1", read_back({i: "fresh" for i in "abcd"}, {i: list(range(10)) for i in "abcd"}))
+    shorter = read_back({i: "fre" for i in "abcd"}, {i: list(range(8)) for i in "abcd"})
+    judged = gv.judge_against_reference([], {}, shorter, reference, protocol.acceptance)
+    assert judged.status == "rejected" and judged.quality_verdict == "failed: output_length"
+    reason = next(c.reason for c in judged.checks if c.name == gv.LENGTH_CHECK)
+    assert reason.startswith("outputs 20 % shorter than the reference: median 8 new tokens per input")
+    assert judged.quality[gv.LENGTH_CHANGE] == pytest.approx(-0.2)
+    within = read_back({i: "fresh!" for i in "abcd"}, {i: list(range(11)) for i in "abcd"})
+    judged = gv.judge_against_reference([], {}, within, reference, protocol.acceptance)
+    assert judged.status == "accepted" and next(c for c in judged.checks if c.name == gv.LENGTH_CHECK).passed
+    tight = loaded(tmp_path, protocol_text(size=4, buckets="{short: 4}").replace(
+        "min_token_agreement: 0.0}", "min_token_agreement: 0.0, max_length_change: 0.05}"))
+    assert gv.judge_against_reference([], {}, within, reference, tight.acceptance).status == "rejected"
+
+
+@pytest.mark.unit
 def test_every_setting_that_differs_from_the_reference_makes_a_generation_pass_need_it():
     reference = {"batch_size": 8, "precision": "fp32", "length_grouping": "none", "workload": "generation"}
     assert not gv.needs_reference(dict(reference), reference)

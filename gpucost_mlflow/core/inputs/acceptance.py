@@ -29,6 +29,9 @@ class GenerationAcceptance:
 
     min_exact_match: float  # share of outputs identical to the reference's, at or above
     min_token_agreement: float  # share of new-token positions holding the reference's token, at or above
+    # The median new tokens per input may differ from the reference's by at most this share (MLPerf's +-10 %): a
+    # variant that writes less is not faster for the same result.
+    max_length_change: float = 0.10
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from gpucost_mlflow.core.judging.verdicts import Check, ReadBack
 from gpucost_mlflow.core.names import COMPLETED_ENTRIES
 
 QUALITY_CHECKS = ("quality", "buckets", "reference_agreement", "reference_metric", "retrieval", "reference_cosine",
-                  "reference_exact_match", "reference_tokens")
+                  "reference_exact_match", "reference_tokens", "output_length")
 REFERENCE_CHECKS = ("reference_agreement", "reference_metric")
 
 

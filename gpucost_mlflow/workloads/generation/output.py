@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,13 +31,16 @@ GENERATIONS = "generations.jsonl.gz"
 FILES = (GENERATIONS,)
 EXACT_CHECK = "reference_exact_match"
 TOKENS_CHECK = "reference_tokens"
-REFERENCE_CHECKS = (EXACT_CHECK, TOKENS_CHECK)
+LENGTH_CHECK = "output_length"
+REFERENCE_CHECKS = (EXACT_CHECK, TOKENS_CHECK, LENGTH_CHECK)
 NAME = "generations"
 FILE = GENERATIONS
 MAIN_METRIC = EXACT_CHECK
 TOKEN_AGREEMENT = "reference_token_agreement"
+LENGTH_CHANGE = "reference_length_change"  # relative change of the median new tokens per input
 COLUMNS: tuple[str, ...] = ()  # its figures are in the report's own generation columns
-FIELDS = ("acceptance.reference.min_exact_match", "acceptance.reference.min_token_agreement")
+FIELDS = ("acceptance.reference.min_exact_match", "acceptance.reference.min_token_agreement",
+          "acceptance.reference.max_length_change")
 AUDITED = False
 SECTION = "generation"  # the protocol section of its task: prompt, max_new_tokens, answer
 FROM_USER_CODE = False
@@ -142,10 +146,27 @@ def reference_checks(back: GenerationReadBack, reference: GenerationReference, a
               f"{100 * tokens:.2f} % of {compared} new-token positions hold reference run {run}'s token "
               f"(minimum {100 * bar.min_token_agreement:.2f} %)"),
     ]
-    metrics = {MAIN_METRIC: exact, TOKEN_AGREEMENT: tokens}
+    length, change = length_check(back, reference, shared, bar.max_length_change)
+    checks.append(length)
+    metrics = {MAIN_METRIC: exact, TOKEN_AGREEMENT: tokens, LENGTH_CHANGE: change}
     comparison = {"run_id": run, "compared": len(shared), "differing": len(differ), "differing_ids": differ[:20],
                   "metrics": metrics}
     return checks, comparison, metrics
+
+
+def length_check(back: GenerationReadBack, reference: GenerationReference, shared: list[str],
+                 band: float) -> tuple[Check, float]:
+    """The median new tokens per input against the reference's over the same inputs, within +-band: (check, the
+    relative change). Outside the band the pass is rejected: 'outputs 20 % shorter than the reference'."""
+    mine = statistics.median(len(back.tokens.get(ident, [])) for ident in shared)
+    theirs = statistics.median(len(reference.back.tokens.get(ident, [])) for ident in shared)
+    change = (mine - theirs) / theirs if theirs else (0.0 if not mine else 1.0)
+    words = f"{abs(100 * change):.0f} % {'shorter' if change < 0 else 'longer'}"
+    detail = (f"median {mine:g} new tokens per input against reference run {reference.run_id}'s {theirs:g} "
+              f"(band +-{100 * band:g} %)")
+    if abs(change) > band + 1e-12:
+        return Check(LENGTH_CHECK, False, f"outputs {words} than the reference: {detail}"), change
+    return Check(LENGTH_CHECK, True, f"outputs within the band: {detail}"), change
 
 
 def judge_generations(*, completed: bool, failure_reason: str, rows: Sequence[dict], back: GenerationReadBack,
@@ -201,6 +222,8 @@ def acceptance(f, metric: str) -> Acceptance:
         generations=GenerationAcceptance(
             min_exact_match=f.fraction("acceptance.reference.min_exact_match"),
             min_token_agreement=f.fraction("acceptance.reference.min_token_agreement"),
+            max_length_change=(f.fraction("acceptance.reference.max_length_change")
+                               if declared.get("reference", {}).get("max_length_change") is not None else 0.10),
         ),
     )
 
@@ -267,4 +290,5 @@ def bar(a: Acceptance) -> str:
               f"{a.per_bucket_threshold:g} in every length bucket; " if a.main_metric else "")
     return (f"{labels}exactly the expected ids, coverage {100 * a.coverage:g} %; any other variant than "
             f"{a.reference_variant} gives its output exactly on at least {100 * g.min_exact_match:g} % of the inputs "
-            f"and its token on at least {100 * g.min_token_agreement:g} % of the new-token positions")
+            f"and its token on at least {100 * g.min_token_agreement:g} % of the new-token positions, its median "
+            f"output length within +-{100 * g.max_length_change:g} % of the reference's")
