@@ -377,3 +377,17 @@ def test_ctranslate2_and_vllm_generation_passes_are_judged_against_the_torch_ref
     assert fake.data.metrics["reference_exact_match"] == 0.0  # the stand-in echoes its prompts (bars 0 here)
     assert "not timed apart" in fake.data.tags[schema.MISSING_PREFIX + "prefill_s"]
     assert "prefill_s" not in fake.data.metrics and fake.data.metrics["tokens_generated"] > 0
+
+
+@pytest.mark.unit
+@pytest.mark.skipif(importlib.util.find_spec("ctranslate2") is None, reason="ctranslate2 is not installed (make install)")
+def test_a_compute_type_the_ctranslate2_build_cannot_run_is_refused_before_any_run(store, generation_slice):
+    import ctranslate2
+
+    if "bfloat16" in ctranslate2.get_supported_compute_types("cpu"):
+        pytest.skip("this CTranslate2 build runs bfloat16 on the CPU")
+    corpus, protocol = generation_slice
+    result = gen_pass(corpus, protocol, "ct2-gen-batch8-bf16")
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+    assert "does not run compute type bfloat16 on cpu" in result.output
+    assert mlflow.get_experiment_by_name("gen") is None

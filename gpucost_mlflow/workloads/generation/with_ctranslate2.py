@@ -16,6 +16,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
+from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.generation import GenerationSettings
 from gpucost_mlflow.execution.batching import batches
 from gpucost_mlflow.execution.outcome import PassFailure
@@ -34,9 +35,17 @@ def compute_type(settings: dict) -> str:
 
 
 def options(settings: dict, device_type: str) -> dict:
-    """The conversion (keyed: converter and weights) and how the Generator runs it (compute type, device)."""
+    """The conversion (keyed: converter and weights) and how the Generator runs it (compute type, device); a compute
+    type this CTranslate2 build does not run on the device is refused before any run exists."""
+    import ctranslate2
+
+    device, chosen = ("cuda" if device_type == "cuda" else "cpu"), compute_type(settings)
+    supported = sorted(ctranslate2.get_supported_compute_types(device))
+    if chosen not in supported:
+        raise GpucostError(f"ctranslate2 {ctranslate2.__version__} does not run compute type {chosen} on {device} "
+                           f"(it runs {', '.join(supported)}); choose another precision or device")
     return {"converter": "ctranslate2.converters.TransformersConverter", "weights": "float32 (as converted)",
-            "compute_type": compute_type(settings), "device": "cuda" if device_type == "cuda" else "cpu"}
+            "compute_type": chosen, "device": device}
 
 
 def load(spec, device) -> Work:
