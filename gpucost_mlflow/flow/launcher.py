@@ -25,7 +25,16 @@ from gpucost_mlflow.execution import child, faults, lanes, runner
 from gpucost_mlflow.execution.outcome import PassOutcome
 from gpucost_mlflow.flow import judging, recording
 from gpucost_mlflow.flow.preparation import PassRequest, Prepared, prepare
-from gpucost_mlflow.tracking import descriptions, experiments, heartbeat, pass_run, schema, store, writer
+from gpucost_mlflow.tracking import (
+    descriptions,
+    experiments,
+    heartbeat,
+    pass_run,
+    schema,
+    store,
+    system_metrics,
+    writer,
+)
 
 
 @dataclass
@@ -92,7 +101,11 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
     needs_reference = judging.reference_needed(request, prepared)
     reference = judging.reference_pass(client, run.info.experiment_id, prepared, workdir) if needs_reference else None
 
-    outcome, interrupted = _run_child(request, prepared, workdir)
+    sampler = system_metrics.Sampler(client, run.info.run_id, prepared.protocol.system_metrics_interval_s).start()
+    try:
+        outcome, interrupted = _run_child(request, prepared, workdir)
+    finally:
+        sampler.stop()
     stopped_ms = int(time.time() * 1000)
     eval_started = time.perf_counter_ns()
     judged, back, audit_record = judging.judge_outcome(request, prepared, outcome, workdir, needs_reference, reference)

@@ -36,6 +36,7 @@ HOST = "gpucost.host"
 # fixed interval, and that interval in seconds, written once at start so a reader judges by the writer's interval.
 HEARTBEAT = "gpucost.heartbeat"
 HEARTBEAT_INTERVAL = "gpucost.heartbeat_interval_s"
+SYSTEM_METRICS_INTERVAL = "gpucost.system_metrics_interval_s"  # MLflow's system/... metrics sampled at this interval
 HARNESS_OVERHEAD = "harness_overhead_s_per_pass"  # campaign metric: wall time outside the timed parts, per pass
 NOT_TRIED = "gpucost.not_tried"  # on a campaign run: variants of a sweep skipped after a smaller batch ran out of memory
 SERIES_LOCK_PREFIX = "gpucost.series."  # experiment tag per series: the digest of its declaration at its first pass

@@ -56,6 +56,7 @@ class Protocol:
     # The largest max/min ratio of a configuration's own pass durations before the report calls it unstable.
     max_spread_ratio: float = DEFAULT_SPREAD_RATIO
     max_price_age_days: int | None = None  # a catalog price older than this is stale: not priced unless allowed
+    system_metrics_interval_s: float = 1.0  # MLflow's system metrics sampled by the launcher at this interval
     alternatives: dict | None = None  # hosted endpoints priced beside the rental: catalog, endpoints, tokens per input
 
 
@@ -151,7 +152,17 @@ def load_protocol(path: Path) -> Protocol:
         max_price_age_days=(f.positive("max_price_age_days") if document.get("max_price_age_days") is not None
                             else None),
         alternatives=_alternatives(path, document.get("alternatives")),
+        system_metrics_interval_s=_interval(path, document.get("system_metrics_interval_s")),
     )
+
+
+def _interval(path: Path, value) -> float:
+    """`system_metrics_interval_s`: seconds between two samples of MLflow's system metrics, 1 when absent."""
+    if value is None:
+        return 1.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0.1:
+        raise GpucostError(f"{path}: field 'system_metrics_interval_s' must be a number of seconds >= 0.1, got {value!r}")
+    return float(value)
 
 
 def _alternatives(path: Path, value) -> dict | None:

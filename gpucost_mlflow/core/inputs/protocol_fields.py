@@ -29,6 +29,7 @@ FIELDS: dict = {
     "passes_per_variant": None,
     "max_spread_ratio": None,
     "max_price_age_days": None,
+    "system_metrics_interval_s": None,
     "alternatives": {"catalog": None, "endpoints": None, "output_tokens_per_input": None},
     "warmup": {"inputs": None, "passes": None},
     "exclusion_rule": None,
