@@ -68,6 +68,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import torch
+from vs_pipeline import pipeline_pass  # the same baseline pass vs_pipeline.py times (this folder is on the path)
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import sources
@@ -171,17 +172,6 @@ def versions() -> str:
 
 
 # --- (1) classification -------------------------------------------------------------------------------------------
-
-
-def pipeline_pass(pipe, corpus: Path, batch_size: int, max_length: int, sync) -> tuple[dict[str, str], float]:
-    """What a user would write: read the file, run the pipeline over every text, keep the labels (as vs_pipeline)."""
-    clock = Stopwatch(sync)
-    clock.start()
-    ids, texts = runner.read_texts(str(corpus))
-    outputs = pipe(texts, batch_size=batch_size, truncation=True, max_length=max_length)
-    labels = [output["label"] for output in outputs]
-    seconds = clock.stop()
-    return dict(zip(ids, labels)), seconds
 
 
 def verdict(rows, labels, predicted, reference, reference_quality, acceptance) -> tuple[dict, list[verdicts.Check]]:
