@@ -10,6 +10,7 @@ from gpucost_mlflow.core.inputs.protocol import load_protocol
 from gpucost_mlflow.tracking import schema
 from tests.helpers import only_run, run_pass
 
+
 @pytest.mark.integration
 def test_a_real_pass_carries_system_metrics_and_their_sampling_interval(store, corpus_dir, model_dir, protocol_file,
                                                                         tmp_path):
