@@ -194,11 +194,12 @@ if run gen-inputs gpucost corpus slice --corpus "$CORPUS" --size "$GEN_SIZE" --o
    run gen-protocol helper protocol --source "$ROOT/projects/protocol-generation.yaml" --corpus "$GEN_CORPUS" \
      --passes 1 --out "$GEN_PROTOCOL"; then
   run engine-gen-batch8 gpucost pass --variant gen-batch8 --corpus "$GEN_CORPUS" --variants "$VARIANTS" \
-    --protocol "$GEN_PROTOCOL" --experiment "$ENG_EXP" || true
+    --protocol "$GEN_PROTOCOL" --experiment "$ENG_EXP-generation" || true
   for variant in ct2-gen-batch8 ct2-gen-batch8-int8 vllm-gen-batch8; do
     engine_pass "engine-$variant" "$PY" -m gpucost_mlflow pass --variant "$variant" --corpus "$GEN_CORPUS" \
-      --variants "$VARIANTS" --protocol "$GEN_PROTOCOL" --experiment "$ENG_EXP"
+      --variants "$VARIANTS" --protocol "$GEN_PROTOCOL" --experiment "$ENG_EXP-generation"
   done
+  run engines-generation-check helper check-engines --experiment "$ENG_EXP-generation" --backend "$BACKEND" || true
 fi
 run engines-check helper check-engines --experiment "$ENG_EXP" --backend "$BACKEND" || true
 
