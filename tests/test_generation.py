@@ -356,18 +356,18 @@ def test_ctranslate2_and_vllm_generation_passes_are_judged_against_the_torch_ref
     monkeypatch.syspath_prepend(str(FAKES))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(FAKES), os.environ.get("PYTHONPATH", "")])))
     corpus, protocol = generation_slice
-    for variant in ("gen-batch8", "ct2-gen-batch8-int8", "ct2-gen-batch8", "vllm-gen-batch8"):
+    for variant in ("gen-batch8", "ct2-gen-batch8-int8", "vllm-gen-batch8"):
         result = gen_pass(corpus, protocol, variant)
         assert result.exit_code == 0, result.output
     client = MlflowClient()
     runs = {r.data.tags[schema.VARIANT]: r for r in client.search_runs([mlflow.get_experiment_by_name("gen").experiment_id])}
-    fp32, int8, ct2, fake = (runs[v] for v in ("gen-batch8", "ct2-gen-batch8-int8", "ct2-gen-batch8", "vllm-gen-batch8"))
-    for run in (int8, ct2, fake):
+    fp32, int8, fake = (runs[v] for v in ("gen-batch8", "ct2-gen-batch8-int8", "vllm-gen-batch8"))
+    for run in (int8, fake):
         assert run.info.status == "FINISHED" and run.data.tags[schema.STATUS] in ("accepted", "rejected")
         assert fp32.info.run_id in run.data.tags[schema.CHECK_PREFIX + gv.EXACT_CHECK]
         assert 0.0 <= run.data.metrics["reference_exact_match"] <= 1.0
         assert run.data.metrics["expected_ids"] == run.data.metrics["observed_ids"] == 16
-    assert int8.data.metrics["convert_s"] > 0 and "convert_s" not in ct2.data.metrics  # one conversion, two types
+    assert int8.data.metrics["convert_s"] > 0  # converted in this pass, inside its load_s
     assert int8.data.metrics["prefill_s"] + int8.data.metrics["decode_s"] <= int8.data.metrics["pass_s"]
     assert int8.data.params["setting.engine"] == "ctranslate2" and int8.data.params["setting.quantization"] == "dynamic-int8"
     manifest = json.loads(Path(mlflow.artifacts.download_artifacts(run_id=int8.info.run_id, artifact_path="manifest.json",
