@@ -49,3 +49,6 @@ OUTPUT_TOKENS_PER_S = "output_tokens_per_s"
 CONVERT_S = "convert_s"
 # What an encoder pass read: the real (unpadded) tokens of every input, the count an endpoint would bill as input.
 TOKENS_INPUT = "tokens_input"
+# CPU seconds other processes used during the measured part, and their share of the machine's CPU time then.
+OTHER_CPU_S = "other_cpu_s"
+OTHER_CPU_SHARE = "other_cpu_share"

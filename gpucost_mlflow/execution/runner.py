@@ -19,7 +19,14 @@ from pathlib import Path
 
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.judging.verdicts import PREDICTIONS  # noqa: F401 - the file the classifier exports, named here for its readers
-from gpucost_mlflow.core.names import MFU_PADDED, MFU_USEFUL, TOKENS_INPUT, USEFUL_FLOP_PER_S
+from gpucost_mlflow.core.names import (
+    MFU_PADDED,
+    MFU_USEFUL,
+    OTHER_CPU_S,
+    OTHER_CPU_SHARE,
+    TOKENS_INPUT,
+    USEFUL_FLOP_PER_S,
+)
 from gpucost_mlflow.execution.batching import padded, tokenized
 from gpucost_mlflow.execution.outcome import PassFailure, PassOutcome
 
@@ -184,7 +191,7 @@ def run(spec: PassSpec, started_ns: int) -> PassOutcome:
     """Run one pass as the spec says; return its outcome (main writes it to the work folder)."""
     import torch
 
-    from gpucost_mlflow.execution import energy, faults, memory, models, timing
+    from gpucost_mlflow.execution import contention, energy, faults, memory, models, timing
     from gpucost_mlflow.execution.batch_counter import BatchCounter
     from gpucost_mlflow.execution.timing import no_sync
 
@@ -223,17 +230,34 @@ def run(spec: PassSpec, started_ns: int) -> PassOutcome:
     clock = timing.Stopwatch(sync)
     outcome.measured_from_epoch_s = time.time()
     out_of_memory = False
+    before = contention.sample()  # other processes' CPU time: read just outside the clock, like the epoch bounds
     try:
         predictions, seconds = measure(spec.corpus_path, tokenizer, model, settings, device, sync, on_batch,
                                        probe, events, work.process, clock)
         outcome.status, outcome.pass_s = Status.COMPLETED, seconds
     except PassFailure as failure:  # every failure is kept as a row with its reason
         predictions, out_of_memory = _failed(outcome, failure)
+    after = contention.sample()
     outcome.measured_until_epoch_s = time.time()
+    outcome.merge(_others(before, after, outcome.pass_s))
     outcome.clock_started_ns, outcome.clock_stopped_ns = clock.started_ns, clock.stopped_ns
     _after_pass(outcome, work, predictions, device, out_of_memory, events, probe, facts)
     outcome.export_s = _export(work, workdir, predictions, fault, sync)
     return outcome
+
+
+def _others(before, after, pass_s: float | None) -> dict:
+    """Other processes' CPU seconds and share during the measured pass, or why they were not read."""
+    from gpucost_mlflow.core.measurement.contention import others
+    from gpucost_mlflow.execution import contention
+
+    keys = (OTHER_CPU_S, OTHER_CPU_SHARE)
+    if before is None or after is None:
+        return {"missing_measurements": dict.fromkeys(keys, "no /proc/stat on this system: other processes' load not read")}
+    if pass_s is None:
+        return {"missing_measurements": dict.fromkeys(keys, "pass did not complete")}
+    other, share = others(before, after, pass_s, contention.cpus())
+    return {"metrics": {OTHER_CPU_S: other, OTHER_CPU_SHARE: share}}
 
 
 def _warm_up(spec: PassSpec, work, device, sync) -> float:

@@ -21,6 +21,8 @@ from mlflow.tracking import MlflowClient
 from gpucost_mlflow.core.errors import one_line
 from gpucost_mlflow.core.inputs.variants import load_series, load_variants
 from gpucost_mlflow.core.judging.status import Status
+from gpucost_mlflow.core.measurement.contention import contended
+from gpucost_mlflow.core.names import OTHER_CPU_S, OTHER_CPU_SHARE
 from gpucost_mlflow.execution import child, faults, lanes, runner
 from gpucost_mlflow.execution.outcome import PassOutcome
 from gpucost_mlflow.flow import judging, recording
@@ -116,6 +118,9 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
         quality_verdict=verdict["quality_verdict"], memory_counter=verdict["memory_counter"], checks=judged.checks,
         timestamp_ms=stopped_ms, missing=verdict["missing_measurements"],
     )
+    busy = contended(metrics.get(OTHER_CPU_S), metrics.get(OTHER_CPU_SHARE), prepared.protocol.max_other_cpu_share)
+    if busy and request.variant.lanes == 1:  # a pass split over lanes counts its own other lanes as other processes
+        outcome_tags.append(RunTag(schema.CONTENDED, busy))
     table = judging.preview_table(prepared, back, workdir)
     if table is not None:
         (workdir / schema.PREVIEW).write_text(json.dumps(table, ensure_ascii=False), encoding="utf-8")

@@ -64,8 +64,11 @@ def durations_text(report: Report) -> str:
 SUMMARY_HEAD = ["device", "variant", "raw pass_s", "median", "min", "max", "overlapped", "attempts", "memory peak",
                 "macro-F1 (median)", "quality verdicts", "GFLOP/s useful / padded (median)",
                 "MFU useful / padded (median)"]
-SUMMARY_TEXT = ("Overlapped: durations measured while another pass ran on the same host. Memory: the largest peak "
-                "per counter, never added; its counter in the footnote. MFU: of the dense-matmul peak.")
+SUMMARY_TEXT = ("Overlapped: durations measured while another pass ran on the same host; contended: while other "
+                "processes used more of the machine's CPU than the protocol's max_other_cpu_share (each such pass "
+                "may be excluded with `gpucost exclude RUN_ID --cause \"...\"`, its recorded figures as the cause: "
+                "the attempts table's contended column). Memory: the largest peak per counter, never added; its "
+                "counter in the footnote. MFU: of the dense-matmul peak.")
 
 
 def summary_table(report: Report) -> Table:
@@ -78,7 +81,8 @@ def summary_table(report: Report) -> Table:
         verdicts = "; ".join(f"{n} {table.fold(verdict, 16)}" for verdict, n in s.quality_verdicts.items())
         table.rows.append([
             c.device, c.label, " ".join(f"{v:.3f}" for v in d.values), cell(d.median), cell(d.minimum), cell(d.maximum),
-            f"{s.overlapped} of {len(d.values)}", _attempt_counts(c.counts), memory, cell(s.macro_f1), verdicts,
+            f"{s.overlapped} of {len(d.values)}" + (f"; contended {s.contended}" if s.contended else ""),
+            _attempt_counts(c.counts), memory, cell(s.macro_f1), verdicts,
             pair(table, s.utilisation, USEFUL_FLOP_PER_S, PADDED_FLOP_PER_S, lambda v: f"{v / 1e9:,.1f}", s.mfu_reason),
             pair(table, s.utilisation, MFU_USEFUL, MFU_PADDED, lambda v: f"{100 * v:.1f} %", s.mfu_reason),
         ])

@@ -65,6 +65,9 @@ def attempt_spans(rows: pd.DataFrame) -> AttemptSpans:
 def _beside(row, concurrent: dict[str, int]) -> str:
     """What ran beside one pass: passes whose measured clock overlapped it, attempts whose run overlapped it."""
     measured = [r for r in str(row.overlapped_with or "").split(",") if r]
+    busy = str(getattr(row, "contended", "") or "")
+    if busy and busy != "nan":
+        return f"contended: {busy}"
     if measured:
         return f"its measured clock overlapped {len(measured)} other pass(es) on host {row.host or 'unknown'}"
     running = concurrent.get(row.run_id, 0)
@@ -191,6 +194,7 @@ class Summary:
     utilisation: dict = field(default_factory=dict)
     mfu_reason: str = ""
     overlapped: int = 0  # counted durations whose measured clock overlapped another pass on the same host
+    contended: int = 0  # counted durations during which other processes used more CPU than the protocol allows
     joules_per_pass: float | None = None  # median energy_j of the counted passes
     joules_per_validated: float | None = None  # median energy_j of the accepted passes (each one validated corpus)
     energy_reason: str = ""  # why either is empty, or the counter's flag
@@ -212,8 +216,9 @@ def summaries(table: pd.DataFrame, configs: list[Configuration]) -> list[Summary
         if not len(completed):
             reasons = ["no completed pass"]
         overlapped = int((completed["overlapped_with"].fillna("") != "").sum()) if "overlapped_with" in completed else 0
+        busy = int((completed["contended"].fillna("") != "").sum()) if "contended" in completed else 0
         summary = Summary(config, memory, "; ".join(counters), float(f1.median()) if len(f1) else None, verdicts,
-                          utilisation, "; ".join(reasons), overlapped)
+                          utilisation, "; ".join(reasons), overlapped, busy)
         _energy(summary, completed)
         result.append(summary)
     return result

@@ -162,6 +162,9 @@ def pass_note(tags: dict, metrics: dict) -> str:
     others = [item for item in tags.get(schema.OVERLAPPED_WITH, "").split(",") if item]
     if others:
         facts.append(f"**Overlap:** {describe_overlap(others, tags.get(schema.HOST, '?'))}")
+    if tags.get(schema.CONTENDED):
+        facts.append(f"**Contended:** {tags[schema.CONTENDED]}; `gpucost exclude` with these figures as the cause "
+                     "if it should not count")
     files = (f"`{schema.PREDICTIONS}` (every prediction), `{schema.PREVIEW}` (failed predictions first, then a "
              f"sample), `{schema.VERDICT}`, `{schema.MANIFEST}`")
     facts.append(f"**Files:** {files}")

@@ -28,6 +28,8 @@ from gpucost_mlflow.core.names import (
     MFU_PADDED,
     MFU_USEFUL,
     OBSERVED_IDS,
+    OTHER_CPU_S,
+    OTHER_CPU_SHARE,
     PASS_S,
     TOKENS_GENERATED,
     TOKENS_INPUT,
@@ -48,7 +50,7 @@ COLUMNS = [
     EXPECTED_IDS, OBSERVED_IDS, "ids_match", "corpus_accepted", COMPLETED_ENTRIES,
     "mem_peak_allocated_bytes", "mem_peak_reserved_bytes", "mem_peak_rss_bytes",
     "memory_counter", *schema.UTILISATION, "mfu_reason", energy.ENERGY_METRIC, "energy_reason", "protocol_digest", "start_time", "end_time", "wall_s",
-    "host", *schema.MEASURED_SPAN, "overlapped_with", "notes",
+    "host", *schema.MEASURED_SPAN, "overlapped_with", OTHER_CPU_S, OTHER_CPU_SHARE, "contended", "notes",
 ]
 SHOWN = ["variant", "status", "batch_size", PASS_S, MFU_USEFUL, MFU_PADDED, "quality_verdict", MACRO_F1,
          EXPECTED_IDS, OBSERVED_IDS, "ids_match", "corpus_accepted", COMPLETED_ENTRIES, "reason", "overlapped_with"]
@@ -128,6 +130,7 @@ def attempt_row(run: RunRecord, now: dt.datetime | None = None) -> dict:
         "reason": reason,
         "status_before_exclusion": tags.get(schema.STATUS_BEFORE_EXCLUSION, "") if excluded else "",
         "quality_verdict": tags.get(schema.QUALITY_VERDICT, ""),
+        "contended": tags.get(schema.CONTENDED, ""),
         "ids_match": tags.get(schema.IDS_MATCH, "") == "true",
         "corpus_accepted": tags.get(schema.CORPUS_ACCEPTED, "") == "true" and status == Status.ACCEPTED,
         "protocol_digest": tags.get(schema.PROTOCOL_DIGEST, ""),

@@ -41,6 +41,7 @@ HARNESS_OVERHEAD = "harness_overhead_s_per_pass"  # campaign metric: wall time o
 NOT_TRIED = "gpucost.not_tried"  # on a campaign run: variants of a sweep skipped after a smaller batch ran out of memory
 SERIES_LOCK_PREFIX = "gpucost.series."  # experiment tag per series: the digest of its declaration at its first pass
 OVERLAPPED_WITH = "gpucost.overlapped_with"
+CONTENDED = "gpucost.contended"  # other processes' load during the measured pass, above the protocol's limit
 NOTE = "mlflow.note.content"  # a run's or an experiment's markdown description in the MLflow UI
 RUN_NAME = "mlflow.runName"
 PARENT_RUN_ID = "mlflow.parentRunId"  # nests a pass under its campaign run

@@ -57,6 +57,7 @@ class Protocol:
     max_spread_ratio: float = DEFAULT_SPREAD_RATIO
     max_price_age_days: int | None = None  # a catalog price older than this is stale: not priced unless allowed
     system_metrics_interval_s: float = 1.0  # MLflow's system metrics sampled by the launcher at this interval
+    max_other_cpu_share: float = 0.25  # other processes' share of the CPU time during a pass above it: contended
     alternatives: dict | None = None  # hosted endpoints priced beside the rental: catalog, endpoints, tokens per input
 
 
@@ -153,6 +154,8 @@ def load_protocol(path: Path) -> Protocol:
                             else None),
         alternatives=_alternatives(path, document.get("alternatives")),
         system_metrics_interval_s=_interval(path, document.get("system_metrics_interval_s")),
+        max_other_cpu_share=(f.fraction("max_other_cpu_share") if document.get("max_other_cpu_share") is not None
+                             else 0.25),
     )
 
 

@@ -30,6 +30,7 @@ FIELDS: dict = {
     "max_spread_ratio": None,
     "max_price_age_days": None,
     "system_metrics_interval_s": None,
+    "max_other_cpu_share": None,
     "alternatives": {"catalog": None, "endpoints": None, "output_tokens_per_input": None},
     "warmup": {"inputs": None, "passes": None},
     "exclusion_rule": None,

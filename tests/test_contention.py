@@ -1,0 +1,47 @@
+"""Load from other processes during the measured part: read outside the clock, flagged "contended" above the
+protocol's max_other_cpu_share, kept as a flag (never a verdict) in the run, the attempts table and the report."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from gpucost_mlflow.core.measurement.contention import CpuSample, busy_seconds, contended, others
+from gpucost_mlflow.tracking import schema
+from gpucost_mlflow.tracking.reader import attempts
+from tests.helpers import only_run, run_pass
+
+STAT = "cpu  100 20 30 4000 50 6 7 8 0 0\ncpu0 50 10 15 2000 25 3 3 4 0 0\n"
+
+
+@pytest.mark.unit
+def test_busy_cpu_time_counts_user_nice_system_irq_softirq_and_steal_never_idle_or_iowait():
+    assert busy_seconds(STAT, 100) == pytest.approx((100 + 20 + 30 + 6 + 7 + 8) / 100)
+
+
+@pytest.mark.unit
+def test_others_are_the_machines_busy_time_less_the_pass_own_over_the_cpu_time_it_had():
+    other, share = others(CpuSample(10.0, 1.0), CpuSample(14.0, 3.0), wall_s=2.0, cpus=2)
+    assert (other, share) == (pytest.approx(2.0), pytest.approx(0.5))
+    assert contended(other, share, 0.25).startswith("other processes used 2.00 CPU-s during the measured pass, 50 %")
+    assert contended(other, share, 0.6) == "" and contended(None, None, 0.25) == ""
+
+
+@pytest.mark.integration
+def test_a_pass_beside_a_busy_loop_is_flagged_contended_and_still_judged(store, corpus_dir, model_dir, protocol_file):
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        result = run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol_file, "batch8")
+    finally:
+        busy.kill()
+        busy.wait()
+    assert result.exit_code == 0, result.output
+    run = only_run()
+    assert run.data.tags[schema.STATUS] == "accepted"  # a flag, not a verdict
+    assert run.data.metrics["other_cpu_share"] > 0.25
+    assert "other processes used" in run.data.tags[schema.CONTENDED]
+    assert "**Contended:**" in run.data.tags[schema.NOTE]
+    table, _ = attempts("t")
+    assert "other processes used" in table.iloc[0]["contended"]
