@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.measurement.contention import CpuSample, busy_seconds, contended, others
 from gpucost_mlflow.tracking import schema
@@ -30,10 +31,13 @@ def test_others_are_the_machines_busy_time_less_the_pass_own_over_the_cpu_time_i
 
 
 @pytest.mark.integration
-def test_a_pass_beside_a_busy_loop_is_flagged_contended_and_still_judged(store, corpus_dir, model_dir, protocol_file):
+def test_a_pass_beside_a_busy_loop_is_flagged_contended_and_its_system_metrics_show_it(store, corpus_dir, model_dir,
+                                                                                        protocol_file, tmp_path):
+    protocol = tmp_path / "protocol.yaml"
+    protocol.write_text(protocol_file.read_text() + "system_metrics_interval_s: 0.5\n", encoding="utf-8")
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
-        result = run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol_file, "batch8")
+        result = run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol, "batch8")
     finally:
         busy.kill()
         busy.wait()
@@ -45,3 +49,8 @@ def test_a_pass_beside_a_busy_loop_is_flagged_contended_and_still_judged(store, 
     assert "**Contended:**" in run.data.tags[schema.NOTE]
     table, _ = attempts("t")
     assert "other processes used" in table.iloc[0]["contended"]
+    # MLflow's own timelines of the same pass, sampled by the launcher at the protocol's interval.
+    assert run.data.tags[schema.SYSTEM_METRICS_INTERVAL] == "0.5"
+    history = MlflowClient().get_metric_history(run.info.run_id, "system/cpu_utilization_percentage")
+    assert history and all(0.0 <= point.value <= 100.0 * 64 for point in history)
+    assert "system/system_memory_usage_megabytes" in run.data.metrics

@@ -301,7 +301,7 @@ def test_a_compiled_generation_variant_is_refused_before_anything_is_recorded(st
 
 @pytest.mark.integration
 def test_fp32_then_bf16_generation_passes_record_tokens_timings_and_the_reference_comparison(
-        store, generation_slice, model_cache, monkeypatch):
+        store, generation_slice, model_cache, monkeypatch, tmp_path):
     monkeypatch.setenv("GPUCOST_MODEL_CACHE", str(model_cache))
     corpus, protocol = generation_slice
     reference = gen_pass(corpus, protocol, "gen-batch8")
@@ -340,28 +340,26 @@ def test_fp32_then_bf16_generation_passes_record_tokens_timings_and_the_referenc
     assert shown["columns"][-1] == "output" and len(shown["data"]) == 16  # 16 inputs: every one is shown
     assert {row[1] for row in shown["data"]} <= {"right", "wrong"} and all(row[-1] for row in shown["data"])
     assert json.loads(low.data.tags[schema.LOGGED_ARTIFACTS]) == [{"path": schema.PREVIEW, "type": "table"}]
+    if importlib.util.find_spec("ctranslate2") is not None:  # make install adds it; the engines then run here too
+        engines_judged_against(fp32, corpus, protocol, monkeypatch, tmp_path)
 
 
 FAKES = ROOT / "tests" / "fakes"
 
 
-@pytest.mark.integration
-@pytest.mark.skipif(importlib.util.find_spec("ctranslate2") is None, reason="ctranslate2 is not installed (make install)")
-def test_ctranslate2_and_vllm_generation_passes_are_judged_against_the_torch_reference(
-        store, generation_slice, model_cache, monkeypatch, tmp_path):
+def engines_judged_against(fp32, corpus: Path, protocol: Path, monkeypatch, tmp_path: Path) -> None:
     """CTranslate2 int8 converts once and is judged by exact match and token agreement with gen-batch8; vLLM's code
-    path runs here through its stand-in (tests/fakes/vllm), its prefill/decode split left empty with the reason."""
-    monkeypatch.setenv("GPUCOST_MODEL_CACHE", str(model_cache))
+    path runs here through its stand-in (tests/fakes/vllm), its prefill/decode split left empty with the reason.
+    Run on the store of the fp32 / bf16 test, whose gen-batch8 pass is their reference (one model load less)."""
     monkeypatch.setenv("GPUCOST_ENGINE_CACHE", str(tmp_path / "engines"))
     monkeypatch.syspath_prepend(str(FAKES))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(FAKES), os.environ.get("PYTHONPATH", "")])))
-    corpus, protocol = generation_slice
-    for variant in ("gen-batch8", "ct2-gen-batch8-int8", "vllm-gen-batch8"):
+    for variant in ("ct2-gen-batch8-int8", "vllm-gen-batch8"):
         result = gen_pass(corpus, protocol, variant)
         assert result.exit_code == 0, result.output
     client = MlflowClient()
     runs = {r.data.tags[schema.VARIANT]: r for r in client.search_runs([mlflow.get_experiment_by_name("gen").experiment_id])}
-    fp32, int8, fake = (runs[v] for v in ("gen-batch8", "ct2-gen-batch8-int8", "vllm-gen-batch8"))
+    int8, fake = (runs[v] for v in ("ct2-gen-batch8-int8", "vllm-gen-batch8"))
     for run in (int8, fake):
         assert run.info.status == "FINISHED" and run.data.tags[schema.STATUS] in ("accepted", "rejected")
         assert fp32.info.run_id in run.data.tags[schema.CHECK_PREFIX + gv.EXACT_CHECK]
