@@ -1,5 +1,6 @@
 """Load from other processes during the measured part: read outside the clock, flagged "contended" above the
-protocol's max_other_cpu_share, kept as a flag (never a verdict) in the run, the attempts table and the report."""
+protocol's max_other_cpu_share, kept as a flag (never a verdict) in the run, the attempts table and the report; and a
+measured part too short to time reliably, flagged the same way."""
 
 from __future__ import annotations
 
@@ -54,3 +55,11 @@ def test_a_pass_beside_a_busy_loop_is_flagged_contended_and_its_system_metrics_s
     history = MlflowClient().get_metric_history(run.info.run_id, "system/cpu_utilization_percentage")
     assert history and all(0.0 <= point.value <= 100.0 * 64 for point in history)
     assert "system/system_memory_usage_megabytes" in run.data.metrics
+
+
+@pytest.mark.unit
+def test_a_measured_part_under_a_second_is_too_short_to_time_reliably():
+    from gpucost_mlflow.core.measurement.stats import too_short
+
+    assert too_short(0.42) == "too short to time reliably (0.420 s < 1 s)"
+    assert too_short(1.0) == "" and too_short(None) == ""

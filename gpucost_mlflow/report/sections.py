@@ -68,7 +68,8 @@ SUMMARY_TEXT = ("Overlapped: durations measured while another pass ran on the sa
                 "processes used more of the machine's CPU than the protocol's max_other_cpu_share (each such pass "
                 "may be excluded with `gpucost exclude RUN_ID --cause \"...\"`, its recorded figures as the cause: "
                 "the attempts table's contended column). Memory: the largest peak per counter, never added; its "
-                "counter in the footnote. MFU: of the dense-matmul peak.")
+                "counter in the footnote. MFU: of the dense-matmul peak. Too short to time reliably: a measured pass under 1 s, "
+                "where clock noise and boost behaviour weigh more than the work (a larger corpus times it better).")
 
 
 def summary_table(report: Report) -> Table:
@@ -81,7 +82,8 @@ def summary_table(report: Report) -> Table:
         verdicts = "; ".join(f"{n} {table.fold(verdict, 16)}" for verdict, n in s.quality_verdicts.items())
         table.rows.append([
             c.device, c.label, " ".join(f"{v:.3f}" for v in d.values), cell(d.median), cell(d.minimum), cell(d.maximum),
-            f"{s.overlapped} of {len(d.values)}" + (f"; contended {s.contended}" if s.contended else ""),
+            f"{s.overlapped} of {len(d.values)}" + (f"; contended {s.contended}" if s.contended else "")
+            + (f"; too short to time reliably {s.too_short}" if s.too_short else ""),
             _attempt_counts(c.counts), memory, cell(s.macro_f1), verdicts,
             pair(table, s.utilisation, USEFUL_FLOP_PER_S, PADDED_FLOP_PER_S, lambda v: f"{v / 1e9:,.1f}", s.mfu_reason),
             pair(table, s.utilisation, MFU_USEFUL, MFU_PADDED, lambda v: f"{100 * v:.1f} %", s.mfu_reason),

@@ -10,7 +10,7 @@ from gpucost_mlflow.core.inputs.identity import Identity
 from gpucost_mlflow.core.inputs.variants import Variant
 from gpucost_mlflow.core.judging.status import Status, interrupted
 from gpucost_mlflow.core.measurement import energy
-from gpucost_mlflow.core.measurement.stats import Durations, Separation, separate
+from gpucost_mlflow.core.measurement.stats import Durations, Separation, separate, too_short
 from gpucost_mlflow.core.measurement.timeline import Span, concurrent
 from gpucost_mlflow.core.money.decision import Assessment, Configuration, ExcludedPass
 from gpucost_mlflow.core.names import (
@@ -195,6 +195,7 @@ class Summary:
     mfu_reason: str = ""
     overlapped: int = 0  # counted durations whose measured clock overlapped another pass on the same host
     contended: int = 0  # counted durations during which other processes used more CPU than the protocol allows
+    too_short: int = 0  # counted durations under a second: clock noise more than work (core/measurement/stats.py)
     joules_per_pass: float | None = None  # median energy_j of the counted passes
     joules_per_validated: float | None = None  # median energy_j of the accepted passes (each one validated corpus)
     energy_reason: str = ""  # why either is empty, or the counter's flag
@@ -217,8 +218,9 @@ def summaries(table: pd.DataFrame, configs: list[Configuration]) -> list[Summary
             reasons = ["no completed pass"]
         overlapped = int((completed["overlapped_with"].fillna("") != "").sum()) if "overlapped_with" in completed else 0
         busy = int((completed["contended"].fillna("") != "").sum()) if "contended" in completed else 0
+        short = sum(1 for value in config.durations.values if too_short(value))
         summary = Summary(config, memory, "; ".join(counters), float(f1.median()) if len(f1) else None, verdicts,
-                          utilisation, "; ".join(reasons), overlapped, busy)
+                          utilisation, "; ".join(reasons), overlapped, busy, short)
         _energy(summary, completed)
         result.append(summary)
     return result

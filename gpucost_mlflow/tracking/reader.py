@@ -17,6 +17,7 @@ from gpucost_mlflow.core.inputs.protocol import digest_of
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement import energy
 from gpucost_mlflow.core.measurement.overlap import Interval, overlaps
+from gpucost_mlflow.core.measurement.stats import too_short
 from gpucost_mlflow.core.names import (
     COMPLETED_ENTRIES,
     CONVERT_S,
@@ -190,6 +191,9 @@ def notes_of(run: RunRecord, row: dict, excluded: bool, measured_reason: str) ->
         notes.append(f"predictions: {run.artifact_uri}/{exported}")
     if row["mfu_reason"]:
         notes.append(f"mfu empty: {row['mfu_reason']}")
+    short = too_short(metrics.get(PASS_S))
+    if short:
+        notes.append(f"pass_s {short}")
     return notes
 
 

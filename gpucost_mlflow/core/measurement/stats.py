@@ -157,3 +157,13 @@ def repetitions_needed(a: Sequence[float], b: Sequence[float]) -> int | None:
     import math
 
     return max(len(a), len(b), math.ceil(2 * (POWER_Z * noise / difference) ** 2))
+
+
+SHORTEST_RELIABLE_S = 1.0  # a measured part under a second times clock noise and boost behaviour more than the work
+
+
+def too_short(pass_s: float | None, floor: float = SHORTEST_RELIABLE_S) -> str:
+    """'too short to time reliably (0.420 s < 1 s)' for a measured part under the floor; '' otherwise."""
+    if pass_s is None or pass_s >= floor:
+        return ""
+    return f"too short to time reliably ({pass_s:.3f} s < {floor:g} s)"
