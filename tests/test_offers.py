@@ -169,3 +169,12 @@ def test_the_report_prices_the_declared_volume_through_each_named_endpoint(exper
     assert "hosted/smollm2-135m (price page; as of 2026-11-30, 1 days): 4 deliverable(s) of 1,000 inputs" in line
     assert "cost 0.04 USD" in line and "against 110.00 USD renting" in line and "the endpoint stays cheaper" in line
     assert "not judged here" in alternatives.TEXT
+
+
+def test_an_endpoint_catalog_that_is_not_utf8_is_one_line_never_a_traceback(tmp_path):
+    from gpucost_mlflow.core.money.endpoints import load_endpoints
+
+    path = tmp_path / "endpoints.csv"
+    path.write_bytes(API_HEAD.encode() + b"api,h\xe9bergeur,m,0.2,0.6,EUR,2026-11-30,page\n")
+    with pytest.raises(GpucostError, match="endpoints.csv: not valid UTF-8"):
+        load_endpoints(path)

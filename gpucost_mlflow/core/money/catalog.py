@@ -217,7 +217,7 @@ def _billing(path: Path, line: int, values: dict) -> dict:
             "interruptions_source": values["interruptions_source"]}
 
 
-def _as_of(path: Path, line: int, text: str) -> dt.date | None:
+def as_of_date(path: Path, line: int, text: str) -> dt.date | None:
     """The row's as_of date (YYYY-MM-DD); None when the column is absent or empty (an undated price)."""
     if not text:
         return None
@@ -227,18 +227,25 @@ def _as_of(path: Path, line: int, text: str) -> dt.date | None:
         raise GpucostError(f"{path}:{line}: as_of '{text}' is not a date (YYYY-MM-DD)") from None
 
 
-def load_catalog(path: Path) -> Catalog:
-    """Read and validate a catalog CSV; the first problem is a one-line error naming file and line."""
+def csv_rows(path: Path, columns: tuple[str, ...], what: str = "catalog file") -> csv.DictReader:
+    """A price list's rows, its required columns checked; a missing file, bytes that are not UTF-8 or a missing
+    column is a one-line error naming the file (and line 1)."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise GpucostError(f"{path}: catalog file not found") from None
+        raise GpucostError(f"{path}: {what} not found") from None
     except UnicodeDecodeError:
         raise GpucostError(f"{path}: not valid UTF-8") from None
     reader = csv.DictReader(io.StringIO(text, newline=""))
-    missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+    missing = [c for c in columns if c not in (reader.fieldnames or [])]
     if missing:
         raise GpucostError(f"{path}:1: missing column(s) {', '.join(missing)}")
+    return reader
+
+
+def load_catalog(path: Path) -> Catalog:
+    """Read and validate a catalog CSV; the first problem is a one-line error naming file and line."""
+    reader = csv_rows(path, COLUMNS)
     packages: list[Package] = []
     seen: dict[tuple, int] = {}
     for record in reader:
@@ -257,7 +264,7 @@ def load_catalog(path: Path) -> Catalog:
             currency=values["currency"].upper(),
             source=values["source"],
             line=line,
-            as_of=_as_of(path, line, values["as_of"]),
+            as_of=as_of_date(path, line, values["as_of"]),
             **_billing(path, line, values),
         )
         key = (package.provider, package.gpu, package.billing, package.days)

@@ -8,9 +8,7 @@ volume at which renting becomes cheaper is found on the rental's step-shaped com
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
-import io
 import math
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
@@ -18,6 +16,7 @@ from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.money.breakeven import MAX_POINTS, MAX_VOLUME, Priced
+from gpucost_mlflow.core.money.catalog import as_of_date, csv_rows
 from gpucost_mlflow.core.money.costs import CENT
 
 COLUMNS = ("kind", "provider", "model", "price_per_million_input", "price_per_million_output", "currency", "as_of",
@@ -67,14 +66,7 @@ def _price(path: Path, line: int, column: str, text: str) -> Decimal:
 
 def load_endpoints(path: Path, names: list[str] | None = None) -> list[Endpoint]:
     """The api rows of a catalog file (those named, provider/model, when names are given); one-line errors."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise GpucostError(f"{path}: endpoint catalog not found (protocol alternatives.catalog)") from None
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
-    if missing:
-        raise GpucostError(f"{path}:1: missing column(s) {', '.join(missing)}")
+    reader = csv_rows(path, COLUMNS, "endpoint catalog (protocol alternatives.catalog)")
     found = []
     for record in reader:
         line = reader.line_num
@@ -84,10 +76,7 @@ def load_endpoints(path: Path, names: list[str] | None = None) -> list[Endpoint]
         for column in ("provider", "model", "currency", "as_of", "source"):
             if not values[column]:
                 raise GpucostError(f"{path}:{line}: empty {column}")
-        try:
-            as_of = dt.date.fromisoformat(values["as_of"])
-        except ValueError:
-            raise GpucostError(f"{path}:{line}: as_of '{values['as_of']}' is not a date (YYYY-MM-DD)") from None
+        as_of = as_of_date(path, line, values["as_of"])
         found.append(Endpoint(values["provider"], values["model"],
                               _price(path, line, "price_per_million_input", values["price_per_million_input"]),
                               _price(path, line, "price_per_million_output", values["price_per_million_output"]),
