@@ -92,6 +92,10 @@ def _counts(rows: list[dict]) -> dict[str, int]:
     return counts
 
 
+GUARD_MIN_MEASURED_S = 2.0  # what a GPU protocol sets: a 1,000-input pass takes a fraction of a second there
+GUARD_COOLDOWN_S = 1.0  # ten updates of the NVML energy counter: enough to read the board's idle power
+
+
 def protocol_copy(args: argparse.Namespace) -> str:
     """The shipped protocol with the check's pass count and corpus (size and buckets as the file holds them);
     --any-quality sets the quality bars to 0 for a barely trained model (the tolerance against the reference stays)."""
@@ -106,6 +110,9 @@ def protocol_copy(args: argparse.Namespace) -> str:
         document["acceptance"]["threshold"] = 0.0
         document["acceptance"]["per_bucket_threshold"] = 0.0
         changed += ", quality bars 0 (a model trained for seconds)"
+    if args.guards:
+        document.update(min_measured_s=GUARD_MIN_MEASURED_S, cooldown_s=GUARD_COOLDOWN_S)
+        changed += f", min_measured_s {GUARD_MIN_MEASURED_S:g} and cooldown_s {GUARD_COOLDOWN_S:g} (a GPU's guards)"
     _write_protocol(document, args.out, f"benchmarks/device_check.sh: a copy of {args.source.name} with {changed}.")
     return f"{args.out}: {changed}"
 
@@ -295,6 +302,42 @@ def check_device_measurements(args: argparse.Namespace) -> str:
             f"{with_energy} (the others shorter than the counter's update period)")
 
 
+def check_guards(args: argparse.Namespace) -> str:
+    """On every completed GPU pass: the clock ran at least min_measured_s (repeating the corpus), every repetition's
+    outputs matched the first's, the cooldown was waited, and the board's state was read at both ends (temperature,
+    other processes; utilisation or its reason). Throttled or starved passes are reported, never failed."""
+    from gpucost_mlflow.core import names
+    from gpucost_mlflow.tracking import schema
+
+    runs = [run for run in _passes(args.experiment) if "pass_s" in run.data.metrics
+            and run.data.tags.get(schema.BACKEND) in GPU_BACKENDS and int(run.data.params.get(
+                f"{schema.SETTING_PREFIX}lanes", 1)) == 1]
+    if not runs:
+        raise CheckFailed("no completed one-lane GPU pass to check the guards on")
+    problems, repeated, flags = [], [], []
+    for run in runs:
+        m, tags = run.data.metrics, run.data.tags
+        name = f"{tags.get(schema.VARIANT)} {run.info.run_id[:8]}"
+        if m.get(names.MEASURED_TOTAL_S, 0) < GUARD_MIN_MEASURED_S:
+            problems.append(f"{name}: measured_total_s {m.get(names.MEASURED_TOTAL_S)} < {GUARD_MIN_MEASURED_S:g}")
+        if m.get(names.REPETITIONS, 1) > 1:
+            repeated.append(m[names.REPETITIONS])
+            if m.get(names.REPETITIONS_IDENTICAL) != 1:
+                problems.append(f"{name}: a later repetition's outputs differ from the first's")
+        for key in (names.COOLDOWN_S, names.TEMPERATURE_START_C, names.TEMPERATURE_END_C, names.OTHER_GPU_PROCESSES):
+            if key not in m:
+                problems.append(f"{name}: no {key}")
+        for key in (names.GPU_UTILISATION, names.IDLE_POWER_W):
+            if key not in m and not tags.get(schema.MISSING_PREFIX + key):
+                problems.append(f"{name}: no {key} and no reason")
+        flags += [f"{name} {key}: {tags[key]}" for key in (schema.THROTTLED, schema.STARVED, schema.CONTENDED)
+                  if tags.get(key)]
+    if problems:
+        raise CheckFailed("; ".join(problems))
+    reps = f"repeated on {len(repeated)} ({min(repeated):.0f}-{max(repeated):.0f} times)" if repeated else "none repeated"
+    return f"{len(runs)} GPU passes guarded, {reps}; flags: {'; '.join(flags) or 'none'}"
+
+
 def check_oom(args: argparse.Namespace) -> str:
     """The one pass of the out-of-memory step: a failed row (run FAILED) whose reason is out of memory, real or
     injected as asked, with its completed count recorded (at least the oversized variant's first batch when its
@@ -411,7 +454,7 @@ def _parser() -> argparse.ArgumentParser:
     command("reference", reference, protocol=path)
     command("series-variants", series_variants, variants_file=path).add_argument("series", nargs="+")
     command("protocol", protocol_copy, source=path, corpus=path, out=path, passes={"type": int, "required": True},
-            any_quality={"action": "store_true"})
+            any_quality={"action": "store_true"}, guards={"action": "store_true"})
     command("oom-inputs", oom_inputs, model=path, corpus=path, variants_file=path, protocol=path, out=path,
             memory_bytes={"type": int, "required": True})
     command("lanes-inputs", lanes_inputs, variants_file=path, protocol=path, out=path)
@@ -419,6 +462,7 @@ def _parser() -> argparse.ArgumentParser:
     command("check-campaign", check_campaign, experiment=experiment, variants=experiment,
             passes={"type": int, "required": True}, reference=experiment)
     command("check-device-measurements", check_device_measurements, experiment=experiment)
+    command("check-guards", check_guards, experiment=experiment)
     command("check-oom", check_oom, experiment=experiment, injected={"action": "store_true"},
             variants_file={"type": Path})
     command("check-lanes", check_lanes, experiment=experiment)

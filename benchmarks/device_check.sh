@@ -110,8 +110,10 @@ else
   QUALITY=() PASSES=2
 fi
 CORPUS=$DATA/corpus/comparison.jsonl MODEL=$DATA/model PROTOCOL=$WORK/protocol.yaml
+GUARDS=()  # a GPU's protocol repeats a short corpus inside the clock and idles before warm-up (docs/protocol.md)
+if [ "$BACKEND" != cpu ]; then GUARDS=(--guards); fi
 prepare protocol helper protocol --source "$ROOT/projects/protocol.yaml" --corpus "$CORPUS" --passes "$PASSES" \
-  ${QUALITY[@]+"${QUALITY[@]}"} --out "$PROTOCOL"
+  ${QUALITY[@]+"${QUALITY[@]}"} ${GUARDS[@]+"${GUARDS[@]}"} --out "$PROTOCOL"
 
 # --- the stack and the device's dense-matmul peak (MFU needs it) ---
 if [ "$SMALL" -eq 1 ]; then run doctor gpucost doctor --peak --min-time 0.05 || true
@@ -127,8 +129,10 @@ run campaign-check helper check-campaign --experiment "$EXP" --variants "$SERIES
   --reference "$REFERENCE" || true
 if [ "$BACKEND" = cpu ]; then
   record SKIP gpu-measurements 0 "passes ran on the CPU: energy_j, device_event_s and the device UUID are GPU checks"
+  record SKIP guards 0 "passes ran on the CPU: repetitions, cooldown and board state are checked on a GPU"
 else
   run gpu-measurements helper check-device-measurements --experiment "$EXP" || true
+  run guards helper check-guards --experiment "$EXP" || true
 fi
 
 # --- out of memory: real on a GPU (a batch whose attention scores exceed the device), injected on the CPU ---

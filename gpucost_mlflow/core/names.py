@@ -52,3 +52,24 @@ TOKENS_INPUT = "tokens_input"
 # CPU seconds other processes used during the measured part, and their share of the machine's CPU time then.
 OTHER_CPU_S = "other_cpu_s"
 OTHER_CPU_SHARE = "other_cpu_share"
+# A measured part repeated inside one clock (the protocol's min_measured_s): how many times the corpus was processed,
+# the clock's whole span (pass_s is this over the repetitions: one corpus), and whether every repetition's outputs
+# were identical to the first's (1 or 0; the first repetition's are exported and judged).
+REPETITIONS = "repetitions"
+MEASURED_TOTAL_S = "measured_total_s"
+REPETITIONS_IDENTICAL = "repetitions_identical"
+# The idle wait before warm-up (the protocol's cooldown_s), the board's idle power measured during it, and a pass's
+# energy net of that idle power over its pass_s.
+COOLDOWN_S = "cooldown_waited_s"
+IDLE_POWER_W = "idle_power_w"
+ENERGY_NET_J = "energy_net_j"
+# How busy the pass's own device was during the measured part: the child's share of the machine's CPU time, and the
+# GPU's mean utilisation from its driver's samples (fractions); under the protocol's min_utilisation: starved.
+CPU_UTILISATION = "cpu_utilisation"
+GPU_UTILISATION = "gpu_utilisation"
+# The board's temperature at the start and end of the measured part, and its SM clock at the end.
+TEMPERATURE_START_C = "device_temperature_c_at_start"
+TEMPERATURE_END_C = "device_temperature_c_at_end"
+SM_CLOCK_END_MHZ = "device_sm_clock_mhz_at_end"
+# Other processes holding the pass's GPU during the measured part (NVML / amdsmi), the largest count seen.
+OTHER_GPU_PROCESSES = "other_gpu_processes"

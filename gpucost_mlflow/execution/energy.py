@@ -15,6 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import one_line
+from gpucost_mlflow.core.measurement.board import (
+    BoardState,
+    amdsmi_reasons,
+    gpu_contention,
+    mean_utilisation,
+    nvml_reasons,
+    throttled,
+)
+from gpucost_mlflow.core.measurement.board import other_processes as others_of
 from gpucost_mlflow.core.measurement.energy import (
     DEVICE_UUID_TAG,
     ENERGY_COUNTER_TAG,
@@ -22,7 +31,19 @@ from gpucost_mlflow.core.measurement.energy import (
     ENERGY_METRIC,
     CounterSpec,
     PassEnergy,
+    idle_power,
+    net_of_idle,
     pass_energy,
+)
+from gpucost_mlflow.core.names import (
+    COOLDOWN_S,
+    ENERGY_NET_J,
+    GPU_UTILISATION,
+    IDLE_POWER_W,
+    OTHER_GPU_PROCESSES,
+    SM_CLOCK_END_MHZ,
+    TEMPERATURE_END_C,
+    TEMPERATURE_START_C,
 )
 
 # NVIDIA documents the counter (millijoules since the driver loaded, Volta and newer) but not how often
@@ -64,10 +85,37 @@ class Board:
     read: Callable[[], int] | None = None
     facts: Callable[[], dict] = dict
     reason: str = ""
+    # The board's state (clocks, temperature, throttle reasons, other processes), read before and after the clock;
+    # None where no driver library speaks for the device (the CPU).
+    state: Callable[[], BoardState] | None = None
+    # The device's mean utilisation between two epoch instants (fraction, or None with the reason), read after them.
+    utilisation: Callable[[float, float], tuple[float | None, str]] | None = None
 
 
-def _no_counter(reason: str, facts: Callable[[], dict] = dict) -> Board:
-    return Board(None, None, facts, reason)
+def _no_counter(reason: str, facts: Callable[[], dict] = dict, state=None, utilisation=None) -> Board:
+    return Board(None, None, facts, reason, state, utilisation)
+
+
+def _number(value) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _state(reads: dict[str, Callable[[], object]], reasons: Callable[[], tuple[str, ...]],
+           processes: Callable[[], list[tuple[int, int | None]]]) -> BoardState:
+    """One read of the board; what a driver cannot tell stays None with its reason in `unavailable`."""
+    values, unavailable = {}, {}
+    for key, read in {**reads, "throttle_reasons": reasons, "other_processes": processes}.items():
+        value = _safely(read)
+        if isinstance(value, str) and value.startswith("unavailable"):
+            unavailable[key] = value
+            value = None
+        values[key] = value
+    return BoardState(
+        sm_clock_mhz=_number(values["sm_clock_mhz"]), memory_clock_mhz=_number(values["memory_clock_mhz"]),
+        temperature_c=_number(values["temperature_c"]), power_limit_w=_number(values["power_limit_w"]),
+        throttle_reasons=tuple(values["throttle_reasons"] or ()),
+        other_processes=others_of(values["other_processes"] or (), (os.getpid(),)),
+        unavailable=unavailable)
 
 
 def _import(name: str):
@@ -156,11 +204,34 @@ def nvml_board(ident: DeviceIdentity) -> Board:
     def read() -> int:
         return int(pynvml.nvmlDeviceGetTotalEnergyConsumption(handle))
 
+    def state() -> BoardState:
+        reasons = (getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+                   or pynvml.nvmlDeviceGetCurrentClocksThrottleReasons)
+        return _state(
+            {"sm_clock_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM),
+             "memory_clock_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM),
+             "temperature_c": lambda: pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU),
+             "power_limit_w": lambda: pynvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000},
+            lambda: nvml_reasons(int(reasons(handle))),
+            lambda: [(int(p.pid), p.usedGpuMemory if isinstance(p.usedGpuMemory, int) else None)
+                     for p in pynvml.nvmlDeviceGetComputeRunningProcesses(handle)])
+
+    def utilisation(from_epoch_s: float, until_epoch_s: float) -> tuple[float | None, str]:
+        try:
+            _, samples = pynvml.nvmlDeviceGetSamples(handle, pynvml.NVML_GPU_UTILIZATION_SAMPLES,
+                                                     int(from_epoch_s * 1e6))
+        except Exception as exc:  # noqa: BLE001 - no samples: the cell stays empty with the reason
+            return None, f"NVML utilisation samples unavailable: {one_line(exc, named=True)}"
+        found = mean_utilisation(((int(x.timeStamp), float(x.sampleValue.uiVal)) for x in samples),
+                                 int(from_epoch_s * 1e6), int(until_epoch_s * 1e6))
+        return found, "" if found is not None else "no NVML utilisation sample inside the measured part"
+
     try:
         read()
     except Exception as exc:  # noqa: BLE001 - before Volta, or in some VMs, NVML reports NOT_SUPPORTED
-        return _no_counter(f"NVML total energy counter not supported here: {type(exc).__name__}: {exc}", facts)
-    return Board(NVML, read, facts)
+        return _no_counter(f"NVML total energy counter not supported here: {type(exc).__name__}: {exc}", facts,
+                           state, utilisation)
+    return Board(NVML, read, facts, "", state, utilisation)
 
 
 def amdsmi_board(ident: DeviceIdentity) -> Board:
@@ -201,11 +272,30 @@ def amdsmi_board(ident: DeviceIdentity) -> Board:
             "source": "amdsmi",
         }
 
+    def state() -> BoardState:
+        known = facts()
+        return _state(
+            {"sm_clock_mhz": lambda: known["sm_clock_mhz"], "memory_clock_mhz": lambda: known["memory_clock_mhz"],
+             "temperature_c": lambda: amdsmi.amdsmi_get_temp_metric(handle, amdsmi.AmdSmiTemperatureType.HOTSPOT,
+                                                                    amdsmi.AmdSmiTemperatureMetric.CURRENT),
+             "power_limit_w": lambda: known["power_limit_w"]},
+            lambda: amdsmi_reasons(amdsmi.amdsmi_get_gpu_metrics_info(handle).get("throttle_status")),
+            lambda: [_amd_process(p) for p in amdsmi.amdsmi_get_gpu_process_list(handle)])
+
+    def utilisation(from_epoch_s: float, until_epoch_s: float) -> tuple[float | None, str]:
+        try:
+            average = amdsmi.amdsmi_get_gpu_metrics_info(handle).get("average_gfx_activity")
+        except Exception as exc:  # noqa: BLE001 - no activity figure: the cell stays empty with the reason
+            return None, f"amdsmi activity unavailable: {one_line(exc, named=True)}"
+        value = _number(average)
+        return (value / 100, "") if value is not None else (None, "amdsmi reports no average_gfx_activity")
+
     try:
         first = amdsmi.amdsmi_get_energy_count(handle)
         resolution_uj = float(first["counter_resolution"])
     except Exception as exc:  # noqa: BLE001 - not supported on a VM guest, says amdsmi's documentation
-        return _no_counter(f"amdsmi energy counter not supported here: {type(exc).__name__}: {exc}", facts)
+        return _no_counter(f"amdsmi energy counter not supported here: {type(exc).__name__}: {exc}", facts,
+                           state, utilisation)
 
     def read() -> int:
         value = amdsmi.amdsmi_get_energy_count(handle)
@@ -213,7 +303,15 @@ def amdsmi_board(ident: DeviceIdentity) -> Board:
 
     spec = CounterSpec(AMDSMI_NAME, resolution_uj * 1e-6, None, AMDSMI_UPDATE_PERIOD_S,
                        "assumed: AMD publishes no update period; the NVML bound is used")
-    return Board(spec, read, facts)
+    return Board(spec, read, facts, "", state, utilisation)
+
+
+def _amd_process(found) -> tuple[int, int | None]:
+    """(pid, bytes held) of one amdsmi process entry, whose shape differs between amdsmi versions."""
+    if isinstance(found, dict):
+        memory = found.get("mem", (found.get("memory_usage") or {}).get("vram_mem"))
+        return int(found.get("pid", -1)), memory if isinstance(memory, int) else None
+    return int(getattr(found, "pid", found)), None
 
 
 def rapl_board(folder: Path = RAPL_DIR) -> Board:
@@ -278,23 +376,95 @@ FACT_METRICS = {"sm_clock_mhz": "device_sm_clock_mhz_at_start", "memory_clock_mh
                 "power_limit_w": "device_power_limit_w"}
 
 
-def outcome_fields(probe: EnergyProbe, facts: dict, pass_s: float | None) -> dict:
-    """The pass outcome's metrics, missing measurements, run tags and device facts for energy and the board."""
-    measured = probe.result(pass_s)
+def outcome_fields(probe: EnergyProbe, facts: dict, pass_s: float | None, repetitions: int = 1,
+                   idle_w: float | None = None) -> dict:
+    """The pass outcome's metrics, missing measurements, run tags and device facts for energy and the board: energy_j
+    per corpus (the counter's advance over the repetitions the clock held) and net of the idle power, when known."""
+    measured = probe.result(None if pass_s is None else pass_s * repetitions)
     spec = probe.board.spec
     metrics = {metric: float(facts[key]) for key, metric in FACT_METRICS.items()
                if isinstance(facts.get(key), (int, float)) and not isinstance(facts.get(key), bool)}
     missing = {}
-    if measured.energy_j is None:
+    energy_j = None if measured.energy_j is None else measured.energy_j / max(1, repetitions)
+    if energy_j is None:
         missing[ENERGY_METRIC] = measured.reason
     else:
-        metrics[ENERGY_METRIC] = measured.energy_j
+        metrics[ENERGY_METRIC] = energy_j
+        net = net_of_idle(energy_j, idle_w, pass_s)
+        if net is not None:
+            metrics[ENERGY_NET_J] = net
+        else:
+            missing[ENERGY_NET_J] = "idle power not measured (no cooldown_s in the protocol, or its reason)"
     tags = {ENERGY_COUNTER_TAG: spec.describe() if spec else f"none: {probe.board.reason}"}
     if measured.flag:
         tags[ENERGY_FLAG_TAG] = measured.flag
     if isinstance(facts.get("uuid"), str) and facts["uuid"] and not facts["uuid"].startswith("unavailable"):
         tags[DEVICE_UUID_TAG] = facts["uuid"]
     energy = {"counter": spec.describe() if spec else "", "before": probe.before, "after": probe.after,
-              "energy_j": measured.energy_j, "reason": measured.reason, "flag": measured.flag}
+              "energy_j": energy_j, "clock_repeated": repetitions, "reason": measured.reason, "flag": measured.flag,
+              "idle_w": idle_w}
     return {"metrics": metrics, "missing_measurements": missing, "tags": tags,
             "device_facts": {**facts, "energy": energy}}
+
+
+def cool_down(board: Board, cooldown_s: float, sync: Callable[[], None]) -> dict:
+    """The protocol's cooldown: the device idles `cooldown_s` after loading, before warm-up, and where a counter
+    exists its two reads around the wait give the idle power. Outside every clock; an outcome part."""
+    if cooldown_s <= 0:
+        return {}
+    import time
+
+    sync()
+    before = EnergyProbe(board)
+    before.read_before()
+    started = time.perf_counter()
+    time.sleep(cooldown_s)
+    before.read_after()
+    waited = time.perf_counter() - started
+    metrics, missing = {COOLDOWN_S: waited}, {}
+    if board.spec is None:
+        missing[IDLE_POWER_W] = board.reason
+    elif before.before is None or before.after is None:
+        missing[IDLE_POWER_W] = f"the {board.spec.name} could not be read: {'; '.join(before.errors)}"
+    else:
+        watts, why = idle_power(board.spec, before.before, before.after, waited)
+        if watts is None:
+            missing[IDLE_POWER_W] = why
+        else:
+            metrics[IDLE_POWER_W] = watts
+    return {"metrics": metrics, "missing_measurements": missing}
+
+
+def board_state(board: Board) -> BoardState | None:
+    """One read of the board's state, or None where no driver library speaks for the device (never raises)."""
+    if board.state is None:
+        return None
+    try:
+        return board.state()
+    except Exception as exc:  # noqa: BLE001 - the pass goes on; the state says it could not be read
+        return BoardState(unavailable={"state": f"unavailable: {one_line(exc, named=True)}"})
+
+
+def state_fields(board: Board, start: BoardState | None, end: BoardState | None, from_epoch_s: float,
+                 until_epoch_s: float, measured_s: float | None) -> dict:
+    """The board's state around the measured part as outcome parts: temperatures, the clock at the end, throttling,
+    other processes on the device and its mean utilisation (a CPU pass has none of these: no driver library)."""
+    if start is None and end is None:
+        return {}
+    metrics, missing = {}, {}
+    for key, state, attribute in ((TEMPERATURE_START_C, start, "temperature_c"), (TEMPERATURE_END_C, end, "temperature_c"),
+                                  (SM_CLOCK_END_MHZ, end, "sm_clock_mhz")):
+        value = getattr(state, attribute, None) if state else None
+        if value is not None:
+            metrics[key] = value
+    count, contended = gpu_contention(start, end)
+    metrics[OTHER_GPU_PROCESSES] = float(count)
+    if measured_s is not None and board.utilisation is not None:
+        busy, why = board.utilisation(from_epoch_s, until_epoch_s)
+        if busy is None:
+            missing[GPU_UTILISATION] = why
+        else:
+            metrics[GPU_UTILISATION] = busy
+    board_record = {"start": start.record() if start else None, "end": end.record() if end else None,
+                    "throttled": throttled(start, end), "other_processes": contended}
+    return {"metrics": metrics, "missing_measurements": missing, "device_facts": {"board": board_record}}

@@ -15,8 +15,8 @@ from gpucost_mlflow.core.judging.status import Status
 
 OUTCOME = "outcome.json"
 
-# Fields a workload, the energy probe or the device-event timer add to with their own entries: `merge` joins them.
-MERGED = ("metrics", "missing_measurements", "tags")
+# Fields a workload, the energy probe, the board's state or the device-event timer add to with their own entries: `merge` joins them.
+MERGED = ("metrics", "missing_measurements", "tags", "device_facts")
 
 
 @dataclass

@@ -19,11 +19,17 @@ from pathlib import Path
 
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.judging.verdicts import PREDICTIONS  # noqa: F401 - the file the classifier exports, named here for its readers
+from gpucost_mlflow.core.measurement.repetitions import again, per_corpus
 from gpucost_mlflow.core.names import (
+    CPU_UTILISATION,
+    IDLE_POWER_W,
+    MEASURED_TOTAL_S,
     MFU_PADDED,
     MFU_USEFUL,
     OTHER_CPU_S,
     OTHER_CPU_SHARE,
+    REPETITIONS,
+    REPETITIONS_IDENTICAL,
     TOKENS_INPUT,
     USEFUL_FLOP_PER_S,
 )
@@ -54,6 +60,18 @@ class PassSpec:
     workload_code: str = ""  # a python: workload's module: its .py file, resolved, or its importable name
     workload_settings: dict = field(default_factory=dict)  # what a built-in workload needs beyond the variant's
     # settings, as the launcher checked it (generation: the task, the model file and its dequantised cache)
+    min_measured_s: float | None = None  # the protocol's: repeat the corpus inside the clock until it ran this long
+    cooldown_s: float = 0.0  # the protocol's: idle this long after loading, before warm-up (idle power)
+
+
+@dataclass
+class Repeats:
+    """The repetitions of the corpus one clock held (core/measurement/repetitions.py): how many, and the outputs of
+    every repetition after the first, compared with the first's once the clock stopped."""
+
+    min_measured_s: float | None = None
+    count: int = 1
+    later: list = field(default_factory=list)
 
 
 @dataclass
@@ -120,12 +138,15 @@ def tokenizer_parallelism(settings: dict) -> bool:
 
 
 def measure(corpus_path, tokenizer, model, settings, device, sync, on_batch=None, energy=None,
-            events=None, work: Callable | None = None, clock=None) -> tuple[Predictions, float]:
+            events=None, work: Callable | None = None, clock=None, repeats: Repeats | None = None
+            ) -> tuple[Predictions, float]:
     """The measured pass: synchronise, read the energy counter, start the clock, record the start event,
     read, tokenize, transfer, infer, bring to host, record the end event, synchronise, stop, read the
     energy counter. Nothing else happens between the two clock reads; the counter reads are adjacent to
     them, outside the interval, and no thread samples anything inside it. A failure is raised as PassFailure
-    with the clock's time to it. `clock` (a timing.Stopwatch) keeps its two reads for the caller."""
+    with the clock's time to it. `clock` (a timing.Stopwatch) keeps its two reads for the caller; `repeats` (the
+    protocol's min_measured_s) makes the clock read and process the corpus again until it ran that long, keeping
+    the later repetitions' outputs, and the seconds returned are then the clock's whole span."""
     from gpucost_mlflow.execution import timing
 
     clock = clock if clock is not None else timing.Stopwatch(sync)
@@ -138,6 +159,10 @@ def measure(corpus_path, tokenizer, model, settings, device, sync, on_batch=None
     try:
         ids, texts = read_texts(corpus_path)
         predictions = (work or process)(ids, texts, tokenizer, model, settings, device, on_batch)
+        while repeats is not None and again(clock.lap(), repeats.min_measured_s):
+            ids, texts = read_texts(corpus_path)
+            repeats.later.append((work or process)(ids, texts, tokenizer, model, settings, device, on_batch))
+            repeats.count += 1
     except BaseException as exc:  # noqa: BLE001 - raised again as PassFailure, with the clock's time to it
         failure = PassFailure.of(exc, clock.stop())
         if energy is not None:
@@ -208,11 +233,12 @@ def run(spec: PassSpec, started_ns: int) -> PassOutcome:
     outcome.load_s = _seconds(started_ns)
     outcome.device = str(device)
     outcome.deterministic = determinism(spec.seed)
+    board = energy.open_board(device)
+    outcome.merge(energy.cool_down(board, spec.cooldown_s, sync))
     outcome.warmup_s = _warm_up(spec, work, device, sync)
 
     memory.reset_peaks(device)
     counter = BatchCounter(workdir)
-    board = energy.open_board(device)
     events = timing.DeviceEvents.for_device(device)
 
     def on_batch(number: int, done: int) -> None:
@@ -228,36 +254,67 @@ def run(spec: PassSpec, started_ns: int) -> PassOutcome:
 
         gate.wait(workdir)
     clock = timing.Stopwatch(sync)
+    repeats = Repeats(spec.min_measured_s)
+    state_before = energy.board_state(board)  # clocks, temperature, throttling, other processes: outside the clock
     outcome.measured_from_epoch_s = time.time()
     out_of_memory = False
     before = contention.sample()  # other processes' CPU time: read just outside the clock, like the epoch bounds
+    measured_s = None
     try:
-        predictions, seconds = measure(spec.corpus_path, tokenizer, model, settings, device, sync, on_batch,
-                                       probe, events, work.process, clock)
-        outcome.status, outcome.pass_s = Status.COMPLETED, seconds
+        predictions, measured_s = measure(spec.corpus_path, tokenizer, model, settings, device, sync, on_batch,
+                                          probe, events, work.process, clock, repeats)
+        outcome.status, outcome.pass_s = Status.COMPLETED, per_corpus(measured_s, repeats.count)
     except PassFailure as failure:  # every failure is kept as a row with its reason
         predictions, out_of_memory = _failed(outcome, failure)
     after = contention.sample()
     outcome.measured_until_epoch_s = time.time()
-    outcome.merge(_others(before, after, outcome.pass_s))
+    state_after = energy.board_state(board)
+    outcome.merge(_others(before, after, measured_s))
+    outcome.merge(energy.state_fields(board, state_before, state_after, outcome.measured_from_epoch_s,
+                                      outcome.measured_until_epoch_s, measured_s))
     outcome.clock_started_ns, outcome.clock_stopped_ns = clock.started_ns, clock.stopped_ns
-    _after_pass(outcome, work, predictions, device, out_of_memory, events, probe, facts)
+    _after_pass(outcome, work, predictions, device, out_of_memory, events, probe, facts, repeats.count)
     outcome.export_s = _export(work, workdir, predictions, fault, sync)
+    if outcome.completed:
+        outcome.merge(_repetitions(repeats, measured_s, work, workdir, fault))
     return outcome
 
 
-def _others(before, after, pass_s: float | None) -> dict:
-    """Other processes' CPU seconds and share during the measured pass, or why they were not read."""
+def _repetitions(repeats: Repeats, measured_s: float, work, workdir: Path, fault) -> dict:
+    """How many times the clock processed the corpus, its whole span, and whether every later repetition's outputs
+    export to the same bytes as the first's (the one export), written to a scratch folder after the clock."""
+    import filecmp
+    import tempfile
+
+    metrics = {REPETITIONS: float(repeats.count), MEASURED_TOTAL_S: measured_s}
+    if not repeats.later:
+        return {"metrics": metrics}
+    identical = True
+    with tempfile.TemporaryDirectory(prefix="gpucost-repeat-") as scratch:
+        for later in repeats.later:
+            work.export(Path(scratch), later, fault.dupid_at)
+            names = sorted(p.name for p in Path(scratch).iterdir())
+            identical = identical and all(filecmp.cmp(Path(scratch) / name, workdir / name, shallow=False)
+                                          for name in names if (workdir / name).exists())
+    repeats.later.clear()
+    return {"metrics": {**metrics, REPETITIONS_IDENTICAL: 1.0 if identical else 0.0}}
+
+
+def _others(before, after, measured_s: float | None) -> dict:
+    """Other processes' CPU seconds and share during the measured part (every repetition), and the pass's own share
+    of the machine's CPU time then, or why they were not read."""
     from gpucost_mlflow.core.measurement.contention import others
     from gpucost_mlflow.execution import contention
 
-    keys = (OTHER_CPU_S, OTHER_CPU_SHARE)
+    keys = (OTHER_CPU_S, OTHER_CPU_SHARE, CPU_UTILISATION)
     if before is None or after is None:
         return {"missing_measurements": dict.fromkeys(keys, "no /proc/stat on this system: other processes' load not read")}
-    if pass_s is None:
+    if measured_s is None:
         return {"missing_measurements": dict.fromkeys(keys, "pass did not complete")}
-    other, share = others(before, after, pass_s, contention.cpus())
-    return {"metrics": {OTHER_CPU_S: other, OTHER_CPU_SHARE: share}}
+    cpus = contention.cpus()
+    other, share = others(before, after, measured_s, cpus)
+    own = max(0.0, after.own_s - before.own_s) / (measured_s * cpus) if measured_s > 0 else 0.0
+    return {"metrics": {OTHER_CPU_S: other, OTHER_CPU_SHARE: share, CPU_UTILISATION: min(1.0, own)}}
 
 
 def _warm_up(spec: PassSpec, work, device, sync) -> float:
@@ -286,9 +343,10 @@ def _failed(outcome: PassOutcome, failure: PassFailure) -> tuple[Predictions, bo
     return predictions, out_of_memory
 
 
-def _after_pass(outcome: PassOutcome, work, predictions, device, out_of_memory: bool, events, probe, facts) -> None:
+def _after_pass(outcome: PassOutcome, work, predictions, device, out_of_memory: bool, events, probe, facts,
+                repetitions: int = 1) -> None:
     """What is read once the clock stopped: entries completed, memory peaks (after releasing the cache an out of
-    memory left), utilisation, energy and the device-event time."""
+    memory left), utilisation, energy and the device-event time (the last two per corpus: over the repetitions)."""
     from gpucost_mlflow.execution import energy, memory, timing
 
     if out_of_memory:
@@ -298,7 +356,9 @@ def _after_pass(outcome: PassOutcome, work, predictions, device, out_of_memory: 
     outcome.memory_peaks, outcome.memory_counter = peaks["metrics"], peaks["counter"]
     outcome.merge(work.utilisation(predictions, outcome.pass_s))
     event_s, no_event = events.result(outcome.completed)
-    outcome.merge(energy.outcome_fields(probe, facts, outcome.pass_s))
+    event_s = per_corpus(event_s, repetitions) if event_s is not None else None
+    outcome.merge(energy.outcome_fields(probe, facts, outcome.pass_s, repetitions,
+                                         outcome.metrics.get(IDLE_POWER_W)))
     outcome.merge({"metrics": {timing.DEVICE_EVENT_METRIC: event_s}} if event_s is not None
                   else {"missing_measurements": {timing.DEVICE_EVENT_METRIC: no_event}})
 

@@ -27,6 +27,11 @@ class Stopwatch:
         self.synchronize()
         self.started_ns = time.perf_counter_ns()
 
+    def lap(self) -> float:
+        """Seconds since the start, synchronised, the clock still running (whether to repeat the corpus)."""
+        self.synchronize()
+        return (time.perf_counter_ns() - self.started_ns) / 1e9
+
     def stop(self) -> float:
         """Stop and return the elapsed seconds."""
         self.synchronize()

@@ -20,6 +20,7 @@ from gpucost_mlflow.core.inputs.protocol import Protocol, load_protocol
 from gpucost_mlflow.core.inputs.variants import Variant, get_variant, load_variants
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement import lanes as lane_rules
+from gpucost_mlflow.core.measurement.repetitions import timed_seconds
 from gpucost_mlflow.core.names import PASS_S
 from gpucost_mlflow.flow.launcher import PassRequest, PassResult, execute
 from gpucost_mlflow.tracking import descriptions, experiments, schema, spool, store
@@ -228,11 +229,11 @@ def _finish(run: CampaignRun, shown: Shown, result: CampaignResult, elapsed_s: f
 
 
 def harness_overhead(elapsed_s: float, metrics: list[dict]) -> float | None:
-    """Seconds per pass the campaign spent outside the protocol's timed parts (load, warm-up, pass, evaluation,
-    export): process start, manifest, logging, reference download and the gaps between passes."""
+    """Seconds per pass the campaign spent outside the protocol's timed parts (load, warm-up, the measured clock,
+    evaluation, export, the cooldown): process start, manifest, logging, reference download and the gaps between passes."""
     if not metrics:
         return None
-    timed = sum(m.get(key, 0.0) for m in metrics for key in schema.TIMINGS)
+    timed = sum(timed_seconds(m) for m in metrics)
     return max(0.0, elapsed_s - timed) / len(metrics)
 
 

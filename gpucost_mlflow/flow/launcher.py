@@ -21,8 +21,9 @@ from mlflow.tracking import MlflowClient
 from gpucost_mlflow.core.errors import one_line
 from gpucost_mlflow.core.inputs.variants import load_series, load_variants
 from gpucost_mlflow.core.judging.status import Status
+from gpucost_mlflow.core.measurement.board import starved
 from gpucost_mlflow.core.measurement.contention import contended
-from gpucost_mlflow.core.names import OTHER_CPU_S, OTHER_CPU_SHARE
+from gpucost_mlflow.core.names import CPU_UTILISATION, GPU_UTILISATION, OTHER_CPU_S, OTHER_CPU_SHARE
 from gpucost_mlflow.execution import child, faults, lanes, runner
 from gpucost_mlflow.execution.outcome import PassOutcome
 from gpucost_mlflow.flow import judging, recording
@@ -118,9 +119,7 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
         quality_verdict=verdict["quality_verdict"], memory_counter=verdict["memory_counter"], checks=judged.checks,
         timestamp_ms=stopped_ms, missing=verdict["missing_measurements"],
     )
-    busy = contended(metrics.get(OTHER_CPU_S), metrics.get(OTHER_CPU_SHARE), prepared.protocol.max_other_cpu_share)
-    if busy and request.variant.lanes == 1:  # a pass split over lanes counts its own other lanes as other processes
-        outcome_tags.append(RunTag(schema.CONTENDED, busy))
+    outcome_tags += _flags(request, prepared, outcome, metrics)
     table = judging.preview_table(prepared, back, workdir)
     if table is not None:
         (workdir / schema.PREVIEW).write_text(json.dumps(table, ensure_ascii=False), encoding="utf-8")
@@ -139,6 +138,22 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
     return result, interrupted
 
 
+def _flags(request: PassRequest, prepared: Prepared, outcome: PassOutcome, metrics: dict) -> list[RunTag]:
+    """The flags a pass's durations carry (never its verdict): contended (other processes' CPU time, or other
+    processes on its GPU), throttled (the board's throttle reasons around the clock), starved (its device busy less
+    than the protocol's min_utilisation during the measured part)."""
+    protocol, board = prepared.protocol, outcome.device_facts.get("board") or {}
+    busy = contended(metrics.get(OTHER_CPU_S), metrics.get(OTHER_CPU_SHARE), protocol.max_other_cpu_share)
+    if request.variant.lanes > 1:  # a pass split over lanes counts its own other lanes as other processes
+        busy = ""
+    busy = "; ".join(filter(None, [busy, board.get("other_processes", "")]))
+    on_gpu = GPU_UTILISATION in metrics or bool(board)
+    idle = starved(metrics.get(GPU_UTILISATION if on_gpu else CPU_UTILISATION), protocol.min_utilisation,
+                   "GPU" if on_gpu else "CPU")
+    found = {schema.CONTENDED: busy, schema.THROTTLED: board.get("throttled", ""), schema.STARVED: idle}
+    return [RunTag(key, value) for key, value in found.items() if value]
+
+
 def _run_child(request: PassRequest, prepared: Prepared, workdir: Path) -> tuple[PassOutcome, bool]:
     """The pass's child (a lanes variant: one per lane, merged), started with its spec and read back: its outcome and
     whether the launcher was interrupted."""
@@ -151,6 +166,9 @@ def _run_child(request: PassRequest, prepared: Prepared, workdir: Path) -> tuple
         fault=os.environ.get(faults.ENV, ""),
         workload_code=prepared.manifest["workload"].get("code", ""),
         workload_settings=prepared.manifest["workload"],
+        # A lanes pass is not repeated: its lanes would repeat out of step; a short one is flagged instead.
+        min_measured_s=prepared.protocol.min_measured_s if prepared.lanes is None else None,
+        cooldown_s=prepared.protocol.cooldown_s,
     )
     if request.on_child_start is not None:
         request.on_child_start(workdir)

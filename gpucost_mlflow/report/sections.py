@@ -69,7 +69,25 @@ SUMMARY_TEXT = ("Overlapped: durations measured while another pass ran on the sa
                 "may be excluded with `gpucost exclude RUN_ID --cause \"...\"`, its recorded figures as the cause: "
                 "the attempts table's contended column). Memory: the largest peak per counter, never added; its "
                 "counter in the footnote. MFU: of the dense-matmul peak. Too short to time reliably: a measured pass under 1 s, "
-                "where clock noise and boost behaviour weigh more than the work (a larger corpus times it better).")
+                "where clock noise and boost behaviour weigh more than the work (the protocol's min_measured_s repeats "
+                "the corpus inside the clock). Throttled: the board reported a power or thermal slowdown at the start "
+                "or end of the measured pass. Busy: the mean utilisation of the pass's device while measured (the "
+                "pass's own share of the CPU, or the GPU's); starved: under the protocol's min_utilisation.")
+
+
+def flags_text(s, counted: int) -> str:
+    """'; contended 1; throttled 2 of 5; starved: 23 % GPU' - what flags a configuration's durations carry."""
+    parts = [f"contended {s.contended}" if s.contended else "",
+             f"throttled {s.throttled} of {counted}" if s.throttled else "",
+             f"too short to time reliably {s.too_short}" if s.too_short else ""]
+    if s.starved:
+        kind, value = next(((k, v) for k, v in sorted(s.busy.items()) if k.startswith("gpu")),
+                           next(iter(s.busy.items()), ("", None)))
+        shown = f": {100 * value:.0f} % mean {'GPU' if kind.startswith('gpu') else 'CPU'}" if value is not None else ""
+        parts.append(f"starved {s.starved} of {counted}{shown}")
+    busy = "/".join(f"{'GPU' if k.startswith('gpu') else 'CPU'} {100 * v:.0f} %" for k, v in sorted(s.busy.items(),
+                                                                                                  reverse=True))
+    return "".join(f"; {p}" for p in parts if p) + (f"; busy {busy}" if busy else "")
 
 
 def summary_table(report: Report) -> Table:
@@ -82,8 +100,7 @@ def summary_table(report: Report) -> Table:
         verdicts = "; ".join(f"{n} {table.fold(verdict, 16)}" for verdict, n in s.quality_verdicts.items())
         table.rows.append([
             c.device, c.label, " ".join(f"{v:.3f}" for v in d.values), cell(d.median), cell(d.minimum), cell(d.maximum),
-            f"{s.overlapped} of {len(d.values)}" + (f"; contended {s.contended}" if s.contended else "")
-            + (f"; too short to time reliably {s.too_short}" if s.too_short else ""),
+            f"{s.overlapped} of {len(d.values)}" + flags_text(s, len(d.values)),
             _attempt_counts(c.counts), memory, cell(s.macro_f1), verdicts,
             pair(table, s.utilisation, USEFUL_FLOP_PER_S, PADDED_FLOP_PER_S, lambda v: f"{v / 1e9:,.1f}", s.mfu_reason),
             pair(table, s.utilisation, MFU_USEFUL, MFU_PADDED, lambda v: f"{100 * v:.1f} %", s.mfu_reason),

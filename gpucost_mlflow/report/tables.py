@@ -10,15 +10,20 @@ from gpucost_mlflow.core.inputs.identity import Identity
 from gpucost_mlflow.core.inputs.variants import Variant
 from gpucost_mlflow.core.judging.status import Status, interrupted
 from gpucost_mlflow.core.measurement import energy
+from gpucost_mlflow.core.measurement.repetitions import timed_seconds
 from gpucost_mlflow.core.measurement.stats import Durations, Separation, separate, too_short
 from gpucost_mlflow.core.measurement.timeline import Span, concurrent
 from gpucost_mlflow.core.money.decision import Assessment, Configuration, ExcludedPass
 from gpucost_mlflow.core.names import (
     CONVERT_S,
+    COOLDOWN_S,
+    CPU_UTILISATION,
     EVAL_S,
     EXPORT_S,
+    GPU_UTILISATION,
     LOAD_S,
     MACRO_F1,
+    MEASURED_TOTAL_S,
     MFU_PADDED,
     MFU_USEFUL,
     OBSERVED_IDS,
@@ -85,7 +90,10 @@ def harness_overhead(table: pd.DataFrame) -> tuple[float | None, int]:
     rows = rows[rows[list(TIMINGS)].notna().all(axis=1)]
     if not len(rows):
         return None, 0
-    return float((rows["wall_s"] - rows[list(TIMINGS)].sum(axis=1)).median()), len(rows)
+    extra = [key for key in (MEASURED_TOTAL_S, COOLDOWN_S) if key in rows]
+    timed = [timed_seconds({k: v for k, v in record.items() if pd.notna(v)})
+             for record in rows[list(TIMINGS) + extra].to_dict("records")]
+    return float((rows["wall_s"] - pd.Series(timed, index=rows.index)).median()), len(rows)
 
 
 def configurations(table: pd.DataFrame) -> list[Configuration]:
@@ -196,6 +204,9 @@ class Summary:
     overlapped: int = 0  # counted durations whose measured clock overlapped another pass on the same host
     contended: int = 0  # counted durations during which other processes used more CPU than the protocol allows
     too_short: int = 0  # counted durations under a second: clock noise more than work (core/measurement/stats.py)
+    throttled: int = 0  # counted durations during which the board reported a throttle reason
+    starved: int = 0  # counted durations during which the device was busy less than the protocol's min_utilisation
+    busy: dict = field(default_factory=dict)  # mean CPU / GPU utilisation of the completed passes (fractions)
     joules_per_pass: float | None = None  # median energy_j of the counted passes
     joules_per_validated: float | None = None  # median energy_j of the accepted passes (each one validated corpus)
     energy_reason: str = ""  # why either is empty, or the counter's flag
@@ -217,13 +228,22 @@ def summaries(table: pd.DataFrame, configs: list[Configuration]) -> list[Summary
         if not len(completed):
             reasons = ["no completed pass"]
         overlapped = int((completed["overlapped_with"].fillna("") != "").sum()) if "overlapped_with" in completed else 0
-        busy = int((completed["contended"].fillna("") != "").sum()) if "contended" in completed else 0
-        short = sum(1 for value in config.durations.values if too_short(value))
+        busy = _flagged(completed, "contended")
+        measured = completed[MEASURED_TOTAL_S].fillna(completed[PASS_S]) if MEASURED_TOTAL_S in completed else completed[PASS_S]
+        short = sum(1 for value in measured if too_short(float(value)))
         summary = Summary(config, memory, "; ".join(counters), float(f1.median()) if len(f1) else None, verdicts,
-                          utilisation, "; ".join(reasons), overlapped, busy, short)
+                          utilisation, "; ".join(reasons), overlapped, busy, short, _flagged(completed, "throttled"),
+                          _flagged(completed, "starved"),
+                          {key: float(completed[key].mean()) for key in (CPU_UTILISATION, GPU_UTILISATION)
+                           if key in completed and completed[key].notna().any()})
         _energy(summary, completed)
         result.append(summary)
     return result
+
+
+def _flagged(rows: pd.DataFrame, flag: str) -> int:
+    """How many of the rows carry a flag (contended, throttled, starved): a non-empty text in its column."""
+    return int((rows[flag].fillna("").astype(str) != "").sum()) if flag in rows else 0
 
 
 def _energy(summary: Summary, completed: pd.DataFrame) -> None:

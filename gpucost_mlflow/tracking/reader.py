@@ -21,17 +21,26 @@ from gpucost_mlflow.core.measurement.stats import too_short
 from gpucost_mlflow.core.names import (
     COMPLETED_ENTRIES,
     CONVERT_S,
+    COOLDOWN_S,
+    CPU_UTILISATION,
+    ENERGY_NET_J,
     EVAL_S,
     EXPECTED_IDS,
     EXPORT_S,
+    GPU_UTILISATION,
+    IDLE_POWER_W,
     LOAD_S,
     MACRO_F1,
+    MEASURED_TOTAL_S,
     MFU_PADDED,
     MFU_USEFUL,
     OBSERVED_IDS,
     OTHER_CPU_S,
     OTHER_CPU_SHARE,
+    OTHER_GPU_PROCESSES,
     PASS_S,
+    REPETITIONS,
+    REPETITIONS_IDENTICAL,
     TOKENS_GENERATED,
     TOKENS_INPUT,
     TOKENS_PROMPT,
@@ -46,14 +55,15 @@ COLUMNS = [
     "run_id", "campaign_id", "pass_index", "round", "position", "attempt", "variant", "role", "corpus_fingerprint", "device", "backend",
     "batch_size", "precision", "quantization", "length_grouping", "workload", "engine", "lanes", "model_revision", *schema.STACK_IDENTITY,
     "status", "reason", "status_before_exclusion",
-    LOAD_S, WARMUP_S, PASS_S, EVAL_S, EXPORT_S, CONVERT_S, TOKENS_INPUT, TOKENS_PROMPT, TOKENS_GENERATED, "quality_verdict",
+    LOAD_S, WARMUP_S, PASS_S, REPETITIONS, MEASURED_TOTAL_S, REPETITIONS_IDENTICAL, COOLDOWN_S, EVAL_S, EXPORT_S, CONVERT_S, TOKENS_INPUT, TOKENS_PROMPT, TOKENS_GENERATED, "quality_verdict",
     *(column for output in registry.output_names() for column in registry.output(output).COLUMNS),
     EXPECTED_IDS, OBSERVED_IDS, "ids_match", "corpus_accepted", COMPLETED_ENTRIES,
     "mem_peak_allocated_bytes", "mem_peak_reserved_bytes", "mem_peak_rss_bytes",
-    "memory_counter", *schema.UTILISATION, "mfu_reason", energy.ENERGY_METRIC, "energy_reason", "protocol_digest", "start_time", "end_time", "wall_s",
-    "host", *schema.MEASURED_SPAN, "overlapped_with", OTHER_CPU_S, OTHER_CPU_SHARE, "contended", "notes",
+    "memory_counter", *schema.UTILISATION, "mfu_reason", energy.ENERGY_METRIC, "energy_reason", IDLE_POWER_W, ENERGY_NET_J, "protocol_digest", "start_time", "end_time", "wall_s",
+    "host", *schema.MEASURED_SPAN, "overlapped_with", OTHER_CPU_S, OTHER_CPU_SHARE, OTHER_GPU_PROCESSES, "contended",
+    CPU_UTILISATION, GPU_UTILISATION, "starved", "throttled", "notes",
 ]
-SHOWN = ["variant", "status", "batch_size", PASS_S, MFU_USEFUL, MFU_PADDED, "quality_verdict", MACRO_F1,
+SHOWN = ["variant", "status", "batch_size", PASS_S, REPETITIONS, MFU_USEFUL, MFU_PADDED, "quality_verdict", MACRO_F1,
          EXPECTED_IDS, OBSERVED_IDS, "ids_match", "corpus_accepted", COMPLETED_ENTRIES, "reason", "overlapped_with"]
 
 
@@ -132,6 +142,8 @@ def attempt_row(run: RunRecord, now: dt.datetime | None = None) -> dict:
         "status_before_exclusion": tags.get(schema.STATUS_BEFORE_EXCLUSION, "") if excluded else "",
         "quality_verdict": tags.get(schema.QUALITY_VERDICT, ""),
         "contended": tags.get(schema.CONTENDED, ""),
+        "throttled": tags.get(schema.THROTTLED, ""),
+        "starved": tags.get(schema.STARVED, ""),
         "ids_match": tags.get(schema.IDS_MATCH, "") == "true",
         "corpus_accepted": tags.get(schema.CORPUS_ACCEPTED, "") == "true" and status == Status.ACCEPTED,
         "protocol_digest": tags.get(schema.PROTOCOL_DIGEST, ""),
@@ -191,9 +203,18 @@ def notes_of(run: RunRecord, row: dict, excluded: bool, measured_reason: str) ->
         notes.append(f"predictions: {run.artifact_uri}/{exported}")
     if row["mfu_reason"]:
         notes.append(f"mfu empty: {row['mfu_reason']}")
-    short = too_short(metrics.get(PASS_S))
+    short = too_short(metrics.get(MEASURED_TOTAL_S, metrics.get(PASS_S)))
     if short:
-        notes.append(f"pass_s {short}")
+        notes.append(f"measured part {short}")
+    if metrics.get(REPETITIONS, 1) > 1:
+        notes.append(f"pass_s is one corpus: the clock processed it {metrics[REPETITIONS]:.0f} times in "
+                     f"{metrics.get(MEASURED_TOTAL_S, float('nan')):.3f} s (min_measured_s)")
+    if metrics.get(REPETITIONS_IDENTICAL) == 0:
+        notes.append("repetitions differ: a later repetition's outputs are not identical to the first's "
+                     "(the first's were exported and judged)")
+    for flag in ("throttled", "starved"):
+        if row.get(flag):
+            notes.append(f"{flag}: {row[flag]}" if flag == "throttled" else row[flag])
     return notes
 
 

@@ -58,6 +58,11 @@ class Protocol:
     max_price_age_days: int | None = None  # a catalog price older than this is stale: not priced unless allowed
     system_metrics_interval_s: float = 1.0  # MLflow's system metrics sampled by the launcher at this interval
     max_other_cpu_share: float = 0.25  # other processes' share of the CPU time during a pass above it: contended
+    # The corpus is processed again inside one clock until the measured part lasts this long (no default: a
+    # protocol for a fast device sets it); pass_s stays the time of one corpus.
+    min_measured_s: float | None = None
+    cooldown_s: float = 0.0  # each pass idles this long after loading, before warm-up: idle power where a counter exists
+    min_utilisation: float = 0.5  # the pass's device busy less than this share of the measured part: starved
     alternatives: dict | None = None  # hosted endpoints priced beside the rental: catalog, endpoints, tokens per input
 
 
@@ -156,7 +161,20 @@ def load_protocol(path: Path) -> Protocol:
         system_metrics_interval_s=_interval(path, document.get("system_metrics_interval_s")),
         max_other_cpu_share=(f.fraction("max_other_cpu_share") if document.get("max_other_cpu_share") is not None
                              else 0.25),
+        min_measured_s=_seconds(path, document, "min_measured_s", None),
+        cooldown_s=_seconds(path, document, "cooldown_s", 0.0),
+        min_utilisation=f.fraction("min_utilisation") if document.get("min_utilisation") is not None else 0.5,
     )
+
+
+def _seconds(path: Path, document: dict, name: str, absent: float | None) -> float | None:
+    """An optional duration field: a finite number of seconds, above zero; `absent` when it is not given."""
+    value = document.get(name)
+    if value is None:
+        return absent
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise GpucostError(f"{path}: field '{name}' must be a number of seconds above 0, got {value!r}")
+    return float(value)
 
 
 def _interval(path: Path, value) -> float:

@@ -90,3 +90,22 @@ def joules_per_validated_corpus(accepted_energies: Sequence[float | None]) -> tu
     if not measured:
         return None, "no energy counter on any accepted pass"
     return statistics.median(measured), ""
+
+
+def idle_power(spec: CounterSpec, before: int, after: int, idle_s: float) -> tuple[float | None, str]:
+    """The board's idle power (watts) from two counter reads around a wait, or None with the reason: a wait shorter
+    than a few counter updates, or a counter that went back."""
+    if idle_s < 10 * spec.update_period_s:
+        return None, (f"cooldown of {idle_s:.3f} s spans fewer than 10 updates of the {spec.name}: "
+                      "idle power not resolved")
+    counts = advanced(before, after, spec.wraps_at)
+    if counts is None:
+        return None, f"the {spec.name} went back during the cooldown ({before} -> {after}): counter reset"
+    return counts * spec.joules_per_count / idle_s, ""
+
+
+def net_of_idle(energy_j: float | None, idle_w: float | None, pass_s: float | None) -> float | None:
+    """A pass's energy less what the board would have drawn idle over its pass_s (None when either is unknown)."""
+    if energy_j is None or idle_w is None or pass_s is None:
+        return None
+    return energy_j - idle_w * pass_s
