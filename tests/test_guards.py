@@ -200,3 +200,15 @@ def test_a_half_second_corpus_under_min_measured_s_2_is_processed_about_4_times_
     assert len(repeats.later) == repeats.count - 1 and len(predictions.ids) == 30
     assert runner.measure(str(corpus_dir / "comparison.jsonl"), None, None, {}, None, lambda: None,
                           work=SlowWork())[1] < 1.0  # without min_measured_s: once
+
+
+@pytest.mark.unit
+def test_the_summary_counts_throttled_and_starved_passes_and_says_how_busy_the_device_was():
+    from gpucost_mlflow.report.sections import flags_text
+
+    summary = types.SimpleNamespace(contended=1, throttled=2, too_short=0, starved=1,
+                                    busy={"gpu_utilisation": 0.23, "cpu_utilisation": 0.91})
+    assert flags_text(summary, 5) == ("; contended 1; throttled 2 of 5; starved 1 of 5: 23 % mean GPU; "
+                                      "busy GPU 23 %/CPU 91 %")
+    quiet = types.SimpleNamespace(contended=0, throttled=0, too_short=0, starved=0, busy={})
+    assert flags_text(quiet, 5) == ""

@@ -76,7 +76,8 @@ SUMMARY_TEXT = ("Overlapped: durations measured while another pass ran on the sa
 
 
 def flags_text(s, counted: int) -> str:
-    """'; contended 1; throttled 2 of 5; starved: 23 % GPU' - what flags a configuration's durations carry."""
+    """'; contended 1; throttled 2 of 5; starved 1 of 5: 23 % mean GPU; busy GPU 23 %': what flags a configuration's
+    durations carry, and how busy its device was on average."""
     parts = [f"contended {s.contended}" if s.contended else "",
              f"throttled {s.throttled} of {counted}" if s.throttled else "",
              f"too short to time reliably {s.too_short}" if s.too_short else ""]
