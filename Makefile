@@ -6,6 +6,9 @@ STAMP := $(VENV)/.gpucost-installed
 EXPERIMENT ?= gpucost-demo
 DEMO_VARIANTS ?= batch1,batch4,batch8,batch8-bf16,batch8-int8,batch8-lengthgrouped
 DEMO_PASSES ?= 5
+# The demo's job (projects/protocol-demo.yaml): 2,000 corpora of 1,000 inputs by a deadline, where throughput decides
+# the hours billed; the comparison corpus it names is the one every pass is timed on.
+DEMO_PROTOCOL ?= projects/protocol-demo.yaml
 export MLFLOW_TRACKING_URI ?= sqlite:///$(CURDIR)/mlflow.db
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -44,19 +47,23 @@ PROPOSED = reports/$(EXPERIMENT)-variants-proposed.yaml
 
 demo: $(STAMP) data/model/config.json $(WHATIF_CATALOG)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/mlflow run projects -e campaign \
-	  -P variants=$(DEMO_VARIANTS) -P passes=$(DEMO_PASSES) \
+	  -P variants=$(DEMO_VARIANTS) -P passes=$(DEMO_PASSES) -P protocol=$(DEMO_PROTOCOL) \
 	  --env-manager local --experiment-name $(EXPERIMENT)
 	test -f $(PROPOSED) || $(BIN)/gpucost variants propose --experiment $(EXPERIMENT) --out $(PROPOSED)
-	$(BIN)/gpucost campaign --experiment $(EXPERIMENT) --variants-file $(PROPOSED) --series combined --passes $(DEMO_PASSES)
-	@$(BIN)/gpucost report --experiment $(EXPERIMENT) --variants-file $(PROPOSED) --out reports/$(EXPERIMENT)
-	@echo "What-if: the same campaign with this machine priced at the example price in $(WHATIF_CATALOG):"
-	@$(BIN)/gpucost report --experiment $(EXPERIMENT) --variants-file $(PROPOSED) --catalog $(WHATIF_CATALOG) --out reports/$(EXPERIMENT)-what-if
-	@echo "Results: experiment '$(EXPERIMENT)' in $(MLFLOW_TRACKING_URI); attempts table: $(BIN)/gpucost attempts --experiment $(EXPERIMENT)"
+	$(BIN)/gpucost campaign --experiment $(EXPERIMENT) --variants-file $(PROPOSED) --series combined --passes $(DEMO_PASSES) \
+	  --protocol $(DEMO_PROTOCOL)
+	@$(BIN)/gpucost report --experiment $(EXPERIMENT) --variants-file $(PROPOSED) --protocol $(DEMO_PROTOCOL) \
+	  --out reports/$(EXPERIMENT)
+	@echo "What-if: the job of $(DEMO_PROTOCOL) (2,000 corpora of 1,000 inputs by the deadline) with this machine priced by the hour at the example price in $(WHATIF_CATALOG):"
+	@$(BIN)/gpucost report --experiment $(EXPERIMENT) --variants-file $(PROPOSED) --protocol $(DEMO_PROTOCOL) \
+	  --catalog $(WHATIF_CATALOG) --out reports/$(EXPERIMENT)-what-if
+	@echo "Results: experiment '$(EXPERIMENT)' in $(MLFLOW_TRACKING_URI); attempts table: $(BIN)/gpucost attempts --experiment $(EXPERIMENT) --protocol $(DEMO_PROTOCOL)"
 	@echo "Browse them: $(BIN)/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI) (the decision run shows report.html)"
 
 # The generation demo (not part of `make demo`: it would double its time): SmolLM2-135M-Instruct answers a
 # 200-prompt slice of the comparison corpus with 16 new tokens, greedy; batch 1 / 4 / 8 / 16, then bf16 and
-# prompt-length grouping judged against the fp32 gen-batch8 outputs (projects/protocol-generation.yaml).
+# prompt-length grouping judged against the fp32 gen-batch8 outputs (projects/protocol-generation.yaml, whose
+# corpus.file is the slice below and the campaign's default corpus; its corpus.slice_of names the source).
 GEN_EXPERIMENT ?= gpucost-generation
 GEN_VARIANTS ?= gen-batch1,gen-batch4,gen-batch8,gen-batch16,gen-batch8-bf16,gen-batch8-lengthgrouped
 GEN_PROTOCOL = projects/protocol-generation.yaml
@@ -66,12 +73,12 @@ $(GEN_CORPUS): data/corpus/comparison.jsonl
 
 demo-generation: $(STAMP) $(GEN_CORPUS) $(WHATIF_CATALOG)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/mlflow run projects -e campaign \
-	  -P variants=$(GEN_VARIANTS) -P passes=$(DEMO_PASSES) -P corpus=$(GEN_CORPUS) -P protocol=$(GEN_PROTOCOL) \
+	  -P variants=$(GEN_VARIANTS) -P passes=$(DEMO_PASSES) -P protocol=$(GEN_PROTOCOL) \
 	  --env-manager local --experiment-name $(GEN_EXPERIMENT)
 	@$(BIN)/gpucost report --experiment $(GEN_EXPERIMENT) --protocol $(GEN_PROTOCOL) --out reports/$(GEN_EXPERIMENT)
 	@$(BIN)/gpucost report --experiment $(GEN_EXPERIMENT) --protocol $(GEN_PROTOCOL) --catalog $(WHATIF_CATALOG) \
 	  --out reports/$(GEN_EXPERIMENT)-what-if
-	@echo "Results: experiment '$(GEN_EXPERIMENT)' in $(MLFLOW_TRACKING_URI); attempts table: $(BIN)/gpucost attempts --experiment $(GEN_EXPERIMENT)"
+	@echo "Results: experiment '$(GEN_EXPERIMENT)' in $(MLFLOW_TRACKING_URI); attempts table: $(BIN)/gpucost attempts --experiment $(GEN_EXPERIMENT) --protocol $(GEN_PROTOCOL)"
 
 # The report's browser test renders report.html in Debian's headless chromium.
 CHROMIUM := /usr/bin/chromium

@@ -1,4 +1,5 @@
-"""`mlflow run projects -P variant=...`, typed as the README gives it, leaves one FINISHED pass run without conda."""
+"""`mlflow run projects -P variant=...`, typed as the README gives it, leaves one FINISHED pass run without conda, on the
+protocol's own corpus, in the experiment `gpucost attempts` reads by default."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from mlflow.tracking import MlflowClient
 
+from gpucost_mlflow.cli import main
 from gpucost_mlflow.tracking import schema
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,11 +49,13 @@ def test_literal_mlflow_run_records_one_finished_pass_without_conda(
         pytest.skip(reason)
     env = dict(os.environ, MLFLOW_ENV_ROOT=str(tmp_path / "mlflow-envs"))
     env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if not shutil.which("conda", path=p))
-    result = _mlflow_run(
-        "-P", "variant=batch4", "-P", f"model={model_dir}", "-P", f"corpus={corpus_dir / 'comparison.jsonl'}",
-        "-P", f"protocol={protocol_file}", env=env,
-    )
+    protocol = tmp_path / "protocol.yaml"  # names the test corpus: no -P corpus, the protocol's file is the default
+    protocol.write_text(protocol_file.read_text().replace("file: comparison.jsonl",
+                                                          f"file: {corpus_dir / 'comparison.jsonl'}"))
+    result = _mlflow_run("-P", "variant=batch4", "-P", f"model={model_dir}", "-P", f"protocol={protocol}", env=env)
     assert result.returncode == 0, result.stderr[-2000:]
+    attempts = CliRunner().invoke(main, ["attempts", "--format", "csv", "--protocol", str(protocol)])  # no --experiment
+    assert attempts.exit_code == 0 and len(attempts.output.splitlines()) == 2 and "batch4" in attempts.output
     client = MlflowClient()
     runs = client.search_runs([client.get_experiment_by_name("Default").experiment_id])
     assert len(runs) == 1

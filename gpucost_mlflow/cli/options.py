@@ -4,11 +4,15 @@ lines more than one command prints (the MLflow UI link, the passes judged again)
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import shipped
+
+if TYPE_CHECKING:
+    from gpucost_mlflow.core.inputs.protocol import Protocol
 
 DEFAULT_CORPUS_DIR = Path("data/corpus")
 DEFAULT_MODEL_DIR = Path("data/model")
@@ -59,12 +63,76 @@ def _model(root: Path, model_path: Path, protocol_path: Path) -> Path:
     return default_model(load_protocol(protocol_path).acceptance.output, root)
 
 
+EXPERIMENT_HELP = ("MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else the one MLFLOW_EXPERIMENT_ID names, else "
+                   "MLflow's 'Default', where `mlflow run` puts a run without --experiment-name).")
+
+
 def _experiment(name: str | None) -> str:
+    """The experiment a command reads or writes: --experiment, else the one the environment names as `mlflow run` reads
+    it, else MLflow's default experiment, so `gpucost` and `mlflow run projects` share one default."""
     import os
 
     from gpucost_mlflow.tracking import schema
 
-    return name or os.environ.get("MLFLOW_EXPERIMENT_NAME") or schema.DEFAULT_EXPERIMENT
+    if name or os.environ.get("MLFLOW_EXPERIMENT_NAME"):
+        return name or os.environ["MLFLOW_EXPERIMENT_NAME"]
+    if os.environ.get("MLFLOW_EXPERIMENT_ID"):
+        from gpucost_mlflow.tracking.experiments import name_of
+
+        return name_of(os.environ["MLFLOW_EXPERIMENT_ID"])
+    return schema.DEFAULT_EXPERIMENT
+
+
+CORPUS_HELP = "The corpus file (default: the one the protocol names, corpus.file, under --root)."
+
+
+def _corpus(root: Path, corpus_path: str | None, protocol_path: Path) -> Path:
+    """--corpus as given, or the protocol's corpus.file under root; a missing one is refused in one line that names
+    the command building it (before any run exists)."""
+    if corpus_path:
+        return _under(root, Path(corpus_path))
+    from gpucost_mlflow.core.inputs.protocol import load_protocol
+
+    protocol = load_protocol(protocol_path)
+    path = _under(root, Path(protocol.corpus_file))
+    if not path.exists():
+        raise GpucostError(f"{_shown(root, Path(protocol.corpus_file))}: the corpus {protocol_path} names is missing; "
+                           f"{_builds(root, protocol)} (or pass --corpus FILE)")
+    return path
+
+
+def _shown(root: Path, path: Path) -> str:
+    """A path under root as a user can type it: as written under the working folder, absolute under another root."""
+    return str(path if path.is_absolute() or root == Path(".") else (root / path).resolve())
+
+
+def _builds(root: Path, protocol: Protocol) -> str:
+    """How to build a protocol's missing corpus: its slice of another corpus (`corpus.slice_of`), that corpus first when
+    it is missing too, or `gpucost corpus build` for the builder's own file."""
+    from gpucost_mlflow.prepare import COMPARISON
+
+    target = Path(protocol.corpus_file)
+    if not protocol.corpus_slice_of:
+        if target.name != COMPARISON:
+            return "write it there"
+        return f"build it with `{_build_command(root, target, protocol.corpus_size)}`"
+    source = Path(protocol.corpus_slice_of)
+    command = (f"gpucost corpus slice --corpus {_shown(root, source)} --size {protocol.corpus_size} "
+               f"--out {_shown(root, target)}")
+    if _under(root, source).exists():
+        return f"it is a slice of {_shown(root, source)}: build it with `{command}`"
+    if source.name != COMPARISON:
+        return f"it is a slice of {_shown(root, source)}, missing too: write that corpus there, then run `{command}`"
+    return (f"it is a slice of {_shown(root, source)}, missing too: build both with "
+            f"`{_build_command(root, source, None)} && {command}`")
+
+
+def _build_command(root: Path, comparison: Path, size: int | None) -> str:
+    """`gpucost corpus build` writing this comparison file (its folder as --out; --size when not the default)."""
+    from gpucost_mlflow.core.inputs.corpus import DEFAULT_BUCKET_SIZES
+
+    sized = f" --size {size}" if size is not None and size != sum(DEFAULT_BUCKET_SIZES.values()) else ""
+    return f"gpucost corpus build --out {_shown(root, comparison.parent)}{sized}"
 
 
 def _catalog(catalog_file):

@@ -9,15 +9,16 @@ import click
 
 from gpucost_mlflow.cli.options import (
     AUTO_MODEL,
-    DEFAULT_CORPUS_DIR,
+    CORPUS_HELP,
+    EXPERIMENT_HELP,
     MODEL_HELP,
     WholeNumber,
+    _corpus,
     _echo_rejudged,
     _echo_ui_link,
     _experiment,
     _file,
     _model,
-    _under,
 )
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import shipped
@@ -30,10 +31,10 @@ CODE_ROOT = Path(__file__).resolve().parents[1]
 
 @click.command("pass")
 @click.option("--variant", "variant_name", required=True, help="A variant name from the variants file.")
-@click.option("--corpus", "corpus_path", type=click.Path(path_type=Path), default=DEFAULT_CORPUS_DIR / "comparison.jsonl", show_default=True)
+@click.option("--corpus", "corpus_path", type=click.Path(), default=None, help=CORPUS_HELP)
 @click.option("--model", "model_path", type=click.Path(path_type=Path), default=AUTO_MODEL, show_default=True, help=MODEL_HELP)
 @click.option("--variants", "variants_file", type=click.Path(path_type=Path), default=shipped.VARIANTS, show_default=True)
-@click.option("--experiment", default=None, help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else 'gpucost'); ignored under `mlflow run`.")
+@click.option("--experiment", default=None, help=f"{EXPERIMENT_HELP} Ignored under `mlflow run`.")
 @click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True, help="The pre-registered protocol; its digest is locked on the experiment.")
 @click.option("--role", default="benchmark", show_default=True, help="benchmark, or deliverable for a production corpus.")
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."), help="Folder that relative paths are resolved from (the MLproject passes the repository root).")
@@ -67,7 +68,7 @@ def _pass_request(variant_name, corpus_path, model_path, variants_file, experime
     variant = get_variant(variants_path, variant_name)
     return PassRequest(
         variant=variant,
-        corpus_path=_under(root, corpus_path),
+        corpus_path=_corpus(root, corpus_path, protocol_path),
         model_path=_model(root, model_path, protocol_path),
         experiment=_experiment(experiment),
         protocol_path=protocol_path,
@@ -88,8 +89,8 @@ def _pass_figures(metrics: dict) -> str:
 @click.option("--variants", "variant_names", default="batch1,batch4,batch8", show_default=True, help="Comma-separated variant names, in the first round's order.")
 @click.option("--passes", type=WholeNumber(1), default=None, help="Passes per variant (default and required value: the protocol's).")
 @click.option("--resume", default=None, help="Campaign id: run only its slots without an attempt, and its interrupted ones again.")
-@click.option("--experiment", default=None, help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else 'gpucost'); ignored under `mlflow run`.")
-@click.option("--corpus", "corpus_path", type=click.Path(path_type=Path), default=DEFAULT_CORPUS_DIR / "comparison.jsonl", show_default=True)
+@click.option("--experiment", default=None, help=f"{EXPERIMENT_HELP} Ignored under `mlflow run`.")
+@click.option("--corpus", "corpus_path", type=click.Path(), default=None, help=CORPUS_HELP)
 @click.option("--model", "model_path", type=click.Path(path_type=Path), default=AUTO_MODEL, show_default=True, help=MODEL_HELP)
 @click.option("--variants-file", type=click.Path(path_type=Path), default=shipped.VARIANTS, show_default=True)
 @click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True)
@@ -136,7 +137,7 @@ def _campaign_plan(variant_names, passes, resume, experiment, corpus_path, model
         variants=names,
         passes=passes if passes is not None else load_protocol(protocol_path).passes_per_variant,
         experiment=_experiment(experiment),
-        corpus_path=_under(root, corpus_path),
+        corpus_path=_corpus(root, corpus_path, protocol_path),
         model_path=_model(root, model_path, protocol_path),
         protocol_path=protocol_path,
         variants_path=variants_path,
@@ -160,7 +161,7 @@ def _echo_campaign(result) -> None:
 
 
 @click.command("rejudge")
-@click.option("--experiment", default=None, help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else 'gpucost').")
+@click.option("--experiment", default=None, help=EXPERIMENT_HELP)
 @click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True,
               help="The protocol the experiment is locked to.")
 def rejudge_cmd(experiment, protocol_file) -> None:

@@ -6,13 +6,21 @@ from pathlib import Path
 
 import click
 
-from gpucost_mlflow.cli.options import _catalog, _echo_rejudged, _echo_ui_link, _experiment, _file, _under
+from gpucost_mlflow.cli.options import (
+    EXPERIMENT_HELP,
+    _catalog,
+    _echo_rejudged,
+    _echo_ui_link,
+    _experiment,
+    _file,
+    _under,
+)
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import shipped
 
 
 @click.command("report")
-@click.option("--experiment", default=None, help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else 'gpucost').")
+@click.option("--experiment", default=None, help=EXPERIMENT_HELP)
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), default=None, help="Folder for the files (default: reports/<experiment>).")
 @click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), default=None)
 @click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True,
@@ -100,7 +108,7 @@ def _rejudge_first(name: str, protocol, locked_tags: dict | None, client) -> lis
 
 
 @click.command("attempts")
-@click.option("--experiment", default=None, help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else 'gpucost').")
+@click.option("--experiment", default=None, help=EXPERIMENT_HELP)
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "markdown", "json"]), default="table", show_default=True)
 @click.option("--out", "out_path", type=click.Path(path_type=Path), help="Write to this file instead of the terminal.")
 @click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True, help="Compared with the experiment's locked protocol.")

@@ -49,6 +49,18 @@ def locked_digest(client: MlflowClient, experiment_id: str) -> str:
     return client.get_experiment(experiment_id).tags.get(schema.PROTOCOL_DIGEST, "")
 
 
+
+def name_of(experiment_id: str) -> str:
+    """The name of the experiment MLFLOW_EXPERIMENT_ID names, so a command without --experiment uses the one `mlflow run`
+    would; refused in one line when the store has none."""
+    client = MlflowClient()
+    try:
+        return client.get_experiment(experiment_id).name
+    except MlflowException as exc:
+        if exc.error_code not in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE"):
+            raise
+        raise GpucostError(f"MLFLOW_EXPERIMENT_ID={experiment_id}: no such experiment in {client.tracking_uri}") from None
+
 def lock(client: MlflowClient, experiment_id: str, name: str, protocol: Protocol, protocol_text: str) -> bool:
     """Store the protocol digest on the experiment; True when this call locked it, False when already locked to it.
 

@@ -127,7 +127,8 @@ WARMUP_INPUTS = "warmup.inputs"
 WARMUP_PASSES = "warmup.passes"
 
 DATASET_CONTEXT = "comparison"
-DEFAULT_EXPERIMENT = "gpucost"
+# MLflow's own default experiment: where `mlflow run` puts a run without --experiment-name, and so gpucost's default.
+DEFAULT_EXPERIMENT = "Default"
 
 
 def params_from_manifest(manifest: dict) -> dict[str, str]:

@@ -64,6 +64,7 @@ class Protocol:
     cooldown_s: float = 0.0  # each pass idles this long after loading, before warm-up: idle power where a counter exists
     min_utilisation: float = 0.5  # the pass's device busy less than this share of the measured part: starved
     alternatives: dict | None = None  # hosted endpoints priced beside the rental: catalog, endpoints, tokens per input
+    corpus_slice_of: str = ""  # corpus.slice_of: corpus.file is `gpucost corpus slice` of this corpus ("" if none)
 
 
 def digest_of(data: bytes) -> str:
@@ -154,6 +155,7 @@ def load_protocol(path: Path) -> Protocol:
         plan=_plan(path, document["plan"]) if document.get("plan") is not None else None,
         other_costs=_other_costs(path, document.get("other_costs")),
         generation=generation,
+        corpus_slice_of=f.get("corpus.slice_of", str) if document["corpus"].get("slice_of") is not None else "",
         max_spread_ratio=_spread_ratio(path, document.get("max_spread_ratio")),
         max_price_age_days=(f.positive("max_price_age_days") if document.get("max_price_age_days") is not None
                             else None),
