@@ -83,6 +83,7 @@ def synthetic_report(passes_per_variant: int | None = 5, figures: bool = True) -
     rows[0]["overlapped_with"] = f"{1:032x},{2:032x}"
     attempts = pd.DataFrame(rows)
     assert set(render.ATTEMPT_COLUMNS) <= set(attempts.columns)
+    choice = choose(assessments)
     return render.Report(
         experiment="browser-check", question="Which batch size validates the corpus cheapest before the deadline?",
         protocol_digest="0123456789abcdef" * 4, catalog="2025-01 (catalog/example.yaml)",
@@ -91,8 +92,72 @@ def synthetic_report(passes_per_variant: int | None = 5, figures: bool = True) -
         attempts=attempts, summaries=summaries,
         separations=[("batch on NVIDIA GeForce RTX 4090", separate("batch8", fast.durations.values, "batch1",
                                                                    slow.durations.values))],
-        assessments=assessments, deadline="2025-03-10T00:00:00", plan=plan, choice=choose(assessments),
-        figures={"Pass durations": plots.durations(summaries), "Peak memory": plots.memory(summaries),
-                 "Committed cost": plots.cost(assessments)} if figures else {},
+        assessments=assessments, deadline="2025-03-10T00:00:00", plan=plan, choice=choice,
+        figures=plots.for_report(summaries, assessments, choice) if figures else {},
         passes_per_variant=passes_per_variant, experiment_id="7",
     )
+
+
+CPU = "Intel(R) Xeon(R) Processor"
+DEMO_PASSES = {  # the demo's variants on one CPU, seconds per 1,000-input corpus (five passes each)
+    "batch64-bf16-lengthgrouped": (5.6, 5.7, 5.5, 5.8, 5.6),
+    "batch8-lengthgrouped": (7.4, 7.6, 7.5, 7.7, 7.5),
+    "batch8-bf16": (9.0, 9.2, 9.1, 9.3, 12.4),
+    "batch8": (11.0, 11.2, 11.1, 11.3, 11.0),
+    "batch4": (15.2, 15.0, 15.4, 15.1, 15.3),
+    "batch1": (40.1, 40.5, 39.8, 40.2, 40.0),
+    "batch8-int8": (4.1, 4.2, 4.0, 4.1, 4.3),  # rejected: quality below the bar
+    "batch16": (6.9,),  # under-sampled: one pass of five
+}
+DEMO_START = dt.datetime(2026, 10, 1, 9)
+
+
+def decided_report(expected: int = 2000, deadline_h: float = 20.0, changed: dict | None = None,
+                   priced_device: str = CPU, figures: bool = True) -> render.Report:
+    """A report like the demo's: eight configurations on one CPU priced hourly at an example price, 2,000 corpora of
+    1,000 inputs, a deadline the slowest misses; `changed`: other durations for some variants; `priced_device`: the
+    device the catalog prices (another one: nothing priced)."""
+    from gpucost_mlflow.core.money.catalog import Catalog
+    from gpucost_mlflow.core.money.choice import decide
+    from gpucost_mlflow.core.money.decision import assess
+
+    passes = {**DEMO_PASSES, **(changed or {})}
+    medians = {"load_s": 3.0, "warmup_s": 0.5, "eval_s": 0.1, "export_s": 0.2}
+    spans = []  # every attempt on the device, one after another: each configuration's forecast counts them all
+    for value in (v for values in passes.values() for v in values):
+        start = spans[-1].end_s if spans else 0.0
+        spans.append(Span(start, start + 4.0 + value, "host"))
+    configs, number = [], 0
+    for variant, values in passes.items():
+        statuses = ["rejected"] * len(values) if variant == "batch8-int8" else ["accepted"] * len(values)
+        runs = tuple(f"{number + i:08x}{'0' * 24}" for i in range(len(values)))
+        number += len(values)
+        configs.append(Configuration(device=CPU, variant=variant, statuses=statuses, durations=Durations(values),
+                                     medians=medians, attempt_spans=tuple(spans), pass_runs=runs,
+                                     pass_causes=("",) * len(values)))
+    package = Package(provider="this machine", catalog_version="example", gpu="cpu", device_names=(priced_device,),
+                      gpus_per_lot=1, days=None, price_per_lot=Decimal("0.50"), currency="USD",
+                      source="example price: catalog/this-machine.csv", line=2, billing="hourly",
+                      min_hours=Decimal(1), increment_hours=Decimal(1))
+    catalog = Catalog("catalog/this-machine.csv", "example", "USD", (package,))
+    plan = {"setup_hours": 4.0, "waiting_hours": 0.0, "planned_restarts": 0, "start": DEMO_START}
+    deadline = DEMO_START + dt.timedelta(hours=deadline_h)
+    assessments = assess(configs, catalog, plan, deadline, expected, required_passes=5, max_spread_ratio=1.5,
+                         inputs_per_deliverable=1000, today=DEMO_START.date())
+    choice = choose(assessments)
+    summaries = [Summary(c, {"mem_peak_rss_bytes": 700 * 2**20}, COUNTER, 0.71, {"passed": len(c.statuses)})
+                 for c in configs]
+    rows = [{"pass_index": i + 1, "round": i + 1, "position": 1, "variant": c.variant, "device": c.device,
+             "status": status, "reason": "every check passed", "pass_s": value, "quality_verdict": "passed",
+             "macro_f1": 0.71, "expected_ids": 1000, "observed_ids": 1000, "ids_match": True, "corpus_accepted": True,
+             "completed_entries": 1000, "mfu_useful": None, "mfu_padded": None, "mfu_reason": PEAK_REASON,
+             "overlapped_with": "", "run_id": run}
+            for c in configs for i, (status, value, run) in enumerate(zip(c.statuses, c.durations.values, c.pass_runs))]
+    return render.Report(
+        experiment="gpucost-demo", question="Which configuration validates 2,000 corpora of 1,000 inputs cheapest "
+                                            "before the deadline?",
+        protocol_digest="fedcba9876543210" * 4, catalog="example (catalog/this-machine.csv)",
+        decision=decide(assessments, expected, 1000, choice=choice), warnings=[], attempts=pd.DataFrame(rows),
+        summaries=summaries, separations=[], assessments=assessments, deadline=deadline.isoformat(), plan=plan,
+        choice=choice, figures=plots.for_report(summaries, assessments, choice) if figures else {}, example_prices=True,
+        passes_per_variant=5, experiment_id="3")

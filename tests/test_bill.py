@@ -25,6 +25,7 @@ pytestmark = pytest.mark.unit
 
 NOTE = "invoice 4411: one extra day of storage"
 AT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\dZ")
+COMMITTED_USD, PAID_USD = schema.in_currency(schema.COMMITTED_COST, "USD"), schema.in_currency(schema.PAID, "USD")
 
 
 def bill(*args: str, experiment: str = EXPERIMENT):
@@ -44,7 +45,7 @@ def decided(experiment, tmp_path: Path) -> str:
     result = run_report(tmp_path)
     assert result.exit_code == 0, result.output
     run = latest()
-    assert run.data.tags[schema.DECISION] == schema.DECIDED and run.data.metrics[schema.COMMITTED_COST] == 110.0
+    assert run.data.tags[schema.DECISION] == schema.DECIDED and run.data.metrics[COMMITTED_USD] == 110.0
     return run.info.run_id
 
 
@@ -65,7 +66,7 @@ def logged(name: str, *, decision: str = schema.DECIDED, currency: str = "USD", 
     metrics = {}
     if decision == schema.DECIDED:
         tags.update({schema.DECISION_VARIANT: "batch8", schema.DECISION_DEVICE: RTX, schema.DECISION_CURRENCY: currency})
-        metrics = {schema.COMMITTED_COST: committed}
+        metrics = {schema.in_currency(schema.COMMITTED_COST, currency): committed}
     return decision_run.log_decision(client, eid, "decision: batch8", "d" * 64, tags, {}, metrics, [])
 
 
@@ -139,7 +140,7 @@ def test_bill_then_report_shows_committed_against_paid_and_the_difference(experi
     run = MlflowClient().get_run(run_id)
     tags = run.data.tags
     assert (tags[schema.BILL_PAID], tags[schema.BILL_CURRENCY], tags[schema.BILL_NOTE]) == ("118.40", "USD", NOTE)
-    assert AT.fullmatch(tags[schema.BILL_AT]) and run.data.metrics[schema.PAID] == 118.40
+    assert AT.fullmatch(tags[schema.BILL_AT]) and run.data.metrics[PAID_USD] == 118.40
     assert "### Bill history" in tags[schema.NOTE] and tags[schema.NOTE].endswith(f": 118.40 USD; {NOTE}")
 
     result = run_report(tmp_path)  # the next report: a new decision run, without a bill of its own
@@ -179,8 +180,8 @@ def test_a_second_bill_replaces_the_first_and_the_description_keeps_both(store):
     run = client.get_run(run_id)
     tags = run.data.tags
     assert (tags[schema.BILL_PAID], tags[schema.BILL_CURRENCY], tags[schema.BILL_NOTE]) == ("120.00", "USD", "")
-    assert run.data.metrics[schema.PAID] == 120.0
-    assert [(m.step, m.value) for m in client.get_metric_history(run_id, schema.PAID)] == [(1, 118.40), (2, 120.0)]
+    assert run.data.metrics[PAID_USD] == 120.0
+    assert [(m.step, m.value) for m in client.get_metric_history(run_id, PAID_USD)] == [(1, 118.40), (2, 120.0)]
     note = tags[schema.NOTE]
     assert note.startswith("### Decision: batch8 on NVIDIA GeForce RTX 4090\n\nDecision: batch8.\n\n### Bill history\n")
     assert note.count("### Bill history") == 1
@@ -209,7 +210,7 @@ def test_bad_input_is_one_line_exit_2_and_the_run_unchanged(store, args, message
     refused(bill(*args, experiment="billed"), message)
     after = MlflowClient().get_run(run_id).data
     assert after.tags == before.tags and after.metrics == before.metrics
-    assert len(MlflowClient().get_metric_history(run_id, schema.PAID)) == 1
+    assert len(MlflowClient().get_metric_history(run_id, PAID_USD)) == 1
 
 
 def test_an_experiment_without_a_decision_run_is_refused(store):
@@ -226,7 +227,7 @@ def test_a_latest_decision_run_that_decided_nothing_is_refused_and_the_earlier_p
     refused(bill("--paid", "118.40", "--currency", "USD", experiment="undecided"),
             f"the latest decision run {nothing} of experiment 'undecided' decided nothing (no plan was chosen)")
     assert {run_id: client.get_run(run_id).data.tags for run_id in (earlier, nothing)} == before
-    assert schema.PAID not in client.get_run(earlier).data.metrics
+    assert PAID_USD not in client.get_run(earlier).data.metrics
 
 
 def test_an_unknown_experiment_is_refused(store):

@@ -1,5 +1,6 @@
-"""The MLflow UI itself, in headless Chromium (issue 16): after a small campaign and its report, the runs table
-shows every pass under its own name and the decision run's page shows its description.
+"""The MLflow UI itself, in headless Chromium (issues 16 and 30): after a small campaign and its report, the
+experiment opens on its runs table (not the GenAI overview), the link gpucost prints shows every pass under its own
+name sorted by pass_s with its status and standing, and the decision run's page shows its description.
 
 The store is written by the product's own commands (`gpucost campaign`, then `gpucost report`) and served by
 `mlflow server`; Chromium renders the React app (--virtual-time-budget lets it fetch and draw) and dumps the DOM.
@@ -14,12 +15,13 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 from mlflow.tracking import MlflowClient
 
-from gpucost_mlflow.tracking import schema
+from gpucost_mlflow.core.names import PASS_S
+from gpucost_mlflow.tracking import descriptions, schema, ui
+from gpucost_mlflow.tracking.ui import LOCAL_UI
 from tests.browser import chromium, keep
 from tests.helpers import VARIANTS, write_protocol
 from tests.servers import MlflowServer
@@ -28,13 +30,15 @@ pytestmark = pytest.mark.integration  # a real campaign, an mlflow server and he
 
 EXPERIMENT = "ui-check"
 WIDTH, HEIGHT = 1336, 1000
+WIDE = 1920  # the passes view's six columns beside MLflow's assistant pane, none scrolled out of the grid
 RENDER = "--virtual-time-budget=20000"  # virtual milliseconds for the app to load, fetch the runs and draw them
 GPUCOST = str(Path(sys.executable).parent / "gpucost")
 
 
-def _run(command: list[str], folder: Path, env: dict) -> None:
+def _run(command: list[str], folder: Path, env: dict) -> str:
     done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, f"{' '.join(command)} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done.stdout
 
 
 @pytest.fixture(scope="module")
@@ -51,10 +55,11 @@ def served(tmp_path_factory, corpus_dir, model_dir):
     common = ["--variants-file", str(VARIANTS), "--protocol", str(protocol), "--experiment", EXPERIMENT]
     _run([GPUCOST, "campaign", "--variants", "batch1,batch8", "--passes", "2", "--corpus",
           str(corpus_dir / "comparison.jsonl"), "--model", str(model_dir), *common], folder, env)
-    _run([GPUCOST, "report", "--out", str(folder / "report"), *common], folder, env)
+    printed = _run([GPUCOST, "report", "--out", str(folder / "report"), *common], folder, env)
+    (link,) = re.findall(rf"then open {re.escape(LOCAL_UI)}(/#\S+)", printed)  # the route after the local UI's root
     server = MlflowServer(backend_uri=uri, folder=folder / "server").start()
     try:
-        yield server, MlflowClient(tracking_uri=uri)
+        yield server, MlflowClient(tracking_uri=uri), link
     finally:
         server.stop()
 
@@ -64,10 +69,10 @@ def _runs(client: MlflowClient, role: str) -> list:
     return client.search_runs([experiment.experiment_id], filter_string=f"tags.`{schema.ROLE}` = '{role}'")
 
 
-def _show(tmp_path: Path, url: str, name: str) -> str:
+def _show(tmp_path: Path, url: str, name: str, width: int = WIDTH) -> str:
     """The page's DOM once the app has drawn it; its screenshot is kept as test-artifacts/mlflow-ui/<name>.png."""
     shot = tmp_path / f"{name}.png"
-    dom = chromium(tmp_path, RENDER, f"--screenshot={shot}", "--dump-dom", url, width=WIDTH, height=HEIGHT,
+    dom = chromium(tmp_path, RENDER, f"--screenshot={shot}", "--dump-dom", url, width=width, height=HEIGHT,
                    timeout_s=180).stdout
     if shot.exists():
         print(f"screenshot {keep(shot, 'mlflow-ui')}")
@@ -80,28 +85,45 @@ def _text(fragment: str) -> str:
     return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", fragment)).split())
 
 
-def test_the_runs_table_shows_every_pass_under_its_own_name(served, tmp_path):
-    server, client = served
+def test_the_experiment_opens_on_the_runs_table_not_the_genai_overview(served, tmp_path):
+    server, client, _ = served
+    experiment = client.get_experiment_by_name(EXPERIMENT)
+    assert experiment.tags[schema.EXPERIMENT_KIND] == schema.MODEL_DEVELOPMENT
+    # The experiment's own page, no tab named: MLflow picks where it lands (runs for model training, GenAI's overview
+    # otherwise); MLflow 3.17 takes the side from the link's workflowType, earlier releases from the kind tag.
+    shown = _text(_show(tmp_path, f"{server.uri}/#/experiments/{experiment.experiment_id}?{ui.MODEL_TRAINING}",
+                        "experiment-landing"))
+    assert "Run Name" in shown, f"the experiment did not open on its runs table: {shown[:2000]}"
+    assert "Detect Issues" not in shown and "Token Usage" not in shown, f"the GenAI overview opened: {shown[:2000]}"
+
+
+def test_the_printed_link_shows_every_pass_sorted_by_pass_s_with_its_status_and_standing(served, tmp_path):
+    server, client, link = served
     passes = _runs(client, "benchmark")
     names = [run.info.run_name for run in passes]
     assert len(names) == 4 and len(set(names)) == 4, f"pass runs share a name: {names}"
-    experiment_id = passes[0].info.experiment_id
-    # Sorted by pass_s the table is flat: sorted by date (the default) it nests the passes under their campaign run.
-    order = quote("metrics.`pass_s`")
-    url = f"{server.uri}/#/experiments/{experiment_id}/runs?workflowType=machine_learning&orderByKey={order}&orderByAsc=true"
-    shown = _text(_show(tmp_path, url, "runs-table"))
-    assert "Run Name" in shown, f"the runs table did not render: {shown[:2000]}"
-    missing = [name for name in names if name not in shown]
-    assert not missing, f"pass names not in the runs table: {missing}\n{shown[:3000]}"
+    assert link == f"/{ui.runs_path(passes[0].info.experiment_id)}"
+    shown = _text(_show(tmp_path, f"{server.uri}{link}", "printed-link", width=WIDE))
+    assert "Run Name" in shown and ui.PASSES_VIEW_NAME in shown, f"the passes view did not open: {shown[:2000]}"
+    assert f"Sort: {PASS_S}" in shown
+    for column in (schema.STATUS, schema.VARIANT, schema.STANDING, schema.ACCEPTED, PASS_S, schema.INPUTS_PER_S):
+        assert column in shown, f"column {column} not shown: {shown[:3000]}"
+    fastest_first = [run.info.run_name for run in sorted(passes, key=lambda run: run.data.metrics[PASS_S])]
+    where = [shown.find(name) for name in fastest_first]
+    assert -1 not in where and where == sorted(where), f"passes not sorted by pass_s: {fastest_first}\n{shown[:3000]}"
+    statuses = {run.data.tags[schema.STATUS] for run in passes}
+    assert all(f" {status} " in shown for status in statuses), f"statuses {statuses} not shown: {shown[:3000]}"
+    assert not any(run.info.run_name in shown for run in _runs(client, "decision") + _runs(client, "campaign"))
 
 
 def test_the_decision_run_page_shows_its_description(served, tmp_path):
-    server, client = served
+    server, client, _ = served
     (decision,) = _runs(client, "decision")
     note = decision.data.tags.get("mlflow.note.content", "")
     assert note, "the decision run has no description (mlflow.note.content)"
-    dom = _show(tmp_path, f"{server.uri}/#/experiments/{decision.info.experiment_id}/runs/{decision.info.run_id}",
+    dom = _show(tmp_path, f"{server.uri}/{ui.run_path(decision.info.experiment_id, decision.info.run_id)}",
                 "decision-run")
+    assert decision.info.run_name in _text(dom) and len(decision.info.run_name) <= descriptions.DECISION_NAME
     found = re.search(r'data-testid="note-editor-preview-content"[^>]*>(.*?)</div>', dom, re.DOTALL)
     assert found, f"no description on the decision run's page: {_text(dom)[:3000]}"
     shown = _text(found.group(1))

@@ -14,15 +14,19 @@ from gpucost_mlflow.core.judging.preview import preview
 from gpucost_mlflow.core.measurement.stats import Durations
 from gpucost_mlflow.core.money.choice import Choice, choose
 from gpucost_mlflow.core.money.decision import Assessment, Configuration
+from gpucost_mlflow.report import short
 from gpucost_mlflow.tracking import (
+    decision_run,
     descriptions,
     exclusions,
     experiments,
+    limits,
     schema,
+    ui,
     writer,
 )
 from gpucost_mlflow.tracking.ui import link_line, runs_url
-from tests.helpers import SHIPPED_PROTOCOL, VARIANTS, write_protocol
+from tests.helpers import CATALOG, SHIPPED_PROTOCOL, VARIANTS, write_protocol
 
 PEAK_REASON = ("no dense-matmul peak cached for 'cpu|fp32|Some CPU' in /home/someone/.cache/gpucost/a/long/path/"
                "peak.json (run `gpucost doctor --peak`)")
@@ -67,14 +71,28 @@ def _assessment(variant: str, committed: str | None) -> Assessment:
 @pytest.mark.unit
 def test_the_decision_run_is_named_for_the_chosen_configuration_or_the_reason_there_is_none():
     chosen = Choice([_assessment("batch8", "110.00")])
-    assert descriptions.decision_name(chosen, example_prices=False) == "decision: batch8 on NVIDIA B200"
-    assert descriptions.decision_name(chosen, example_prices=True).endswith("· what-if: example price")
+    assert descriptions.decision_name(chosen, example_prices=False) == "decision: batch8"
+    assert descriptions.decision_name(chosen, example_prices=True) == "decision: batch8 · what-if"
+    assert descriptions.decision_name(chosen, True, what_if_protocol=True) == "decision: batch8 · what-if protocol"
     tied = Choice([_assessment("batch4", "110.00"), _assessment("batch8", "110.00")])
-    assert descriptions.decision_name(tied, False) == "decision (tied): batch4 on NVIDIA B200 or batch8 on NVIDIA B200"
+    assert descriptions.decision_name(tied, False) == "decision (tie of 2): batch4 +1"
     assert descriptions.decision_name(choose([]), False) == "decision: none (no benchmark pass in this experiment)"
     unpriced = _assessment("batch8", None)
     unpriced.priced = "not priced: NVIDIA B200 has no package"
     assert descriptions.decision_name(choose([unpriced]), False) == "decision: none (nothing priced)"
+
+
+@pytest.mark.unit
+def test_a_decision_run_name_fits_sixty_characters_with_the_reports_short_names():
+    variants = ["batch64-bf16-lengthgrouped", "batch8-lengthgrouped", "batch8-bf16", "batch4", "batch1", "batch8"]
+    tie = Choice([_assessment(v, "0.50") for v in variants])
+    named = short.names([a.configuration for a in tie.chosen]).of
+    assert descriptions.decision_name(tie, True, named=named) == "decision (tie of 6): batch64-bf16-lg +5 · what-if"
+    long = Choice([_assessment("batch64-bf16-lengthgrouped-compiled-" + "x" * 60, "1.00")] * 6)
+    for name in (descriptions.decision_name(long, True, True), descriptions.decision_name(tie, True, True)):
+        assert len(name) <= descriptions.DECISION_NAME and name.endswith(" · what-if protocol")
+    assert descriptions.decision_name(long, False).endswith(" +5")
+    assert len(descriptions.decision_name(choose([]), True, True)) <= descriptions.DECISION_NAME
 
 
 @pytest.mark.unit
@@ -141,13 +159,28 @@ def test_a_generation_preview_adds_what_the_model_wrote_to_each_row():
 
 
 @pytest.mark.unit
-def test_the_ui_link_opens_the_runs_table_on_the_server_or_after_mlflow_ui():
-    route = "#/experiments/7/runs?workflowType=machine_learning"
+def test_the_ui_link_opens_the_passes_view_on_the_server_or_after_mlflow_ui():
+    route = "#/experiments/7/runs?workflowType=machine_learning&viewStateShareKey=gpucost-passes-1"
     assert runs_url("https://alice:secret@mlflow.example.com/", "7") == f"https://mlflow.example.com/{route}"
     assert link_line("http://127.0.0.1:5005", "7") == f"MLflow UI: http://127.0.0.1:5005/{route}"
     local = link_line("sqlite:////data/my store/mlflow.db", "7")
     assert local == ("MLflow UI: run `mlflow ui --backend-store-uri 'sqlite:////data/my store/mlflow.db'`, then open "
                      f"http://127.0.0.1:5000/{route}")
+    plain = link_line("http://127.0.0.1:5005", "7", view=False)
+    assert plain == "MLflow UI: http://127.0.0.1:5005/#/experiments/7/runs?workflowType=machine_learning"
+
+
+@pytest.mark.unit
+def test_the_passes_view_sorts_by_pass_s_and_shows_status_standing_and_throughput():
+    key, value = ui.passes_view(1_700_000_000_000)
+    assert key == f"mlflow.sharedViewState.{ui.PASSES_VIEW}" and len(value) <= limits.EXPERIMENT_TAG_VALUE
+    envelope = json.loads(value)
+    assert envelope["name"] == ui.PASSES_VIEW_NAME and envelope["createdAt"] == 1_700_000_000_000
+    state = json.loads(envelope["state"])
+    assert (state["orderByKey"], state["orderByAsc"]) == ("metrics.`pass_s`", True)
+    assert state["searchFilter"] == "tags.`gpucost.variant` LIKE '%'"  # passes only: no campaign or decision run
+    assert state["selectedColumns"] == ["tags.`gpucost.variant`", "tags.`gpucost.status`", "tags.`gpucost.standing`",
+                                        "metrics.`accepted`", "metrics.`pass_s`", "metrics.`inputs_per_s`"]
 
 
 @pytest.mark.unit
@@ -208,8 +241,10 @@ def test_after_a_campaign_and_its_report_every_run_has_a_unique_name_and_a_descr
     assert ran.exit_code == 0, ran.output
     client = MlflowClient()
     experiment = client.get_experiment_by_name("ui")
-    route = f"/#/experiments/{experiment.experiment_id}/runs?workflowType=machine_learning"
+    route = f"/{ui.runs_path(experiment.experiment_id)}"
     assert f"then open http://127.0.0.1:5000{route}" in ran.output
+    assert experiment.tags[schema.EXPERIMENT_KIND] == schema.MODEL_DEVELOPMENT
+    assert f"{schema.SAVED_VIEW_PREFIX}{ui.PASSES_VIEW}" in experiment.tags
 
     reported = CliRunner().invoke(main, ["report", "--out", str(tmp_path / "r1"), *common])
     assert reported.exit_code == 0, reported.output
@@ -235,21 +270,34 @@ def test_after_a_campaign_and_its_report_every_run_has_a_unique_name_and_a_descr
     campaign_id = campaign.data.tags[schema.CAMPAIGN_ID]
     assert campaign.info.run_name == f"campaign {campaign_id}: batch1, batch8"
     assert campaign.data.tags[schema.NOTE].startswith(f"### campaign {campaign_id} · finished, 4 of 4 passes finished")
-    assert {f"{schema.MEDIAN_PASS_S_PREFIX}batch1", f"{schema.MEDIAN_PASS_S_PREFIX}batch8"} <= set(campaign.data.metrics)
+    medians = {f"{schema.MEDIAN_PASS_S_PREFIX}batch1", f"{schema.MEDIAN_PASS_S_PREFIX}batch8"}
+    assert medians <= set(campaign.data.metrics)
     assert campaign.data.metrics[schema.PASSES_FINISHED] == 4.0
+    for key in [*medians, schema.PASSES_FINISHED]:  # logged once at the finish, not a running series
+        assert len(client.get_metric_history(campaign.info.run_id, key)) == 1, key
 
     assert experiment.tags[schema.NOTE].startswith("### Which configuration classifies the test slice")
     none, decided = sorted(_runs(client, experiment.experiment_id, schema.DECISION_ROLE), key=lambda r: r.info.start_time)
     assert none.info.run_name == "decision: none (nothing priced)"
-    assert none.data.tags[schema.DECISION] == "none" and none.data.tags[schema.NOTE].startswith("### Decision: none")
+    assert none.data.tags[schema.DECISION] == "none"
+    assert none.data.tags[schema.SUPERSEDED_BY] == decided.info.run_id  # the newer decision replaced it
+    assert none.data.tags[schema.NOTE].startswith(f"{descriptions.SUPERSEDED} at ")
+    assert "\n\n### Decision: none" in none.data.tags[schema.NOTE]
     assert none.data.tags[schema.DECISION_CAMPAIGNS] == campaign_id and campaign.info.run_id in none.data.tags[schema.NOTE]
     assert decided.data.tags[schema.DECISION] == "decided", decided.data.tags[schema.NOTE]
-    assert decided.info.run_name.startswith("decision") and decided.info.run_name.endswith("what-if: example price")
+    assert schema.SUPERSEDED_BY not in decided.data.tags
+    name = decided.info.run_name
+    assert name.startswith("decision") and name.endswith(" · what-if") and len(name) <= descriptions.DECISION_NAME
     chosen = decided.data.tags[schema.DECISION_VARIANT].split(" or ")  # two configurations at one cost may tie
-    assert set(chosen) <= {"batch1", "batch8"} and all(f"{v} on " in decided.info.run_name for v in chosen)
-    assert decided.data.tags[schema.DECISION_DEVICE] in decided.info.run_name
-    assert decided.data.metrics[schema.COMMITTED_COST] > 0 and decided.data.metrics[schema.FORECAST_HOURS] >= 0.75
+    assert set(chosen) <= {"batch1", "batch8"} and chosen[0] in name
+    currency = decided.data.tags[schema.DECISION_CURRENCY].lower()
+    metrics = decided.data.metrics
+    assert metrics[f"committed_cost_{currency}"] > 0 and metrics["forecast_h"] >= 0.75
+    assert metrics["forecast_h"] == float(f"{metrics['forecast_h']:.3g}")  # rounded as the UI shows it
     assert decided.data.params["deadline"].startswith("2026-12-04")
+    standings = {client.get_run(run.info.run_id).data.tags[schema.STANDING] for run in passes}
+    assert all(word.endswith(" · what-if") for word in standings), standings  # decided with example prices
+    assert any(word.startswith(("chosen", "tied")) for word in standings), standings
 
 
 @pytest.mark.unit
@@ -275,3 +323,139 @@ def test_two_first_passes_describing_the_experiment_at_once_keep_one_description
     written.clear()
     with pytest.raises(MlflowException):
         experiments._describe(Racing(), "1", {}, load_protocol(SHIPPED_PROTOCOL))
+
+
+# The MLflow UI as a decision surface (issue 30, item 4).
+
+@pytest.mark.unit
+def test_an_experiment_gpucost_creates_or_locks_is_a_model_development_experiment_with_the_passes_view(store):
+    from gpucost_mlflow.core.inputs.protocol import load_protocol
+
+    client = MlflowClient()
+    view = f"{schema.SAVED_VIEW_PREFIX}{ui.PASSES_VIEW}"
+    created, _ = experiments.resolve(client, "new", create=True)
+    assert client.get_experiment(created).tags[schema.EXPERIMENT_KIND] == schema.MODEL_DEVELOPMENT
+    assert view in client.get_experiment(created).tags
+    older = client.create_experiment("older")  # made before gpucost tagged experiments, or by `mlflow run`
+    chosen = client.create_experiment("chosen", tags={schema.EXPERIMENT_KIND: "genai_development"})
+    for experiment_id, name in ((older, "older"), (chosen, "chosen")):
+        experiments.lock(client, experiment_id, name, load_protocol(SHIPPED_PROTOCOL), SHIPPED_PROTOCOL.read_text())
+    assert client.get_experiment(older).tags[schema.EXPERIMENT_KIND] == schema.MODEL_DEVELOPMENT
+    assert client.get_experiment(chosen).tags[schema.EXPERIMENT_KIND] == "genai_development"  # a kind set stands
+    assert view in client.get_experiment(older).tags and view in client.get_experiment(chosen).tags
+    plain = client.create_experiment("plain")
+    assert experiments.presented(client, plain) and view in client.get_experiment(plain).tags
+
+
+@pytest.mark.unit
+def test_the_printed_link_opens_the_plain_runs_table_when_the_store_refuses_the_view(monkeypatch):
+    from mlflow.exceptions import MlflowException
+
+    class ReadOnly:
+        def get_experiment(self, experiment_id):
+            raise MlflowException("Permission denied", error_code="PERMISSION_DENIED")
+
+    assert experiments.presented(ReadOnly(), "3") is False
+
+
+def _figures_of(**given):
+    from types import SimpleNamespace
+
+    figures = {"currency": "USD", "committed": Decimal("110.00"), "saving": None,
+               "cost_per_1000_inputs": Decimal("0.0012345"), "cost_per_million_output_tokens": None,
+               "forecast_hours": 4.139373147779167, "forecast": SimpleNamespace(high_hours=1234.56789),
+               "spare": SimpleNamespace(spare=12)}
+    return decision_run.figures(SimpleNamespace(**{**figures, **given}))
+
+
+@pytest.mark.unit
+def test_decision_metrics_carry_their_unit_and_are_rounded_as_the_ui_shows_them():
+    assert _figures_of() == {"committed_cost_usd": 110.0, "cost_per_1000_inputs_usd": 0.001235, "forecast_h": 4.14,
+                             "forecast_slowest_h": 1234.57, "spare_deliverables": 12.0}
+    euros = _figures_of(currency="EUR", saving=Decimal("12.5"), cost_per_million_output_tokens=Decimal("123.456"))
+    assert euros["possible_saving_eur"] == 12.5 and euros["cost_per_million_output_tokens_eur"] == 123.46
+    assert "cost_per_million_output_tokens_usd" not in _figures_of()  # a figure it lacks is absent, never 0
+
+
+def _decision(client: MlflowClient, experiment_id: str, name: str, note: str, standings=None) -> str:
+    tags = {schema.NOTE: note, schema.DECISION: schema.DECIDED, schema.DECISION_CURRENCY: "USD"}
+    return decision_run.log_decision(client, experiment_id, name, "d" * 64, tags, {},
+                                     {"committed_cost_usd": 110.0}, [], standings)
+
+
+@pytest.mark.unit
+def test_a_new_decision_run_marks_the_older_ones_superseded_and_keeps_their_bill_history(store):
+    client = MlflowClient()
+    experiment_id = client.create_experiment("decisions")
+    first = _decision(client, experiment_id, "decision: batch1", "### Decision: batch1\n\nDecision: batch1.")
+    client.set_tag(first, schema.NOTE, decision_run.billed_note("### Decision: batch1\n\nDecision: batch1.",
+                                                                ["- 2026-12-01T10:00Z: 118.40 USD; invoice 1"]))
+    second = _decision(client, experiment_id, "decision: batch8", "### Decision: batch8")
+    third = _decision(client, experiment_id, "decision (tie of 2): batch8 +1", "### Decision (tied): batch8 or batch4")
+    old, middle, newest = (client.get_run(run_id).data.tags for run_id in (first, second, third))
+    assert old[schema.SUPERSEDED_BY] == second and middle[schema.SUPERSEDED_BY] == third  # superseded once, by the next
+    assert schema.SUPERSEDED_BY not in newest and newest[schema.NOTE] == "### Decision (tied): batch8 or batch4"
+    assert old[schema.NOTE].startswith(f"{descriptions.SUPERSEDED} at ") and "(`decision: batch1`)" not in old[schema.NOTE]
+    assert "(`decision: batch8`): this decision is kept for the record" in old[schema.NOTE]
+    assert ui.run_path(experiment_id, second) in old[schema.NOTE]
+    assert old[schema.NOTE].endswith("### Bill history\n\n" + decision_run.BILL_HISTORY_SAYS
+                                     + "\n\n- 2026-12-01T10:00Z: 118.40 USD; invoice 1")
+    assert decision_run.latest_decision(client, experiment_id).info.run_id == third
+
+
+@pytest.mark.unit
+def test_a_decision_run_logged_before_the_unit_was_named_still_gives_its_committed_cost(store):
+    client = MlflowClient()
+    experiment_id = client.create_experiment("legacy")
+    run_id = decision_run.log_decision(client, experiment_id, "decision: batch8", "d" * 64,
+                                       {schema.DECISION: schema.DECIDED, schema.DECISION_CURRENCY: "USD",
+                                        schema.BILL_PAID: "118.40"}, {}, {schema.COMMITTED_COST: 110.0}, [])
+    assert decision_run.bill_of(client.get_run(run_id)).committed == Decimal("110.00")
+
+
+@pytest.mark.unit
+def test_each_pass_shows_its_configurations_standing_in_the_latest_decision(experiment, tmp_path):
+    from tests.scenario import B200
+
+    fast = [experiment("batch8", B200, seconds) for seconds in (10.0, 10.1, 10.2, 10.1, 10.0)]
+    slow = [experiment("batch1", B200, seconds) for seconds in (40.0, 40.2, 40.1, 40.3, 40.0)]
+    rejected = experiment("batch4", B200, 5.0, status="rejected", quality="failed: quality")
+    result = CliRunner().invoke(main, ["report", "--experiment", "scenario", "--out", str(tmp_path / "out"),
+                                       "--variants-file", str(VARIANTS), "--catalog", str(CATALOG)])
+    assert result.exit_code == 0, result.output
+    client = MlflowClient()
+    standing = {run_id: client.get_run(run_id).data.tags.get(schema.STANDING) for run_id in [*fast, *slow, rejected]}
+    assert {standing[run_id] for run_id in fast} == {"chosen"}
+    assert {standing[run_id] for run_id in slow} <= {"runner-up", "late"} and standing[rejected] == "rejected"
+    (decided,) = client.search_runs([client.get_experiment_by_name("scenario").experiment_id],
+                                    filter_string=f"tags.`{schema.ROLE}` = '{schema.DECISION_ROLE}'")
+    assert decided.info.run_name == "decision: batch8"
+    assert ui.runs_path(decided.info.experiment_id) in decided.data.tags[schema.NOTE]
+
+
+@pytest.mark.unit
+def test_a_pass_standing_is_written_only_where_it_changed(store):
+    client = MlflowClient()
+    experiment_id = client.create_experiment("stand")
+    runs = [client.create_run(experiment_id, tags={schema.VARIANT: "batch8"}).info.run_id for _ in range(3)]
+    assert decision_run.stand(client, experiment_id, dict.fromkeys(runs, "chosen")) == 3
+    assert decision_run.stand(client, experiment_id, {runs[0]: "chosen", runs[1]: "runner-up", runs[2]: "chosen"}) == 1
+    assert [client.get_run(run_id).data.tags[schema.STANDING] for run_id in runs] == ["chosen", "runner-up", "chosen"]
+
+
+@pytest.mark.unit
+def test_campaign_medians_are_logged_once_when_it_finishes_not_as_a_running_series(store):
+    from gpucost_mlflow.tracking.campaign_run import CampaignRun
+
+    client = MlflowClient()
+    experiment_id = client.create_experiment("campaign")
+    run = CampaignRun.open(client, experiment_id, "c1", "campaign c1: batch1", ["batch1"], 3, "p", "warm", [])
+    for done in (1, 2, 3):
+        attempts = [{"variant": "batch1", "status": "accepted", "pass_s": 3.0 + i} for i in range(done)]
+        run.show(descriptions.campaign_note("c1", ["batch1"], 3, attempts, "running"),
+                 descriptions.campaign_progress(attempts), done)
+        assert not client.get_run(run.run_id).data.metrics  # nothing logged while it runs: the description shows it
+    run.finish()
+    logged = client.get_run(run.run_id).data.metrics
+    assert logged == {schema.PASSES_FINISHED: 3.0, schema.PASSES_ACCEPTED: 3.0, f"{schema.MEDIAN_PASS_S_PREFIX}batch1": 4.0}
+    assert all(len(client.get_metric_history(run.run_id, key)) == 1 for key in logged)

@@ -98,7 +98,8 @@ def test_report_command_writes_four_files_and_logs_a_decision_run(experiment, tm
     result = CliRunner().invoke(main, ["report", "--experiment", "scenario", "--out", str(out), "--catalog", str(CATALOG),
                                        "--protocol", str(SHIPPED_PROTOCOL), "--variants-file", str(VARIANTS)])
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in out.iterdir()) == ["attempts.csv", "balance.csv", "report.html", "report.md"]
+    assert sorted(p.name for p in out.iterdir()) == ["attempts.csv", "balance.csv", "cost-volume.png", "durations.png",
+                                                     "report.html", "report.md"]
     assert f"report: {(out / 'report.html').resolve()}" in result.output
     html = (out / "report.html").read_text()
     assert '<table id="attempts">' in html and "data:image/png;base64," in html and "no p95" in html
@@ -106,7 +107,8 @@ def test_report_command_writes_four_files_and_logs_a_decision_run(experiment, tm
     client = MlflowClient()
     runs = client.search_runs([mlflow.get_experiment_by_name("scenario").experiment_id], filter_string="tags.`gpucost.role` = 'decision'")
     assert len(runs) == 1
-    assert {a.path for a in client.list_artifacts(runs[0].info.run_id)} == {"report.md", "report.html", "attempts.csv", "balance.csv"}
+    assert {a.path for a in client.list_artifacts(runs[0].info.run_id)} == {"report.md", "report.html", "attempts.csv",
+                                                                            "balance.csv", "cost-volume.png", "durations.png"}
 
 
 def test_report_strings_from_runs_are_escaped_in_html(experiment):

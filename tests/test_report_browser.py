@@ -1,9 +1,10 @@
 """report.html in a real browser: headless Chromium renders a non-blank page with the attempts table and no live
 script, and at the width of MLflow's artifact frame (1,336 px) the decision, per-configuration, plan and attempts
-tables need no horizontal scrolling.
+tables need no horizontal scrolling; at 600 px (the artifact pane on a laptop) the decision card and the first table
+need none either, and at 1,440 x 900 the cost-against-volume figure is on the first screen (issue 30).
 
 Needs Debian's `chromium` (/usr/bin/chromium); `make test` installs it. Without it this test fails, it never skips.
-The screenshot is kept in test-artifacts/report/ (gitignored).
+The screenshots are kept in test-artifacts/report/ (gitignored).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pytest
 
 from gpucost_mlflow.report import render
 from tests.browser import chromium, keep
-from tests.synthetic_report import synthetic_report
+from tests.synthetic_report import decided_report, synthetic_report
 
 pytestmark = pytest.mark.integration  # headless Chromium
 
@@ -103,28 +104,70 @@ def test_chromium_dom_has_attempts_table_and_no_script(report_html, tmp_path):
 # The report has no script of its own; this copy of it gets one that measures its tables as laid out and writes
 # the figures into the page, which --dump-dom then returns.
 MEASURE = """<script>
-const root = document.documentElement, found = {viewport: root.clientWidth, page: root.scrollWidth, tables: {}};
+window.addEventListener("load", () => {
+const root = document.documentElement, found = {viewport: root.clientWidth, page: root.scrollWidth,
+                                                screen: window.innerHeight, tables: {}, boxes: {}};
 for (const table of document.querySelectorAll("table[id]")) {
   const box = table.getBoundingClientRect(), frame = table.parentElement;
   found.tables[table.id] = {right: Math.ceil(box.right), width: Math.ceil(box.width),
                             scroll: frame.scrollWidth, visible: frame.clientWidth};
 }
+for (const part of document.querySelectorAll("#card, #cost-volume img")) {
+  const box = part.getBoundingClientRect();
+  found.boxes[part.id || part.parentElement.id] = {top: Math.floor(box.top), bottom: Math.ceil(box.bottom),
+    right: Math.ceil(box.right), scroll: part.scrollWidth, visible: part.clientWidth,
+    loaded: part.naturalWidth === undefined ? true : part.naturalWidth > 0};
+}
 const out = document.createElement("pre");
 out.id = "measured";
+out.hidden = true;  // measured already; hidden, so its long line never widens the screenshot
 out.textContent = JSON.stringify(found);
 document.body.appendChild(out);
+});
 </script>"""
 
 
-def test_the_decision_configuration_plan_and_attempts_tables_fit_1336_px(report_html, tmp_path):
+def measured(page: Path, tmp_path: Path, width: int, height: int, shot: str = "") -> dict:
+    """The page's figures as Chromium lays them out at this window size (its screenshot kept when named)."""
     harness = tmp_path / "measure.html"
-    harness.write_text(report_html.read_text(encoding="utf-8").replace("</body>", MEASURE + "</body>"), encoding="utf-8")
-    dom = chromium(tmp_path, "--dump-dom", harness.as_uri(), width=WIDTH, height=HEIGHT).stdout
-    found = json.loads(html.unescape(re.search(r'<pre id="measured">(.*?)</pre>', dom, re.DOTALL).group(1)))
+    harness.write_text(page.read_text(encoding="utf-8").replace("</body>", MEASURE + "</body>"), encoding="utf-8")
+    extra = [f"--screenshot={tmp_path / shot}"] if shot else []
+    dom = chromium(tmp_path, *extra, "--dump-dom", harness.as_uri(), width=width, height=height).stdout
+    if shot:
+        print(f"screenshot {keep(tmp_path / shot, 'report')}")
+    found = json.loads(html.unescape(re.search(r'<pre id="measured"[^>]*>(.*?)</pre>', dom, re.DOTALL).group(1)))
     print(json.dumps(found, indent=1))
+    return found
+
+
+def test_the_decision_configuration_plan_and_attempts_tables_fit_1336_px(report_html, tmp_path):
+    found = measured(report_html, tmp_path, WIDTH, HEIGHT)
     assert found["viewport"] <= WIDTH and found["page"] <= found["viewport"], f"the page scrolls sideways: {found}"
     for ident in FITTING:
         table = found["tables"][ident]
         assert table["right"] <= found["viewport"], f"table#{ident} ends at {table['right']} px, past the viewport"
         assert table["scroll"] <= table["visible"], f"table#{ident} scrolls sideways in its frame: {table}"
 
+
+@pytest.fixture(scope="module")
+def decided_html(tmp_path_factory) -> Path:
+    """A demo-like report: eight configurations on one CPU, long variant names, both figures drawn."""
+    path = tmp_path_factory.mktemp("decided") / "report.html"
+    path.write_text(render.page(decided_report()), encoding="utf-8")
+    return path
+
+
+def test_the_decision_card_and_first_table_fit_600_px_without_scrolling_sideways(decided_html, tmp_path):
+    found = measured(decided_html, tmp_path, 600, 1600, "report-600.png")
+    assert found["viewport"] <= 600 and found["page"] <= found["viewport"], f"the page scrolls sideways: {found}"
+    card, table = found["boxes"]["card"], found["tables"]["decision"]
+    assert card["right"] <= found["viewport"] and card["scroll"] <= card["visible"], f"the card is cut: {card}"
+    assert table["right"] <= found["viewport"] and table["scroll"] <= table["visible"], f"table#decision scrolls: {table}"
+
+
+def test_the_cost_against_volume_figure_is_on_the_first_screen_at_1440_by_900(decided_html, tmp_path):
+    found = measured(decided_html, tmp_path, 1440, 900, "report-1440x900.png")
+    figure = found["boxes"]["cost-volume"]
+    assert figure["loaded"] and figure["bottom"] - figure["top"] > 200, f"the figure is not drawn: {figure}"
+    assert found["screen"] <= 900 and figure["bottom"] <= found["screen"], f"the figure ends below the first screen: {found}"
+    assert found["page"] <= found["viewport"], f"the page scrolls sideways at 1,440 px: {found}"

@@ -1,5 +1,6 @@
-"""report.html and report.md read at a glance (issue 16): the decision first, repeated strings as footnotes, numbers
-that do not wrap, run ids linked to their page in the MLflow UI, the pass count of the protocol in the header."""
+"""report.html and report.md read at a glance (issues 16, 30): the decision card first, then the question, the first
+table and the decision note, repeated strings as footnotes, numbers that do not wrap, run ids linked to their page in
+the MLflow UI, the pass count of the protocol in the header."""
 
 from __future__ import annotations
 
@@ -22,10 +23,12 @@ def report() -> render.Report:
 
 def test_the_decision_comes_first_then_the_configurations_then_the_attempts(report):
     page = render.page(report)
-    assert page.index("Decision note.") < page.index('id="decision"') < page.index("Warning:") < page.index('id="summary"')
+    assert page.index('id="card"') < page.index("Question.") < page.index('id="decision"') < page.index("Decision note.")
+    assert page.index("Decision note.") < page.index("Warning:") < page.index('id="summary"')
     assert page.index('id="summary"') < page.index('id="balance"') < page.index('id="attempts"')
     md = render.markdown(report)
-    assert md.split("\n")[2].startswith("**Decision note.**") and md.index("| configuration | standing |") < md.index("> **Warning:**")
+    assert md.split("\n")[2].startswith("- **Rent:**") and md.index("**Question.**") < md.index("| configuration | standing |")
+    assert md.index("| configuration | standing |") < md.index("**Decision note.**") < md.index("> **Warning:**")
 
 
 def test_the_decision_table_puts_the_chosen_configuration_first_and_says_why_the_others_are_not(report):
@@ -35,6 +38,9 @@ def test_the_decision_table_puts_the_chosen_configuration_first_and_says_why_the
     assert (chosen, failed, elsewhere) == ("batch8-bf16-lengthgrouped [torch 2.13.0+cu128] on NVIDIA GeForce RTX 4090",
                                            "batch1 on NVIDIA GeForce RTX 4090",
                                            "batch32-bf16-lengthgrouped on NVIDIA H200 141GB HBM3e")
+    first, _ = sections.first_table(report)  # the page opens with the same rows under their short names
+    assert [row[0] for row in first.rows] == ["batch8-bf16-lg [torch 2.13.0+cu128] on RTX 4090", "batch1 on RTX 4090",
+                                              "batch32-bf16-lg on H200 141GB HBM3e"]
     assert table.rows[0][1] == "chosen"
     assert infeasible.startswith("infeasible [") and footnote(infeasible) == "1 failed attempt(s) (did not complete the corpus)"
     assert unpriced.startswith("not priced [") and footnote(unpriced) == UNPRICED
@@ -68,9 +74,9 @@ def test_the_pass_count_in_the_header_is_the_protocols():
 def test_run_ids_link_to_the_run_page_and_open_outside_the_frame(report):
     run_id = f"{0:032x}"
     page = render.page(report)
-    assert (f'<a href="http://127.0.0.1:5000/#/experiments/7/runs/{run_id}" target="_blank" '
-            f'rel="noopener noreferrer" title="{run_id}">{run_id[:8]}</a>') in page
-    assert f"[{run_id}](http://127.0.0.1:5000/#/experiments/7/runs/{run_id})" in render.markdown(report)
+    href = f"http://127.0.0.1:5000/#/experiments/7/runs/{run_id}?workflowType=machine_learning"
+    assert (f'<a href="{href}" target="_blank" rel="noopener noreferrer" title="{run_id}">{run_id[:8]}</a>') in page
+    assert f"[{run_id}]({href})" in render.markdown(report)
 
 
 def test_a_tracking_server_is_linked_as_itself_and_a_run_without_its_experiment_by_the_direct_route(report):
@@ -78,3 +84,10 @@ def test_a_tracking_server_is_linked_as_itself_and_a_run_without_its_experiment_
     assert render.run_href(served, "abc") == "https://mlflow.example.org/team/#/runs/abc"
     plain = render.Report(**{**report.__dict__, "ui_root": ""})
     assert "<a href=" not in render.page(plain)
+
+
+def test_run_links_open_the_tracking_server_the_report_read_else_where_mlflow_ui_serves():
+    from gpucost_mlflow.tracking import ui
+
+    assert ui.root("https://mlflow.example.org/team/") == "https://mlflow.example.org/team"
+    assert ui.root("sqlite:////tmp/mlflow.db") == ui.root("file:///tmp/mlruns") == "http://127.0.0.1:5000"

@@ -142,12 +142,16 @@ def _catalog(catalog_file):
 
 
 def _echo_ui_link(experiment_id: str) -> None:
-    """The experiment's runs table in the MLflow UI (not its GenAI overview), as a link to open as is."""
+    """The experiment's passes in the MLflow UI (model training, not the GenAI overview; gpucost's saved view of
+    them, written first if the experiment lacks it), as a link to open as is."""
     import mlflow
 
+    from gpucost_mlflow.tracking import store
+    from gpucost_mlflow.tracking.experiments import presented
     from gpucost_mlflow.tracking.ui import link_line
 
-    click.echo(link_line(mlflow.get_tracking_uri(), experiment_id))
+    view = presented(store.client(), experiment_id)
+    click.echo(link_line(mlflow.get_tracking_uri(), experiment_id, view))
 
 
 def _echo_rejudged(judged) -> list[str]:

@@ -16,7 +16,7 @@ from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.money.catalog import Catalog, dated
 from gpucost_mlflow.core.money.choice import Choice, break_evens, choose, decide
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, Assessment, Configuration, assess
-from gpucost_mlflow.report import alternatives, plots, render, tables
+from gpucost_mlflow.report import alternatives, plots, render, short, standing, tables
 from gpucost_mlflow.report.bill import bill_lines
 from gpucost_mlflow.tracking import decision_run, descriptions, exclusions, experiments, limits, schema, store, ui
 from gpucost_mlflow.tracking.reader import attempts, protocol_warnings
@@ -85,11 +85,7 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         bill=bill_lines(decision_run.latest_bill(client, experiments.named(client, experiment).experiment_id)),
     )
     if configs:
-        report.figures = {
-            "Pass durations (points: every pass; bar: median)": plots.durations(summaries),
-            "Peak memory per configuration and counter": plots.memory(summaries),
-            "Committed cost per configuration": plots.cost(assessments),
-        }
+        report.figures = plots.for_report(summaries, assessments, choice)
     return report, tables.balance(assessments, protocol.deadline, protocol.other_costs)
 
 
@@ -133,12 +129,17 @@ def excluded_per_variant(table, client: MlflowClient, experiment: str) -> list[r
 
 
 def write(report: render.Report, balance: pd.DataFrame, out_dir: Path) -> dict[str, Path]:
-    """Write the four files atomically; returns their paths."""
+    """Write the four files and each figure that names a file (cost against volume, durations: PNG next to
+    report.html, so the decision run logs them as artifacts) atomically; returns their paths."""
     paths = {name: out_dir / name for name in FILES}
     write_atomic(paths["report.md"], render.markdown(report).encode("utf-8"))
     write_atomic(paths["report.html"], render.page(report).encode("utf-8"))
     write_atomic(paths["attempts.csv"], report.attempts.to_csv(index=False).encode("utf-8"))
     write_atomic(paths["balance.csv"], balance.to_csv(index=False).encode("utf-8"))
+    for figure in report.figures.values():
+        if figure.file:
+            paths[figure.file] = out_dir / figure.file
+            write_atomic(paths[figure.file], figure.png)
     return paths
 
 
@@ -163,16 +164,23 @@ def log(experiment: str, report: render.Report, paths: dict[str, Path], client: 
         tags[schema.DECISION_VARIANT] = " or ".join(dict.fromkeys(a.configuration.label for a in chosen))
         tags[schema.DECISION_DEVICE] = " or ".join(dict.fromkeys(a.configuration.device for a in chosen))
         tags[schema.DECISION_CURRENCY] = chosen[0].currency
-        metrics = {schema.COMMITTED_COST: float(chosen[0].committed), schema.FORECAST_HOURS: chosen[0].forecast_hours,
-                   schema.FORECAST_HOURS_SLOWEST: chosen[0].forecast.high_hours}
-        if chosen[0].saving is not None:
-            metrics[schema.POSSIBLE_SAVING] = float(chosen[0].saving)
-        units = {schema.COST_PER_1000_INPUTS: chosen[0].cost_per_1000_inputs,
-                 schema.COST_PER_MILLION_OUTPUT_TOKENS: chosen[0].cost_per_million_output_tokens,
-                 schema.SPARE_DELIVERABLES: chosen[0].spare.spare if chosen[0].spare else None}
-        metrics.update({key: float(value) for key, value in units.items() if value is not None})
+        metrics = decision_run.figures(chosen[0])
     params = {schema.DECISION_CATALOG: report.catalog[:limits.PARAM_VALUE], schema.DECISION_DEADLINE: report.deadline,
               schema.DECISION_EXPERIMENT: experiment}
-    name = descriptions.decision_name(choice, report.example_prices, bool(report.what_if))
+    named = short.names([a.configuration for a in report.assessments]).of
+    name = descriptions.decision_name(choice, report.example_prices, bool(report.what_if), named)
     return decision_run.log_decision(client, experiment_id, name, report.what_if_digest or report.protocol_digest,
-                                     tags, params, metrics, list(paths.values()))
+                                     tags, params, metrics, list(paths.values()), _standings(report))
+
+
+def _standings(report: render.Report) -> dict[str, str]:
+    """Each pass's run id with its configuration's standing in this decision (chosen, tied, runner-up, rejected, ...:
+    report/standing.py), `· what-if` added under example prices; none under a what-if protocol, which is not the
+    experiment's decision."""
+    if report.what_if or not len(report.attempts):
+        return {}
+    found = {}
+    for a in report.assessments:
+        word = descriptions.standing(standing.role(a, report.choice), report.example_prices)
+        found.update(dict.fromkeys(tables.rows_of(report.attempts, a.configuration)["run_id"], word))
+    return found

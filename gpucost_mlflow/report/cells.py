@@ -10,6 +10,8 @@ from urllib.parse import quote
 
 import pandas as pd
 
+from gpucost_mlflow.tracking import ui
+
 if TYPE_CHECKING:
     from gpucost_mlflow.report.render import Report
 
@@ -53,10 +55,13 @@ class Table:
 
 
 def run_href(report: Report, run_id: str) -> str:
-    """The run's page in the MLflow UI: `<root>/#/experiments/<eid>/runs/<rid>` (or the direct `#/runs/<rid>`)."""
-    root = report.ui_root.rstrip("/")
-    route = f"#/experiments/{quote(report.experiment_id, safe='')}/runs/" if report.experiment_id else "#/runs/"
-    return f"{root}/{route}{quote(str(run_id), safe='')}"
+    """The run's page in the MLflow UI, on its model-training side (`tracking/ui.py`: `<root>/#/experiments/<eid>/
+    runs/<rid>?workflowType=machine_learning`), or the direct `#/runs/<rid>` without the experiment. Absolute: the
+    artifact pane shows the page from a `blob:` address, against which no relative link resolves (docs/report.md)."""
+    root, run = report.ui_root.rstrip("/"), quote(str(run_id), safe="")
+    if not report.experiment_id:
+        return f"{root}/#/runs/{run}"
+    return f"{root}/{ui.run_path(quote(report.experiment_id, safe=''), run)}"
 
 
 def run_cell(report: Report, run_id, short: bool = True):
@@ -86,3 +91,40 @@ def pair(table: Table, values: dict, first: str, second: str, fmt, reason: str) 
     if first not in values or second not in values:
         return empty(table, reason)
     return f"{fmt(values[first])} / {fmt(values[second])}"
+
+
+MARK = re.compile(r"\s?\[(\d+)\]")
+
+
+def spelled(text: str, notes: list[str]) -> str:
+    """A cell with its footnotes written out: 'not priced [2]' -> the note that begins with it, 'empty [1]' ->
+    'empty (not measured)'."""
+    found = [notes[int(n) - 1] for n in MARK.findall(text) if 0 < int(n) <= len(notes)]
+    head = MARK.sub("", text).strip()
+    if not found:
+        return head
+    if len(found) == 1 and found[0].startswith(head):
+        return found[0]
+    return f"{head} ({'; '.join(found)})" if head else "; ".join(found)
+
+
+def lift(table: Table, keep: int = 1) -> tuple[Table, list[tuple[str, str]]]:
+    """The table without the columns whose cell is the same on every row (of two rows or more; the first `keep`
+    columns always stay), and those columns as (header, value spelled out) for one sentence above it; the
+    footnotes renumbered to those the remaining cells point to."""
+    if len(table.rows) < 2:
+        return table, []
+    same = [i for i in range(keep, len(table.head))
+            if all(not isinstance(row[i], Link) and str(row[i]) == str(table.rows[0][i]) for row in table.rows)]
+    lifted = [(str(table.head[i]), spelled(str(table.rows[0][i]), table.notes)) for i in same]
+    kept = [i for i in range(len(table.head)) if i not in same]
+    result = Table(table.ident, [table.head[i] for i in kept])
+
+    def renumbered(cell):
+        if isinstance(cell, Link):
+            return cell
+        return MARK.sub(lambda m: f" {result.note(table.notes[int(m.group(1)) - 1])}", str(cell))
+
+    result.rows = [[renumbered(row[i]) for i in kept] for row in table.rows]
+    return result, [(head, value) for head, value in lifted if value]
+

@@ -1,44 +1,215 @@
-"""Report figures as self-contained PNG data URIs (matplotlib, Agg backend)."""
+"""Report figures (matplotlib, Agg backend) as PNG bytes, shown as data URIs in report.html and written as files
+next to it: committed cost against volume first, then every pass's duration, then memory peaks. Configurations
+carry their short names (report/short.py), the same as in the decision card."""
 
 from __future__ import annotations
 
 import base64
 import io
+import statistics
+from dataclasses import dataclass
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter
 
+from gpucost_mlflow.core.money.breakeven import MAX_VOLUME
+from gpucost_mlflow.core.money.choice import Choice
+from gpucost_mlflow.core.money.curve import Step, priced, steps
 from gpucost_mlflow.core.money.decision import Assessment
+from gpucost_mlflow.report import short, standing
 from gpucost_mlflow.report.tables import Summary
 
+COST_VOLUME_ALT = "Committed cost against volume"
+COST_VOLUME_FILE = "cost-volume.png"
+DURATIONS_FILE = "durations.png"
+VOLUME_SPAN = 10  # the figure runs to ten times the declared volume (further when a break-even lies beyond)
+FAR_MADS = 3.0  # a duration further than this many median absolute deviations from its median is an outlier ...
+FAR_SHARE = 0.10  # ... and further than this share of the median (five equal passes have no deviation at all)
+JITTER = 0.07  # vertical offset between one configuration's dots, so five equal durations stay five dots
+# Per standing: colour, marker and whether the marker is hollow (under-sampled: too few passes to count).
+STYLES = {standing.CHOSEN: ("#2ca02c", "o", False), standing.TIED: ("#2ca02c", "D", False),
+          standing.RUNNER_UP: ("#1f77b4", "o", False), standing.TIMELY: ("#7f7f7f", "o", False),
+          standing.UNDECIDED: ("#ff7f0e", "o", False), standing.REJECTED: ("#d62728", "x", False),
+          standing.LATE: ("#8c564b", "v", False), standing.UNSTABLE: ("#e377c2", "s", False),
+          standing.NOT_PRICED: ("#bcbd22", "x", False),
+          standing.UNDER_SAMPLED: ("#9467bd", "o", True), standing.LEFT_OUT: ("#7f7f7f", "x", False)}
+TIED_SHADES = ("#2ca02c", "#0b5d1e", "#8fd18a")  # tied lines share their standing's green, told apart by shade
 
-def _uri(figure) -> str:
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure: its alt text (what it shows, in words), caption, PNG bytes and the file it is written to next to
+    report.html ('' when shown inline only)."""
+
+    alt: str
+    caption: str
+    png: bytes
+    file: str = ""
+
+    @property
+    def uri(self) -> str:
+        return "data:image/png;base64," + base64.b64encode(self.png).decode("ascii")
+
+
+def _png(figure) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=96, bbox_inches="tight")
     plt.close(figure)
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    return buffer.getvalue()
 
 
-def durations(summaries: list[Summary]) -> str:
-    """Every pass's duration per configuration as points, the median as a bar."""
-    figure, axes = plt.subplots(figsize=(7, 3.2))
-    for index, summary in enumerate(summaries):
-        values = summary.configuration.durations.values
-        axes.scatter([index] * len(values), values, color="#1f77b4", zorder=3, label="pass" if index == 0 else None)
+def outliers(values: tuple[float, ...]) -> tuple[int, ...]:
+    """Positions of the durations far from their configuration's median: beyond FAR_MADS median absolute
+    deviations and beyond FAR_SHARE of the median."""
+    if len(values) < 3:
+        return ()
+    middle = statistics.median(values)
+    spread = statistics.median(abs(v - middle) for v in values)
+    return tuple(i for i, v in enumerate(values)
+                 if abs(v - middle) > FAR_MADS * spread and abs(v - middle) > FAR_SHARE * middle)
+
+
+def _dots(axes, values: tuple[float, ...], ys: list[float], role: str) -> None:
+    """One configuration's passes in the style of its standing."""
+    colour, marker, hollow = STYLES[role]
+    if marker == "x":
+        axes.scatter(values, ys, marker=marker, s=36, zorder=3, color=colour)
+    else:
+        axes.scatter(values, ys, marker=marker, s=36, zorder=3, facecolors="none" if hollow else colour,
+                     edgecolors=colour)
+
+
+def durations(assessments: list[Assessment], choice: Choice, names: short.Names) -> Figure:
+    """Every pass's duration per configuration as dots, coloured by standing, the median as a bar, outliers ringed
+    and named by their run."""
+    shown = standing.ordered(assessments, choice)
+    figure, axes = plt.subplots(figsize=(7, 0.9 + 0.42 * max(1, len(shown))))
+    named = []
+    for row, a in enumerate(shown):
+        c, y = a.configuration, len(shown) - 1 - row
+        values = c.durations.values
+        ys = [y + (i - (len(values) - 1) / 2) * JITTER for i in range(len(values))]
+        _dots(axes, values, ys, standing.role(a, choice))
         if values:
-            median = summary.configuration.durations.median
-            axes.hlines(median, index - 0.25, index + 0.25, color="#d62728", linewidth=2.5, label="median" if index == 0 else None)
-    axes.set_xticks(range(len(summaries)), [s.configuration.variant for s in summaries], rotation=20)
-    axes.set_ylabel("pass_s (s)")
-    axes.set_title("Measured pass duration, every pass")
-    axes.grid(axis="y", alpha=0.3)
-    axes.legend(loc="best")
-    return _uri(figure)
+            axes.plot([c.durations.median] * 2, [y - 0.3, y + 0.3], color="#222", linewidth=1.5, zorder=2)
+        for i in outliers(values):
+            run = c.pass_runs[i][:8] if i < len(c.pass_runs) else f"pass {i + 1}"
+            axes.scatter([values[i]], [ys[i]], s=160, facecolors="none", edgecolors="#222", linewidths=1.2, zorder=4)
+            axes.annotate(run, (values[i], ys[i]), xytext=(6, 6), textcoords="offset points", fontsize=8)
+            named.append(run)
+    axes.set_yticks(range(len(shown)), [f"{names.of(a.configuration)}" for a in reversed(shown)])
+    axes.set_ylim(-0.7, len(shown) - 0.3)
+    axes.set_xlabel("pass_s (s)")
+    axes.set_title("Every pass's duration (bar: median)", fontsize=11)
+    axes.grid(axis="x", alpha=0.3)
+    kinds = list(dict.fromkeys(standing.role(a, choice) for a in shown))
+    handles = [Line2D([], [], linestyle="", marker=STYLES[k][1], color=STYLES[k][0],
+                      markerfacecolor="none" if STYLES[k][2] else STYLES[k][0], label=k) for k in kinds]
+    if named:
+        handles.append(Line2D([], [], linestyle="", marker="o", markersize=11, markerfacecolor="none",
+                              markeredgecolor="#222", label="outlier (run named)"))
+    axes.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+    counts = ", ".join(f"{sum(standing.role(a, choice) == k for a in shown)} {k}" for k in kinds)
+    alt = (f"Pass durations per configuration: {counts}"
+           + (f"; outliers {', '.join(named)}" if named else "; no outlier"))
+    return Figure(alt, "Every pass's duration per configuration (bar: median; ringed: an outlier, named by its run)",
+                  _png(figure), DURATIONS_FILE)
 
 
-def memory(summaries: list[Summary]) -> str:
+def _polylines(curve: list[Step], high: int) -> list[tuple[bool, list[float], list[float]]]:
+    """The step curve as (in time, xs, ys) pieces, a new piece wherever the deadline standing changes."""
+    pieces: list[tuple[bool, list[float], list[float]]] = []
+    for index, step in enumerate(curve):
+        end = curve[index + 1].volume if index + 1 < len(curve) else high
+        cost = float(step.cost)
+        if not pieces or pieces[-1][0] != step.in_time:
+            pieces.append((step.in_time, [step.volume], [cost]))
+        else:
+            pieces[-1][1].append(step.volume)
+            pieces[-1][2].append(cost)
+        pieces[-1][1].append(end)
+        pieces[-1][2].append(cost)
+    return pieces
+
+
+def _span(volume: int, found: standing.Flips | None) -> int:
+    """Where the volume axis ends: ten times the declared volume, or past the nearest break-even above it."""
+    furthest = max(volume, found.above[0] if found and found.above else 0)
+    return min(MAX_VOLUME, max(VOLUME_SPAN * volume, 2 * furthest))
+
+
+def _curves(axes, group: list[Assessment], choice: Choice, names: short.Names, high: int) -> float:
+    """Each drawn configuration's step curve, solid in time and dashed late; returns the highest cost drawn."""
+    top, tied = 0.0, 0
+    for a in group:
+        role = standing.role(a, choice)
+        colour = TIED_SHADES[tied % len(TIED_SHADES)] if role == standing.TIED else STYLES[role][0]
+        tied += role == standing.TIED
+        curve = steps(priced(a), 1, high)
+        top = max([top] + [float(step.cost) for step in curve])
+        label = f"{names.of(a.configuration)} ({role})"
+        for in_time, xs, ys in _polylines(curve, high):
+            axes.plot(xs, ys, drawstyle="steps-post", color=colour, linewidth=1.8 if a is group[0] else 1.3,
+                      linestyle="-" if in_time else "--", label=label or None)
+            label = ""
+    return top
+
+
+def _marks(axes, anchor: Assessment, volume: int, found: standing.Flips | None, high: int) -> list[str]:
+    """The declared volume as a dotted line, each break-even of the chosen one as a point on its curve; returns the
+    break-even volumes marked."""
+    axes.axvline(volume, color="#444", linestyle=":", linewidth=1)
+    axes.annotate(f"declared {volume:,}", (volume, 1), xycoords=("data", "axes fraction"), xytext=(3, -12),
+                  textcoords="offset points", fontsize=8)
+    flips = ([found.below[0] + 1] if found and found.below else []) + ([found.above[0]] if found and found.above else [])
+    marked = []
+    for at in (v for v in flips if v <= high):
+        cost = float(priced(anchor).cost(at))
+        axes.plot([at], [cost], marker="D", color="#222", markersize=5, zorder=4)
+        axes.annotate(f"break-even {at:,}", (at, cost), xytext=(4, -12), textcoords="offset points", fontsize=8)
+        marked.append(f"{at:,}")
+    return marked
+
+
+def cost_volume(assessments: list[Assessment], choice: Choice, names: short.Names) -> Figure:
+    """Committed cost against volume (log volume axis): a step line per configuration drawn (chosen, tied, runner-up,
+    those at the nearest break-evens, the fastest left out), dashed where its slowest-pass forecast misses the
+    deadline; the declared volume and the break-evens of the chosen one marked."""
+    volume = standing.volume(assessments)
+    found = standing.flips(choice.chosen[0], choice.others, volume) if choice.chosen and volume else None
+    group = standing.drawn(assessments, choice, found)
+    figure, axes = plt.subplots(figsize=(7, 3.8))
+    if not group or volume is None:
+        why = "no declared volume" if volume is None else "nothing priced"
+        axes.text(0.5, 0.5, f"{why}: no committed cost to draw", ha="center", va="center", transform=axes.transAxes)
+        axes.set_axis_off()
+        return Figure(f"{COST_VOLUME_ALT}: {why}, no committed cost to draw", f"{COST_VOLUME_ALT}: {why}",
+                      _png(figure), COST_VOLUME_FILE)
+    currency, high = group[0].currency, _span(volume, found)
+    top = _curves(axes, group, choice, names, high)
+    marked = _marks(axes, group[0], volume, found, high)
+    axes.set_xscale("log")
+    axes.set_xlim(1, high)
+    axes.set_ylim(bottom=0)
+    axes.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    axes.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.2f}" if top < 10 else f"{v:,.0f}"))
+    axes.set_xlabel("expected deliverables (corpora, log scale)")
+    axes.set_ylabel(f"committed cost ({currency})")
+    axes.set_title("Committed cost against volume (dashed: misses the deadline)", fontsize=11)
+    axes.grid(which="major", alpha=0.3)
+    axes.legend(loc="upper left", fontsize=8, frameon=False)
+    drawn = ", ".join(f"{names.of(a.configuration)} ({standing.role(a, choice)})" for a in group)
+    alt = (f"{COST_VOLUME_ALT} ({currency}; volume on a log scale) for {drawn}; declared volume {volume:,}"
+           + (f"; break-evens at {', '.join(marked)}" if marked else "; no break-even in range"))
+    return Figure(alt, f"{COST_VOLUME_ALT}: the plan covering the slowest-pass forecast at each volume; dashed "
+                       "where the forecast misses the deadline", _png(figure), COST_VOLUME_FILE)
+
+
+def memory(summaries: list[Summary], names: short.Names) -> Figure:
     """Peak memory per configuration and counter (counters side by side, never added)."""
     figure, axes = plt.subplots(figsize=(7, 3.2))
     counters = sorted({key for s in summaries for key in s.memory})
@@ -47,27 +218,20 @@ def memory(summaries: list[Summary]) -> str:
         xs = [i + k * width for i in range(len(summaries))]
         axes.bar(xs, [s.memory.get(counter, 0) / 2**20 for s in summaries], width=width, label=counter)
     axes.set_xticks([i + width * (len(counters) - 1) / 2 for i in range(len(summaries))],
-                    [s.configuration.variant for s in summaries], rotation=20)
+                    [names.of(s.configuration) for s in summaries], rotation=20, ha="right")
     axes.set_ylabel("MiB")
     axes.set_title("Peak memory (largest over passes)")
     if counters:
         axes.legend(loc="best", fontsize=8)
     else:
         axes.text(0.5, 0.5, "no memory peak recorded", ha="center", transform=axes.transAxes)
-    return _uri(figure)
+    return Figure("Peak memory per configuration and counter", "Peak memory per configuration and counter",
+                  _png(figure))
 
 
-def cost(assessments: list[Assessment]) -> str:
-    """Committed cost per configuration; an unpriced one is labelled, never drawn as zero."""
-    figure, axes = plt.subplots(figsize=(7, 3.2))
-    for index, a in enumerate(assessments):
-        if a.committed is not None:
-            axes.bar(index, float(a.committed), color="#2ca02c")
-        else:
-            axes.text(index, 0.5, "not priced", ha="center", va="center", rotation=90, transform=axes.get_xaxis_transform())
-    axes.set_xticks(range(len(assessments)), [a.configuration.variant for a in assessments], rotation=20)
-    axes.set_xlim(-0.6, len(assessments) - 0.4)
-    currency = next((a.currency for a in assessments if a.plan), "")
-    axes.set_ylabel(f"committed ({currency})" if currency else "committed")
-    axes.set_title("Committed cost per configuration (cheapest covering plan)")
-    return _uri(figure)
+def for_report(summaries: list[Summary], assessments: list[Assessment], choice: Choice) -> dict[str, Figure]:
+    """The report's figures by key: cost against volume, durations, memory."""
+    names = short.names([a.configuration for a in assessments])
+    return {"cost_volume": cost_volume(assessments, choice, names),
+            "durations": durations(assessments, choice, names),
+            "memory": memory(summaries, names)}

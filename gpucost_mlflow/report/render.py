@@ -3,8 +3,10 @@
 Every table is built once (`Table`) and written both ways. A long string that would widen a column, or repeat
 down it (a memory counter, why an MFU is empty, why a device is not priced), becomes a numbered footnote under
 its table; identical strings share one number. Run ids link to the run's page in the MLflow UI (`run_href`).
-The cells are `cells.py`'s, the tables and texts of each section `sections.py`'s; this module holds the model and
-writes it.
+The cells are `cells.py`'s, the tables and texts of each section `sections.py`'s, the decision card `card.py`'s and
+the figures `plots.py`'s; this module holds the model and writes it: the card first, then the question beside the
+cost-against-volume figure, the first table (its rows stacked into labelled blocks on a screen under 720 px, so
+MLflow's artifact pane never scrolls it sideways), the durations figure and the decision note, then the rest.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ import pandas as pd
 from gpucost_mlflow.core.measurement.stats import Separation
 from gpucost_mlflow.core.money.choice import Choice
 from gpucost_mlflow.core.money.decision import Assessment
-from gpucost_mlflow.report import scope
+from gpucost_mlflow.report import card, scope
 from gpucost_mlflow.report.cells import Link, Table, run_href
+from gpucost_mlflow.report.plots import Figure
 from gpucost_mlflow.report.sections import (
     ATTEMPT_COLUMNS,
     BREAK_EVEN_TEXT,
@@ -30,12 +33,12 @@ from gpucost_mlflow.report.sections import (
     OTHER_TEXT,
     SUMMARY_TEXT,
     attempt_tables,
-    decision_table,
     digest_text,
     durations_text,
     energy_table,
     exclusion_text,
     exclusions_table,
+    first_table,
     forecast_table,
     links_text,
     other_table,
@@ -68,7 +71,7 @@ class Report:
     deadline: str
     plan: dict | None
     choice: Choice = field(default_factory=Choice)  # the one choice made of the assessments (build), read by the tables
-    figures: dict = field(default_factory=dict)
+    figures: dict[str, Figure] = field(default_factory=dict)  # by key: cost_volume, durations, memory (plots.py)
     break_evens: list[str] = field(default_factory=list)
     overhead: tuple = (None, 0)  # median harness overhead per attempt (s), attempts counted
     other_costs: tuple = ()
@@ -146,17 +149,25 @@ def _scope_md(report: Report) -> list[str]:
             + ["", "---", "", "**Licences and sources.**", ""] + [f"- {line}" for line in scope.licences()] + [""])
 
 
+def _figure_md(report: Report, key: str) -> list[str]:
+    """A figure as an image of its file next to report.md (written by build.write), or nothing."""
+    found = report.figures.get(key)
+    return [f"![{found.alt}]({found.file})", ""] if found and found.file else []
+
+
 def markdown(report: Report) -> str:
-    """The report as Markdown: the decision first, then the figures behind it, then every attempt."""
+    """The report as Markdown: the decision card, the question, the first table and the figures behind it, the
+    decision note, then every configuration and every attempt."""
     outcome, checks = attempt_tables(report)
-    parts = [f"# {report.title}", "", f"**Decision note.** {report.decision}", "", _md_table(decision_table(report)), "",
-             DECISION_TEXT, ""]
+    first, sentence = first_table(report)
+    parts = [f"# {report.title}", ""] + [f"- **{label}:** {text}" for label, text in card.lines(report)]
+    parts += ["", f"**Question.** {report.question}", "", digest_text(report, lambda text: f"`{text}`", str), "",
+              *([f"**Re-judged first.** {rejudged_text(report)}", ""] if report.rejudged else []),
+              *_figure_md(report, "cost_volume"), *([sentence, ""] if sentence else []), _md_table(first), "",
+              DECISION_TEXT, "", *_figure_md(report, "durations"), f"**Decision note.** {report.decision}", ""]
     parts += [line for text in report.bill for line in (f"**The bill.** {text}", "")]
     parts += [f"> **Warning:** {w}" for w in report.warnings]
-    parts += ["", f"**Question.** {report.question}", "",
-              digest_text(report, lambda text: f"`{text}`", str), "",
-              *([f"**Re-judged first.** {rejudged_text(report)}", ""] if report.rejudged else []),
-              "## Per configuration", "", durations_text(report).capitalize() + ".", "", _md_table(summary_table(report)), "",
+    parts += ["", "## Per configuration", "", durations_text(report).capitalize() + ".", "", _md_table(summary_table(report)), "",
               SUMMARY_TEXT, "", _md_table(energy_table(report)), "", ENERGY_TEXT, "",
               MFU_TEXT, "", *_exclusions_md(report),
               "## Separability within each series", "", _md_table(separation_table(report)), "",
@@ -175,23 +186,29 @@ def _numeric(text: str) -> bool:
     return 0 < len(text) <= 24 and text[:1].isdigit() and all(any(ch.isdigit() for ch in w) or len(w) <= 3 for w in words)
 
 
-def _html_cell(cell, tag: str = "td") -> str:
+def _html_cell(cell, tag: str = "td", label: str = "") -> str:
+    """One cell; `label`: its column's header, shown beside it where a narrow screen stacks the table's rows."""
     e = html.escape
+    labelled = f' data-label="{e(label)}"' if label else ""
     if isinstance(cell, Link):
         title = f' title="{e(cell.title)}"' if cell.title else ""
-        return (f'<{tag} class="n"><a href="{e(cell.href)}" target="_blank" rel="noopener noreferrer"{title}>'
-                f"{e(cell.text)}</a></{tag}>")
+        return (f'<{tag} class="n"{labelled}><a href="{e(cell.href)}" target="_blank" rel="noopener noreferrer"'
+                f"{title}>{e(cell.text)}</a></{tag}>")
     text = str(cell)
     numeric = ' class="n"' if tag == "td" and _numeric(text) else ""
     glued = re.sub(r" (\[\d+\])", "\u00a0\\1", text)  # a footnote mark never wraps away from its word
-    return f"<{tag}{numeric}>" + "<br>".join(e(line) for line in glued.split("\n")) + f"</{tag}>"
+    return f"<{tag}{numeric}{labelled}>" + "<br>".join(e(line) for line in glued.split("\n")) + f"</{tag}>"
 
 
-def _html_table(table: Table) -> str:
+def _html_table(table: Table, stacked: bool = False) -> str:
+    """A table in its scrolling frame and its footnotes; `stacked`: its rows become blocks of labelled cells on a
+    narrow screen (the first table, read in MLflow's artifact pane), never a sideways scroll."""
     e = html.escape
-    out = [f'<div class="scroll"><table id="{e(table.ident)}"><thead><tr>'
+    kind = ' class="stack"' if stacked else ""
+    out = [f'<div class="scroll"><table id="{e(table.ident)}"{kind}><thead><tr>'
            + "".join(_html_cell(h, "th") for h in table.head) + "</tr></thead><tbody>"]
-    out += ["<tr>" + "".join(_html_cell(c) for c in row) + "</tr>" for row in table.rows]
+    out += ["<tr>" + "".join(_html_cell(c, label=str(h) if stacked else "") for c, h in zip(row, table.head)) + "</tr>"
+            for row in table.rows]
     out.append("</tbody></table></div>")
     if table.notes:
         out.append(f'<ol class="notes" id="{e(table.ident)}-notes">'
@@ -236,34 +253,61 @@ def _scope_html(report: Report) -> list[str]:
             f'<footer id="licences"><hr><p><b>Licences and sources.</b></p>{items(scope.licences())}</footer>']
 
 
-STYLE = """body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1400px}
+STYLE = """body{font-family:system-ui,sans-serif;margin:1em 1.5em;color:#222;max-width:1400px}h1{font-size:1.5em;margin:.2em 0 .5em}
 table{border-collapse:collapse;margin:1em 0 .3em;font-size:13px}th,td{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
 th{background:#f0f0f0;font-weight:600}td.n{white-space:nowrap}.warning{background:#fff3cd;padding:.5em 1em;border-left:4px solid #e0a800}
-.decision{background:#e8f4ea;padding:.8em 1em;border-left:4px solid #2ca02c;font-size:15px}img{max-width:100%}
-.scroll{overflow-x:auto;max-width:100%}figure{display:inline-block;margin:.5em 1em .5em 0}
+.decision{background:#e8f4ea;padding:.6em 1em;border-left:4px solid #2ca02c;font-size:15px;margin:0 0 .8em;list-style:none}
+.decision li{margin:.2em 0}.decision,table.stack td{overflow-wrap:anywhere}img{max-width:100%}
+.lead{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1.1fr);gap:1.5em;align-items:start}
+.lead figure{margin:0;display:block}.lead img{width:100%;height:auto}.lead p{margin:.5em 0}
+@media (max-width:1100px){.lead{display:block}.lead figure{margin:1em 0}}
+@media (max-width:720px){table.stack,table.stack tbody,table.stack tr{display:block}table.stack thead{display:none}
+table.stack tr{border:1px solid #ccc;margin:.4em 0;padding:.3em .5em}table.stack td{display:inline-block;border:0;padding:1px 12px 1px 0;white-space:normal}
+table.stack td::before{content:attr(data-label) ": ";color:#555}table.stack td:first-child{display:block;font-weight:600}
+table.stack td:first-child::before{content:none}}
+.scroll{overflow-x:auto;max-width:100%}figure{display:inline-block;margin:.5em 1em .5em 0;max-width:100%}
 ol.notes{font-size:12px;color:#444;margin:.2em 0 1em;padding-left:2.2em}ol.notes li::marker{content:"[" counter(list-item) "] "}"""
+
+
+def _figure_html(report: Report, key: str) -> str:
+    """A figure inline (data URI) with its alt text and caption, or nothing when the report has none."""
+    e = html.escape
+    found = report.figures.get(key)
+    if found is None:
+        return ""
+    ident = f' id="{e(key.replace("_", "-"))}"'
+    return (f'<figure{ident}><img alt="{e(found.alt)}" src="{found.uri}"><figcaption>{e(found.caption)}'
+            "</figcaption></figure>")
+
+
+def _card_html(report: Report) -> str:
+    e = html.escape
+    return ('<ul class="decision" id="card">'
+            + "".join(f"<li><b>{e(label)}:</b> {e(text)}</li>" for label, text in card.lines(report)) + "</ul>")
 
 
 def page(report: Report) -> str:
     """A self-contained HTML page (inline style, figures as data URIs, no script); every string from runs is escaped."""
     e = html.escape
     outcome, checks = attempt_tables(report)
-    figures = "".join(f'<figure><img alt="{e(name)}" src="{uri}"><figcaption>{e(name)}</figcaption></figure>'
-                      for name, uri in report.figures.items())
-    body = [f"<h1>{e(report.title)}</h1>", f'<p class="decision"><b>Decision note.</b> {e(report.decision)}</p>',
-            _html_table(decision_table(report)), f"<p>{e(DECISION_TEXT)}</p>"]
+    first, sentence = first_table(report)
+    answer = [_card_html(report), f"<p><b>Question.</b> {e(report.question)}</p>",
+              f"<p>{digest_text(report, lambda text: f'<code>{e(text)}</code>', e)}</p>",
+              *([f"<p><b>Re-judged first.</b> {e(rejudged_text(report))}</p>"] if report.rejudged else [])]
+    body = [f"<h1>{e(report.title)}</h1>",
+            f'<div class="lead"><div>{"".join(answer)}</div>{_figure_html(report, "cost_volume")}</div>',
+            *([f'<p id="same">{e(sentence)}</p>'] if sentence else []), _html_table(first, stacked=True),
+            f"<p>{e(DECISION_TEXT)}</p>", _figure_html(report, "durations"),
+            f'<p><b>Decision note.</b> {e(report.decision)}</p>']
     body += [f"<p><b>The bill.</b> {e(text)}</p>" for text in report.bill]
     body += [f'<p class="warning">Warning: {e(w)}</p>' for w in report.warnings]
-    body += [f"<p><b>Question.</b> {e(report.question)}</p>",
-             f"<p>{digest_text(report, lambda text: f'<code>{e(text)}</code>', e)}</p>",
-             *([f"<p><b>Re-judged first.</b> {e(rejudged_text(report))}</p>"] if report.rejudged else []),
-             f"<h2>Per configuration</h2><p>{e(durations_text(report).capitalize())}.</p>",
+    body += [f"<h2>Per configuration</h2><p>{e(durations_text(report).capitalize())}.</p>",
              _html_table(summary_table(report)), f"<p>{e(SUMMARY_TEXT)}</p>", _html_table(energy_table(report)),
              f"<p>{e(ENERGY_TEXT)}</p>", f"<p>{e(MFU_TEXT)}</p>", *_exclusions_html(report),
              "<h2>Separability within each series</h2>", _html_table(separation_table(report)),
              "<h2>Campaign plan and committed cost</h2>", f"<p>{e(plan_text(report))}</p>", f"<p>{e(overhead_text(report))}</p>",
              _html_table(forecast_table(report)), _html_table(plan_table(report)), *_optional_html(report),
-             "<h2>Figures</h2>", figures,
+             *(["<h2>Memory</h2>", _figure_html(report, "memory")] if "memory" in report.figures else []),
              f"<h2>Attempts ({len(report.attempts)} rows, one per attempted pass)</h2>", f"<p>{e(links_text(report))}</p>",
              "<h3>Outcome</h3>", _html_table(outcome), "<h3>Checks, utilisation and overlaps</h3>", _html_table(checks),
              *_scope_html(report)]

@@ -22,7 +22,8 @@ from gpucost_mlflow.core.names import (
     PASS_S,
     USEFUL_FLOP_PER_S,
 )
-from gpucost_mlflow.report.cells import Table, cell, empty, pair, run_cell
+from gpucost_mlflow.report import short
+from gpucost_mlflow.report.cells import Table, cell, empty, lift, pair, run_cell
 
 if TYPE_CHECKING:
     from gpucost_mlflow.report.render import Report
@@ -258,6 +259,18 @@ def decision_table(report: Report) -> Table:
                            f"{f.hours:,.3f}" if f else empty(table, a.forecast_note), table.fold(a.deadline_status),
                            _committed(table, a), _per_inputs(table, a), _per_corpus(table, a)])
     return table
+
+
+def first_table(report: Report) -> tuple[Table, str]:
+    """The decision table as the page opens with it: short names (report/short.py), and the columns whose value is
+    the same in every row said once in the sentence above it, with the shared device and the abbreviations."""
+    names = short.names([a.configuration for a in report.assessments])
+    table = decision_table(report)
+    table.rows = [[names.short.get(row[0], row[0]), *row[1:]] for row in table.rows]
+    table, same = lift(table)
+    said = "; ".join(f"{head}: {value}" for head, value in same)
+    sentence = " ".join(part for part in (names.legend(), f"The same in every row: {said}." if said else "") if part)
+    return table, sentence
 
 
 OTHER_HEAD = ["other cost", "amount", "basis"]

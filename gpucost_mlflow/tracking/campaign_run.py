@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mlflow.entities import Metric, Param, RunTag
@@ -38,6 +38,7 @@ class CampaignRun:
     campaign_id: str
     variants: list[str]
     passes: int
+    progress: dict[str, float] = field(default_factory=dict)  # the latest figures shown, logged once at the finish
 
     @classmethod
     def open(cls, client: MlflowClient, experiment_id: str, campaign_id: str, name: str, variants: list[str],
@@ -92,12 +93,12 @@ class CampaignRun:
         return by_slot
 
     def show(self, note: str, progress: dict[str, float], step: int) -> None:
-        """Rewrite the description and log the progress metrics (one log_batch, best effort: a store gone away is the
-        next pass's to report, with what waits in the spool)."""
-        now = int(time.time() * 1000)
-        metrics = [Metric(key, value, now, step) for key, value in progress.items()]
+        """Rewrite the description (best effort: a store gone away is the next pass's to report, with what waits in
+        the spool) and keep the progress figures for `finish`, which logs them once: a metric per median, not a
+        running series of steps (step: the passes finished, said in the description)."""
+        self.progress = dict(progress)
         try:
-            self.client.log_batch(self.run_id, metrics=metrics, tags=[RunTag(schema.NOTE, note)])
+            self.client.set_tag(self.run_id, schema.NOTE, note)
         except Exception as exc:
             if not store.is_store_error(exc):
                 raise
@@ -111,6 +112,11 @@ class CampaignRun:
                                 "; ".join(f"{k}: {v}" for k, v in not_tried.items())[:limits.TAG_VALUE])
 
     def finish(self) -> None:
+        """Log the campaign's figures once (passes finished and accepted, the median pass_s per variant), then close
+        the run."""
+        now = int(time.time() * 1000)
+        if self.progress:
+            self.client.log_batch(self.run_id, metrics=[Metric(key, value, now, 0) for key, value in self.progress.items()])
         self.client.set_terminated(self.run_id, "FINISHED")
 
     def end(self, status: str) -> None:

@@ -3,15 +3,19 @@
 report/build.py decides what the run says (name, description, tags, metrics, params); every write of it happens
 here, in the order the UI needs: the run with its role, then its figures in one log_batch, then its files.
 
+Its metrics carry their unit in the name and are rounded as the UI shows them (`figures`). Once it is logged, the
+experiment's older decision runs are marked superseded (tag and description) and each pass gets its configuration's
+standing in this decision (the tag `gpucost.standing`, a column of the printed link's view).
+
 The bill (`gpucost bill`) is written here too: what was paid for the plan the experiment's latest decision run
-chose, as tags and the metric `paid` on that run (one log_batch), a second bill replacing the first while the
-run's description keeps every bill under "Bill history"; `latest_bill` reads it back for the next report.
+chose, as tags and the metric `paid_<currency>` on that run (one log_batch), a second bill replacing the first while
+the run's description keeps every bill under "Bill history"; `latest_bill` reads it back for the next report.
 """
 
 from __future__ import annotations
 
 import time
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from pathlib import Path
 
 from mlflow.entities import Metric, Param, Run, RunTag
@@ -21,7 +25,8 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.money import bill as bills
 from gpucost_mlflow.core.money.bill import Bill
 from gpucost_mlflow.core.money.costs import money
-from gpucost_mlflow.tracking import experiments, limits, schema, search
+from gpucost_mlflow.core.money.decision import Assessment
+from gpucost_mlflow.tracking import descriptions, experiments, limits, schema, search
 
 NEWEST_FIRST = ["attributes.start_time DESC"]
 DECISIONS = f"tags.`{schema.ROLE}` = '{schema.DECISION_ROLE}'"
@@ -40,9 +45,40 @@ def campaign_runs(client: MlflowClient, experiment_id: str, campaign_ids: list[s
     return {cid: found.get(cid, "") for cid in campaign_ids}
 
 
+def _shown(value: Decimal | float, digits: int) -> float:
+    """value as the UI should show it, half up: `digits` significant digits for a small one (4.139373 h -> 4.14,
+    0.0012345 USD -> 0.001235, never rounded to 0), two decimals once that keeps more (1234.567 h -> 1234.57)."""
+    exact = Decimal(str(value))
+    if exact == 0 or abs(exact) >= 10 ** (digits - 2):
+        return float(exact.quantize(Decimal("0.01"), ROUND_HALF_UP))
+    return float(exact.quantize(Decimal(1).scaleb(exact.adjusted() - digits + 1), ROUND_HALF_UP))
+
+
+def figures(chosen: Assessment) -> dict[str, float]:
+    """The decision run's metrics for its chosen configuration, named with their unit (money in the plan's currency
+    code, hours in _h) and rounded as the UI shows them: money to the cent, unit costs to 4 significant digits and
+    hours to 3 (`_shown`); a figure the assessment lacks is left out, never 0."""
+    currency = chosen.currency
+    money_totals = {schema.COMMITTED_COST: chosen.committed, schema.POSSIBLE_SAVING: chosen.saving}
+    unit_costs = {schema.COST_PER_1000_INPUTS: chosen.cost_per_1000_inputs,
+                  schema.COST_PER_MILLION_OUTPUT_TOKENS: chosen.cost_per_million_output_tokens}
+    found = {schema.in_currency(key, currency): _shown(value, 2) for key, value in money_totals.items()
+             if value is not None}
+    found.update({schema.in_currency(key, currency): _shown(value, 4) for key, value in unit_costs.items()
+                  if value is not None})
+    hours = {schema.FORECAST_HOURS: chosen.forecast_hours, schema.FORECAST_HOURS_SLOWEST: chosen.forecast.high_hours}
+    found.update({key: _shown(value, 3) for key, value in hours.items() if value is not None})
+    if chosen.spare:
+        found[schema.SPARE_DELIVERABLES] = float(chosen.spare.spare)
+    return found
+
+
 def log_decision(client: MlflowClient, experiment_id: str, name: str, protocol_digest: str, tags: dict[str, str],
-                 params: dict[str, str], metrics: dict[str, float], files: list[Path]) -> str:
-    """Create the decision run, log its tags, params and metrics (one log_batch) and its files; returns its id."""
+                 params: dict[str, str], metrics: dict[str, float], files: list[Path],
+                 standings: dict[str, str] | None = None) -> str:
+    """Create the decision run, log its tags, params and metrics (one log_batch) and its files; then mark the
+    experiment's older decision runs superseded and tag each pass of standings (run id -> its configuration's
+    standing in this decision). Returns the new run's id."""
     run = client.create_run(experiment_id, run_name=name, tags={
         schema.ROLE: schema.DECISION_ROLE, schema.PROTOCOL_DIGEST: protocol_digest,
     })
@@ -52,7 +88,44 @@ def log_decision(client: MlflowClient, experiment_id: str, name: str, protocol_d
     for path in files:
         client.log_artifact(run.info.run_id, str(path))
     client.set_terminated(run.info.run_id, "FINISHED")
+    supersede(client, experiment_id, run.info.run_id, name)
+    stand(client, experiment_id, standings or {})
+    experiments.present(client, experiment_id)
     return run.info.run_id
+
+
+def stand(client: MlflowClient, experiment_id: str, standings: dict[str, str]) -> int:
+    """Tag each pass with its standing (run id -> standing), writing only those whose standing changed: a report
+    over thousands of passes repeats few writes. Returns how many were written."""
+    written = 0
+    for value in dict.fromkeys(standings.values()):
+        quoted = value.replace("'", "\\'")
+        have = {found.info.run_id for found in search.all_runs(client, experiment_id,
+                                                               f"tags.`{schema.STANDING}` = '{quoted}'", order_by=None)}
+        for run_id in [run_id for run_id, standing in standings.items() if standing == value and run_id not in have]:
+            client.set_tag(run_id, schema.STANDING, value)
+            written += 1
+    return written
+
+
+def supersede(client: MlflowClient, experiment_id: str, newest_id: str, newest_name: str) -> list[str]:
+    """Tag every older decision run of the experiment superseded by the newest one and say so first in its
+    description (a bill history at its end kept); a run already superseded is left as it is. Returns their ids."""
+    marked = []
+    for run in list(search.all_runs(client, experiment_id, DECISIONS, order_by=None)):
+        tags = run.data.tags
+        if run.info.run_id == newest_id or tags.get(schema.SUPERSEDED_BY):
+            continue
+        note = tags.get(schema.NOTE, "")
+        entries, left_out = _history(note)
+        described = descriptions.superseded_note(note.partition(f"\n\n{BILL_HISTORY}\n")[0], newest_id, newest_name,
+                                                 experiment_id)
+        if entries or left_out:
+            described = billed_note(described, entries, left_out)
+        client.log_batch(run.info.run_id, tags=[RunTag(schema.SUPERSEDED_BY, newest_id),
+                                                RunTag(schema.NOTE, described)])
+        marked.append(run.info.run_id)
+    return marked
 
 
 def latest_decision(client: MlflowClient, experiment_id: str) -> Run | None:
@@ -84,7 +157,8 @@ def record_bill(client: MlflowClient, experiment: str, paid: Decimal, currency: 
     description = billed_note(tags.get(schema.NOTE, ""), [*entries, history_entry(bill)], left_out)
     step = len(entries) + left_out + 1
     client.log_batch(run.info.run_id,
-                     metrics=[Metric(schema.PAID, float(paid), int(time.time() * 1000), step)],
+                     metrics=[Metric(schema.in_currency(schema.PAID, currency), float(paid), int(time.time() * 1000),
+                                     step)],
                      tags=[RunTag(schema.BILL_PAID, str(paid)), RunTag(schema.BILL_CURRENCY, currency),
                            RunTag(schema.BILL_NOTE, note), RunTag(schema.BILL_AT, bill.at),
                            RunTag(schema.NOTE, description)])
@@ -111,8 +185,12 @@ def bill_of(run: Run) -> Bill | None:
 
 
 def _committed(run: Run) -> Decimal | None:
-    """The run's committed cost to the cent (logged as a float metric), None when it has none."""
-    value = run.data.metrics.get(schema.COMMITTED_COST)
+    """The run's committed cost to the cent (logged as a float metric in its plan's currency; under the bare name
+    on runs logged before the unit was named), None when it has none."""
+    currency = run.data.tags.get(schema.DECISION_CURRENCY, "")
+    metrics = run.data.metrics
+    value = metrics.get(schema.in_currency(schema.COMMITTED_COST, currency)) if currency else None
+    value = metrics.get(schema.COMMITTED_COST) if value is None else value
     return None if value is None else Decimal(f"{value:.2f}")
 
 

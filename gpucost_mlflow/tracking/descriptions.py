@@ -9,23 +9,25 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 
 from gpucost_mlflow.core.inputs.protocol import Protocol
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement.overlap import describe as describe_overlap
 from gpucost_mlflow.core.money import costs
 from gpucost_mlflow.core.money.choice import Choice
-from gpucost_mlflow.core.money.decision import Assessment
+from gpucost_mlflow.core.money.decision import Assessment, Configuration
 from gpucost_mlflow.core.names import MACRO_F1, PASS_S
-from gpucost_mlflow.tracking import limits, schema
+from gpucost_mlflow.tracking import limits, schema, ui
 from gpucost_mlflow.workloads import registry
 
 SEP = " · "
 SHORT = 100  # a short tag value: short enough for the UI's tag list; the description holds the whole reason
 NAME = 200
+DECISION_NAME = 60  # a decision run's name: its title and the runs table's cell show it whole
 NOTE = limits.TAG_VALUE  # a description is a tag: kept under the tag value limit MLflow checks
-WHAT_IF = "what-if: example price"
+WHAT_IF = "what-if"  # ends the name of a decision priced with example prices
 WHAT_IF_PROTOCOL = "what-if protocol"
 
 
@@ -87,15 +89,30 @@ def _decision_head(choice: Choice) -> str:
     return "decision (tied)" if len(choice.chosen) > 1 else "decision"
 
 
-def decision_name(choice: Choice, example_prices: bool, what_if_protocol: bool = False) -> str:
-    """`decision: batch8 on NVIDIA B200`, `decision (tied): A or B`, `decision: none (nothing priced)`; a what-if
-    catalog of example prices says so at the end, a what-if protocol (not the locked one) first."""
-    name = f"{WHAT_IF_PROTOCOL}: " if what_if_protocol else ""
-    name += f"{_decision_head(choice)}: {_chosen(choice)}"
-    return short(name + (f"{SEP}{WHAT_IF}" if example_prices else ""), NAME)
+def decision_name(choice: Choice, example_prices: bool, what_if_protocol: bool = False,
+                  named: Callable[[Configuration], str] | None = None) -> str:
+    """At most DECISION_NAME characters, so the runs table and the run's title show it whole: `decision: batch8`,
+    `decision (tie of 6): batch64-bf16-lg +5 · what-if`, `decision: none (nothing priced)`. named gives a
+    configuration's short name (the report's, device left out when all share it; the variant alone by default);
+    `what-if` ends the name of a decision priced with example prices or made under a what-if protocol."""
+    named = named or (lambda config: config.label)
+    ending = f"{SEP}{WHAT_IF_PROTOCOL}" if what_if_protocol else (f"{SEP}{WHAT_IF}" if example_prices else "")
+    if not choice.decided:
+        return short(f"decision: none ({choice.none})", DECISION_NAME - len(ending)) + ending
+    count = len(choice.chosen)
+    head = f"decision (tie of {count}): " if count > 1 else "decision: "
+    more = f" +{count - 1}" if count > 1 else ""
+    room = DECISION_NAME - len(head) - len(more) - len(ending)
+    return f"{head}{short(named(choice.chosen[0].configuration), room)}{more}{ending}"
 
 
 # Short tags ------------------------------------------------------------------------------------------------
+
+def standing(role: str, example_prices: bool) -> str:
+    """A pass's `gpucost.standing`: its configuration's role in the latest decision, `chosen · what-if` when that
+    decision was priced with example prices."""
+    return f"{role}{SEP}{WHAT_IF}" if example_prices else role
+
 
 def missing_tags(missing: dict[str, str]) -> dict[str, str]:
     """`gpucost.missing.<metric>` = the short reason a measurement is absent from the pass."""
@@ -214,7 +231,9 @@ def campaign_note(campaign_id: str, variants: Sequence[str], passes: int, attemp
     if overhead_s_per_pass is not None:
         lines.append(f"- **Harness overhead:** {overhead_s_per_pass:.2f} s per pass outside the timed parts")
     lines.append("- The passes are this run's children: expand it in the runs table, or group the runs by the tag "
-                 f"`{schema.VARIANT}`. Metrics `{schema.MEDIAN_PASS_S_PREFIX}<variant>` follow the medians as passes finish.")
+                 f"`{schema.VARIANT}`. The metrics `{schema.MEDIAN_PASS_S_PREFIX}<variant>`, `{schema.PASSES_FINISHED}` "
+                 f"and `{schema.PASSES_ACCEPTED}` are logged once, when the campaign finishes; this table follows "
+                 "the passes as they finish.")
     return _bounded(lines)
 
 
@@ -228,8 +247,9 @@ def experiment_note(protocol: Protocol) -> str:
     locked = (f"Pre-registered protocol `{protocol.digest[:12]}` ({protocol.path}), locked on this experiment: a "
               f"changed protocol needs a new experiment. Full text: experiment tag `{schema.PROTOCOL_TEXT}`.")
     runs = ("Runs: each pass is named `variant · rRpP · #index · campaign`, under its campaign's parent run; "
-            "`gpucost report` adds a decision run. Sort by `pass_s`, filter `metrics.accepted = 1`, group by "
-            f"`{schema.VARIANT}` (docs/mlflow-ui.md).")
+            f"`gpucost report` adds a decision run. The saved view `{ui.PASSES_VIEW_NAME}` (the Views menu of the "
+            "runs table, and the link gpucost prints) lists the passes fastest first with their status and the "
+            f"decision's standing; filter `metrics.accepted = 1`, group by `{schema.VARIANT}` (docs/mlflow-ui.md).")
     lines = [
         f"### {short(protocol.question, 400)}", "", locked, "",
         f"- **Quality bar:** {bar}",
@@ -268,10 +288,26 @@ def decision_note(decision: str, choice: Choice, assessments: Sequence[Assessmen
     if assessments:
         lines += _table(["configuration", "feasible", "median pass_s", "forecast", "committed", "deadline"],
                         [_balance_row(a) for a in assessments]) + [""]
-    read = [f"[{cid}](#/experiments/{experiment_id}/runs/{run_id})" if run_id else f"`{cid}`"
+    read = [f"[{cid}]({ui.run_path(experiment_id, run_id)})" if run_id else f"`{cid}`"
             for cid, run_id in campaigns.items()]
     lines.append(f"- **Campaigns read:** {', '.join(read) or 'none'}"
                  + (f"; {outside} pass(es) outside any campaign" if outside else ""))
+    lines.append(f"- **Passes:** [{ui.PASSES_VIEW_NAME}]({ui.runs_path(experiment_id)}), each with its "
+                 f"configuration's standing in the latest decision (`{schema.STANDING}`)")
     lines.append(f"- **Protocol:** `{protocol_digest[:12]}`; **catalog:** {catalog}")
     lines.append("- **Files:** `report.html` (the full report), `report.md`, `attempts.csv`, `balance.csv`")
     return _bounded(lines)
+
+
+SUPERSEDED = "**Superseded**"
+
+
+def superseded_note(note: str, by_run_id: str, by_name: str, experiment_id: str, at: datetime | None = None) -> str:
+    """An older decision run's description once a newer decision is logged: a line saying which run superseded it
+    and when (UTC), above what it said; written once, cut to the tag limit from the end."""
+    if note.startswith(SUPERSEDED):
+        return note
+    when = (at or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%MZ")
+    line = (f"{SUPERSEDED} at {when} by the decision run [{by_run_id[:8]}]({ui.run_path(experiment_id, by_run_id)}) "
+            f"(`{by_name}`): this decision is kept for the record; the newest decision run is the current one.")
+    return _bounded([line, "", note])

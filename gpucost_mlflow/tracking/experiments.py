@@ -12,7 +12,7 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.protocol import Protocol
-from gpucost_mlflow.tracking import descriptions, limits, schema
+from gpucost_mlflow.tracking import descriptions, limits, schema, store, ui
 
 
 def resolve(client: MlflowClient, name: str | None, *, create: bool) -> tuple[str, str] | None:
@@ -29,12 +29,24 @@ def resolve(client: MlflowClient, name: str | None, *, create: bool) -> tuple[st
     if not create:
         return None
     try:
-        return client.create_experiment(name), name
+        return client.create_experiment(name, tags=_presentation()), name
     except MlflowException as exc:
         # Passes started at once on several machines: one creates the experiment, the others find it.
         if exc.error_code != "RESOURCE_ALREADY_EXISTS":
             raise
         return client.get_experiment_by_name(name).experiment_id, name
+
+
+def name_of(experiment_id: str) -> str:
+    """The name of the experiment MLFLOW_EXPERIMENT_ID names, so a command without --experiment uses the one `mlflow run`
+    would; refused in one line when the store has none."""
+    client = MlflowClient()
+    try:
+        return client.get_experiment(experiment_id).name
+    except MlflowException as exc:
+        if exc.error_code not in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE"):
+            raise
+        raise GpucostError(f"MLFLOW_EXPERIMENT_ID={experiment_id}: no such experiment in {client.tracking_uri}") from None
 
 
 def named(client: MlflowClient, name: str):
@@ -49,18 +61,6 @@ def locked_digest(client: MlflowClient, experiment_id: str) -> str:
     return client.get_experiment(experiment_id).tags.get(schema.PROTOCOL_DIGEST, "")
 
 
-
-def name_of(experiment_id: str) -> str:
-    """The name of the experiment MLFLOW_EXPERIMENT_ID names, so a command without --experiment uses the one `mlflow run`
-    would; refused in one line when the store has none."""
-    client = MlflowClient()
-    try:
-        return client.get_experiment(experiment_id).name
-    except MlflowException as exc:
-        if exc.error_code not in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE"):
-            raise
-        raise GpucostError(f"MLFLOW_EXPERIMENT_ID={experiment_id}: no such experiment in {client.tracking_uri}") from None
-
 def lock(client: MlflowClient, experiment_id: str, name: str, protocol: Protocol, protocol_text: str) -> bool:
     """Store the protocol digest on the experiment; True when this call locked it, False when already locked to it.
 
@@ -69,6 +69,7 @@ def lock(client: MlflowClient, experiment_id: str, name: str, protocol: Protocol
     current = tags.get(schema.PROTOCOL_DIGEST, "")
     if current == protocol.digest:
         _describe(client, experiment_id, tags, protocol)
+        present(client, experiment_id, tags)
         return False
     if current:
         raise GpucostError(
@@ -88,7 +89,47 @@ def lock(client: MlflowClient, experiment_id: str, name: str, protocol: Protocol
             raise
         return False
     _describe(client, experiment_id, tags, protocol)
+    present(client, experiment_id, tags)
     return True
+
+
+def _presentation() -> dict[str, str]:
+    """The experiment tags that make MLflow's UI present it as gpucost reads it: a model-development experiment
+    (not GenAI), with the saved view of its passes that the printed link opens (tracking/ui.py)."""
+    view, state = ui.passes_view(int(time.time() * 1000))
+    return {schema.EXPERIMENT_KIND: schema.MODEL_DEVELOPMENT, view: state}
+
+
+def present(client: MlflowClient, experiment_id: str, tags: dict | None = None) -> None:
+    """Give an experiment the presentation tags it lacks, each written once: a kind or view already there stands
+    (the user may have chosen it in the UI), so an experiment created before gpucost wrote them gets them too."""
+    tags = client.get_experiment(experiment_id).tags if tags is None else tags
+    for key, value in _presentation().items():
+        if key not in tags:
+            _set_once(client, experiment_id, key, value)
+
+
+def presented(client: MlflowClient, experiment_id: str) -> bool:
+    """Whether the experiment holds the passes view a link may open, written now if it lacks it; False when the
+    store refuses (a read-only user, a store gone away): the link then opens the plain runs table."""
+    try:
+        present(client, experiment_id)
+    except Exception as exc:
+        if not store.is_store_error(exc):
+            raise
+        return False
+    return True
+
+
+def _set_once(client: MlflowClient, experiment_id: str, key: str, value: str) -> None:
+    """Write an experiment tag; passes writing the same one at once meet the store's unique key (PostgreSQL), and
+    the tag one of them wrote is kept."""
+    try:
+        client.set_experiment_tag(experiment_id, key, value)
+    except MlflowException:
+        time.sleep(0.5)
+        if key not in client.get_experiment(experiment_id).tags:
+            raise
 
 
 def _describe(client: MlflowClient, experiment_id: str, tags: dict, protocol: Protocol) -> None:

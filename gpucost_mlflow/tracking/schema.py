@@ -45,6 +45,10 @@ CONTENDED = "gpucost.contended"  # other processes' load during the measured pas
 THROTTLED = "gpucost.throttled"  # the board's throttle reasons at the start or end of the measured pass
 STARVED = "gpucost.starved"  # the pass's device busy less than the protocol's min_utilisation while measured
 NOTE = "mlflow.note.content"  # a run's or an experiment's markdown description in the MLflow UI
+# The experiment's kind as MLflow's experiment-kind selector reads and writes it: model development, not GenAI.
+EXPERIMENT_KIND = "mlflow.experimentKind"
+MODEL_DEVELOPMENT = "custom_model_development"
+SAVED_VIEW_PREFIX = "mlflow.sharedViewState."  # an experiment tag per saved runs-table view, opened by viewStateShareKey
 RUN_NAME = "mlflow.runName"
 PARENT_RUN_ID = "mlflow.parentRunId"  # nests a pass under its campaign run
 DATASET_CONTEXT_TAG = "mlflow.data.context"  # input tag of the run's dataset; its value is DATASET_CONTEXT
@@ -70,21 +74,25 @@ DECISION_DEVICE = "gpucost.decision.device"
 DECISION_CURRENCY = "gpucost.decision.currency"
 DECISION_CAMPAIGNS = "gpucost.decision.campaigns"
 DECIDED = "decided"  # gpucost.decision when a plan was chosen ("none" when nothing was)
-COMMITTED_COST = "committed_cost"
+# Decision-run metrics carry their unit in the name: a money metric ends in the plan's currency code
+# (`in_currency`: committed_cost_usd), hours in _h; tracking/decision_run.py rounds them as the UI shows them.
+COMMITTED_COST = "committed_cost"  # alone (no currency) on decision runs logged before the unit was named
 # Decision-run metrics beside the committed cost: the chosen plan's unit costs and its spare deliverables.
 COST_PER_1000_INPUTS = "cost_per_1000_inputs"
 COST_PER_MILLION_OUTPUT_TOKENS = "cost_per_million_output_tokens"
 SPARE_DELIVERABLES = "spare_deliverables"
-FORECAST_HOURS = "forecast_hours"  # the median-pass window
-FORECAST_HOURS_SLOWEST = "forecast_hours_slowest"  # the slowest-pass window: what the committed plan covers
+FORECAST_HOURS = "forecast_h"  # the median-pass window
+FORECAST_HOURS_SLOWEST = "forecast_slowest_h"  # the slowest-pass window: what the committed plan covers
 POSSIBLE_SAVING = "possible_saving"  # committed cost minus the median-pass plan's, when that one is cheaper
+STANDING = "gpucost.standing"  # on a pass: its configuration's place in the latest decision (chosen, runner-up, ...)
+SUPERSEDED_BY = "gpucost.superseded_by"  # on an older decision run: the id of the decision run logged after it
 # The bill (`gpucost bill`): what was paid for the chosen plan, on the decision run it was chosen on; a second bill
-# replaces these and the run's description keeps every bill (tracking/decision_run.py). The metric `paid` charts it.
+# replaces these and the run's description keeps every bill (tracking/decision_run.py); `paid_<currency>` charts it.
 BILL_PAID = "gpucost.bill.paid"  # a decimal string, to the cent
 BILL_CURRENCY = "gpucost.bill.currency"
 BILL_NOTE = "gpucost.bill.note"
 BILL_AT = "gpucost.bill.at"  # UTC, to the minute: 2026-12-01T10:00Z
-PAID = "paid"
+PAID = "paid"  # in the plan's currency: paid_usd
 # Params of the decision run: the catalog (version and file), the deadline and the experiment it read.
 DECISION_CATALOG = "catalog"
 DECISION_DEADLINE = "deadline"
@@ -129,6 +137,11 @@ WARMUP_PASSES = "warmup.passes"
 DATASET_CONTEXT = "comparison"
 # MLflow's own default experiment: where `mlflow run` puts a run without --experiment-name, and so gpucost's default.
 DEFAULT_EXPERIMENT = "Default"
+
+
+def in_currency(metric: str, currency: str) -> str:
+    """A money metric's name with its currency code, so the UI shows the unit: committed_cost_usd."""
+    return f"{metric}_{currency.lower()}"
 
 
 def params_from_manifest(manifest: dict) -> dict[str, str]:

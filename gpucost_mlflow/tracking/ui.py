@@ -1,23 +1,67 @@
-"""Where the MLflow UI shows an experiment's runs: the link a user can open as is.
+"""Where the MLflow UI shows an experiment's runs: the link a user can open as is, and the saved view it opens.
 
-The UI's default landing page for an experiment is its GenAI overview (traces); the runs table is
-`#/experiments/<id>/runs?workflowType=machine_learning`. A tracking server is linked directly; a database
-or folder store needs `mlflow ui` started on it first, so the line says how.
+MLflow 3.17 opens an experiment on the GenAI or the model-training side by its "GenAI / Model training" switch,
+which a link sets with `workflowType=machine_learning`; earlier MLflow 3 releases read the experiment tag
+`mlflow.experimentKind` instead (tracking/experiments.py writes it). The runs table takes its sort and filter
+from the URL but its shown columns only from a saved view: an experiment tag `mlflow.sharedViewState.<id>` holding
+the view, opened by `viewStateShareKey=<id>`. gpucost's view lists the passes sorted by pass_s with the columns
+that say what each one is worth. A tracking server is linked directly; a database or folder store needs `mlflow
+ui` started on it first, so the line says how.
 """
 
 from __future__ import annotations
 
+import json
 import shlex
 from urllib.parse import urlparse
 
+from gpucost_mlflow.core.names import PASS_S
+from gpucost_mlflow.tracking import schema
 from gpucost_mlflow.tracking.spool import public_uri
 
 LOCAL_UI = "http://127.0.0.1:5000"
+MODEL_TRAINING = "workflowType=machine_learning"  # the UI's model-training side, not the GenAI overview
+# The saved view's id: a new id when its definition changes, so experiments get the new one at their next lock.
+PASSES_VIEW = "gpucost-passes-1"
+PASSES_VIEW_NAME = "gpucost: passes by pass_s"
 
 
-def runs_path(experiment_id: str) -> str:
-    """The UI route of an experiment's runs table (machine-learning workflow, not the GenAI overview)."""
-    return f"#/experiments/{experiment_id}/runs?workflowType=machine_learning"
+def _column(kind: str, key: str) -> str:
+    """A runs-table column as MLflow's UI names it: metrics.`pass_s`, tags.`gpucost.status`."""
+    return f"{kind}.`{key}`"
+
+
+def passes_view_state() -> dict:
+    """The view: every pass (a run with a variant: no campaign or decision run), fastest first, with its variant,
+    status, the decision's standing, accepted, pass_s and inputs/s; every pass drawn in the charts."""
+    return {
+        "searchFilter": f"{_column('tags', schema.VARIANT)} LIKE '%'",
+        "orderByKey": _column("metrics", PASS_S),
+        "orderByAsc": True,
+        "selectedColumns": [_column("tags", schema.VARIANT), _column("tags", schema.STATUS),
+                            _column("tags", schema.STANDING), _column("metrics", schema.ACCEPTED),
+                            _column("metrics", PASS_S), _column("metrics", schema.INPUTS_PER_S)],
+        "runsHiddenMode": "SHOW_ALL",
+    }
+
+
+def passes_view(created_ms: int) -> tuple[str, str]:
+    """The experiment tag holding the view (key, value), in the envelope MLflow's saved views use."""
+    value = json.dumps({"name": PASSES_VIEW_NAME, "createdAt": created_ms, "updatedAt": created_ms,
+                        "state": json.dumps(passes_view_state())})
+    return f"{schema.SAVED_VIEW_PREFIX}{PASSES_VIEW}", value
+
+
+def runs_path(experiment_id: str, view: bool = True) -> str:
+    """The UI route of an experiment's runs table on the model-training side, in gpucost's saved view unless
+    view is False (the experiment does not hold it)."""
+    path = f"#/experiments/{experiment_id}/runs?{MODEL_TRAINING}"
+    return f"{path}&viewStateShareKey={PASSES_VIEW}" if view else path
+
+
+def run_path(experiment_id: str, run_id: str) -> str:
+    """A run's page on the model-training side (its breadcrumb says Runs, not Evaluations)."""
+    return f"#/experiments/{experiment_id}/runs/{run_id}?{MODEL_TRAINING}"
 
 
 def root(tracking_uri: str) -> str:
@@ -26,15 +70,15 @@ def root(tracking_uri: str) -> str:
     return uri.rstrip("/") if urlparse(uri).scheme in ("http", "https") else LOCAL_UI
 
 
-def runs_url(tracking_uri: str, experiment_id: str) -> str:
+def runs_url(tracking_uri: str, experiment_id: str, view: bool = True) -> str:
     """The runs table on the tracking server itself, or on a local `mlflow ui` for any other store."""
-    return f"{root(tracking_uri)}/{runs_path(experiment_id)}"
+    return f"{root(tracking_uri)}/{runs_path(experiment_id, view)}"
 
 
-def link_line(tracking_uri: str, experiment_id: str) -> str:
+def link_line(tracking_uri: str, experiment_id: str, view: bool = True) -> str:
     """One line for the terminal: the link, preceded by the `mlflow ui` command when the store is not a server."""
     uri = public_uri(tracking_uri)
     if urlparse(uri).scheme in ("http", "https"):
-        return f"MLflow UI: {runs_url(uri, experiment_id)}"
+        return f"MLflow UI: {runs_url(uri, experiment_id, view)}"
     return (f"MLflow UI: run `mlflow ui --backend-store-uri {shlex.quote(uri)}`, then open "
-            f"{runs_url(uri, experiment_id)}")
+            f"{runs_url(uri, experiment_id, view)}")

@@ -1,0 +1,157 @@
+"""The decision card: the answer in at most five short lines at the top of report.html and report.md, before the
+question: what to rent, which configuration at what cost per 1,000 validated inputs, the window against the
+deadline, the runner-up and its margin, and what would change the decision. Names are the short ones
+(report/short.py); the full decision note follows below the card."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gpucost_mlflow.core.measurement.stats import repetitions_needed, separate
+from gpucost_mlflow.core.money import costs, units
+from gpucost_mlflow.core.money.decision import NO_DEADLINE, NO_PLAN, Assessment
+from gpucost_mlflow.core.money.plans import Plan
+from gpucost_mlflow.report import short, standing
+
+if TYPE_CHECKING:
+    from gpucost_mlflow.report.render import Report
+
+LINES = 5
+
+# What would change a missing decision, by the short reason core/money/choice.py gives.
+HINTS = {
+    "nothing accepted": "a pass that completes the corpus with every check passed",
+    "no configuration is feasible": "configurations whose every counted pass is accepted (see the standing column)",
+    NO_PLAN: "a `plan:` in the protocol (setup and waiting hours, restarts, start)",
+    "nothing priced": "a catalog row for the device measured, or a what-if catalog (`gpucost catalog example`)",
+    "the deadline cannot be checked": "a `plan.start` in the protocol",
+    "deadline missed": "a later deadline, or a configuration fast enough to meet it",
+    "no stable configuration": "re-measuring: every timely configuration's durations spread beyond max_spread_ratio",
+}
+
+
+def _plan(plan: Plan) -> str:
+    """'cpu hourly, 1 lot, 125 h billed (min 1 h, per 1 h)': the plan without its total."""
+    return plan.describe().replace(f": {costs.money(plan.total, plan.currency)}", "", 1)
+
+
+def _rent(chosen: Assessment) -> str:
+    """What to rent: the committed cost with its currency, the plan (row, lots, billed hours or periods)."""
+    example = "; an example price, not a quote" if chosen.plan.offer.example else ""
+    return f"{costs.money(chosen.committed, chosen.currency)} committed for {_plan(chosen.plan)}{example}"
+
+
+def _run(chosen: list[Assessment], names: short.Names) -> str:
+    """Which configuration (every tied one), the shared device once, and the cost per 1,000 validated inputs."""
+    first = chosen[0]
+    who = (names.of(first.configuration) if len(chosen) == 1 else
+           f"any of {len(chosen)} tied ({', '.join(names.of(a.configuration) for a in chosen)}; their durations do "
+           "not separate)")
+    where = f" on {names.device}" if names.device else ""
+    rules = first.rules
+    unit = ""
+    if first.cost_per_1000_inputs is not None and rules is not None:
+        unit = (f": {units.money(first.cost_per_1000_inputs, first.currency)} per 1,000 validated inputs "
+                f"({rules.expected_deliverables:,} corpora of {rules.inputs_per_deliverable:,} inputs)")
+    return f"{who}{where}{unit}"
+
+
+def _window(report: Report, a: Assessment) -> str:
+    """The forecast window, its slow end (what the plan covers), when it ends, and the deadline with its standing."""
+    f = a.forecast
+    end = f", ends by {a.forecast_end_high.isoformat(timespec='minutes')}" if a.forecast_end_high else ""
+    deadline = (NO_DEADLINE if report.deadline == NO_DEADLINE
+                else f"deadline {report.deadline} ({a.deadline_status or 'not checked'})")
+    return f"{f.hours:,.1f} h forecast, {f.high_hours:,.1f} h at the slowest pass{end}; {deadline}"
+
+
+def _margin(chosen: Assessment, other: Assessment) -> str:
+    """The other's committed cost and how much more it is, in money and per cent of the chosen one's."""
+    difference = other.committed - chosen.committed
+    if difference == 0:
+        return "the same cost, slower (its durations separate)"
+    share = f", {100 * difference / chosen.committed:+.1f} %" if chosen.committed else ""
+    return f"{costs.money(other.committed, other.currency)} ({costs.money(difference, other.currency)} more{share})"
+
+
+def _runner_up(report: Report, names: short.Names) -> str:
+    """The next timely configuration and its margin, or why there is none."""
+    choice = report.choice
+    if not choice.others:
+        return "none: every other configuration is left out (the standing column says why)"
+    other = choice.others[0]
+    return f"{names.of(other.configuration)} at {_margin(choice.chosen[0], other)}"
+
+
+def _tie_words(chosen: list[Assessment], names: short.Names) -> str:
+    """The passes per configuration that would separate the first two tied configurations."""
+    a, b = chosen[0], chosen[1]
+    needed = repetitions_needed(a.configuration.durations.values, b.configuration.durations.values)
+    pair = f"{names.of(a.configuration)} from {names.of(b.configuration)}"
+    if needed is None:
+        return f"no median difference separates {pair}: more passes are unlikely to settle the tie"
+    return f"about {needed} passes per configuration would separate {pair} (normal approximation, an estimate)"
+
+
+def _changes(report: Report, names: short.Names) -> str:
+    """The nearest break-even volumes against any other timely configuration, where the chosen one stops meeting the
+    deadline, and for a tie the passes that would settle it."""
+    choice = report.choice
+    chosen = choice.chosen[0]
+    volume = standing.volume(report.assessments)
+    words = []
+    if volume is not None:
+        found = standing.flips(chosen, choice.others, volume)
+        if found.below:
+            words.append(f"up to {found.below[0]:,} corpora {names.of(found.below[1].configuration)} costs less")
+        if found.above:
+            words.append(f"from {found.above[0]:,} corpora {names.of(found.above[1].configuration)} costs less")
+        if choice.others and not (found.below or found.above):
+            words.append("no break-even: it stays the cheapest wherever the others meet the deadline"
+                         if found.reach is not None else
+                         f"no break-even from 1 to {found.searched_to:,} corpora")
+        if found.reach is not None:
+            words.append(f"above {found.reach:,} corpora it misses the deadline" if found.reach else
+                         "it misses the deadline at every volume")
+    if len(choice.chosen) > 1:
+        words.append(_tie_words(choice.chosen, names))
+    return "; ".join(words) or "nothing: no other timely configuration to compare with"
+
+
+def _undecided(report: Report, names: short.Names) -> list[tuple[str, str]]:
+    """An undecided choice: who cannot be told apart at which price, and the passes that would settle it."""
+    group = report.choice.undecided
+    first = group[0]
+    prices = ", ".join(f"{names.of(a.configuration)} at {costs.money(a.committed, a.currency)}" for a in group)
+    settle = []
+    for other in group[1:]:
+        if separate(first.configuration.name, first.configuration.durations.values, other.configuration.name,
+                    other.configuration.durations.values).decided:
+            continue
+        needed = repetitions_needed(first.configuration.durations.values, other.configuration.durations.values)
+        settle.append(f"about {needed} passes per configuration would separate {names.of(first.configuration)} "
+                      f"from {names.of(other.configuration)}" if needed else
+                      f"{names.of(first.configuration)} and {names.of(other.configuration)} show no median difference")
+    return [("No decision", "undecided: the price difference is bought by noise (PROTOCOL.md §6)"),
+            ("Between", f"{prices}: their durations do not separate, yet their slowest-pass plans differ in price"),
+            ("Would settle it", "; ".join(settle) or "more passes under the same protocol")]
+
+
+def lines(report: Report) -> list[tuple[str, str]]:
+    """The card as (label, text) lines, at most five."""
+    choice = report.choice
+    names = short.names([a.configuration for a in report.assessments])
+    if choice.decided:
+        chosen = choice.chosen[0]
+        result = [("Rent", _rent(chosen)), ("Run", _run(choice.chosen, names)),
+                  ("Window", _window(report, chosen)), ("Runner-up", _runner_up(report, names)),
+                  ("Would change it", _changes(report, names))]
+    elif choice.none == "undecided" and choice.undecided:
+        result = _undecided(report, names)
+    else:
+        result = [("No decision", choice.none or "nothing to decide"),
+                  ("Would change it", HINTS.get(choice.none, "see the decision note below"))]
+        if names.device:
+            result.append(("Measured on", names.device))
+    return result[:LINES]
+

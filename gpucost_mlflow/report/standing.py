@@ -1,0 +1,110 @@
+"""Where each configuration stands against the choice, as the card and the figures show it: chosen, tied,
+runner-up, another timely one, undecided, or left out (rejected, late, unstable, under-sampled, not priced); which
+of them the cost-against-volume figure draws, and the nearest break-even volumes of the chosen one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpucost_mlflow.core.money.breakeven import BreakEven, break_even
+from gpucost_mlflow.core.money.choice import Choice
+from gpucost_mlflow.core.money.curve import priced
+from gpucost_mlflow.core.money.decision import Assessment
+
+CHOSEN, TIED, RUNNER_UP, TIMELY, UNDECIDED = "chosen", "tied", "runner-up", "other timely", "undecided"
+REJECTED, NOT_PRICED, UNSTABLE, LATE = "rejected", "not priced", "unstable", "late"
+UNDER_SAMPLED, LEFT_OUT = "under-sampled", "left out"
+OUT = (REJECTED, NOT_PRICED, UNSTABLE, LATE, UNDER_SAMPLED, LEFT_OUT)  # what the decision left out, and why
+DRAWN_TIED = 3  # tied configurations drawn at most (they share one cost; more lines would hide each other)
+
+
+def _among(a: Assessment, group: list[Assessment]) -> bool:
+    return any(a is other for other in group)
+
+
+def role(a: Assessment, choice: Choice) -> str:
+    """One word for the figures' legend: how the decision treated this configuration."""
+    if _among(a, choice.chosen):
+        return TIED if len(choice.chosen) > 1 else CHOSEN
+    if _among(a, choice.undecided):
+        return UNDECIDED
+    if choice.others and a is choice.others[0]:
+        return RUNNER_UP
+    if _among(a, choice.others):
+        return TIMELY
+    if a.under_sampled:
+        return UNDER_SAMPLED
+    if not a.feasible:
+        return REJECTED
+    if a.plan is None:
+        return NOT_PRICED
+    if not a.stable:
+        return UNSTABLE
+    return LATE if a.meets_deadline is False else LEFT_OUT
+
+
+def ordered(assessments: list[Assessment], choice: Choice) -> list[Assessment]:
+    """Chosen (or tied) first, then undecided, then the other timely ones by cost, then the rest as assessed."""
+    ranked = choice.chosen + choice.undecided + choice.others
+    return ranked + [a for a in assessments if not _among(a, ranked)]
+
+
+def fastest_left_out(assessments: list[Assessment], choice: Choice) -> Assessment | None:
+    """The fastest configuration the decision left out that still has a priced forecast (what speed alone buys)."""
+    out = [a for a in assessments if role(a, choice) in OUT and priced(a) is not None]
+    return min(out, key=lambda a: a.configuration.durations.median) if out else None
+
+
+@dataclass(frozen=True)
+class Flips:
+    """Where the chosen configuration stops being the cheapest around the declared volume: the nearest volume
+    below which another one costs less, the nearest from which another one does, how far the order was searched
+    (where both meet the deadline), and the largest volume at which the chosen one meets the deadline itself."""
+
+    below: tuple[int, Assessment] | None = None  # up to this volume the other costs less
+    above: tuple[int, Assessment] | None = None  # from this volume the other costs less
+    searched_to: int | None = None
+    reach: int | None = None  # None: no deadline (or no forecast)
+
+
+def flips(chosen: Assessment, others: list[Assessment], at: int) -> Flips:
+    """The nearest break-evens of the chosen configuration against any of the others (core/money/breakeven.py,
+    compared only where both meet the deadline), and where the chosen one stops meeting the deadline."""
+    mine = priced(chosen)
+    if mine is None:
+        return Flips()
+    by_name = {a.configuration.name: a for a in others}
+    found: list[BreakEven] = []
+    for other in others:
+        theirs = priced(other)
+        if theirs is not None and other is not chosen:
+            found.append(break_even(mine, theirs, at))
+    below = max(((b.flip_below[0], by_name[b.flip_below[1]]) for b in found
+                 if b.flip_below and b.flip_below[1] in by_name), key=lambda f: f[0], default=None)
+    above = min(((b.flip_above[0], by_name[b.flip_above[1]]) for b in found
+                 if b.flip_above and b.flip_above[1] in by_name), key=lambda f: f[0], default=None)
+    searched = max((b.searched_to for b in found), default=None)
+    return Flips(below, above, searched, mine.deadline_reach())
+
+
+def drawn(assessments: list[Assessment], choice: Choice, found: Flips | None = None) -> list[Assessment]:
+    """The configurations the cost-against-volume figure draws: the chosen one and up to two more tied, the
+    runner-up, those at the nearest break-evens (`found`) and the fastest one left out; the undecided ones without
+    a choice, else the four cheapest priced."""
+    if choice.chosen:
+        group = choice.chosen[:DRAWN_TIED] + choice.others[:1]
+    elif choice.undecided:
+        group = list(choice.undecided)
+    else:
+        group = sorted((a for a in assessments if a.committed is not None), key=lambda a: a.committed)[:4]
+    extra = [flip[1] for flip in ((found.below, found.above) if found else ()) if flip is not None]
+    extra.append(fastest_left_out(assessments, choice))
+    for other in extra:
+        if other is not None and not _among(other, group):
+            group.append(other)
+    return [a for a in group if priced(a) is not None]
+
+
+def volume(assessments: list[Assessment]) -> int | None:
+    """The protocol's expected deliverables, the volume the decision was made at (None when unknown)."""
+    return next((a.rules.expected_deliverables for a in assessments if a.rules is not None), None)
