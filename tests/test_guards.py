@@ -168,6 +168,7 @@ def test_min_measured_s_repeats_the_corpus_inside_one_clock_and_exports_once(sto
     assert metrics.get("repetitions_identical", 1.0) == 1.0 and ("repetitions_identical" in metrics) == (repetitions > 1)
     assert metrics["cooldown_waited_s"] >= 0.2
     assert run.data.tags[schema.STATUS] == "accepted"
+    assert ("**Repeated:** the clock processed the corpus" in run.data.tags[schema.NOTE]) == (repetitions > 1)
     exported = Path(run.info.artifact_uri.removeprefix("file://")) / "predictions.jsonl.gz"
     with gzip.open(exported, "rt") as handle:
         assert sum(1 for _ in handle) == 30  # exported once: one corpus
@@ -212,3 +213,15 @@ def test_the_summary_counts_throttled_and_starved_passes_and_says_how_busy_the_d
                                       "busy GPU 23 %/CPU 91 %")
     quiet = types.SimpleNamespace(contended=0, throttled=0, too_short=0, starved=0, busy={})
     assert flags_text(quiet, 5) == ""
+
+
+@pytest.mark.unit
+def test_a_pass_description_names_its_throttling_and_starvation():
+    from gpucost_mlflow.tracking.descriptions import pass_note
+
+    note = pass_note({schema.VARIANT: "batch8", schema.STATUS: "accepted",
+                      schema.THROTTLED: "software power cap (at end)",
+                      schema.STARVED: "starved: 30 % mean GPU utilisation during the measured part (limit 50 %)"},
+                     {"pass_s": 0.5, "repetitions": 4.0})
+    assert "**Throttled:** software power cap (at end)" in note and "**Starved:** starved: 30 %" in note
+    assert "**Repeated:** the clock processed the corpus 4 times" in note

@@ -42,7 +42,8 @@ def _rent(chosen: Assessment) -> str:
 
 
 def _run(chosen: list[Assessment], names: short.Names) -> str:
-    """Which configuration (every tied one), the shared device once, and the cost per 1,000 validated inputs."""
+    """Which configuration (every tied one), the shared device once, and the committed cost per 1,000 inputs (no deliverable is
+    validated before it is delivered: the quality bar was met on the comparison corpus)."""
     first = chosen[0]
     who = (names.of(first.configuration) if len(chosen) == 1 else
            f"any of {len(chosen)} tied ({', '.join(names.of(a.configuration) for a in chosen)}; their durations do "
@@ -51,8 +52,9 @@ def _run(chosen: list[Assessment], names: short.Names) -> str:
     rules = first.rules
     unit = ""
     if first.cost_per_1000_inputs is not None and rules is not None:
-        unit = (f": {units.money(first.cost_per_1000_inputs, first.currency)} per 1,000 validated inputs "
-                f"({rules.expected_deliverables:,} corpora of {rules.inputs_per_deliverable:,} inputs)")
+        unit = (f": {units.money(first.cost_per_1000_inputs, first.currency)} per 1,000 inputs at the committed cost "
+                f"({rules.expected_deliverables:,} corpora of {rules.inputs_per_deliverable:,} inputs; quality bar met "
+                "on the comparison corpus, no deliverable accepted yet)")
     return f"{who}{where}{unit}"
 
 

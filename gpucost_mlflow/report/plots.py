@@ -22,10 +22,11 @@ from gpucost_mlflow.core.money.curve import Step, priced, steps
 from gpucost_mlflow.core.money.decision import Assessment
 from gpucost_mlflow.report import short, standing
 from gpucost_mlflow.report.tables import Summary
+from gpucost_mlflow.tracking import schema
 
 COST_VOLUME_ALT = "Committed cost against volume"
-COST_VOLUME_FILE = "cost-volume.png"
-DURATIONS_FILE = "durations.png"
+COST_VOLUME_FILE = schema.COST_VOLUME_FIGURE
+DURATIONS_FILE = schema.DURATIONS_FIGURE
 VOLUME_SPAN = 10  # the figure runs to ten times the declared volume (further when a break-even lies beyond)
 FAR_MADS = 3.0  # a duration further than this many median absolute deviations from its median is an outlier ...
 FAR_SHARE = 0.10  # ... and further than this share of the median (five equal passes have no deviation at all)

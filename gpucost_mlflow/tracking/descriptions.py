@@ -18,7 +18,7 @@ from gpucost_mlflow.core.measurement.overlap import describe as describe_overlap
 from gpucost_mlflow.core.money import costs
 from gpucost_mlflow.core.money.choice import Choice
 from gpucost_mlflow.core.money.decision import Assessment, Configuration
-from gpucost_mlflow.core.names import MACRO_F1, PASS_S
+from gpucost_mlflow.core.names import MACRO_F1, PASS_S, REPETITIONS
 from gpucost_mlflow.tracking import limits, schema, ui
 from gpucost_mlflow.workloads import registry
 
@@ -182,6 +182,13 @@ def pass_note(tags: dict, metrics: dict) -> str:
     if tags.get(schema.CONTENDED):
         facts.append(f"**Contended:** {tags[schema.CONTENDED]}; `gpucost exclude` with these figures as the cause "
                      "if it should not count")
+    if tags.get(schema.THROTTLED):
+        facts.append(f"**Throttled:** {tags[schema.THROTTLED]} (the board slowed its clocks: a flag, not a verdict)")
+    if tags.get(schema.STARVED):
+        facts.append(f"**Starved:** {tags[schema.STARVED]}")
+    if metrics.get(REPETITIONS, 1) > 1:
+        facts.append(f"**Repeated:** the clock processed the corpus {metrics[REPETITIONS]:.0f} times "
+                     f"(min_measured_s); pass_s is one corpus")
     files = (f"`{schema.PREDICTIONS}` (every prediction), `{schema.PREVIEW}` (failed predictions first, then a "
              f"sample), `{schema.VERDICT}`, `{schema.MANIFEST}`")
     facts.append(f"**Files:** {files}")
@@ -295,7 +302,9 @@ def decision_note(decision: str, choice: Choice, assessments: Sequence[Assessmen
     lines.append(f"- **Passes:** [{ui.PASSES_VIEW_NAME}]({ui.runs_path(experiment_id)}), each with its "
                  f"configuration's standing in the latest decision (`{schema.STANDING}`)")
     lines.append(f"- **Protocol:** `{protocol_digest[:12]}`; **catalog:** {catalog}")
-    lines.append("- **Files:** `report.html` (the full report), `report.md`, `attempts.csv`, `balance.csv`")
+    lines.append("- **Files:** `report.html` (the full report), `report.md`, `attempts.csv`, `balance.csv`, "
+                 f"`{schema.COST_VOLUME_FIGURE}` (committed cost against volume), `{schema.DURATIONS_FIGURE}` (every "
+                 "pass's duration)")
     return _bounded(lines)
 
 

@@ -121,6 +121,8 @@ VERDICT = "verdict.json"
 ENVIRONMENT = "environment.txt"
 ERROR = "error.txt"
 PREVIEW = "predictions_preview.json"  # failed predictions first, then a sample: the UI renders it as a table
+COST_VOLUME_FIGURE = "cost-volume.png"  # on a decision run: committed cost against volume (report/plots.py)
+DURATIONS_FIGURE = "durations.png"  # on a decision run: every pass's duration per configuration
 
 # The software stack that is part of a configuration's identity (PROTOCOL.md §2): params `stack.<key>`.
 STACK_IDENTITY = ("torch_build", "cuda_runtime", "hip_runtime", "driver")
