@@ -85,7 +85,7 @@ def _text(fragment: str) -> str:
     return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", fragment)).split())
 
 
-def test_the_experiment_opens_on_the_runs_table_not_the_genai_overview(served, tmp_path):
+def _experiment_opens_on_the_runs_table_not_the_genai_overview(served, tmp_path):
     server, client, _ = served
     experiment = client.get_experiment_by_name(EXPERIMENT)
     assert experiment.tags[schema.EXPERIMENT_KIND] == schema.MODEL_DEVELOPMENT
@@ -97,7 +97,7 @@ def test_the_experiment_opens_on_the_runs_table_not_the_genai_overview(served, t
     assert "Detect Issues" not in shown and "Token Usage" not in shown, f"the GenAI overview opened: {shown[:2000]}"
 
 
-def test_the_printed_link_shows_every_pass_sorted_by_pass_s_with_its_status_and_standing(served, tmp_path):
+def _printed_link_shows_every_pass_sorted_by_pass_s_with_its_status_and_standing(served, tmp_path):
     server, client, link = served
     passes = _runs(client, "benchmark")
     names = [run.info.run_name for run in passes]
@@ -116,7 +116,7 @@ def test_the_printed_link_shows_every_pass_sorted_by_pass_s_with_its_status_and_
     assert not any(run.info.run_name in shown for run in _runs(client, "decision") + _runs(client, "campaign"))
 
 
-def test_the_decision_run_page_shows_its_description(served, tmp_path):
+def _decision_run_page_shows_its_description(served, tmp_path):
     server, client, _ = served
     (decision,) = _runs(client, "decision")
     note = decision.data.tags.get("mlflow.note.content", "")
@@ -129,3 +129,11 @@ def test_the_decision_run_page_shows_its_description(served, tmp_path):
     shown = _text(found.group(1))
     words = re.findall(r"[A-Za-z0-9]+", note)[:12]  # the note is Markdown; its first words survive rendering
     assert re.search(r"\W+".join(words), shown), f"the description shown is not the note:\n{shown[:2000]}\n---\n{note[:2000]}"
+
+
+def test_the_experiment_opens_on_its_runs_the_printed_link_sorts_passes_and_the_decision_shows_its_note(served, tmp_path):
+    """One test over the served store (a module fixture built once: with xdist, separate tests of this module would
+    each build it on their own worker): the experiment's landing page, the printed link's view, the decision run."""
+    _experiment_opens_on_the_runs_table_not_the_genai_overview(served, tmp_path)
+    _printed_link_shows_every_pass_sorted_by_pass_s_with_its_status_and_standing(served, tmp_path)
+    _decision_run_page_shows_its_description(served, tmp_path)

@@ -320,7 +320,9 @@ def test_the_overlap_finder_reads_every_page_of_candidates(experiment, monkeypat
 def test_energy_per_pass_and_per_validated_corpus_or_empty_with_the_reason(experiment):
     client = MlflowClient()
     for seconds, joules in ((10.0, 2000.0), (10.1, 2100.0), (10.2, 2050.0)):
-        client.log_metric(experiment("batch8", B200, seconds), "energy_j", joules)
+        run_id = experiment("batch8", B200, seconds)
+        client.log_metric(run_id, "energy_j", joules)
+        client.log_metric(run_id, "energy_net_j", joules - 100.0 * seconds)  # 100 W idle over pass_s
     for seconds in (7.0, 7.1, 7.2):
         experiment("batch1", RTX, seconds, tags_extra={"gpucost.missing.energy_j": "NVML absent (nvidia-ml-py not installed)"})
     built, _ = report()
@@ -328,7 +330,8 @@ def test_energy_per_pass_and_per_validated_corpus_or_empty_with_the_reason(exper
     assert by_variant["batch8"].joules_per_pass == 2050.0 and by_variant["batch8"].joules_per_validated == 2050.0
     assert by_variant["batch1"].joules_per_pass is None and "NVML absent" in by_variant["batch1"].energy_reason
     markdown = render.markdown(built)
-    assert "| NVIDIA B200 | batch8 | 2,050.0 | 2,050.0 |" in markdown
-    assert "| NVIDIA GeForce RTX 4090 | batch1 | empty [1] | empty [1] |" in markdown
+    assert by_variant["batch8"].joules_net_per_pass == pytest.approx(1030.0)  # the median of 1000, 1090, 1030
+    assert "| NVIDIA B200 | batch8 | 2,050.0 | 1,030.0 | 2,050.0 |" in markdown
+    assert "| NVIDIA GeForce RTX 4090 | batch1 | empty [1] | empty [1] | empty [1] |" in markdown
     assert "- [1] NVML absent (nvidia-ml-py not installed)" in markdown
     assert '<table id="energy">' in render.page(built)

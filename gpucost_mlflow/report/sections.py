@@ -110,10 +110,12 @@ def summary_table(report: Report) -> Table:
     return table
 
 
-ENERGY_HEAD = ["device", "variant", "energy per pass (J, median)", "energy per validated corpus (J)"]
+ENERGY_HEAD = ["device", "variant", "energy per pass (J, median)", "net of idle power (J, median)",
+               "energy per validated corpus (J)"]
 ENERGY_TEXT = ("Energy: the board's (or CPU package's) cumulative counter read just before and just after each "
                "measured pass (docs/pass.md); per validated corpus, the median over accepted passes, each of which "
-               "processed one whole corpus. Empty with the reason where no counter exists.")
+               "processed one whole corpus. Net of idle power: less the board's idle power (measured during the protocol's "
+               "cooldown_s) times pass_s. Empty with the reason where no counter exists.")
 
 
 def energy_table(report: Report) -> Table:
@@ -126,7 +128,8 @@ def energy_table(report: Report) -> Table:
                       else empty(table, s.energy_reason))
         if s.joules_per_pass is not None and s.energy_reason:
             per_pass += f" {table.note(s.energy_reason)}"
-        table.rows.append([c.device, c.label, per_pass, per_corpus])
+        net = (f"{s.joules_net_per_pass:,.1f}" if s.joules_net_per_pass is not None else empty(table, s.net_reason))
+        table.rows.append([c.device, c.label, per_pass, net, per_corpus])
     return table
 
 

@@ -18,6 +18,7 @@ from gpucost_mlflow.core.names import (
     CONVERT_S,
     COOLDOWN_S,
     CPU_UTILISATION,
+    ENERGY_NET_J,
     EVAL_S,
     EXPORT_S,
     GPU_UTILISATION,
@@ -210,6 +211,8 @@ class Summary:
     joules_per_pass: float | None = None  # median energy_j of the counted passes
     joules_per_validated: float | None = None  # median energy_j of the accepted passes (each one validated corpus)
     energy_reason: str = ""  # why either is empty, or the counter's flag
+    joules_net_per_pass: float | None = None  # median energy_net_j: energy less the idle power over pass_s
+    net_reason: str = ""  # why it is empty: no cooldown_s (no idle power), or no energy
 
 
 def summaries(table: pd.DataFrame, configs: list[Configuration]) -> list[Summary]:
@@ -257,6 +260,12 @@ def _energy(summary: Summary, completed: pd.DataFrame) -> None:
     summary.joules_per_validated, why = energy.joules_per_validated_corpus(accepted)
     reasons = sorted({r for r in completed.get("energy_reason", pd.Series(dtype=str)).fillna("") if r})
     summary.energy_reason = "; ".join(reasons) or why or ("" if len(completed) else "no completed pass")
+    net = completed[ENERGY_NET_J] if ENERGY_NET_J in completed else pd.Series(dtype=float)
+    summary.joules_net_per_pass = float(net.median()) if net.notna().any() else None
+    if summary.joules_net_per_pass is None:
+        summary.net_reason = (summary.energy_reason if summary.joules_per_pass is None else
+                              "no idle power measured: the protocol sets no cooldown_s, or the cooldown did not "
+                              "resolve it (docs/pass.md)")
 
 
 def separations(configs: list[Configuration], variants: dict[str, Variant],
