@@ -4,8 +4,10 @@ measured part too short to time reliably, flagged the same way."""
 
 from __future__ import annotations
 
+import gzip
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
@@ -34,8 +36,11 @@ def test_others_are_the_machines_busy_time_less_the_pass_own_over_the_cpu_time_i
 @pytest.mark.integration
 def test_a_pass_beside_a_busy_loop_is_flagged_contended_and_its_system_metrics_show_it(store, corpus_dir, model_dir,
                                                                                         protocol_file, tmp_path):
+    """Also the protocol's min_measured_s and cooldown_s on the same pass (one pass less for the suite): the corpus is
+    repeated inside one clock until it ran 2 s, exported once, and pass_s stays one corpus."""
     protocol = tmp_path / "protocol.yaml"
-    protocol.write_text(protocol_file.read_text() + "system_metrics_interval_s: 0.5\n", encoding="utf-8")
+    protocol.write_text(protocol_file.read_text() + "system_metrics_interval_s: 0.5\nmin_measured_s: 2\ncooldown_s: 0.2\n",
+                        encoding="utf-8")
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         result = run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol, "batch8")
@@ -55,6 +60,25 @@ def test_a_pass_beside_a_busy_loop_is_flagged_contended_and_its_system_metrics_s
     history = MlflowClient().get_metric_history(run.info.run_id, "system/cpu_utilization_percentage")
     assert history and all(0.0 <= point.value <= 100.0 * 64 for point in history)
     assert "system/system_memory_usage_megabytes" in run.data.metrics
+    repeated_inside_one_clock(run, table.iloc[0])
+
+
+def repeated_inside_one_clock(run, row) -> None:
+    """min_measured_s: 2 on a pass of 30 inputs: repetitions until the clock ran 2 s, pass_s one corpus, the outputs
+    compared (when repeated) and exported once; the cooldown waited."""
+    metrics = run.data.metrics
+    repetitions, total = metrics["repetitions"], metrics["measured_total_s"]
+    assert total >= 2.0 and metrics["pass_s"] == pytest.approx(total / repetitions)
+    # A loaded machine may take 2 s for one corpus: then one repetition, and nothing to compare.
+    assert metrics.get("repetitions_identical", 1.0) == 1.0 and ("repetitions_identical" in metrics) == (repetitions > 1)
+    assert metrics["cooldown_waited_s"] >= 0.2
+    assert ("**Repeated:** the clock processed the corpus" in run.data.tags[schema.NOTE]) == (repetitions > 1)
+    exported = Path(run.info.artifact_uri.removeprefix("file://")) / "predictions.jsonl.gz"
+    with gzip.open(exported, "rt") as handle:
+        assert sum(1 for _ in handle) == 30  # exported once: one corpus
+    assert row["repetitions"] == repetitions and row["pass_s"] == pytest.approx(total / repetitions)
+    assert ("pass_s is one corpus: the clock processed it" in row["notes"]) == (repetitions > 1)
+    assert "too short" not in row["notes"]
 
 
 @pytest.mark.unit

@@ -300,17 +300,22 @@ def test_a_compiled_generation_variant_is_refused_before_anything_is_recorded(st
 
 
 @pytest.mark.integration
-def test_fp32_then_bf16_generation_passes_record_tokens_timings_and_the_reference_comparison(
+def test_fp32_then_lower_precision_generation_passes_record_tokens_timings_and_the_reference_comparison(
         store, generation_slice, model_cache, monkeypatch, tmp_path):
+    """The fp32 reference, then a lower-precision pass judged against it: CTranslate2 int8 where `make install` put
+    ctranslate2 (its engine checks follow on the same store), torch bf16 otherwise; one generation pass less."""
     monkeypatch.setenv("GPUCOST_MODEL_CACHE", str(model_cache))
     corpus, protocol = generation_slice
-    reference = gen_pass(corpus, protocol, "gen-batch8")
-    assert reference.exit_code == 0, reference.output
-    bf16 = gen_pass(corpus, protocol, "gen-batch8-bf16")
-    assert bf16.exit_code == 0, bf16.output
+    with_engines = importlib.util.find_spec("ctranslate2") is not None
+    if with_engines:
+        use_engines(monkeypatch, tmp_path)
+    compared = "ct2-gen-batch8-int8" if with_engines else "gen-batch8-bf16"
+    for variant in ("gen-batch8", compared):
+        result = gen_pass(corpus, protocol, variant)
+        assert result.exit_code == 0, result.output
     client = MlflowClient()
     runs = {r.data.tags[schema.VARIANT]: r for r in client.search_runs([mlflow.get_experiment_by_name("gen").experiment_id])}
-    fp32, low = runs["gen-batch8"], runs["gen-batch8-bf16"]
+    fp32, low = runs["gen-batch8"], runs[compared]
     assert fp32.info.status == low.info.status == "FINISHED"
     assert fp32.data.tags[schema.STATUS] == "accepted" and "reference_exact_match" not in fp32.data.metrics
     metrics = fp32.data.metrics
@@ -340,23 +345,26 @@ def test_fp32_then_bf16_generation_passes_record_tokens_timings_and_the_referenc
     assert shown["columns"][-1] == "output" and len(shown["data"]) == 16  # 16 inputs: every one is shown
     assert {row[1] for row in shown["data"]} <= {"right", "wrong"} and all(row[-1] for row in shown["data"])
     assert json.loads(low.data.tags[schema.LOGGED_ARTIFACTS]) == [{"path": schema.PREVIEW, "type": "table"}]
-    if importlib.util.find_spec("ctranslate2") is not None:  # make install adds it; the engines then run here too
-        engines_judged_against(fp32, corpus, protocol, monkeypatch, tmp_path)
+    if with_engines:  # make install adds ctranslate2; the engines are then checked here too
+        engines_judged_against(fp32, corpus, protocol, tmp_path)
 
 
 FAKES = ROOT / "tests" / "fakes"
 
 
-def engines_judged_against(fp32, corpus: Path, protocol: Path, monkeypatch, tmp_path: Path) -> None:
-    """CTranslate2 int8 converts once and is judged by exact match and token agreement with gen-batch8; vLLM's code
-    path runs here through its stand-in (tests/fakes/vllm), its prefill/decode split left empty with the reason.
-    Run on the store of the fp32 / bf16 test, whose gen-batch8 pass is their reference (one model load less)."""
+def use_engines(monkeypatch, tmp_path: Path) -> None:
+    """A fresh engine cache of this test, and vLLM's stand-in (tests/fakes/vllm) importable by the pass's child."""
     monkeypatch.setenv("GPUCOST_ENGINE_CACHE", str(tmp_path / "engines"))
     monkeypatch.syspath_prepend(str(FAKES))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(FAKES), os.environ.get("PYTHONPATH", "")])))
-    for variant in ("ct2-gen-batch8-int8", "vllm-gen-batch8"):
-        result = gen_pass(corpus, protocol, variant)
-        assert result.exit_code == 0, result.output
+
+
+def engines_judged_against(fp32, corpus: Path, protocol: Path, tmp_path: Path) -> None:
+    """CTranslate2 int8 (already run by the caller) converted once and was judged by exact match and token agreement
+    with gen-batch8; vLLM's code path runs here through its stand-in (tests/fakes/vllm), its prefill/decode split left
+    empty with the reason. Run on the store of the fp32 test, whose gen-batch8 pass is their reference."""
+    result = gen_pass(corpus, protocol, "vllm-gen-batch8")
+    assert result.exit_code == 0, result.output
     client = MlflowClient()
     runs = {r.data.tags[schema.VARIANT]: r for r in client.search_runs([mlflow.get_experiment_by_name("gen").experiment_id])}
     int8, fake = (runs[v] for v in ("ct2-gen-batch8-int8", "vllm-gen-batch8"))
