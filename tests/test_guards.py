@@ -26,7 +26,7 @@ from gpucost_mlflow.core.measurement.board import (
 )
 from gpucost_mlflow.core.measurement.energy import CounterSpec, idle_power, net_of_idle
 from gpucost_mlflow.core.measurement.repetitions import again, per_corpus, timed_seconds
-from gpucost_mlflow.execution import energy, runner
+from gpucost_mlflow.execution import energy, repetitions, runner
 from gpucost_mlflow.tracking import schema
 from tests.test_energy import fake_nvml
 
@@ -165,7 +165,7 @@ class SlowWork:
 
 @pytest.mark.unit
 def test_a_half_second_corpus_under_min_measured_s_2_is_processed_about_4_times_inside_one_clock(corpus_dir):
-    work, repeats = SlowWork(), runner.Repeats(2.0)
+    work, repeats = SlowWork(), repetitions.Repeats(2.0)
     predictions, seconds = runner.measure(str(corpus_dir / "comparison.jsonl"), None, None, {}, None, lambda: None,
                                           work=work, repeats=repeats)
     assert repeats.count == work.calls and 4 <= repeats.count <= 5 and seconds >= 2.0

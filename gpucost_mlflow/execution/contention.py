@@ -1,10 +1,12 @@
-"""The child's reads of other processes' CPU time, adjacent to the measured clock (core/measurement/contention.py)."""
+"""The child's reads of other processes' CPU time, adjacent to the measured clock, and what they make of the measured
+part (the arithmetic: core/measurement/contention.py)."""
 
 from __future__ import annotations
 
 import os
 
-from gpucost_mlflow.core.measurement.contention import CpuSample, busy_seconds
+from gpucost_mlflow.core.measurement.contention import CpuSample, busy_seconds, others
+from gpucost_mlflow.core.names import CPU_UTILISATION, OTHER_CPU_S, OTHER_CPU_SHARE
 
 PROC_STAT = "/proc/stat"
 
@@ -27,3 +29,17 @@ def cpus() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
+
+def during(before: CpuSample | None, after: CpuSample | None, measured_s: float | None) -> dict:
+    """Other processes' CPU seconds and share during the measured part (every repetition), and the pass's own share
+    of the machine's CPU time then, or why they were not read: an outcome part."""
+    keys = (OTHER_CPU_S, OTHER_CPU_SHARE, CPU_UTILISATION)
+    if before is None or after is None:
+        return {"missing_measurements": dict.fromkeys(keys, "no /proc/stat on this system: other processes' load not read")}
+    if measured_s is None:
+        return {"missing_measurements": dict.fromkeys(keys, "pass did not complete")}
+    count = cpus()
+    other, share = others(before, after, measured_s, count)
+    own = max(0.0, after.own_s - before.own_s) / (measured_s * count) if measured_s > 0 else 0.0
+    return {"metrics": {OTHER_CPU_S: other, OTHER_CPU_SHARE: share, CPU_UTILISATION: min(1.0, own)}}

@@ -15,15 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import one_line
-from gpucost_mlflow.core.measurement.board import (
-    BoardState,
-    amdsmi_reasons,
-    gpu_contention,
-    mean_utilisation,
-    nvml_reasons,
-    throttled,
-)
-from gpucost_mlflow.core.measurement.board import other_processes as others_of
+from gpucost_mlflow.core.measurement.board import BoardState, amdsmi_reasons, mean_utilisation, nvml_reasons
 from gpucost_mlflow.core.measurement.energy import (
     DEVICE_UUID_TAG,
     ENERGY_COUNTER_TAG,
@@ -35,16 +27,8 @@ from gpucost_mlflow.core.measurement.energy import (
     net_of_idle,
     pass_energy,
 )
-from gpucost_mlflow.core.names import (
-    COOLDOWN_S,
-    ENERGY_NET_J,
-    GPU_UTILISATION,
-    IDLE_POWER_W,
-    OTHER_GPU_PROCESSES,
-    SM_CLOCK_END_MHZ,
-    TEMPERATURE_END_C,
-    TEMPERATURE_START_C,
-)
+from gpucost_mlflow.core.names import COOLDOWN_S, ENERGY_NET_J, IDLE_POWER_W
+from gpucost_mlflow.execution.board_state import amd_process, number, read_state, safely
 
 # NVIDIA documents the counter (millijoules since the driver loaded, Volta and newer) but not how often
 # it moves; 0.1 s is the upper end of the 20-100 ms that PETSc's PetscLogGpuEnergyMeter manual page
@@ -96,28 +80,6 @@ def _no_counter(reason: str, facts: Callable[[], dict] = dict, state=None, utili
     return Board(None, None, facts, reason, state, utilisation)
 
 
-def _number(value) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _state(reads: dict[str, Callable[[], object]], reasons: Callable[[], tuple[str, ...]],
-           processes: Callable[[], list[tuple[int, int | None]]]) -> BoardState:
-    """One read of the board; what a driver cannot tell stays None with its reason in `unavailable`."""
-    values, unavailable = {}, {}
-    for key, read in {**reads, "throttle_reasons": reasons, "other_processes": processes}.items():
-        value = _safely(read)
-        if isinstance(value, str) and value.startswith("unavailable"):
-            unavailable[key] = value
-            value = None
-        values[key] = value
-    return BoardState(
-        sm_clock_mhz=_number(values["sm_clock_mhz"]), memory_clock_mhz=_number(values["memory_clock_mhz"]),
-        temperature_c=_number(values["temperature_c"]), power_limit_w=_number(values["power_limit_w"]),
-        throttle_reasons=tuple(values["throttle_reasons"] or ()),
-        other_processes=others_of(values["other_processes"] or (), (os.getpid(),)),
-        unavailable=unavailable)
-
-
 def _import(name: str):
     """The optional vendor module, or None when it is not installed (or fails to load its library)."""
     import importlib
@@ -163,13 +125,6 @@ def open_board(device) -> Board:
     return _no_counter(f"no energy counter for a {device.type} device")
 
 
-def _safely(read: Callable[[], object]) -> object:
-    try:
-        return read()
-    except Exception as exc:  # noqa: BLE001 - one fact missing never stops the pass; its reason is kept
-        return f"unavailable: {one_line(exc, named=True)}"
-
-
 def nvml_board(ident: DeviceIdentity) -> Board:
     """NVML's total-energy counter of the device torch uses, found by UUID, else PCI address, else ordinal."""
     pynvml = _import("pynvml")
@@ -192,12 +147,12 @@ def nvml_board(ident: DeviceIdentity) -> Board:
 
     def facts() -> dict:
         return {
-            "driver": _safely(lambda: _text(pynvml.nvmlSystemGetDriverVersion())),
-            "name": _safely(lambda: _text(pynvml.nvmlDeviceGetName(handle))),
-            "uuid": _safely(lambda: _text(pynvml.nvmlDeviceGetUUID(handle))),
-            "sm_clock_mhz": _safely(lambda: pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)),
-            "memory_clock_mhz": _safely(lambda: pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM)),
-            "power_limit_w": _safely(lambda: pynvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000),
+            "driver": safely(lambda: _text(pynvml.nvmlSystemGetDriverVersion())),
+            "name": safely(lambda: _text(pynvml.nvmlDeviceGetName(handle))),
+            "uuid": safely(lambda: _text(pynvml.nvmlDeviceGetUUID(handle))),
+            "sm_clock_mhz": safely(lambda: pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)),
+            "memory_clock_mhz": safely(lambda: pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM)),
+            "power_limit_w": safely(lambda: pynvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000),
             "source": "NVML (nvidia-ml-py)",
         }
 
@@ -207,7 +162,7 @@ def nvml_board(ident: DeviceIdentity) -> Board:
     def state() -> BoardState:
         reasons = (getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
                    or pynvml.nvmlDeviceGetCurrentClocksThrottleReasons)
-        return _state(
+        return read_state(
             {"sm_clock_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM),
              "memory_clock_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM),
              "temperature_c": lambda: pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU),
@@ -247,8 +202,8 @@ def amdsmi_board(ident: DeviceIdentity) -> Board:
         handles = list(amdsmi.amdsmi_get_processor_handles())
         handle = None
         for candidate in handles:
-            if ((ident.pci_bus_id and _safely(lambda c=candidate: amdsmi.amdsmi_get_gpu_device_bdf(c)) == ident.pci_bus_id)
-                    or (ident.uuid and _safely(lambda c=candidate: amdsmi.amdsmi_get_gpu_device_uuid(c)) == ident.uuid)):
+            if ((ident.pci_bus_id and safely(lambda c=candidate: amdsmi.amdsmi_get_gpu_device_bdf(c)) == ident.pci_bus_id)
+                    or (ident.uuid and safely(lambda c=candidate: amdsmi.amdsmi_get_gpu_device_uuid(c)) == ident.uuid)):
                 handle = candidate
                 break
         if handle is None and _numbers_visible_by_index() and ident.index < len(handles):
@@ -259,35 +214,35 @@ def amdsmi_board(ident: DeviceIdentity) -> Board:
         return _no_counter(f"amdsmi unavailable: {one_line(exc, named=True)}")
 
     def facts() -> dict:
-        clock = _safely(lambda: amdsmi.amdsmi_get_clock_info(handle, amdsmi.AmdSmiClkType.GFX))
-        memory_clock = _safely(lambda: amdsmi.amdsmi_get_clock_info(handle, amdsmi.AmdSmiClkType.MEM))
+        clock = safely(lambda: amdsmi.amdsmi_get_clock_info(handle, amdsmi.AmdSmiClkType.GFX))
+        memory_clock = safely(lambda: amdsmi.amdsmi_get_clock_info(handle, amdsmi.AmdSmiClkType.MEM))
         return {
-            "driver": _safely(lambda: amdsmi.amdsmi_get_gpu_driver_info(handle)["driver_version"]),
-            "name": _safely(lambda: amdsmi.amdsmi_get_gpu_asic_info(handle)["market_name"]),
-            "uuid": _safely(lambda: amdsmi.amdsmi_get_gpu_device_uuid(handle)),
+            "driver": safely(lambda: amdsmi.amdsmi_get_gpu_driver_info(handle)["driver_version"]),
+            "name": safely(lambda: amdsmi.amdsmi_get_gpu_asic_info(handle)["market_name"]),
+            "uuid": safely(lambda: amdsmi.amdsmi_get_gpu_device_uuid(handle)),
             "sm_clock_mhz": clock.get("clk", clock.get("cur_clk")) if isinstance(clock, dict) else clock,
             "memory_clock_mhz": (memory_clock.get("clk", memory_clock.get("cur_clk"))
                                  if isinstance(memory_clock, dict) else memory_clock),
-            "power_limit_w": _safely(lambda: amdsmi.amdsmi_get_power_cap_info(handle)["power_cap"] / 1e6),
+            "power_limit_w": safely(lambda: amdsmi.amdsmi_get_power_cap_info(handle)["power_cap"] / 1e6),
             "source": "amdsmi",
         }
 
     def state() -> BoardState:
         known = facts()
-        return _state(
+        return read_state(
             {"sm_clock_mhz": lambda: known["sm_clock_mhz"], "memory_clock_mhz": lambda: known["memory_clock_mhz"],
              "temperature_c": lambda: amdsmi.amdsmi_get_temp_metric(handle, amdsmi.AmdSmiTemperatureType.HOTSPOT,
                                                                     amdsmi.AmdSmiTemperatureMetric.CURRENT),
              "power_limit_w": lambda: known["power_limit_w"]},
             lambda: amdsmi_reasons(amdsmi.amdsmi_get_gpu_metrics_info(handle).get("throttle_status")),
-            lambda: [_amd_process(p) for p in amdsmi.amdsmi_get_gpu_process_list(handle)])
+            lambda: [amd_process(p) for p in amdsmi.amdsmi_get_gpu_process_list(handle)])
 
     def utilisation(from_epoch_s: float, until_epoch_s: float) -> tuple[float | None, str]:
         try:
             average = amdsmi.amdsmi_get_gpu_metrics_info(handle).get("average_gfx_activity")
         except Exception as exc:  # noqa: BLE001 - no activity figure: the cell stays empty with the reason
             return None, f"amdsmi activity unavailable: {one_line(exc, named=True)}"
-        value = _number(average)
+        value = number(average)
         return (value / 100, "") if value is not None else (None, "amdsmi reports no average_gfx_activity")
 
     try:
@@ -304,14 +259,6 @@ def amdsmi_board(ident: DeviceIdentity) -> Board:
     spec = CounterSpec(AMDSMI_NAME, resolution_uj * 1e-6, None, AMDSMI_UPDATE_PERIOD_S,
                        "assumed: AMD publishes no update period; the NVML bound is used")
     return Board(spec, read, facts, "", state, utilisation)
-
-
-def _amd_process(found) -> tuple[int, int | None]:
-    """(pid, bytes held) of one amdsmi process entry, whose shape differs between amdsmi versions."""
-    if isinstance(found, dict):
-        memory = found.get("mem", (found.get("memory_usage") or {}).get("vram_mem"))
-        return int(found.get("pid", -1)), memory if isinstance(memory, int) else None
-    return int(getattr(found, "pid", found)), None
 
 
 def rapl_board(folder: Path = RAPL_DIR) -> Board:
@@ -433,38 +380,3 @@ def cool_down(board: Board, cooldown_s: float, sync: Callable[[], None]) -> dict
         else:
             metrics[IDLE_POWER_W] = watts
     return {"metrics": metrics, "missing_measurements": missing}
-
-
-def board_state(board: Board) -> BoardState | None:
-    """One read of the board's state, or None where no driver library speaks for the device (never raises)."""
-    if board.state is None:
-        return None
-    try:
-        return board.state()
-    except Exception as exc:  # noqa: BLE001 - the pass goes on; the state says it could not be read
-        return BoardState(unavailable={"state": f"unavailable: {one_line(exc, named=True)}"})
-
-
-def state_fields(board: Board, start: BoardState | None, end: BoardState | None, from_epoch_s: float,
-                 until_epoch_s: float, measured_s: float | None) -> dict:
-    """The board's state around the measured part as outcome parts: temperatures, the clock at the end, throttling,
-    other processes on the device and its mean utilisation (a CPU pass has none of these: no driver library)."""
-    if start is None and end is None:
-        return {}
-    metrics, missing = {}, {}
-    for key, state, attribute in ((TEMPERATURE_START_C, start, "temperature_c"), (TEMPERATURE_END_C, end, "temperature_c"),
-                                  (SM_CLOCK_END_MHZ, end, "sm_clock_mhz")):
-        value = getattr(state, attribute, None) if state else None
-        if value is not None:
-            metrics[key] = value
-    count, contended = gpu_contention(start, end)
-    metrics[OTHER_GPU_PROCESSES] = float(count)
-    if measured_s is not None and board.utilisation is not None:
-        busy, why = board.utilisation(from_epoch_s, until_epoch_s)
-        if busy is None:
-            missing[GPU_UTILISATION] = why
-        else:
-            metrics[GPU_UTILISATION] = busy
-    board_record = {"start": start.record() if start else None, "end": end.record() if end else None,
-                    "throttled": throttled(start, end), "other_processes": contended}
-    return {"metrics": metrics, "missing_measurements": missing, "device_facts": {"board": board_record}}

@@ -21,15 +21,9 @@ from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.judging.verdicts import PREDICTIONS  # noqa: F401 - the file the classifier exports, named here for its readers
 from gpucost_mlflow.core.measurement.repetitions import again, per_corpus
 from gpucost_mlflow.core.names import (
-    CPU_UTILISATION,
     IDLE_POWER_W,
-    MEASURED_TOTAL_S,
     MFU_PADDED,
     MFU_USEFUL,
-    OTHER_CPU_S,
-    OTHER_CPU_SHARE,
-    REPETITIONS,
-    REPETITIONS_IDENTICAL,
     TOKENS_INPUT,
     USEFUL_FLOP_PER_S,
 )
@@ -62,16 +56,6 @@ class PassSpec:
     # settings, as the launcher checked it (generation: the task, the model file and its dequantised cache)
     min_measured_s: float | None = None  # the protocol's: repeat the corpus inside the clock until it ran this long
     cooldown_s: float = 0.0  # the protocol's: idle this long after loading, before warm-up (idle power)
-
-
-@dataclass
-class Repeats:
-    """The repetitions of the corpus one clock held (core/measurement/repetitions.py): how many, and the outputs of
-    every repetition after the first, compared with the first's once the clock stopped."""
-
-    min_measured_s: float | None = None
-    count: int = 1
-    later: list = field(default_factory=list)
 
 
 @dataclass
@@ -138,7 +122,7 @@ def tokenizer_parallelism(settings: dict) -> bool:
 
 
 def measure(corpus_path, tokenizer, model, settings, device, sync, on_batch=None, energy=None,
-            events=None, work: Callable | None = None, clock=None, repeats: Repeats | None = None
+            events=None, work: Callable | None = None, clock=None, repeats=None
             ) -> tuple[Predictions, float]:
     """The measured pass: synchronise, read the energy counter, start the clock, record the start event,
     read, tokenize, transfer, infer, bring to host, record the end event, synchronise, stop, read the
@@ -216,7 +200,7 @@ def run(spec: PassSpec, started_ns: int) -> PassOutcome:
     """Run one pass as the spec says; return its outcome (main writes it to the work folder)."""
     import torch
 
-    from gpucost_mlflow.execution import contention, energy, faults, memory, models, timing
+    from gpucost_mlflow.execution import board_state, contention, energy, faults, memory, models, repetitions, timing
     from gpucost_mlflow.execution.batch_counter import BatchCounter
     from gpucost_mlflow.execution.timing import no_sync
 
@@ -254,8 +238,8 @@ def run(spec: PassSpec, started_ns: int) -> PassOutcome:
 
         gate.wait(workdir)
     clock = timing.Stopwatch(sync)
-    repeats = Repeats(spec.min_measured_s)
-    state_before = energy.board_state(board)  # clocks, temperature, throttling, other processes: outside the clock
+    repeats = repetitions.Repeats(spec.min_measured_s)
+    state_before = board_state.board_state(board)  # clocks, temperature, throttling, other processes: outside the clock
     outcome.measured_from_epoch_s = time.time()
     out_of_memory = False
     before = contention.sample()  # other processes' CPU time: read just outside the clock, like the epoch bounds
@@ -268,53 +252,16 @@ def run(spec: PassSpec, started_ns: int) -> PassOutcome:
         predictions, out_of_memory = _failed(outcome, failure)
     after = contention.sample()
     outcome.measured_until_epoch_s = time.time()
-    state_after = energy.board_state(board)
-    outcome.merge(_others(before, after, measured_s))
-    outcome.merge(energy.state_fields(board, state_before, state_after, outcome.measured_from_epoch_s,
+    state_after = board_state.board_state(board)
+    outcome.merge(contention.during(before, after, measured_s))
+    outcome.merge(board_state.state_fields(board, state_before, state_after, outcome.measured_from_epoch_s,
                                       outcome.measured_until_epoch_s, measured_s))
     outcome.clock_started_ns, outcome.clock_stopped_ns = clock.started_ns, clock.stopped_ns
     _after_pass(outcome, work, predictions, device, out_of_memory, events, probe, facts, repeats.count)
     outcome.export_s = _export(work, workdir, predictions, fault, sync)
     if outcome.completed:
-        outcome.merge(_repetitions(repeats, measured_s, work, workdir, fault))
+        outcome.merge(repetitions.compared(repeats, measured_s, work, workdir, fault))
     return outcome
-
-
-def _repetitions(repeats: Repeats, measured_s: float, work, workdir: Path, fault) -> dict:
-    """How many times the clock processed the corpus, its whole span, and whether every later repetition's outputs
-    export to the same bytes as the first's (the one export), written to a scratch folder after the clock."""
-    import filecmp
-    import tempfile
-
-    metrics = {REPETITIONS: float(repeats.count), MEASURED_TOTAL_S: measured_s}
-    if not repeats.later:
-        return {"metrics": metrics}
-    identical = True
-    with tempfile.TemporaryDirectory(prefix="gpucost-repeat-") as scratch:
-        for later in repeats.later:
-            work.export(Path(scratch), later, fault.dupid_at)
-            names = sorted(p.name for p in Path(scratch).iterdir())
-            identical = identical and all(filecmp.cmp(Path(scratch) / name, workdir / name, shallow=False)
-                                          for name in names if (workdir / name).exists())
-    repeats.later.clear()
-    return {"metrics": {**metrics, REPETITIONS_IDENTICAL: 1.0 if identical else 0.0}}
-
-
-def _others(before, after, measured_s: float | None) -> dict:
-    """Other processes' CPU seconds and share during the measured part (every repetition), and the pass's own share
-    of the machine's CPU time then, or why they were not read."""
-    from gpucost_mlflow.core.measurement.contention import others
-    from gpucost_mlflow.execution import contention
-
-    keys = (OTHER_CPU_S, OTHER_CPU_SHARE, CPU_UTILISATION)
-    if before is None or after is None:
-        return {"missing_measurements": dict.fromkeys(keys, "no /proc/stat on this system: other processes' load not read")}
-    if measured_s is None:
-        return {"missing_measurements": dict.fromkeys(keys, "pass did not complete")}
-    cpus = contention.cpus()
-    other, share = others(before, after, measured_s, cpus)
-    own = max(0.0, after.own_s - before.own_s) / (measured_s * cpus) if measured_s > 0 else 0.0
-    return {"metrics": {OTHER_CPU_S: other, OTHER_CPU_SHARE: share, CPU_UTILISATION: min(1.0, own)}}
 
 
 def _warm_up(spec: PassSpec, work, device, sync) -> float:

@@ -1,0 +1,38 @@
+"""The child's side of a measured part repeated inside one clock (the rules: core/measurement/repetitions.py): what
+the clock held, and, after it stopped, every later repetition's outputs compared with the first's exported files."""
+
+from __future__ import annotations
+
+import filecmp
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpucost_mlflow.core.names import MEASURED_TOTAL_S, REPETITIONS, REPETITIONS_IDENTICAL
+
+
+@dataclass
+class Repeats:
+    """The repetitions of the corpus one clock held: how many, and the outputs of every repetition after the first,
+    compared with the first's once the clock stopped."""
+
+    min_measured_s: float | None = None
+    count: int = 1
+    later: list = field(default_factory=list)
+
+
+def compared(repeats: Repeats, measured_s: float, work, workdir: Path, fault) -> dict:
+    """How many times the clock processed the corpus, its whole span, and whether every later repetition's outputs
+    export to the same bytes as the first's (the one export), written to a scratch folder after the clock."""
+    metrics = {REPETITIONS: float(repeats.count), MEASURED_TOTAL_S: measured_s}
+    if not repeats.later:
+        return {"metrics": metrics}
+    identical = True
+    with tempfile.TemporaryDirectory(prefix="gpucost-repeat-") as scratch:
+        for later in repeats.later:
+            work.export(Path(scratch), later, fault.dupid_at)
+            names = sorted(p.name for p in Path(scratch).iterdir())
+            identical = identical and all(filecmp.cmp(Path(scratch) / name, workdir / name, shallow=False)
+                                          for name in names if (workdir / name).exists())
+    repeats.later.clear()
+    return {"metrics": {**metrics, REPETITIONS_IDENTICAL: 1.0 if identical else 0.0}}
