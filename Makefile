@@ -106,7 +106,7 @@ device-check: $(STAMP)
 
 # While developing: the tests marked `unit` only (no child process, server, browser or real pass).
 unit: $(STAMP)
-	$(BIN)/python -m pytest -q -m unit tests
+	$(BIN)/python -m pytest -q -n 2 -m unit tests
 
 clean-demo:
 	rm -rf data mlflow.db mlruns
