@@ -105,6 +105,26 @@ def test_gpu_passes_need_event_time_uuid_and_energy_unless_shorter_than_the_coun
 
 
 @pytest.mark.unit
+def test_the_guards_check_wants_a_clock_of_min_measured_s_identical_repetitions_and_the_board_read(store):
+    client = MlflowClient()
+    experiment_id = client.create_experiment("guarded")
+    board = {"cooldown_waited_s": 1.0, "device_temperature_c_at_start": 41.0, "device_temperature_c_at_end": 55.0,
+             "other_gpu_processes": 0.0, "gpu_utilisation": 0.93}
+    _pass(client, experiment_id, "batch8", "cuda", {"pass_s": 0.25, "repetitions": 9.0, "measured_total_s": 2.25,
+                                                    "repetitions_identical": 1.0, **board},
+          {schema.MISSING_PREFIX + "idle_power_w": "NVML total energy counter not supported here",
+           schema.THROTTLED: "software power cap (at end)"})
+    args = argparse.Namespace(experiment="guarded")
+    line = device_check.check_guards(args)
+    assert "1 GPU passes guarded, repeated on 1 (9-9 times)" in line and "software power cap" in line
+
+    _pass(client, experiment_id, "batch1", "cuda", {"pass_s": 1.5, "repetitions": 1.0, "measured_total_s": 1.5,
+                                                    **board})
+    with pytest.raises(device_check.CheckFailed, match="measured_total_s 1.5 < 2.*no idle_power_w and no reason"):
+        device_check.check_guards(args)
+
+
+@pytest.mark.unit
 def test_passes_on_the_cpu_never_satisfy_the_gpu_check(store):
     client = MlflowClient()
     _pass(client, client.create_experiment("cpu"), "batch8", "cpu", {"pass_s": 3.0})
