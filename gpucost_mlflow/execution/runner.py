@@ -143,7 +143,8 @@ def measure(corpus_path, tokenizer, model, settings, device, sync, on_batch=None
     try:
         ids, texts = read_texts(corpus_path)
         predictions = (work or process)(ids, texts, tokenizer, model, settings, device, on_batch)
-        while repeats is not None and again(clock.lap(), repeats.min_measured_s):
+        # Without min_measured_s nothing more happens inside the clock: no lap, no extra device synchronisation.
+        while repeats is not None and repeats.min_measured_s is not None and again(clock.lap(), repeats.min_measured_s):
             ids, texts = read_texts(corpus_path)
             repeats.later.append((work or process)(ids, texts, tokenizer, model, settings, device, on_batch))
             repeats.count += 1
