@@ -212,10 +212,28 @@ def _passes(experiment: str) -> list:
     return list(runs)
 
 
+def _facts(run) -> dict:
+    """A pass's tags with its facts (params on passes recorded now, tags before)."""
+    from gpucost_mlflow.tracking import schema
+
+    return schema.run_facts(run)
+
+
+def _checks(run) -> list[str]:
+    """The names of the checks a pass recorded (its checks line; one tag per check on passes recorded before)."""
+    from gpucost_mlflow.core.judging import verdicts
+    from gpucost_mlflow.tracking import schema
+
+    tags = run.data.tags
+    if schema.CHECKS in tags:
+        return list(verdicts.outcomes(tags[schema.CHECKS]))
+    return [key[len(schema.CHECK_PREFIX):] for key in tags if key.startswith(schema.CHECK_PREFIX)]
+
+
 def _status(run) -> str:
     from gpucost_mlflow.tracking import schema
 
-    return run.data.tags.get(schema.STATUS, "")
+    return _facts(run).get(schema.STATUS, "")
 
 
 def _tally(runs) -> str:
@@ -223,7 +241,7 @@ def _tally(runs) -> str:
 
     counts: dict[str, dict[str, int]] = {}
     for run in runs:
-        by_status = counts.setdefault(run.data.tags.get(schema.VARIANT, "?"), {})
+        by_status = counts.setdefault(_facts(run).get(schema.VARIANT, "?"), {})
         by_status[_status(run)] = by_status.get(_status(run), 0) + 1
     return ", ".join(f"{variant} " + "/".join(f"{status} {n}" for status, n in statuses.items())
                      for variant, statuses in counts.items())
@@ -247,22 +265,22 @@ def check_campaign(args: argparse.Namespace) -> str:
     if campaign.info.status != "FINISHED":
         raise CheckFailed(f"campaign run {campaign.info.run_id} is {campaign.info.status}")
     campaign_id = campaign.data.tags[schema.CAMPAIGN_ID]
-    runs = [run for run in _passes(args.experiment) if run.data.tags.get(schema.CAMPAIGN_ID) == campaign_id]
+    runs = [run for run in _passes(args.experiment) if _facts(run).get(schema.CAMPAIGN_ID) == campaign_id]
     variants = args.variants.split(",")
     expected = len(variants) * args.passes
     problems = []
     if len(runs) != expected:
         problems.append(f"{len(runs)} passes, {len(variants)} variants x {args.passes} expected")
-    missing = sorted(set(variants) - {run.data.tags.get(schema.VARIANT) for run in runs})
+    missing = sorted(set(variants) - {_facts(run).get(schema.VARIANT) for run in runs})
     if missing:
         problems.append(f"no pass of {', '.join(missing)}")
     for run in runs:
-        variant = run.data.tags.get(schema.VARIANT)
+        variant = _facts(run).get(schema.VARIANT)
         if run.info.status != "FINISHED" or _status(run) in ("failed", "running", ""):
             problems.append(f"{variant} {run.info.run_id} is {run.info.status}/{_status(run) or 'no status'}: "
-                            f"{run.data.tags.get(schema.STATUS_REASON, '')}")
+                            f"{_facts(run).get(schema.STATUS_REASON, '')}")
         elif variant == args.reference and _status(run) != "accepted":
-            problems.append(f"reference {variant} {_status(run)}: {run.data.tags.get(schema.STATUS_REASON, '')}")
+            problems.append(f"reference {variant} {_status(run)}: {_facts(run).get(schema.STATUS_REASON, '')}")
     if problems:
         raise CheckFailed("; ".join(problems))
     return f"campaign {campaign_id}: {len(runs)} passes FINISHED ({_tally(runs)})"
@@ -276,22 +294,22 @@ def check_device_measurements(args: argparse.Namespace) -> str:
     from gpucost_mlflow.tracking import schema
 
     runs = [run for run in _passes(args.experiment) if "pass_s" in run.data.metrics]
-    on_gpu = [run for run in runs if run.data.tags.get(schema.BACKEND) in GPU_BACKENDS]
+    on_gpu = [run for run in runs if _facts(run).get(schema.BACKEND) in GPU_BACKENDS]
     if not on_gpu:
-        backends = sorted({run.data.tags.get(schema.BACKEND, "?") for run in runs})
+        backends = sorted({_facts(run).get(schema.BACKEND, "?") for run in runs})
         raise CheckFailed(f"no completed pass ran on a GPU (backends: {', '.join(backends) or 'none'})")
     problems, with_energy = [], 0
     for run in on_gpu:
-        name = f"{run.data.tags.get(schema.VARIANT)} {run.info.run_id[:8]}"
+        name = f"{_facts(run).get(schema.VARIANT)} {run.info.run_id[:8]}"
         if DEVICE_EVENT_METRIC not in run.data.metrics:
-            why = run.data.tags.get(schema.MISSING_PREFIX + DEVICE_EVENT_METRIC, "no reason recorded")
+            why = _facts(run).get(schema.MISSING_PREFIX + DEVICE_EVENT_METRIC, "no reason recorded")
             problems.append(f"{name}: no {DEVICE_EVENT_METRIC} ({why})")
-        if not run.data.tags.get(DEVICE_UUID_TAG):
+        if not _facts(run).get(DEVICE_UUID_TAG):
             problems.append(f"{name}: no {DEVICE_UUID_TAG} tag")
         if ENERGY_METRIC in run.data.metrics:
             with_energy += 1
         else:
-            why = run.data.tags.get(schema.MISSING_PREFIX + ENERGY_METRIC, "no reason recorded")
+            why = _facts(run).get(schema.MISSING_PREFIX + ENERGY_METRIC, "no reason recorded")
             if SHORT_PASS_MARK not in why:
                 problems.append(f"{name}: no {ENERGY_METRIC} ({why})")
     if not with_energy:
@@ -310,13 +328,13 @@ def check_guards(args: argparse.Namespace) -> str:
     from gpucost_mlflow.tracking import schema
 
     runs = [run for run in _passes(args.experiment) if "pass_s" in run.data.metrics
-            and run.data.tags.get(schema.BACKEND) in GPU_BACKENDS and int(run.data.params.get(
+            and _facts(run).get(schema.BACKEND) in GPU_BACKENDS and int(run.data.params.get(
                 f"{schema.SETTING_PREFIX}lanes", 1)) == 1]
     if not runs:
         raise CheckFailed("no completed one-lane GPU pass to check the guards on")
     problems, repeated, flags = [], [], []
     for run in runs:
-        m, tags = run.data.metrics, run.data.tags
+        m, tags = run.data.metrics, _facts(run)
         name = f"{tags.get(schema.VARIANT)} {run.info.run_id[:8]}"
         if m.get(names.MEASURED_TOTAL_S, 0) < GUARD_MIN_MEASURED_S:
             problems.append(f"{name}: measured_total_s {m.get(names.MEASURED_TOTAL_S)} < {GUARD_MIN_MEASURED_S:g}")
@@ -352,7 +370,7 @@ def check_oom(args: argparse.Namespace) -> str:
     if len(runs) != 1:
         raise CheckFailed(f"{len(runs)} passes in '{args.experiment}', expected 1")
     run = runs[0]
-    reason = run.data.tags.get(schema.STATUS_REASON, "")
+    reason = _facts(run).get(schema.STATUS_REASON, "")
     problems = []
     if _status(run) != "failed" or run.info.status != "FAILED":
         problems.append(f"status {_status(run) or 'none'}/{run.info.status}, expected failed/FAILED")
@@ -377,14 +395,14 @@ def check_lanes(args: argparse.Namespace) -> str:
     """The lanes pass: FINISHED, accepted, every expected id observed once."""
     from gpucost_mlflow.tracking import schema
 
-    runs = [run for run in _passes(args.experiment) if run.data.tags.get(schema.VARIANT) == LANES_VARIANT]
+    runs = [run for run in _passes(args.experiment) if _facts(run).get(schema.VARIANT) == LANES_VARIANT]
     if len(runs) != 1:
         raise CheckFailed(f"{len(runs)} passes of {LANES_VARIANT} in '{args.experiment}', expected 1")
     run = runs[0]
     metrics = run.data.metrics
     if run.info.status != "FINISHED" or _status(run) != "accepted":
         raise CheckFailed(f"{LANES_VARIANT} is {run.info.status}/{_status(run)}: "
-                          f"{run.data.tags.get(schema.STATUS_REASON, '')}")
+                          f"{_facts(run).get(schema.STATUS_REASON, '')}")
     if metrics.get("observed_ids") != metrics.get("expected_ids"):
         raise CheckFailed(f"{LANES_VARIANT}: {metrics.get('observed_ids')} ids observed, {metrics.get('expected_ids')} "
                           "expected")
@@ -403,11 +421,11 @@ def check_engines(args: argparse.Namespace) -> str:
         raise CheckFailed(f"no engine pass in '{args.experiment}' (every engine skipped or refused)")
     problems, seen = [], []
     for run in runs:
-        variant, engine = run.data.tags.get(schema.VARIANT, "?"), run.data.params[f"{schema.SETTING_PREFIX}engine"]
+        variant, engine = _facts(run).get(schema.VARIANT, "?"), run.data.params[f"{schema.SETTING_PREFIX}engine"]
         if run.info.status != "FINISHED" or _status(run) not in ("accepted", "rejected"):
-            problems.append(f"{variant} is {run.info.status}/{_status(run)}: {run.data.tags.get(schema.STATUS_REASON, '')}")
+            problems.append(f"{variant} is {run.info.status}/{_status(run)}: {_facts(run).get(schema.STATUS_REASON, '')}")
             continue
-        if not any(key.startswith(schema.CHECK_PREFIX + "reference") for key in run.data.tags):
+        if not any(name.startswith("reference") for name in _checks(run)):
             problems.append(f"{variant}: no comparison with the torch reference recorded")
         manifest = json.loads(Path(mlflow.artifacts.download_artifacts(run_id=run.info.run_id,
                                                                        artifact_path=schema.MANIFEST)).read_text())

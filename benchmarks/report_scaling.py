@@ -41,6 +41,7 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.inputs.protocol import load_protocol
 from gpucost_mlflow.core.inputs.variants import load_variants
+from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.core.money.catalog import load_catalog
 from gpucost_mlflow.report.build import build
 from gpucost_mlflow.tracking import experiments, reader, schema
@@ -110,8 +111,8 @@ def _pass_payload(rng: random.Random, shape: Shape, device: str, variant: str, o
                              "interrupted"])
         checks = {"format": "fail: no predictions file", "ids": "fail: 0 of 1000 expected ids",
                   "coverage": "fail: 0 of 1000 inputs have a prediction (0.0 %)"}
-        status_tags = {schema.STATUS: "failed", schema.STATUS_REASON: reason, schema.CORPUS_ACCEPTED: "false",
-                       schema.IDS_MATCH: "false", schema.MEMORY_COUNTER: "", schema.QUALITY_VERDICT: ""}
+        status_tags = {schema.STATUS: "failed", schema.STATUS_REASON: reason, schema.MEMORY_COUNTER: "",
+                       schema.QUALITY_VERDICT: ""}
     else:
         pass_s = base * SPEED[variant] * rng.gauss(1.0, 0.02)
         metrics.update(pass_s=pass_s, export_s=rng.uniform(0.005, 0.01), eval_s=rng.uniform(0.003, 0.006),
@@ -140,7 +141,6 @@ def _pass_payload(rng: random.Random, shape: Shape, device: str, variant: str, o
         status_tags = {
             schema.STATUS: status,
             schema.STATUS_REASON: "; ".join(f"{n}: {checks[n][6:]}" for n in failed) or "every check passed",
-            schema.CORPUS_ACCEPTED: str(status == "accepted").lower(), schema.IDS_MATCH: "true",
             schema.MEMORY_COUNTER: counter,
             schema.QUALITY_VERDICT: "failed: quality" if failed else "passed",
         }
@@ -148,10 +148,12 @@ def _pass_payload(rng: random.Random, shape: Shape, device: str, variant: str, o
         schema.ROLE: "benchmark", schema.VARIANT: variant, schema.LAUNCHER: f"bench-host:{rng.randrange(1000, 99999)}",
         schema.DEVICE_NAME: device, schema.BACKEND: backend, schema.CORPUS_FINGERPRINT: shape.fingerprint,
         schema.PROTOCOL_DIGEST: shape.protocol.digest, schema.CACHE_POLICY: CACHE_POLICY, **slot, **status_tags,
-        **{f"gpucost.check.{name}": text for name, text in checks.items()},
+        schema.CHECKS: verdicts.summary([verdicts.Check(name, text.startswith("pass"), text[6:])
+                                         for name, text in checks.items()]),
     }
+    tags, facts = schema.split_facts(tags)  # as a pass logs them: its facts are params
     return ([Metric(k, float(v), when_ms, 0) for k, v in metrics.items()],
-            [Param(k, v) for k, v in shape.params[variant].items()],
+            [Param(k, v) for k, v in {**shape.params[variant], **facts}.items()],
             [RunTag(k, v) for k, v in tags.items()])
 
 

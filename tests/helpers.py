@@ -111,3 +111,15 @@ def load_benchmark(name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def checks_of(run: Run) -> dict[str, str]:
+    """A pass's checks as its verdict.json records them: name -> 'pass: reason' or 'fail: reason'."""
+    import json
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="verdict.json",
+                                                   dst_path=folder)
+        verdict = json.loads(Path(path).read_text(encoding="utf-8"))
+    return {c["name"]: f"{'pass' if c['passed'] else 'fail'}: {c['reason']}" for c in verdict["checks"]}

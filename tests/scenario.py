@@ -10,6 +10,7 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.inputs.protocol import load_protocol
 from gpucost_mlflow.core.inputs.variants import load_variants
+from gpucost_mlflow.core.judging.verdicts import Check
 from gpucost_mlflow.core.money.catalog import load_catalog
 from gpucost_mlflow.report.build import build
 from gpucost_mlflow.tracking import experiments, schema, writer
@@ -42,9 +43,9 @@ def attempt_writer() -> Callable[..., str]:
             wall_s = 1.0 + 3.0 + 0.5 + (pass_s or 0.0) + 0.1 + 0.2
         start = client.get_run(beside).info.start_time if beside else clock["ms"]
         clock["ms"] = max(clock["ms"], start + round(wall_s * 1000))
+        tags, facts = schema.split_facts(tags)  # as a pass records them: its facts are params
         run = client.create_run(experiment_id, tags=tags, run_name=run_name, start_time=start)
-        if params:
-            client.log_batch(run.info.run_id, params=[Param(k, v) for k, v in params.items()])
+        client.log_batch(run.info.run_id, params=[Param(k, v) for k, v in {**facts, **(params or {})}.items()])
         metrics = {"load_s": 3.0, "warmup_s": 0.5, "eval_s": 0.1, "export_s": 0.2, "expected_ids": 1000}
         if span:
             metrics.update(dict(zip(schema.MEASURED_SPAN, span)))
@@ -53,7 +54,8 @@ def attempt_writer() -> Callable[..., str]:
         else:
             metrics.update(observed_ids=312, completed_entries=312, mem_peak_allocated_bytes=80e9)
         writer.log_outcome(client, run.info.run_id, status=status, reason=reason, metrics=metrics,
-                           ids_match=pass_s is not None, quality_verdict=quality if pass_s is not None else "")
+                           checks=[Check("ids", True, "exactly the expected ids")] if pass_s is not None else None,
+                           quality_verdict=quality if pass_s is not None else "")
         if tags_extra:
             client.log_batch(run.info.run_id, tags=[RunTag(k, v) for k, v in tags_extra.items()])
         client.set_terminated(run.info.run_id, "FAILED" if status == "failed" else "FINISHED",

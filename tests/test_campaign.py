@@ -92,7 +92,7 @@ def test_ctrl_c_during_a_pass_then_resume_leaves_every_slot_once(store, tmp_path
     deadline = time.time() + 180
     while time.time() < deadline:
         experiment = client.get_experiment_by_name("camp")
-        runs = client.search_runs([experiment.experiment_id], filter_string=f"tags.`{schema.PASS_INDEX}` = '3'") if experiment else []
+        runs = client.search_runs([experiment.experiment_id], filter_string=f"params.`{schema.PASS_INDEX}` = '3'") if experiment else []
         if runs and runs[0].data.tags.get(schema.STATUS) == "running":
             break
         time.sleep(0.2)
@@ -120,8 +120,8 @@ def test_ctrl_c_during_a_pass_then_resume_leaves_every_slot_once(store, tmp_path
     for run_id in table["run_id"]:
         run = client.get_run(run_id)
         assert run.data.tags["mlflow.parentRunId"] == parent.info.run_id
-        assert run.data.tags[schema.CAMPAIGN_ID] == campaign_id
-    retry = client.get_run(finished[finished["pass_index"] == "3"]["run_id"].iloc[0]).data.tags
+        assert run.data.params[schema.CAMPAIGN_ID] == campaign_id
+    retry = client.get_run(finished[finished["pass_index"] == "3"]["run_id"].iloc[0]).data.params
     assert retry[schema.ATTEMPT] == "2" and retry[schema.RETRY_OF] == table["run_id"][2]
 
     # The whole-rental forecast holds at least setup + waiting + every attempt's run wall time, the
@@ -206,7 +206,7 @@ def test_a_campaign_rejudges_its_pending_passes_once_its_reference_passes(store,
     assert list(table["variant"]) == ["batch8-bf16", "batch8"]
     assert list(table["status"]) == ["accepted", "accepted"]  # bf16 ran first, pending, then judged
     bf16 = MlflowClient().get_run(table["run_id"][0]).data.tags
-    assert bf16[schema.FIRST_STATUS] == "pending" and bf16[schema.REJUDGED_AGAINST] == table["run_id"][1]
+    assert f"against reference run {table['run_id'][1]} (first pending)" in bf16[schema.REJUDGED]
     assert f"re-judged batch8-bf16 run {table['run_id'][0]}: pending -> accepted" in result.output
     parent = MlflowClient().search_runs([MlflowClient().get_experiment_by_name("camp").experiment_id],
                                         filter_string=f"tags.`{schema.ROLE}` = 'campaign'")[0]

@@ -51,12 +51,12 @@ def test_a_pass_beside_a_busy_loop_is_flagged_contended_and_its_system_metrics_s
     run = only_run()
     assert run.data.tags[schema.STATUS] == "accepted"  # a flag, not a verdict
     assert run.data.metrics["other_cpu_share"] > 0.25
-    assert "other processes used" in run.data.tags[schema.CONTENDED]
+    assert "other processes used" in run.data.params[schema.CONTENDED]
     assert "**Contended:**" in run.data.tags[schema.NOTE]
     table, _ = attempts("t")
     assert "other processes used" in table.iloc[0]["contended"]
     # MLflow's own timelines of the same pass, sampled by the launcher at the protocol's interval.
-    assert run.data.tags[schema.SYSTEM_METRICS_INTERVAL] == "0.5"
+    assert run.data.params[schema.SYSTEM_METRICS_INTERVAL] == "0.5"
     history = MlflowClient().get_metric_history(run.info.run_id, "system/cpu_utilization_percentage")
     assert history and all(0.0 <= point.value <= 100.0 * 64 for point in history)
     assert "system/system_memory_usage_megabytes" in run.data.metrics

@@ -136,7 +136,7 @@ def test_a_cpu_pass_logs_the_counter_and_leaves_empty_cells_with_their_reasons(s
     if here.spec is None:
         assert "energy_j" not in run.data.metrics
         assert verdict["missing_measurements"]["energy_j"] == here.reason
-        assert run.data.tags[ENERGY_COUNTER_TAG] == f"none: {here.reason}"
+        assert run.data.params[ENERGY_COUNTER_TAG] == f"none: {here.reason}"
     else:
         assert "energy_j" in run.data.metrics or "energy_j" in verdict["missing_measurements"]
     assert "device_event_s" not in run.data.metrics

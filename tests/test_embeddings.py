@@ -21,7 +21,7 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.protocol import load_protocol
 from gpucost_mlflow.tracking import schema
 from gpucost_mlflow.workloads.embeddings import output as ev
-from tests.helpers import ROOT, VARIANTS
+from tests.helpers import ROOT, VARIANTS, checks_of
 
 BIN_DIR = str(Path(sys.executable).parent)
 PROTOCOL = """
@@ -186,7 +186,7 @@ def test_mlflow_run_of_a_bf16_embeddings_variant_records_cosine_against_the_fp32
             "useful_flop_per_s"} <= set(metrics)
     assert metrics["expected_ids"] == metrics["observed_ids"] == 30
     assert bf16.data.params["setting.workload"] == "embeddings" and bf16.data.params["setting.precision"] == "bf16"
-    assert fp32.info.run_id in bf16.data.tags[schema.CHECK_PREFIX + "reference_cosine"]
+    assert fp32.info.run_id in checks_of(bf16)["reference_cosine"]
     artifacts = {a.path for a in client.list_artifacts(bf16.info.run_id)}
     assert {"manifest.json", "verdict.json", *ev.FILES} <= artifacts and "predictions.jsonl.gz" not in artifacts
     manifest = json.loads(Path(mlflow.artifacts.download_artifacts(run_id=bf16.info.run_id,

@@ -18,7 +18,7 @@ from gpucost_mlflow.core.inputs.variants import load_variants
 from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.tracking import schema
 from gpucost_mlflow.workloads import engines
-from tests.helpers import VARIANTS, run_pass
+from tests.helpers import VARIANTS, checks_of, run_pass
 from tests.test_embeddings import PROTOCOL as EMBEDDINGS_PROTOCOL
 
 ORT = importlib.util.find_spec("onnxruntime") is not None and importlib.util.find_spec("onnxscript") is not None
@@ -100,7 +100,7 @@ def test_an_onnxruntime_classifier_is_accepted_against_torch_and_reuses_its_expo
     runs = client.search_runs([client.get_experiment_by_name("ort").experiment_id], order_by=["attributes.start_time"])
     torch_run, first, second = runs
     assert first.data.tags[schema.STATUS] == "accepted", first.data.tags.get(schema.STATUS_REASON)
-    assert torch_run.info.run_id in first.data.tags[schema.CHECK_PREFIX + "reference_agreement"]
+    assert torch_run.info.run_id in checks_of(first)["reference_agreement"]
     assert first.data.params["setting.engine"] == "onnxruntime" and "setting.engine" not in torch_run.data.params
     manifests = [json.loads(Path(mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="manifest.json",
                                                                      dst_path=str(tmp_path / run.info.run_id))).read_text())
@@ -110,7 +110,7 @@ def test_an_onnxruntime_classifier_is_accepted_against_torch_and_reuses_its_expo
     assert manifests[0]["engine"]["options"]["graph_optimization"] == "ORT_ENABLE_ALL"
     assert [m["engine"]["cache_present_at_start"] for m in manifests] == [False, True]
     assert first.data.metrics["convert_s"] > 0 and "convert_s" not in second.data.metrics
-    assert "engine cache" in second.data.tags[schema.MISSING_PREFIX + "convert_s"]
+    assert "engine cache" in second.data.params[schema.MISSING_PREFIX + "convert_s"]
     assert second.data.tags[schema.STATUS] == "accepted"
 
 

@@ -11,6 +11,7 @@ from gpucost_mlflow.cli import main
 from gpucost_mlflow.report import render
 from gpucost_mlflow.report.tables import configurations
 from gpucost_mlflow.tracking import schema, writer
+from gpucost_mlflow.tracking.exclusion_record import details
 from gpucost_mlflow.tracking.reader import attempts
 from tests.scenario import B200
 from tests.scenario import report as built_report
@@ -60,8 +61,8 @@ def test_an_excluded_pass_keeps_its_row_with_its_cause_and_leaves_the_durations(
     assert excluded["reason"].startswith(f"{CAUSE} (excluded by ") and " at 20" in excluded["reason"]
     assert "before exclusion: accepted (every check passed)" in excluded["notes"]
     assert excluded["pass_s"] == 31.0  # raw measurement untouched
-    tags = MlflowClient().get_run(slow).data.tags
-    assert tags[schema.EXCLUDED_CAUSE] == CAUSE and tags[schema.EXCLUDED_BY] and tags[schema.EXCLUDED_AT].endswith("+00:00")
+    recorded = details(MlflowClient().get_run(slow).data.tags)  # one tag: gpucost.exclusion
+    assert recorded["cause"] == CAUSE and recorded["by"] and recorded["at"].endswith("+00:00")
 
     (config,) = configurations(table)
     assert config.durations.values == (10.1, 10.3, 10.2, 10.0)
@@ -91,8 +92,8 @@ def test_undo_restores_the_status_and_reason_it_had(attempt):
     after = row(pending)
     assert (after["status"], after["reason"], after["notes"]) == (before["status"], before["reason"], before["notes"])
     tags = client.get_run(pending).data.tags
-    assert tags[schema.STATUS] == "pending" and not tags[schema.EXCLUDED_CAUSE]
-    assert f"(cause was: {CAUSE})" in tags[schema.EXCLUSION_UNDONE]
+    assert tags[schema.STATUS] == "pending" and not details(tags)["cause"]
+    assert f"(cause was: {CAUSE})" in details(tags)["undone"]
 
     twice = exclude(pending, "--undo")
     assert twice.exit_code == 2 and "not excluded" in twice.output

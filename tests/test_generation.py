@@ -21,7 +21,7 @@ from gpucost_mlflow.core.inputs.protocol import load_protocol
 from gpucost_mlflow.core.measurement import decoder_flops
 from gpucost_mlflow.tracking import schema
 from gpucost_mlflow.workloads.generation import output as gv
-from tests.helpers import LABELS, ROOT, VARIANTS
+from tests.helpers import LABELS, ROOT, VARIANTS, checks_of
 
 PROTOCOL = """
 question: Which configuration answers the test slice for the lowest budget?
@@ -327,7 +327,7 @@ def test_fp32_then_lower_precision_generation_passes_record_tokens_timings_and_t
     assert metrics["flops_prefill_useful"] <= metrics["flops_prefill_padded"]
     assert 0.0 <= low.data.metrics["reference_exact_match"] <= 1.0
     assert 0.0 <= low.data.metrics["reference_token_agreement"] <= 1.0
-    assert fp32.info.run_id in low.data.tags[schema.CHECK_PREFIX + gv.EXACT_CHECK]
+    assert fp32.info.run_id in checks_of(low)[gv.EXACT_CHECK]
     manifests = [json.loads(Path(mlflow.artifacts.download_artifacts(run_id=r.info.run_id, artifact_path="manifest.json"))
                             .read_text()) for r in (fp32, low)]
     gguf = sources.package_path(*sources.DEFAULT_GENERATION_PACKAGE)
@@ -370,7 +370,7 @@ def engines_judged_against(fp32, corpus: Path, protocol: Path, tmp_path: Path) -
     int8, fake = (runs[v] for v in ("ct2-gen-batch8-int8", "vllm-gen-batch8"))
     for run in (int8, fake):
         assert run.info.status == "FINISHED" and run.data.tags[schema.STATUS] in ("accepted", "rejected")
-        assert fp32.info.run_id in run.data.tags[schema.CHECK_PREFIX + gv.EXACT_CHECK]
+        assert fp32.info.run_id in checks_of(run)[gv.EXACT_CHECK]
         assert 0.0 <= run.data.metrics["reference_exact_match"] <= 1.0
         assert run.data.metrics["expected_ids"] == run.data.metrics["observed_ids"] == 16
     assert int8.data.metrics["convert_s"] > 0  # converted in this pass, inside its load_s
@@ -381,7 +381,7 @@ def engines_judged_against(fp32, corpus: Path, protocol: Path, tmp_path: Path) -
     assert manifest["engine"]["options"]["compute_type"] == "int8" and manifest["engine"]["version"]
     assert manifest["engine"]["cache_present_at_start"] is False
     assert fake.data.metrics["reference_exact_match"] == 0.0  # the stand-in echoes its prompts (bars 0 here)
-    assert "not timed apart" in fake.data.tags[schema.MISSING_PREFIX + "prefill_s"]
+    assert "not timed apart" in fake.data.params[schema.MISSING_PREFIX + "prefill_s"]
     assert "prefill_s" not in fake.data.metrics and fake.data.metrics["tokens_generated"] > 0
 
 

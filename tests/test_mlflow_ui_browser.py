@@ -66,7 +66,8 @@ def served(tmp_path_factory, corpus_dir, model_dir):
 
 def _runs(client: MlflowClient, role: str) -> list:
     experiment = client.get_experiment_by_name(EXPERIMENT)
-    return client.search_runs([experiment.experiment_id], filter_string=f"tags.`{schema.ROLE}` = '{role}'")
+    kind = "tags" if role in (schema.CAMPAIGN_ROLE, schema.DECISION_ROLE) else "params"  # a pass's role is a fact
+    return client.search_runs([experiment.experiment_id], filter_string=f"{kind}.`{schema.ROLE}` = '{role}'")
 
 
 def _show(tmp_path: Path, url: str, name: str, width: int = WIDTH) -> str:

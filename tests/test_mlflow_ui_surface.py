@@ -107,12 +107,12 @@ def test_a_missing_measurement_is_a_short_tag_that_keeps_what_to_run():
 def test_every_pass_gets_accepted_and_throughputs_and_its_missing_reasons():
     metrics, tags = writer.outcome_batch(status="rejected", reason="quality: below the bar",
                                          metrics={"pass_s": 2.0, "completed_entries": 30, "tokens_real": 900.0},
-                                         ids_match=True, quality_verdict="failed: quality",
+                                         quality_verdict="failed: quality",
                                          missing={"mfu_useful": PEAK_REASON})
     values = {m.key: m.value for m in metrics}
     assert values[schema.ACCEPTED] == 0.0 and values[schema.INPUTS_PER_S] == 15.0 and values[schema.TOKENS_PER_S] == 450.0
     assert {t.key for t in tags} >= {f"{schema.MISSING_PREFIX}mfu_useful"}
-    failed, _ = writer.outcome_batch(status="failed", reason="out of memory", metrics={}, ids_match=False,
+    failed, _ = writer.outcome_batch(status="failed", reason="out of memory", metrics={},
                                      quality_verdict="")
     assert {m.key: m.value for m in failed} == {schema.ACCEPTED: 0.0}  # no throughput without a measured pass
 
@@ -212,7 +212,7 @@ def test_excluding_a_pass_sets_accepted_to_0_and_says_so_in_its_description_undo
                              protocol_digest=protocol.digest)
     run_id = client.create_run(experiment_id, tags=tags).info.run_id
     writer.log_outcome(client, run_id, status="accepted", reason="every check passed",
-                       metrics={"pass_s": 1.0, "completed_entries": 30}, ids_match=True, quality_verdict="passed")
+                       metrics={"pass_s": 1.0, "completed_entries": 30}, quality_verdict="passed")
     assert client.get_run(run_id).data.metrics[schema.ACCEPTED] == 1.0
     exclusions.exclude(client, run_id, "another job ran on the host", who="tester")
     run = client.get_run(run_id)
@@ -225,7 +225,8 @@ def test_excluding_a_pass_sets_accepted_to_0_and_says_so_in_its_description_undo
 
 
 def _runs(client: MlflowClient, experiment_id: str, role: str):
-    return client.search_runs([experiment_id], filter_string=f"tags.`{schema.ROLE}` = '{role}'", max_results=100)
+    kind = "tags" if role in (schema.CAMPAIGN_ROLE, schema.DECISION_ROLE) else "params"  # a pass's role is a fact
+    return client.search_runs([experiment_id], filter_string=f"{kind}.`{schema.ROLE}` = '{role}'", max_results=100)
 
 
 @pytest.mark.integration

@@ -47,7 +47,7 @@ def accepted_batch8(tmp_path_factory, migrated_store, corpus_dir, model_dir, pro
 def test_pass_leaves_one_finished_run_following_the_schema(accepted_batch8, corpus_dir):
     run = accepted_batch8.run
     assert run.info.status == "FINISHED"
-    tags, metrics, params = run.data.tags, run.data.metrics, run.data.params
+    tags, metrics, params = schema.run_facts(run), run.data.metrics, run.data.params  # facts are params
     assert tags[schema.STATUS] == "accepted" and tags[schema.ROLE] == "benchmark"
     assert tags[schema.VARIANT] == "batch8" and tags[schema.BACKEND] == "cpu"
     assert tags[schema.CORPUS_FINGERPRINT] == json.loads((corpus_dir / "corpus.json").read_text())["comparison"]["fingerprint"]
@@ -191,7 +191,7 @@ def test_duplicate_id_in_predictions_rejects_the_corpus(store, corpus_dir, model
     run = only_run()
     assert run.data.tags[schema.STATUS] == "rejected"
     assert "duplicate id" in run.data.tags[schema.STATUS_REASON]
-    assert run.data.metrics["observed_ids"] == 31 and run.data.tags[schema.IDS_MATCH] == "false"
+    assert run.data.metrics["observed_ids"] == 31 and "failed: ids" in run.data.tags[schema.CHECKS]
 
 
 @pytest.mark.unit

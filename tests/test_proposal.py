@@ -103,7 +103,7 @@ def finished_campaign(store, protocol_file):
                                  protocol_digest=protocol.digest, campaign_id="c1")
         run = client.create_run(experiment_id, tags=tags)
         writer.log_outcome(client, run.info.run_id, status=status, reason="r", metrics={"pass_s": 1.0},
-                           ids_match=True, quality_verdict="passed")
+                           quality_verdict="passed")
         client.set_terminated(run.info.run_id, "FINISHED")
     client.set_terminated(parent.info.run_id, "FINISHED")
     return client, parent

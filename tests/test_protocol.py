@@ -21,8 +21,9 @@ from mlflow.tracking import MlflowClient
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.protocol import load_protocol
+from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.tracking import schema
-from tests.helpers import CATALOG, SHIPPED_PROTOCOL, VARIANTS, pass_args, run_pass, write_protocol
+from tests.helpers import CATALOG, SHIPPED_PROTOCOL, VARIANTS, checks_of, pass_args, run_pass, write_protocol
 
 REQUIRED_COLUMNS = ["run_id", "campaign_id", "variant", "corpus_fingerprint", "device", "status", "pass_s",
                     "quality_verdict", "expected_ids", "observed_ids", "ids_match", "corpus_accepted",
@@ -113,8 +114,8 @@ def test_quality_below_the_preregistered_bar_rejects_the_corpus(store, tmp_path,
     run = MlflowClient().search_runs([MlflowClient().get_experiment_by_name("t").experiment_id])[0]
     assert run.data.tags[schema.STATUS] == "rejected"
     assert run.data.tags[schema.QUALITY_VERDICT] == "failed: quality"
-    assert run.data.tags["gpucost.check.quality"].startswith("fail: macro_f1")
-    assert run.data.tags["gpucost.check.ids"].startswith("pass")
+    assert checks_of(run)["quality"].startswith("fail: macro_f1")
+    assert checks_of(run)["ids"].startswith("pass")
 
 
 @pytest.mark.integration
@@ -132,8 +133,7 @@ def test_precision_variant_is_pending_until_a_reference_pass_exists(store, corpu
     verdict = json.loads(Path(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="verdict.json")).read_text())
     assert verdict["reference"]["run_id"] == table["run_id"][1]
     assert 0.0 <= verdict["reference"]["label_agreement"] <= 1.0 and "macro_f1" in verdict["reference"]["metric_differences"]
-    tags = MlflowClient().get_run(run_id).data.tags
-    assert "labels agree with reference run" in tags["gpucost.check.reference_agreement"]
+    assert "labels agree with reference run" in checks_of(MlflowClient().get_run(run_id))["reference_agreement"]
 
 
 @pytest.mark.integration
@@ -217,8 +217,13 @@ def test_rejudge_accepts_a_pending_pass_once_its_reference_exists_and_twice_chan
     measured = {key: value for key, value in run.data.metrics.items() if key != "accepted"}
     assert measured == {key: value for key, value in metrics_before.items() if key != "accepted"}
     assert metrics_before["accepted"] == 0 and run.data.metrics["accepted"] == 1
-    assert run.data.tags[schema.REJUDGED_AGAINST] == reference_id and run.data.tags[schema.FIRST_STATUS] == "pending"
-    assert "labels agree with reference run" in run.data.tags["gpucost.check.reference_agreement"]
+    assert f"against reference run {reference_id} (first pending)" in run.data.tags[schema.REJUDGED]
+    assert "reference_agreement" in verdicts.outcomes(run.data.tags[schema.CHECKS])
+    verdict = json.loads(Path(mlflow.artifacts.download_artifacts(run_id=pending_id, artifact_path=schema.VERDICT,
+                                                                  dst_path=str(tmp_path / "v"))).read_text())
+    assert verdict["status"] == "accepted" and verdict["first"]["status"] == "pending"
+    assert any(c["name"] == "reference_agreement" and "labels agree with reference run" in c["reason"]
+               for c in verdict["checks"])
     built, _ = build("t", load_protocol(loose), loose, load_catalog(CATALOG),
                      load_variants(VARIANTS))
     bf16 = next(a for a in built.assessments if a.configuration.variant == "batch8-bf16")
@@ -266,7 +271,7 @@ def test_a_deliverable_without_labels_is_accepted_by_ids_format_coverage_and_aud
     assert list(delivered["status"]) == ["accepted", "accepted"]
     assert set(delivered["quality_verdict"]) == {"no gold labels: audit passed"}
     run = MlflowClient().get_run(delivered["run_id"].iloc[0])
-    assert run.data.tags["gpucost.check.audit"].startswith("pass: ") and "of 8 sampled inputs" in run.data.tags["gpucost.check.audit"]
+    assert checks_of(run)["audit"].startswith("pass: ") and "of 8 sampled inputs" in checks_of(run)["audit"]
     assert "macro_f1" not in run.data.metrics
     verdict = json.loads(Path(mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="verdict.json")).read_text())
     assert verdict["gold_labels"] is False and len(verdict["audit"]["sample_ids"]) == 8 and verdict["audit"]["variant"] == "batch8"

@@ -174,7 +174,7 @@ def test_a_pending_pass_whose_reference_a_standalone_pass_recorded_is_judged_by_
     assert line in result.stdout
     assert "report: re-judged 1 pending pass(es) first" in result.stdout
     run = MlflowClient().get_run(waiting)
-    assert run.data.tags[schema.STATUS] == "accepted" and run.data.tags[schema.FIRST_STATUS] == "pending"
+    assert run.data.tags[schema.STATUS] == "accepted" and "(first pending)" in run.data.tags[schema.REJUDGED]
     markdown = (tmp_path / "out" / "report.md").read_text()
     assert f"**Re-judged first.** 1 pending pass(es) whose reference now exists were judged and recorded on their " \
            f"runs before this report: {line}." in markdown

@@ -36,7 +36,7 @@ def test_sync_publishes_a_spooled_pass_once_with_its_timestamps_and_empties_the_
     client = MlflowClient()
     runs = client.search_runs([client.get_experiment_by_name("lost").experiment_id])
     assert len(runs) == 1 and runs[0].info.start_time == RECORD["start_time"]
-    assert runs[0].data.tags[schema.SPOOL_ID] == "lost-pass-1" and runs[0].data.metrics["pass_s"] == 12.5
+    assert runs[0].data.params[schema.SPOOL_ID] == "lost-pass-1" and runs[0].data.metrics["pass_s"] == 12.5
     assert spool.entries() == []
 
 
@@ -62,3 +62,14 @@ def test_a_store_refusing_the_upload_stops_sync_in_one_line_and_keeps_the_entry(
 ])
 def test_what_counts_as_a_tracking_store_error(exc, expected):
     assert store.is_store_error(exc) is expected
+
+
+def test_a_campaigns_spooled_passes_are_found_by_its_id_as_a_param_or_an_older_entrys_tag(tmp_path):
+    """The campaign's stop message and its resume name what waits in the spool (a campaign id read only from the
+    tags once missed every entry, the id being a param)."""
+    now = dict(RECORD, params={**RECORD["params"], schema.CAMPAIGN_ID: "c1"}, spool_id="a")
+    before = dict(RECORD, tags={**RECORD["tags"], schema.CAMPAIGN_ID: "c1"}, spool_id="b")
+    other = dict(RECORD, params={schema.CAMPAIGN_ID: "c2"}, spool_id="c")
+    for record in (now, before, other):
+        spool.write(record, [], root=tmp_path)
+    assert sorted(entry.record["spool_id"] for entry in spool.of_campaign("c1", root=tmp_path)) == ["a", "b"]

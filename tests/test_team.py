@@ -136,7 +136,7 @@ def test_server_killed_mid_campaign_then_sync_keeps_every_pass_once(team_env, se
         while time.time() < deadline:
             experiment = client.get_experiment_by_name("team-outage")
             first = experiment and client.search_runs(
-                [experiment.experiment_id], filter_string=f"tags.`{schema.PASS_INDEX}` = '1'")
+                [experiment.experiment_id], filter_string=f"params.`{schema.PASS_INDEX}` = '1'")
             if first and _runner_running(campaign.pid):
                 break
             time.sleep(0.2)
@@ -145,11 +145,11 @@ def test_server_killed_mid_campaign_then_sync_keeps_every_pass_once(team_env, se
         outage.kill()
         _, err = campaign.communicate(timeout=300)
         assert campaign.returncode == 2, err[-2000:]
-        assert len(err.strip().splitlines()[-1:]) == 1 and "gpucost sync" in err and "--resume" in err
+        assert len(err.strip().splitlines()[-1:]) == 1 and "gpucost sync" in err and "--resume" in err, err[-3000:]
         waiting = spool.entries()
-        assert len(waiting) == 1 and waiting[0].record["tags"][schema.PASS_INDEX] == "1"
+        assert len(waiting) == 1 and waiting[0].record["params"][schema.PASS_INDEX] == "1"
         spooled = waiting[0].record
-        campaign_id = spooled["tags"][schema.CAMPAIGN_ID]
+        campaign_id = spooled["params"][schema.CAMPAIGN_ID]
 
         outage.start()
         refused = CliRunner().invoke(main, _campaign_cmd(corpus_dir, model_dir, protocol, "team-outage",

@@ -87,7 +87,7 @@ def test_a_toy_kind_runs_a_real_pass_judged_recorded_read_back_and_reported(stor
     assert row["variant"] == "toy8" and row["workload"] == "toy" and row["status"] == "accepted"
     assert row["observed_ids"] == 30 and row["model_revision"] == "toy-1"
     run = MlflowClient().get_run(row["run_id"])
-    assert run.data.tags[schema.EXPORTED] == "predictions.jsonl.gz"
+    assert run.data.params[schema.EXPORTED] == "predictions.jsonl.gz"
     built, _ = build("t", load_protocol(protocol_file), protocol_file, load_catalog(CATALOG), load_variants(toy_kind))
     assert [a.configuration.variant for a in built.assessments] == ["toy8"]
     assert built.assessments[0].configuration.identity.workload == "toy"

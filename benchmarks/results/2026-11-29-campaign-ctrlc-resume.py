@@ -17,7 +17,7 @@ first = subprocess.Popen([".venv/bin/gpucost", "campaign", "--variants", "batch1
 c = MlflowClient()
 while True:
     e = c.get_experiment_by_name("ctrlc")
-    runs = c.search_runs([e.experiment_id], filter_string="tags.`gpucost.pass_index` = '7'") if e else []
+    runs = c.search_runs([e.experiment_id], filter_string="params.`gpucost.pass_index` = '7'") if e else []
     if runs and runs[0].data.tags.get("gpucost.status") == "running":
         break
     time.sleep(1)

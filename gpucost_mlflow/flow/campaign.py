@@ -150,7 +150,7 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
 def _resume(client, experiment_id: str, plan: CampaignPlan, protocol: Protocol) -> CampaignRun:
     """The campaign run of plan.resume, running again: refused while its passes wait in the spool, or under
     another protocol."""
-    waiting = [e for e in spool.entries() if e.record["tags"].get(schema.CAMPAIGN_ID) == plan.resume]
+    waiting = spool.of_campaign(plan.resume)
     if waiting:
         raise GpucostError(
             f"{len(waiting)} pass(es) of campaign '{plan.resume}' wait in the spool {spool.spool_dir()}; "
@@ -246,7 +246,7 @@ def larger_batches(declared: dict[str, Variant], failed: Variant, scheduled: lis
 
 def _with_spool_hint(exc: GpucostError, campaign_id: str, done: int, todo: int) -> GpucostError:
     """A store lost mid-campaign stops it before the next pass; say what waits in the spool and how to go on."""
-    waiting = [e for e in spool.entries() if e.record["tags"].get(schema.CAMPAIGN_ID) == campaign_id]
+    waiting = spool.of_campaign(campaign_id)
     if not waiting:
         return exc
     return GpucostError(

@@ -115,7 +115,7 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
     metrics = judging.attempt_metrics(outcome, judged, (time.perf_counter_ns() - eval_started) / 1e9)
     verdict = judging.verdict(prepared, outcome, judged, metrics, audit_record)
     metric_entities, outcome_tags = writer.outcome_batch(
-        status=judged.status, reason=judged.reason, metrics=metrics, ids_match=judged.ids_match,
+        status=judged.status, reason=judged.reason, metrics=metrics,
         quality_verdict=verdict["quality_verdict"], memory_counter=verdict["memory_counter"], checks=judged.checks,
         timestamp_ms=stopped_ms, missing=verdict["missing_measurements"],
     )

@@ -73,7 +73,12 @@ def _tags(request: PassRequest, manifest: dict, main_metric: str, exported: str)
 
 def attempt_record(request: PassRequest, run: Run, experiment_name: str, started: Started, end_status: str,
                    outcome: PassOutcome, outcome_tags: list[RunTag], metric_entities: list[Metric]) -> dict:
-    """The attempt as the spool keeps it: the run, its end, its params, start and outcome tags, metrics and dataset."""
+    """The attempt as the spool keeps it: the run, its end, its params and facts, start and outcome tags, metrics and
+    dataset. Without a heartbeat: publishing it removes the run's last one (a finished run has no sign of life to
+    show)."""
+    tags, facts = schema.split_facts({
+        **{key: value for key, value in started.tags.items() if key != schema.HEARTBEAT},
+        schema.RUN_NAME: started.run_name, **{tag.key: tag.value for tag in outcome_tags}, **outcome.tags})
     return {
         "target": pass_run.spool_target(),
         "experiment_id": run.info.experiment_id,
@@ -84,10 +89,8 @@ def attempt_record(request: PassRequest, run: Run, experiment_name: str, started
         "start_time": run.info.start_time,
         "end_time": int(time.time() * 1000),
         "end_status": end_status,
-        "params": started.params,
-        # Without the start's heartbeat: the run keeps the last one its launcher wrote.
-        "tags": {**{key: value for key, value in started.tags.items() if key != schema.HEARTBEAT},
-                 schema.RUN_NAME: started.run_name, **{tag.key: tag.value for tag in outcome_tags}, **outcome.tags},
+        "params": {**started.params, **facts},
+        "tags": tags,
         "metrics": [[m.key, m.value, m.timestamp, m.step] for m in metric_entities],
         "dataset": started.dataset,
     }

@@ -86,10 +86,10 @@ class CampaignRun:
     def attempts_by_slot(self) -> dict[str, list[dict]]:
         """Every attempt already recorded under this campaign, as attempts-table rows, per slot (oldest first)."""
         by_slot: dict[str, list[dict]] = {}
-        found = search.all_runs(self.client, self.experiment_id,
-                                f"tags.`{schema.CAMPAIGN_ID}` = '{self.campaign_id}' AND tags.`{schema.VARIANT}` LIKE '%'")
+        found = search.by_fact(self.client, self.experiment_id, schema.CAMPAIGN_ID, self.campaign_id,
+                               f"tags.`{schema.VARIANT}` LIKE '%'")
         for run in found:
-            by_slot.setdefault(run.data.tags.get(schema.SLOT, ""), []).append(attempt_row(RunRecord.of(run)))
+            by_slot.setdefault(schema.run_facts(run).get(schema.SLOT, ""), []).append(attempt_row(RunRecord.of(run)))
         return by_slot
 
     def show(self, note: str, progress: dict[str, float], step: int) -> None:

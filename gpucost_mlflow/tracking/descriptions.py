@@ -13,13 +13,14 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from gpucost_mlflow.core.inputs.protocol import Protocol
+from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement.overlap import describe as describe_overlap
 from gpucost_mlflow.core.money import costs
 from gpucost_mlflow.core.money.choice import Choice
 from gpucost_mlflow.core.money.decision import Assessment, Configuration
 from gpucost_mlflow.core.names import MACRO_F1, PASS_S, REPETITIONS
-from gpucost_mlflow.tracking import limits, schema, ui
+from gpucost_mlflow.tracking import exclusion_record, limits, schema, ui
 from gpucost_mlflow.workloads import registry
 
 SEP = " · "
@@ -122,9 +123,18 @@ def missing_tags(missing: dict[str, str]) -> dict[str, str]:
 # Descriptions ----------------------------------------------------------------------------------------------
 
 def _checks_failed(tags: dict) -> list[str]:
+    """The failed checks' names (their reasons: the status reason, and verdict.json); with the reason on passes
+    recorded before the checks tag, which carry one tag per check."""
+    if schema.CHECKS in tags:
+        return [name for name, passed in verdicts.outcomes(tags[schema.CHECKS]).items() if not passed]
     prefix = schema.CHECK_PREFIX
     return [f"{key[len(prefix):]}: {value[len('fail: '):]}" for key, value in sorted(tags.items())
             if key.startswith(prefix) and value.startswith("fail: ")]
+
+
+def rejudged_tag(reference_run: str, first: str, at: str) -> str:
+    """`gpucost.rejudged`: when a verdict was made again, against which reference run, and what it was first."""
+    return f"at {at} against reference run {reference_run} (first {first})"
 
 
 def _missing(tags: dict) -> list[str]:
@@ -164,18 +174,23 @@ def pass_note(tags: dict, metrics: dict) -> str:
         facts.append(f"**Device:** {tags[schema.DEVICE_NAME]} ({tags.get(schema.BACKEND, '?')})")
     failed = _checks_failed(tags)
     if failed:
-        facts.append("**Failed checks:** " + "; ".join(short(item, 240) for item in failed))
+        facts.append("**Failed checks:** " + "; ".join(short(item, 240) for item in failed)
+                     + f" (each check's reason: `{schema.VERDICT}`)")
     missing = _missing(tags)
     if missing:
         facts.append("**Missing measurements:** " + "; ".join(missing))
-    if tags.get(schema.EXCLUDED_CAUSE):
-        facts.append(f"**Excluded** by {tags.get(schema.EXCLUDED_BY, '?')} at {tags.get(schema.EXCLUDED_AT, '?')}: "
-                     f"{short(tags[schema.EXCLUDED_CAUSE], 300)} (before: {tags.get(schema.STATUS_BEFORE_EXCLUSION, '?')})")
-    elif tags.get(schema.EXCLUSION_UNDONE):
-        facts.append(f"**Exclusion undone:** {short(tags[schema.EXCLUSION_UNDONE], 300)}")
-    if tags.get(schema.REJUDGED_AT):
-        facts.append(f"**Re-judged** at {tags[schema.REJUDGED_AT]} against reference run "
-                     f"`{tags.get(schema.REJUDGED_AGAINST, '?')}` (first {tags.get(schema.FIRST_STATUS, '?')})")
+    excluded = exclusion_record.details(tags)
+    if excluded["cause"]:
+        facts.append(f"**Excluded** by {excluded['by'] or '?'} at {excluded['at'] or '?'}: "
+                     f"{short(excluded['cause'], 300)} (before: {excluded['status_before'] or '?'})")
+    elif excluded["undone"]:
+        facts.append(f"**Exclusion undone:** {short(excluded['undone'], 300)}")
+    if tags.get(schema.REJUDGED):
+        facts.append(f"**Re-judged** {tags[schema.REJUDGED]}")
+    elif tags.get(schema.REJUDGED_AT):
+        earlier = rejudged_tag(tags.get(schema.REJUDGED_AGAINST, "?"), tags.get(schema.FIRST_STATUS, "?"),
+                               tags[schema.REJUDGED_AT])
+        facts.append(f"**Re-judged** {earlier}")
     others = [item for item in tags.get(schema.OVERLAPPED_WITH, "").split(",") if item]
     if others:
         facts.append(f"**Overlap:** {describe_overlap(others, tags.get(schema.HOST, '?'))}")

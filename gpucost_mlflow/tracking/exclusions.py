@@ -3,7 +3,8 @@
 Only a timing can suffer an external disturbance: an accepted or pending pass may be excluded, a rejected or
 failed one (a check or quality verdict, out of memory, a crash, an interruption) is a result and is refused.
 The pass keeps its row: its status becomes `excluded`, and the cause, who (the OS user) and when (UTC)
-are written beside the status and reason it had, which `undo` restores exactly. Each change is one
+are written, in one JSON tag (`gpucost.exclusion`), beside the status and reason it had, which `undo` restores
+exactly; passes excluded before that tag existed carry the same fields as tags of their own, read here too. Each change is one
 log_batch, so a pass is never half excluded; raw metrics are never touched. The report leaves excluded
 attempts out of durations, medians and feasibility (report/tables.py, core/money/decision.py) and lists every
 exclusion of the experiment per variant, so one can see whether one rule was applied to all.
@@ -23,13 +24,9 @@ from mlflow.tracking import MlflowClient
 from gpucost_mlflow.core.errors import MESSAGE_LIMIT, GpucostError
 from gpucost_mlflow.core.judging.status import EXCLUDABLE, Status
 from gpucost_mlflow.tracking import limits, schema, search, writer
+from gpucost_mlflow.tracking.exclusion_record import details, encoded
 
 EXCLUDED = Status.EXCLUDED
-# Tags an exclusion writes and its undo empties (MLflow's log_batch cannot delete a tag).
-WRITTEN = (schema.EXCLUDED_CAUSE, schema.EXCLUDED_BY, schema.EXCLUDED_AT, schema.STATUS_BEFORE_EXCLUSION,
-           schema.REASON_BEFORE_EXCLUSION)
-
-
 @dataclass(frozen=True)
 class Exclusion:
     run_id: str
@@ -43,6 +40,10 @@ class Exclusion:
     reason_before: str
 
 
+# A cause fits the exclusion's tag with the pass's own reason beside it.
+CAUSE_LIMIT = limits.TAG_VALUE // 2
+
+
 def user() -> str:
     """Who excludes: the OS user, 'unknown' when it cannot be told."""
     try:
@@ -53,15 +54,16 @@ def user() -> str:
 
 def describe(tags: dict) -> str:
     """The reason an excluded pass shows in the attempts table: its cause, who excluded it and when."""
-    return (f"{tags.get(schema.EXCLUDED_CAUSE, '')} (excluded by {tags.get(schema.EXCLUDED_BY, '') or 'unknown'} "
-            f"at {tags.get(schema.EXCLUDED_AT, '') or 'unknown time'})")
+    found = details(tags)
+    return f"{found['cause']} (excluded by {found['by'] or 'unknown'} at {found['at'] or 'unknown time'})"
 
 
 def of(run: Run) -> Exclusion:
-    tags = run.data.tags
-    return Exclusion(run.info.run_id, run.info.experiment_id, tags.get(schema.VARIANT, ""), tags.get(schema.DEVICE_NAME, ""),
-                     tags.get(schema.EXCLUDED_CAUSE, ""), tags.get(schema.EXCLUDED_BY, ""), tags.get(schema.EXCLUDED_AT, ""),
-                     tags.get(schema.STATUS_BEFORE_EXCLUSION, ""), tags.get(schema.REASON_BEFORE_EXCLUSION, ""))
+    tags = schema.run_facts(run)
+    found = details(tags)
+    return Exclusion(run.info.run_id, run.info.experiment_id, tags.get(schema.VARIANT, ""),
+                     tags.get(schema.DEVICE_NAME, ""), found["cause"], found["by"], found["at"],
+                     found["status_before"], found["reason_before"])
 
 
 def cause_of(cause: str | None) -> str:
@@ -69,8 +71,8 @@ def cause_of(cause: str | None) -> str:
     text = " ".join((cause or "").split())
     if not text:
         raise GpucostError("an exclusion needs its documented external cause (--cause TEXT, not empty); nothing changed")
-    if len(text) > limits.TAG_VALUE:
-        raise GpucostError(f"the cause is {len(text)} characters, at most {limits.TAG_VALUE}; nothing changed")
+    if len(text) > CAUSE_LIMIT:
+        raise GpucostError(f"the cause is {len(text)} characters, at most {CAUSE_LIMIT}; nothing changed")
     return text
 
 
@@ -100,21 +102,18 @@ def exclude(client: MlflowClient, run_id: str, cause: str, who: str | None = Non
     """Mark the pass excluded for the cause (one log_batch); the status and reason it had are kept for undo."""
     cause = cause_of(cause)
     run = _pass(client, run_id)
-    tags = run.data.tags
+    tags = schema.run_facts(run)
     status = tags.get(schema.STATUS, "")
     if status == EXCLUDED:
         raise GpucostError(f"run '{run.info.run_id}' is already excluded ({describe(tags)}); undo it first with "
                            f"`gpucost exclude {run.info.run_id} --undo`; nothing changed")
     _refuse_results(run)
-    batch = {
-        schema.STATUS: str(EXCLUDED),
-        schema.STATUS_REASON: cause,
-        schema.EXCLUDED_CAUSE: cause,
-        schema.EXCLUDED_BY: who or user(),
-        schema.EXCLUDED_AT: _now(),
-        schema.STATUS_BEFORE_EXCLUSION: status,
-        schema.REASON_BEFORE_EXCLUSION: tags.get(schema.STATUS_REASON, ""),
-    }
+    recorded = encoded({"cause": cause, "by": who or user(), "at": _now(), "status_before": status,
+                        "reason_before": tags.get(schema.STATUS_REASON, "")})
+    if len(recorded) > limits.TAG_VALUE:
+        raise GpucostError(f"the cause and the pass's reason are {len(recorded)} characters together, at most "
+                           f"{limits.TAG_VALUE}; shorten the cause; nothing changed")
+    batch = {schema.STATUS: str(EXCLUDED), schema.STATUS_REASON: cause, schema.EXCLUSION: recorded}
     metrics, note = writer.restated({**tags, **batch}, dict(run.data.metrics))
     client.log_batch(run.info.run_id, metrics=metrics, tags=[RunTag(key, value) for key, value in batch.items()] + note)
     return of(client.get_run(run.info.run_id))
@@ -131,7 +130,7 @@ def _refuse_results(run: Run) -> None:
     if status in EXCLUDABLE:
         return
     if status == Status.RUNNING:
-        raise GpucostError(f"run '{run_id}' is still running (launcher {run.data.tags.get(schema.LAUNCHER, '?')}): "
+        raise GpucostError(f"run '{run_id}' is still running (launcher {schema.run_facts(run).get(schema.LAUNCHER, '?')}): "
                            "exclude it once it has ended; nothing changed")
     if status in (Status.REJECTED, Status.FAILED):
         said = "was rejected" if status == Status.REJECTED else "failed"
@@ -144,18 +143,18 @@ def _refuse_results(run: Run) -> None:
 def undo(client: MlflowClient, run_id: str, who: str | None = None) -> Exclusion:
     """Restore the status and reason the pass had before its exclusion (one log_batch); returns what was undone."""
     run = _pass(client, run_id)
-    tags = run.data.tags
+    tags = schema.run_facts(run)
     status = tags.get(schema.STATUS, "")
     if status != EXCLUDED:
         raise GpucostError(f"run '{run.info.run_id}' is not excluded (status {status or 'not recorded'}): nothing to undo")
-    if not tags.get(schema.STATUS_BEFORE_EXCLUSION):
+    if not details(tags)["status_before"]:
         raise GpucostError(f"run '{run.info.run_id}' has no recorded status before its exclusion (not excluded by "
                            "`gpucost exclude`): nothing to restore; nothing changed")
     undone = of(run)
     trace = (f"exclusion by {undone.by} at {undone.at} undone by {who or user()} at {_now()} "
-             f"(cause was: {undone.cause})")[:limits.TAG_VALUE]
+             f"(cause was: {undone.cause})")[:CAUSE_LIMIT + 200]
     batch = [RunTag(schema.STATUS, undone.status_before), RunTag(schema.STATUS_REASON, undone.reason_before),
-             RunTag(schema.EXCLUSION_UNDONE, trace)] + [RunTag(key, "") for key in WRITTEN]
+             RunTag(schema.EXCLUSION, encoded({"undone": trace}))]
     metrics, note = writer.restated({**tags, **{tag.key: tag.value for tag in batch}}, dict(run.data.metrics))
     client.log_batch(run.info.run_id, metrics=metrics, tags=batch + note)
     return undone

@@ -18,10 +18,10 @@ FROM, UNTIL = schema.MEASURED_SPAN
 
 
 def _interval(run) -> Interval | None:
-    metrics, tags = run.data.metrics, run.data.tags
+    metrics = run.data.metrics
     if FROM not in metrics or UNTIL not in metrics:
         return None
-    return Interval(run.info.run_id, tags.get(schema.HOST, ""), metrics[FROM], metrics[UNTIL])
+    return Interval(run.info.run_id, schema.run_facts(run).get(schema.HOST, ""), metrics[FROM], metrics[UNTIL])
 
 
 def mark(client: MlflowClient, run_id: str) -> list[str]:
@@ -30,9 +30,8 @@ def mark(client: MlflowClient, run_id: str) -> list[str]:
     mine = _interval(run)
     if mine is None or not mine.host:
         return []
-    candidates = search.all_runs(client, run.info.experiment_id,
-                                 f"tags.`{schema.HOST}` = '{mine.host}' AND metrics.`{UNTIL}` > {mine.start!r}",
-                                 order_by=None)
+    candidates = search.by_fact(client, run.info.experiment_id, schema.HOST, mine.host,
+                                f"metrics.`{UNTIL}` > {mine.start!r}")
     spans = [i for i in (_interval(r) for r in candidates) if i is not None]
     if not any(i.run_id == run_id for i in spans):
         spans.append(mine)
@@ -44,6 +43,7 @@ def mark(client: MlflowClient, run_id: str) -> list[str]:
         current = run if target == run_id else client.get_run(target)
         tagged = [item for item in current.data.tags.get(schema.OVERLAPPED_WITH, "").split(",") if item]
         names = ",".join(sorted(set(found.get(target, [])) | set(tagged)))
-        note = descriptions.pass_note({**current.data.tags, schema.OVERLAPPED_WITH: names}, current.data.metrics)
+        note = descriptions.pass_note({**schema.run_facts(current), schema.OVERLAPPED_WITH: names},
+                                      current.data.metrics)
         client.log_batch(target, tags=[RunTag(schema.OVERLAPPED_WITH, names), RunTag(schema.NOTE, note)])
     return others

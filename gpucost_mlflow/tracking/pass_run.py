@@ -35,8 +35,10 @@ def open_run(client: MlflowClient, experiment_id: str, run_name: str, parent_run
 
 def record_start(client: MlflowClient, run_id: str, params: dict[str, str], tags: dict[str, str],
                  files: list[Path], dataset: dict) -> None:
-    """What the run holds as it opens: params and start tags (one log_batch), its files, its corpus dataset."""
-    client.log_batch(run_id, params=[Param(k, v) for k, v in params.items()],
+    """What the run holds as it opens: params, the start tags and facts (params: schema.FACTS) in one log_batch,
+    its files, its corpus dataset."""
+    tags, facts = schema.split_facts(tags)
+    client.log_batch(run_id, params=[Param(k, v) for k, v in {**params, **facts}.items()],
                      tags=[RunTag(k, v) for k, v in tags.items()])
     for path in files:
         client.log_artifact(run_id, str(path))
@@ -79,7 +81,7 @@ def close_unrecorded(client: MlflowClient, run_id: str, reason: str, state: str)
     that stopped the launcher is the one to see)."""
     try:
         run = client.get_run(run_id)
-        ended = {**run.data.tags, schema.STATUS: str(Status.FAILED), schema.STATUS_REASON: reason}
+        ended = {**schema.run_facts(run), schema.STATUS: str(Status.FAILED), schema.STATUS_REASON: reason}
         metrics, note = writer.restated(ended, run.data.metrics)
         client.log_batch(run_id, metrics=metrics,
                          tags=[RunTag(schema.STATUS, str(Status.FAILED)), RunTag(schema.STATUS_REASON, reason), *note])

@@ -14,6 +14,7 @@ from mlflow.tracking import MlflowClient
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.acceptance import DEFAULT_OUTPUT
 from gpucost_mlflow.core.inputs.protocol import digest_of
+from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement import energy
 from gpucost_mlflow.core.measurement.overlap import Interval, overlaps
@@ -109,9 +110,10 @@ def attempt_row(run: RunRecord, now: dt.datetime | None = None) -> dict:
 
     A run left RUNNING is interrupted when its launcher is gone (on this host) or its heartbeat stopped (any host),
     judged at `now` (the current time unless told)."""
-    tags, metrics, params = run.tags, run.metrics, run.params
-    status, reason, excluded = status_of(run, now)
-    measured_reason = tags.get(schema.REASON_BEFORE_EXCLUSION, "") if excluded else reason
+    tags, metrics, params = schema.facts(run.tags, run.params), run.metrics, run.params
+    status, reason, excluded = status_of(run, now, tags)
+    before = exclusions.details(tags) if excluded else {}
+    measured_reason = before.get("reason_before", "") if excluded else reason
     row = {
         "run_id": run.run_id,
         "campaign_id": tags.get(schema.CAMPAIGN_ID, ""),
@@ -139,13 +141,14 @@ def attempt_row(run: RunRecord, now: dt.datetime | None = None) -> dict:
         **{key: params.get(f"{schema.STACK_PREFIX}{key}", "") for key in schema.STACK_IDENTITY},
         "status": status,
         "reason": reason,
-        "status_before_exclusion": tags.get(schema.STATUS_BEFORE_EXCLUSION, "") if excluded else "",
+        "status_before_exclusion": before.get("status_before", ""),
         "quality_verdict": tags.get(schema.QUALITY_VERDICT, ""),
         "contended": tags.get(schema.CONTENDED, ""),
         "throttled": tags.get(schema.THROTTLED, ""),
         "starved": tags.get(schema.STARVED, ""),
-        "ids_match": tags.get(schema.IDS_MATCH, "") == "true",
-        "corpus_accepted": tags.get(schema.CORPUS_ACCEPTED, "") == "true" and status == Status.ACCEPTED,
+        "ids_match": ids_matched(tags),
+        # The status says it; passes recorded before carried the tag too.
+        "corpus_accepted": status == Status.ACCEPTED and tags.get(schema.CORPUS_ACCEPTED, "true") == "true",
         "protocol_digest": tags.get(schema.PROTOCOL_DIGEST, ""),
         "memory_counter": tags.get(schema.MEMORY_COUNTER, ""),
         "start_time": pd.Timestamp(run.start_time, unit="ms", tz="UTC"),
@@ -158,14 +161,22 @@ def attempt_row(run: RunRecord, now: dt.datetime | None = None) -> dict:
             row[key] = metrics[key]
     row["energy_reason"] = energy_reason(tags, metrics, status, measured_reason or reason)
     row["mfu_reason"] = mfu_reason(metrics, status, measured_reason or reason, row["workload"])
-    row["notes"] = "; ".join(notes_of(run, row, excluded, measured_reason))
+    row["notes"] = "; ".join(notes_of(run, row, excluded, measured_reason, tags, before))
     return row
 
 
-def status_of(run: RunRecord, now: dt.datetime | None) -> tuple[str, str, bool]:
+def ids_matched(tags: dict) -> bool:
+    """Whether the pass's ids check passed: read from its checks line (from its own tag on passes before it)."""
+    if schema.CHECKS in tags:
+        return verdicts.outcomes(tags[schema.CHECKS]).get("ids", False)
+    return tags.get(schema.IDS_MATCH, "") == "true"
+
+
+def status_of(run: RunRecord, now: dt.datetime | None, tags: dict | None = None) -> tuple[str, str, bool]:
     """The status and reason of a run as read, and whether it is excluded: a RUNNING run whose launcher is gone or
-    whose heartbeat stopped, or a run that ended before its attempt was recorded, is failed with why."""
-    tags = run.tags
+    whose heartbeat stopped, or a run that ended before its attempt was recorded, is failed with why. `tags`: the
+    run's tags with its facts (schema.facts), read from the run unless given."""
+    tags = schema.facts(run.tags, run.params) if tags is None else tags
     status = tags.get(schema.STATUS, "")
     reason = tags.get(schema.STATUS_REASON, "")
     stale = heartbeat.stale_reason(tags, run.start_time, now) if run.status == "RUNNING" else ""
@@ -176,21 +187,21 @@ def status_of(run: RunRecord, now: dt.datetime | None) -> tuple[str, str, bool]:
     elif run.status in ("FAILED", "KILLED") and status in ("", Status.RUNNING):
         status, reason = str(Status.FAILED), reason or "interrupted (run ended before the attempt was recorded)"
     # An excluded pass keeps its row; the cause, who and when are its reason (`gpucost exclude`, PROTOCOL.md §6).
-    excluded = tags.get(schema.STATUS) == Status.EXCLUDED and bool(tags.get(schema.EXCLUDED_CAUSE))
+    excluded = tags.get(schema.STATUS) == Status.EXCLUDED and bool(exclusions.details(tags)["cause"])
     if excluded:
         status, reason = str(Status.EXCLUDED), exclusions.describe(tags)
     return status, reason, excluded
 
 
-def notes_of(run: RunRecord, row: dict, excluded: bool, measured_reason: str) -> list[str]:
-    """The notes of an attempts-table row: its status and reason, what it was before an exclusion, every empty
-    measurement with why, where its output file is, and why its MFU is empty."""
-    tags, metrics, status, reason = run.tags, run.metrics, row["status"], row["reason"]
+def notes_of(run: RunRecord, row: dict, excluded: bool, measured_reason: str, tags: dict, before: dict) -> list[str]:
+    """The notes of an attempts-table row: its status and reason, what it was before an exclusion (`before`:
+    exclusions.details), every empty measurement with why, where its output file is, and why its MFU is empty."""
+    metrics, status, reason = run.metrics, row["status"], row["reason"]
     notes = []
     if status not in (Status.ACCEPTED, ""):
         notes.append(f"{status}: {reason}")
     if excluded:
-        notes.append(f"before exclusion: {tags.get(schema.STATUS_BEFORE_EXCLUSION, '') or 'not recorded'}"
+        notes.append(f"before exclusion: {before.get('status_before', '') or 'not recorded'}"
                      f" ({measured_reason or 'no reason recorded'})")
     why = measured_reason or reason or "not recorded"
     for key in schema.TIMINGS + (COMPLETED_ENTRIES,):

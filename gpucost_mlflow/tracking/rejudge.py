@@ -3,7 +3,8 @@
 A variant whose numerics differ from the fp32 reference is `pending` when it ran before any accepted
 reference pass on the same corpus and model. Re-judging reads its written predictions and the
 reference's back from the store, applies its output's rules (`workloads/<kind>/output.py`), and records the new verdict on the run
-(when, against which reference run); raw metrics stay untouched. A pass no longer pending is never
+(when, against which reference run) and in its verdict.json, which keeps the first verdict beside the new one; raw
+metrics stay untouched. A pass no longer pending is never
 touched again, so re-judging twice changes nothing.
 """
 
@@ -24,7 +25,7 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.protocol import Protocol, load_protocol
 from gpucost_mlflow.core.judging import judge, verdicts
 from gpucost_mlflow.core.judging.status import Status
-from gpucost_mlflow.tracking import experiments, schema, search, writer
+from gpucost_mlflow.tracking import descriptions, experiments, schema, search, writer
 from gpucost_mlflow.workloads import registry
 
 
@@ -43,8 +44,11 @@ class Rejudged:
                 f"{self.reference_run} ({self.reason})")
 
 
-def _checks(tags: dict) -> list[verdicts.Check]:
-    """The checks recorded on the run (`gpucost.check.<name>` = 'pass: reason' or 'fail: reason')."""
+def _checks(verdict: dict, tags: dict) -> list[verdicts.Check]:
+    """The checks recorded with the pass: its verdict.json's, else (a pass recorded before the checks moved there)
+    its tags `gpucost.check.<name>` = 'pass: reason' or 'fail: reason'."""
+    if verdict.get("checks"):
+        return verdicts.from_records(verdict["checks"])
     found = []
     for key, value in tags.items():
         if key.startswith(schema.CHECK_PREFIX):
@@ -74,16 +78,20 @@ def _model_labels(client: MlflowClient, run_id: str, folder: Path) -> list[str]:
 
 def find_reference(client: MlflowClient, experiment_id: str, reference: str, fingerprint: str, model_revision: str):
     """The latest accepted pass of the reference variant on the same corpus and model, or None."""
-    runs = client.search_runs(
-        [experiment_id],
-        filter_string=(
-            f"tags.`{schema.VARIANT}` = '{reference}' AND tags.`{schema.STATUS}` = '{Status.ACCEPTED}' "
-            f"AND tags.`{schema.CORPUS_FINGERPRINT}` = '{fingerprint}' AND params.`{schema.MODEL_REVISION}` = '{model_revision}'"
-        ),
-        order_by=["attributes.start_time DESC"],
-        max_results=1,
-    )
-    return runs[0] if runs else None
+    runs = search.by_fact(client, experiment_id, schema.CORPUS_FINGERPRINT, fingerprint, (
+        f"tags.`{schema.VARIANT}` = '{reference}' AND tags.`{schema.STATUS}` = '{Status.ACCEPTED}' "
+        f"AND params.`{schema.MODEL_REVISION}` = '{model_revision}'"))
+    return runs[-1] if runs else None
+
+
+def _verdict(run_id: str, folder: Path) -> dict:
+    """The pass's verdict.json as the store holds it ({} when it has none)."""
+    path = fetch(run_id, (schema.VERDICT,), folder) / schema.VERDICT
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 def load_reference(run, rules, protocol: Protocol, labels: list[str], folder: Path):
@@ -129,36 +137,45 @@ def rejudge(experiment: str, protocol: Protocol, client: MlflowClient | None = N
         folder = Path(temp)
         for run in pending:
             reference_run = find_reference(client, experiment_id, reference_name,
-                                           run.data.tags.get(schema.CORPUS_FINGERPRINT, ""),
+                                           schema.run_facts(run).get(schema.CORPUS_FINGERPRINT, ""),
                                            run.data.params.get(schema.MODEL_REVISION, ""))
             if reference_run is None:
                 continue
             labels = _model_labels(client, run.info.run_id, folder)
             back = rules.read_back(fetch(run.info.run_id, rules.FILES, folder), protocol, labels)
-            result = rules.judge_against_reference(_checks(run.data.tags), dict(run.data.metrics), back,
+            first = _verdict(run.info.run_id, folder)
+            result = rules.judge_against_reference(_checks(first, run.data.tags), dict(run.data.metrics), back,
                                                    load_reference(reference_run, rules, protocol, labels, folder),
                                                    protocol.acceptance)
-            _record(client, run, result, reference_run.info.run_id)
+            _record(client, run, result, reference_run.info.run_id, first, folder)
             judged.append(Rejudged(run.info.run_id, run.data.tags.get(schema.VARIANT, ""), result.status,
                                    result.reason, reference_run.info.run_id))
     return judged
 
 
-def _record(client: MlflowClient, run, result: judge.Judgement, reference_run: str) -> None:
-    """The new verdict's status tags and checks, when and against what it was made, the figures of the comparison
-    (cosine, exact match: whatever the output's judge measured; raw measurements untouched), its `accepted` metric
-    and its description (one log_batch)."""
-    _, tags = writer.outcome_batch(status=result.status, reason=result.reason, metrics={}, ids_match=result.ids_match,
+def _record(client: MlflowClient, run, result: judge.Judgement, reference_run: str, first: dict,
+            folder: Path) -> None:
+    """The new verdict: its status tags and checks line, when and against what it was made (one tag), the figures of
+    the comparison (cosine, exact match: whatever the output's judge measured; raw measurements untouched), its
+    `accepted` metric and its description (one log_batch); then verdict.json with the new checks and the first
+    verdict kept beside them."""
+    at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    _, tags = writer.outcome_batch(status=result.status, reason=result.reason, metrics={},
                                    quality_verdict=result.quality_verdict, checks=result.checks)
     tags = [tag for tag in tags if tag.key != schema.MEMORY_COUNTER]
-    tags += [
-        RunTag(schema.REJUDGED_AT, dt.datetime.now(dt.UTC).isoformat(timespec="seconds")),
-        RunTag(schema.REJUDGED_AGAINST, reference_run),
-        RunTag(schema.FIRST_STATUS, str(Status.PENDING)),
-    ]
+    tags.append(RunTag(schema.REJUDGED, descriptions.rejudged_tag(reference_run, str(Status.PENDING), at)))
     measured = {key: float(value) for key, value in (result.comparison.get("metrics") or {}).items()}
-    metrics, note = writer.restated({**run.data.tags, **{tag.key: tag.value for tag in tags}},
+    metrics, note = writer.restated({**schema.run_facts(run), **{tag.key: tag.value for tag in tags}},
                                     {**run.data.metrics, **measured})
     now = int(time.time() * 1000)
     client.log_batch(run.info.run_id, metrics=metrics + [Metric(key, value, now, 0) for key, value in measured.items()],
                      tags=tags + note)
+    verdict = {**first, "status": result.status, "reason": result.reason,
+               "corpus_accepted": result.status == Status.ACCEPTED, "quality_verdict": result.quality_verdict,
+               "checks": [check.record() for check in result.checks], "reference": result.comparison,
+               "rejudged": {"at": at, "against": reference_run},
+               "first": {key: first.get(key) for key in ("status", "reason", "quality_verdict", "checks")}}
+    path = folder / f"rejudged-{run.info.run_id}" / schema.VERDICT
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(verdict, indent=2, default=str), encoding="utf-8")
+    client.log_artifact(run.info.run_id, str(path))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpucost_mlflow.core.judging import verdicts
+from gpucost_mlflow.core.measurement import energy
 
 # The pass metrics are named in core/names.py (the child imports them there); they are read here as well.
 from gpucost_mlflow.core.names import INPUTS_PER_S, MEASURED_SPAN, TIMINGS, TOKENS_PER_S, UTILISATION  # noqa: F401
@@ -97,14 +98,20 @@ PAID = "paid"  # in the plan's currency: paid_usd
 DECISION_CATALOG = "catalog"
 DECISION_DEADLINE = "deadline"
 DECISION_EXPERIMENT = "experiment"
-# Wall-clock bounds (epoch seconds) of the measured pass, read outside its clock.
+# The verdict's checks in one short tag (core/judging/verdicts.summary): `failed: quality · passed: ids, format`;
+# each check's reason is in verdict.json. Passes recorded before it carry one `gpucost.check.<name>` tag per check.
+CHECKS = "gpucost.checks"
 CHECK_PREFIX = "gpucost.check."
-# A verdict made again later (`gpucost rejudge`): when, against which reference run, and what it was first.
+# A verdict made again later (`gpucost rejudge`): one tag saying when, against which reference run, and what it was
+# first; passes re-judged before it carry the three tags after it.
+REJUDGED = "gpucost.rejudged"
 REJUDGED_AT = "gpucost.rejudged_at"
 REJUDGED_AGAINST = "gpucost.rejudged_against"
 FIRST_STATUS = "gpucost.first_status"
-# A pass excluded for a documented external cause (`gpucost exclude`, PROTOCOL.md §6): the cause, who and when
-# (UTC), and the status and reason it had before, which `--undo` restores. Undo empties them and leaves one trace.
+# A pass excluded for a documented external cause (`gpucost exclude`, PROTOCOL.md §6): one tag holding, as JSON, the
+# cause, who and when (UTC), and the status and reason it had before, which `--undo` restores; undo leaves one trace
+# in it. Passes excluded before it carry the six tags after it (tracking/exclusions.py reads both).
+EXCLUSION = "gpucost.exclusion"
 EXCLUDED_CAUSE = "gpucost.excluded_cause"
 EXCLUDED_BY = "gpucost.excluded_by"
 EXCLUDED_AT = "gpucost.excluded_at"
@@ -113,6 +120,41 @@ REASON_BEFORE_EXCLUSION = "gpucost.reason_before_exclusion"
 EXCLUSION_UNDONE = "gpucost.exclusion_undone"
 
 ROLES = ("benchmark", "deliverable")
+
+# What a pass records once and never changes (where and how it ran, what it could not measure) is logged as params,
+# under these same keys: the run page lists them in its Parameters table, and its tag chips keep to what changes or
+# is filtered on (variant, status, reason, quality verdict, checks, standing, overlap, re-judging, exclusion).
+# Passes recorded before this carry them as tags: `facts` reads either.
+FACTS = frozenset({
+    ROLE, CAMPAIGN_ID, PASS_INDEX, DEVICE_NAME, BACKEND, PROTOCOL_DIGEST, CORPUS_FINGERPRINT, MEMORY_COUNTER,
+    ROUND, POSITION, SLOT, ATTEMPT, RETRY_OF, CACHE_POLICY, LAUNCHER, HOST, HEARTBEAT_INTERVAL,
+    SYSTEM_METRICS_INTERVAL, SPOOL_ID, MAIN_METRIC, EXPORTED, CONTENDED, THROTTLED, STARVED,
+    energy.ENERGY_COUNTER_TAG, energy.ENERGY_FLAG_TAG, energy.DEVICE_UUID_TAG,
+})
+FACT_PREFIXES = (MISSING_PREFIX,)
+# Tags no longer written: the status says whether the corpus was accepted, the checks tag whether the ids matched.
+RETIRED = frozenset({CORPUS_ACCEPTED, IDS_MATCH})
+
+
+def is_fact(key: str) -> bool:
+    """Whether a pass's key is one of its facts (logged as a param)."""
+    return key in FACTS or key.startswith(FACT_PREFIXES)
+
+
+def split_facts(tags: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """A pass's tags parted into (tags, facts): the facts are logged as params (see FACTS)."""
+    kept = {key: value for key, value in tags.items() if not is_fact(key)}
+    return kept, {key: value for key, value in tags.items() if is_fact(key)}
+
+
+def facts(tags: dict[str, str], params: dict[str, str]) -> dict[str, str]:
+    """A pass's tags with its facts, wherever they were logged (params now, tags on passes recorded before)."""
+    return {**tags, **{key: value for key, value in params.items() if is_fact(key)}}
+
+
+def run_facts(run) -> dict[str, str]:
+    """`facts` of an MLflow Run."""
+    return facts(dict(run.data.tags), dict(run.data.params))
 
 
 MANIFEST = "manifest.json"

@@ -23,3 +23,16 @@ def all_runs(client: MlflowClient, experiment_id: str, filter_string: str,
         token = page.token
         if not token:
             return
+
+
+def by_fact(client: MlflowClient, experiment_id: str, key: str, value: str, also: str = "") -> list[Run]:
+    """The experiment's active runs whose fact `key` (tracking/schema.FACTS) is `value`, oldest first: a param on a
+    pass recorded now, a tag on one recorded before; `also` adds a condition (MLflow's filter syntax)."""
+    quoted = value.replace("'", "\\'")
+    found: dict[str, Run] = {}
+    for kind in ("params", "tags"):
+        condition = f"{kind}.`{key}` = '{quoted}'" + (f" AND {also}" if also else "")
+        for run in all_runs(client, experiment_id, condition, order_by=None):
+            found.setdefault(run.info.run_id, run)
+    return sorted(found.values(), key=lambda run: (run.info.start_time is None, run.info.start_time or 0,
+                                                   run.info.run_id))

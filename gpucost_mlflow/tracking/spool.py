@@ -21,7 +21,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.tracking import limits, schema
+from gpucost_mlflow.tracking import limits, schema, search
 
 ENV = "GPUCOST_SPOOL"
 RECORD = "record.json"
@@ -101,6 +101,12 @@ def entries(root: Path | None = None) -> list[Entry]:
     return found
 
 
+def of_campaign(campaign_id: str, root: Path | None = None) -> list[Entry]:
+    """The spooled passes of one campaign (its id is a fact: a param now, a tag in entries spooled before)."""
+    return [entry for entry in entries(root)
+            if schema.facts(entry.record["tags"], entry.record.get("params", {})).get(schema.CAMPAIGN_ID) == campaign_id]
+
+
 def _chunks(items: list, size: int):
     for start in range(0, len(items), size):
         yield items[start:start + size]
@@ -126,11 +132,10 @@ def _find_run(client: MlflowClient, record: dict) -> tuple[str, bool]:
             if exc.error_code != "RESOURCE_DOES_NOT_EXIST":
                 raise
     experiment_id = _experiment_id(client, record)
-    found = client.search_runs([experiment_id], filter_string=f"tags.`{schema.SPOOL_ID}` = '{record['spool_id']}'",
-                               max_results=1)
+    found = search.by_fact(client, experiment_id, schema.SPOOL_ID, record["spool_id"])
     if found:
         return found[0].info.run_id, False
-    tags = dict(record["tags"], **{schema.SPOOL_ID: record["spool_id"]})
+    tags = dict(record["tags"])
     if record.get("parent_run_id"):
         tags[schema.PARENT_RUN_ID] = record["parent_run_id"]
     run = client.create_run(experiment_id, start_time=record["start_time"], tags=tags, run_name=record.get("run_name"))
@@ -141,8 +146,8 @@ def publish(client: MlflowClient, entry: Entry) -> str:
     """Upload one spooled pass with its original timestamps; safe to repeat. Returns the run id."""
     record = entry.record
     run_id, created = _find_run(client, record)
-    params = [Param(key, value) for key, value in record["params"].items()]
-    tags = [RunTag(key, value) for key, value in record["tags"].items()] + [RunTag(schema.SPOOL_ID, record["spool_id"])]
+    params = [Param(key, value) for key, value in {**record["params"], schema.SPOOL_ID: record["spool_id"]}.items()]
+    tags = [RunTag(key, value) for key, value in record["tags"].items()]
     metrics = [Metric(key, value, timestamp, step) for key, value, timestamp, step in record["metrics"]]
     for chunk in _chunks(params, limits.BATCH["params"]):
         client.log_batch(run_id, params=chunk)
@@ -156,7 +161,17 @@ def publish(client: MlflowClient, entry: Entry) -> str:
     for name in record["artifacts"]:
         client.log_artifact(run_id, str(entry.folder / ARTIFACTS / name))
     client.set_terminated(run_id, record["end_status"], end_time=record["end_time"])
+    _drop_heartbeat(client, run_id)
     return run_id
+
+
+def _drop_heartbeat(client: MlflowClient, run_id: str) -> None:
+    """Remove the finished run's heartbeat: only a running pass's sign of life is read (gone already on a repeat)."""
+    try:
+        client.delete_tag(run_id, schema.HEARTBEAT)
+    except MlflowException as exc:
+        if exc.error_code not in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE", "NOT_FOUND"):
+            raise
 
 
 def remove(entry: Entry) -> None:

@@ -26,12 +26,12 @@ class Sampler:
         self.missing = ""
 
     def start(self) -> Sampler:
-        """Tag the interval and start MLflow's monitor thread; a monitor that cannot start leaves the reason."""
+        """Log the interval (a param: schema.FACTS) and start MLflow's monitor thread; a monitor that cannot start leaves the reason."""
         try:
             from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
 
             logging.getLogger("mlflow.system_metrics").setLevel(logging.WARNING)  # no INFO lines on the terminal
-            self.client.set_tag(self.run_id, schema.SYSTEM_METRICS_INTERVAL, f"{self.interval_s:g}")
+            self.client.log_param(self.run_id, schema.SYSTEM_METRICS_INTERVAL, f"{self.interval_s:g}")
             self.monitor = SystemMetricsMonitor(self.run_id, sampling_interval=self.interval_s,
                                                 samples_before_logging=1, tracking_uri=self.client.tracking_uri)
             self.monitor.start()

@@ -10,9 +10,10 @@ import os
 import socket
 import time
 
-from mlflow.entities import Metric, RunTag
+from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
+from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.names import COMPLETED_ENTRIES, PASS_S
 from gpucost_mlflow.tracking import descriptions, heartbeat, limits, schema
@@ -59,27 +60,24 @@ def throughput(metrics: dict) -> tuple[dict[str, float], dict[str, str]]:
     return rates, missing
 
 
-def outcome_batch(*, status: str, reason: str, metrics: dict, ids_match: bool, quality_verdict: str,
-                  memory_counter: str = "", checks: list | None = None, timestamp_ms: int | None = None,
-                  missing: dict | None = None) -> tuple[list[Metric], list[RunTag]]:
-    """The metrics and status tags that record how an attempt ended, stamped when the clock stopped.
+def outcome_batch(*, status: str, reason: str, metrics: dict, quality_verdict: str, memory_counter: str = "",
+                  checks: list | None = None, timestamp_ms: int | None = None, missing: dict | None = None
+                  ) -> tuple[list[Metric], list[RunTag]]:
+    """The metrics and tags that record how an attempt ended, stamped when the clock stopped.
 
-    Added to the given metrics: `accepted` (1/0) and the throughputs; to the tags, each missing measurement's
-    short reason (`gpucost.missing.<metric>`)."""
+    Added to the given metrics: `accepted` (1/0) and the throughputs; to the tags, the checks in one line (their
+    reasons are in verdict.json) and each missing measurement's short reason (`gpucost.missing.<metric>`, a fact the
+    record logs as a param: schema.split_facts)."""
     now = timestamp_ms if timestamp_ms is not None else int(time.time() * 1000)
     rates, rates_missing = throughput(metrics)
     metrics = {**rates, **metrics, schema.ACCEPTED: 1.0 if status == Status.ACCEPTED else 0.0}
     tags = [
         RunTag(schema.STATUS, str(status)),
         RunTag(schema.STATUS_REASON, reason[:limits.TAG_VALUE]),
-        RunTag(schema.CORPUS_ACCEPTED, str(status == Status.ACCEPTED).lower()),
-        RunTag(schema.IDS_MATCH, str(ids_match).lower()),
         RunTag(schema.MEMORY_COUNTER, memory_counter),
         RunTag(schema.QUALITY_VERDICT, quality_verdict),
-    ] + [
-        RunTag(f"{schema.CHECK_PREFIX}{check.name}", f"{'pass' if check.passed else 'fail'}: {check.reason}"[:limits.TAG_VALUE])
-        for check in checks or []
-    ] + [RunTag(key, value) for key, value in descriptions.missing_tags({**rates_missing, **(missing or {})}).items()]
+    ] + ([RunTag(schema.CHECKS, verdicts.summary(checks)[:limits.TAG_VALUE])] if checks else []) + [
+        RunTag(key, value) for key, value in descriptions.missing_tags({**rates_missing, **(missing or {})}).items()]
     return [Metric(k, float(v), now, 0) for k, v in metrics.items()], tags
 
 
@@ -91,6 +89,8 @@ def restated(tags: dict, metrics: dict) -> tuple[list[Metric], list[RunTag]]:
 
 
 def log_outcome(client: MlflowClient, run_id: str, **outcome) -> None:
-    """One log_batch with every metric and the status tags (see outcome_batch)."""
+    """One log_batch with every metric, the status tags and the facts as params (see outcome_batch)."""
     metrics, tags = outcome_batch(**outcome)
-    client.log_batch(run_id, metrics=metrics, tags=tags)
+    kept, facts = schema.split_facts({tag.key: tag.value for tag in tags})
+    client.log_batch(run_id, metrics=metrics, params=[Param(k, v) for k, v in facts.items()],
+                     tags=[RunTag(k, v) for k, v in kept.items()])

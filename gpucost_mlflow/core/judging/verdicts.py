@@ -24,6 +24,30 @@ class Check:
         return asdict(self)
 
 
+def summary(checks: Sequence[Check]) -> str:
+    """The checks' names in one short line, failed first: `failed: quality · passed: ids, format, coverage`
+    (each reason stays in verdict.json); '' without checks."""
+    failed = [check.name for check in checks if not check.passed]
+    passed = [check.name for check in checks if check.passed]
+    parts = [f"failed: {', '.join(failed)}"] if failed else []
+    return " · ".join(parts + ([f"passed: {', '.join(passed)}"] if passed else []))
+
+
+def outcomes(text: str) -> dict[str, bool]:
+    """Each check's name and whether it passed, read back from a `summary` line."""
+    found = {}
+    for part in text.split(" · "):
+        head, _, names = part.partition(": ")
+        for name in filter(None, (item.strip() for item in names.split(","))):
+            found[name] = head == "passed"
+    return found
+
+
+def from_records(records: Sequence[dict]) -> list[Check]:
+    """The checks as verdict.json keeps them (`Check.record`)."""
+    return [Check(str(item["name"]), bool(item["passed"]), str(item.get("reason", ""))) for item in records]
+
+
 @dataclass
 class ReadBack:
     """What the predictions file really holds, read from disk, not from memory."""
