@@ -132,9 +132,23 @@ def _decision_run_page_shows_its_description(served, tmp_path):
     assert re.search(r"\W+".join(words), shown), f"the description shown is not the note:\n{shown[:2000]}\n---\n{note[:2000]}"
 
 
+def _pass_run_page_shows_at_most_8_gpucost_tags_and_its_description(served, tmp_path):
+    server, client, _ = served
+    run = _runs(client, "benchmark")[0]
+    dom = _show(tmp_path, f"{server.uri}/{ui.run_path(run.info.experiment_id, run.info.run_id)}", "pass-run")
+    # MLflow draws each tag as a key-value chip titled with its key; the facts are in the Parameters table instead.
+    chips = re.findall(r'role="status" title="(gpucost\.[^"]+)"[^>]*data-component-id="[^"]*keyvaluetag', dom)
+    assert 3 <= len(chips) <= 8, f"the pass page shows {len(chips)} gpucost tags: {chips}"
+    assert schema.STATUS in chips and schema.CHECKS in chips and schema.HOST not in chips
+    found = re.search(r'data-testid="note-editor-preview-content"[^>]*>(.*?)</div>', dom, re.DOTALL)
+    assert found and f"{run.data.tags[schema.VARIANT]} · " in _text(found.group(1)), "no description on the pass page"
+
+
 def test_the_experiment_opens_on_its_runs_the_printed_link_sorts_passes_and_the_decision_shows_its_note(served, tmp_path):
     """One test over the served store (a module fixture built once: with xdist, separate tests of this module would
-    each build it on their own worker): the experiment's landing page, the printed link's view, the decision run."""
+    each build it on their own worker): the experiment's landing page, the printed link's view, the decision run, a
+    pass run."""
     _experiment_opens_on_the_runs_table_not_the_genai_overview(served, tmp_path)
     _printed_link_shows_every_pass_sorted_by_pass_s_with_its_status_and_standing(served, tmp_path)
     _decision_run_page_shows_its_description(served, tmp_path)
+    _pass_run_page_shows_at_most_8_gpucost_tags_and_its_description(served, tmp_path)
