@@ -91,3 +91,12 @@ def test_a_pass_recorded_with_every_fact_as_a_tag_reads_as_one_recorded_now(stor
         row["notes"] = row["notes"].split("; predictions: ")[0]
     assert rows[0] == rows[1]
     assert rows[0]["host"] and rows[0]["device"] == "NVIDIA H200" and rows[0]["ids_match"] and rows[0]["throttled"]
+
+
+def test_rejudging_reads_the_checks_from_verdict_json_or_from_an_older_pass_tags():
+    from gpucost_mlflow.tracking.rejudge import _checks
+
+    recorded = {"checks": [check.record() for check in CHECKS]}
+    assert _checks(recorded, {}) == CHECKS
+    older = {f"{schema.CHECK_PREFIX}ids": "pass: exactly the 30 expected ids", schema.CHECKS: "passed: ids"}
+    assert _checks({}, older) == [Check("ids", True, "exactly the 30 expected ids")]
