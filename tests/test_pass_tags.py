@@ -100,3 +100,17 @@ def test_rejudging_reads_the_checks_from_verdict_json_or_from_an_older_pass_tags
     assert _checks(recorded, {}) == CHECKS
     older = {f"{schema.CHECK_PREFIX}ids": "pass: exactly the 30 expected ids", schema.CHECKS: "passed: ids"}
     assert _checks({}, older) == [Check("ids", True, "exactly the 30 expected ids")]
+
+
+def test_a_pass_with_more_params_than_one_log_batch_takes_records_them_all(store, tmp_path):
+    from gpucost_mlflow.tracking import limits, pass_run
+
+    client = MlflowClient()
+    run_id = client.create_run(client.create_experiment("many")).info.run_id
+    params = {f"{schema.SETTING_PREFIX}knob_{i}": str(i) for i in range(limits.BATCH["params"] + 20)}
+    kept, facts = _campaign_pass_tags()
+    tags = {**kept, **facts}  # as the launcher gives them: record_start parts them
+    dataset = pass_run.dataset_fields([{"id": "1", "text": "t", "label": "a", "bucket": "short"}], "c.jsonl", "d" * 16)
+    pass_run.record_start(client, run_id, params, tags, [], dataset)
+    logged = client.get_run(run_id).data
+    assert set(params) <= set(logged.params) and logged.params[schema.HOST] and schema.HOST not in logged.tags

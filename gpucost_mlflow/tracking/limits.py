@@ -13,3 +13,10 @@ EXPERIMENT_TAG_VALUE = validation.MAX_EXPERIMENT_TAG_VAL_LENGTH
 # Entities of each kind one log_batch may carry.
 BATCH = {"metrics": validation.MAX_METRICS_PER_BATCH, "params": validation.MAX_PARAMS_TAGS_PER_BATCH,
          "tags": validation.MAX_PARAMS_TAGS_PER_BATCH}
+
+
+def batches(items: list, kind: str):
+    """The items in slices one log_batch takes (`kind`: metrics, params or tags)."""
+    size = BATCH[kind]
+    for start in range(0, len(items), size):
+        yield items[start:start + size]

@@ -19,7 +19,7 @@ from mlflow.tracking import MlflowClient
 from mlflow.tracking.context.registry import resolve_tags
 
 from gpucost_mlflow.core.judging.status import Status
-from gpucost_mlflow.tracking import schema, spool, writer
+from gpucost_mlflow.tracking import limits, schema, spool, writer
 
 
 def open_run(client: MlflowClient, experiment_id: str, run_name: str, parent_run_id: str) -> Run:
@@ -38,8 +38,11 @@ def record_start(client: MlflowClient, run_id: str, params: dict[str, str], tags
     """What the run holds as it opens: params, the start tags and facts (params: schema.FACTS) in one log_batch,
     its files, its corpus dataset."""
     tags, facts = schema.split_facts(tags)
-    client.log_batch(run_id, params=[Param(k, v) for k, v in {**params, **facts}.items()],
-                     tags=[RunTag(k, v) for k, v in tags.items()])
+    given = [Param(k, v) for k, v in {**params, **facts}.items()]
+    first, *more = list(limits.batches(given, "params")) or [[]]
+    client.log_batch(run_id, params=first, tags=[RunTag(k, v) for k, v in tags.items()])
+    for chunk in more:  # a workload with many settings: the params a single log_batch cannot take
+        client.log_batch(run_id, params=chunk)
     for path in files:
         client.log_artifact(run_id, str(path))
     _log_dataset(client, run_id, dataset)

@@ -107,11 +107,6 @@ def of_campaign(campaign_id: str, root: Path | None = None) -> list[Entry]:
             if schema.facts(entry.record["tags"], entry.record.get("params", {})).get(schema.CAMPAIGN_ID) == campaign_id]
 
 
-def _chunks(items: list, size: int):
-    for start in range(0, len(items), size):
-        yield items[start:start + size]
-
-
 def _experiment_id(client: MlflowClient, record: dict) -> str:
     experiment = client.get_experiment_by_name(record["experiment_name"])
     if experiment is not None:
@@ -149,11 +144,11 @@ def publish(client: MlflowClient, entry: Entry) -> str:
     params = [Param(key, value) for key, value in {**record["params"], schema.SPOOL_ID: record["spool_id"]}.items()]
     tags = [RunTag(key, value) for key, value in record["tags"].items()]
     metrics = [Metric(key, value, timestamp, step) for key, value, timestamp, step in record["metrics"]]
-    for chunk in _chunks(params, limits.BATCH["params"]):
+    for chunk in limits.batches(params, "params"):
         client.log_batch(run_id, params=chunk)
-    for chunk in _chunks(tags, limits.BATCH["tags"]):
+    for chunk in limits.batches(tags, "tags"):
         client.log_batch(run_id, tags=chunk)
-    for chunk in _chunks(metrics, limits.BATCH["metrics"]):
+    for chunk in limits.batches(metrics, "metrics"):
         client.log_batch(run_id, metrics=chunk)
     if created and record.get("dataset"):
         dataset = Dataset(**record["dataset"])
