@@ -53,6 +53,23 @@ def test_a_store_refusing_the_upload_stops_sync_in_one_line_and_keeps_the_entry(
     assert [waiting.name for waiting in spool.entries()] == [entry.name]
 
 
+def test_a_sync_that_died_right_after_creating_the_run_makes_no_second_one(spooled, monkeypatch):
+    entry = spooled()
+    client = MlflowClient()
+    real = MlflowClient.log_batch
+
+    def lost(self, *args, **kwargs):
+        raise MlflowException("Connection refused")
+
+    monkeypatch.setattr(MlflowClient, "log_batch", lost)
+    with pytest.raises(MlflowException):
+        spool.publish(client, entry)  # the run exists now, nothing else of the pass
+    monkeypatch.setattr(MlflowClient, "log_batch", real)
+    assert CliRunner().invoke(main, ["sync"]).exit_code == 0
+    runs = client.search_runs([client.get_experiment_by_name("lost").experiment_id])
+    assert len(runs) == 1 and runs[0].data.params[schema.SPOOL_ID] == "lost-pass-1"
+
+
 @pytest.mark.parametrize("exc, expected", [
     (MlflowException("RESOURCE_DOES_NOT_EXIST"), True),
     (ConnectionResetError("reset by peer"), True),

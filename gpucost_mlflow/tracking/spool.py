@@ -130,7 +130,9 @@ def _find_run(client: MlflowClient, record: dict) -> tuple[str, bool]:
     found = search.by_fact(client, experiment_id, schema.SPOOL_ID, record["spool_id"])
     if found:
         return found[0].info.run_id, False
-    tags = dict(record["tags"])
+    # The spool id goes in with the run (a tag: create_run takes no params), so a sync that dies right after
+    # creating it finds this run the next time instead of making a second one; publish adds it as a param.
+    tags = dict(record["tags"], **{schema.SPOOL_ID: record["spool_id"]})
     if record.get("parent_run_id"):
         tags[schema.PARENT_RUN_ID] = record["parent_run_id"]
     run = client.create_run(experiment_id, start_time=record["start_time"], tags=tags, run_name=record.get("run_name"))
