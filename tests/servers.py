@@ -135,12 +135,13 @@ class MlflowServer:
         raise RuntimeError(f"mlflow server did not answer within {timeout_s} s")
 
     def stop(self) -> None:
-        """Stop the server and every worker it started (its own process group)."""
+        """Stop the server and every worker it started (its own process group): a few seconds' grace, then killed
+        (its graceful shutdown waits on idle keep-alive connections for about 10 s, and the test is over)."""
         if self.process is None or self.process.poll() is not None:
             return
         os.killpg(self.process.pid, signal.SIGTERM)
         try:
-            self.process.wait(timeout=30)
+            self.process.wait(timeout=3)
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
