@@ -114,3 +114,17 @@ def test_a_pass_with_more_params_than_one_log_batch_takes_records_them_all(store
     pass_run.record_start(client, run_id, params, tags, [], dataset)
     logged = client.get_run(run_id).data
     assert set(params) <= set(logged.params) and logged.params[schema.HOST] and schema.HOST not in logged.tags
+
+
+def test_the_newest_run_of_a_fact_is_found_in_either_layout(store):
+    from gpucost_mlflow.tracking import search
+
+    client = MlflowClient()
+    experiment_id = client.create_experiment("newest")
+    older = client.create_run(experiment_id, tags={schema.CORPUS_FINGERPRINT: "f"}, start_time=1_000).info.run_id
+    newer = client.create_run(experiment_id, start_time=2_000).info.run_id
+    client.log_param(newer, schema.CORPUS_FINGERPRINT, "f")
+    assert search.newest_by_fact(client, experiment_id, schema.CORPUS_FINGERPRINT, "f").info.run_id == newer
+    assert [run.info.run_id for run in search.by_fact(client, experiment_id, schema.CORPUS_FINGERPRINT, "f")] == \
+        [older, newer]
+    assert search.newest_by_fact(client, experiment_id, schema.CORPUS_FINGERPRINT, "g") is None

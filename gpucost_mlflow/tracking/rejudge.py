@@ -78,10 +78,9 @@ def _model_labels(client: MlflowClient, run_id: str, folder: Path) -> list[str]:
 
 def find_reference(client: MlflowClient, experiment_id: str, reference: str, fingerprint: str, model_revision: str):
     """The latest accepted pass of the reference variant on the same corpus and model, or None."""
-    runs = search.by_fact(client, experiment_id, schema.CORPUS_FINGERPRINT, fingerprint, (
+    return search.newest_by_fact(client, experiment_id, schema.CORPUS_FINGERPRINT, fingerprint, (
         f"tags.`{schema.VARIANT}` = '{reference}' AND tags.`{schema.STATUS}` = '{Status.ACCEPTED}' "
         f"AND params.`{schema.MODEL_REVISION}` = '{model_revision}'"))
-    return runs[-1] if runs else None
 
 
 def _verdict(run_id: str, folder: Path) -> dict:

@@ -127,9 +127,9 @@ def _find_run(client: MlflowClient, record: dict) -> tuple[str, bool]:
             if exc.error_code != "RESOURCE_DOES_NOT_EXIST":
                 raise
     experiment_id = _experiment_id(client, record)
-    found = search.by_fact(client, experiment_id, schema.SPOOL_ID, record["spool_id"])
-    if found:
-        return found[0].info.run_id, False
+    found = search.newest_by_fact(client, experiment_id, schema.SPOOL_ID, record["spool_id"])
+    if found is not None:
+        return found.info.run_id, False
     # The spool id goes in with the run (a tag: create_run takes no params), so a sync that dies right after
     # creating it finds this run the next time instead of making a second one; publish adds it as a param.
     tags = dict(record["tags"], **{schema.SPOOL_ID: record["spool_id"]})
