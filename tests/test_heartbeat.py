@@ -19,7 +19,7 @@ from gpucost_mlflow.tracking import heartbeat, reader, schema, writer
 from tests.helpers import only_run, run_pass
 from tests.scenario import B200, EXPERIMENT
 
-NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
+NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.timezone.utc)
 YEAR_AGO = NOW - dt.timedelta(days=365)
 
 
@@ -61,7 +61,7 @@ def test_a_pass_opens_with_its_first_heartbeat_and_the_writers_interval():
 
 @pytest.mark.unit
 def test_a_year_old_running_pass_from_another_host_reads_as_interrupted_with_its_last_heartbeat(experiment):
-    now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
     last = now - dt.timedelta(days=365)
     stale = running_pass(started=last - dt.timedelta(minutes=5), beat=last)
 
@@ -105,7 +105,7 @@ def test_the_interval_the_writer_declared_is_the_one_read(experiment):
 @pytest.mark.unit
 def test_a_dead_launcher_on_this_host_is_interrupted_whatever_its_heartbeat(experiment):
     host = socket.gethostname()
-    gone = running_pass(started=NOW, beat=dt.datetime.now(dt.UTC), host=host, launcher=f"{host}:{2 ** 30}")
+    gone = running_pass(started=NOW, beat=dt.datetime.now(dt.timezone.utc), host=host, launcher=f"{host}:{2 ** 30}")
     assert row(gone)["reason"] == "interrupted (launcher gone, run left RUNNING)"
 
 
@@ -121,7 +121,7 @@ def test_the_heartbeat_thread_writes_the_tag_and_stops(store):
     beat.stop()
     assert not beat.alive
     written = dt.datetime.fromisoformat(client.get_run(run_id).data.tags[schema.HEARTBEAT])
-    assert abs(dt.datetime.now(dt.UTC) - written) < dt.timedelta(minutes=5)
+    assert abs(dt.datetime.now(dt.timezone.utc) - written) < dt.timedelta(minutes=5)
     client.set_tag(run_id, schema.HEARTBEAT, "stopped")
     time.sleep(0.3)  # six intervals: a thread still beating would have written again
     assert client.get_run(run_id).data.tags[schema.HEARTBEAT] == "stopped"

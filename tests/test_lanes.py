@@ -161,7 +161,7 @@ def test_the_report_prices_a_two_lane_configuration_as_two_gpus():
     configs = {(c.variant, c.device): c for c in configurations(table)}
     assert configs["batch8", "NVIDIA B200"].gpus == 1 and configs["batch8-lanes2", "NVIDIA B200"].gpus == 2
     assert configs["batch8-lanes2", "cpu"].gpus == 1  # CPU lanes share one machine
-    plan = {"start": dt.datetime(2026, 11, 30, 9, tzinfo=dt.UTC), "setup_hours": 4, "waiting_hours": 0,
+    plan = {"start": dt.datetime(2026, 11, 30, 9, tzinfo=dt.timezone.utc), "setup_hours": 4, "waiting_hours": 0,
             "planned_restarts": 1}
     assessed = {(a.configuration.variant, a.configuration.device): a.plan
                 for a in assess(list(configs.values()), load_catalog(CATALOG), plan, None, 1)}

@@ -204,7 +204,7 @@ def measure(device: torch.device, precisions: list[str] | None = None, sizes: tu
             continue
         peaks.append(Peak(
             device=name, torch=torch.__version__, threads=threads, precision=precision, flop_per_s=best[0], size=best[1], operation=best[2],
-            measured_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            measured_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             matmul_precision=f"torch.get_float32_matmul_precision() = {matmul}",
         ))
     return peaks, failed

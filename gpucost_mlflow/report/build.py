@@ -41,7 +41,7 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
     warning); today: the date prices are aged against (the UTC date when not given); allow_stale: price rows older
     than the protocol's max_price_age_days anyway."""
     _one_currency(protocol, catalog)
-    today = today or dt.datetime.now(dt.UTC).date()
+    today = today or dt.datetime.now(dt.timezone.utc).date()
     catalog, prices = dated(catalog, today, protocol.max_price_age_days, allow_stale)
     client = client or store.client()
     table, experiment_tags = attempts(experiment, client)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 
 from gpucost_mlflow.core.inputs.protocol import Protocol
 from gpucost_mlflow.core.judging import verdicts
@@ -331,7 +331,7 @@ def superseded_note(note: str, by_run_id: str, by_name: str, experiment_id: str,
     and when (UTC), above what it said; written once, cut to the tag limit from the end."""
     if note.startswith(SUPERSEDED):
         return note
-    when = (at or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%MZ")
+    when = (at or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%MZ")
     line = (f"{SUPERSEDED} at {when} by the decision run [{by_run_id[:8]}]({ui.run_path(experiment_id, by_run_id)}) "
             f"(`{by_name}`): this decision is kept for the record; the newest decision run is the current one.")
     return _bounded([line, "", note])

@@ -95,7 +95,7 @@ def _pass(client: MlflowClient, run_id: str) -> Run:
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
 def exclude(client: MlflowClient, run_id: str, cause: str, who: str | None = None) -> Exclusion:

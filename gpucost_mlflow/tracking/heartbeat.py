@@ -25,7 +25,7 @@ STOP_WAIT_S = 10.0  # the longest a stop waits for a heartbeat being written (a 
 
 def stamp(now: dt.datetime | None = None) -> str:
     """A heartbeat's value: the UTC time to the second, ISO 8601 with its offset."""
-    return (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).isoformat(timespec="seconds")
+    return (now or dt.datetime.now(dt.timezone.utc)).astimezone(dt.timezone.utc).isoformat(timespec="seconds")
 
 
 def start_tags(now: dt.datetime | None = None) -> dict[str, str]:
@@ -49,15 +49,15 @@ def last_sign_of_life(tags: dict, start_time_ms: int | None) -> tuple[dt.datetim
     except ValueError:
         beat = None
     if beat is not None:
-        return (beat if beat.tzinfo else beat.replace(tzinfo=dt.UTC)), True
+        return (beat if beat.tzinfo else beat.replace(tzinfo=dt.timezone.utc)), True
     if start_time_ms:
-        return dt.datetime.fromtimestamp(start_time_ms / 1000, dt.UTC), False
+        return dt.datetime.fromtimestamp(start_time_ms / 1000, dt.timezone.utc), False
     return None, False
 
 
 def stale_reason(tags: dict, start_time_ms: int | None, now: dt.datetime | None = None) -> str:
     """Why a RUNNING run is taken as interrupted ('' while its heartbeat is fresh): no heartbeat for MISSED intervals."""
-    now = now or dt.datetime.now(dt.UTC)
+    now = now or dt.datetime.now(dt.timezone.utc)
     seen, is_beat = last_sign_of_life(tags, start_time_ms)
     interval = interval_of(tags)
     if seen is None or (now - seen).total_seconds() <= MISSED * interval:

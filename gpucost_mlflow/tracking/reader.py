@@ -279,7 +279,7 @@ def attempts(experiment: str, client: MlflowClient | None = None, now: dt.dateti
     """The attempts table of an experiment (oldest first, every gpucost pass a row) and the experiment's tags;
     running passes are judged at `now` (the current time unless told)."""
     client = client or MlflowClient()
-    now = now or dt.datetime.now(dt.UTC)
+    now = now or dt.datetime.now(dt.timezone.utc)
     found = client.get_experiment_by_name(experiment)
     if found is None:
         raise GpucostError(f"experiment '{experiment}' not found in {client.tracking_uri}")

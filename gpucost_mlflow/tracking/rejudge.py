@@ -158,7 +158,7 @@ def _record(client: MlflowClient, run, result: judge.Judgement, reference_run: s
     the comparison (cosine, exact match: whatever the output's judge measured; raw measurements untouched), its
     `accepted` metric and its description (one log_batch); then verdict.json with the new checks and the first
     verdict kept beside them."""
-    at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     _, tags = writer.outcome_batch(status=result.status, reason=result.reason, metrics={},
                                    quality_verdict=result.quality_verdict, checks=result.checks)
     tags = [tag for tag in tags if tag.key != schema.MEMORY_COUNTER]

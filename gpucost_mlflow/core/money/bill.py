@@ -64,7 +64,7 @@ def note_of(text: str | None) -> str:
 
 def stamp(when: dt.datetime | None = None) -> str:
     """The UTC time of a bill, to the minute (2026-12-01T10:00Z)."""
-    return (when or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).strftime(AT_FORMAT)
+    return (when or dt.datetime.now(dt.timezone.utc)).astimezone(dt.timezone.utc).strftime(AT_FORMAT)
 
 
 def difference(paid: Decimal, committed: Decimal) -> tuple[Decimal, Decimal | None]:

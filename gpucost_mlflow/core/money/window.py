@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from gpucost_mlflow.core.errors import GpucostError
 
-UTC = dt.UTC
+UTC = dt.timezone.utc
 
 
 def zone(name: str) -> ZoneInfo:
