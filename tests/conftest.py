@@ -1,9 +1,12 @@
-"""Shared fixtures (a small slice of the real corpus, the real MiniLM encoder with a fresh head, a SQLite store)
+"""Shared fixtures (a small slice of the real corpus, a tiny fine-tuned classifier and the real MiniLM encoder with
+a fresh head, a SQLite store, the fork server that starts passes' children)
 and the two kinds of test: `unit` and `integration`."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import mlflow
@@ -39,6 +42,36 @@ def peak_cache(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(scope="session", autouse=True)
+def fork_server(request, tmp_path_factory):
+    """Passes' children forked from one server per test worker that imported torch and transformers once
+    (`execution/forkserver.py`), started only when the run holds a test that is not a unit test. The pass runs the
+    runner's own main on its spec: only the interpreter start and imports outside every timed part are skipped.
+    Tests of the product's own child start remove GPUCOST_FORK_SERVER (`plain_child_start`)."""
+    if not any(item.get_closest_marker("integration") for item in request.session.items):
+        yield None
+        return
+    from gpucost_mlflow.execution import forkserver
+
+    path = tmp_path_factory.mktemp("forkserver") / "s"
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    server = subprocess.Popen([sys.executable, "-m", "gpucost_mlflow.execution.forkserver", "serve", str(path)],
+                              env=env, stdin=subprocess.DEVNULL)
+    os.environ[forkserver.ENV] = str(path)
+    yield path
+    os.environ.pop(forkserver.ENV, None)
+    server.kill()
+    server.wait()
+
+
+@pytest.fixture
+def plain_child_start(monkeypatch) -> None:
+    """This test's passes start their child as the product does: a fresh interpreter importing everything."""
+    from gpucost_mlflow.execution import forkserver
+
+    monkeypatch.delenv(forkserver.ENV, raising=False)
+
+
 @pytest.fixture(scope="session")
 def corpus_dir(tmp_path_factory) -> Path:
     """A 30-input comparison corpus and 30-input tuning corpus built from the real default source."""
@@ -50,8 +83,9 @@ def corpus_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def model_dir(tmp_path_factory) -> Path:
-    """all-MiniLM-L6-v2 with a seeded, untrained 3-label head: the real architecture, fast to save."""
+def minilm_dir(tmp_path_factory) -> Path:
+    """all-MiniLM-L6-v2 with a seeded, untrained 3-label head: the real architecture, for the tests about its
+    numbers (shape, FLOPs, parameter count)."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
     from transformers.utils import logging as hf_logging
@@ -60,7 +94,7 @@ def model_dir(tmp_path_factory) -> Path:
 
     hf_logging.set_verbosity_error()
     torch.manual_seed(0)
-    out = tmp_path_factory.mktemp("model")
+    out = tmp_path_factory.mktemp("minilm")
     model = AutoModelForSequenceClassification.from_pretrained(
         str(base_model_dir()), num_labels=3, id2label=dict(enumerate(LABELS)),
         label2id={label: i for i, label in enumerate(LABELS)},
@@ -68,6 +102,16 @@ def model_dir(tmp_path_factory) -> Path:
     model.save_pretrained(out)
     AutoTokenizer.from_pretrained(str(base_model_dir())).save_pretrained(out)
     return out
+
+
+@pytest.fixture(scope="session")
+def model_dir(tmp_path_factory, corpus_dir) -> Path:
+    """The plumbing tests' classifier: MiniLM's tokenizer and a 2-layer, 32-wide BERT, fine-tuned once on the
+    slice's tuning corpus by the demo's own trainer (tests/tiny_model.py). A pass runs, writes and is judged as
+    with the real model, in a fraction of its load and compute."""
+    from tests.tiny_model import build_tiny_classifier
+
+    return build_tiny_classifier(tmp_path_factory.mktemp("tiny-model"), corpus_dir / "tuning.jsonl")
 
 
 @pytest.fixture(scope="session")

@@ -28,8 +28,9 @@ def _script(*args: str, out, timeout: int = 600) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.integration
-@pytest.mark.ci_step  # about 80 s on 2 cores: its own CI step keeps `make test` under 7 minutes
-def test_small_device_check_passes_on_the_cpu_and_keeps_everything_under_out(tmp_path):
+@pytest.mark.ci_step  # about 80 s on 2 cores: its own CI step keeps `make test` within its budget
+def test_small_device_check_passes_on_the_cpu_and_keeps_everything_under_out(tmp_path, plain_child_start):
+    """Every pass of it starts its child as the product does (no fork server): the CPU path end to end."""
     result = _script("--small", out=tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     summary = (tmp_path / "summary.txt").read_text()

@@ -222,9 +222,9 @@ class LoggedEvent:
 
 
 @pytest.mark.integration
-def test_energy_and_device_events_bracket_the_clock_in_a_real_pass(tmp_path, corpus_dir, model_dir, monkeypatch):
+def test_energy_and_device_events_bracket_the_clock_in_a_real_pass(tmp_path, corpus_dir, minilm_dir, monkeypatch):
     """A fake NVML gives the counter values; energy_j is their difference; the reads sit just outside the
-    host clock and the events just inside it."""
+    host clock and the events just inside it. The real encoder: a measured part longer than the counter's update."""
     LOG.clear()
     module = fake_nvml([5_000_000, 5_000_000, 5_480_000])
     total = module.nvmlDeviceGetTotalEnergyConsumption
@@ -250,7 +250,7 @@ def test_energy_and_device_events_bracket_the_clock_in_a_real_pass(tmp_path, cor
     monkeypatch.setattr(energy, "open_board", lambda device: energy.nvml_board(energy.DeviceIdentity(0, "1234")))
     monkeypatch.setattr(timing.DeviceEvents, "for_device", classmethod(lambda cls, device: cls(LoggedEvent)))
 
-    spec = runner.PassSpec(corpus_path=str(corpus_dir / "comparison.jsonl"), model_path=str(model_dir),
+    spec = runner.PassSpec(corpus_path=str(corpus_dir / "comparison.jsonl"), model_path=str(minilm_dir),
                            workdir=str(tmp_path), settings=get_variant(VARIANTS, "batch8").settings())
     outcome = runner.run(spec, time.perf_counter_ns())
 

@@ -44,8 +44,8 @@ def test_a_batch_without_padding_has_equal_useful_and_padded_flops():
     assert flops.useful == flops.padded and flops.padding_share == 0
 
 
-def test_minilm_shape_from_its_config(model_dir):
-    shape = encoder_shape(json.loads((model_dir / "config.json").read_text()))
+def test_minilm_shape_from_its_config(minilm_dir):
+    shape = encoder_shape(json.loads((minilm_dir / "config.json").read_text()))
     assert shape == EncoderShape(hidden=384, layers=6, intermediate=1536, heads=12, labels=3)
 
 
@@ -64,13 +64,13 @@ def test_utilisation_is_left_out_without_a_measured_peak():
     assert measured["mfu_padded"] >= measured["mfu_useful"]
 
 
-def test_the_count_agrees_with_torch_flop_counter_on_the_real_encoder(model_dir):
+def test_the_count_agrees_with_torch_flop_counter_on_the_real_encoder(minilm_dir):
     """The hand formula against torch's own count of the matrix multiplies the model really runs."""
     import torch
     from torch.utils.flop_counter import FlopCounterMode
     from transformers import AutoModelForSequenceClassification
 
-    model = AutoModelForSequenceClassification.from_pretrained(str(model_dir), attn_implementation="eager").eval()
+    model = AutoModelForSequenceClassification.from_pretrained(str(minilm_dir), attn_implementation="eager").eval()
     shape = encoder_shape(model.config.to_dict())
     ids = torch.randint(1000, 2000, (2, 17))
     mask = torch.ones_like(ids)

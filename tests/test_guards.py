@@ -118,17 +118,18 @@ def throttling_nvml(counter_values: list[int]) -> types.ModuleType:
 
 
 @pytest.mark.integration
-def test_a_throttled_pass_on_a_shared_gpu_is_flagged_and_its_energy_is_net_of_idle(tmp_path, corpus_dir, model_dir,
+def test_a_throttled_pass_on_a_shared_gpu_is_flagged_and_its_energy_is_net_of_idle(tmp_path, corpus_dir, minilm_dir,
                                                                                  monkeypatch, protocol_file):
-    """A real pass under a fake NVML: throttled at the end, another process on the GPU, 30 % busy; the cooldown
-    reads 50 J over 1 s of idling (50 W) and the pass 480 J."""
+    """A real pass of the real encoder (a measured part longer than the counter's update) under a fake NVML: throttled
+    at the end, another process on the GPU, 30 % busy; the cooldown reads 50 J over 1 s of idling (50 W) and the pass
+    480 J."""
     from gpucost_mlflow.flow import launcher
 
     module = throttling_nvml([0, 1_000_000, 1_050_000, 5_000_000, 5_480_000])
     monkeypatch.setitem(sys.modules, "pynvml", module)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setattr(energy, "open_board", lambda device: energy.nvml_board(energy.DeviceIdentity(0, "1234")))
-    spec = runner.PassSpec(corpus_path=str(corpus_dir / "comparison.jsonl"), model_path=str(model_dir),
+    spec = runner.PassSpec(corpus_path=str(corpus_dir / "comparison.jsonl"), model_path=str(minilm_dir),
                            workdir=str(tmp_path), settings=get_variant(VARIANTS, "batch8").settings(), cooldown_s=1.0)
     outcome = runner.run(spec, time.perf_counter_ns())
 

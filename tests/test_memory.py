@@ -49,8 +49,8 @@ def test_too_close_to_say_within_fifteen_percent():
 
 
 @pytest.mark.unit
-def test_parameters_are_counted_from_the_safetensors_header(model_dir):
-    total, linear = safetensors_parameters(model_dir)
+def test_parameters_are_counted_from_the_safetensors_header(minilm_dir):
+    total, linear = safetensors_parameters(minilm_dir)
     assert 22_000_000 < total < 23_000_000 and 0 < linear < total
 
 

@@ -14,6 +14,7 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.inputs.manifest import differences
 from gpucost_mlflow.core.inputs.variants import get_variant, load_variants
+from gpucost_mlflow.execution import forkserver
 from gpucost_mlflow.flow.launcher import PassRequest, prepare
 from gpucost_mlflow.tracking import schema
 from tests.helpers import ROOT, VARIANTS, only_run, run_pass, use_store
@@ -33,8 +34,10 @@ class FinishedPass:
 
 @pytest.fixture(scope="module")
 def accepted_batch8(tmp_path_factory, migrated_store, corpus_dir, model_dir, protocol_file) -> FinishedPass:
-    """One accepted batch8 pass, read by every test that only looks at what a pass leaves behind."""
+    """One accepted batch8 pass, read by every test that only looks at what a pass leaves behind; its child starts as
+    the product starts it (a fresh interpreter, no fork server)."""
     with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.delenv(forkserver.ENV, raising=False)
         uri = use_store(tmp_path_factory.mktemp("batch8"), monkeypatch, migrated_store)
         result = run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol_file)
         assert result.exit_code == 0, result.output
@@ -174,7 +177,11 @@ def test_oom_pass_is_kept_as_failed_row_with_partial_predictions(store, corpus_d
 
 
 @pytest.mark.integration
-def test_killed_child_is_kept_as_failed_row(store, corpus_dir, model_dir, protocol_file, monkeypatch):
+@pytest.mark.parametrize("start", ["fork-server", "plain"])
+def test_killed_child_is_kept_as_failed_row(store, corpus_dir, model_dir, protocol_file, monkeypatch, start):
+    """Started plainly or through the tests' fork server, a child killed by a signal reads the same."""
+    if start == "plain":
+        monkeypatch.delenv(forkserver.ENV, raising=False)
     monkeypatch.setenv("GPUCOST_FAULT", "kill@2")
     result = run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol_file)
     assert result.exit_code == 1

@@ -114,8 +114,9 @@ def _runner_running(launcher_pid: int) -> bool:
     pytest worker, does not count."""
     for entry in Path("/proc").iterdir():
         try:
-            if not entry.name.isdigit() or b"gpucost_mlflow.execution.runner" not in (entry / "cmdline").read_bytes():
-                continue
+            command = (entry / "cmdline").read_bytes() if entry.name.isdigit() else b""
+            if not any(name in command for name in (b"gpucost_mlflow.execution.runner", b"execution.forkserver\0client")):
+                continue  # the child, or the fork server's client that stands for it (tests/conftest.py)
             parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
         except (OSError, ValueError, IndexError):
             continue

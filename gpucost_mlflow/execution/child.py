@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from gpucost_mlflow.core.judging.status import Status
-from gpucost_mlflow.execution import batch_counter, runner
+from gpucost_mlflow.execution import batch_counter, forkserver, runner
 from gpucost_mlflow.execution.outcome import PassOutcome
 
 CHILD_GRACE_S = 60
@@ -34,7 +34,7 @@ def start(spec: runner.PassSpec, workdir: Path, env: dict[str, str] | None = Non
     spec_path.write_text(json.dumps(spec.__dict__), encoding="utf-8")
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false", **(env or {}))
     return subprocess.Popen(
-        [sys.executable, "-m", "gpucost_mlflow.execution.runner", str(spec_path)],
+        forkserver.command(str(spec_path)) or [sys.executable, "-m", "gpucost_mlflow.execution.runner", str(spec_path)],
         env=env,
         stdin=subprocess.PIPE if spec.gate else None,
         # The launcher starts no threads of its own; the hook only sets PR_SET_PDEATHSIG in the child.

@@ -1,0 +1,212 @@
+"""A test-only way to start a pass's child without importing torch and transformers again for every pass.
+
+`python -m gpucost_mlflow.execution.forkserver serve SOCKET` imports what a pass's child imports, then forks one
+process per request. When `GPUCOST_FORK_SERVER` names that socket, `execution/child.py` starts
+`python -m gpucost_mlflow.execution.forkserver client SOCKET SPEC` instead of the runner: a small client that hands
+its stdin, stdout, stderr, environment and working folder to the server, forwards the signals it gets, and ends as
+the forked pass ends (same exit code, same signal). The pass itself runs the runner's own `main` on the same spec,
+so its outputs, checks and records are the product's; its `load_s` leaves out the imports the server made (torch,
+transformers, the model's modeling code), which a product pass counts. No test asserts a duration, and the product
+never sets the variable: the test suite does (tests/conftest.py), and `docs/architecture.md` ("Tests") says which
+tests start their children the product's way.
+
+Each request is served by a supervisor forked from the server, which forks the pass and waits for it: the
+server itself never waits and starts no thread, so every fork happens in a single-threaded process.
+"""
+
+from __future__ import annotations
+
+import array
+import importlib
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+
+ENV = "GPUCOST_FORK_SERVER"
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+_MAX_MESSAGE = 1 << 20
+SERVER_WAIT_S = 120
+
+
+def command(spec_path: str) -> list[str] | None:
+    """The child's command through the fork server named by GPUCOST_FORK_SERVER, or None to start it plainly."""
+    server = os.environ.get(ENV, "")
+    if not server:
+        return None
+    return [sys.executable, "-m", "gpucost_mlflow.execution.forkserver", "client", server, spec_path]
+
+
+def _preload() -> None:
+    """Import what a pass's child imports before its clock starts (torch, transformers, the kinds' child modules)."""
+    import torch  # noqa: F401 - heavy: the import this server exists to do once
+    import transformers  # noqa: F401 - heavy, as torch
+    from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer  # noqa: F401 - lazy modules
+    from transformers.models.bert import modeling_bert  # noqa: F401 - loaded lazily by from_pretrained: seconds
+    from transformers.models.llama import modeling_llama  # noqa: F401 - the generation demo's architecture
+
+    from gpucost_mlflow.execution import runner  # noqa: F401 - defers torch: imported here, once
+    from gpucost_mlflow.workloads.classification import child  # noqa: F401 - defers torch, as runner
+    from gpucost_mlflow.workloads.embeddings import child as embeddings_child  # noqa: F401 - defers torch, as runner
+
+
+def serve(path: str) -> None:
+    """Preload, listen on the socket `path`, then fork a supervisor per request until killed."""
+    _preload()
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # supervisors are reaped by the kernel: the server never waits
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path + ".tmp")
+    os.replace(path + ".tmp", path)  # the socket appears whole: a client that sees it can connect
+    listener.listen(64)
+    while True:
+        connection, _ = listener.accept()
+        if os.fork() == 0:
+            listener.close()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            try:
+                _supervise(connection)
+            finally:
+                os._exit(0)
+        connection.close()
+
+
+def _supervise(connection: socket.socket) -> None:
+    """Fork the pass with the client's descriptors, environment and folder; report its pid, then how it ended.
+    A client that goes away (killed with its launcher) takes the pass with it."""
+    message, fds = _receive(connection)
+    request = json.loads(message)
+    pid = os.fork()
+    if pid == 0:
+        connection.close()
+        _run_pass(request, fds)
+    for fd in fds:
+        os.close(fd)
+    connection.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+    pidfd = os.pidfd_open(pid)
+    while True:
+        ready, _, _ = select.select([connection, pidfd], [], [])
+        if pidfd in ready:
+            break
+        if not connection.recv(1):  # the client is gone
+            os.kill(pid, signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    ending = {"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status) else {"code": os.waitstatus_to_exitcode(status)}
+    try:
+        connection.sendall(json.dumps(ending).encode() + b"\n")
+    except OSError:
+        pass
+
+
+def _run_pass(request: dict, fds: list[int]) -> None:
+    """In the forked pass: become the runner's process for this spec, then run its main and exit with its code."""
+    code = 1
+    try:
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        for forwarded in FORWARDED:
+            signal.signal(forwarded, signal.default_int_handler if forwarded == signal.SIGINT else signal.SIG_DFL)
+        os.environ.clear()
+        os.environ.update(request["env"])
+        os.chdir(request["cwd"])
+        # sys.path as `python -m` in the client's folder with its PYTHONPATH would start it (a kind or a stand-in
+        # module kept outside the package is found the same way).
+        extra = [entry for entry in request["env"].get("PYTHONPATH", "").split(os.pathsep) if entry]
+        sys.path[:1] = [request["cwd"], *extra]
+        importlib.invalidate_caches()
+        sys.argv = ["gpucost_mlflow.execution.runner", *request["argv"]]
+        _die_with_parent()
+        _threads_from_env()
+        from gpucost_mlflow.execution import runner
+
+        code = runner.main(request["argv"])
+    except BaseException:  # noqa: BLE001 - a pass that cannot start still ends with an exit code
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def _threads_from_env() -> None:
+    """OMP_NUM_THREADS was read when the server imported torch; a lane's share is applied here instead."""
+    threads = os.environ.get("OMP_NUM_THREADS", "")
+    if threads.isdigit() and int(threads) > 0:
+        import torch  # defers torch: imported by the server already, needed only here
+
+        torch.set_num_threads(int(threads))
+
+
+def _die_with_parent() -> None:
+    """SIGKILL if the supervisor dies, as a plainly started child gets it when its launcher dies."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _receive(connection: socket.socket) -> tuple[bytes, list[int]]:
+    """One request: a JSON line and the descriptors sent with its first bytes."""
+    fds = array.array("i")
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk, ancillary, _, _ = connection.recvmsg(_MAX_MESSAGE, socket.CMSG_SPACE(3 * fds.itemsize))
+        if not chunk:
+            raise ConnectionError("client closed before its request was whole")
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+        data += chunk
+    return data, list(fds)
+
+
+def _connect(path: str) -> socket.socket:
+    """Connect to the server, waiting up to SERVER_WAIT_S for it to finish preloading and listen."""
+    deadline = time.monotonic() + SERVER_WAIT_S
+    while True:
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            connection.connect(path)
+            return connection
+        except (FileNotFoundError, ConnectionRefusedError):
+            connection.close()
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def client(path: str, spec_path: str) -> int:
+    """Ask the server for a pass on `spec_path`, forward signals to it, and end as it ends."""
+    connection = _connect(path)
+    request = {"argv": [spec_path], "env": dict(os.environ), "cwd": os.getcwd()}
+    connection.sendmsg([json.dumps(request).encode() + b"\n"],
+                       [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [0, 1, 2]))])
+    reader = connection.makefile("rb")
+    pid = json.loads(reader.readline())["pid"]
+    for forwarded in FORWARDED:
+        signal.signal(forwarded, lambda number, _frame: os.kill(pid, number))
+    line = reader.readline()
+    if not line:
+        return 1
+    ending = json.loads(line)
+    if "signal" in ending:
+        if ending["signal"] not in (signal.SIGKILL, signal.SIGSTOP):  # neither can be caught, nor set
+            signal.signal(ending["signal"], signal.SIG_DFL)
+        os.kill(os.getpid(), ending["signal"])
+    return int(ending.get("code", 1))
+
+
+if __name__ == "__main__":
+    role, socket_path, *rest = sys.argv[1:]
+    if role == "serve":
+        serve(socket_path)
+    else:
+        sys.exit(client(socket_path, Path(rest[0]).as_posix()))
