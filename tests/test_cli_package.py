@@ -12,9 +12,9 @@ from gpucost_mlflow.cli import main
 
 pytestmark = pytest.mark.unit
 
-# `gpucost --help` and each group's subcommands as they were when cli.py became the cli/ package.
+# `gpucost --help` and each group's subcommands as they were when cli.py became the cli/ package, plus `demo`.
 COMMANDS = {
-    "attempts": None, "bill": None, "campaign": None, "catalog": {"example"}, "corpus": {"build", "slice"}, "doctor": None,
+    "attempts": None, "bill": None, "campaign": None, "catalog": {"example"}, "corpus": {"build", "slice"}, "demo": {"variants"}, "doctor": None,
     "exclude": None, "memory": {"estimate", "measure"}, "model": {"prepare"}, "packages": None, "pass": None,
     "plan": None, "protocol": {"lock", "show"}, "rejudge": None, "report": None, "sync": None,
     "variants": {"propose"}, "window": None,

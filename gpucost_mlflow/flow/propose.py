@@ -33,12 +33,21 @@ def _finished_campaigns(client: MlflowClient, experiment_id: str) -> list[str]:
     return [r.data.tags.get(schema.CAMPAIGN_ID, "") for r in runs if r.info.status == "FINISHED"]
 
 
-def slow_precisions(device_choice: str = "auto") -> dict[str, str]:
-    """Precisions whose cached dense-matmul peak on this device is below fp32's: not run natively faster."""
+def _cached_peaks(device_choice: str) -> dict:
     from gpucost_mlflow.execution import models, peak
 
     peak.load_cache()
-    peaks = peak.cached_for(models.resolve_device(device_choice))["peaks"]
+    return peak.cached_for(models.resolve_device(device_choice))["peaks"]
+
+
+def peaks_known(device_choice: str = "auto") -> bool:
+    """Whether fp32's dense-matmul peak is cached for this device (the other precisions are judged against it)."""
+    return "fp32" in _cached_peaks(device_choice)
+
+
+def slow_precisions(device_choice: str = "auto") -> dict[str, str]:
+    """Precisions whose cached dense-matmul peak on this device is below fp32's: not run natively faster."""
+    peaks = _cached_peaks(device_choice)
     if "fp32" not in peaks:
         return {}
     fp32 = peaks["fp32"]["flop_per_s"]
