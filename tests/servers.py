@@ -96,7 +96,7 @@ class MlflowServer:
             str(Path(sys.executable).parent / "mlflow"), "server",
             "--backend-store-uri", self.backend_uri,
             "--artifacts-destination", (self.folder / "artifacts").as_uri(),
-            "--host", "127.0.0.1", "--port", str(self.port), "--workers", "2",
+            "--host", "127.0.0.1", "--port", str(self.port), "--workers", "1",  # one: half the start on 2 cores
         ]
         if self.auth_password:
             command += ["--app-name", "basic-auth"]
