@@ -131,13 +131,14 @@ def rejudge(experiment: str, protocol: Protocol, client: MlflowClient | None = N
     pending = list(search.all_runs(client, experiment_id, f"tags.`{schema.STATUS}` = '{Status.PENDING}'"))
     reference_name = protocol.acceptance.reference_variant
     rules = registry.output(protocol.acceptance.output)
-    judged = []
+    judged, references = [], {}  # one reference lookup per corpus and model, not one per pending pass
     with tempfile.TemporaryDirectory(prefix="gpucost-rejudge-") as temp:
         folder = Path(temp)
         for run in pending:
-            reference_run = find_reference(client, experiment_id, reference_name,
-                                           schema.run_facts(run).get(schema.CORPUS_FINGERPRINT, ""),
-                                           run.data.params.get(schema.MODEL_REVISION, ""))
+            key = (schema.run_facts(run).get(schema.CORPUS_FINGERPRINT, ""), run.data.params.get(schema.MODEL_REVISION, ""))
+            if key not in references:
+                references[key] = find_reference(client, experiment_id, reference_name, *key)
+            reference_run = references[key]
             if reference_run is None:
                 continue
             labels = _model_labels(client, run.info.run_id, folder)
