@@ -110,6 +110,7 @@ postgres:
 test: $(STAMP) $(CHROMIUM) postgres
 	$(BIN)/ruff check .
 	$(BIN)/vermin -q --no-tips --violations -t=$(OLDEST_PYTHON)- gpucost_mlflow tests benchmarks
+	$(BIN)/python -m compileall -q gpucost_mlflow tests  # bytecode once, even where PYTHONDONTWRITEBYTECODE is set
 	$(BIN)/python -m pytest -q -n 2 --dist worksteal -m "not ci_step" --durations=15 tests
 
 # CI's step after `make test`: benchmarks/device_check.sh --small on the CPU (docs/benchmarks.md, "Device check").

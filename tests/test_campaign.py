@@ -81,10 +81,10 @@ def _campaign_cmd(corpus_dir, model_dir, protocol, *extra):
 @pytest.mark.integration
 def test_ctrl_c_during_a_pass_then_resume_leaves_every_slot_once(store, tmp_path, corpus_dir, model_dir):
     protocol = write_protocol(tmp_path / "protocol.yaml")
-    # min_measured_s: every pass's clock runs 4 s, so the Ctrl-C below lands inside the third pass whatever the
+    # min_measured_s: every pass's clock runs 2 s, so the Ctrl-C below lands inside the third pass whatever the
     # child's start costs (a fresh interpreter, or the tests' fork server).
     protocol.write_text(protocol.read_text().replace("passes_per_variant: 5", "passes_per_variant: 2")
-                        + "plan: {setup_hours: 0.5, waiting_hours: 0.25, planned_restarts: 1}\nmin_measured_s: 4\n")
+                        + "plan: {setup_hours: 0.5, waiting_hours: 0.25, planned_restarts: 1}\nmin_measured_s: 2\n")
     # A test run started in the background by a non-interactive shell inherits SIGINT ignored; the
     # campaign must get Ctrl-C's default handling whatever started pytest.
     first = subprocess.Popen(_campaign_cmd(corpus_dir, model_dir, protocol), start_new_session=True,

@@ -171,10 +171,14 @@ def test_editing_the_protocol_after_passes_exist_is_warned(store, tmp_path, corp
 
 
 @pytest.mark.integration
-def test_launcher_killed_mid_pass_is_read_back_as_failed_interrupted(store, corpus_dir, model_dir, protocol_file):
+def test_launcher_killed_mid_pass_is_read_back_as_failed_interrupted(store, tmp_path, corpus_dir, model_dir,
+                                                                     protocol_file):
+    # min_measured_s: the pass's clock runs 3 s, so the kill below lands inside it however fast the child starts.
+    protocol = tmp_path / "protocol.yaml"
+    protocol.write_text(protocol_file.read_text() + "min_measured_s: 3\n")
     bin_dir = Path(sys.executable).parent
     launcher = subprocess.Popen(
-        [str(bin_dir / "gpucost"), *pass_args(corpus_dir / "comparison.jsonl", model_dir, protocol_file, "batch1")],
+        [str(bin_dir / "gpucost"), *pass_args(corpus_dir / "comparison.jsonl", model_dir, protocol, "batch1")],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ),
     )
     client = MlflowClient()
@@ -188,7 +192,7 @@ def test_launcher_killed_mid_pass_is_read_back_as_failed_interrupted(store, corp
     time.sleep(1.0)
     launcher.send_signal(signal.SIGKILL)
     launcher.wait(timeout=30)
-    table, _ = attempts_csv(protocol_file)
+    table, _ = attempts_csv(protocol)
     assert len(table) == 1
     assert table["status"][0] == "failed" and table["reason"][0].startswith("interrupted")
 
