@@ -17,7 +17,7 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.campaign.proposal import Change, Proposal, changes_of, propose
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.inputs import workloads
+from gpucost_mlflow.core.inputs import workloads, yaml_text
 from gpucost_mlflow.core.inputs.corpus import write_atomic
 from gpucost_mlflow.core.inputs.variants import load_series, load_variants
 from gpucost_mlflow.core.measurement.stats import Durations
@@ -89,7 +89,7 @@ def text(proposal: Proposal, variants_path: Path, campaigns: str, out_folder: Pa
     """Every declared variant, plus the new series and its variants (settings that differ from the defaults).
 
     Written to another folder, a relative python: workload path is rewritten to reach the same file from there."""
-    document = _relocated(yaml.safe_load(variants_path.read_text(encoding="utf-8")) or {}, variants_path.parent,
+    document = _relocated(yaml_text.safe_load(variants_path.read_text(encoding="utf-8")) or {}, variants_path.parent,
                           out_folder or variants_path.parent)
     defaults = document.get("defaults") or {}
     series = dict(document.get("series") or {})

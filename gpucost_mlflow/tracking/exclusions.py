@@ -22,6 +22,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import MESSAGE_LIMIT, GpucostError
+from gpucost_mlflow.core.inputs import yaml_text
 from gpucost_mlflow.core.judging.status import EXCLUDABLE, Status
 from gpucost_mlflow.tracking import limits, schema, search, writer
 from gpucost_mlflow.tracking.exclusion_record import details, encoded
@@ -170,7 +171,7 @@ def rule(client: MlflowClient, experiment_id: str) -> str:
     """The exclusion_rule of the protocol locked on the experiment ('' when its text is not stored there)."""
     text = client.get_experiment(experiment_id).tags.get(schema.PROTOCOL_TEXT, "")
     try:
-        document = yaml.safe_load(text) if text else None
+        document = yaml_text.safe_load(text) if text else None
     except yaml.YAMLError:
         return ""
     value = document.get("exclusion_rule") if isinstance(document, dict) else None

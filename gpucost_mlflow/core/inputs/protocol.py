@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from gpucost_mlflow.core.errors import GpucostError, one_line
+from gpucost_mlflow.core.inputs import yaml_text
 from gpucost_mlflow.core.inputs.acceptance import DEFAULT_OUTPUT, Acceptance
 from gpucost_mlflow.core.inputs.generation import GenerationSettings
 from gpucost_mlflow.core.inputs.generation import parse as parse_generation
@@ -216,7 +217,7 @@ def _read(path: Path) -> tuple[bytes, dict]:
     except FileNotFoundError:
         raise GpucostError(f"{path}: protocol file not found") from None
     try:
-        document = yaml.safe_load(data.decode("utf-8"))
+        document = yaml_text.safe_load(data.decode("utf-8"))
     except (UnicodeDecodeError, yaml.YAMLError) as exc:
         raise GpucostError(f"{path}: not valid YAML ({one_line(exc)})") from None
     if not isinstance(document, dict):

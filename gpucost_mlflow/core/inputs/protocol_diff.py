@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from gpucost_mlflow.core.errors import GpucostError, one_line
+from gpucost_mlflow.core.inputs import yaml_text
 
 KINDS = ("changed", "added", "removed")
 
@@ -41,7 +42,7 @@ def _leaves(node, prefix: str = "") -> Iterator[tuple[str, object]]:
 def _parse(text: str, what: str) -> dict:
     """The YAML mapping of a protocol text; anything else is a one-line error naming which text."""
     try:
-        document = yaml.safe_load(text)
+        document = yaml_text.safe_load(text)
     except yaml.YAMLError as exc:
         raise GpucostError(f"{what}: not valid YAML ({one_line(exc)})") from None
     if document is None:

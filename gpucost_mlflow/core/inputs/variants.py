@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 
 from gpucost_mlflow.core.errors import GpucostError, one_line
-from gpucost_mlflow.core.inputs import workloads
+from gpucost_mlflow.core.inputs import workloads, yaml_text
 from gpucost_mlflow.workloads import engines
 
 CHOICES = {
@@ -169,14 +169,14 @@ def _check_series(series: Series, variants: dict[str, Variant], source: Path) ->
 def load_series(path: Path) -> dict[str, Series]:
     """Every declared series of the file (checked the same way load_variants checks them)."""
     load_variants(path)
-    document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    document = yaml_text.safe_load(path.read_text(encoding="utf-8")) or {}
     return {name: _series(name, spec, path) for name, spec in (document.get("series") or {}).items()}
 
 
 def load_variants(path: Path) -> dict[str, Variant]:
     """All declared variants, defaults applied and every field checked; every series checked against them."""
     try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        document = yaml_text.safe_load(path.read_text(encoding="utf-8")) or {}
     except FileNotFoundError:
         raise GpucostError(f"{path}: variants file not found") from None
     except yaml.YAMLError as exc:
