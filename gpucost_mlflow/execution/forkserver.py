@@ -91,8 +91,9 @@ def _supervise(connection: socket.socket) -> None:
         ready, _, _ = select.select([connection, pidfd], [], [])
         if pidfd in ready:
             break
-        if not connection.recv(1):  # the client is gone
+        if not connection.recv(1):  # the client is gone: so is the pass
             os.kill(pid, signal.SIGKILL)
+            break
     _, status = os.waitpid(pid, 0)
     ending = {"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status) else {"code": os.waitstatus_to_exitcode(status)}
     try:
