@@ -38,7 +38,7 @@ def start(spec: runner.PassSpec, workdir: Path, env: dict[str, str] | None = Non
         env=env,
         stdin=subprocess.PIPE if spec.gate else None,
         # The launcher starts no threads of its own; the hook only sets PR_SET_PDEATHSIG in the child.
-        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,  # noqa: PLW1509
+        preexec_fn=die_with_parent if sys.platform.startswith("linux") else None,  # noqa: PLW1509
     )
 
 
@@ -67,7 +67,7 @@ def stop(children: list[subprocess.Popen]) -> list[int]:
     return codes
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """The child gets SIGKILL if the launcher dies, so no orphan keeps the device busy."""
     import ctypes
 

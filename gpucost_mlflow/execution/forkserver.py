@@ -120,7 +120,9 @@ def _run_pass(request: dict, fds: list[int]) -> None:
         sys.path[:1] = [request["cwd"], *extra]
         importlib.invalidate_caches()
         sys.argv = ["gpucost_mlflow.execution.runner", *request["argv"]]
-        _die_with_parent()
+        from gpucost_mlflow.execution import child  # breaks a cycle: child imports this module to build its command
+
+        child.die_with_parent()  # SIGKILL if the supervisor dies, as a plain child gets it when its launcher dies
         _threads_from_env()
         from gpucost_mlflow.execution import runner
 
@@ -142,16 +144,6 @@ def _threads_from_env() -> None:
         import torch  # defers torch: imported by the server already, needed only here
 
         torch.set_num_threads(int(threads))
-
-
-def _die_with_parent() -> None:
-    """SIGKILL if the supervisor dies, as a plainly started child gets it when its launcher dies."""
-    import ctypes
-
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
 
 
 def _receive(connection: socket.socket) -> tuple[bytes, list[int]]:
