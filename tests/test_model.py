@@ -10,9 +10,8 @@ from click.testing import CliRunner
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.execution import models
 
-pytestmark = pytest.mark.unit
 
-
+@pytest.mark.integration  # fine-tunes the real MiniLM twice: a real training job, not a unit
 def test_model_prepare_saves_a_standard_classifier_with_provenance_and_never_reads_the_comparison_corpus(
         tmp_path, corpus_dir, monkeypatch):
     """Prepared on a copy whose comparison corpus is unreadable, the classifier opens only tuning.jsonl; prepared again
@@ -52,6 +51,7 @@ def test_model_prepare_saves_a_standard_classifier_with_provenance_and_never_rea
     assert models.describe_model(again).revision == info.revision
 
 
+@pytest.mark.unit
 def test_validation_split_is_carved_from_the_tuning_corpus_and_disjoint_from_training(corpus_dir):
     from gpucost_mlflow.core.inputs import corpus as corpora
     from gpucost_mlflow.prepare import validation_split
@@ -77,6 +77,7 @@ def test_validation_split_is_carved_from_the_tuning_corpus_and_disjoint_from_tra
         assert taken == quota[f"{bucket}/{label}"]
 
 
+@pytest.mark.unit
 def test_model_revision_changes_with_the_weights(tmp_path, model_dir):
     import shutil
 
