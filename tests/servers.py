@@ -106,6 +106,9 @@ class MlflowServer:
         """Start (or restart on the same port and store) and wait until /health answers."""
         env = dict(os.environ)
         env.pop("MLFLOW_TRACKING_URI", None)
+        # MLflow 3's job runner (eight huey consumers, each importing mlflow: about 20 s of CPU per start on 2 cores)
+        # serves GenAI jobs that gpucost never submits; runs, metrics and artifacts are served the same without it.
+        env["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"] = "false"
         if self.auth_password:
             config = self.folder / "basic_auth.ini"
             config.write_text(
