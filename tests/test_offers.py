@@ -44,7 +44,7 @@ def test_an_interruptible_row_at_0_40_beats_1_00_hourly_on_its_p90_total(tmp_pat
     catalog = load_catalog(catalog_file(tmp_path, SPOT, ON_DEMAND))
     plans = covering_plans(catalog.for_gpu("a10"), to_hours(10.0), 1, 1.0)
     spot, hourly = plans
-    assert spot.offer.interruptible and (spot.expected_total, spot.total) == (Decimal("4.40"), Decimal("4.80"))
+    assert spot.offer.billing == "interruptible" and (spot.expected_total, spot.total) == (Decimal("4.40"), Decimal("4.80"))
     assert spot.expected_billed == Decimal(11) and spot.hours_billed == Decimal(12)
     assert hourly.total == Decimal("10.00") and hourly.expected_total is None
     assert "12 h billed at P90 (expected 11 h: 4.40 USD; 2 interruptions a day expected" in spot.describe()

@@ -52,7 +52,7 @@ class Priced:
 
     def _steps(self) -> list[tuple[float, float]]:
         """(step, minimum) hours of each catalog row: a package length, or an hourly increment above its minimum."""
-        return [(float(o.increment_hours), float(o.min_hours)) if o.hourly else (o.days * 24.0, 0.0) for o in self.offers]
+        return [o.kind.step_hours(o) for o in self.offers]
 
     def reach(self, budget: int) -> int:
         """The largest volume up to which each of its rows changes price at most `budget` times."""

@@ -1,5 +1,5 @@
 """Catalogs: versioned CSV price lists of fixed packages, hourly and interruptible rates, every row validated and
-dated, money as Decimal."""
+dated, money as Decimal. How a row is billed is its billing kind's (core/money/billing/)."""
 
 from __future__ import annotations
 
@@ -7,19 +7,19 @@ import csv
 import datetime as dt
 import io
 from dataclasses import dataclass, replace
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.money import billing
+from gpucost_mlflow.core.money.billing.base import number, whole
 
 COLUMNS = ("provider", "catalog_version", "gpu", "device_names", "gpus_per_lot", "days", "price_per_lot", "currency", "source")
-# Optional columns: a catalog without them holds fixed packages only (billing `package`).
-HOURLY_COLUMNS = ("billing", "min_hours", "increment_hours")
-# Optional too: when the price was observed, and an interruptible row's expected interruptions (with their source).
+# Optional columns: a catalog without them holds fixed packages only (billing `package`); each billing kind names
+# the columns its rows read (min and increment hours, an interruptible row's expectation); as_of: when the price was
+# observed.
+HOURLY_COLUMNS = ("billing", *billing.HOURLY.columns)
 DATED_COLUMNS = ("as_of",)
-INTERRUPTIBLE_COLUMNS = ("interruptions_per_day", "restart_hours", "interruptions_source")
-OPTIONAL = HOURLY_COLUMNS + DATED_COLUMNS + INTERRUPTIBLE_COLUMNS
-BILLINGS = ("package", "hourly", "interruptible")
 UNDATED = "undated price"
 PACKAGE_DAYS = (3, 7, 30)
 EXAMPLE_PRICE = "example price"
@@ -49,13 +49,14 @@ class Package:
     interruptions_source: str = ""  # ... and where the expectation comes from
 
     @property
-    def hourly(self) -> bool:
-        """Billed by the hour (an interruptible row is too)."""
-        return self.billing in ("hourly", "interruptible")
+    def kind(self) -> billing.Billing:
+        """How this row is billed (core/money/billing/)."""
+        return billing.kind(self.billing)
 
     @property
-    def interruptible(self) -> bool:
-        return self.billing == "interruptible"
+    def hourly(self) -> bool:
+        """Billed by the hour (an interruptible row is too)."""
+        return self.kind.by_the_hour
 
     def age_days(self, today: dt.date) -> int | None:
         """Days since the price was observed; None when the row carries no as_of."""
@@ -73,10 +74,7 @@ class Package:
 
     def describe(self) -> str:
         """rtx-4090 7-day package / cpu hourly (min 1 h, per 1 h) / cpu interruptible hourly (...)."""
-        if self.hourly:
-            kind = "interruptible hourly" if self.interruptible else "hourly"
-            return f"{self.gpu} {kind} (min {self.min_hours:g} h, per {self.increment_hours:g} h)"
-        return f"{self.gpu} {self.days}-day package"
+        return self.kind.describe(self)
 
 
 @dataclass(frozen=True)
@@ -144,77 +142,23 @@ def dated(catalog: Catalog, today: dt.date, max_age_days: int | None, allow_stal
     return replace(catalog, packages=tuple(fresh), stale=tuple(stale)), remarks
 
 
-def _whole(path: Path, line: int, column: str, text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise GpucostError(f"{path}:{line}: {column} '{text}' is not a positive whole number") from None
-    if value < 1:
-        raise GpucostError(f"{path}:{line}: {column} '{text}' is not a positive whole number")
-    return value
-
-
-def _decimal(path: Path, line: int, column: str, text: str) -> Decimal:
-    try:
-        value = Decimal(text)
-    except InvalidOperation:
-        raise GpucostError(f"{path}:{line}: {column} '{text}' is not a number") from None
-    if not value.is_finite():
-        raise GpucostError(f"{path}:{line}: {column} '{text}' is not a number")
-    return value
-
-
 def _price(path: Path, line: int, text: str) -> Decimal:
-    value = _decimal(path, line, "price_per_lot", text)
+    value = number(path, line, "price_per_lot", text)
     if value < 0:
         raise GpucostError(f"{path}:{line}: price_per_lot '{text}' is negative")
     return value
 
 
-def _hours(path: Path, line: int, column: str, text: str) -> Decimal:
-    if not text:
-        raise GpucostError(f"{path}:{line}: empty {column} (an hourly row needs min_hours and increment_hours)")
-    value = _decimal(path, line, column, text)
-    if value <= 0:
-        raise GpucostError(f"{path}:{line}: {column} '{text}' must be > 0")
-    return value
-
-
 def _billing(path: Path, line: int, values: dict) -> dict:
-    """The billing fields of one row: a package has whole days; an hourly rate has min and increment hours."""
-    billing = values.get("billing") or "package"
-    if billing not in BILLINGS:
-        raise GpucostError(f"{path}:{line}: billing '{billing}' is not one of {', '.join(BILLINGS)}")
-    if billing != "interruptible":
-        for column in INTERRUPTIBLE_COLUMNS:
-            if values.get(column):
-                raise GpucostError(f"{path}:{line}: {column} is for interruptible rows, this one is billed {billing}")
-    if billing == "package":
-        for column in ("min_hours", "increment_hours"):
-            if values.get(column):
-                raise GpucostError(f"{path}:{line}: {column} is for hourly rows; a package is billed whole")
-        if not values["days"]:
-            raise GpucostError(f"{path}:{line}: empty days")
-        return {"billing": billing, "days": _whole(path, line, "days", values["days"])}
-    if values["days"]:
-        raise GpucostError(f"{path}:{line}: days must be empty on an hourly row (price_per_lot is one lot for one hour)")
-    hourly = {"billing": billing, "days": None,
-              "min_hours": _hours(path, line, "min_hours", values.get("min_hours", "")),
-              "increment_hours": _hours(path, line, "increment_hours", values.get("increment_hours", ""))}
-    if billing == "hourly":
-        return hourly
-    rate = values.get("interruptions_per_day", "")
-    if not rate or not values.get("restart_hours") or not values.get("interruptions_source"):
-        raise GpucostError(f"{path}:{line}: an interruptible row needs interruptions_per_day (your expectation), "
-                           "restart_hours and interruptions_source (where the expectation comes from)")
-    per_day = _decimal(path, line, "interruptions_per_day", rate)
-    if per_day < 0:
-        raise GpucostError(f"{path}:{line}: interruptions_per_day '{rate}' is negative")
-    restart = _decimal(path, line, "restart_hours", values["restart_hours"])
-    if restart < 0:
-        raise GpucostError(f"{path}:{line}: restart_hours '{values['restart_hours']}' is negative")
-    return {**hourly, "interruptions_per_day": per_day, "restart_hours": restart,
-            "interruptions_source": values["interruptions_source"]}
+    """The row's billing kind and the fields it reads; a value in a column another kind reads is refused."""
+    name = values.get("billing") or billing.DEFAULT
+    if name not in billing.KINDS:
+        raise GpucostError(f"{path}:{line}: billing '{name}' is not one of {', '.join(billing.KINDS)}")
+    kind = billing.kind(name)
+    for column in billing.columns():
+        if values.get(column) and column not in kind.columns:
+            raise GpucostError(f"{path}:{line}: {column} is for {billing.owner(column)} rows, this one is billed {name}")
+    return {"billing": name, **kind.read(path, line, values)}
 
 
 def as_of_date(path: Path, line: int, text: str) -> dt.date | None:
@@ -250,7 +194,7 @@ def load_catalog(path: Path) -> Catalog:
     seen: dict[tuple, int] = {}
     for record in reader:
         line = reader.line_num
-        values = {c: (record.get(c) or "").strip() for c in COLUMNS + OPTIONAL}
+        values = {c: (record.get(c) or "").strip() for c in COLUMNS + ("billing", *billing.columns()) + DATED_COLUMNS}
         for column in COLUMNS:
             if column != "days" and not values[column]:
                 raise GpucostError(f"{path}:{line}: empty {column}")
@@ -259,7 +203,7 @@ def load_catalog(path: Path) -> Catalog:
             catalog_version=values["catalog_version"],
             gpu=values["gpu"],
             device_names=tuple(n.strip() for n in values["device_names"].split(";") if n.strip()),
-            gpus_per_lot=_whole(path, line, "gpus_per_lot", values["gpus_per_lot"]),
+            gpus_per_lot=whole(path, line, "gpus_per_lot", values["gpus_per_lot"]),
             price_per_lot=_price(path, line, values["price_per_lot"]),
             currency=values["currency"].upper(),
             source=values["source"],
@@ -295,5 +239,5 @@ def example_catalog(device_name: str, price_per_hour: Decimal, currency: str, mi
     source = (f"{EXAMPLE_PRICE} written by `gpucost catalog example` on {date}: not a quote; "
               "edit price_per_lot, min_hours and increment_hours to your own rate")
     writer.writerow(["this-machine", f"what-if-{date}", "this-machine", device_name.strip(), 1, "", price_per_hour,
-                     currency.upper(), source, "hourly", min_hours, increment_hours])
+                     currency.upper(), source, billing.HOURLY.name, min_hours, increment_hours])
     return out.getvalue()

@@ -6,9 +6,8 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.money.billing.base import CENT
 from gpucost_mlflow.core.money.catalog import Package
-
-CENT = Decimal("0.01")
 
 
 @dataclass(frozen=True)

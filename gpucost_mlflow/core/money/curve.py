@@ -41,7 +41,7 @@ def priced(a: Assessment) -> Priced | None:
 def _changes(p: Priced, high: int) -> int:
     """About how many volumes up to `high` a plan of p may change price at (without listing them)."""
     top = p.forecast.hours_for(high, SLOWEST)
-    lengths = [float(o.increment_hours) if o.hourly else o.days * 24.0 for o in p.offers]
+    lengths = [o.kind.step_hours(o)[0] for o in p.offers]
     return sum(math.floor(top / length) + 2 for length in lengths)
 
 

@@ -1,0 +1,32 @@
+"""Billing kinds, each one module behind one interface (base.py), chosen by a catalog row's `billing` column.
+
+Adding a kind takes its module (a `Billing` subclass: the columns it reads, how it covers a window, where its price
+steps, how it is described) and one line of KINDS below.
+"""
+
+from __future__ import annotations
+
+from gpucost_mlflow.core.money.billing.base import Billing, Cover
+from gpucost_mlflow.core.money.billing.hourly import HOURLY
+from gpucost_mlflow.core.money.billing.interruptible import INTERRUPTIBLE
+from gpucost_mlflow.core.money.billing.package import PACKAGE
+
+KINDS: dict[str, Billing] = {kind.name: kind for kind in (PACKAGE, HOURLY, INTERRUPTIBLE)}
+DEFAULT = PACKAGE.name  # a catalog without a billing column holds fixed packages
+
+__all__ = ["DEFAULT", "HOURLY", "INTERRUPTIBLE", "KINDS", "PACKAGE", "Billing", "Cover", "columns", "kind", "owner"]
+
+
+def kind(name: str) -> Billing:
+    """The billing kind of this name (a row's `billing`); KeyError when none is registered."""
+    return KINDS[name]
+
+
+def columns() -> tuple[str, ...]:
+    """Every optional catalog column some kind reads, in registry order."""
+    return tuple(dict.fromkeys(column for kind in KINDS.values() for column in kind.columns))
+
+
+def owner(column: str) -> str:
+    """The first kind whose rows read this optional column."""
+    return next(k.name for k in KINDS.values() if column in k.columns)

@@ -1,0 +1,53 @@
+"""Billing `interruptible`: an hourly rate (spot, preemptible) billed for the window its interruptions lengthen,
+committed at the 90th percentile of their count with the expected total beside it (core/money/interruptions.py).
+A row carries the user's expectation: interruptions_per_day, restart_hours and where the expectation comes from."""
+
+from __future__ import annotations
+
+import math
+
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.money.billing.base import Cover, number, to_hours
+from gpucost_mlflow.core.money.billing.hourly import HourlyBilling, billed
+from gpucost_mlflow.core.money.interruptions import rework
+
+ASSUMPTION = ("interruptions_per_day", "restart_hours", "interruptions_source")
+
+
+class InterruptibleBilling(HourlyBilling):
+    name = "interruptible"
+    columns = HourlyBilling.columns + ASSUMPTION
+
+    def read(self, path, line, values):
+        fields = super().read(path, line, values)
+        rate = values.get("interruptions_per_day", "")
+        if not rate or not values.get("restart_hours") or not values.get("interruptions_source"):
+            raise GpucostError(f"{path}:{line}: an interruptible row needs interruptions_per_day (your expectation), "
+                               "restart_hours and interruptions_source (where the expectation comes from)")
+        per_day = number(path, line, "interruptions_per_day", rate)
+        if per_day < 0:
+            raise GpucostError(f"{path}:{line}: interruptions_per_day '{rate}' is negative")
+        restart = number(path, line, "restart_hours", values["restart_hours"])
+        if restart < 0:
+            raise GpucostError(f"{path}:{line}: restart_hours '{values['restart_hours']}' is negative")
+        return {**fields, "interruptions_per_day": per_day, "restart_hours": restart,
+                "interruptions_source": values["interruptions_source"]}
+
+    def cover(self, offer, window, lots, deliverable_h):
+        found = rework(float(window), deliverable_h, float(offer.interruptions_per_day), float(offer.restart_hours),
+                       offer.interruptions_source)
+        if not math.isfinite(found.expected_h):
+            return None  # its interruptions would outrun the work
+        charged, total = billed(offer, to_hours(found.p90_h), lots)
+        expected_charged, expected = billed(offer, to_hours(found.expected_h), lots)
+        return Cover(1, charged, charged, total, expected, expected_charged, found)
+
+    def describe(self, offer):
+        return f"{offer.gpu} interruptible hourly ({self.terms(offer)})"
+
+    def head(self, plan, lots):
+        return (f"{plan.offer.gpu} interruptible hourly, {lots}, {plan.hours_billed:g} h billed at P90 (expected "
+                f"{plan.expected_billed:g} h: {plan.expected_total:,.2f} {plan.currency}; {plan.rework.assumption})")
+
+
+INTERRUPTIBLE = InterruptibleBilling()

@@ -1,0 +1,92 @@
+"""Billing kinds behind one interface (core/money/billing/): each kind reads, covers, steps and describes its rows;
+a new kind is one module and one registry line."""
+
+from __future__ import annotations
+
+import ast
+from decimal import ROUND_CEILING, Decimal
+
+import pytest
+
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.money import billing
+from gpucost_mlflow.core.money.billing.base import CENT, Billing, Cover, whole
+from gpucost_mlflow.core.money.breakeven import Priced
+from gpucost_mlflow.core.money.catalog import load_catalog
+from gpucost_mlflow.core.money.forecast import Forecast
+from gpucost_mlflow.core.money.plans import covering_plans, to_hours
+from tests.helpers import ROOT
+
+pytestmark = pytest.mark.unit
+
+PACKAGE_DIR = ROOT / "gpucost_mlflow"
+HEADER = "provider,catalog_version,gpu,device_names,gpus_per_lot,days,price_per_lot,currency,source,billing,months\n"
+
+
+class MonthlyBilling(Billing):
+    """A kind a provider might add: whole 30-day months, paid for the month started (tests only)."""
+
+    name = "monthly"
+    columns = ("months",)
+
+    def read(self, path, line, values):
+        if values["days"]:
+            raise GpucostError(f"{path}:{line}: days must be empty on a monthly row")
+        return {"days": 30 * whole(path, line, "months", values.get("months", ""))}
+
+    def cover(self, offer, hours, lots, deliverable_h):
+        period = Decimal(offer.days * 24)
+        periods = int((hours / period).to_integral_value(rounding=ROUND_CEILING))
+        return Cover(periods, None, period * periods, (offer.price_per_lot * lots * periods).quantize(CENT))
+
+    def step_hours(self, offer):
+        return offer.days * 24.0, 0.0
+
+    def describe(self, offer):
+        return f"{offer.gpu} {offer.days // 30}-month term"
+
+    def head(self, plan, lots):
+        return f"{plan.periods} x {plan.offer.days // 30}-month {plan.offer.gpu} term, {lots}"
+
+
+def test_every_row_is_billed_by_the_kind_its_billing_column_names():
+    assert list(billing.KINDS) == ["package", "hourly", "interruptible"]
+    assert billing.kind("hourly").by_the_hour and billing.kind("interruptible").by_the_hour
+    assert not billing.kind("package").by_the_hour
+    assert billing.owner("increment_hours") == "hourly" and billing.owner("restart_hours") == "interruptible"
+
+
+def test_a_billing_kind_added_to_the_registry_is_read_covered_stepped_and_described(tmp_path, monkeypatch):
+    monkeypatch.setitem(billing.KINDS, "monthly", MonthlyBilling())
+    path = tmp_path / "prices.csv"
+    path.write_text(HEADER + "p,2026-12,g1,Some GPU,1,,100,USD,test,monthly,2\n"
+                             "p,2026-12,g1,Some GPU,1,7,40,USD,test,package,\n")
+    catalog = load_catalog(path)
+    term, week = catalog.for_gpu("g1")
+    assert term.billing == "monthly" and term.days == 60 and term.describe() == "g1 2-month term"
+    plans = covering_plans([term, week], to_hours(1000.0))  # 1,000 h: 1 two-month term, or 6 weeks
+    assert [(p.offer.billing, p.total) for p in plans] == [("monthly", Decimal("100.00")), ("package", Decimal("240.00"))]
+    assert plans[0].describe() == "1 x 2-month g1 term, 1 lot: 100.00 USD"
+    forecast = Forecast(setup_h=0.0, waiting_h=0.0, comparisons_h=0.0, comparisons=0, comparisons_estimated=0,
+                        restarts=0, startup_h=0.0, deliverables=1, per_deliverable_h=(1.0, 1.0, 1.0))
+    assert Priced("c", forecast, (term,))._steps() == [(1440.0, 0.0)]
+    path.write_text(HEADER + "p,2026-12,g1,Some GPU,1,7,40,USD,test,package,3\n")
+    with pytest.raises(GpucostError, match=":2: months is for monthly rows, this one is billed package"):
+        load_catalog(path)
+
+
+def test_billing_kinds_are_compared_only_inside_core_money_billing():
+    """One seam: no module outside core/money/billing/ compares a value with a billing kind's name."""
+    names = {"package", "hourly", "interruptible"}
+    found = []
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        where = path.relative_to(PACKAGE_DIR).as_posix()
+        if where.startswith("core/money/billing/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare):
+                for side in [node.left, *node.comparators]:
+                    values = side.elts if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side]
+                    found += [f"{where}:{node.lineno} {v.value!r}" for v in values
+                              if isinstance(v, ast.Constant) and v.value in names]
+    assert not found, "; ".join(found)
