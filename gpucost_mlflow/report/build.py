@@ -85,7 +85,7 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         bill=bill_lines(decision_run.latest_bill(client, experiments.named(client, experiment).experiment_id)),
     )
     if configs:
-        report.figures = plots.for_report(summaries, assessments, choice)
+        report.figures = plots.Drawn(lambda: plots.for_report(summaries, assessments, choice))
     return report, tables.balance(assessments, protocol.deadline, protocol.other_costs)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import io
 import statistics
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import matplotlib
@@ -236,3 +237,25 @@ def for_report(summaries: list[Summary], assessments: list[Assessment], choice: 
     return {"cost_volume": cost_volume(assessments, choice, names),
             "durations": durations(assessments, choice, names),
             "memory": memory(summaries, names)}
+
+
+class Drawn(Mapping):
+    """The report's figures, drawn the first time one is read (writing or rendering the report), once: a report
+    model read for its tables alone never pays for matplotlib."""
+
+    def __init__(self, draw: Callable[[], dict[str, Figure]]):
+        self._draw, self._figures = draw, None
+
+    def _drawn(self) -> dict[str, Figure]:
+        if self._figures is None:
+            self._figures = self._draw()
+        return self._figures
+
+    def __getitem__(self, key: str) -> Figure:
+        return self._drawn()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._drawn())
+
+    def __len__(self) -> int:
+        return len(self._drawn())
