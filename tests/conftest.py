@@ -143,10 +143,40 @@ def model_dir(tmp_path_factory, corpus_dir) -> Path:
 
 @pytest.fixture(scope="session")
 def migrated_store(tmp_path_factory) -> Path:
-    """An empty tracking store migrated once: every test's store is a copy of it."""
+    """An empty tracking store with every MLflow migration run: every test's store is a copy of it. It depends on
+    the installed MLflow alone, so it is kept in the venv per MLflow version (two to three seconds of migrations
+    per worker and session otherwise); the first session of a venv writes it whole, then renames it."""
+    import shutil
+
+    import mlflow
+
     from tests.helpers import migrate_store
 
-    return migrate_store(tmp_path_factory.mktemp("migrated"))
+    kept = Path(sys.prefix) / ".gpucost-test-cache" / f"mlflow-{mlflow.__version__}-empty.db"
+    if not kept.is_file():
+        built = migrate_store(tmp_path_factory.mktemp("migrating"))
+        kept.parent.mkdir(exist_ok=True)
+        staged = kept.with_name(f"{kept.name}.{os.getpid()}")
+        shutil.copyfile(built, staged)
+        _move_default_artifacts(staged, str(built.parent), STORE_FOLDER)
+        os.replace(staged, kept)
+    folder = tmp_path_factory.mktemp("migrated")
+    shutil.copyfile(kept, folder / "mlflow.db")
+    _move_default_artifacts(folder / "mlflow.db", STORE_FOLDER, str(folder))
+    return folder / "mlflow.db"
+
+
+STORE_FOLDER = "@store-folder@"  # the kept store's Default experiment keeps its artifacts under this placeholder
+
+
+def _move_default_artifacts(path: Path, old: str, new: str) -> None:
+    """The Default experiment's artifact location moved from the folder `old` to `new`, as a new store there has."""
+    import contextlib
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(path)) as connection, connection:
+        connection.execute("UPDATE experiments SET artifact_location = replace(artifact_location, ?, ?) "
+                           "WHERE experiment_id = 0", (old, new))
 
 
 @pytest.fixture

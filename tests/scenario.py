@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from mlflow.entities import Param, RunTag
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.inputs.protocol import load_protocol
@@ -45,7 +44,6 @@ def attempt_writer() -> Callable[..., str]:
         clock["ms"] = max(clock["ms"], start + round(wall_s * 1000))
         tags, facts = schema.split_facts(tags)  # as a pass records them: its facts are params
         run = client.create_run(experiment_id, tags=tags, run_name=run_name, start_time=start)
-        client.log_batch(run.info.run_id, params=[Param(k, v) for k, v in {**facts, **(params or {})}.items()])
         metrics = {"load_s": 3.0, "warmup_s": 0.5, "eval_s": 0.1, "export_s": 0.2, "expected_ids": 1000}
         if span:
             metrics.update(dict(zip(schema.MEASURED_SPAN, span)))
@@ -53,11 +51,10 @@ def attempt_writer() -> Callable[..., str]:
             metrics.update(pass_s=pass_s, observed_ids=1000, completed_entries=1000)
         else:
             metrics.update(observed_ids=312, completed_entries=312, mem_peak_allocated_bytes=80e9)
-        writer.log_outcome(client, run.info.run_id, status=status, reason=reason, metrics=metrics,
+        writer.log_outcome(client, run.info.run_id, params={**facts, **(params or {})}, tags=tags_extra,
+                           status=status, reason=reason, metrics=metrics,
                            checks=[Check("ids", True, "exactly the expected ids")] if pass_s is not None else None,
                            quality_verdict=quality if pass_s is not None else "")
-        if tags_extra:
-            client.log_batch(run.info.run_id, tags=[RunTag(k, v) for k, v in tags_extra.items()])
         client.set_terminated(run.info.run_id, "FAILED" if status == "failed" else "FINISHED",
                               end_time=start + round(wall_s * 1000))
         return run.info.run_id

@@ -12,7 +12,7 @@ from mlflow.tracking import MlflowClient
 from gpucost_mlflow.core.inputs.protocol import load_protocol
 from gpucost_mlflow.tracking import reader, run_records, schema, search
 from gpucost_mlflow.tracking.run_records import RunRecord, tagged
-from tests.helpers import load_benchmark
+from tests.helpers import load_benchmark, use_store
 
 pytestmark = pytest.mark.unit
 
@@ -31,11 +31,18 @@ def _through_search_runs(client: MlflowClient, experiment_id: str) -> list[RunRe
     return [RunRecord.of(run) for run in runs]
 
 
-@pytest.fixture
-def varied_store(store) -> tuple[MlflowClient, str]:
+@pytest.fixture(scope="module")
+def varied_store(tmp_path_factory, migrated_store) -> tuple[MlflowClient, str]:
     """The benchmark's store in small (campaign parents, accepted, rejected and failed passes on two devices), plus
     what a long-lived store also holds: a pass still running, a deleted pass, a NaN metric, a metric logged twice,
-    two passes started in the same millisecond, an empty variant tag, and a pass in another experiment."""
+    two passes started in the same millisecond, an empty variant tag, and a pass in another experiment. Written once
+    for the module: its tests only read it."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        store = use_store(tmp_path_factory.mktemp("varied"), monkeypatch, migrated_store)
+        return _varied(store)
+
+
+def _varied(store: str) -> tuple[MlflowClient, str]:
     protocol = load_protocol(report_scaling.PROTOCOL)
     experiment_id, _ = report_scaling.populate(store, 60, protocol, report_scaling.shaped_variants())
     client = MlflowClient(tracking_uri=store)

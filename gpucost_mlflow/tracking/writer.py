@@ -88,9 +88,11 @@ def restated(tags: dict, metrics: dict) -> tuple[list[Metric], list[RunTag]]:
     return [accepted], [RunTag(schema.NOTE, descriptions.pass_note(tags, {**metrics, schema.ACCEPTED: accepted.value}))]
 
 
-def log_outcome(client: MlflowClient, run_id: str, **outcome) -> None:
-    """One log_batch with every metric, the status tags and the facts as params (see outcome_batch)."""
-    metrics, tags = outcome_batch(**outcome)
-    kept, facts = schema.split_facts({tag.key: tag.value for tag in tags})
-    client.log_batch(run_id, metrics=metrics, params=[Param(k, v) for k, v in facts.items()],
-                     tags=[RunTag(k, v) for k, v in kept.items()])
+def log_outcome(client: MlflowClient, run_id: str, params: dict | None = None, tags: dict | None = None,
+                **outcome) -> None:
+    """One log_batch with every metric, the status tags and the facts as params (see outcome_batch), and any other
+    params and tags given as they are (a tag given wins over a status tag of the same key)."""
+    metrics, status_tags = outcome_batch(**outcome)
+    kept, facts = schema.split_facts({tag.key: tag.value for tag in status_tags})
+    client.log_batch(run_id, metrics=metrics, params=[Param(k, v) for k, v in {**(params or {}), **facts}.items()],
+                     tags=[RunTag(k, v) for k, v in {**kept, **(tags or {})}.items()])
