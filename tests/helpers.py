@@ -51,6 +51,15 @@ deliverables: {{expected: 1, description: the slice classified once}}
 """
 
 
+def cli_runner() -> CliRunner:
+    """A click test runner whose result has stdout and stderr apart, as a terminal shows them: click 8.2 and later
+    always keep them apart, click 8.1 (which SkyPilot pins) only when asked."""
+    try:
+        return CliRunner(mix_stderr=False)
+    except TypeError:
+        return CliRunner()
+
+
 def write_protocol(path: Path, threshold: float = 0.0, max_diff: float = 0.05, min_agreement: float = 0.9) -> Path:
     """A protocol for the 30-input test slice, written to path: the demo's tolerance unless told otherwise."""
     path.write_text(PROTOCOL_TEMPLATE.format(threshold=threshold, max_diff=max_diff, min_agreement=min_agreement))

@@ -7,6 +7,7 @@ from click.testing import CliRunner
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.campaign.demo import DEMO_VARIANTS, fit
+from tests.helpers import cli_runner
 
 pytestmark = pytest.mark.unit
 
@@ -39,8 +40,8 @@ def test_demo_variants_follow_the_measured_peak(tmp_path, monkeypatch, bf16, lef
     cache = tmp_path / "peak.json"
     monkeypatch.setenv("GPUCOST_PEAK_CACHE", str(cache))
     _fake_peaks(cache, fp32=16.0, bf16=bf16)
-    listed = CliRunner().invoke(main, ["demo", "variants", "--device", "cpu", "--list"])
-    shown = CliRunner().invoke(main, ["demo", "variants", "--device", "cpu"])
+    listed = cli_runner().invoke(main, ["demo", "variants", "--device", "cpu", "--list"])
+    shown = cli_runner().invoke(main, ["demo", "variants", "--device", "cpu"])
     assert listed.exit_code == 0 and shown.exit_code == 0, listed.output + shown.output
     kept = [name for name in DEMO_VARIANTS if not (left_out and name == "batch8-bf16")]
     assert listed.stdout.strip() == ",".join(kept)

@@ -12,8 +12,10 @@ pytestmark = pytest.mark.unit
 PACKAGE = Path(__file__).resolve().parents[1] / "gpucost_mlflow"
 # layer folder -> top-level names its modules may never import
 FORBIDDEN = {
-    "core": ("torch", "mlflow", "gpucost_mlflow.execution", "gpucost_mlflow.tracking", "gpucost_mlflow.flow",
-             "gpucost_mlflow.report"),
+    "core": ("torch", "mlflow", "sky", "gpuhunt", "gpucost_mlflow.execution", "gpucost_mlflow.tracking",
+             "gpucost_mlflow.flow", "gpucost_mlflow.report", "gpucost_mlflow.market"),
+    "market": ("torch", "mlflow", "gpucost_mlflow.execution", "gpucost_mlflow.tracking", "gpucost_mlflow.flow",
+               "gpucost_mlflow.report"),
     "execution": ("mlflow", "gpucost_mlflow.tracking", "gpucost_mlflow.flow", "gpucost_mlflow.report"),
     "tracking": ("torch", "gpucost_mlflow.execution", "gpucost_mlflow.flow", "gpucost_mlflow.report"),
 }

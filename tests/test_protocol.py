@@ -23,7 +23,16 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.protocol import load_protocol
 from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.tracking import schema
-from tests.helpers import CATALOG, SHIPPED_PROTOCOL, VARIANTS, checks_of, pass_args, run_pass, write_protocol
+from tests.helpers import (
+    CATALOG,
+    SHIPPED_PROTOCOL,
+    VARIANTS,
+    checks_of,
+    cli_runner,
+    pass_args,
+    run_pass,
+    write_protocol,
+)
 
 REQUIRED_COLUMNS = ["run_id", "campaign_id", "variant", "corpus_fingerprint", "device", "status", "pass_s",
                     "quality_verdict", "expected_ids", "observed_ids", "ids_match", "corpus_accepted",
@@ -31,7 +40,7 @@ REQUIRED_COLUMNS = ["run_id", "campaign_id", "variant", "corpus_fingerprint", "d
 
 
 def attempts_csv(protocol, experiment="t") -> tuple[pd.DataFrame, str]:
-    result = CliRunner().invoke(main, ["attempts", "--experiment", experiment, "--format", "csv", "--protocol", str(protocol)])
+    result = cli_runner().invoke(main, ["attempts", "--experiment", experiment, "--format", "csv", "--protocol", str(protocol)])
     assert result.exit_code == 0, result.output
     text = result.stdout
     return pd.read_csv(io.StringIO(text)), result.stderr

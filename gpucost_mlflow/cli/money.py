@@ -164,4 +164,79 @@ def catalog_example(out_path, price_per_hour, currency, min_hours, increment_hou
     click.echo(f"{out_path}: {device} at an example price of {price} {currency.upper()} per hour; edit it to price your machine")
 
 
+@catalog_group.group("import")
+def catalog_import() -> None:
+    """Write a gpucost catalog from a market library's own catalog (docs/catalogs.md)."""
+
+
+def market_options(command):
+    """What every import takes: where to write, the names and billing tables, and the spot assumption."""
+    options = [
+        click.option("--out", "out_path", type=click.Path(path_type=Path), required=True,
+                     help="The catalog CSV to write (never overwritten)."),
+        click.option("--device-names", "names_files", type=click.Path(path_type=Path), multiple=True,
+                     help="Your own accelerator-to-driver-names rows, added to the shipped table (repeatable)."),
+        click.option("--billing-terms", "terms_file", type=click.Path(path_type=Path), default=None,
+                     help="A billing terms table instead of the shipped one (provider, min_seconds, increment_seconds)."),
+        click.option("--interruptions-per-day", default=None, help="Spot offers: interruptions you expect per day."),
+        click.option("--restart-hours", default=None, help="Spot offers: hours one restart costs."),
+        click.option("--interruptions-source", default=None, help="Spot offers: where your expectation comes from."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _split(text: str | None) -> list[str] | None:
+    return [part.strip() for part in text.split(",") if part.strip()] if text else None
+
+
+@catalog_import.command("skypilot")
+@click.option("--clouds", default=None, help="Comma-separated SkyPilot clouds (default: those cached here).")
+@click.option("--gpus", default=None, help="Comma-separated accelerator names as SkyPilot spells them (A10G,A100).")
+@click.option("--regions", default=None, help="Comma-separated regions.")
+@market_options
+def import_skypilot(clouds, gpus, regions, **market) -> None:
+    """Hourly rows (one per cloud, instance type and region) from SkyPilot's catalog, through SkyPilot's API."""
+    from gpucost_mlflow.market import skypilot
+
+    read = skypilot.read(_split(clouds), _split(gpus), _split(regions))
+    dates = "; ".join(f"{cloud} as of {day.isoformat()} ({read.dated_by[cloud]})" for cloud, day in read.as_of.items())
+    _write_market(read.offers, version=f"skypilot-{read.schema}-{max(read.as_of.values()).isoformat()}",
+                  source=f"SkyPilot {read.version} catalog {read.schema}", as_of=read.as_of, dates=dates, **market)
+
+
+def _write_market(offers, *, version, source, as_of, dates, out_path, names_files, terms_file, interruptions_per_day,
+                  restart_hours, interruptions_source) -> None:
+    """Turn offers into catalog rows (core/money/market.py), write them whole, read them back, and say what was left."""
+    from gpucost_mlflow.core.inputs import shipped
+    from gpucost_mlflow.core.inputs.corpus import write_atomic
+    from gpucost_mlflow.core.money import market
+    from gpucost_mlflow.core.money.catalog import load_catalog
+    from gpucost_mlflow.core.money.plans import parse_positive
+
+    if out_path.exists():
+        raise GpucostError(f"{out_path} exists: remove it, or name another --out")
+    assumption = (interruptions_per_day, restart_hours, interruptions_source)
+    if any(assumption) and not all(assumption):
+        raise GpucostError("spot offers need all three: --interruptions-per-day, --restart-hours and "
+                           "--interruptions-source")
+    interruptions = market.Interruptions(parse_positive(interruptions_per_day, "--interruptions-per-day"),
+                                         parse_positive(restart_hours, "--restart-hours"),
+                                         interruptions_source) if all(assumption) else None
+    names = market.load_device_names([shipped.shipped(shipped.DEVICE_NAMES), *names_files])
+    terms = market.load_terms(terms_file or shipped.shipped(shipped.BILLING_TERMS))
+    imported = market.catalog_text(offers, version=version, source=source, as_of=as_of, names=names, terms=terms,
+                                   interruptions=interruptions)
+    write_atomic(out_path, imported.text.encode("utf-8"))
+    try:
+        load_catalog(out_path)
+    except GpucostError:
+        out_path.unlink()
+        raise
+    for note in imported.notes:
+        click.echo(note)
+    click.echo(f"{out_path}: {imported.rows} row(s) from {source}; {dates}")
+
+
 COMMANDS = (packages, window_cmd, plan_cmd, catalog_group)

@@ -15,6 +15,9 @@ CATALOG = Path("catalog/labkit-2026-09-24.csv")
 PROTOCOL = Path("projects/protocol.yaml")
 VARIANTS = Path("projects/variants.yaml")
 ROCM_MATRICES = Path("catalog")  # rocm-framework-matrix-<date>.csv, side by side
+# What `gpucost catalog import` maps and bills by (docs/catalogs.md): dated, editable, extended with the user's own.
+DEVICE_NAMES = Path("catalog/device-names-2026-12-02.csv")
+BILLING_TERMS = Path("catalog/billing-terms-2026-12-02.csv")
 DEFAULTS = (CATALOG, PROTOCOL, VARIANTS)
 
 

@@ -20,6 +20,8 @@ COLUMNS = ("provider", "catalog_version", "gpu", "device_names", "gpus_per_lot",
 # observed.
 HOURLY_COLUMNS = ("billing", *billing.HOURLY.columns)
 DATED_COLUMNS = ("as_of",)
+# Optional too, on rows imported from a market catalog (`gpucost catalog import`): the instance type and region.
+OFFER_COLUMNS = ("instance", "region")
 UNDATED = "undated price"
 PACKAGE_DAYS = (3, 7, 30)
 EXAMPLE_PRICE = "example price"
@@ -47,6 +49,8 @@ class Package:
     interruptions_per_day: Decimal | None = None  # an interruptible row: the user's expectation ...
     restart_hours: Decimal | None = None  # ... what a restart costs in hours ...
     interruptions_source: str = ""  # ... and where the expectation comes from
+    instance: str = ""  # an imported offer: the instance type ...
+    region: str = ""  # ... and the region it is offered in
 
     @property
     def kind(self) -> billing.Billing:
@@ -194,9 +198,10 @@ def load_catalog(path: Path) -> Catalog:
     seen: dict[tuple, int] = {}
     for record in reader:
         line = reader.line_num
-        values = {c: (record.get(c) or "").strip() for c in COLUMNS + ("billing", *billing.columns()) + DATED_COLUMNS}
+        values = {c: (record.get(c) or "").strip()
+                  for c in COLUMNS + ("billing", *billing.columns()) + DATED_COLUMNS + OFFER_COLUMNS}
         for column in COLUMNS:
-            if column != "days" and not values[column]:
+            if column not in ("days", "device_names") and not values[column]:
                 raise GpucostError(f"{path}:{line}: empty {column}")
         package = Package(
             provider=values["provider"],
@@ -209,9 +214,11 @@ def load_catalog(path: Path) -> Catalog:
             source=values["source"],
             line=line,
             as_of=as_of_date(path, line, values["as_of"]),
+            instance=values["instance"],
+            region=values["region"],
             **_billing(path, line, values),
         )
-        key = (package.provider, package.gpu, package.billing, package.days)
+        key = (package.provider, package.gpu, package.billing, package.days, package.instance, package.region)
         if key in seen:
             what = f"{package.days} days" if not package.hourly else "hourly rate"
             raise GpucostError(f"{path}:{line}: duplicate package {package.gpu} {what} of {package.provider} (first at line {seen[key]})")

@@ -1,0 +1,210 @@
+"""Market catalogs (docs/catalogs.md): offers read through SkyPilot's own API from an offline SkyPilot home, turned
+into gpucost rows with the shipped names and billing tables; spot offers priced only with the user's assumption."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import os
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.inputs import shipped
+from gpucost_mlflow.core.money import market
+from gpucost_mlflow.core.money.catalog import load_catalog
+from gpucost_mlflow.core.money.plans import covering_plans, to_hours
+
+GPUCOST = str(Path(sys.executable).parent / "gpucost")
+NAMES = market.load_device_names([shipped.shipped(shipped.DEVICE_NAMES)])
+TERMS = market.load_terms(shipped.shipped(shipped.BILLING_TERMS))
+DAY = dt.date(2026, 11, 28)
+A10G = market.Offer("aws", "g5.xlarge", "us-east-1", "A10G", 1, 24.0, Decimal("1.006"), Decimal("0.4012"))
+MYSTERY = market.Offer("aws", "x9.large", "us-east-1", "Z900", 1, 48.0, Decimal("3.5"), None)
+SPOT = market.Interruptions(Decimal(2), Decimal("0.5"), "our last month on aws")
+
+
+def rows(imported: market.Imported) -> list[dict]:
+    return list(csv.DictReader(io.StringIO(imported.text)))
+
+
+def text(offers, interruptions=None, terms=TERMS) -> market.Imported:
+    return market.catalog_text(offers, version="skypilot-v8-2026-11-28", source="SkyPilot 0.14.1 catalog v8",
+                               as_of={"aws": DAY}, names=NAMES, terms=terms, interruptions=interruptions)
+
+
+@pytest.mark.unit
+def test_an_offer_becomes_an_hourly_row_billed_by_its_clouds_terms_and_named_as_its_driver_names_it():
+    imported = text([A10G])
+    [row] = rows(imported)
+    assert {k: row[k] for k in ("provider", "gpu", "device_names", "gpus_per_lot", "days", "price_per_lot", "currency",
+                                "billing", "as_of", "instance", "region")} == {
+        "provider": "aws", "gpu": "a10g", "device_names": "NVIDIA A10G", "gpus_per_lot": "1", "days": "",
+        "price_per_lot": "1.006", "currency": "USD", "billing": "hourly", "as_of": "2026-11-28",
+        "instance": "g5.xlarge", "region": "us-east-1"}
+    assert Decimal(row["min_hours"]) * 3600 == pytest.approx(Decimal(60)) and Decimal(row["increment_hours"]) * 3600 == pytest.approx(Decimal(1))
+    assert "SkyPilot 0.14.1 catalog v8, aws g5.xlarge in us-east-1" in row["source"]
+    assert "billing-terms-2026-12-02.csv" in row["source"] and "60-second minimum" in row["source"]
+    assert imported.notes == [("1 spot offer(s) left out: no interruption assumption (give --interruptions-per-day, "
+                               "--restart-hours and --interruptions-source to price them as interruptible rows)")]
+
+
+@pytest.mark.unit
+def test_an_accelerator_the_table_cannot_map_keeps_empty_device_names_and_is_named(tmp_path):
+    imported = text([A10G, MYSTERY])
+    assert [r["device_names"] for r in rows(imported) if r["gpu"] == "z900"] == [""]
+    assert imported.notes[0].startswith("Z900 (48 GiB): not in the device names table, written with empty device_names")
+    path = tmp_path / "imported.csv"
+    path.write_text(imported.text)
+    catalog = load_catalog(path)
+    assert [p.instance for p in catalog.for_device("NVIDIA A10G")] == ["g5.xlarge"]
+    assert catalog.for_device("NVIDIA Z900") == [] and catalog.for_device("") == []  # never priced by a guess
+
+
+@pytest.mark.unit
+def test_the_names_table_tells_40_from_80_gib_and_a_users_row_extends_it(tmp_path):
+    assert market.names_for(NAMES, "A100", 40.0).device_names[0] == "NVIDIA A100-SXM4-40GB"
+    assert market.names_for(NAMES, "a100", 80.0).device_names[0] == "NVIDIA A100-SXM4-80GB"
+    assert market.names_for(NAMES, "A100", None) is None  # a memory-less A100 offer is not guessed to be either
+    mine = tmp_path / "mine.csv"
+    mine.write_text("accelerator,memory_gib,device_names,as_of,source\nZ900,,NVIDIA Z900,2026-12-01,our cluster\n")
+    extended = market.load_device_names([shipped.shipped(shipped.DEVICE_NAMES), mine])
+    assert market.names_for(extended, "Z900", 48.0).device_names == ("NVIDIA Z900",)
+
+
+@pytest.mark.unit
+def test_spot_rows_appear_only_with_an_assumption_and_are_planned_at_their_p90(tmp_path):
+    assert [r["billing"] for r in rows(text([A10G]))] == ["hourly"]
+    imported = text([A10G], SPOT)
+    spot = [r for r in rows(imported) if r["billing"] == "interruptible"]
+    assert len(spot) == 1 and spot[0]["price_per_lot"] == "0.4012"
+    assert (spot[0]["interruptions_per_day"], spot[0]["restart_hours"], spot[0]["interruptions_source"]) == (
+        "2", "0.5", "our last month on aws")
+    assert imported.notes == []
+    path = tmp_path / "spot.csv"
+    path.write_text(imported.text)
+    offers = load_catalog(path).for_device("NVIDIA A10G")
+    plans = covering_plans(offers, to_hours(10.0), 1, 1.0)
+    interruptible = next(p for p in plans if p.offer.billing == "interruptible")
+    assert interruptible.rework is not None and interruptible.total > interruptible.expected_total
+    assert interruptible.hours_billed > Decimal(10)  # billed for the P90 window, not the bare 10 h
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("offers", "terms", "message"), [
+    ([], TERMS, "no offer matches these filters"),
+    ([market.Offer("azure", "nc4", "eastus", "T4", 1, 16.0, Decimal("0.5"), None)], TERMS,
+     "no billing terms for azure in the billing terms table"),
+    ([market.Offer("aws", "g5.xlarge", "us-east-1", "A10G", 1, 24.0, Decimal(0), None)], TERMS,
+     "a price of 0 or less is not an offer"),
+])
+def test_bad_market_input_is_one_line_and_nothing_is_written(offers, terms, message):
+    with pytest.raises(GpucostError, match=message):
+        text(offers, terms=terms)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("table", "body", "message"), [
+    ("names", "accelerator,memory_gib,device_names,as_of,source\nZ900,-4,NVIDIA Z900,2026-12-01,me\n",
+     "memory_gib '-4' must be > 0"),
+    ("names", "accelerator,memory_gib,device_names,source\nZ900,,NVIDIA Z900,me\n", r"missing column\(s\) as_of"),
+    ("terms", "provider,min_seconds,increment_seconds,as_of,source\naws,60,0,2026-12-01,me\n",
+     "increment_seconds '0' must be > 0"),
+    ("terms", "provider,min_seconds,increment_seconds,as_of,source\naws,60,1,yesterday,me\n", "as_of 'yesterday'"),
+])
+def test_a_malformed_names_or_billing_table_is_one_line_naming_file_and_line(tmp_path, table, body, message):
+    path = tmp_path / f"{table}.csv"
+    path.write_text(body)
+    with pytest.raises(GpucostError, match=message):
+        market.load_device_names([path]) if table == "names" else market.load_terms(path)
+
+
+@pytest.mark.unit
+def test_a_missing_market_library_is_one_line_with_its_install_command(monkeypatch):
+    from gpucost_mlflow import market as edge
+
+    monkeypatch.setitem(sys.modules, "gpuhunt_not_here", None)
+    with pytest.raises(GpucostError, match=r"pip install 'gpucost-mlflow\[gpuhunt\]'"):
+        edge.require("gpuhunt_not_here", "gpuhunt")
+
+
+GPU_INFO = ("{'Gpus': [{'Name': '%s', 'Manufacturer': 'NVIDIA', 'Count': %d, 'MemoryInfo': {'SizeInMiB': %d}}], "
+            "'TotalGpuMemoryInMiB': %d}")
+AWS_VMS = [
+    ("g5.xlarge", "A10G", 1, 4, 16, 24576, "1.006", "0.4321", "us-east-1", "use1-az1"),
+    ("g5.xlarge", "A10G", 1, 4, 16, 24576, "1.006", "0.4012", "us-east-1", "use1-az2"),
+    ("g5.xlarge", "A10G", 1, 4, 16, 24576, "1.258", "0.5012", "eu-west-1", "euw1-az1"),
+    ("p4d.24xlarge", "A100", 8, 96, 1152, 40960, "32.7726", "12.5", "us-east-1", "use1-az1"),
+]
+
+
+def skypilot_home(home: Path, downloaded: dt.date) -> Path:
+    """An offline SkyPilot home: AWS's catalog in SkyPilot's v8 format (a few real-format rows, a CPU-only row
+    among them) as SkyPilot leaves it after a download, checksum file included."""
+    import hashlib
+
+    folder = home / ".sky" / "catalogs" / "v8"
+    (folder / "aws").mkdir(parents=True)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["InstanceType", "AcceleratorName", "AcceleratorCount", "vCPUs", "MemoryGiB", "GpuInfo", "Price",
+                     "SpotPrice", "Region", "AvailabilityZone", "Arch"])
+    for instance, gpu, count, cpus, memory, mib, price, spot, region, zone in AWS_VMS:
+        writer.writerow([instance, gpu, f"{count}.0", f"{cpus}.0", f"{memory}.0", GPU_INFO % (gpu, count, mib, mib * count),
+                         price, spot, region, zone, "x86_64"])
+    writer.writerow(["m5.large", "", "", "2.0", "8.0", "", "0.096", "0.04", "us-east-1", "use1-az1", "x86_64"])
+    vms = folder / "aws" / "vms.csv"
+    vms.write_text(out.getvalue())
+    meta = folder / ".meta" / "aws" / "vms.csv.md5"
+    meta.parent.mkdir(parents=True)
+    meta.write_text(hashlib.md5(vms.read_bytes(), usedforsecurity=False).hexdigest())
+    stamp = dt.datetime.combine(downloaded, dt.time(12)).timestamp()
+    os.utime(meta, (stamp, stamp))
+    return home
+
+
+def import_skypilot(home: Path, out: Path, *args: str) -> subprocess.CompletedProcess:
+    """`gpucost catalog import skypilot` in a process whose HOME is the seeded one (SkyPilot reads it at import)."""
+    env = dict(os.environ, HOME=str(home))
+    return subprocess.run([GPUCOST, "catalog", "import", "skypilot", "--out", str(out), *args], env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+@pytest.mark.integration
+def test_skypilots_catalog_is_imported_through_its_api_one_row_per_instance_and_region(tmp_path):
+    pytest.importorskip("sky", reason="skypilot is not installed (make install installs it)")
+    home = skypilot_home(tmp_path / "home", dt.date(2026, 11, 28))
+    out = tmp_path / "aws.csv"
+    done = import_skypilot(home, out, "--clouds", "aws", "--gpus", "A10G,A100")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "aws as of 2026-11-28 (the day SkyPilot downloaded it)" in done.stdout
+    assert "3 spot offer(s) left out" in done.stdout and "Warning" not in done.stderr
+    catalog = load_catalog(out)
+    found = {(p.gpu, p.instance, p.region): p for p in catalog.packages}
+    assert set(found) == {("a10g", "g5.xlarge", "us-east-1"), ("a10g", "g5.xlarge", "eu-west-1"),
+                          ("a100", "p4d.24xlarge", "us-east-1")}
+    a100 = found[("a100", "p4d.24xlarge", "us-east-1")]
+    assert (a100.gpus_per_lot, a100.price_per_lot, a100.billing, a100.as_of) == (8, Decimal("32.7726"), "hourly", DAY)
+    assert a100.device_names == ("NVIDIA A100-SXM4-40GB", "NVIDIA A100-PCIE-40GB")
+    assert a100.provider == "aws" and a100.catalog_version == "skypilot-v8-2026-11-28"
+    assert a100.source.startswith("SkyPilot ") and "catalog v8, aws p4d.24xlarge in us-east-1" in a100.source
+    assert found[("a10g", "g5.xlarge", "us-east-1")].price_per_lot == Decimal("1.006")
+
+    spot_out = tmp_path / "spot.csv"
+    done = import_skypilot(home, spot_out, "--clouds", "aws", "--gpus", "A10G", "--regions", "us-east-1",
+                           "--interruptions-per-day", "2", "--restart-hours", "0.5",
+                           "--interruptions-source", "our last month on aws")
+    assert done.returncode == 0, done.stderr[-2000:]
+    spot = [p for p in load_catalog(spot_out).packages if p.billing == "interruptible"]
+    assert [(p.price_per_lot, p.interruptions_per_day) for p in spot] == [(Decimal("0.4012"), Decimal(2))]  # cheapest zone
+
+    for args, message in ((("--clouds", "nosuchcloud"), "unknown cloud(s) nosuchcloud"),
+                          (("--clouds", "aws", "--gpus", "H900"), "no offer matches these filters")):
+        refused = import_skypilot(home, tmp_path / "refused.csv", *args)
+        assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr[-2000:]
+        assert message in refused.stderr and not (tmp_path / "refused.csv").exists()
