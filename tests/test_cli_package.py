@@ -14,7 +14,7 @@ pytestmark = pytest.mark.unit
 
 # `gpucost --help` and each group's subcommands as they were when cli.py became the cli/ package, plus `demo`.
 COMMANDS = {
-    "attempts": None, "bill": None, "campaign": None, "catalog": {"example"}, "corpus": {"build", "slice"}, "demo": {"variants"}, "doctor": None,
+    "attempts": None, "bill": None, "campaign": None, "catalog": {"example", "import"}, "corpus": {"build", "slice"}, "demo": {"variants"}, "doctor": None,
     "exclude": None, "memory": {"estimate", "measure"}, "model": {"prepare"}, "packages": None, "pass": None,
     "plan": None, "protocol": {"lock", "show"}, "rejudge": None, "report": None, "sync": None,
     "variants": {"propose"}, "window": None,
