@@ -21,10 +21,13 @@ from gpucost_mlflow.core.money.catalog import load_catalog
 from gpucost_mlflow.core.money.plans import covering_plans, to_hours
 from tests.helpers import ROOT
 
+
 # `make install` puts SkyPilot in a venv of its own (.venv-market, the Makefile says why); this one when it has it.
-MARKET_GPUCOST = next((p for p in (ROOT / ".venv-market" / "bin" / "gpucost", Path(sys.executable).parent / "gpucost")
-                       if p.is_file() and subprocess.run([str(p.parent / "python"), "-c", "import sky"],
-                                                         capture_output=True, check=False).returncode == 0), None)
+def market_gpucost(module: str) -> Path | None:
+    """The gpucost of .venv-market, else of this venv, whose Python imports the market library."""
+    return next((p for p in (ROOT / ".venv-market" / "bin" / "gpucost", Path(sys.executable).parent / "gpucost")
+                 if p.is_file() and subprocess.run([str(p.parent / "python"), "-c", f"import {module}"],
+                                                   capture_output=True, check=False).returncode == 0), None)
 NAMES = market.load_device_names([shipped.shipped(shipped.DEVICE_NAMES)])
 TERMS = market.load_terms(shipped.shipped(shipped.BILLING_TERMS))
 DAY = dt.date(2026, 11, 28)
@@ -175,13 +178,13 @@ def skypilot_home(home: Path, downloaded: dt.date) -> Path:
 def import_skypilot(home: Path, out: Path, *args: str) -> subprocess.CompletedProcess:
     """`gpucost catalog import skypilot` in a process whose HOME is the seeded one (SkyPilot reads it at import)."""
     env = dict(os.environ, HOME=str(home))
-    return subprocess.run([str(MARKET_GPUCOST), "catalog", "import", "skypilot", "--out", str(out), *args], env=env,
+    return subprocess.run([str(market_gpucost("sky")), "catalog", "import", "skypilot", "--out", str(out), *args], env=env,
                           capture_output=True, text=True, timeout=300, check=False)
 
 
 @pytest.mark.integration
 def test_skypilots_catalog_is_imported_through_its_api_one_row_per_instance_and_region(tmp_path):
-    if MARKET_GPUCOST is None:
+    if market_gpucost("sky") is None:
         pytest.skip("SkyPilot is installed neither in .venv-market nor here (make install builds .venv-market)")
     home = skypilot_home(tmp_path / "home", dt.date(2026, 11, 28))
     out = tmp_path / "aws.csv"
@@ -213,3 +216,48 @@ def test_skypilots_catalog_is_imported_through_its_api_one_row_per_instance_and_
         refused = import_skypilot(home, tmp_path / "refused.csv", *args)
         assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr[-2000:]
         assert message in refused.stderr and not (tmp_path / "refused.csv").exists()
+
+
+GPUHUNT_HEADER = ("instance_name,location,price,cpu,memory,gpu_count,gpu_name,gpu_memory,spot,disk_size,gpu_vendor,flags,"
+                  "cpu_arch,provider_data\n")
+
+
+@pytest.mark.integration
+def test_gpuhunts_offline_catalog_is_imported_through_its_api_spot_joined_to_its_on_demand_offer(tmp_path):
+    gpucost = market_gpucost("gpuhunt")
+    if gpucost is None:
+        pytest.skip("gpuhunt is installed neither in .venv-market nor here (make install builds .venv-market)")
+    folder = tmp_path / "gpuhunt"
+    folder.mkdir()
+    (folder / "aws.csv").write_text(GPUHUNT_HEADER + "g5.xlarge,us-east-1,1.006,4,16.0,1,A10G,24.0,False,,nvidia,,x86,{}\n"
+                                    "g5.xlarge,us-east-1,0.4012,4,16.0,1,A10G,24.0,True,,nvidia,,x86,{}\n"
+                                    "m5.large,us-east-1,0.096,2,8.0,0,,,False,,,,x86,{}\n")
+    (folder / "gcp.csv").write_text(GPUHUNT_HEADER + "g2-standard-4,us-central1-a,0.7069,4,16.0,1,L4,24.0,False,,nvidia,,x86,{}\n"
+                                    "a2-highgpu-1g,us-central1-a,3.6730,12,85.0,1,A100,40.0,False,,nvidia,,x86,{}\n")
+    stamp = dt.datetime(2026, 11, 27, 12).timestamp()
+    for path in folder.iterdir():
+        os.utime(path, (stamp, stamp))
+    env = dict(os.environ, GPUHUNT_CATALOG_DIR=str(folder))
+
+    def run(out: Path, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(gpucost), "catalog", "import", "gpuhunt", "--out", str(out), *args], env=env,
+                              capture_output=True, text=True, timeout=300, check=False)
+
+    done = run(tmp_path / "all.csv", "--interruptions-per-day", "1", "--restart-hours", "0.25",
+               "--interruptions-source", "gpuhunt test")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "aws as of 2026-11-27 (the date of aws.csv in GPUHUNT_CATALOG_DIR)" in done.stdout
+    found = {(p.provider, p.instance, p.region, p.billing): p for p in load_catalog(tmp_path / "all.csv").packages}
+    assert set(found) == {("aws", "g5.xlarge", "us-east-1", "hourly"), ("aws", "g5.xlarge", "us-east-1", "interruptible"),
+                          ("gcp", "g2-standard-4", "us-central1-a", "hourly"),
+                          ("gcp", "a2-highgpu-1g", "us-central1-a", "hourly")}
+    assert found[("aws", "g5.xlarge", "us-east-1", "interruptible")].price_per_lot == Decimal("0.4012")
+    l4 = found[("gcp", "g2-standard-4", "us-central1-a", "hourly")]
+    assert (l4.gpu, l4.device_names, l4.gpus_per_lot, l4.price_per_lot, l4.as_of) == (
+        "l4", ("NVIDIA L4",), 1, Decimal("0.7069"), dt.date(2026, 11, 27))
+    assert l4.source.startswith("gpuhunt ") and "gcp g2-standard-4 in us-central1-a" in l4.source
+    assert found[("gcp", "a2-highgpu-1g", "us-central1-a", "hourly")].device_names[0] == "NVIDIA A100-SXM4-40GB"
+
+    refused = run(tmp_path / "refused.csv", "--providers", "nosuchprovider")
+    assert refused.returncode == 2 and "unknown provider(s) nosuchprovider" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1 and not (tmp_path / "refused.csv").exists()

@@ -206,6 +206,21 @@ def import_skypilot(clouds, gpus, regions, **market) -> None:
                   source=f"SkyPilot {read.version} catalog {read.schema}", as_of=read.as_of, dates=dates, **market)
 
 
+@catalog_import.command("gpuhunt")
+@click.option("--providers", default=None, help="Comma-separated gpuhunt providers (aws, gcp, lambdalabs, runpod, ...).")
+@click.option("--gpus", default=None, help="Comma-separated GPU names as gpuhunt spells them (A10G,L4,A100).")
+@market_options
+def import_gpuhunt(providers, gpus, **market) -> None:
+    """Hourly rows (one per provider, instance and location) from gpuhunt's catalog, through gpuhunt's API; offline
+    from GPUHUNT_CATALOG_DIR."""
+    from gpucost_mlflow.market import gpuhunt
+
+    read = gpuhunt.read(_split(providers), _split(gpus))
+    dates = "; ".join(f"{name} as of {day.isoformat()} ({read.dated_by[name]})" for name, day in read.as_of.items())
+    _write_market(read.offers, version=f"gpuhunt-{max(read.as_of.values()).isoformat()}",
+                  source=f"gpuhunt {read.version} catalog", as_of=read.as_of, dates=dates, **market)
+
+
 def _write_market(offers, *, version, source, as_of, dates, out_path, names_files, terms_file, interruptions_per_day,
                   restart_hours, interruptions_source) -> None:
     """Turn offers into catalog rows (core/money/market.py), write them whole, read them back, and say what was left."""
