@@ -261,3 +261,45 @@ def test_gpuhunts_offline_catalog_is_imported_through_its_api_spot_joined_to_its
     refused = run(tmp_path / "refused.csv", "--providers", "nosuchprovider")
     assert refused.returncode == 2 and "unknown provider(s) nosuchprovider" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1 and not (tmp_path / "refused.csv").exists()
+
+
+@pytest.mark.unit
+def test_a_report_over_two_devices_priced_from_two_imported_catalogs_names_the_offer_it_commits_to(experiment, tmp_path):
+    """Passes on an A10G and an L4; SkyPilot's AWS offers and gpuhunt's GCP offers, read as one: the decision commits to
+    the cheapest covering offer and names its provider, instance and region; the A100 offer, measured nowhere, is
+    listed apart and never priced."""
+    from click.testing import CliRunner
+
+    from gpucost_mlflow.cli import main
+    from tests.helpers import SHIPPED_PROTOCOL, VARIANTS
+    from tests.scenario import EXPERIMENT
+
+    aws = text([A10G, market.Offer("aws", "g5.xlarge", "eu-west-1", "A10G", 1, 24.0, Decimal("1.258"), None)])
+    gcp = market.catalog_text(
+        [market.Offer("gcp", "g2-standard-4", "us-central1-a", "L4", 1, 24.0, Decimal("0.7069"), None),
+         market.Offer("gcp", "a2-highgpu-1g", "us-central1-a", "A100", 1, 40.0, Decimal("3.673"), None)],
+        version="gpuhunt-2026-11-27", source="gpuhunt 0.1.34 catalog", as_of={"gcp": dt.date(2026, 11, 27)},
+        names=NAMES, terms=TERMS, interruptions=None)
+    (tmp_path / "aws.csv").write_text(aws.text)
+    (tmp_path / "gcp.csv").write_text(gcp.text)
+    for seconds in (10.0, 10.1, 10.2, 10.1, 10.0):
+        experiment("batch8", "NVIDIA A10G", seconds)
+        experiment("batch8", "NVIDIA L4", seconds * 1.2)
+    result = CliRunner().invoke(main, ["report", "--experiment", EXPERIMENT, "--protocol", str(SHIPPED_PROTOCOL),
+                                       "--variants-file", str(VARIANTS), "--catalog", str(tmp_path / "aws.csv"),
+                                       "--catalog", str(tmp_path / "gcp.csv"), "--out", str(tmp_path / "r"), "--no-log"])
+    assert result.exit_code == 0, result.output
+    decision = next(line for line in result.output.splitlines() if line.startswith("Decision:"))
+    assert "batch8 on NVIDIA L4" in decision and "on gcp g2-standard-4 in us-central1-a" in decision, decision
+    assert "next: batch8 on NVIDIA A10G" in decision
+    page = (tmp_path / "r" / "report.md").read_text()
+    assert "### Offers not measured" in page
+    assert "- a100 (NVIDIA A100-SXM4-40GB; NVIDIA A100-PCIE-40GB): 1 row, the cheapest 3.67 USD per lot" in page
+    assert "l4 hourly, 1 lot, 4.0292 h billed (min 60 s, per 1 s) on gcp g2-standard-4 in us-central1-a" in page
+
+    (tmp_path / "eur.csv").write_text(gcp.text.replace(",USD,", ",EUR,").replace("gcp,", "ovh,"))
+    mixed = CliRunner().invoke(main, ["report", "--experiment", EXPERIMENT, "--protocol", str(SHIPPED_PROTOCOL),
+                                      "--variants-file", str(VARIANTS), "--catalog", str(tmp_path / "aws.csv"),
+                                      "--catalog", str(tmp_path / "eur.csv"), "--out", str(tmp_path / "m"), "--no-log"])
+    assert mixed.exit_code == 2 and "one comparison uses one currency" in mixed.output
+    assert not (tmp_path / "m").exists()

@@ -136,8 +136,11 @@ def _build_command(root: Path, comparison: Path, size: int | None) -> str:
 
 
 def _catalog(catalog_file):
-    from gpucost_mlflow.core.money.catalog import load_catalog
+    """One catalog file, or several read as one (a tuple of paths); the shipped lab kit when none is named."""
+    from gpucost_mlflow.core.money.catalog import load_catalog, merged
 
+    if isinstance(catalog_file, tuple):
+        return merged([load_catalog(path) for path in catalog_file]) if catalog_file else _catalog(None)
     return load_catalog(catalog_file if catalog_file is not None else _file(shipped.CATALOG))
 
 

@@ -22,7 +22,8 @@ from gpucost_mlflow.core.inputs import shipped
 @click.command("report")
 @click.option("--experiment", default=None, help=EXPERIMENT_HELP)
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), default=None, help="Folder for the files (default: reports/<experiment>).")
-@click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), default=None)
+@click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), multiple=True,
+              help="A price catalog (default: the shipped lab kit); repeat it to read several as one (one currency).")
 @click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True,
               help="The protocol locked on the experiment; another one is refused, naming the fields that differ.")
 @click.option("--what-if-protocol", "what_if_file", type=click.Path(path_type=Path), default=None,
@@ -47,7 +48,7 @@ def report(ctx, experiment, out_dir, catalog_file, protocol_file, what_if_file, 
                            "what-if protocol alone")
     name = _experiment(experiment)
     protocol_path = _under(root, what_if_file) if what_if_file is not None else _file(protocol_file, root)
-    catalog_path = _under(root, catalog_file) if catalog_file else None
+    catalog_path = tuple(_under(root, path) for path in catalog_file)
     built, balance, client, experiment_id = _build_report(name, protocol_path, catalog_path, _file(variants_file, root),
                                                           what_if=what_if_file is not None,
                                                           allow_stale=allow_stale_prices)
@@ -62,7 +63,7 @@ def report(ctx, experiment, out_dir, catalog_file, protocol_file, what_if_file, 
     _echo_ui_link(experiment_id)
 
 
-def _build_report(name: str, protocol_path: Path, catalog_path: Path | None, variants_path: Path, what_if: bool,
+def _build_report(name: str, protocol_path: Path, catalog_path: tuple[Path, ...], variants_path: Path, what_if: bool,
                   allow_stale: bool = False):
     """Load the protocol, catalog and variants, check the protocol against the one locked on the experiment (a
     what-if one is let through, marked), judge the pending passes first, and build the report; returns the built

@@ -26,6 +26,9 @@ PRICES_TITLE = "Prices and their age"
 PRICES_TEXT = ("Every catalog row as the report read it, with the date its price was observed (`as_of`) and its age "
                "today; a row older than the protocol's max_price_age_days is a stale price and is not priced unless "
                "the report is run with --allow-stale-prices.")
+NOT_MEASURED_TITLE = "Offers not measured"
+NOT_MEASURED_TEXT = ("Catalog rows for GPUs no pass here ran on: a device that was not measured is never priced. A "
+                     "campaign on one of them would add it to the decision. Per GPU: its rows and the cheapest lot.")
 CHANGED_PROTOCOL = "protocol changed after results"  # reader.protocol_warnings' warning, which a what-if supersedes
 
 
@@ -81,12 +84,23 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         what_if_digest=protocol.digest if what_if else "",
         lists=[(PRICES_TITLE, PRICES_TEXT, prices),
                (alternatives.TITLE, alternatives.TEXT,
-                alternatives.endpoint_lines(assessments, choice, protocol, today, allow_stale))],
+                alternatives.endpoint_lines(assessments, choice, protocol, today, allow_stale)),
+               (NOT_MEASURED_TITLE, NOT_MEASURED_TEXT, _not_measured(catalog, {c.device for c in configs}))],
         bill=bill_lines(decision_run.latest_bill(client, experiments.named(client, experiment).experiment_id)),
     )
     if configs:
         report.figures = plots.Drawn(lambda: plots.for_report(summaries, assessments, choice))
     return report, tables.balance(assessments, protocol.deadline, protocol.other_costs)
+
+
+def _not_measured(catalog: Catalog, devices: set[str]) -> list[str]:
+    """'l4 (NVIDIA L4): 3 rows, the cheapest 0.71 USD per lot: l4 hourly (min 60 s, per 1 s) on gcp ...'."""
+    lines = []
+    for gpu, rows in catalog.not_measured(devices).items():
+        names = "; ".join(rows[0].device_names) or "device names unknown"
+        lines.append(f"{gpu} ({names}): {len(rows)} row{'s' if len(rows) > 1 else ''}, the cheapest "
+                     f"{rows[0].price_per_lot:,.2f} {rows[0].currency} per lot: {rows[0].describe()}")
+    return lines
 
 
 def _one_currency(protocol: Protocol, catalog: Catalog) -> None:

@@ -76,9 +76,15 @@ class Package:
         """A what-if price (its source says "example price"), never a provider's quote."""
         return EXAMPLE_PRICE in self.source.lower()
 
+    @property
+    def offer(self) -> str:
+        """An imported offer's 'aws g5.xlarge in us-east-1'; '' for a row that names no instance."""
+        return f"{self.provider} {self.instance}" + (f" in {self.region}" if self.region else "") if self.instance else ""
+
     def describe(self) -> str:
-        """rtx-4090 7-day package / cpu hourly (min 1 h, per 1 h) / cpu interruptible hourly (...)."""
-        return self.kind.describe(self)
+        """rtx-4090 7-day package / cpu hourly (min 1 h, per 1 h) / cpu interruptible hourly (...), and where an
+        imported offer is: 'a10g hourly (min 60 s, per 1 s) on aws g5.xlarge in us-east-1'."""
+        return self.kind.describe(self) + (f" on {self.offer}" if self.offer else "")
 
 
 @dataclass(frozen=True)
@@ -118,9 +124,39 @@ class Catalog:
         return [p for p in (self.packages if rows is None else rows)
                 if wanted in (name.lower() for name in p.device_names)]
 
+    def not_measured(self, devices: set[str]) -> dict[str, list[Package]]:
+        """By GPU id, cheapest lot first, the rows whose GPU no measured device is (or whose device names are
+        unknown): never priced into a decision, listed so a user sees what a campaign there would add."""
+        measured = {d.strip().lower() for d in devices}
+        found: dict[str, list[Package]] = {}
+        for p in self.packages:
+            if not measured & {n.lower() for n in p.device_names}:
+                found.setdefault(p.gpu, []).append(p)
+        return {gpu: sorted(rows, key=lambda p: (p.price_per_lot, p.line)) for gpu, rows in sorted(found.items())}
+
     def stale_for(self, device_name: str) -> list[Package]:
         """The rows of this device set aside as stale."""
         return self.for_device(device_name, self.stale)
+
+
+def merged(catalogs: list[Catalog]) -> Catalog:
+    """Several catalogs read as one (`gpucost report --catalog A --catalog B`): one currency for the comparison, and a
+    row listed in two of them is refused rather than counted twice."""
+    first = catalogs[0]
+    if len(catalogs) == 1:
+        return first
+    seen: dict[tuple, str] = {}
+    for catalog in catalogs:
+        if catalog.currency != first.currency:
+            raise GpucostError(f"{catalog.path} prices in {catalog.currency}, {first.path} in {first.currency}: one "
+                               "comparison uses one currency")
+        for p in catalog.packages:
+            key = (p.provider, p.gpu, p.billing, p.days, p.instance, p.region)
+            if key in seen:
+                raise GpucostError(f"{catalog.path}:{p.line}: {p.describe()} of {p.provider} is also in {seen[key]}")
+            seen[key] = f"{catalog.path}:{p.line}"
+    return Catalog(", ".join(c.path for c in catalogs), " + ".join(c.version for c in catalogs), first.currency,
+                   tuple(p for c in catalogs for p in c.packages))
 
 
 def dated(catalog: Catalog, today: dt.date, max_age_days: int | None, allow_stale: bool = False

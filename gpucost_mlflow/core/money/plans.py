@@ -80,6 +80,7 @@ class Plan:
     def describe(self) -> str:
         """'2 x 7-day rtx-4090 package, 2 lots: 440.00 USD' or 'cpu hourly, 1 lot, 5 h billed ...: 0.50 USD'."""
         head = self.offer.kind.head(self, f"{self.lots} lot{'s' if self.lots > 1 else ''}")
+        head += f" on {self.offer.offer}" if self.offer.offer else ""
         note = f"; {self.note}" if self.note else ""
         return f"{head}: {self.total:,.2f} {self.currency}{note}"
 
@@ -88,6 +89,8 @@ class Plan:
         return {
             "gpu": self.offer.gpu,
             "provider": self.offer.provider,
+            "instance": self.offer.instance,
+            "region": self.offer.region,
             "catalog_version": self.offer.catalog_version,
             "billing": self.offer.billing,
             "package_days": self.offer.days,

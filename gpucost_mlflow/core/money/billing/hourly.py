@@ -16,6 +16,23 @@ def billed(offer, window: Decimal, lots: int) -> tuple[Decimal, Decimal]:
     return charged, (offer.price_per_lot * lots * charged).quantize(CENT, rounding=ROUND_HALF_UP)
 
 
+SHORT_SPAN_H = Decimal("0.1")  # below six minutes a span reads in seconds (per-second billing: '60 s', '1 s')
+
+
+def _span(hours: Decimal) -> str:
+    """'1 h', '0.5 h', or for a span under six minutes '60 s'."""
+    if hours < SHORT_SPAN_H:
+        return f"{float(hours * 3600):.4g} s"
+    return f"{hours:g} h"
+
+
+def hours_text(hours: Decimal) -> str:
+    """Billed hours as read: exact up to four decimals ('12', '0.5'), else rounded to four (per-second billing gives
+    '4.0292'; the exact figure stays in balance.csv)."""
+    shown = hours.quantize(Decimal("0.0001"))
+    return f"{hours:g}" if shown == hours else f"{shown:f}"
+
+
 class HourlyBilling(Billing):
     name = "hourly"
     by_the_hour = True
@@ -36,13 +53,13 @@ class HourlyBilling(Billing):
         return float(offer.increment_hours), float(offer.min_hours)
 
     def terms(self, offer) -> str:
-        return f"min {offer.min_hours:g} h, per {offer.increment_hours:g} h"
+        return f"min {_span(offer.min_hours)}, per {_span(offer.increment_hours)}"
 
     def describe(self, offer):
         return f"{offer.gpu} hourly ({self.terms(offer)})"
 
     def head(self, plan, lots):
-        return f"{plan.offer.gpu} hourly, {lots}, {plan.hours_billed:g} h billed ({self.terms(plan.offer)})"
+        return f"{plan.offer.gpu} hourly, {lots}, {hours_text(plan.hours_billed)} h billed ({self.terms(plan.offer)})"
 
 
 HOURLY = HourlyBilling()

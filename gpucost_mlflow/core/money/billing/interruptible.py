@@ -8,7 +8,7 @@ import math
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.money.billing.base import Cover, number, to_hours
-from gpucost_mlflow.core.money.billing.hourly import HourlyBilling, billed
+from gpucost_mlflow.core.money.billing.hourly import HourlyBilling, billed, hours_text
 from gpucost_mlflow.core.money.interruptions import rework
 
 ASSUMPTION = ("interruptions_per_day", "restart_hours", "interruptions_source")
@@ -46,8 +46,9 @@ class InterruptibleBilling(HourlyBilling):
         return f"{offer.gpu} interruptible hourly ({self.terms(offer)})"
 
     def head(self, plan, lots):
-        return (f"{plan.offer.gpu} interruptible hourly, {lots}, {plan.hours_billed:g} h billed at P90 (expected "
-                f"{plan.expected_billed:g} h: {plan.expected_total:,.2f} {plan.currency}; {plan.rework.assumption})")
+        return (f"{plan.offer.gpu} interruptible hourly, {lots}, {hours_text(plan.hours_billed)} h billed at P90 "
+                f"(expected {hours_text(plan.expected_billed)} h: {plan.expected_total:,.2f} {plan.currency}; "
+                f"{plan.rework.assumption})")
 
 
 INTERRUPTIBLE = InterruptibleBilling()
