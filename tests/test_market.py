@@ -303,3 +303,19 @@ def test_a_report_over_two_devices_priced_from_two_imported_catalogs_names_the_o
                                       "--catalog", str(tmp_path / "eur.csv"), "--out", str(tmp_path / "m"), "--no-log"])
     assert mixed.exit_code == 2 and "one comparison uses one currency" in mixed.output
     assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.unit
+def test_a_pass_on_a_device_the_names_table_cannot_map_stays_not_priced(experiment, tmp_path):
+    """The Z900 offer is imported with empty device_names: a pass on an NVIDIA Z900 meets no row and is not priced by a
+    guess; the offer is listed among those not measured."""
+    from tests.scenario import report
+
+    (tmp_path / "z.csv").write_text(text([MYSTERY]).text)
+    for seconds in (7.5, 7.6, 7.7, 7.4, 7.8):
+        experiment("batch8", "NVIDIA Z900", seconds)
+    built, _ = report(catalog=tmp_path / "z.csv")
+    assert built.decision.startswith("No decision: nothing priced (not priced: NVIDIA Z900 has no package in"), built.decision
+    listed = {title: lines for title, _, lines in built.lists}["Offers not measured"]
+    assert listed == [("z900 (device names unknown): 1 row, the cheapest 3.50 USD per lot: z900 hourly (min 60 s, "
+                      "per 1 s) on aws x9.large in us-east-1")]
