@@ -16,4 +16,5 @@ def require(module: str, extra: str):
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise GpucostError(f"{module} is not installed: pip install 'gpucost-mlflow[{extra}]'") from None
+        raise GpucostError(f"{module} is not installed here: pip install 'gpucost-mlflow[{extra}]' in a venv of its own "
+                           "(make install builds .venv-market; docs/catalogs.md)") from None
