@@ -296,7 +296,7 @@ def test_a_report_over_two_devices_priced_from_two_imported_catalogs_names_the_o
     assert "### Offers not measured" in page
     assert "- a100 (NVIDIA A100-SXM4-40GB; NVIDIA A100-PCIE-40GB): 1 row, the cheapest 3.67 USD per lot" in page
     assert "l4 hourly, 1 lot, 4.0292 h billed (min 60 s, per 1 s) on gcp g2-standard-4 in us-central1-a" in page
-    a10g_row = next(line for line in page.splitlines() if line.startswith("| NVIDIA A10G | batch8 |"))
+    a10g_row = next(line for line in page.splitlines() if line.startswith("| NVIDIA A10G | batch8 |") and "hourly" in line)
     assert "on aws g5.xlarge in us-east-1: 4.05 USD" in a10g_row and "on aws g5.xlarge in eu-west-1" in a10g_row  # next plans
 
     (tmp_path / "eur.csv").write_text(gcp.text.replace(",USD,", ",EUR,").replace("gcp,", "ovh,"))
