@@ -211,11 +211,10 @@ def test_skypilots_catalog_is_imported_through_its_api_one_row_per_instance_and_
     spot = [p for p in load_catalog(spot_out).packages if p.billing == "interruptible"]
     assert [(p.price_per_lot, p.interruptions_per_day) for p in spot] == [(Decimal("0.4012"), Decimal(2))]  # cheapest zone
 
-    for args, message in ((("--clouds", "nosuchcloud"), "unknown cloud(s) nosuchcloud"),
-                          (("--clouds", "aws", "--gpus", "H900"), "no offer matches these filters")):
-        refused = import_skypilot(home, tmp_path / "refused.csv", *args)
-        assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr[-2000:]
-        assert message in refused.stderr and not (tmp_path / "refused.csv").exists()
+    # Filters that match nothing are refused by core/money/market.py (the unit test above), whatever the library.
+    refused = import_skypilot(home, tmp_path / "refused.csv", "--clouds", "nosuchcloud")
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr[-2000:]
+    assert "unknown cloud(s) nosuchcloud" in refused.stderr and not (tmp_path / "refused.csv").exists()
 
 
 GPUHUNT_HEADER = ("instance_name,location,price,cpu,memory,gpu_count,gpu_name,gpu_memory,spot,disk_size,gpu_vendor,flags,"
