@@ -59,6 +59,7 @@ def read(clouds: list[str] | None, gpus: list[str] | None, regions: list[str] | 
 
     folder = _catalog_dir(constants)
     known = [c.lower() for c in constants.ALL_CLOUDS]
+    clouds = [c.lower() for c in clouds or []]
     if clouds:
         unknown = [c for c in clouds if c.lower() not in known]
         if unknown:
@@ -70,10 +71,15 @@ def read(clouds: list[str] | None, gpus: list[str] | None, regions: list[str] | 
             raise GpucostError(f"SkyPilot has no cached catalog under {folder}: name the clouds (--clouds aws,gcp) "
                                "to let SkyPilot fetch theirs")
     before = {c: _date(folder, c) for c in clouds}
-    found = sky_catalog.list_accelerators(
-        gpus_only=True, clouds=[c.lower() for c in clouds], all_regions=True, case_sensitive=False,
-        name_filter=f"^(?:{'|'.join(re.escape(g) for g in gpus)})$" if gpus else None,
-        region_filter=f"^(?:{'|'.join(re.escape(r) for r in regions)})$" if regions else None)
+    try:
+        found = sky_catalog.list_accelerators(
+            gpus_only=True, clouds=clouds, all_regions=True, case_sensitive=False,
+            name_filter=f"^(?:{'|'.join(re.escape(g) for g in gpus)})$" if gpus else None,
+            region_filter=f"^(?:{'|'.join(re.escape(r) for r in regions)})$" if regions else None)
+    except (OSError, ValueError) as exc:  # no cached file and no network (requests' errors are OSErrors)
+        missing = [c for c in clouds if before[c] is None]
+        raise GpucostError(f"SkyPilot could not read the catalog of {', '.join(missing) or ', '.join(clouds)} "
+                           f"({type(exc).__name__}): offline, it needs its cached file under {folder}") from None
     offers = [Offer(info.cloud.lower(), info.instance_type, info.region, info.accelerator_name,
                     int(info.accelerator_count), None if info.device_memory is None or math.isnan(info.device_memory)
                     else float(info.device_memory), _money(info.price), _money(info.spot_price))
