@@ -81,6 +81,10 @@ def fork_server(request, tmp_path_factory):
 
     path = tmp_path_factory.mktemp("forkserver") / "s"
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    # The stand-in fleet's jobs name their device through GPUCOST_TEST_DEVICE_NAME (tests/fakes/device_name): their
+    # passes fork from this server too. Without that variable, nothing changes.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parent / "fakes" / "device_name"),
+                                                      env.get("PYTHONPATH", "")]))
     server = subprocess.Popen([sys.executable, "-m", "gpucost_mlflow.execution.forkserver", "serve", str(path)],
                               env=env, stdin=subprocess.DEVNULL)
     os.environ[forkserver.ENV] = str(path)

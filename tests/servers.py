@@ -85,21 +85,24 @@ class MlflowServer:
     folder: Path
     port: int = field(default_factory=free_port)
     auth_password: str = ""
+    host: str = "127.0.0.1"  # another of this machine's addresses for a client that refuses the loopback (a fleet)
     process: subprocess.Popen | None = None
 
     @property
     def uri(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     def command(self) -> list[str]:
         command = [
             str(Path(sys.executable).parent / "mlflow"), "server",
             "--backend-store-uri", self.backend_uri,
             "--artifacts-destination", (self.folder / "artifacts").as_uri(),
-            "--host", "127.0.0.1", "--port", str(self.port), "--workers", "1",  # one: half the start on 2 cores
+            "--host", self.host, "--port", str(self.port), "--workers", "1",  # one: half the start on 2 cores
         ]
         if self.auth_password:
             command += ["--app-name", "basic-auth"]
+        if self.host != "127.0.0.1":  # MLflow answers other Host headers than localhost and private addresses only so
+            command += ["--allowed-hosts", f"{self.host}:{self.port},{self.host}"]
         return command
 
     def start(self, timeout_s: float = 180) -> MlflowServer:

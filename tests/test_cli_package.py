@@ -12,10 +12,11 @@ from gpucost_mlflow.cli import main
 
 pytestmark = pytest.mark.unit
 
-# `gpucost --help` and each group's subcommands as they were when cli.py became the cli/ package, plus `demo`.
+# `gpucost --help` and each group's subcommands as they were when cli.py became the cli/ package, plus `demo` and
+# `fleet` (its hidden `job` is what a fleet's task runs on its machine).
 COMMANDS = {
     "attempts": None, "bill": None, "campaign": None, "catalog": {"example", "import"}, "corpus": {"build", "slice"}, "demo": {"variants"}, "doctor": None,
-    "exclude": None, "memory": {"estimate", "measure"}, "model": {"prepare"}, "packages": None, "pass": None,
+    "exclude": None, "fleet": {"down", "job", "launch", "status"}, "memory": {"estimate", "measure"}, "model": {"prepare"}, "packages": None, "pass": None,
     "plan": None, "protocol": {"lock", "show"}, "rejudge": None, "report": None, "sync": None,
     "variants": {"propose"}, "window": None,
 }

@@ -13,11 +13,16 @@ PACKAGE = Path(__file__).resolve().parents[1] / "gpucost_mlflow"
 # layer folder -> top-level names its modules may never import
 FORBIDDEN = {
     "core": ("torch", "mlflow", "sky", "gpuhunt", "gpucost_mlflow.execution", "gpucost_mlflow.tracking",
-             "gpucost_mlflow.flow", "gpucost_mlflow.report", "gpucost_mlflow.market"),
+             "gpucost_mlflow.flow", "gpucost_mlflow.report", "gpucost_mlflow.market", "gpucost_mlflow.fleet"),
     "market": ("torch", "mlflow", "gpucost_mlflow.execution", "gpucost_mlflow.tracking", "gpucost_mlflow.flow",
-               "gpucost_mlflow.report"),
-    "execution": ("mlflow", "gpucost_mlflow.tracking", "gpucost_mlflow.flow", "gpucost_mlflow.report"),
-    "tracking": ("torch", "gpucost_mlflow.execution", "gpucost_mlflow.flow", "gpucost_mlflow.report"),
+               "gpucost_mlflow.report", "gpucost_mlflow.fleet"),
+    "execution": ("mlflow", "sky", "gpucost_mlflow.tracking", "gpucost_mlflow.flow", "gpucost_mlflow.report",
+                  "gpucost_mlflow.fleet"),
+    "tracking": ("torch", "sky", "gpucost_mlflow.execution", "gpucost_mlflow.flow", "gpucost_mlflow.report",
+                 "gpucost_mlflow.fleet"),
+    "flow": ("sky", "gpucost_mlflow.report", "gpucost_mlflow.fleet"),
+    # The fleet launches and follows campaigns: it never measures (no torch) nor reports.
+    "fleet": ("torch", "gpucost_mlflow.execution", "gpucost_mlflow.report"),
 }
 
 

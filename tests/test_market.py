@@ -20,6 +20,7 @@ from gpucost_mlflow.core.money import market
 from gpucost_mlflow.core.money.catalog import load_catalog
 from gpucost_mlflow.core.money.plans import covering_plans, to_hours
 from tests.helpers import ROOT
+from tests.skypilot_home import skypilot_home
 
 
 # `make install` puts SkyPilot in a venv of its own (.venv-market, the Makefile says why); this one when it has it.
@@ -28,6 +29,8 @@ def market_gpucost(module: str) -> Path | None:
     return next((p for p in (ROOT / ".venv-market" / "bin" / "gpucost", Path(sys.executable).parent / "gpucost")
                  if p.is_file() and subprocess.run([str(p.parent / "python"), "-c", f"import {module}"],
                                                    capture_output=True, check=False).returncode == 0), None)
+
+
 NAMES = market.load_device_names([shipped.shipped(shipped.DEVICE_NAMES)])
 TERMS = market.load_terms(shipped.shipped(shipped.BILLING_TERMS))
 DAY = dt.date(2026, 11, 28)
@@ -138,41 +141,6 @@ def test_a_missing_market_library_is_one_line_with_its_install_command(monkeypat
     monkeypatch.setitem(sys.modules, "gpuhunt_not_here", None)
     with pytest.raises(GpucostError, match=r"pip install 'gpucost-mlflow\[gpuhunt\]'"):
         edge.require("gpuhunt_not_here", "gpuhunt")
-
-
-GPU_INFO = ("{'Gpus': [{'Name': '%s', 'Manufacturer': 'NVIDIA', 'Count': %d, 'MemoryInfo': {'SizeInMiB': %d}}], "
-            "'TotalGpuMemoryInMiB': %d}")
-AWS_VMS = [
-    ("g5.xlarge", "A10G", 1, 4, 16, 24576, "1.006", "0.4321", "us-east-1", "use1-az1"),
-    ("g5.xlarge", "A10G", 1, 4, 16, 24576, "1.006", "0.4012", "us-east-1", "use1-az2"),
-    ("g5.xlarge", "A10G", 1, 4, 16, 24576, "1.258", "0.5012", "eu-west-1", "euw1-az1"),
-    ("p4d.24xlarge", "A100", 8, 96, 1152, 40960, "32.7726", "12.5", "us-east-1", "use1-az1"),
-]
-
-
-def skypilot_home(home: Path, downloaded: dt.date) -> Path:
-    """An offline SkyPilot home: AWS's catalog in SkyPilot's v8 format (a few real-format rows, a CPU-only row
-    among them) as SkyPilot leaves it after a download, checksum file included."""
-    import hashlib
-
-    folder = home / ".sky" / "catalogs" / "v8"
-    (folder / "aws").mkdir(parents=True)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["InstanceType", "AcceleratorName", "AcceleratorCount", "vCPUs", "MemoryGiB", "GpuInfo", "Price",
-                     "SpotPrice", "Region", "AvailabilityZone", "Arch"])
-    for instance, gpu, count, cpus, memory, mib, price, spot, region, zone in AWS_VMS:
-        writer.writerow([instance, gpu, f"{count}.0", f"{cpus}.0", f"{memory}.0", GPU_INFO % (gpu, count, mib, mib * count),
-                         price, spot, region, zone, "x86_64"])
-    writer.writerow(["m5.large", "", "", "2.0", "8.0", "", "0.096", "0.04", "us-east-1", "use1-az1", "x86_64"])
-    vms = folder / "aws" / "vms.csv"
-    vms.write_text(out.getvalue())
-    meta = folder / ".meta" / "aws" / "vms.csv.md5"
-    meta.parent.mkdir(parents=True)
-    meta.write_text(hashlib.md5(vms.read_bytes(), usedforsecurity=False).hexdigest())
-    stamp = dt.datetime.combine(downloaded, dt.time(12)).timestamp()
-    os.utime(meta, (stamp, stamp))
-    return home
 
 
 def import_skypilot(home: Path, out: Path, *args: str) -> subprocess.CompletedProcess:

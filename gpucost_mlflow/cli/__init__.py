@@ -3,7 +3,7 @@
 One module per command group, each command parsing its options, calling one function and printing:
 inputs (corpus, model, variants, protocol), passes (pass, campaign, rejudge, exclude, sync),
 money (packages, window, plan, catalog), report (report, attempts), machine (memory, doctor), bill (bill),
-demo (what `make demo` runs here);
+demo (what `make demo` runs here), fleet (one campaign per GPU type through SkyPilot);
 options holds what they share. Every import that reaches torch or mlflow stays inside a command.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import click
 
-from gpucost_mlflow.cli import bill, demo, inputs, machine, money, passes, report
+from gpucost_mlflow.cli import bill, demo, fleet, inputs, machine, money, passes, report
 from gpucost_mlflow.core.errors import GpucostError
 
 
@@ -39,6 +39,6 @@ def main() -> None:
     """Which GPU configuration costs the least for the same ML result? Passes, campaigns and costs on MLflow."""
 
 
-for _module in (inputs, passes, money, report, machine, bill, demo):
+for _module in (inputs, passes, money, report, machine, bill, demo, fleet):
     for _command in _module.COMMANDS:
         main.add_command(_command)

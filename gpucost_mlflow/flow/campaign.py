@@ -47,6 +47,7 @@ class CampaignPlan:
     variants_path: Path
     code_root: Path
     resume: str = ""
+    tags: dict[str, str] = field(default_factory=dict)  # on the campaign run and every pass (a fleet's ids)
 
 
 @dataclass
@@ -180,14 +181,14 @@ def _open(client, experiment_id: str, experiment_name: str, plan: CampaignPlan, 
     campaign_id = "c" + uuid.uuid4().hex[:10]
     return CampaignRun.open(client, experiment_id, campaign_id, descriptions.campaign_name(campaign_id, variants),
                             variants, passes, protocol.digest, CACHE_POLICY,
-                            [slot.record() for slot in rotated(variants, passes)], parent_from_mlflow_run)
+                            [slot.record() for slot in rotated(variants, passes)], parent_from_mlflow_run, plan.tags)
 
 
 def _request(plan: CampaignPlan, opened: CampaignRun, experiment_name: str, slot: Slot, state: SlotState, variant: Variant,
              display: Display) -> PassRequest:
     """One slot's pass, nested under the campaign run and tagged with its place in the rotation."""
     tags = {schema.ROUND: slot.round, schema.POSITION: slot.position, schema.SLOT: slot.key,
-            schema.ATTEMPT: state.attempts + 1, schema.CACHE_POLICY: CACHE_POLICY}
+            schema.ATTEMPT: state.attempts + 1, schema.CACHE_POLICY: CACHE_POLICY, **plan.tags}
     if state.retry_of:
         tags[schema.RETRY_OF] = state.retry_of
     return PassRequest(

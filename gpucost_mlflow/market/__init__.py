@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from gpucost_mlflow.core.errors import GpucostError
 
+GUIDES = {"fleet": "docs/fleet.md", "skypilot": "in a venv of its own: make install builds .venv-market; docs/catalogs.md",
+          "gpuhunt": "in a venv of its own: make install builds .venv-market; docs/catalogs.md"}
+
 
 def require(module: str, extra: str):
     """The library, or a one-line error with the command that installs it."""
@@ -16,5 +19,5 @@ def require(module: str, extra: str):
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise GpucostError(f"{module} is not installed here: pip install 'gpucost-mlflow[{extra}]' in a venv of its own "
-                           "(make install builds .venv-market; docs/catalogs.md)") from None
+        raise GpucostError(f"{module} is not installed here: pip install 'gpucost-mlflow[{extra}]' "
+                           f"({GUIDES.get(extra, 'docs/catalogs.md')})") from None

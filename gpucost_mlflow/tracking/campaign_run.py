@@ -43,8 +43,9 @@ class CampaignRun:
     @classmethod
     def open(cls, client: MlflowClient, experiment_id: str, campaign_id: str, name: str, variants: list[str],
              passes: int, protocol_digest: str, cache_policy: str, schedule: list[dict],
-             adopted_run_id: str | None = None) -> CampaignRun:
-        """A new campaign run (or the run `mlflow run` opened): its params, tags and schedule.json."""
+             adopted_run_id: str | None = None, tags: dict[str, str] | None = None) -> CampaignRun:
+        """A new campaign run (or the run `mlflow run` opened): its params, tags (`tags`: a fleet's ids) and
+        schedule.json."""
         run_id = adopted_run_id or client.create_run(experiment_id, run_name=name).info.run_id
         client.log_batch(
             run_id,
@@ -55,6 +56,7 @@ class CampaignRun:
                 RunTag(schema.PROTOCOL_DIGEST, protocol_digest),
                 RunTag(schema.CACHE_POLICY, cache_policy),
                 RunTag(schema.RUN_NAME, name),
+                *(RunTag(key, value) for key, value in (tags or {}).items()),
             ],
         )
         with tempfile.TemporaryDirectory() as temp:

@@ -31,6 +31,13 @@ ATTEMPT = "gpucost.attempt"
 RETRY_OF = "gpucost.retry_of"
 CACHE_POLICY = "gpucost.cache_policy"
 CAMPAIGN_ROLE = "campaign"
+# A fleet (`gpucost fleet launch`, docs/fleet.md): its own run, and its id, GPU type and SkyPilot job id on each
+# campaign run and pass run of its jobs, so one filter finds a fleet's passes.
+FLEET_ROLE = "fleet"
+FLEET_ID = "gpucost.fleet.id"
+FLEET_GPU = "gpucost.fleet.gpu"
+FLEET_JOB = "gpucost.fleet.job_id"
+FLEET_PREFIX = "gpucost.fleet."  # the fleet run's per-GPU tags: gpucost.fleet.<GPU>.<fact>
 LAUNCHER = "gpucost.launcher"
 HOST = "gpucost.host"
 # A running pass's sign of life (tracking/heartbeat.py): the UTC time to the second, rewritten by its launcher at a

@@ -1,0 +1,169 @@
+"""The SkyPilot task of one fleet job, as the YAML config SkyPilot reads (`sky.Task.from_yaml_config`).
+
+`setup` installs exactly the gpucost that launched it (its wheel, mounted) and the machine's torch build; `file_mounts`
+carry the corpus, model, protocol and variants file; `run` measures the device's peak (`gpucost doctor --peak`) and runs
+the campaign (`gpucost fleet job`, which resumes it after a recovery) under `--max-hours`. The credentials are named in
+`secrets` without their values: SkyPilot receives the values at launch and never from this file.
+"""
+
+from __future__ import annotations
+
+import itertools
+import posixpath
+import re
+import shlex
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path, PurePosixPath
+
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.fleet.jobs import Job
+from gpucost_mlflow.core.inputs.workloads import PYTHON
+
+HOME = "$HOME/gpucost"  # where the inputs are mounted on the machine (SkyPilot's `~/gpucost`)
+VENV = "$HOME/gpucost-venv"
+# torch for an AMD Instinct GPU comes from PyTorch's ROCm index; PyPI's Linux wheel is the CUDA build.
+ROCM_INDEX = "https://download.pytorch.org/whl/rocm6.4"
+KILL_AFTER_S = 120
+SAFE_NAME = re.compile(r"[A-Za-z0-9._+-]+")  # after the limit's Ctrl-C, what the campaign gets to record the interrupted pass
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The local files a job needs, mounted on its machine."""
+
+    wheel: Path
+    corpus: Path
+    model: Path
+    protocol: Path
+    variants: Path
+    code: tuple[tuple[str, Path], ...] = ()  # user code the variants file names: (its relative path there, the file)
+
+    def mounts(self) -> dict[str, str]:
+        """SkyPilot's file_mounts: remote path -> local path (user code where the variants file's relative paths
+        find it)."""
+        mounts = {remote.replace("$HOME", "~"): str(local) for remote, local in self._remote().items()}
+        folder = posixpath.dirname(self.remote("variants")).replace("$HOME", "~")
+        for relative, local in self.code:
+            mounts[posixpath.normpath(posixpath.join(folder, relative))] = str(local)
+        return mounts
+
+    def check(self) -> None:
+        """Refuse a file name the job's shell line could not carry as it is."""
+        for name in ("wheel", "corpus", "model", "protocol", "variants"):
+            path = getattr(self, name)
+            if not SAFE_NAME.fullmatch(path.name):
+                raise GpucostError(f"{path}: a fleet mounts its {name} under its own name, which may hold only "
+                                   "letters, digits, '.', '_' and '-'; rename or copy it")
+
+    def remote(self, name: str) -> str:
+        return self._remote_paths()[name]
+
+    def _remote_paths(self) -> dict[str, str]:
+        model = f"{HOME}/model/{self.model.name}" if self.model.is_file() else f"{HOME}/model"
+        return {"wheel": f"{HOME}/wheel/{self.wheel.name}", "corpus": f"{HOME}/corpus/{self.corpus.name}",
+                "model": model, "protocol": f"{HOME}/protocol/{self.protocol.name}",
+                "variants": f"{HOME}/variants/{'up/' * self._depth()}{self.variants.name}"}
+
+    def _depth(self) -> int:
+        """How many folders up the variants file's code paths climb: the variants file is mounted that deep, so
+        they land inside the job's folder."""
+        return max((len(list(itertools.takewhile(lambda part: part == "..", PurePosixPath(r).parts)))
+                    for r, _ in self.code), default=0)
+
+    def _remote(self) -> dict[str, Path]:
+        paths = self._remote_paths()
+        return {paths[name]: getattr(self, name) for name in paths}
+
+
+@dataclass(frozen=True)
+class Campaign:
+    """What each job's campaign runs: the experiment, the variants named or a declared series, the passes."""
+
+    experiment: str
+    variants: str = ""
+    series: str = ""
+    passes: int | None = None
+
+    def args(self) -> list[str]:
+        chosen = ["--series", self.series] if self.series else ["--variants", self.variants]
+        return ["--experiment", self.experiment, *chosen, *(["--passes", str(self.passes)] if self.passes else [])]
+
+
+def user_code(variants: dict, variants_path: Path) -> tuple[tuple[str, Path], ...]:
+    """The .py files the variants' `python:` workloads name, relative to the variants file: each job mounts them so
+    the file reads the same there. A module name (found on this machine's path) or an absolute path cannot travel:
+    refused in one line."""
+    found = {}
+    for name, variant in variants.items():
+        if not variant.workload.startswith(PYTHON):
+            continue
+        target = variant.workload[len(PYTHON):].strip()
+        if not (target.endswith(".py") or "/" in target or "\\" in target):
+            raise GpucostError(f"variant '{name}' has workload {variant.workload}: a module importable here is not on the "
+                               "fleet's machines; name its .py file relative to the variants file")
+        if Path(target).is_absolute():
+            raise GpucostError(f"variant '{name}' has workload {variant.workload}: an absolute path does not exist on "
+                               "the fleet's machines; write it relative to the variants file")
+        found[PurePosixPath(Path(target).as_posix()).as_posix()] = (variants_path.parent / target).resolve()
+    return tuple(sorted(found.items()))
+
+
+def is_rocm(gpu: str) -> bool:
+    """AMD Instinct accelerators (MI100, MI210, MI250X, MI300X, ...) run ROCm."""
+    return gpu.upper().startswith("MI") and gpu[2:3].isdigit()
+
+
+def _seconds(hours: Decimal) -> int:
+    return max(1, int((hours * 3600).to_integral_value()))
+
+
+def setup_script(job: Job, inputs: Inputs, torch_version: str, setup_hours: Decimal) -> str:
+    """A fresh venv with the machine's torch and this gpucost's wheel (with NVML or amdsmi, and PostgreSQL's driver
+    for a team store), inside the setup limit."""
+    index = f" --index-url {ROCM_INDEX}" if is_rocm(job.gpu) else ""
+    extras = "rocm,team" if is_rocm(job.gpu) else "gpu,team"
+    wheel = inputs.remote("wheel")
+    steps = "\n".join([
+        f'python3 -m venv "{VENV}"',
+        f'"{VENV}/bin/pip" install -q torch=={torch_version}{index}',
+        f'"{VENV}/bin/pip" install -q "{wheel}[{extras}]"',
+    ])
+    return f"set -e\ntimeout {_seconds(setup_hours)} bash -ec {shlex.quote(steps)}\n"
+
+
+def run_script(fleet_id: str, job: Job, inputs: Inputs, campaign: Campaign, max_hours: Decimal) -> str:
+    """The peak of the device, then the campaign under the --max-hours limit (a Ctrl-C at the limit: the pass in
+    progress is recorded interrupted, as for a user's Ctrl-C)."""
+    command = " ".join(["gpucost fleet job", *(shlex.quote(part) for part in
+                                                ["--fleet", fleet_id, "--gpu", job.gpu, *campaign.args()])])
+    paths = " ".join(f'--{option} "{inputs.remote(name)}"' for option, name in
+                     (("protocol", "protocol"), ("variants-file", "variants"), ("corpus", "corpus"), ("model", "model")))
+    return "\n".join([
+        "set -e",
+        f'export PATH="{VENV}/bin:$PATH" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1',
+        f'cd "{HOME}"',
+        "gpucost doctor --peak --if-missing",  # a fresh machine measures; a relaunch on the same one reuses it
+        f"timeout --signal=INT --kill-after={KILL_AFTER_S} {_seconds(max_hours)} {command} {paths}",
+        "",
+    ])
+
+
+def task_config(fleet_id: str, job: Job, *, clouds: list[str], spot: bool, inputs: Inputs, campaign: Campaign,
+                torch_version: str, setup_hours: Decimal, max_hours: Decimal, secret_names: list[str]) -> dict:
+    """The job's SkyPilot task: accelerators, infra, mounts, setup, run, and the secrets it is given at launch."""
+    resources: dict = {"accelerators": job.accelerators, "use_spot": spot}
+    if len(clouds) == 1:
+        resources["infra"] = clouds[0]
+    elif clouds:
+        resources["any_of"] = [{"infra": cloud} for cloud in clouds]
+    config = {
+        "name": job.name(fleet_id),
+        "resources": resources,
+        "file_mounts": inputs.mounts(),
+        "setup": setup_script(job, inputs, torch_version, setup_hours),
+        "run": run_script(fleet_id, job, inputs, campaign, max_hours),
+    }
+    if secret_names:
+        config["secrets"] = {name: None for name in secret_names}
+    return config

@@ -1,0 +1,71 @@
+"""One managed job of the stand-in: the task's file mounts copied into the job's own HOME, `~/gpucost-venv` pointing at
+the venv running the tests (the task's `setup` installs nothing here), then its `run` script under bash with the
+task's envs and secrets and SkyPilot's job id. A `preempt` file kills the run's process group at once (no signal
+handler runs, as on a lost machine) and runs it again; a `cancel` file ends it CANCELLED."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+folder = Path(sys.argv[1])
+job = json.loads((folder / "task.json").read_text())
+config = job["config"]
+home = folder / "home"
+home.mkdir()
+for remote, local in config.get("file_mounts", {}).items():
+    target = home / remote.removeprefix("~/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    (shutil.copytree if Path(local).is_dir() else shutil.copy2)(local, target)
+(home / "gpucost-venv").symlink_to(sys.prefix)
+state = json.loads((folder / "state.json").read_text())
+gpu = config["resources"]["accelerators"].split(":")[0]
+names = json.loads(os.environ.get("FAKE_SKY_DEVICE_NAMES", "{}"))
+env = dict(os.environ, **config.get("envs", {}), **job["secrets"], HOME=str(home),
+           SKYPILOT_MANAGED_JOB_ID=str(state["job_id"]), GPUCOST_TEST_DEVICE_NAME=names.get(gpu, gpu))
+env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parents[1] / "device_name"), env.get("PYTHONPATH", "")])
+env.pop("FAKE_SKY_STATE", None)
+
+
+def save(**fields) -> None:
+    state.update(fields)
+    staged = folder / "state.json.tmp"
+    staged.write_text(json.dumps(state))
+    os.replace(staged, folder / "state.json")
+
+
+started = time.time()
+save(status="RUNNING", cloud="AWS", region="us-east-1",
+     cluster_resources=f"1x(gpus={config['resources']['accelerators']}, "
+                       f"{'g6.xlarge' if gpu == 'L4' else 'g5.xlarge'}, cpus=4, mem=16)")
+while True:
+    with open(folder / f"run-{state['recovery_count']}.log", "ab") as log:
+        run = subprocess.Popen(["bash", "-c", config["run"]], cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT,
+                               stdin=subprocess.DEVNULL, start_new_session=True)
+    outcome = None
+    while run.poll() is None:
+        if (folder / "preempt").exists():
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+            (folder / "preempt").unlink()
+            save(recovery_count=state["recovery_count"] + 1, status="RECOVERING")
+            outcome = "recover"
+            break
+        if (folder / "cancel").exists():
+            os.killpg(run.pid, signal.SIGTERM)
+            run.wait()
+            outcome = "CANCELLED"
+            break
+        save(job_duration=time.time() - started)
+        time.sleep(0.2)
+    if outcome == "recover":
+        save(status="RUNNING")
+        continue
+    save(status=outcome or ("SUCCEEDED" if run.returncode == 0 else "FAILED"), job_duration=time.time() - started)
+    break

@@ -1,0 +1,55 @@
+"""sky.jobs: managed jobs launched, listed and cancelled; each runs under its own controller process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import sky
+
+
+def _jobs() -> Path:
+    path = sky.state_dir() / "jobs"
+    path.mkdir(exist_ok=True)
+    return path
+
+
+def launch(task, name=None, **_):
+    job_id = len(list(_jobs().iterdir())) + 1
+    folder = _jobs() / str(job_id)
+    folder.mkdir()
+    (folder / "task.json").write_text(json.dumps({"config": task.config, "secrets": task.secrets}))
+    (folder / "state.json").write_text(json.dumps({"job_id": job_id, "job_name": name, "status": "PENDING",
+                                                   "recovery_count": 0}))
+    sky.record_call("jobs.launch", job_name=name, job_id=job_id, secret_names=sorted(task.secrets))
+    if os.environ.get("FAKE_SKY_HOLD"):  # recorded only: the test looks at the launch, not at the job
+        return [job_id], None
+    controller = Path(__file__).with_name("_controller.py")
+    with open(folder / "controller.log", "ab") as log:
+        subprocess.Popen([sys.executable, str(controller), str(folder)], stdout=log, stderr=subprocess.STDOUT,
+                         stdin=subprocess.DEVNULL, start_new_session=True, env=dict(os.environ))
+    return [job_id], None
+
+
+def queue_v2(refresh, skip_finished=False, all_users=False, job_ids=None, **_):
+    records = []
+    for folder in sorted(_jobs().iterdir(), key=lambda p: int(p.name)):
+        record = json.loads((folder / "state.json").read_text())
+        if job_ids is None or record["job_id"] in job_ids:
+            records.append(record)
+    sky.record_call("jobs.queue_v2", job_ids=job_ids)
+    return records, len(records), {}, len(records)
+
+
+def cancel(name=None, job_ids=None, **_):
+    for job_id in job_ids or []:
+        (_jobs() / str(job_id) / "cancel").touch()
+    sky.record_call("jobs.cancel", job_ids=list(job_ids or []))
+
+
+def preempt(job_id: int) -> None:
+    """Test hook: the job's machine is lost now; the controller recovers it."""
+    (_jobs() / str(job_id) / "preempt").touch()
