@@ -24,7 +24,8 @@ def test_the_identity_is_frozen_and_its_columns_are_the_attempts_tables():
     with pytest.raises(dataclasses.FrozenInstanceError):
         a.device = "other"
     assert Identity.columns() == ("workload", "lanes", "model_revision", "corpus_fingerprint", "torch_build",
-                                  "cuda_runtime", "hip_runtime", "driver", "engine")
+                                  "cuda_runtime", "hip_runtime", "driver", "engine", "torch_version",
+                                  "transformers_version", "engine_version")
     assert Identity("cpu", "v", model_revision="b" * 40).distinction({Identity("cpu", "v"),
                                                                       Identity("cpu", "v", model_revision="b" * 40)}) \
         == "model revision bbbbbbbbbbbb"

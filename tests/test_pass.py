@@ -63,6 +63,11 @@ def test_pass_leaves_one_finished_run_following_the_schema(accepted_batch8, corp
     assert params["setting.batch_size"] == "8" and params["setting.max_length"] == "256"
     assert len(params["model.revision"]) == 64 and len(params["model.tokenizer_revision"]) == 64
     assert params["stack.torch_build"] and params["stack.cuda_runtime"] == "" and "stack.driver" in params
+    import torch
+    import transformers
+
+    assert params["stack.torch_version"] == torch.__version__ == params["stack.engine_version"]  # the torch engine
+    assert params["stack.transformers_version"] == transformers.__version__ and params["stack.gpucost_version"]
     started, ended = (metrics[key] for key in schema.MEASURED_SPAN)
     assert tags[schema.HOST] and 0 <= ended - started and run.info.start_time / 1000 <= started
     assert schema.OVERLAPPED_WITH not in tags  # alone on the host

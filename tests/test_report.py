@@ -278,6 +278,20 @@ def test_passes_with_another_model_revision_or_stack_are_another_configuration_n
                                                 "model revision bbbbbbbbbbbb, driver 590.2"]
 
 
+def test_passes_before_and_after_a_torch_upgrade_are_two_configurations_never_pooled(experiment):
+    stack = {"stack.torch_build": "cuda 12.8", "stack.transformers_version": "5.24.0", "stack.engine_version": "2.12.0"}
+    for seconds in (10.0, 10.1, 10.2, 10.1, 10.0):
+        experiment("batch8", B200, seconds, params={**stack, "stack.torch_version": "2.12.0"})
+        experiment("batch8", B200, seconds * 0.8, params={**stack, "stack.torch_version": "2.13.0",
+                                                          "stack.engine_version": "2.13.0"})
+    built, _ = report()
+    names = [a.configuration.name for a in built.assessments]
+    assert names == ["batch8 [torch 2.12.0, engine version 2.12.0] on NVIDIA B200",
+                     "batch8 [torch 2.13.0, engine version 2.13.0] on NVIDIA B200"]
+    assert [a.configuration.durations.values for a in built.assessments] == [
+        (10.0, 10.1, 10.2, 10.1, 10.0), tuple(s * 0.8 for s in (10.0, 10.1, 10.2, 10.1, 10.0))]
+
+
 def test_two_passes_measured_at_once_on_one_host_are_both_flagged_naming_each_other(experiment):
     first = experiment("batch8", B200, 30.0, span=(1000.0, 1030.0), host="rented-1")
     second = experiment("batch8", B200, 31.0, span=(1010.0, 1041.0), host="rented-1")

@@ -129,6 +129,10 @@ def prepare(request: PassRequest) -> Prepared:
     )
     manifest["protocol"] = {"digest": protocol.digest, "path": str(request.protocol_path)}
     manifest["engine"] = workloads.engine_record(request.variant, model_record["revision"], device.type)
+    manifest["stack"].update(torch_version=torch.__version__,
+                             transformers_version=manifest["dependencies"].get("transformers", ""),
+                             engine_version=manifest["engine"]["version"],
+                             gpucost_version=manifest["dependencies"].get("gpucost-mlflow", ""))
     manifest["workload"] = {**described.record, "engine": manifest["engine"]}
     layout = None
     if request.variant.lanes > 1:

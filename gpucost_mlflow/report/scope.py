@@ -17,9 +17,10 @@ from gpucost_mlflow.execution.runner import SEED
 TITLE = "What this decision covers"
 LICENCES_DOC = "docs/licences.md"
 # What tells two stacks apart in the attempts table (reader.COLUMNS): the device and the stack identity of §2.
-STACK_KEYS = ("device", "backend", "torch_build", "cuda_runtime", "hip_runtime", "driver")
+STACK_KEYS = ("device", "backend", "torch_build", "cuda_runtime", "hip_runtime", "driver", "torch_version",
+              "transformers_version")
 STACK_LABELS = {"torch_build": "torch built for", "cuda_runtime": "CUDA runtime", "hip_runtime": "HIP runtime",
-                "driver": "driver"}
+                "driver": "driver", "torch_version": "torch", "transformers_version": "transformers"}
 NOT_RECORDED = "not recorded"
 
 

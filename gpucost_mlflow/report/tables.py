@@ -105,8 +105,8 @@ def configurations(table: pd.DataFrame) -> list[Configuration]:
         table["lanes"] = 1  # an attempts table written before lanes existed: every pass ran on one device
     if "engine" not in table:
         table["engine"] = engines.DEFAULT  # one written before engines existed: every pass ran on torch
-    for key in IDENTITY:
-        table[key] = table[key].fillna("").astype(str)
+    for key in IDENTITY:  # a field a table was written without (one before it existed) is empty: not recorded
+        table[key] = table[key].fillna("").astype(str) if key in table else ""
     bench = table[table["role"] == "benchmark"]
     delivered = table[(table["role"] == "deliverable") & (table["status"] == Status.ACCEPTED)]
     walls = {device: attempt_spans(rows) for device, rows in bench.groupby("device", sort=False)}

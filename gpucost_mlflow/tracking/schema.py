@@ -174,7 +174,11 @@ COST_VOLUME_FIGURE = "cost-volume.png"  # on a decision run: committed cost agai
 DURATIONS_FIGURE = "durations.png"  # on a decision run: every pass's duration per configuration
 
 # The software stack that is part of a configuration's identity (PROTOCOL.md §2): params `stack.<key>`.
-STACK_IDENTITY = ("torch_build", "cuda_runtime", "hip_runtime", "driver")
+# The software stack a pass ran on, part of its configuration (core/inputs/identity.py): passes before and after an
+# upgrade of torch, transformers or the engine are two configurations, never pooled.
+STACK_IDENTITY = ("torch_build", "cuda_runtime", "hip_runtime", "driver", "torch_version", "transformers_version",
+                  "engine_version")
+STACK_RECORDED = ("gpucost_version",)  # recorded on every pass, not part of the configuration
 # Pass params (params_from_manifest): `setting.<key>` per variant setting, `seed.<key>`, `stack.<key>`.
 SETTING_PREFIX = "setting."
 SEED_PREFIX = "seed."
@@ -208,5 +212,6 @@ def params_from_manifest(manifest: dict) -> dict[str, str]:
         }
     )
     params.update({f"{SEED_PREFIX}{key}": str(value) for key, value in manifest["seeds"].items()})
-    params.update({f"{STACK_PREFIX}{key}": str(manifest["stack"].get(key, "")) for key in STACK_IDENTITY})
+    params.update({f"{STACK_PREFIX}{key}": str(manifest["stack"].get(key, ""))
+                   for key in STACK_IDENTITY + STACK_RECORDED})
     return params

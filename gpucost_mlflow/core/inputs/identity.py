@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import astuple, dataclass, fields
 
 LABELS = {"workload": "workload", "engine": "engine", "lanes": "lanes", "model_revision": "model revision", "corpus_fingerprint": "corpus",
-          "torch_build": "torch", "cuda_runtime": "CUDA runtime", "hip_runtime": "HIP runtime", "driver": "driver"}
+          "torch_build": "torch build", "cuda_runtime": "CUDA runtime", "hip_runtime": "HIP runtime", "driver": "driver",
+          "torch_version": "torch", "transformers_version": "transformers", "engine_version": "engine version"}
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,12 @@ class Identity:
     cuda_runtime: str = ""
     hip_runtime: str = ""
     driver: str = ""
-    engine: str = ""  # what ran the workload (torch, onnxruntime, ...): last, so positional records keep their order
+    engine: str = ""  # what ran the workload (torch, onnxruntime, ...)
+    # The stack's versions (empty on passes recorded before they were): after the fields above, so positional
+    # records keep their order.
+    torch_version: str = ""
+    transformers_version: str = ""
+    engine_version: str = ""
 
     @classmethod
     def columns(cls) -> tuple[str, ...]:
