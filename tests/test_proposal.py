@@ -46,6 +46,19 @@ def test_one_accepted_change_gives_only_its_sweep():
 
 
 @pytest.mark.unit
+def test_a_truncation_is_combined_only_when_it_was_accepted_against_the_reference():
+    v = shipped()
+    grouped = Change("batch8-lengthgrouped", {"length_grouping": "sorted"}, True)
+    alone = propose(v["batch8"], [grouped, Change("batch8-len32", {"max_length": 32}, True, against_reference=False)],
+                    "combined")
+    assert alone.left_out == {"batch8-len32": "changes the work (max_length) and was accepted on the absolute bars "
+                                              "alone, never compared with the reference"}
+    assert "max_length" not in alone.fields
+    compared = propose(v["batch8"], [grouped, Change("batch8-len32", {"max_length": 32}, True)], "combined")
+    assert "batch8-len32-lengthgrouped" in compared.variants and not compared.left_out
+
+
+@pytest.mark.unit
 def test_a_precision_slower_than_fp32_on_the_device_is_not_proposed():
     v = shipped()
     slow = {"bf16": "its dense-matmul peak here is below fp32's"}

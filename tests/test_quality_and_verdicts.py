@@ -7,7 +7,9 @@ import json
 
 import pytest
 
+from gpucost_mlflow.core.inputs.variants import load_variants
 from gpucost_mlflow.core.judging import judge, quality, verdicts
+from tests.helpers import VARIANTS
 
 pytestmark = pytest.mark.unit
 
@@ -73,3 +75,12 @@ def test_exact_ids_are_accepted(tmp_path):
 def test_missing_predictions_file_is_a_format_failure(tmp_path):
     checks, counts = verdicts.basic_checks(["a"], verdicts.read_predictions(tmp_path / "none.gz", LABELS))
     assert counts["observed_ids"] == 0 and judge.settle(True, "", checks, "")[0] == "rejected"
+
+
+def test_a_max_length_32_variant_is_judged_against_the_full_length_reference():
+    """Truncating at 32 tokens changes the work: never judged on the absolute bars alone (PROTOCOL.md §2)."""
+    full = load_variants(VARIANTS)["batch8"].settings()
+    assert full["max_length"] == 256
+    assert verdicts.needs_reference({**full, "max_length": 32}, full)
+    assert verdicts.judged_against_reference("passed: ids, format, coverage, quality, reference_agreement")
+    assert not verdicts.judged_against_reference("passed: ids, format, coverage, quality, buckets")

@@ -20,6 +20,7 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import workloads, yaml_text
 from gpucost_mlflow.core.inputs.corpus import write_atomic
 from gpucost_mlflow.core.inputs.variants import load_series, load_variants
+from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement.stats import Durations
 from gpucost_mlflow.core.money.decision import Configuration, feasibility
 from gpucost_mlflow.tracking import experiments, schema, search, store
@@ -78,7 +79,10 @@ def changes(experiment: str, variants_path: Path, client: MlflowClient | None = 
             if not len(rows):
                 continue
             ok, why = feasibility(Configuration("", member, list(rows["status"]), Durations(()), {}))
-            found_changes.append(Change(member, changes_of(variants[reference], variants[member]), ok, "" if ok else why))
+            accepted = rows[rows["status"] == Status.ACCEPTED]
+            compared = bool(len(accepted)) and bool(accepted["against_reference"].all())
+            found_changes.append(Change(member, changes_of(variants[reference], variants[member]), ok, "" if ok else why,
+                                        compared))
     if not found_changes:
         raise GpucostError(f"experiment '{experiment}': its finished campaigns measured no variant of a series with a "
                            "reference; nothing to combine; nothing written")

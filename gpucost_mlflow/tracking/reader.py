@@ -58,14 +58,14 @@ COLUMNS = [
     "status", "reason", "status_before_exclusion",
     LOAD_S, WARMUP_S, PASS_S, REPETITIONS, MEASURED_TOTAL_S, REPETITIONS_IDENTICAL, COOLDOWN_S, EVAL_S, EXPORT_S, CONVERT_S, TOKENS_INPUT, TOKENS_PROMPT, TOKENS_GENERATED, "quality_verdict",
     *(column for output in registry.output_names() for column in registry.output(output).COLUMNS),
-    EXPECTED_IDS, OBSERVED_IDS, "ids_match", "corpus_accepted", COMPLETED_ENTRIES,
+    EXPECTED_IDS, OBSERVED_IDS, "ids_match", "against_reference", "corpus_accepted", COMPLETED_ENTRIES,
     "mem_peak_allocated_bytes", "mem_peak_reserved_bytes", "mem_peak_rss_bytes",
     "memory_counter", *schema.UTILISATION, "mfu_reason", energy.ENERGY_METRIC, "energy_reason", IDLE_POWER_W, ENERGY_NET_J, "protocol_digest", "start_time", "end_time", "wall_s",
     "host", *schema.MEASURED_SPAN, "overlapped_with", OTHER_CPU_S, OTHER_CPU_SHARE, OTHER_GPU_PROCESSES, "contended",
     CPU_UTILISATION, GPU_UTILISATION, "starved", "throttled", "notes",
 ]
 SHOWN = ["variant", "status", "batch_size", PASS_S, REPETITIONS, MFU_USEFUL, MFU_PADDED, "quality_verdict", MACRO_F1,
-         EXPECTED_IDS, OBSERVED_IDS, "ids_match", "corpus_accepted", COMPLETED_ENTRIES, "reason", "overlapped_with"]
+         EXPECTED_IDS, OBSERVED_IDS, "ids_match", "against_reference", "corpus_accepted", COMPLETED_ENTRIES, "reason", "overlapped_with"]
 
 
 class _gc_paused:
@@ -147,6 +147,7 @@ def attempt_row(run: RunRecord, now: dt.datetime | None = None) -> dict:
         "throttled": tags.get(schema.THROTTLED, ""),
         "starved": tags.get(schema.STARVED, ""),
         "ids_match": ids_matched(tags),
+        "against_reference": compared_with_reference(tags),
         # The status says it; passes recorded before carried the tag too.
         "corpus_accepted": status == Status.ACCEPTED and tags.get(schema.CORPUS_ACCEPTED, "true") == "true",
         "protocol_digest": tags.get(schema.PROTOCOL_DIGEST, ""),
@@ -163,6 +164,14 @@ def attempt_row(run: RunRecord, now: dt.datetime | None = None) -> dict:
     row["mfu_reason"] = mfu_reason(metrics, status, measured_reason or reason, row["workload"])
     row["notes"] = "; ".join(notes_of(run, row, excluded, measured_reason, tags, before))
     return row
+
+
+def compared_with_reference(tags: dict) -> bool:
+    """Whether the pass's checks compared it with the reference pass: from its checks line (from its per-check tags on
+    passes before it)."""
+    if schema.CHECKS in tags:
+        return verdicts.judged_against_reference(tags[schema.CHECKS])
+    return any(key.startswith(schema.CHECK_PREFIX + verdicts.REFERENCE_CHECK_PREFIX) for key in tags)
 
 
 def ids_matched(tags: dict) -> bool:

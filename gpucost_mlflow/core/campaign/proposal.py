@@ -1,7 +1,8 @@
 """The third series: the second series' accepted changes combined, and a batch-size sweep under the best one.
 
 Written before any of its timings exist, from what a finished campaign accepted: a change that was
-rejected (or failed) is never combined, and a precision the device does not run faster than fp32
+rejected (or failed) is never combined, nor one that changes the work (max_length) unless it was accepted against the
+reference, and a precision the device does not run faster than fp32
 (its cached dense-matmul peak below fp32's) is not proposed. An accepted engine (ONNX Runtime, CTranslate2) is one
 more change to combine; a combination its engine cannot run (ONNX Runtime in bf16, say) is left out with the reason.
 """
@@ -13,6 +14,7 @@ from itertools import combinations
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.variants import Variant
+from gpucost_mlflow.core.judging.verdicts import WORK_FIELDS
 from gpucost_mlflow.workloads import engines, registry
 
 SWEEP = (8, 16, 32, 64)
@@ -37,6 +39,7 @@ class Change:
     settings: dict
     accepted: bool
     why: str = ""
+    against_reference: bool = True  # its accepted passes were compared with the reference pass
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,10 @@ def propose(reference: Variant, changes: list[Change], series: str, slow_precisi
             left_out[change.variant] = f"not accepted ({change.why})" if change.why else "not accepted"
         elif "batch_size" in change.settings:
             left_out[change.variant] = "changes the batch size (the sweep covers it)"
+        elif set(change.settings) & set(WORK_FIELDS) and not change.against_reference:
+            changed = ", ".join(sorted(set(change.settings) & set(WORK_FIELDS)))
+            left_out[change.variant] = (f"changes the work ({changed}) and was accepted on the absolute bars alone, "
+                                        "never compared with the reference")
         elif change.settings.get("precision") in slow:
             left_out[change.variant] = slow[change.settings["precision"]]
         elif any(set(change.settings) & set(other.settings) for other in usable):

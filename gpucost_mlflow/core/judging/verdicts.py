@@ -144,12 +144,22 @@ def basic_checks(expected: Sequence[str], back: ReadBack) -> tuple[list[Check], 
 
 
 NUMERIC_FIELDS = ("precision", "quantization", "attention", "compile", "engine")
+# Fields that change the work itself: a variant truncating its inputs shorter does less of it, and may pass the
+# absolute bars while answering other questions than the reference did.
+WORK_FIELDS = ("max_length",)
+REFERENCE_CHECK_PREFIX = "reference_"  # every kind's checks against the reference pass are named so
 
 
 def needs_reference(settings: dict, reference_settings: dict) -> bool:
     """A variant whose numerics differ from the reference (precision, quantization, attention, compile, or the
-    engine that runs it) is judged against the reference's stored predictions."""
-    return any(settings.get(key) != reference_settings.get(key) for key in NUMERIC_FIELDS)
+    engine that runs it), or whose work does (max_length), is judged against the reference's stored predictions,
+    never against the absolute bars alone."""
+    return any(settings.get(key) != reference_settings.get(key) for key in NUMERIC_FIELDS + WORK_FIELDS)
+
+
+def judged_against_reference(checks_line: str) -> bool:
+    """Whether a pass's checks (its `summary` line) compared it with the reference pass."""
+    return any(name.startswith(REFERENCE_CHECK_PREFIX) for name in outcomes(checks_line))
 
 
 def quality_checks(metrics: dict, acceptance) -> list[Check]:
