@@ -211,3 +211,51 @@ def test_malformed_fault_value_is_one_line_error(store, corpus_dir, model_dir, p
     monkeypatch.setenv("GPUCOST_FAULT", "oom@zero")
     result = run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol_file)
     assert result.exit_code == 2 and "GPUCOST_FAULT" in result.output
+
+
+def _fingerprints(corpus_dir: Path) -> dict[str, str]:
+    meta = json.loads((corpus_dir / "corpus.json").read_text())
+    return {name: meta[name]["fingerprint"] for name in ("comparison", "tuning")}
+
+
+@pytest.mark.unit
+def test_a_benchmark_pass_on_another_corpus_of_the_same_size_is_refused_naming_both(store, tmp_path, corpus_dir,
+                                                                                    model_dir, protocol_file):
+    """The experiment's comparison is pinned by content at its first benchmark pass: a corpus of the same size and
+    buckets is another corpus all the same."""
+    import shutil
+
+    from gpucost_mlflow.core.inputs.corpus import read_corpus
+    from gpucost_mlflow.tracking import experiments
+
+    prints = _fingerprints(corpus_dir)
+    client = MlflowClient()
+    experiment_id = client.create_experiment("t")
+    assert experiments.lock_corpus(client, experiment_id, "t", prints["comparison"])
+    assert not experiments.lock_corpus(client, experiment_id, "t", prints["comparison"])
+    other = Path(shutil.copytree(corpus_dir, tmp_path / "other"))  # the same rows but one, upper-cased: same buckets
+    rows = (other / "comparison.jsonl").read_text().splitlines()
+    first = json.loads(rows[0])
+    rows[0] = json.dumps({**first, "text": first["text"].upper()})
+    (other / "comparison.jsonl").write_text("\n".join(rows) + "\n")
+    changed = read_corpus(other / "comparison.jsonl").fingerprint
+    result = run_pass(other / "comparison.jsonl", model_dir, protocol_file)
+    assert result.exit_code == 2 and result.output.count("Error:") == 1, result.output
+    assert f"compares passes on corpus {prints['comparison'][:12]}" in result.output
+    assert f"this corpus is {changed[:12]}" in result.output and changed != prints["comparison"]
+    assert client.search_runs([experiment_id]) == []
+
+
+@pytest.mark.unit
+def test_a_protocol_declaring_its_corpus_refuses_a_pass_on_another(store, tmp_path, corpus_dir, model_dir, protocol_file):
+    prints = _fingerprints(corpus_dir)
+    declared = tmp_path / "declared.yaml"
+    declared.write_text(protocol_file.read_text().replace("corpus:\n", f"corpus:\n  fingerprint: {prints['tuning']}\n", 1))
+    result = run_pass(corpus_dir / "comparison.jsonl", model_dir, declared)
+    assert result.exit_code == 2, result.output
+    assert (f"this corpus has fingerprint {prints['comparison'][:12]}, the protocol declares corpus.fingerprint "
+            f"{prints['tuning'][:12]}") in result.output
+    malformed = tmp_path / "malformed.yaml"
+    malformed.write_text(protocol_file.read_text().replace("corpus:\n", "corpus:\n  fingerprint: abc\n", 1))
+    result = run_pass(corpus_dir / "comparison.jsonl", model_dir, malformed)
+    assert result.exit_code == 2 and "corpus.fingerprint must be a corpus fingerprint" in result.output

@@ -64,6 +64,9 @@ def execute(request: PassRequest) -> PassResult:
     client = store.client()
     experiment_id, experiment_name = experiments.resolve(client, request.experiment, create=True)
     locked_now = experiments.lock(client, experiment_id, experiment_name, prepared.protocol, prepared.protocol_text)
+    if request.role == "benchmark":
+        experiments.lock_corpus(client, experiment_id, experiment_name, prepared.manifest["corpus"]["fingerprint"],
+                                prepared.protocol.corpus_fingerprint)
     if request.variant.series:
         series = load_series(request.variants_path)[request.variant.series]
         experiments.lock_series(client, experiment_id, experiment_name,

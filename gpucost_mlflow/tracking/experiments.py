@@ -145,6 +145,30 @@ def _describe(client: MlflowClient, experiment_id: str, tags: dict, protocol: Pr
             raise
 
 
+def lock_corpus(client: MlflowClient, experiment_id: str, name: str, fingerprint: str, declared: str = "") -> bool:
+    """Pin the experiment's comparison to the corpus of its first benchmark pass (by content, not by shape); refuse,
+    in one line naming both fingerprints, a benchmark pass on another corpus or on one the protocol does not declare.
+    True when this call pinned it."""
+    if declared and fingerprint != declared:
+        raise GpucostError(f"this corpus has fingerprint {fingerprint[:12]}, the protocol declares corpus.fingerprint "
+                           f"{declared[:12]}: a benchmark pass runs on the declared corpus; nothing recorded")
+    current = client.get_experiment(experiment_id).tags.get(schema.CORPUS_LOCK, "")
+    if current == fingerprint:
+        return False
+    if current:
+        raise GpucostError(f"experiment '{name}' compares passes on corpus {current[:12]} (its first benchmark pass); "
+                           f"this corpus is {fingerprint[:12]}: a comparison runs on one corpus, whatever its size and "
+                           "buckets (use another --experiment); nothing recorded")
+    try:
+        client.set_experiment_tag(experiment_id, schema.CORPUS_LOCK, fingerprint)
+    except MlflowException:  # first passes started at once on several machines: the store keeps one, as for lock()
+        time.sleep(0.5)
+        if client.get_experiment(experiment_id).tags.get(schema.CORPUS_LOCK, "") != fingerprint:
+            raise
+        return False
+    return True
+
+
 def lock_series(client: MlflowClient, experiment_id: str, name: str, declaration: dict) -> bool:
     """Record a series' declaration digest on the experiment at its first pass; refuse a pass under an edited one."""
     digest = hashlib.sha256(json.dumps(declaration, sort_keys=True).encode("utf-8")).hexdigest()

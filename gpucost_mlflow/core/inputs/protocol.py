@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import math
+import re
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from pathlib import Path
@@ -66,6 +67,7 @@ class Protocol:
     min_utilisation: float = 0.5  # the pass's device busy less than this share of the measured part: starved
     alternatives: dict | None = None  # hosted endpoints priced beside the rental: catalog, endpoints, tokens per input
     corpus_slice_of: str = ""  # corpus.slice_of: corpus.file is `gpucost corpus slice` of this corpus ("" if none)
+    corpus_fingerprint: str = ""  # corpus.fingerprint: the only corpus a benchmark pass may run on ("" if not declared)
 
 
 def digest_of(data: bytes) -> str:
@@ -157,6 +159,7 @@ def load_protocol(path: Path) -> Protocol:
         other_costs=_other_costs(path, document.get("other_costs")),
         generation=generation,
         corpus_slice_of=f.get("corpus.slice_of", str) if document["corpus"].get("slice_of") is not None else "",
+        corpus_fingerprint=_fingerprint(path, document["corpus"].get("fingerprint")),
         max_spread_ratio=_spread_ratio(path, document.get("max_spread_ratio")),
         max_price_age_days=(f.positive("max_price_age_days") if document.get("max_price_age_days") is not None
                             else None),
@@ -321,3 +324,13 @@ def _plan(path: Path, plan: dict) -> dict:
     result["planned_restarts"] = restarts
     result["start"] = _moment(path, "plan.start", plan.get("start"))
     return result
+
+
+def _fingerprint(path: Path, value) -> str:
+    """corpus.fingerprint: a corpus fingerprint as `gpucost corpus build` writes it (64 hex digits), or ''."""
+    if value is None:
+        return ""
+    if not isinstance(value, str) or not re.fullmatch(r"[0-9a-f]{64}", value.strip()):
+        raise GpucostError(f"{path}: corpus.fingerprint must be a corpus fingerprint (64 hex digits, the `fingerprint` "
+                           f"of corpus.json), got {value!r}")
+    return value.strip()

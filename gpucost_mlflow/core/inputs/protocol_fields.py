@@ -17,7 +17,7 @@ FREE = "free"
 FIELDS: dict = {
     "question": None,
     "scenario": None,
-    "corpus": {"file": None, "slice_of": None, "size": None, "buckets": FREE, "labels": None},
+    "corpus": {"file": None, "slice_of": None, "size": None, "buckets": FREE, "labels": None, "fingerprint": None},
     "acceptance": {
         "output": None, "ids": None, "format": None, "coverage": None, "main_metric": None, "threshold": None,
         "per_bucket_threshold": None,
