@@ -102,7 +102,7 @@ def test_slow_end_plans_that_differ_only_by_noise_are_undecided_with_the_passes_
     assert costs == {"batch4": Decimal("110.00"), "batch8": Decimal("220.00")}
     assert built.decision.startswith("No decision: undecided between batch4 on NVIDIA GeForce RTX 4090 at 110.00 USD "
                                      "and batch8 on NVIDIA GeForce RTX 4090 at 220.00 USD")
-    assert "passes per configuration would resolve" in built.decision
+    assert "passes per configuration would let the separation test find the observed difference" in built.decision
     assert "bought by noise" in built.decision
     assert standing(built, "batch8 on NVIDIA GeForce RTX 4090")[1].startswith("undecided")
 

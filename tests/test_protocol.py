@@ -418,3 +418,13 @@ def test_protocol_show_prints_the_spread_bound_and_how_deliverables_are_forecast
     refused = CliRunner().invoke(main, ["protocol", "show", "--protocol", str(flag)])
     assert refused.exit_code == 2 and "field 'deliverables.side_by_side' must be true or false" in refused.output
     assert len(refused.output.strip().splitlines()) == 1
+
+
+@pytest.mark.unit
+def test_the_separation_confidence_is_0_95_when_absent_and_refused_outside_0_5_to_1(tmp_path, protocol_file):
+    assert load_protocol(protocol_file).confidence == 0.95
+    assert load_protocol(edited_protocol(tmp_path, protocol_file, lambda d: d.update(confidence=0.9))).confidence == 0.9
+    for value in (True, "0.95", 0.5, 1, 1.2):
+        bad = edited_protocol(tmp_path, protocol_file, lambda d, v=value: d.update(confidence=v))
+        with pytest.raises(GpucostError, match=r"confidence must be a number above 0.5 and below 1"):
+            load_protocol(bad)

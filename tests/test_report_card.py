@@ -46,8 +46,8 @@ def test_a_tie_is_said_in_the_card_with_the_passes_that_would_settle_it():
     assert lines["Run"].startswith("any of 2 tied (batch64-bf16-lg, batch8-lg; their durations do not separate) on "
                                    f"{CPU}: 0.0020 USD")
     assert lines["Runner-up"] == "batch8 at 5.50 USD (1.50 USD more, +37.5 %)"
-    assert lines["Would change it"].endswith("about 37 passes per configuration would separate batch64-bf16-lg from "
-                                             "batch8-lg (normal approximation, an estimate)")
+    assert lines["Would change it"].endswith("about 23 passes per configuration would separate batch64-bf16-lg from "
+                                             "batch8-lg (Noether's estimate for the separation test, 80 % power)")
 
 
 def test_an_undecided_choice_says_so_and_how_many_passes_would_settle_it():
@@ -56,7 +56,7 @@ def test_an_undecided_choice_says_so_and_how_many_passes_would_settle_it():
         ("No decision", "undecided: the price difference is bought by noise (PROTOCOL.md §6)"),
         ("Between", ("batch64-bf16-lg at 4.00 USD, batch8-lg at 4.50 USD: their durations do not separate, yet their "
                     "slowest-pass plans differ in price")),
-        ("Would settle it", "about 382 passes per configuration would separate batch64-bf16-lg from batch8-lg"),
+        ("Would settle it", "about 9 passes per configuration would separate batch64-bf16-lg from batch8-lg"),
     ]
 
 

@@ -10,7 +10,9 @@ from gpucost_mlflow.core.measurement.stats import (
     EXACT_SPLITS_LIMIT,
     RANDOM_RESAMPLES,
     Durations,
+    critical_u,
     permutation_p_value,
+    repetitions_needed,
     separate,
 )
 
@@ -40,9 +42,32 @@ def test_up_to_200000_splits_every_split_is_counted_and_beyond_9999_seeded_rando
     assert 0.05 < first < 1 and permutation_p_value(fast, overlapping) == first  # seeded: the same draw every time
 
 
-def test_difference_inside_the_spread_is_undecided_even_without_overlap():
+def test_five_passes_all_slower_than_five_others_separate_at_95_percent():
+    """Every one of the 25 pairwise differences is positive: the exact Mann-Whitney interval [d(3), d(23)] excludes
+    zero, though the median difference (0.2 s) is below the larger min-max spread (0.4 s), which the old rule asked."""
     result = separate("a", [7.4, 7.7, 7.7, 7.8, 7.5], "b", [7.85, 8.0, 8.04, 7.9, 7.86])
-    assert not result.decided and "comparable to the difference" in result.verdict
+    assert result.decided and result.interval == pytest.approx((0.10, 0.54))
+    assert result.verdict == ("a faster than b by 0.200 s (median); the 95 % interval of the difference, 0.100 to "
+                              "0.540 s, excludes zero")
+
+
+def test_a_spread_comparable_to_the_difference_does_not_decide_and_more_passes_can_settle_it():
+    """The demo's undecided pair (9.28-11.04 s against 9.52-13.05 s): zero inside the interval at five passes; the
+    same two populations sampled to the estimated count separate, which a rule on min-max ranges never allows."""
+    fast, slow = [9.28, 9.5, 10.0, 10.5, 11.04], [9.52, 10.2, 11.0, 12.0, 13.05]
+    result = separate("fast", fast, "slow", slow)
+    assert not result.decided and result.verdict.startswith("undecided: the 95 % interval of the difference, -0.840 to "
+                                                            "3.050 s, includes zero (median difference 1.000 s")
+    needed = repetitions_needed(fast, slow)
+    assert needed == 20
+    grown = separate("fast", fast * (needed // 5), "slow", slow * (needed // 5))
+    assert grown.decided and grown.ranges_overlap  # ranges still overlap: the interval, not the ranges, decides
+
+
+def test_the_exact_critical_values_are_the_tables_and_two_against_two_never_decide():
+    assert (critical_u(5, 5, 0.95), critical_u(8, 8, 0.95), critical_u(30, 30, 0.95)) == (2, 13, 317)
+    assert critical_u(2, 2, 0.95) == -1 and separate("a", [1.0, 1.1], "b", [5.0, 5.1]).interval is None
+    assert not separate("a", [1.0, 1.1], "b", [5.0, 5.1]).decided
 
 
 def test_a_variant_without_completed_pass_is_undecided():

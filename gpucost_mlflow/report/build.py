@@ -65,7 +65,7 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         warnings=warnings,
         attempts=table,
         summaries=summaries,
-        separations=tables.separations(configs, variants, protocol.passes_per_variant),
+        separations=tables.separations(configs, variants, protocol.passes_per_variant, protocol.confidence),
         assessments=assessments,
         deadline=protocol.deadline.isoformat() if protocol.deadline else NO_DEADLINE,
         choice=choice,
@@ -119,7 +119,7 @@ def _decided(configs: list[Configuration], protocol: Protocol, catalog: Catalog,
                          required_passes=protocol.passes_per_variant, max_spread_ratio=protocol.max_spread_ratio,
                          side_by_side=bool(protocol.deliverables.get("side_by_side")),
                          inputs_per_deliverable=protocol.corpus_size, today=today,
-                         max_price_age_days=protocol.max_price_age_days)
+                         max_price_age_days=protocol.max_price_age_days, confidence=protocol.confidence)
     choice = choose(assessments, deadline_declared=protocol.deadline is not None)
     decision = decide(assessments, protocol.deliverables["expected"], protocol.corpus_size,
                       deadline_declared=protocol.deadline is not None, choice=choice)

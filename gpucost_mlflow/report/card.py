@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gpucost_mlflow.core.measurement.stats import repetitions_needed, separate
+from gpucost_mlflow.core.measurement.stats import DEFAULT_CONFIDENCE, repetitions_needed, separate
 from gpucost_mlflow.core.money import costs, units
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, NO_PLAN, Assessment
 from gpucost_mlflow.core.money.plans import Plan
@@ -85,14 +85,20 @@ def _runner_up(report: Report, names: short.Names) -> str:
     return f"{names.of(other.configuration)} at {_margin(choice.chosen[0], other)}"
 
 
+def _confidence(a: Assessment) -> float:
+    """The protocol's confidence for the separation test, as the assessment's rules carry it."""
+    return a.rules.confidence if a.rules else DEFAULT_CONFIDENCE
+
+
 def _tie_words(chosen: list[Assessment], names: short.Names) -> str:
     """The passes per configuration that would separate the first two tied configurations."""
     a, b = chosen[0], chosen[1]
-    needed = repetitions_needed(a.configuration.durations.values, b.configuration.durations.values)
+    needed = repetitions_needed(a.configuration.durations.values, b.configuration.durations.values, _confidence(a))
     pair = f"{names.of(a.configuration)} from {names.of(b.configuration)}"
     if needed is None:
         return f"no median difference separates {pair}: more passes are unlikely to settle the tie"
-    return f"about {needed} passes per configuration would separate {pair} (normal approximation, an estimate)"
+    return (f"about {needed} passes per configuration would separate {pair} (Noether's estimate for the separation "
+            "test, 80 % power)")
 
 
 def _changes(report: Report, names: short.Names) -> str:
@@ -128,9 +134,10 @@ def _undecided(report: Report, names: short.Names) -> list[tuple[str, str]]:
     settle = []
     for other in group[1:]:
         if separate(first.configuration.name, first.configuration.durations.values, other.configuration.name,
-                    other.configuration.durations.values).decided:
+                    other.configuration.durations.values, confidence=_confidence(first)).decided:
             continue
-        needed = repetitions_needed(first.configuration.durations.values, other.configuration.durations.values)
+        needed = repetitions_needed(first.configuration.durations.values, other.configuration.durations.values,
+                                    _confidence(first))
         settle.append(f"about {needed} passes per configuration would separate {names.of(first.configuration)} "
                       f"from {names.of(other.configuration)}" if needed else
                       f"{names.of(first.configuration)} and {names.of(other.configuration)} show no median difference")

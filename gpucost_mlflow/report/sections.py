@@ -133,15 +133,17 @@ def energy_table(report: Report) -> Table:
     return table
 
 
-SEPARATION_HEAD = ["series", "faster", "slower", "median difference (s)", "largest spread (s)", "ranges overlap",
-                   "permutation p (exact, supporting)", "verdict"]
+SEPARATION_HEAD = ["series", "faster", "slower", "median difference (s)", "interval of the difference (s)",
+                   "largest spread (s)", "ranges overlap", "permutation p (exact, supporting)", "verdict"]
 
 
 def separation_table(report: Report) -> Table:
     """Within each series, whether the durations of its faster and slower configurations separate."""
     table = Table("separability", SEPARATION_HEAD)
     for name, s in report.separations:
-        table.rows.append([name, s.faster, s.slower, cell(s.median_difference), cell(s.largest_spread),
+        interval = (f"{s.interval[0]:.3f} to {s.interval[1]:.3f} ({100 * s.confidence:g} %)" if s.interval
+                    else "" if s.median_difference is None else "too few passes")
+        table.rows.append([name, s.faster, s.slower, cell(s.median_difference), interval, cell(s.largest_spread),
                            "" if s.ranges_overlap is None else str(s.ranges_overlap), cell(s.p_value), table.advice(s.verdict)])
     return table
 

@@ -11,7 +11,7 @@ from gpucost_mlflow.core.inputs.variants import Variant
 from gpucost_mlflow.core.judging.status import Status, interrupted
 from gpucost_mlflow.core.measurement import energy
 from gpucost_mlflow.core.measurement.repetitions import timed_seconds
-from gpucost_mlflow.core.measurement.stats import Durations, Separation, separate, too_short
+from gpucost_mlflow.core.measurement.stats import DEFAULT_CONFIDENCE, Durations, Separation, separate, too_short
 from gpucost_mlflow.core.measurement.timeline import Span, concurrent
 from gpucost_mlflow.core.money.decision import Assessment, Configuration, ExcludedPass
 from gpucost_mlflow.core.names import (
@@ -269,7 +269,7 @@ def _energy(summary: Summary, completed: pd.DataFrame) -> None:
 
 
 def separations(configs: list[Configuration], variants: dict[str, Variant],
-                required: int | None = None) -> list[tuple[str, Separation]]:
+                required: int | None = None, confidence: float = DEFAULT_CONFIDENCE) -> list[tuple[str, Separation]]:
     """Every pair of variants of one series measured on the same device; then, for a series that names a
     reference, each member against that reference measured on the same device (each pair once); a side with
     fewer than `required` passes is under-sampled, never separated."""
@@ -297,7 +297,7 @@ def separations(configs: list[Configuration], variants: dict[str, Variant],
                 if (device, frozenset((first, second))) not in seen:
                     seen.add((device, frozenset((first, second))))
                     pairs.append((label, separate(first, present[first].durations.values,
-                                                  second, present[second].durations.values, required)))
+                                                  second, present[second].durations.values, required, confidence)))
     return pairs
 
 

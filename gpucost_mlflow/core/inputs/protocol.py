@@ -68,6 +68,7 @@ class Protocol:
     alternatives: dict | None = None  # hosted endpoints priced beside the rental: catalog, endpoints, tokens per input
     corpus_slice_of: str = ""  # corpus.slice_of: corpus.file is `gpucost corpus slice` of this corpus ("" if none)
     corpus_fingerprint: str = ""  # corpus.fingerprint: the only corpus a benchmark pass may run on ("" if not declared)
+    confidence: float = 0.95  # the separation test's confidence (core/measurement/stats.py)
 
 
 def digest_of(data: bytes) -> str:
@@ -160,6 +161,7 @@ def load_protocol(path: Path) -> Protocol:
         generation=generation,
         corpus_slice_of=f.get("corpus.slice_of", str) if document["corpus"].get("slice_of") is not None else "",
         corpus_fingerprint=_fingerprint(path, document["corpus"].get("fingerprint")),
+        confidence=_confidence(path, document.get("confidence")),
         max_spread_ratio=_spread_ratio(path, document.get("max_spread_ratio")),
         max_price_age_days=(f.positive("max_price_age_days") if document.get("max_price_age_days") is not None
                             else None),
@@ -334,3 +336,13 @@ def _fingerprint(path: Path, value) -> str:
         raise GpucostError(f"{path}: corpus.fingerprint must be a corpus fingerprint (64 hex digits, the `fingerprint` "
                            f"of corpus.json), got {value!r}")
     return value.strip()
+
+
+def _confidence(path: Path, value) -> float:
+    """confidence: the separation test's confidence, above 0.5 and below 1 (0.95 when absent)."""
+    if value is None:
+        return 0.95
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.5 < value < 1:
+        raise GpucostError(f"{path}: confidence must be a number above 0.5 and below 1 (0.95: a 95 % interval), "
+                           f"got {value!r}")
+    return float(value)

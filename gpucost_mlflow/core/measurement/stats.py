@@ -1,10 +1,15 @@
 """Reading five durations: raw values, median, min, max, counts; separability of two variants.
 
-No p95 and no bare mean from five passes; a difference smaller than the spread does not decide.
+No p95 and no bare mean from five passes. Two configurations separate when the Hodges-Lehmann confidence interval of
+the shift between their durations (the median of every pairwise difference, its interval from the exact Mann-Whitney
+distribution) excludes zero, at the protocol's confidence: a spread comparable to the difference of medians leaves
+zero inside it, and unlike a rule on min-max ranges (which only widen with more passes) more passes can narrow it,
+so the passes it would take are estimated for the same test (Noether's sample size for the Mann-Whitney test).
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -49,6 +54,59 @@ class Separation:
     decided: bool
     p_value: float | None
     verdict: str
+    interval: tuple[float, float] | None = None  # the Hodges-Lehmann interval of slower minus faster, in seconds
+    confidence: float = 0.0
+
+
+DEFAULT_CONFIDENCE = 0.95  # a protocol without `confidence` decides at 95 %
+EXACT_U_LIMIT = 900  # n x m up to which the Mann-Whitney null distribution is counted exactly (30 + 30 passes)
+
+
+def _u_counts(n: int, m: int) -> list[int]:
+    """How many of the C(n + m, n) orderings give each Mann-Whitney U, 0 to n x m (no ties)."""
+    # counts[j][u]: orderings of i items of the first sample and j of the second giving U = u; built row by row.
+    previous = [[1] for _ in range(m + 1)]  # i = 0: U = 0 whatever j
+    for i in range(1, n + 1):
+        current = [[1]]  # j = 0: U = 0
+        for j in range(1, m + 1):
+            size = i * j + 1
+            row = [0] * size
+            for u, count in enumerate(previous[j]):  # the largest item is from the first sample: j pairs above it
+                row[u + j] += count
+            for u, count in enumerate(current[j - 1]):  # it is from the second: no pair added
+                row[u] += count
+            current.append(row)
+        previous = current
+    return previous[m]
+
+
+def critical_u(n: int, m: int, confidence: float) -> int:
+    """The largest c with P(U <= c) <= (1 - confidence) / 2 under no difference (-1: no c, the interval is every
+    difference); exact up to EXACT_U_LIMIT, the normal approximation beyond."""
+    alpha = (1 - confidence) / 2
+    if n * m <= EXACT_U_LIMIT:
+        counts = _u_counts(n, m)
+        total, running, c = sum(counts), 0, -1
+        for u, count in enumerate(counts):
+            running += count
+            if running / total > alpha:
+                break
+            c = u
+        return c
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(1 - alpha)
+    return max(-1, math.floor(n * m / 2 - z * math.sqrt(n * m * (n + m + 1) / 12) - 0.5))
+
+
+def shift_interval(fast: Sequence[float], slow: Sequence[float], confidence: float) -> tuple[float, float] | None:
+    """The Hodges-Lehmann interval of slow minus fast at this confidence; None when the samples are too small for any
+    interval to exclude a shift (two passes against two, say)."""
+    differences = sorted(y - x for x in fast for y in slow)
+    c = critical_u(len(fast), len(slow), confidence)
+    if c < 0:
+        return None
+    return differences[c], differences[len(differences) - 1 - c]
 
 
 EXACT_SPLITS_LIMIT = 200_000
@@ -62,8 +120,6 @@ def permutation_p_value(a: Sequence[float], b: Sequence[float]) -> float | None:
     coarse a test statistic (most splits tie), so the test uses the mean difference."""
     if len(a) < 2 or len(b) < 2:
         return None
-    import math
-
     import numpy as np
     from scipy import stats
 
@@ -87,9 +143,11 @@ def under_sampled(count: int, required: int | None) -> str:
     return f"under-sampled ({count} of {required})" if required and count < required else ""
 
 
-def separate(name_a: str, a: Sequence[float], name_b: str, b: Sequence[float], required: int | None = None) -> Separation:
-    """Decided only when both have the required passes, the ranges do not overlap and the median difference
-    exceeds the larger spread: one pass never beats five (PROTOCOL.md §5)."""
+def separate(name_a: str, a: Sequence[float], name_b: str, b: Sequence[float], required: int | None = None,
+             confidence: float = DEFAULT_CONFIDENCE) -> Separation:
+    """Decided only when both have the required passes (one pass never beats five, PROTOCOL.md §5) and the
+    Hodges-Lehmann interval of the shift at `confidence` excludes zero (a spread comparable to the difference does not
+    decide, §6)."""
     da, db = Durations(tuple(a)), Durations(tuple(b))
     if not da.values or not db.values:
         missing = name_a if not da.values else name_b
@@ -102,18 +160,21 @@ def separate(name_a: str, a: Sequence[float], name_b: str, b: Sequence[float], r
     difference = slow.median - fast.median
     spread = max(da.spread, db.spread)
     overlap = fast.maximum >= slow.minimum
-    decided = not overlap and difference > spread and not short
+    interval = shift_interval(fast.values, slow.values, confidence)
+    decided = interval is not None and interval[0] > 0 and not short
     p_value = permutation_p_value(a, b)
+    level = f"{100 * confidence:g} %"
+    shown = f"{interval[0]:.3f} to {interval[1]:.3f} s" if interval else "not computable from so few passes"
     if short:
         verdict = (f"undecided: {' and '.join(short)} (median difference {difference:.3f} s); run the missing passes "
                    "under the same protocol")
     elif decided:
-        verdict = (f"{faster} faster than {slower} by {difference:.3f} s (median), beyond the spread "
-                   f"{spread:.3f} s with no overlap")
+        verdict = (f"{faster} faster than {slower} by {difference:.3f} s (median); the {level} interval of the "
+                   f"difference, {shown}, excludes zero")
     else:
-        why = "the ranges overlap" if overlap else f"the spread {spread:.3f} s is comparable to the difference"
-        verdict = f"undecided: {why} (median difference {difference:.3f} s); {UNDECIDED_ADVICE}"
-    return Separation(faster, slower, difference, spread, overlap, decided, p_value, verdict)
+        verdict = (f"undecided: the {level} interval of the difference, {shown}, includes zero (median difference "
+                   f"{difference:.3f} s, largest spread {spread:.3f} s); {UNDECIDED_ADVICE}")
+    return Separation(faster, slower, difference, spread, overlap, decided, p_value, verdict, interval, confidence)
 
 
 @dataclass(frozen=True)
@@ -142,21 +203,25 @@ def stability(values: Sequence[float], limit: float) -> Stability:
     return Stability(ratio, limit, far or extremes)
 
 
-POWER_Z = 2.8  # 1.96 (two-sided 5 %) + 0.84 (80 % power): the usual normal-approximation sample size
+POWER = 0.8  # the usual planning power
 
 
-def repetitions_needed(a: Sequence[float], b: Sequence[float]) -> int | None:
-    """Passes per configuration at which the observed median difference would stand out of the observed noise
-    (normal approximation, an estimate to plan more passes, not a guarantee); None when no difference was seen."""
+def repetitions_needed(a: Sequence[float], b: Sequence[float], confidence: float = DEFAULT_CONFIDENCE) -> int | None:
+    """Passes per configuration at which the separation test above would find the observed difference (Noether's
+    sample size for the Mann-Whitney test at this confidence and 80 % power, from the observed share of pairs in
+    which the slower median's passes are slower): an estimate to plan more passes, not a guarantee; None when no
+    difference was seen."""
     if len(a) < 2 or len(b) < 2:
         return None
-    difference = abs(statistics.median(a) - statistics.median(b))
-    noise = max(statistics.stdev(a), statistics.stdev(b))
-    if difference <= 0:
+    fast, slow = (a, b) if statistics.median(a) <= statistics.median(b) else (b, a)
+    pairs = [(y > x) + 0.5 * (y == x) for x in fast for y in slow]
+    share = sum(pairs) / len(pairs)
+    if share <= 0.5:
         return None
-    import math
+    from statistics import NormalDist
 
-    return max(len(a), len(b), math.ceil(2 * (POWER_Z * noise / difference) ** 2))
+    z = NormalDist().inv_cdf(1 - (1 - confidence) / 2) + NormalDist().inv_cdf(POWER)
+    return max(len(a), len(b), math.ceil(z ** 2 / (6 * (share - 0.5) ** 2)))
 
 
 SHORTEST_RELIABLE_S = 1.0  # a measured part under a second times clock noise and boost behaviour more than the work

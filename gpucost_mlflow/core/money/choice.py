@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 from gpucost_mlflow.core.judging.status import Status
-from gpucost_mlflow.core.measurement.stats import repetitions_needed, separate
+from gpucost_mlflow.core.measurement.stats import DEFAULT_CONFIDENCE, repetitions_needed, separate
 from gpucost_mlflow.core.money import costs, units
 from gpucost_mlflow.core.money.breakeven import BreakEven, Priced, break_even
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, NO_PLAN, Assessment, assess_one
@@ -56,10 +56,14 @@ class Choice:
         return bool(self.chosen)
 
 
+def _confidence(a: Assessment) -> float:
+    return a.rules.confidence if a.rules else DEFAULT_CONFIDENCE
+
+
 def _separation(a: Assessment, b: Assessment):
     required = a.rules.required_passes if a.rules else None
     return separate(a.configuration.name, a.configuration.durations.values,
-                    b.configuration.name, b.configuration.durations.values, required)
+                    b.configuration.name, b.configuration.durations.values, required, _confidence(a))
 
 
 def _cost_at(a: Assessment, slowest_h: float) -> Decimal:
@@ -102,9 +106,10 @@ def _undecided_detail(tied: list[Assessment], dearer: list[Assessment]) -> str:
     first = tied[0]
     parts = []
     for other in dearer:
-        needed = repetitions_needed(first.configuration.durations.values, other.configuration.durations.values)
-        more = (f"about {needed} passes per configuration would resolve the observed median difference at the observed "
-                f"noise (normal approximation, an estimate)" if needed else
+        needed = repetitions_needed(first.configuration.durations.values, other.configuration.durations.values,
+                                    _confidence(first))
+        more = (f"about {needed} passes per configuration would let the separation test find the observed difference "
+                f"(Noether's estimate for it, 80 % power)" if needed else
                 "no median difference was observed: more passes are unlikely to separate them")
         parts.append(f"{other.configuration.name} at {costs.money(other.committed, other.currency)}: "
                      f"{_separation(first, other).verdict.split('; ')[0]}; {more}")

@@ -10,7 +10,7 @@ from decimal import Decimal
 
 from gpucost_mlflow.core.inputs.identity import Identity
 from gpucost_mlflow.core.judging.status import JUDGED, Status
-from gpucost_mlflow.core.measurement.stats import Durations, Stability, stability, under_sampled
+from gpucost_mlflow.core.measurement.stats import DEFAULT_CONFIDENCE, Durations, Stability, stability, under_sampled
 from gpucost_mlflow.core.measurement.timeline import Span
 from gpucost_mlflow.core.money import costs, units
 from gpucost_mlflow.core.money.catalog import Catalog
@@ -91,6 +91,7 @@ class Rules:
     inputs_per_deliverable: int | None = None  # the protocol's corpus.size: the unit costs' denominator
     today: dt.date | None = None  # the report's date: the age of a price
     max_price_age_days: int | None = None
+    confidence: float = DEFAULT_CONFIDENCE  # the separation test's (core/measurement/stats.py)
 
     @property
     def deadline_hours(self) -> float | None:
@@ -328,8 +329,8 @@ def assess_one(config: Configuration, rules: Rules) -> Assessment:
 def assess(configs: list[Configuration], catalog: Catalog, plan: dict | None, deadline: dt.datetime | None,
            expected_deliverables: int, *, required_passes: int | None = None, max_spread_ratio: float | None = None,
            side_by_side: bool = False, inputs_per_deliverable: int | None = None, today: dt.date | None = None,
-           max_price_age_days: int | None = None) -> list[Assessment]:
+           max_price_age_days: int | None = None, confidence: float = DEFAULT_CONFIDENCE) -> list[Assessment]:
     """Feasibility, stability, forecast, deadline and every covering plan of each configuration (its device's rows)."""
     rules = Rules(catalog, plan, deadline, expected_deliverables, required_passes, max_spread_ratio, side_by_side,
-                  inputs_per_deliverable, today, max_price_age_days)
+                  inputs_per_deliverable, today, max_price_age_days, confidence)
     return [assess_one(config, rules) for config in configs]
