@@ -64,7 +64,9 @@ $(WHATIF_CATALOG): | $(STAMP)
 	$(BIN)/gpucost catalog example --out $@
 
 # The third series: the second series' accepted changes combined and a batch-size sweep under them,
-# proposed from the finished campaign before any of its timings exist (written once per experiment).
+# proposed from the finished campaign before any of its timings exist (written once per experiment). Then the
+# protocol's second stage: when the decision over the what-if catalog is undecided, the undecided configurations get
+# the same number of further passes (at most 10 each, projects/protocol-demo.yaml), and the decision is read once.
 PROPOSED = reports/$(EXPERIMENT)-variants-proposed.yaml
 
 $(DEMO_CORPUS): data/corpus/comparison.jsonl
@@ -79,6 +81,8 @@ demo: $(STAMP) data/model/config.json $(DEMO_CORPUS) $(WHATIF_CATALOG)
 	test -f $(PROPOSED) || $(BIN)/gpucost variants propose --experiment $(EXPERIMENT) --out $(PROPOSED)
 	$(BIN)/gpucost campaign --experiment $(EXPERIMENT) --variants-file $(PROPOSED) --series combined --passes $(DEMO_PASSES) \
 	  --protocol $(DEMO_PROTOCOL)
+	$(BIN)/gpucost campaign --settle --experiment $(EXPERIMENT) --variants-file $(PROPOSED) --protocol $(DEMO_PROTOCOL) \
+	  --catalog $(WHATIF_CATALOG)
 	@$(BIN)/gpucost report --experiment $(EXPERIMENT) --variants-file $(PROPOSED) --protocol $(DEMO_PROTOCOL) \
 	  --out reports/$(EXPERIMENT)
 	@echo "What-if: the job of $(DEMO_PROTOCOL) (4,000 corpora of 500 inputs by the deadline) with this machine priced by the hour at the example price in $(WHATIF_CATALOG):"

@@ -19,6 +19,7 @@ from gpucost_mlflow.cli.options import (
     _experiment,
     _file,
     _model,
+    _under,
 )
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import shipped
@@ -96,14 +97,24 @@ def _pass_figures(metrics: dict) -> str:
 @click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True)
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."), help="Folder that relative paths are resolved from.")
 @click.option("--series", "series_name", default=None, help="Run every variant of this declared series (instead of --variants).")
+@click.option("--settle", is_flag=True, help="The protocol's pre-registered second stage: more passes of the configurations "
+              "the decision over --catalog leaves undecided, each the same, then the decision read once.")
+@click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), multiple=True,
+              help="With --settle: the price catalog(s) the decision is read over, as `gpucost report --catalog`.")
 def campaign(variant_names, passes, resume, experiment, corpus_path, model_path, variants_file, protocol_file, root,
-             series_name) -> None:
+             series_name, settle, catalog_file) -> None:
     """Run every variant the protocol's number of times in rotated order, as nested runs under one campaign run."""
     from gpucost_mlflow.flow.campaign import run_campaign
     from gpucost_mlflow.progress import CampaignProgress
 
+    if catalog_file and not settle:
+        raise GpucostError("--catalog goes with --settle (a campaign itself prices nothing)")
     plan = _campaign_plan(variant_names, passes, resume, experiment, corpus_path, model_path, variants_file,
                           protocol_file, root, series_name)
+    if settle:
+        plan = _second_stage(plan, resume, catalog_file, root)
+        if plan is None:
+            return
     progress = CampaignProgress()
     try:
         result = run_campaign(plan, progress.display())
@@ -115,6 +126,9 @@ def campaign(variant_names, passes, resume, experiment, corpus_path, model_path,
     finally:
         progress.close()
     _echo_campaign(result)
+    if settle:
+        built = _settled_decision(plan, catalog_file, root)
+        click.echo(f"decision after the second stage (read once): {built.decision}")
 
 
 def _campaign_plan(variant_names, passes, resume, experiment, corpus_path, model_path, variants_file, protocol_file,
@@ -144,6 +158,43 @@ def _campaign_plan(variant_names, passes, resume, experiment, corpus_path, model
         code_root=CODE_ROOT,
         resume=resume or "",
     )
+
+
+def _second_stage(plan, resume: str | None, catalog_file: tuple[Path, ...], root: Path):
+    """The campaign plan of the protocol's second stage: the configurations the decision over the catalog leaves
+    undecided, each given the same number of further passes (None, said in one line, when nothing is undecided)."""
+    from gpucost_mlflow.cli.report import _build_report
+    from gpucost_mlflow.core.campaign.settle import STAGE, second_stage
+    from gpucost_mlflow.core.inputs.protocol import load_protocol
+    from gpucost_mlflow.tracking import schema
+
+    plan.stage, plan.tags = STAGE, {**plan.tags, schema.STAGE: STAGE}
+    if resume:
+        plan.passes = 0  # read back from the campaign run being resumed
+        return plan
+    protocol = load_protocol(plan.protocol_path)
+    built, _, _, _ = _build_report(plan.experiment, plan.protocol_path, tuple(_under(root, p) for p in catalog_file),
+                                   plan.variants_path, what_if=False)
+    undecided = built.choice.undecided
+    if not undecided:
+        click.echo(f"nothing to settle: {built.decision}")
+        return None
+    stage = second_stage([(a.configuration.variant, a.configuration.durations.values) for a in undecided],
+                         protocol.settle_max_passes, protocol.confidence)
+    click.echo(stage.line())
+    if not stage.more:
+        return None
+    plan.variants, plan.passes = list(stage.variants), stage.more
+    return plan
+
+
+def _settled_decision(plan, catalog_file: tuple[Path, ...], root: Path):
+    """The decision over the catalog once the second stage has run: read once, here, never round by round."""
+    from gpucost_mlflow.cli.report import _build_report
+
+    built, _, _, _ = _build_report(plan.experiment, plan.protocol_path, tuple(_under(root, p) for p in catalog_file),
+                                   plan.variants_path, what_if=False)
+    return built
 
 
 def _echo_campaign(result) -> None:

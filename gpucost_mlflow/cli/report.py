@@ -86,6 +86,7 @@ def _build_report(name: str, protocol_path: Path, catalog_path: tuple[Path, ...]
                            what_if=what_if)
     rejudged = _rejudge_first(name, protocol, found.tags if changes else None, client)
     built, balance = build(name, protocol, protocol_path, catalog, variants, client, rejudged=rejudged, what_if=changes,
+                           variants_path=variants_path,
                            allow_stale=allow_stale)
     return built, balance, client, found.experiment_id
 

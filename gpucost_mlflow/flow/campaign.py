@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpucost_mlflow.core.campaign.schedule import Slot, SlotState, remaining, rotated
+from gpucost_mlflow.core.campaign.settle import STAGE
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.corpus import read_corpus
 from gpucost_mlflow.core.inputs.protocol import Protocol, load_protocol
@@ -48,6 +49,7 @@ class CampaignPlan:
     code_root: Path
     resume: str = ""
     tags: dict[str, str] = field(default_factory=dict)  # on the campaign run and every pass (a fleet's ids)
+    stage: str = ""  # "settle": the protocol's pre-registered second stage (core/campaign/settle.py)
 
 
 @dataclass
@@ -169,7 +171,12 @@ def _open(client, experiment_id: str, experiment_name: str, plan: CampaignPlan, 
     """A new campaign run (or the `mlflow run` one) after checking the plan against the protocol: its params, tags
     and schedule.json."""
     variants, passes = plan.variants, plan.passes
-    if passes != protocol.passes_per_variant:
+    if plan.stage == STAGE:
+        most = (protocol.settle_max_passes or 0) - protocol.passes_per_variant
+        if passes > most:
+            raise GpucostError(f"a second stage adds at most {most} passes per variant under this protocol "
+                               f"(settle.max_passes_per_variant), not {passes}")
+    elif passes != protocol.passes_per_variant:
         raise GpucostError(
             f"the protocol pre-registers {protocol.passes_per_variant} passes per variant, --passes says {passes}"
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import shlex
 from pathlib import Path
 
 import pandas as pd
@@ -34,7 +35,7 @@ CHANGED_PROTOCOL = "protocol changed after results"  # reader.protocol_warnings'
 
 def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Catalog,
           variants: dict[str, Variant], client: MlflowClient | None = None, *, rejudged: list[str] | None = None,
-          what_if: str = "", today: dt.date | None = None, allow_stale: bool = False
+          what_if: str = "", today: dt.date | None = None, allow_stale: bool = False, variants_path: Path | None = None
           ) -> tuple[render.Report, pd.DataFrame]:
     """Read every attempt back and assess every configuration against the protocol and the catalog.
 
@@ -52,6 +53,7 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
                 if not (what_if and w.startswith(CHANGED_PROTOCOL))]
     configs = tables.configurations(table)
     warnings += tables.identity_notes(configs)
+    warnings += tables.stage_notes(table, configs, protocol.settle_max_passes)
     assessments, choice, decision = _decided(configs, protocol, catalog, today)
     if what_if:
         decision = f"What-if protocol ({what_if}): {decision}"
@@ -77,6 +79,7 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         exclusions=excluded_per_variant(table, client, experiment),
         exclusion_rule=protocol.exclusion_rule,
         passes_per_variant=protocol.passes_per_variant,
+        settle=settle_command(experiment, protocol, protocol_path, catalog, variants_path),
         experiment_id=experiments.named(client, experiment).experiment_id,
         ui_root=ui.root(client.tracking_uri),
         rejudged=list(rejudged or []),
@@ -91,6 +94,20 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
     if configs:
         report.figures = plots.Drawn(lambda: plots.for_report(summaries, assessments, choice))
     return report, tables.balance(assessments, protocol.deadline, protocol.other_costs)
+
+
+def settle_command(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Catalog,
+                   variants_path: Path | None) -> str:
+    """The exact command of the protocol's second stage for this decision, with its ceiling; or why there is none."""
+    if protocol.settle_max_passes is None:
+        return ("the protocol declares no second stage (settle: {max_passes_per_variant: N}): more passes under it "
+                "would be peeking; a new protocol declaring one, in a new experiment, would")
+    parts = ["gpucost campaign --settle --experiment", shlex.quote(experiment), "--protocol", shlex.quote(str(protocol_path))]
+    if variants_path is not None:
+        parts += ["--variants-file", shlex.quote(str(variants_path))]
+    parts += [f"--catalog {shlex.quote(path)}" for path in catalog.path.split(", ") if path]
+    return (f"`{' '.join(parts)}` runs them, up to the protocol's {protocol.settle_max_passes} passes per "
+            "configuration, and reads the decision once")
 
 
 def _not_measured(catalog: Catalog, devices: set[str]) -> list[str]:

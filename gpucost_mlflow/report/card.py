@@ -141,9 +141,10 @@ def _undecided(report: Report, names: short.Names) -> list[tuple[str, str]]:
         settle.append(f"about {needed} passes per configuration would separate {names.of(first.configuration)} "
                       f"from {names.of(other.configuration)}" if needed else
                       f"{names.of(first.configuration)} and {names.of(other.configuration)} show no median difference")
+    said = "; ".join(settle) or "more passes under the same protocol"
     return [("No decision", "undecided: the price difference is bought by noise (PROTOCOL.md §6)"),
             ("Between", f"{prices}: their durations do not separate, yet their slowest-pass plans differ in price"),
-            ("Would settle it", "; ".join(settle) or "more passes under the same protocol")]
+            ("Would settle it", f"{said}; {report.settle}" if report.settle else said)]
 
 
 def lines(report: Report) -> list[tuple[str, str]]:

@@ -80,6 +80,8 @@ class Report:
     exclusion_rule: str = ""
     passes_per_variant: int | None = None  # the protocol's, named in the per-configuration header
     experiment_id: str = ""  # for run links; without it they use the UI's direct route #/runs/<id>
+    # The command that runs the protocol's second stage (`gpucost campaign --settle ...`, its ceiling), or why none can
+    settle: str = ""
     ui_root: str = LOCAL_UI  # the MLflow UI run links open: the tracking server, else where `mlflow ui` serves by default
     rejudged: list[str] = field(default_factory=list)  # pending passes `gpucost report` judged first, one line each
     what_if: str = ""  # 'what-if protocol other.yaml (changed deadline)' when decided under another protocol than the lock

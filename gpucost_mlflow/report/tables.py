@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from gpucost_mlflow.core.campaign.settle import STAGE
 from gpucost_mlflow.core.inputs.identity import Identity
 from gpucost_mlflow.core.inputs.variants import Variant
 from gpucost_mlflow.core.judging.status import Status, interrupted
@@ -382,3 +383,15 @@ def balance(assessments: list[Assessment], deadline, other_costs=()) -> pd.DataF
         rows.append({"entry": "other cost", "package": f"{cost.label}: {cost.basis}", "committed_cost": str(cost.amount),
                      "currency": cost.currency})
     return pd.DataFrame(rows)
+
+
+def stage_notes(table: pd.DataFrame, configs: list[Configuration], ceiling: int | None) -> list[str]:
+    """What a pre-registered second stage (`gpucost campaign --settle`) added: the configurations it ran again and the
+    passes each now has, read once with all of them."""
+    if "stage" not in table or not (table["stage"] == STAGE).any():
+        return []
+    again = set(table[table["stage"] == STAGE]["variant"])
+    counts = ", ".join(f"{c.name} {len(c.durations.values)}" for c in configs if c.variant in again)
+    return [(f"a second stage pre-registered in the protocol (settle.max_passes_per_variant: {ceiling}) ran further "
+            f"passes of the undecided configurations, the same number each; passes per configuration now: {counts}; "
+            "the decision below reads them all once")]

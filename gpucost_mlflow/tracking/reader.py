@@ -53,7 +53,7 @@ from gpucost_mlflow.tracking.run_records import RunRecord, tagged
 from gpucost_mlflow.workloads import engines, registry
 
 COLUMNS = [
-    "run_id", "campaign_id", "pass_index", "round", "position", "attempt", "variant", "role", "corpus_fingerprint", "device", "backend",
+    "run_id", "campaign_id", "stage", "pass_index", "round", "position", "attempt", "variant", "role", "corpus_fingerprint", "device", "backend",
     "batch_size", "precision", "quantization", "length_grouping", "workload", "engine", "lanes", "model_revision", *schema.STACK_IDENTITY,
     "status", "reason", "status_before_exclusion",
     LOAD_S, WARMUP_S, PASS_S, REPETITIONS, MEASURED_TOTAL_S, REPETITIONS_IDENTICAL, COOLDOWN_S, EVAL_S, EXPORT_S, CONVERT_S, TOKENS_INPUT, TOKENS_PROMPT, TOKENS_GENERATED, "quality_verdict",
@@ -148,6 +148,7 @@ def attempt_row(run: RunRecord, now: dt.datetime | None = None) -> dict:
         "starved": tags.get(schema.STARVED, ""),
         "ids_match": ids_matched(tags),
         "against_reference": compared_with_reference(tags),
+        "stage": tags.get(schema.STAGE, ""),
         # The status says it; passes recorded before carried the tag too.
         "corpus_accepted": status == Status.ACCEPTED and tags.get(schema.CORPUS_ACCEPTED, "true") == "true",
         "protocol_digest": tags.get(schema.PROTOCOL_DIGEST, ""),

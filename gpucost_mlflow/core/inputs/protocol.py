@@ -69,6 +69,9 @@ class Protocol:
     corpus_slice_of: str = ""  # corpus.slice_of: corpus.file is `gpucost corpus slice` of this corpus ("" if none)
     corpus_fingerprint: str = ""  # corpus.fingerprint: the only corpus a benchmark pass may run on ("" if not declared)
     confidence: float = 0.95  # the separation test's confidence (core/measurement/stats.py)
+    # settle.max_passes_per_variant: the pre-registered second stage's ceiling (`gpucost campaign --settle`); None when
+    # the protocol declares none
+    settle_max_passes: int | None = None
 
 
 def digest_of(data: bytes) -> str:
@@ -162,6 +165,7 @@ def load_protocol(path: Path) -> Protocol:
         corpus_slice_of=f.get("corpus.slice_of", str) if document["corpus"].get("slice_of") is not None else "",
         corpus_fingerprint=_fingerprint(path, document["corpus"].get("fingerprint")),
         confidence=_confidence(path, document.get("confidence")),
+        settle_max_passes=_settle(path, document, f),
         max_spread_ratio=_spread_ratio(path, document.get("max_spread_ratio")),
         max_price_age_days=(f.positive("max_price_age_days") if document.get("max_price_age_days") is not None
                             else None),
@@ -346,3 +350,14 @@ def _confidence(path: Path, value) -> float:
         raise GpucostError(f"{path}: confidence must be a number above 0.5 and below 1 (0.95: a 95 % interval), "
                            f"got {value!r}")
     return float(value)
+
+
+def _settle(path: Path, document: dict, f) -> int | None:
+    """settle.max_passes_per_variant: a whole number above passes_per_variant, or None when `settle` is absent."""
+    if document.get("settle") is None:
+        return None
+    most = f.positive("settle.max_passes_per_variant")
+    if most <= document.get("passes_per_variant", 0):
+        raise GpucostError(f"{path}: settle.max_passes_per_variant ({most}) must be above passes_per_variant "
+                           f"({document.get('passes_per_variant')}): the second stage adds passes")
+    return most

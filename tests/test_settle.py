@@ -1,0 +1,109 @@
+"""The pre-registered second stage (`gpucost campaign --settle`, PROTOCOL.md §6): only the undecided configurations
+run again, each the same number of passes, within the protocol's ceiling, and the decision is read once at the end."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpucost_mlflow.core.campaign.settle import second_stage
+from gpucost_mlflow.core.errors import GpucostError
+
+H = 3600.0
+UNDECIDED_A = (14.813, 14.843, 14.863, 14.883, 14.903)  # hours: as tests/test_decision_rules.py's undecided pair
+UNDECIDED_B = (14.833, 14.863, 14.893, 14.923, 15.163)
+
+
+@pytest.mark.unit
+def test_the_stage_asks_what_the_separation_test_needs_within_the_ceiling_the_same_for_each():
+    stage = second_stage([("batch4", UNDECIDED_A), ("batch8", UNDECIDED_B)], 20, 0.95)
+    assert (stage.variants, stage.needed, stage.target, stage.more) == (("batch4", "batch8"), 33, 20, 15)
+    assert stage.line() == ("second stage: 15 more pass(es) each of batch4, batch8, to 20 per configuration (the "
+                            "separation test's estimate 33, capped by the protocol's 20); the decision is read once, "
+                            "when the stage has run")
+    uneven = second_stage([("batch4", UNDECIDED_A + (14.9,)), ("batch8", UNDECIDED_B)], 8, 0.95)
+    assert (uneven.target, uneven.more) == (8, 2)  # the same count for each, from the longer one's six
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("undecided, ceiling, says", [
+    ([("batch4", UNDECIDED_A), ("batch8", UNDECIDED_B)], None, "the protocol declares no second stage"),
+    ([("batch8", UNDECIDED_A), ("batch8", UNDECIDED_B)], 20, "share a variant name"),
+])
+def test_a_stage_the_protocol_did_not_declare_is_refused_in_one_line(undecided, ceiling, says):
+    with pytest.raises(GpucostError, match=says):
+        second_stage(undecided, ceiling, 0.95)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("undecided, ceiling, says", [
+    ([("batch4", (1.0, 1.1, 1.2)), ("batch8", (1.2, 1.1, 1.0))], 20, "no median difference between batch4, batch8"),
+    ([("batch4", UNDECIDED_A * 2), ("batch8", UNDECIDED_B * 2)], 10, "already have 10 passes"),
+])
+def test_a_stage_more_passes_cannot_help_runs_nothing_and_says_why(undecided, ceiling, says):
+    stage = second_stage(undecided, ceiling, 0.95)
+    assert stage.more == 0 and says in stage.line() and stage.line().startswith("nothing to settle: ")
+
+
+@pytest.mark.unit
+def test_settle_on_an_undecided_store_runs_only_the_undecided_to_equal_counts_within_n_and_decides_once(
+        experiment, tmp_path, monkeypatch):
+    """The campaign of the stage is the ordinary one (tested with real passes elsewhere); here it stands in, writing
+    the same two populations' next passes, so the test follows what the stage plans and how the decision is read."""
+    from mlflow.tracking import MlflowClient
+
+    from gpucost_mlflow.cli import main
+    from gpucost_mlflow.core.inputs.protocol import load_protocol
+    from gpucost_mlflow.flow import campaign
+    from gpucost_mlflow.report import card
+    from gpucost_mlflow.tracking import experiments, schema
+    from tests.helpers import CATALOG, VARIANTS, cli_runner
+    from tests.scenario import B200, EXPERIMENT, RTX, report
+    from tests.test_report import protocol_like_shipped
+
+    protocol = protocol_like_shipped(tmp_path, drop_deadline=True, append="settle: {max_passes_per_variant: 8}\n")
+    client = MlflowClient()
+    experiment_id = client.get_experiment_by_name(EXPERIMENT).experiment_id
+    for key, value in ((schema.PROTOCOL_DIGEST, load_protocol(protocol).digest),
+                       (schema.PROTOCOL_TEXT, protocol.read_text())):
+        client.set_experiment_tag(experiment_id, key, value)  # the scenario's experiment, locked to this protocol
+    for a, b in zip(UNDECIDED_A, UNDECIDED_B):
+        experiment("batch4", RTX, a * H)
+        experiment("batch8", RTX, b * H)
+        experiment("batch1", B200, a / 10 * H)  # ten times faster on a dearer lot: it separates, never run again
+    before, _ = report(protocol_path=protocol)
+    assert before.decision.startswith("No decision: undecided between batch4")
+    settle_line = dict(card.lines(before))["Would settle it"]
+    assert (f"`gpucost campaign --settle --experiment scenario --protocol {protocol} --catalog {CATALOG}` runs them, up "
+            "to the protocol's 8 passes per configuration, and reads the decision once") in settle_line
+
+    stages = []
+
+    def stage_campaign(plan, display=None):
+        stages.append((list(plan.variants), plan.passes, plan.stage, dict(plan.tags)))
+        for round_ in range(plan.passes):
+            experiment("batch4", RTX, (14.80 + round_ * 0.001) * H, tags_extra={schema.STAGE: "settle"})
+            experiment("batch8", RTX, (15.20 + round_ * 0.001) * H, tags_extra={schema.STAGE: "settle"})
+        return campaign.CampaignResult("csettle", "", experiment_id=experiment_id)
+
+    monkeypatch.setattr(campaign, "run_campaign", stage_campaign)
+    (tmp_path / "corpus.jsonl").write_text('{"id": "1", "text": "a", "label": "fresh"}\n')
+    (tmp_path / "model").mkdir()
+    result = cli_runner().invoke(main, ["campaign", "--settle", "--experiment", EXPERIMENT, "--protocol", str(protocol),
+                                        "--variants-file", str(VARIANTS), "--catalog", str(CATALOG), "--corpus",
+                                        str(tmp_path / "corpus.jsonl"), "--model", str(tmp_path / "model")])
+    assert result.exit_code == 0, result.output
+    assert stages == [(["batch4", "batch8"], 3, "settle", {schema.STAGE: "settle"})]  # 5 + 3 = the protocol's 8
+    assert "second stage: 3 more pass(es) each of batch4, batch8, to 8 per configuration" in result.output
+    decided = [line for line in result.output.splitlines() if line.startswith("decision after the second stage")]
+    assert len(decided) == 1 and "(read once): Decision: batch4 on NVIDIA GeForce RTX 4090" in decided[0]
+
+    built, _ = report(protocol_path=protocol)
+    (note,) = [w for w in built.warnings if w.startswith("a second stage pre-registered in the protocol")]
+    assert "batch4 on NVIDIA GeForce RTX 4090 8, batch8 on NVIDIA GeForce RTX 4090 8" in note
+    assert experiments.named(client, EXPERIMENT).experiment_id == experiment_id
+
+    again = cli_runner().invoke(main, ["campaign", "--settle", "--experiment", EXPERIMENT, "--protocol", str(protocol),
+                                       "--variants-file", str(VARIANTS), "--catalog", str(CATALOG), "--corpus",
+                                       str(tmp_path / "corpus.jsonl"), "--model", str(tmp_path / "model")])
+    assert again.exit_code == 0 and again.output.startswith("nothing to settle: Decision: batch4"), again.output
+    assert len(stages) == 1
