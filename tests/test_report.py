@@ -349,3 +349,20 @@ def test_energy_per_pass_and_per_validated_corpus_or_empty_with_the_reason(exper
     assert "| NVIDIA GeForce RTX 4090 | batch1 | empty [1] | empty [1] | empty [1] |" in markdown
     assert "- [1] NVML absent (nvidia-ml-py not installed)" in markdown
     assert '<table id="energy">' in render.page(built)
+
+
+def test_an_infeasible_configuration_shows_no_committed_price_where_the_choosable_ones_do(experiment):
+    from gpucost_mlflow.report import sections
+
+    for seconds in (10.0, 10.1, 10.2, 10.1, 10.0):
+        experiment("batch8", B200, seconds)
+        experiment("batch4", B200, seconds * 0.9, status="rejected", quality="failed", reason="macro_f1 below the bar")
+    built, _ = report()
+    infeasible = next(a for a in built.assessments if a.configuration.variant == "batch4")
+    assert not infeasible.feasible
+    for table in (sections.plan_table(built), sections.decision_table(built)):
+        committed = table.head.index("committed")
+        row = next(r for r in table.rows if "batch4" in " ".join(map(str, r[:2])))
+        assert row[committed] == "not committed: infeasible"
+        chosen = next(r for r in table.rows if "batch8" in " ".join(map(str, r[:2])))
+        assert chosen[committed].endswith("USD")

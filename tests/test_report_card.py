@@ -31,7 +31,7 @@ def test_the_card_says_what_to_rent_what_to_run_the_window_the_runner_up_and_wha
     assert card.lines(decided) == [
         ("Rent", ("4.00 USD committed for cpu hourly, 1 lot, 8 h billed (min 1 h, per 1 h); an example price, not a "
                  "quote")),
-        ("Run", (f"batch64-bf16-lg on {CPU}: 0.0020 USD per 1,000 inputs at the committed cost (2,000 corpora of "
+        ("Run", (f"batch64-bf16-lg on {CPU}: 0.0020 USD per 1,000 inputs forecast at the committed cost (2,000 corpora of "
                  "1,000 inputs; quality bar met on the comparison corpus, no deliverable accepted yet)")),
         ("Window", ("7.5 h forecast, 7.6 h at the slowest pass, ends by 2026-10-01T16:33; deadline 2026-10-02T05:00:00 "
                    "(met)")),

@@ -52,7 +52,7 @@ def _run(chosen: list[Assessment], names: short.Names) -> str:
     rules = first.rules
     unit = ""
     if first.cost_per_1000_inputs is not None and rules is not None:
-        unit = (f": {units.money(first.cost_per_1000_inputs, first.currency)} per 1,000 inputs at the committed cost "
+        unit = (f": {units.money(first.cost_per_1000_inputs, first.currency)} per 1,000 inputs forecast at the committed cost "
                 f"({rules.expected_deliverables:,} corpora of {rules.inputs_per_deliverable:,} inputs; quality bar met "
                 "on the comparison corpus, no deliverable accepted yet)")
     return f"{who}{where}{unit}"

@@ -111,10 +111,10 @@ def summary_table(report: Report) -> Table:
 
 
 ENERGY_HEAD = ["device", "variant", "energy per pass (J, median)", "net of idle power (J, median)",
-               "energy per validated corpus (J)"]
+               "energy per corpus (J, accepted benchmark passes)"]
 ENERGY_TEXT = ("Energy: the board's (or CPU package's) cumulative counter read just before and just after each "
-               "measured pass (docs/pass.md); per validated corpus, the median over accepted passes, each of which "
-               "processed one whole corpus. Net of idle power: less the board's idle power (measured during the protocol's "
+               "measured pass (docs/pass.md); per corpus, the median over accepted benchmark passes, each of which "
+               "processed one whole comparison corpus (no deliverable corpus is counted here until one is accepted). Net of idle power: less the board's idle power (measured during the protocol's "
                "cooldown_s) times pass_s. Empty with the reason where no counter exists.")
 
 
@@ -176,8 +176,13 @@ PLAN_HEAD = ["device", "variant", "feasible", "committed plan (covers the slowes
              "cost per validated corpus"]
 
 
+NOT_COMMITTED = "not committed: infeasible"  # an infeasible configuration's would-be price is never shown as one
+
+
 def _committed(table: Table, a: Assessment) -> str:
-    """The committed cost, or why there is none."""
+    """The committed cost, or why there is none (an infeasible configuration commits nothing, priced or not)."""
+    if not a.feasible:
+        return NOT_COMMITTED
     return money(a.committed, a.currency) if a.committed is not None else table.fold(a.priced)
 
 
@@ -199,6 +204,8 @@ def _saving(a: Assessment) -> str:
 
 def _per_inputs(table: Table, a: Assessment) -> str:
     """The committed cost per 1,000 inputs (and per million output tokens where they are counted), or why none."""
+    if not a.feasible:
+        return NOT_COMMITTED
     if a.cost_per_1000_inputs is None:
         return table.fold(a.priced) if a.committed is None else ""
     tokens = a.cost_per_million_output_tokens
@@ -222,7 +229,8 @@ def plan_table(report: Report) -> Table:
     for a in report.assessments:
         c = a.configuration
         table.rows.append([c.device, c.label, f"{'yes' if a.feasible else 'no'} {table.note(a.feasibility)}",
-                           a.plan.describe() if a.plan else f"none {table.note(a.priced)}", _committed(table, a),
+                           ("none: infeasible" if not a.feasible else a.plan.describe() if a.plan
+                            else f"none {table.note(a.priced)}"), _committed(table, a),
                            _saving(a), _capacity(a), "\n".join(p.describe() for p in a.plans[1:3]),
                            str(c.accepted_deliverables),
                            _per_corpus(table, a)])
