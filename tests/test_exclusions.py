@@ -25,8 +25,8 @@ CAUSE = "host maintenance event 2026-11-30 10:12 UTC (provider ticket 4411)"
 def attempt(experiment):
     """The report tests' writer of attempts (through writer.py), on one B200, returning each attempt's run id."""
 
-    def write(variant, pass_s, status="accepted", reason="every check passed") -> str:
-        return experiment(variant, B200, pass_s, status=status, reason=reason)
+    def write(variant, pass_s, status="accepted", reason="every check passed", **more) -> str:
+        return experiment(variant, B200, pass_s, status=status, reason=reason, **more)
 
     return write
 
@@ -128,12 +128,13 @@ def test_exclude_refuses_a_rejected_pass(attempt):
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [(
         f"Error: run '{rejected}' was rejected (quality: macro_f1 0.70 < 0.80): a quality or failure verdict is a "
-        "result, not an external disturbance; exclusion applies to timings only; nothing changed")]
+        "result, not an external disturbance; exclusion applies to timings, and to failures caused from outside (a "
+        "kill by a signal, a contended pass); nothing changed")]
     assert client.get_run(rejected).data.tags == before
     assert row(rejected)["status"] == "rejected"
 
 
-@pytest.mark.parametrize("reason", ["out of memory (CUDA OOM at batch 12)", "child killed by signal 9 (SIGKILL)",
+@pytest.mark.parametrize("reason", ["out of memory (CUDA OOM at batch 12)",
                                     "interrupted (launcher stopped before the attempt was recorded)"])
 def test_exclude_refuses_a_failed_pass(attempt, reason):
     failed = attempt("batch8", None, status="failed", reason=reason)
@@ -144,8 +145,22 @@ def test_exclude_refuses_a_failed_pass(attempt, reason):
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"Error: run '{failed}' failed ({reason}): ")
-    assert "exclusion applies to timings only; nothing changed" in lines[0]
+    assert "exclusion applies to timings, and to failures caused from outside" in lines[0]
     assert client.get_run(failed).data.tags == before
+
+
+@pytest.mark.parametrize("reason, tags", [("killed by signal SIGKILL", None),
+                                          ("child exited with code 1 without an outcome", {schema.CONTENDED: "other "
+                                           "processes took 61 % of the CPU"})])
+def test_a_pass_failed_from_outside_may_be_excluded_and_undone(attempt, reason, tags):
+    """Killed by a signal it did not raise, or contended while it ran: the cause may lie outside the configuration
+    (PROTOCOL.md §6); the user's documented cause decides, as for a timing. An out-of-memory failure never may."""
+    failed = attempt("batch8", None, status="failed", reason=reason, tags_extra=tags)
+    result = exclude(failed, "--cause", CAUSE)
+    assert result.exit_code == 0, result.output
+    assert "failed -> excluded" in result.output and row(failed)["status"] == "excluded"
+    undone = exclude(failed, "--undo")
+    assert undone.exit_code == 0 and row(failed)["status"] == "failed"
 
 
 def test_exclude_refuses_a_pass_left_running_whose_heartbeat_stopped(experiment):

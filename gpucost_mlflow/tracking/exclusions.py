@@ -23,7 +23,7 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import MESSAGE_LIMIT, GpucostError
 from gpucost_mlflow.core.inputs import yaml_text
-from gpucost_mlflow.core.judging.status import EXCLUDABLE, Status
+from gpucost_mlflow.core.judging.status import EXCLUDABLE, Status, excludable_failure, interrupted
 from gpucost_mlflow.tracking import limits, schema, search, writer
 from gpucost_mlflow.tracking.exclusion_record import details, encoded
 
@@ -130,13 +130,16 @@ def _refuse_results(run: Run) -> None:
     status, reason, run_id = row["status"], row["reason"][:MESSAGE_LIMIT], run.info.run_id
     if status in EXCLUDABLE:
         return
+    if status == Status.FAILED and excludable_failure(reason, row.get("contended", "")) and not interrupted(status, reason):
+        return
     if status == Status.RUNNING:
         raise GpucostError(f"run '{run_id}' is still running (launcher {schema.run_facts(run).get(schema.LAUNCHER, '?')}): "
                            "exclude it once it has ended; nothing changed")
     if status in (Status.REJECTED, Status.FAILED):
         said = "was rejected" if status == Status.REJECTED else "failed"
         raise GpucostError(f"run '{run_id}' {said} ({reason or 'no reason recorded'}): a quality or failure verdict is "
-                           "a result, not an external disturbance; exclusion applies to timings only; nothing changed")
+                           "a result, not an external disturbance; exclusion applies to timings, and to failures "
+                           "caused from outside (a kill by a signal, a contended pass); nothing changed")
     raise GpucostError(f"run '{run_id}' has status '{status or 'not recorded'}': only an accepted or pending pass's "
                        "timing may be excluded; nothing changed")
 

@@ -30,6 +30,15 @@ class Status(str, Enum):
 
 JUDGED = (Status.ACCEPTED, Status.REJECTED, Status.PENDING)  # verdicts of a completed pass
 EXCLUDABLE = (Status.ACCEPTED, Status.PENDING)  # statuses whose timing, not verdict, an exclusion may set aside
+OUT_OF_MEMORY = "out of memory"  # how a failed pass's reason starts when its batch did not fit (PROTOCOL.md §5)
+KILLED = "killed by signal"  # in a failed pass's reason when its child was killed by a signal it did not raise
+
+
+def excludable_failure(reason: str, contended: str) -> bool:
+    """A failed pass whose cause may lie outside the configuration (PROTOCOL.md §6): its child killed by a signal,
+    or the pass flagged contended while it ran; never one that ran out of memory (the configuration's own limit)."""
+    reason = str(reason or "")
+    return not reason.startswith(OUT_OF_MEMORY) and (KILLED in reason or bool(contended))
 
 
 def interrupted(status: str, reason: str) -> bool:
