@@ -102,3 +102,24 @@ def test_the_report_ends_with_what_it_covers_and_the_licences_footer(experiment)
     assert f"<li>{html.escape(scope.NOT_MLPERF)}</li>" in section and html.escape(stack_line) in section
     assert "<beta>" not in page and "Inference&#x27;s" in section
     assert page.endswith(f"<li>{html.escape(scope.licences()[-1])}</li></ul></footer></body></html>\n")
+
+
+@pytest.mark.parametrize("declared, says", [
+    ("identical-outputs", "the same output for every input as the accepted passes gave"),
+    ("bounded-deviation", "quality bar and tolerance against its reference (bounded deviation"),
+    ("business-bar", "the quality bar alone (the main metric at or above its threshold"),
+])
+def test_the_scope_states_what_the_protocol_declares_is_to_be_reproduced(declared, says):
+    text = " ".join(scope.reproducible(_attempts(B200_STACK), declared))
+    assert f"`reproduce: {declared}`" in text and says in text
+
+
+def test_a_protocol_naming_another_reproduction_target_is_refused(tmp_path, protocol_file):
+    from gpucost_mlflow.core.errors import GpucostError
+    from gpucost_mlflow.core.inputs.protocol import load_protocol
+
+    assert load_protocol(protocol_file).reproduce == "bounded-deviation"
+    bad = tmp_path / "p.yaml"
+    bad.write_text(protocol_file.read_text() + "reproduce: exact\n")
+    with pytest.raises(GpucostError, match="reproduce must be one of identical-outputs, bounded-deviation, business-bar"):
+        load_protocol(bad)

@@ -80,6 +80,7 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         exclusion_rule=protocol.exclusion_rule,
         passes_per_variant=protocol.passes_per_variant,
         settle=settle_command(experiment, protocol, protocol_path, catalog, variants_path),
+        reproduce=protocol.reproduce,
         experiment_id=experiments.named(client, experiment).experiment_id,
         ui_root=ui.root(client.tracking_uri),
         rejudged=list(rejudged or []),

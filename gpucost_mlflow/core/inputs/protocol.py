@@ -69,6 +69,7 @@ class Protocol:
     corpus_slice_of: str = ""  # corpus.slice_of: corpus.file is `gpucost corpus slice` of this corpus ("" if none)
     corpus_fingerprint: str = ""  # corpus.fingerprint: the only corpus a benchmark pass may run on ("" if not declared)
     confidence: float = 0.95  # the separation test's confidence (core/measurement/stats.py)
+    reproduce: str = "bounded-deviation"  # what a repetition is to reproduce: one of REPRODUCE (the report's scope)
     # settle.max_passes_per_variant: the pre-registered second stage's ceiling (`gpucost campaign --settle`); None when
     # the protocol declares none
     settle_max_passes: int | None = None
@@ -165,6 +166,7 @@ def load_protocol(path: Path) -> Protocol:
         corpus_slice_of=f.get("corpus.slice_of", str) if document["corpus"].get("slice_of") is not None else "",
         corpus_fingerprint=_fingerprint(path, document["corpus"].get("fingerprint")),
         confidence=_confidence(path, document.get("confidence")),
+        reproduce=_reproduce(path, document.get("reproduce")),
         settle_max_passes=_settle(path, document, f),
         max_spread_ratio=_spread_ratio(path, document.get("max_spread_ratio")),
         max_price_age_days=(f.positive("max_price_age_days") if document.get("max_price_age_days") is not None
@@ -361,3 +363,16 @@ def _settle(path: Path, document: dict, f) -> int | None:
         raise GpucostError(f"{path}: settle.max_passes_per_variant ({most}) must be above passes_per_variant "
                            f"({document.get('passes_per_variant')}): the second stage adds passes")
     return most
+
+
+# What a repetition of the decision is to reproduce (PROTOCOL.md §7), as the protocol declares it.
+REPRODUCE = ("identical-outputs", "bounded-deviation", "business-bar")
+
+
+def _reproduce(path: Path, value) -> str:
+    """reproduce: one of REPRODUCE, bounded-deviation when absent."""
+    if value is None:
+        return "bounded-deviation"
+    if value not in REPRODUCE:
+        raise GpucostError(f"{path}: reproduce must be one of {', '.join(REPRODUCE)}, got {value!r}")
+    return value

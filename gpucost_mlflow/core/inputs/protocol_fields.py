@@ -29,6 +29,7 @@ FIELDS: dict = {
     "passes_per_variant": None,
     "max_spread_ratio": None,
     "confidence": None,
+    "reproduce": None,
     "settle": {"max_passes_per_variant": None},
     "max_price_age_days": None,
     "system_metrics_interval_s": None,
