@@ -214,4 +214,6 @@ def test_an_embeddings_campaign_rejudges_bf16_by_cosine_and_the_report_decides(s
     table = pd.read_csv(out / "attempts.csv")
     bf16 = table[table["variant"] == "embed-batch8-bf16"].iloc[0]
     assert bf16["status"] == "accepted" and bf16["cosine_min"] >= 0.99 and bf16["workload"] == "embeddings"
-    assert "Decision:" in (out / "report.md").read_text()
+    # One pass each (this protocol's passes_per_variant): no interval can tell them apart, so at one price they tie.
+    page = (out / "report.md").read_text()
+    assert "Decision (tied): embed-batch8" in page and "No decision" not in page
