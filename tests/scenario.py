@@ -29,7 +29,7 @@ def attempt_writer() -> Callable[..., str]:
 
     def attempt(variant, device, pass_s, status="accepted", role="benchmark", fingerprint="a" * 64,
                 quality="passed", reason="every check passed", run_name=None, note=None, wall_s=None, params=None,
-                span=None, host=None, beside=None, tags_extra=None):
+                span=None, host=None, beside=None, tags_extra=None, metrics_extra=None):
         """One attempt; its run lasts wall_s (default: 1 s start + load + warm-up + pass + eval + export). `beside`: the
         run id of an attempt this one started with, side by side on another GPU of the same lot."""
         tags = writer.start_tags(role=role, variant=variant, device=device, backend="cuda",
@@ -48,7 +48,7 @@ def attempt_writer() -> Callable[..., str]:
         if span:
             metrics.update(dict(zip(schema.MEASURED_SPAN, span)))
         if pass_s is not None:
-            metrics.update(pass_s=pass_s, observed_ids=1000, completed_entries=1000)
+            metrics.update(pass_s=pass_s, observed_ids=1000, completed_entries=1000, **(metrics_extra or {}))
         else:
             metrics.update(observed_ids=312, completed_entries=312, mem_peak_allocated_bytes=80e9)
         writer.log_outcome(client, run.info.run_id, params={**facts, **(params or {})}, tags=tags_extra,

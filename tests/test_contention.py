@@ -72,6 +72,10 @@ def repeated_inside_one_clock(run, row) -> None:
     # A loaded machine may take 2 s for one corpus: then one repetition, and nothing to compare.
     assert metrics.get("repetitions_identical", 1.0) == 1.0 and ("repetitions_identical" in metrics) == (repetitions > 1)
     assert metrics["cooldown_waited_s"] >= 0.2
+    laps = MlflowClient().get_metric_history(run.info.run_id, "lap_s")  # each repetition's own lap, steps from 1
+    assert sorted(point.step for point in laps) == list(range(1, int(repetitions) + 1))
+    assert sum(point.value for point in laps) == pytest.approx(total, rel=0.01)
+    assert metrics["first_lap_s"] == next(point.value for point in laps if point.step == 1)
     assert ("**Repeated:** the clock processed the corpus" in run.data.tags[schema.NOTE]) == (repetitions > 1)
     exported = Path(run.info.artifact_uri.removeprefix("file://")) / "predictions.jsonl.gz"
     with gzip.open(exported, "rt") as handle:

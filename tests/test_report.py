@@ -366,3 +366,17 @@ def test_an_infeasible_configuration_shows_no_committed_price_where_the_choosabl
         assert row[committed] == "not committed: infeasible"
         chosen = next(r for r in table.rows if "batch8" in " ".join(map(str, r[:2])))
         assert chosen[committed].endswith("USD")
+
+
+
+def test_a_fast_repeated_and_a_slow_single_variant_are_compared_on_one_corpus_each(experiment):
+    """batch8's clock repeated the corpus: its pass_s is a mean over laps, tight (1.00-1.01 s), while its first laps,
+    one corpus each as batch4's single-corpus passes are, spread 1.0-1.6 s. Stability and separation read the laps."""
+    firsts = (1.0, 1.6, 1.0, 1.1, 1.0)
+    for mean, first, single in zip((1.00, 1.01, 1.00, 1.01, 1.00), firsts, (2.0, 2.1, 2.0, 2.05, 2.0)):
+        experiment("batch8", B200, mean, metrics_extra={"first_lap_s": first, "repetitions": 10.0})
+        experiment("batch4", B200, single)
+    built, _ = report()
+    batch8 = next(a for a in built.assessments if a.configuration.variant == "batch8")
+    assert batch8.configuration.durations.values == firsts
+    assert not batch8.stable and batch8.unstable.startswith("unstable: re-measure (max/min 1.60 > 1.5")

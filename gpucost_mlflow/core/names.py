@@ -58,6 +58,16 @@ OTHER_CPU_SHARE = "other_cpu_share"
 REPETITIONS = "repetitions"
 MEASURED_TOTAL_S = "measured_total_s"
 REPETITIONS_IDENTICAL = "repetitions_identical"
+# Each repetition's own lap (metric history `lap_s`, one step per repetition from 1) and the first's alone: one corpus
+# timed as a pass without repetitions times it, the population stability and separation compare (docs/costs.md).
+LAP_S = "lap_s"
+FIRST_LAP_S = "first_lap_s"
+STEP_MARK = "@"  # `lap_s@3` in a pass's metrics: the value of metric lap_s at step 3 (tracking/writer.py logs it so)
+
+
+def stepped(name: str, step: int) -> str:
+    """The key of one step of a metric's history in a pass's metrics."""
+    return f"{name}{STEP_MARK}{step}"
 # The idle wait before warm-up (the protocol's cooldown_s), the board's idle power measured during it, and a pass's
 # energy net of that idle power over its pass_s.
 COOLDOWN_S = "cooldown_waited_s"

@@ -8,7 +8,14 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpucost_mlflow.core.names import MEASURED_TOTAL_S, REPETITIONS, REPETITIONS_IDENTICAL
+from gpucost_mlflow.core.names import (
+    FIRST_LAP_S,
+    LAP_S,
+    MEASURED_TOTAL_S,
+    REPETITIONS,
+    REPETITIONS_IDENTICAL,
+    stepped,
+)
 
 
 @dataclass
@@ -19,12 +26,18 @@ class Repeats:
     min_measured_s: float | None = None
     count: int = 1
     later: list = field(default_factory=list)
+    laps: list = field(default_factory=list)  # the clock's reading after each repetition, from its start
 
 
 def compared(repeats: Repeats, measured_s: float, work, workdir: Path, fault) -> dict:
     """How many times the clock processed the corpus, its whole span, and whether every later repetition's outputs
     export to the same bytes as the first's (the one export), written to a scratch folder after the clock."""
     metrics = {REPETITIONS: float(repeats.count), MEASURED_TOTAL_S: measured_s}
+    if repeats.laps:
+        readings = repeats.laps[:repeats.count]
+        laps = [later - earlier for earlier, later in zip([0.0, *readings], readings)]
+        metrics[FIRST_LAP_S] = laps[0]
+        metrics.update({stepped(LAP_S, step): lap for step, lap in enumerate(laps, start=1)})
     if not repeats.later:
         return {"metrics": metrics}
     identical = True

@@ -22,6 +22,7 @@ from gpucost_mlflow.core.names import (
     ENERGY_NET_J,
     EVAL_S,
     EXPORT_S,
+    FIRST_LAP_S,
     GPU_UTILISATION,
     LOAD_S,
     MACRO_F1,
@@ -98,6 +99,14 @@ def harness_overhead(table: pd.DataFrame) -> tuple[float | None, int]:
     return float((rows["wall_s"] - pd.Series(timed, index=rows.index)).median()), len(rows)
 
 
+def comparable(rows: pd.DataFrame) -> tuple[float, ...]:
+    """Each pass's duration of one corpus timed alone: its first lap where the clock repeated the corpus
+    (min_measured_s), else pass_s. A repeated pass's pass_s is a mean over its laps, whose spread is narrower than one
+    corpus's: stability, separation and the slowest pass then compare like with like (docs/costs.md)."""
+    first = rows[FIRST_LAP_S] if FIRST_LAP_S in rows else pd.Series(float("nan"), index=rows.index)
+    return tuple(float(lap) if pd.notna(lap) else float(whole) for lap, whole in zip(first, rows[PASS_S]))
+
+
 def configurations(table: pd.DataFrame) -> list[Configuration]:
     """One Configuration per identity of the benchmark attempts (device, variant, workload, model revision, corpus, stack:
     PROTOCOL.md §2), in first-seen order; configurations sharing a device and variant are told apart by name."""
@@ -131,7 +140,7 @@ def configurations(table: pd.DataFrame) -> list[Configuration]:
             variant=variant,
             statuses=[Status.INTERRUPTED if interrupted(status, reason) else status
                       for status, reason in zip(rows["status"], rows["reason"])],
-            durations=Durations(tuple(float(v) for v in completed[PASS_S])),
+            durations=Durations(comparable(completed)),
             medians=medians,
             accepted_deliverables=int(done["corpus_fingerprint"].nunique()),
             attempt_spans=walls[device].spans,
