@@ -53,6 +53,7 @@ def test_settle_on_an_undecided_store_runs_only_the_undecided_to_equal_counts_wi
 
     from gpucost_mlflow.cli import main
     from gpucost_mlflow.core.inputs.protocol import load_protocol
+    from gpucost_mlflow.core.money.catalog import load_catalog
     from gpucost_mlflow.flow import campaign
     from gpucost_mlflow.report import card
     from gpucost_mlflow.tracking import experiments, schema
@@ -98,6 +99,15 @@ def test_settle_on_an_undecided_store_runs_only_the_undecided_to_equal_counts_wi
     assert len(decided) == 1 and "(read once): Decision: batch4 on NVIDIA GeForce RTX 4090" in decided[0]
 
     built, _ = report(protocol_path=protocol)
+    assert built.settle == ""  # decided: nothing to settle
+    from types import SimpleNamespace
+
+    from gpucost_mlflow.report.build import settle_command
+
+    at_ceiling = [SimpleNamespace(configuration=SimpleNamespace(durations=SimpleNamespace(values=(1.0,) * 8)))] * 2
+    assert settle_command(EXPERIMENT, load_protocol(protocol), protocol, load_catalog(CATALOG), VARIANTS,
+                          at_ceiling).startswith("the protocol's second stage has run them to its 8 passes per "
+                                                 "configuration: more under this protocol would be peeking")
     (note,) = [w for w in built.warnings if w.startswith("a second stage pre-registered in the protocol")]
     assert "batch4 on NVIDIA GeForce RTX 4090 8, batch8 on NVIDIA GeForce RTX 4090 8" in note
     assert experiments.named(client, EXPERIMENT).experiment_id == experiment_id

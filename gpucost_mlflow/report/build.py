@@ -79,7 +79,7 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         exclusions=excluded_per_variant(table, client, experiment),
         exclusion_rule=protocol.exclusion_rule,
         passes_per_variant=protocol.passes_per_variant,
-        settle=settle_command(experiment, protocol, protocol_path, catalog, variants_path),
+        settle=settle_command(experiment, protocol, protocol_path, catalog, variants_path, choice.undecided),
         reproduce=protocol.reproduce,
         experiment_id=experiments.named(client, experiment).experiment_id,
         ui_root=ui.root(client.tracking_uri),
@@ -98,11 +98,18 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
 
 
 def settle_command(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Catalog,
-                   variants_path: Path | None) -> str:
-    """The exact command of the protocol's second stage for this decision, with its ceiling; or why there is none."""
+                   variants_path: Path | None, undecided: list | None = None) -> str:
+    """The exact command of the protocol's second stage for this decision, with its ceiling; or why there is none
+    (not declared, or already run to its ceiling); '' when nothing is undecided."""
+    if not undecided:
+        return ""
     if protocol.settle_max_passes is None:
         return ("the protocol declares no second stage (settle: {max_passes_per_variant: N}): more passes under it "
                 "would be peeking; a new protocol declaring one, in a new experiment, would")
+    done = max((len(a.configuration.durations.values) for a in undecided or []), default=0)
+    if done >= protocol.settle_max_passes:
+        return (f"the protocol's second stage has run them to its {protocol.settle_max_passes} passes per "
+                "configuration: more under this protocol would be peeking; a new protocol, in a new experiment, would")
     parts = ["gpucost campaign --settle --experiment", shlex.quote(experiment), "--protocol", shlex.quote(str(protocol_path))]
     if variants_path is not None:
         parts += ["--variants-file", shlex.quote(str(variants_path))]
