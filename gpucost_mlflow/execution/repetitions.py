@@ -28,6 +28,12 @@ class Repeats:
     later: list = field(default_factory=list)
     laps: list = field(default_factory=list)  # the clock's reading after each repetition, from its start
 
+    def lapped(self, clock) -> float:
+        """The clock's reading after one more repetition of the corpus, kept as that repetition's lap."""
+        reading = clock.lap()
+        self.laps.append(reading)
+        return reading
+
 
 def compared(repeats: Repeats, measured_s: float, work, workdir: Path, fault) -> dict:
     """How many times the clock processed the corpus, its whole span, and whether every later repetition's outputs

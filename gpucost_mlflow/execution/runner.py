@@ -144,7 +144,7 @@ def measure(corpus_path, tokenizer, model, settings, device, sync, on_batch=None
         ids, texts = read_texts(corpus_path)
         predictions = (work or process)(ids, texts, tokenizer, model, settings, device, on_batch)
         # Without min_measured_s nothing more happens inside the clock: no lap, no extra device synchronisation.
-        while repeats is not None and repeats.min_measured_s is not None and again(_lapped(clock, repeats),
+        while repeats is not None and repeats.min_measured_s is not None and again(repeats.lapped(clock),
                                                                                     repeats.min_measured_s):
             ids, texts = read_texts(corpus_path)
             repeats.later.append((work or process)(ids, texts, tokenizer, model, settings, device, on_batch))
@@ -264,13 +264,6 @@ def run(spec: PassSpec, started_ns: int) -> PassOutcome:
     if outcome.completed:
         outcome.merge(repetitions.compared(repeats, measured_s, work, workdir, fault))
     return outcome
-
-
-def _lapped(clock, repeats) -> float:
-    """The clock's reading after one more repetition of the corpus, kept as that repetition's lap."""
-    reading = clock.lap()
-    repeats.laps.append(reading)
-    return reading
 
 
 def _warm_up(spec: PassSpec, work, device, sync) -> float:

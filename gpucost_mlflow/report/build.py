@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
+from gpucost_mlflow.core.campaign.settle import STAGE
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.corpus import write_atomic
 from gpucost_mlflow.core.inputs.protocol import Protocol
@@ -53,7 +54,7 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
                 if not (what_if and w.startswith(CHANGED_PROTOCOL))]
     configs = tables.configurations(table)
     warnings += tables.identity_notes(configs)
-    warnings += tables.stage_notes(table, configs, protocol.settle_max_passes)
+    warnings += stage_notes(table, configs, protocol.settle_max_passes)
     assessments, choice, decision = _decided(configs, protocol, catalog, today)
     if what_if:
         decision = f"What-if protocol ({what_if}): {decision}"
@@ -95,6 +96,18 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
     if configs:
         report.figures = plots.Drawn(lambda: plots.for_report(summaries, assessments, choice))
     return report, tables.balance(assessments, protocol.deadline, protocol.other_costs)
+
+
+def stage_notes(table: pd.DataFrame, configs: list[Configuration], ceiling: int | None) -> list[str]:
+    """What a pre-registered second stage (`gpucost campaign --settle`) added: the configurations it ran again and the
+    passes each now has, read once with all of them."""
+    if "stage" not in table or not (table["stage"] == STAGE).any():
+        return []
+    again = set(table[table["stage"] == STAGE]["variant"])
+    counts = ", ".join(f"{c.name} {len(c.durations.values)}" for c in configs if c.variant in again)
+    return [(f"a second stage pre-registered in the protocol (settle.max_passes_per_variant: {ceiling}) ran further "
+            f"passes of the undecided configurations, the same number each; passes per configuration now: {counts}; "
+            "the decision below reads them all once")]
 
 
 def settle_command(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Catalog,

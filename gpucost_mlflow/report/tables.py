@@ -6,12 +6,11 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from gpucost_mlflow.core.campaign.settle import STAGE
 from gpucost_mlflow.core.inputs.identity import Identity
 from gpucost_mlflow.core.inputs.variants import Variant
 from gpucost_mlflow.core.judging.status import Status, interrupted
 from gpucost_mlflow.core.measurement import energy
-from gpucost_mlflow.core.measurement.repetitions import timed_seconds
+from gpucost_mlflow.core.measurement.repetitions import one_corpus_each, timed_seconds
 from gpucost_mlflow.core.measurement.stats import DEFAULT_CONFIDENCE, Durations, Separation, separate, too_short
 from gpucost_mlflow.core.measurement.timeline import Span, concurrent
 from gpucost_mlflow.core.money.decision import Assessment, Configuration, ExcludedPass
@@ -100,11 +99,8 @@ def harness_overhead(table: pd.DataFrame) -> tuple[float | None, int]:
 
 
 def comparable(rows: pd.DataFrame) -> tuple[float, ...]:
-    """Each pass's duration of one corpus timed alone: its first lap where the clock repeated the corpus
-    (min_measured_s), else pass_s. A repeated pass's pass_s is a mean over its laps, whose spread is narrower than one
-    corpus's: stability, separation and the slowest pass then compare like with like (docs/costs.md)."""
-    first = rows[FIRST_LAP_S] if FIRST_LAP_S in rows else pd.Series(float("nan"), index=rows.index)
-    return tuple(float(lap) if pd.notna(lap) else float(whole) for lap, whole in zip(first, rows[PASS_S]))
+    """Each pass's duration of one corpus timed alone (core/measurement/repetitions.py `one_corpus_each`)."""
+    return one_corpus_each(list(rows[FIRST_LAP_S]) if FIRST_LAP_S in rows else [], list(rows[PASS_S]))
 
 
 def configurations(table: pd.DataFrame) -> list[Configuration]:
@@ -392,15 +388,3 @@ def balance(assessments: list[Assessment], deadline, other_costs=()) -> pd.DataF
         rows.append({"entry": "other cost", "package": f"{cost.label}: {cost.basis}", "committed_cost": str(cost.amount),
                      "currency": cost.currency})
     return pd.DataFrame(rows)
-
-
-def stage_notes(table: pd.DataFrame, configs: list[Configuration], ceiling: int | None) -> list[str]:
-    """What a pre-registered second stage (`gpucost campaign --settle`) added: the configurations it ran again and the
-    passes each now has, read once with all of them."""
-    if "stage" not in table or not (table["stage"] == STAGE).any():
-        return []
-    again = set(table[table["stage"] == STAGE]["variant"])
-    counts = ", ".join(f"{c.name} {len(c.durations.values)}" for c in configs if c.variant in again)
-    return [(f"a second stage pre-registered in the protocol (settle.max_passes_per_variant: {ceiling}) ran further "
-            f"passes of the undecided configurations, the same number each; passes per configuration now: {counts}; "
-            "the decision below reads them all once")]

@@ -8,7 +8,8 @@ repetition's outputs are compared with the first's, and only the first's are exp
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 
 from gpucost_mlflow.core.names import COOLDOWN_S, MEASURED_TOTAL_S, PASS_S, TIMINGS
 
@@ -31,3 +32,12 @@ def timed_seconds(metrics: Mapping[str, float]) -> float:
         value = metrics.get(MEASURED_TOTAL_S, metrics.get(PASS_S)) if key == PASS_S else metrics.get(key)
         total += float(value or 0.0)
     return total + float(metrics.get(COOLDOWN_S) or 0.0)
+
+
+def one_corpus_each(first_laps: Sequence[float | None], pass_s: Sequence[float]) -> tuple[float, ...]:
+    """Each pass's duration of one corpus timed alone: its first lap where the clock repeated the corpus
+    (min_measured_s), else its pass_s. A repeated pass's pass_s is a mean over its laps, whose spread is narrower
+    than one corpus's: stability, separation and the slowest pass then compare like with like (docs/costs.md)."""
+    laps = list(first_laps) or [None] * len(pass_s)
+    return tuple(float(lap) if lap is not None and not math.isnan(lap) else float(whole)
+                 for lap, whole in zip(laps, pass_s))
