@@ -15,7 +15,7 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.core.judging.status import Status
-from gpucost_mlflow.core.names import COMPLETED_ENTRIES, PASS_S, STEP_MARK
+from gpucost_mlflow.core.names import COMPLETED_ENTRIES, PASS_S, split_step
 from gpucost_mlflow.tracking import descriptions, heartbeat, limits, schema
 
 
@@ -83,8 +83,8 @@ def outcome_batch(*, status: str, reason: str, metrics: dict, quality_verdict: s
 
 def _metric(key: str, value: float, now: int) -> Metric:
     """A metric, or one step of a metric's history when its key says which (`lap_s@3`: core/names.stepped)."""
-    name, mark, step = key.partition(STEP_MARK)
-    return Metric(name, value, now, int(step)) if mark and step.isdigit() else Metric(key, value, now, 0)
+    name, step = split_step(key)
+    return Metric(name, value, now, step)
 
 
 def restated(tags: dict, metrics: dict) -> tuple[list[Metric], list[RunTag]]:
