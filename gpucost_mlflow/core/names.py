@@ -62,17 +62,17 @@ REPETITIONS_IDENTICAL = "repetitions_identical"
 # timed as a pass without repetitions times it, the population stability and separation compare (docs/costs.md).
 LAP_S = "lap_s"
 FIRST_LAP_S = "first_lap_s"
-_STEP = "@"  # `lap_s@3` in a pass's metrics: the value of metric lap_s at step 3 (tracking/writer.py logs it so)
+_step_mark = "@"  # `lap_s@3` in a pass's metrics: the value of metric lap_s at step 3 (tracking/writer.py logs it so)
 
 
 def stepped(name: str, step: int) -> str:
     """The key of one step of a metric's history in a pass's metrics."""
-    return f"{name}{_STEP}{step}"
+    return f"{name}{_step_mark}{step}"
 
 
 def split_step(key: str) -> tuple[str, int]:
     """A pass metric's name and step: (lap_s, 3) for `lap_s@3`, (key, 0) for a plain metric."""
-    name, mark, step = key.partition(_STEP)
+    name, mark, step = key.partition(_step_mark)
     return (name, int(step)) if mark and step.isdigit() else (key, 0)
 # The idle wait before warm-up (the protocol's cooldown_s), the board's idle power measured during it, and a pass's
 # energy net of that idle power over its pass_s.
