@@ -236,6 +236,19 @@ def test_without_skypilot_the_fleet_is_one_line_with_its_install_command(tmp_pat
 
 
 @pytest.mark.unit
+def test_a_launch_where_mlflow_is_missing_is_one_line_and_launches_nothing(fake_sky, tmp_path, monkeypatch):
+    """SkyPilot alone (a venv like .venv-market) prices and writes a dry run, but a launch records the fleet run."""
+    from gpucost_mlflow.cli import main
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "https://mlflow.example.com")
+    monkeypatch.setitem(sys.modules, "mlflow", None)
+    result = cli_runner().invoke(main, launch_args(tmp_path, *plain_inputs(tmp_path)))
+    assert result.exit_code == 2 and result.output.count("Error:") == 1, result.output
+    assert "mlflow is not installed here: pip install 'gpucost-mlflow[fleet]'" in result.output
+    assert not [c for c in calls(fake_sky) if c["call"] == "jobs.launch"]
+
+
+@pytest.mark.unit
 def test_the_tracking_password_reaches_no_file_run_or_printed_line(fake_sky, tmp_path, monkeypatch, store):
     """The fleet run goes to a local store standing for the team's server (db.example is not reachable from here);
     the stand-in records the launches without running them."""

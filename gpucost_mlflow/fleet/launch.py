@@ -19,6 +19,7 @@ from gpucost_mlflow.core.fleet.task import Campaign, Inputs, task_config, user_c
 from gpucost_mlflow.core.inputs.variants import load_variants
 from gpucost_mlflow.core.money.market import Interruptions
 from gpucost_mlflow.fleet import skypilot, wheel
+from gpucost_mlflow.market import require
 
 
 @dataclass
@@ -104,6 +105,7 @@ def launch(request: FleetRequest, echo: Callable[[str], None] = print) -> Launch
 def _launch(request: FleetRequest, configs: dict[str, dict], secrets: dict[str, str], done: Launched, uri: str,
             echo: Callable[[str], None]) -> Launched:
     """Record the fleet run, then launch each job and record its id as it comes."""
+    require("mlflow", "fleet")  # a venv with SkyPilot alone (.venv-market) prices and writes, but records no run
     from gpucost_mlflow.tracking import experiments, fleet_run, store
 
     store.bound_http_retries()
