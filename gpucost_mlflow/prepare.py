@@ -41,8 +41,10 @@ def build_corpus(
     size: int,
     tuning_size: int,
     seed: int,
+    mix: dict[str, int] | None = None,
 ) -> dict:
-    """Write comparison.jsonl, tuning.jsonl and corpus.json; the same arguments give the same bytes."""
+    """Write comparison.jsonl, tuning.jsonl and corpus.json; the same arguments give the same bytes. `mix`: the
+    buckets (names, shortest first, and their counts or ratios) a protocol declares; short/medium/long otherwise."""
     from gpucost_mlflow.execution import models
 
     if size < 10 or tuning_size < 10:
@@ -67,7 +69,8 @@ def build_corpus(
     needed = size + tuning_size
     if len(rows) < needed:
         raise GpucostError(f"the source has {len(rows)} usable rows, {needed} needed for --size plus --tuning-size")
-    comparison, tuning, buckets = corpora.build(rows, count_tokens, size=size, tuning_size=tuning_size, seed=seed)
+    comparison, tuning, buckets = corpora.build(rows, count_tokens, size=size, tuning_size=tuning_size, seed=seed,
+                                                mix=mix)
     buckets["tokenizer_revision"] = tokenizer_info["revision"]
     if tokenizer_dir is None:
         tokenizer_sources = [r for r in model_sources() if not r["path"].endswith(("model.safetensors", "config.json"))]
@@ -145,7 +148,8 @@ def prepare_model(out_dir: Path, tuning_path: Path, *, seed: int, validation_fra
             "stratified_by": ["bucket", "label"],
             "training": corpora.describe(train_rows),
             "validation": corpora.describe(validation_rows),
-            "validation_buckets": {b: sum(1 for r in validation_rows if r["bucket"] == b) for b in corpora.BUCKETS},
+            "validation_buckets": {b: sum(1 for r in validation_rows if r["bucket"] == b)
+                                   for b in corpora.bucket_names(tuning_path)},
         },
         "max_length": EVALUATION_MAX_LENGTH,
         "metrics": {key: round(value, 4) for key, value in quality.items()},

@@ -160,3 +160,14 @@ def test_fingerprint_ignores_order_but_order_digest_does_not():
     turned = list(reversed(rows))
     assert corpora.describe(rows)["fingerprint"] == corpora.describe(turned)["fingerprint"]
     assert corpora.describe(rows)["order_digest"] != corpora.describe(turned)["order_digest"]
+
+
+def test_a_protocols_own_bucket_names_and_ratios_cut_and_fill_the_corpus():
+    mix = {"tiny": 40, "small": 40, "large": 20}
+    assert corpora.quantiles_of(mix) == (0.4, 0.8) and corpora.quantiles_of(corpora.DEFAULT_BUCKET_SIZES) == (0.6, 0.9)
+    comparison, _, described = corpora.build(synthetic(), _words, size=50, tuning_size=100, seed=0, mix=mix)
+    assert list(described["bounds_tokens"]) == ["tiny", "small", "large"]
+    assert described["counts"] == {"tiny": 20, "small": 20, "large": 10}
+    lows = [bounds[0] for bounds in described["bounds_tokens"].values()]
+    assert lows == sorted(lows) and {row["bucket"] for row in comparison} == set(mix)
+

@@ -17,7 +17,7 @@ from gpucost_mlflow.core.inputs.variants import get_variant, load_variants
 from gpucost_mlflow.execution import forkserver
 from gpucost_mlflow.flow.launcher import PassRequest, prepare
 from gpucost_mlflow.tracking import schema
-from tests.helpers import ROOT, VARIANTS, only_run, run_pass, use_store
+from tests.helpers import ROOT, VARIANTS, checks_of, only_run, run_pass, use_store
 
 
 @dataclass(frozen=True)
@@ -259,3 +259,33 @@ def test_a_protocol_declaring_its_corpus_refuses_a_pass_on_another(store, tmp_pa
     malformed.write_text(protocol_file.read_text().replace("corpus:\n", "corpus:\n  fingerprint: abc\n", 1))
     result = run_pass(corpus_dir / "comparison.jsonl", model_dir, malformed)
     assert result.exit_code == 2 and "corpus.fingerprint must be a corpus fingerprint" in result.output
+
+
+@pytest.mark.integration
+def test_protocol_declared_buckets_work_end_to_end_corpus_build_pass_and_report(store, tmp_path, model_dir):
+    """A protocol with its own buckets (tiny / small / large at 12 / 12 / 6): `corpus build --protocol` writes that
+    corpus, a pass on it is accepted with per-bucket quality under those names, and the report reads it."""
+    from click.testing import CliRunner
+
+    from gpucost_mlflow.cli import main
+    from tests.helpers import write_protocol
+
+    protocol = write_protocol(tmp_path / "protocol.yaml")
+    protocol.write_text(protocol.read_text().replace("buckets: {short: 18, medium: 9, long: 3}",
+                                                     "buckets: {tiny: 12, small: 12, large: 6}"))
+    runner = CliRunner()
+    built = runner.invoke(main, ["corpus", "build", "--protocol", str(protocol), "--tuning-size", "30",
+                                 "--out", str(tmp_path / "corpus")])
+    assert built.exit_code == 0, built.output
+    assert built.output.startswith("comparison corpus: 30 inputs tiny 12 (") and "small 12 (" in built.output
+    done = run_pass(tmp_path / "corpus" / "comparison.jsonl", model_dir, protocol)
+    assert done.exit_code == 0 and "pass batch8: accepted" in done.output, done.output
+    metrics = only_run().data.metrics
+    assert {"bucket_tiny_macro_f1", "bucket_small_macro_f1", "bucket_large_macro_f1"} <= set(metrics)
+    report = runner.invoke(main, ["report", "--experiment", "t", "--protocol", str(protocol), "--out",
+                                  str(tmp_path / "report"), "--no-log"])
+    assert report.exit_code == 0, report.output
+    import pandas as pd
+
+    assert list(pd.read_csv(tmp_path / "report" / "attempts.csv")["status"]) == ["accepted"]
+    assert checks_of(only_run())["buckets"].endswith("in every bucket (large, small, tiny)")

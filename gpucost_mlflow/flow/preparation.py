@@ -7,14 +7,13 @@ recorded, so a pass with an invalid input leaves no run behind.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.inputs.corpus import Corpus, read_corpus
+from gpucost_mlflow.core.inputs.corpus import Corpus, corpus_metadata, read_corpus
 from gpucost_mlflow.core.inputs.fingerprints import sha256_file
 from gpucost_mlflow.core.inputs.manifest import build_manifest
 from gpucost_mlflow.core.inputs.protocol import Protocol, load_protocol
@@ -41,17 +40,6 @@ class PassRequest:
     parent_run_id: str = ""
     slot_tags: dict = field(default_factory=dict)
     on_child_start: Callable[[Path], None] | None = None
-
-
-def corpus_metadata(corpus_path: Path) -> dict:
-    """The builder's metadata next to the corpus file (sources, bucket bounds), empty for a user's own file."""
-    meta_path = corpus_path.parent / "corpus.json"
-    if not meta_path.exists():
-        return {}
-    try:
-        return json.loads(meta_path.read_text(encoding="utf-8"))
-    except ValueError:
-        raise GpucostError(f"{meta_path}: not valid JSON") from None
 
 
 @dataclass

@@ -24,8 +24,18 @@ from gpucost_mlflow.core.inputs.fingerprints import (
 
 BUCKETS = ("short", "medium", "long")
 DEFAULT_BUCKET_SIZES = {"short": 600, "medium": 300, "long": 100}
-# Bucket bounds are the source's token-count quantiles matching the 600/300/100 mix.
+# Bucket bounds are the source's token-count quantiles matching the 600/300/100 mix. A protocol may declare other
+# buckets (names, shortest first, and their counts): `gpucost corpus build --protocol` cuts and fills them the same way.
 BUCKET_QUANTILES = (0.6, 0.9)
+
+
+def quantiles_of(mix: dict[str, int]) -> tuple[float, ...]:
+    """The cumulative shares at which a mix's buckets end (all but the last): (0.6, 0.9) for 600/300/100."""
+    total, running, cuts = sum(mix.values()), 0, []
+    for weight in list(mix.values())[:-1]:
+        running += weight
+        cuts.append(running / total)
+    return tuple(cuts)
 CORPUS_FIELDS = ("id", "text", "label", "bucket")
 
 
@@ -141,6 +151,22 @@ def _check_labels(path: Path, rows: Sequence[dict], labels: Sequence[str]) -> No
             )
 
 
+def corpus_metadata(corpus_path: Path) -> dict:
+    """The builder's metadata next to the corpus file (sources, bucket bounds), empty for a user's own file."""
+    meta_path = corpus_path.parent / "corpus.json"
+    if not meta_path.exists():
+        return {}
+    try:
+        return json.loads(meta_path.read_text(encoding="utf-8"))
+    except ValueError:
+        raise GpucostError(f"{meta_path}: not valid JSON") from None
+
+
+def bucket_names(corpus_path: Path) -> tuple[str, ...]:
+    """The buckets of the corpus, shortest first, as its builder's metadata names them (short/medium/long without)."""
+    return tuple(corpus_metadata(corpus_path).get("buckets", {}).get("bounds_tokens", {})) or BUCKETS
+
+
 def read_corpus(path: Path, labels: Sequence[str] | None = None, *, labelled: bool = True) -> Corpus:
     """Read and validate a corpus JSONL (id, text, label, bucket) before anything is recorded.
 
@@ -153,9 +179,10 @@ def read_corpus(path: Path, labels: Sequence[str] | None = None, *, labelled: bo
         for record, number in _records(path, required, optional)
     ]
     rows = _unique(path, numbered)
+    known = bucket_names(path)
     for row, number in numbered:
-        if row["bucket"] not in BUCKETS and (labelled or row["bucket"]):
-            raise GpucostError(f"{path}:{number}: unknown bucket '{row['bucket']}' (known: {', '.join(BUCKETS)})")
+        if row["bucket"] not in known and (labelled or row["bucket"]):
+            raise GpucostError(f"{path}:{number}: unknown bucket '{row['bucket']}' (known: {', '.join(known)})")
     if labels is not None:
         _check_labels(path, [row for row in rows if row["label"] or labelled], labels)
     return Corpus(
@@ -167,24 +194,22 @@ def read_corpus(path: Path, labels: Sequence[str] | None = None, *, labelled: bo
     )
 
 
-def bucket_bounds(token_counts: Sequence[int], quantiles: Sequence[float] = BUCKET_QUANTILES) -> dict:
-    """Token-count bounds (inclusive) of short / medium / long from the source's quantiles."""
+def bucket_bounds(token_counts: Sequence[int], quantiles: Sequence[float] = BUCKET_QUANTILES,
+                  names: Sequence[str] = BUCKETS) -> dict:
+    """Token-count bounds (inclusive) of each bucket, shortest first, from the source's quantiles."""
     ordered = sorted(token_counts)
     cuts = [ordered[min(len(ordered) - 1, int(q * len(ordered)))] for q in quantiles]
-    return {
-        "short": [ordered[0], cuts[0]],
-        "medium": [cuts[0] + 1, cuts[1]],
-        "long": [cuts[1] + 1, ordered[-1]],
-    }
+    lows = [ordered[0], *(cut + 1 for cut in cuts)]
+    highs = [*cuts, ordered[-1]]
+    return {name: [low, high] for name, low, high in zip(names, lows, highs)}
 
 
 def bucket_of(count: int, bounds: dict) -> str:
-    """The bucket whose inclusive bounds hold this token count."""
-    if count <= bounds["short"][1]:
-        return "short"
-    if count <= bounds["medium"][1]:
-        return "medium"
-    return "long"
+    """The bucket whose inclusive bounds hold this token count (the last one beyond them all)."""
+    for name, (_, high) in bounds.items():
+        if count <= high:
+            return name
+    return list(bounds)[-1]
 
 
 def allocate(total: int, weights: dict[str, int]) -> dict[str, int]:
@@ -251,9 +276,9 @@ def bucket_slice(rows: Sequence[dict], size: int) -> list[dict]:
     return chosen
 
 
-def split_sizes(size: int) -> dict[str, int]:
-    """Bucket sizes for a corpus of `size` inputs, keeping the 600/300/100 ratios."""
-    return allocate(size, DEFAULT_BUCKET_SIZES)
+def split_sizes(size: int, mix: dict[str, int] | None = None) -> dict[str, int]:
+    """Bucket sizes for a corpus of `size` inputs, keeping the mix's ratios (600/300/100 by default)."""
+    return allocate(size, mix or DEFAULT_BUCKET_SIZES)
 
 
 def build(
@@ -263,30 +288,34 @@ def build(
     size: int,
     tuning_size: int,
     seed: int,
+    mix: dict[str, int] | None = None,
 ) -> tuple[list[dict], list[dict], dict]:
-    """Bucket the source, draw the comparison corpus, then a disjoint tuning corpus from the rest.
+    """Bucket the source (the mix's buckets: a protocol's, else short / medium / long at 600/300/100), draw the
+    comparison corpus, then a disjoint tuning corpus from the rest.
 
     Returns (comparison rows, tuning rows, bucket description for the metadata).
     """
+    mix = dict(mix or DEFAULT_BUCKET_SIZES)
+    names, quantiles = tuple(mix), quantiles_of(mix)
     counts = count_tokens([row.text for row in source])
-    bounds = bucket_bounds(counts)
+    bounds = bucket_bounds(counts, quantiles, names)
     rows = [
         {"id": row.id, "text": row.text, "label": row.label, "bucket": bucket_of(count, bounds)}
         for row, count in zip(source, counts)
     ]
-    comparison = stratified_sample(rows, split_sizes(size), seed)
+    comparison = stratified_sample(rows, split_sizes(size, mix), seed)
     taken_ids = {row["id"] for row in comparison}
     taken_texts = {row["text"] for row in comparison}
     rest = [row for row in rows if row["id"] not in taken_ids and row["text"] not in taken_texts]
     tuning = proportional_sample(rest, tuning_size, seed + 1)
     description = {
-        "quantiles": list(BUCKET_QUANTILES),
+        "quantiles": list(quantiles),
         "bounds_tokens": bounds,
-        "counts": {b: sum(1 for r in comparison if r["bucket"] == b) for b in BUCKETS},
+        "counts": {b: sum(1 for r in comparison if r["bucket"] == b) for b in names},
         "classes": {
-            b: _label_counts(r for r in comparison if r["bucket"] == b) for b in BUCKETS
+            b: _label_counts(r for r in comparison if r["bucket"] == b) for b in names
         },
-        "source_classes": {b: _label_counts(r for r in rows if r["bucket"] == b) for b in BUCKETS},
+        "source_classes": {b: _label_counts(r for r in rows if r["bucket"] == b) for b in names},
     }
     return comparison, tuning, description
 
