@@ -75,6 +75,18 @@ def test_no_accepted_deliverable_leaves_cost_per_validated_corpus_undefined(expe
     assert balance["cost_per_validated_corpus"][0] == "110.00"
 
 
+def test_deliverables_count_only_on_corpora_the_protocol_declares(experiment):
+    """The shipped protocol's volume is corpora of 1,000 inputs: an accepted 10-input deliverable is not one of them,
+    and a deliverable run on the benchmark corpus itself delivers nothing new."""
+    for seconds in (10.0, 10.1, 10.2, 10.1, 10.0):
+        experiment("batch8", RTX, seconds)
+    experiment("batch8", RTX, 10.0, role="deliverable", fingerprint="d" * 64)
+    experiment("batch8", RTX, 0.1, role="deliverable", fingerprint="f" * 64, metrics_extra={"expected_ids": 10})
+    experiment("batch8", RTX, 10.0, role="deliverable", fingerprint="a" * 64)  # the benchmark passes' corpus
+    _, balance = report()
+    assert balance["accepted_deliverables"][0] == 1
+
+
 def test_two_priced_devices_give_the_cheaper_covering_package(experiment):
     for seconds in (10.0, 10.1, 10.2, 10.1, 10.0):
         experiment("batch8", RTX, seconds * 3)

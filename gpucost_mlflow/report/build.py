@@ -52,7 +52,7 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
     table, experiment_tags = attempts(experiment, client)
     warnings = [w for w in protocol_warnings(table, experiment_tags, protocol_path)
                 if not (what_if and w.startswith(CHANGED_PROTOCOL))]
-    configs = tables.configurations(table)
+    configs = tables.configurations(table, protocol.corpus_size)
     warnings += tables.identity_notes(configs)
     warnings += stage_notes(table, configs, protocol.settle_max_passes)
     assessments, choice, decision = _decided(configs, protocol, catalog, today)

@@ -20,6 +20,7 @@ from gpucost_mlflow.core.names import (
     CPU_UTILISATION,
     ENERGY_NET_J,
     EVAL_S,
+    EXPECTED_IDS,
     EXPORT_S,
     FIRST_LAP_S,
     GPU_UTILISATION,
@@ -98,14 +99,22 @@ def harness_overhead(table: pd.DataFrame) -> tuple[float | None, int]:
     return float((rows["wall_s"] - pd.Series(timed, index=rows.index)).median()), len(rows)
 
 
-def comparable(rows: pd.DataFrame) -> tuple[float, ...]:
-    """Each pass's duration of one corpus timed alone (core/measurement/repetitions.py `one_corpus_each`)."""
-    return one_corpus_each(list(rows[FIRST_LAP_S]) if FIRST_LAP_S in rows else [], list(rows[PASS_S]))
+def declared_deliverables(table: pd.DataFrame, corpus_size: int | None) -> pd.DataFrame:
+    """The accepted deliverable passes on corpora the protocol declares: of its corpus.size (the unit its volume is
+    counted in; a 10-input file is not one of 4,000 corpora of 500), and not a corpus benchmark passes ran on."""
+    delivered = table[(table["role"] == "deliverable") & (table["status"] == Status.ACCEPTED)]
+    benchmarked = set(table[table["role"] == "benchmark"]["corpus_fingerprint"])
+    delivered = delivered[~delivered["corpus_fingerprint"].isin(benchmarked)]
+    if corpus_size is not None and EXPECTED_IDS in delivered:
+        delivered = delivered[delivered[EXPECTED_IDS] == corpus_size]
+    return delivered
 
 
-def configurations(table: pd.DataFrame) -> list[Configuration]:
+def configurations(table: pd.DataFrame, corpus_size: int | None = None) -> list[Configuration]:
     """One Configuration per identity of the benchmark attempts (device, variant, workload, model revision, corpus, stack:
-    PROTOCOL.md §2), in first-seen order; configurations sharing a device and variant are told apart by name."""
+    PROTOCOL.md §2), in first-seen order; configurations sharing a device and variant are told apart by name.
+    Accepted deliverables count only on corpora the protocol declares: `corpus_size` inputs each (the size its
+    volume is counted in), never a benchmark corpus."""
     table = table.copy()
     if "lanes" not in table:
         table["lanes"] = 1  # an attempts table written before lanes existed: every pass ran on one device
@@ -114,7 +123,7 @@ def configurations(table: pd.DataFrame) -> list[Configuration]:
     for key in IDENTITY:  # a field a table was written without (one before it existed) is empty: not recorded
         table[key] = table[key].fillna("").astype(str) if key in table else ""
     bench = table[table["role"] == "benchmark"]
-    delivered = table[(table["role"] == "deliverable") & (table["status"] == Status.ACCEPTED)]
+    delivered = declared_deliverables(table, corpus_size)
     walls = {device: attempt_spans(rows) for device, rows in bench.groupby("device", sort=False)}
     beside = concurrent(list(zip(bench["run_id"], attempt_spans(bench).spans)))
     identities: dict[tuple, set[Identity]] = {}
@@ -136,7 +145,8 @@ def configurations(table: pd.DataFrame) -> list[Configuration]:
             variant=variant,
             statuses=[Status.INTERRUPTED if interrupted(status, reason) else status
                       for status, reason in zip(rows["status"], rows["reason"])],
-            durations=Durations(comparable(completed)),
+            durations=Durations(one_corpus_each(list(completed[FIRST_LAP_S]) if FIRST_LAP_S in completed else [],
+                                                list(completed[PASS_S]))),
             medians=medians,
             accepted_deliverables=int(done["corpus_fingerprint"].nunique()),
             attempt_spans=walls[device].spans,
