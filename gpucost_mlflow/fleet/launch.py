@@ -99,10 +99,10 @@ def launch(request: FleetRequest, echo: Callable[[str], None] = print) -> Launch
     done = Launched(worsts, files)
     if request.dry_run:
         return done
-    return _launch(request, configs, secrets, done, uri, echo)
+    return _launch(request, configs, secrets, done, inputs, echo)
 
 
-def _launch(request: FleetRequest, configs: dict[str, dict], secrets: dict[str, str], done: Launched, uri: str,
+def _launch(request: FleetRequest, configs: dict[str, dict], secrets: dict[str, str], done: Launched, inputs: Inputs,
             echo: Callable[[str], None]) -> Launched:
     """Record the fleet run, then launch each job and record its id as it comes."""
     require("mlflow", "fleet")  # a venv with SkyPilot alone (.venv-market) prices and writes, but records no run
@@ -116,7 +116,7 @@ def _launch(request: FleetRequest, configs: dict[str, dict], secrets: dict[str, 
               "spot": str(request.spot).lower(), "max_hours": f"{request.max_hours:f}",
               "setup_hours": f"{request.setup_hours:f}", "max_cost": f"{request.max_cost:f}",
               "currency": budget.CURRENCY, "worst_case": f"{budget.total(done.worsts)}",
-              "campaign": " ".join(request.campaign.args()), "wheel": Path(_wheel_name(configs)).name,
+              "campaign": " ".join(request.campaign.args()), "wheel": inputs.wheel.name,
               "launched_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
     if request.spot and request.interruptions:
         params["interruptions"] = f"{request.interruptions.per_day:f} a day ({request.interruptions.source})"
@@ -150,9 +150,3 @@ class _TaskDumper(yaml.SafeDumper):
 
 _TaskDumper.add_representer(str, lambda dumper, text: dumper.represent_scalar(
     "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None))
-
-
-def _wheel_name(configs: dict[str, dict]) -> str:
-    """The wheel the jobs install, as their mounts name it."""
-    first = next(iter(configs.values()))
-    return next(local for remote, local in first["file_mounts"].items() if remote.startswith("~/gpucost/wheel/"))

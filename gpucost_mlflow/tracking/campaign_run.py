@@ -22,6 +22,11 @@ from gpucost_mlflow.tracking.reader import attempt_row
 from gpucost_mlflow.tracking.run_records import RunRecord
 
 
+def pass_runs(client: MlflowClient, experiment_id: str, campaign_id: str) -> list:
+    """Every pass run recorded under a campaign, oldest first."""
+    return search.by_fact(client, experiment_id, schema.CAMPAIGN_ID, campaign_id, f"tags.`{schema.VARIANT}` LIKE '%'")
+
+
 def experiment_of_run(client: MlflowClient, run_id: str) -> tuple[str, str]:
     """The id and name of the experiment an existing run (the one `mlflow run` opened) belongs to."""
     experiment_id = client.get_run(run_id).info.experiment_id
@@ -88,9 +93,7 @@ class CampaignRun:
     def attempts_by_slot(self) -> dict[str, list[dict]]:
         """Every attempt already recorded under this campaign, as attempts-table rows, per slot (oldest first)."""
         by_slot: dict[str, list[dict]] = {}
-        found = search.by_fact(self.client, self.experiment_id, schema.CAMPAIGN_ID, self.campaign_id,
-                               f"tags.`{schema.VARIANT}` LIKE '%'")
-        for run in found:
+        for run in pass_runs(self.client, self.experiment_id, self.campaign_id):
             by_slot.setdefault(schema.run_facts(run).get(schema.SLOT, ""), []).append(attempt_row(RunRecord.of(run)))
         return by_slot
 

@@ -15,7 +15,8 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.judging.status import Status
-from gpucost_mlflow.tracking import heartbeat, limits, schema, search
+from gpucost_mlflow.tracking import heartbeat, limits, schema
+from gpucost_mlflow.tracking.campaign_run import pass_runs
 
 INTERRUPTED_BY_RECOVERY = ("interrupted (its machine was lost: SkyPilot relaunched job {job} and the campaign resumed; "
                            "the pass's rental time counts as comparison time)")
@@ -77,17 +78,12 @@ def campaign_of(client: MlflowClient, experiment_id: str, fleet_id: str, gpu: st
     return runs[0] if runs else None
 
 
-def passes_of(client: MlflowClient, experiment_id: str, campaign_id: str) -> list:
-    """Every pass run of a campaign, oldest first."""
-    return search.by_fact(client, experiment_id, schema.CAMPAIGN_ID, campaign_id, f"tags.`{schema.VARIANT}` LIKE '%'")
-
-
 def interrupt_left_running(client: MlflowClient, experiment_id: str, campaign_id: str, job_id: str) -> list[str]:
     """The campaign's passes still RUNNING when its job starts again: their machine is gone. Each is ended KILLED, with
     an interrupted status and reason, at the latest it can have run: its last heartbeat plus one interval, or now if
     sooner (its rental time counts as comparison time, never less than it was); their run ids."""
     ended = []
-    for run in passes_of(client, experiment_id, campaign_id):
+    for run in pass_runs(client, experiment_id, campaign_id):
         if run.info.status != "RUNNING":
             continue
         facts = schema.run_facts(run)
