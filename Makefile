@@ -67,6 +67,8 @@ $(WHATIF_CATALOG): | $(STAMP)
 # proposed from the finished campaign before any of its timings exist (written once per experiment). Then the
 # protocol's second stage: when the decision over the what-if catalog is undecided, the undecided configurations get
 # the same number of further passes (at most 10 each, projects/protocol-demo.yaml), and the decision is read once.
+# Last, the chosen configuration's confirmation run: 30 s (the demo protocol's confirmation.min_s) on the disjoint
+# confirmation corpus `gpucost corpus build` wrote; the report then says confirmed or not confirmed.
 PROPOSED = reports/$(EXPERIMENT)-variants-proposed.yaml
 
 $(DEMO_CORPUS): data/corpus/comparison.jsonl
@@ -82,6 +84,8 @@ demo: $(STAMP) data/model/config.json $(DEMO_CORPUS) $(WHATIF_CATALOG)
 	$(BIN)/gpucost campaign --experiment $(EXPERIMENT) --variants-file $(PROPOSED) --series combined --passes $(DEMO_PASSES) \
 	  --protocol $(DEMO_PROTOCOL)
 	$(BIN)/gpucost campaign --settle --experiment $(EXPERIMENT) --variants-file $(PROPOSED) --protocol $(DEMO_PROTOCOL) \
+	  --catalog $(WHATIF_CATALOG)
+	$(BIN)/gpucost confirm --experiment $(EXPERIMENT) --variants-file $(PROPOSED) --protocol $(DEMO_PROTOCOL) \
 	  --catalog $(WHATIF_CATALOG)
 	@$(BIN)/gpucost report --experiment $(EXPERIMENT) --variants-file $(PROPOSED) --protocol $(DEMO_PROTOCOL) \
 	  --out reports/$(EXPERIMENT)

@@ -11,9 +11,11 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import corpus as corpora
 from gpucost_mlflow.core.inputs import sources
 from gpucost_mlflow.core.inputs.fingerprints import sha256_file, stable_rank
+from gpucost_mlflow.core.inputs.method_fields import CONFIRMATION_FILE
 
 COMPARISON = "comparison.jsonl"
 TUNING = "tuning.jsonl"
+CONFIRMATION = CONFIRMATION_FILE
 METADATA = "corpus.json"
 MODEL_PROVENANCE = "gpucost_model.json"
 
@@ -42,9 +44,12 @@ def build_corpus(
     tuning_size: int,
     seed: int,
     mix: dict[str, int] | None = None,
+    confirmation_size: int | None = None,
 ) -> dict:
-    """Write comparison.jsonl, tuning.jsonl and corpus.json; the same arguments give the same bytes. `mix`: the
-    buckets (names, shortest first, and their counts or ratios) a protocol declares; short/medium/long otherwise."""
+    """Write comparison.jsonl, tuning.jsonl, confirmation.jsonl and corpus.json; the same arguments give the same
+    bytes. `mix`: the buckets (names, shortest first, and their counts or ratios) a protocol declares;
+    short/medium/long otherwise. `confirmation_size`: the confirmation corpus's (the comparison's size when None; 0
+    writes none)."""
     from gpucost_mlflow.execution import models
 
     if size < 10 or tuning_size < 10:
@@ -66,11 +71,13 @@ def build_corpus(
     def count_tokens(texts: list[str]) -> list[int]:
         return [len(ids) for ids in tokenizer(texts, add_special_tokens=True, truncation=False)["input_ids"]]
 
-    needed = size + tuning_size
+    confirmation_size = size if confirmation_size is None else confirmation_size
+    needed = size + tuning_size + confirmation_size
     if len(rows) < needed:
-        raise GpucostError(f"the source has {len(rows)} usable rows, {needed} needed for --size plus --tuning-size")
-    comparison, tuning, buckets = corpora.build(rows, count_tokens, size=size, tuning_size=tuning_size, seed=seed,
-                                                mix=mix)
+        raise GpucostError(f"the source has {len(rows)} usable rows, {needed} needed for --size, --tuning-size and "
+                           "--confirmation-size")
+    comparison, tuning, buckets, confirmation = corpora.build(rows, count_tokens, size=size, tuning_size=tuning_size,
+                                                              seed=seed, mix=mix, confirmation_size=confirmation_size)
     buckets["tokenizer_revision"] = tokenizer_info["revision"]
     if tokenizer_dir is None:
         tokenizer_sources = [r for r in model_sources() if not r["path"].endswith(("model.safetensors", "config.json"))]
@@ -81,6 +88,7 @@ def build_corpus(
         "seed": seed,
         "comparison": {"file": COMPARISON, **corpora.describe(comparison)},
         "tuning": {"file": TUNING, **corpora.describe(tuning)},
+        **({"confirmation": {"file": CONFIRMATION, **corpora.describe(confirmation)}} if confirmation else {}),
         "disjoint": {"shared_ids": 0, "shared_texts": 0},
         "buckets": buckets,
         "dropped_from_source": dropped,
@@ -88,6 +96,8 @@ def build_corpus(
     }
     corpora.write_atomic(out_dir / COMPARISON, corpora.jsonl_bytes(comparison))
     corpora.write_atomic(out_dir / TUNING, corpora.jsonl_bytes(tuning))
+    if confirmation:
+        corpora.write_atomic(out_dir / CONFIRMATION, corpora.jsonl_bytes(confirmation))
     corpora.write_atomic(out_dir / METADATA, (json.dumps(metadata, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
     return metadata
 

@@ -56,13 +56,13 @@ def test_ids_and_files_do_not_depend_on_source_row_order():
 
 
 def test_tuning_corpus_is_disjoint_from_comparison_corpus():
-    comparison, tuning, _ = corpora.build(synthetic(), _words, size=100, tuning_size=200, seed=0)
+    comparison, tuning, _, _ = corpora.build(synthetic(), _words, size=100, tuning_size=200, seed=0)
     assert not {r["id"] for r in comparison} & {r["id"] for r in tuning}
     assert not {r["text"] for r in comparison} & {r["text"] for r in tuning}
 
 
 def test_class_mix_inside_each_bucket_follows_the_source():
-    _, _, description = corpora.build(synthetic(), _words, size=100, tuning_size=100, seed=0)
+    _, _, description, _ = corpora.build(synthetic(), _words, size=100, tuning_size=100, seed=0)
     for bucket, counts in description["classes"].items():
         source = description["source_classes"][bucket]
         total, source_total = sum(counts.values()), sum(source.values())
@@ -103,16 +103,24 @@ def test_same_command_twice_gives_byte_identical_files(tmp_path):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
 
 
-def test_user_jsonl_source_keeps_its_ids(tmp_path):
+def test_user_jsonl_source_keeps_its_ids_and_gets_a_disjoint_confirmation_corpus_with_its_mix(tmp_path):
     source = tmp_path / "mine.jsonl"
     rows = [{"id": f"doc{i}", "text": "word " * (1 + i), "label": "yes" if i % 2 else "no"} for i in range(120)]
     source.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    result = CliRunner().invoke(
-        main, ["corpus", "build", "--source", str(source), "--size", "50", "--tuning-size", "50", "--out", str(tmp_path / "o")]
-    )
+    args = ["corpus", "build", "--source", str(source), "--size", "50", "--tuning-size", "50", "--out", str(tmp_path / "o")]
+    short = CliRunner().invoke(main, args)  # 50 + 50 + a confirmation corpus of the comparison's 50: 150 rows needed
+    assert short.exit_code == 2 and short.output == ("Error: the source has 120 usable rows, 150 needed for --size, "
+                                                     "--tuning-size and --confirmation-size\n")
+    result = CliRunner().invoke(main, [*args, "--confirmation-size", "20"])
     assert result.exit_code == 0, result.output
-    written = [json.loads(l) for l in (tmp_path / "o" / "comparison.jsonl").read_text().splitlines()]
-    assert {r["id"] for r in written} <= {r["id"] for r in rows}
+    assert "confirmation corpus: 20 inputs, disjoint from both" in result.output
+    read = {name: [json.loads(line) for line in (tmp_path / "o" / f"{name}.jsonl").read_text().splitlines()]
+            for name in ("comparison", "tuning", "confirmation")}
+    assert {r["id"] for r in read["comparison"]} <= {r["id"] for r in rows}
+    ids = {name: {r["id"] for r in found} for name, found in read.items()}
+    assert not ids["confirmation"] & (ids["comparison"] | ids["tuning"])
+    mix = {name: sorted(r["bucket"] for r in found) for name, found in read.items()}
+    assert mix["confirmation"] == sorted(["short"] * 12 + ["medium"] * 6 + ["long"] * 2)  # 600/300/100 of 20
 
 
 def test_user_csv_source_is_read(tmp_path):
@@ -165,7 +173,7 @@ def test_fingerprint_ignores_order_but_order_digest_does_not():
 def test_a_protocols_own_bucket_names_and_ratios_cut_and_fill_the_corpus():
     mix = {"tiny": 40, "small": 40, "large": 20}
     assert corpora.quantiles_of(mix) == (0.4, 0.8) and corpora.quantiles_of(corpora.DEFAULT_BUCKET_SIZES) == (0.6, 0.9)
-    comparison, _, described = corpora.build(synthetic(), _words, size=50, tuning_size=100, seed=0, mix=mix)
+    comparison, _, described, _ = corpora.build(synthetic(), _words, size=50, tuning_size=100, seed=0, mix=mix)
     assert list(described["bounds_tokens"]) == ["tiny", "small", "large"]
     assert described["counts"] == {"tiny": 20, "small": 20, "large": 10}
     lows = [bounds[0] for bounds in described["bounds_tokens"].values()]

@@ -45,6 +45,7 @@ exclusion_rule: documented external cause only, same rule for all variants
 deadline: "2026-12-04T09:00:00+01:00"
 plan: {start: "2026-11-30T09:00:00+01:00", setup_hours: 1}
 deliverables: {expected: 1, description: the slice embedded once}
+confirmation: {min_s: 1}
 """
 
 
@@ -217,3 +218,33 @@ def test_an_embeddings_campaign_rejudges_bf16_by_cosine_and_the_report_decides(s
     # One pass each (this protocol's passes_per_variant): no interval can tell them apart, so at one price they tie.
     page = (out / "report.md").read_text()
     assert "Decision (tied): embed-batch8" in page and "No decision" not in page
+    assert page.count("not yet confirmed: no confirmation run yet (`gpucost confirm --experiment emb") == 1
+
+    # Each tied configuration is confirmed on the disjoint confirmation corpus for confirmation.min_s; bf16 is judged
+    # against the reference's outputs on that corpus, run first unless embed-batch8's own confirmation gave them.
+    confirmed = runner.invoke(main, ["confirm", "--experiment", "emb", "--protocol", str(embeddings_protocol),
+                                     "--variants-file", str(VARIANTS), "--catalog", str(catalog), "--corpus",
+                                     str(corpus_dir / "confirmation.jsonl")])
+    assert confirmed.exit_code == 0, confirmed.output
+    said = confirmed.output.splitlines()
+    assert said[0].startswith("confirming embed-batch8") and "for at least 1 s each (confirmation.min_s)" in said[0]
+    ran = [line.split(";")[0] for line in said if line.startswith(("confirmation:", "the reference's outputs:"))]
+    assert {"confirmation: embed-batch8 accepted (every check passed)",
+            "confirmation: embed-batch8-bf16 accepted (every check passed)"} <= set(ran), "\n".join(said)
+    verdicts = [line for line in said if line.startswith("embed-batch8")]
+    assert len(verdicts) == 2 and all(": confirmed (" in v or ": not confirmed (" in v for v in verdicts)
+    table = pd.read_csv(_report(runner, out, catalog, embeddings_protocol) / "attempts.csv")
+    confirming = table[table["role"] == "confirmation"]
+    assert set(confirming["variant"]) == {"embed-batch8", "embed-batch8-bf16"}
+    assert (confirming.groupby("variant")["measured_total_s"].max() >= 1.0).all()
+    again = runner.invoke(main, ["confirm", "--experiment", "emb", "--protocol", str(embeddings_protocol),
+                                 "--variants-file", str(VARIANTS), "--catalog", str(catalog), "--corpus",
+                                 str(corpus_dir / "comparison.jsonl")])
+    assert again.exit_code == 0 and "confirming" not in again.output  # confirmed or not, each has its verdict
+
+
+def _report(runner, out, catalog, protocol):
+    result = runner.invoke(main, ["report", "--experiment", "emb", "--out", str(out), "--catalog", str(catalog),
+                                  "--protocol", str(protocol), "--variants-file", str(VARIANTS), "--no-log"])
+    assert result.exit_code == 0, result.output
+    return out

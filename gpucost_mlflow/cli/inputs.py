@@ -31,10 +31,14 @@ def corpus() -> None:
 @click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=None,
               help="Build the corpus this protocol declares: its corpus.buckets (names, shortest first, and counts) and size.")
 @click.option("--tuning-size", default=DEFAULT_TUNING_SIZE, show_default=True, help="Tuning corpus size, disjoint from the comparison corpus.")
+@click.option("--confirmation-size", type=WholeNumber(0), default=None,
+              help="Confirmation corpus size (`gpucost confirm`), disjoint from both, with the comparison's bucket mix "
+                   "(default: the comparison corpus's size; 0: none).")
 @click.option("--seed", default=0, show_default=True, help="Seed of the order-independent sampling.")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), default=DEFAULT_CORPUS_DIR, show_default=True)
-def corpus_build(source, labels, tokenizer_dir, size, protocol_file, tuning_size, seed, out_dir) -> None:
-    """Write comparison.jsonl, tuning.jsonl and corpus.json (bounds, fingerprints, sources)."""
+def corpus_build(source, labels, tokenizer_dir, size, protocol_file, tuning_size, confirmation_size, seed,
+                 out_dir) -> None:
+    """Write comparison.jsonl, tuning.jsonl, confirmation.jsonl and corpus.json (bounds, fingerprints, sources)."""
     from gpucost_mlflow.prepare import build_corpus
 
     allowed = [label.strip() for label in labels.split(",")] if labels else None
@@ -46,7 +50,7 @@ def corpus_build(source, labels, tokenizer_dir, size, protocol_file, tuning_size
         mix, size = dict(declared.buckets) or None, size or declared.corpus_size
     meta = build_corpus(
         out_dir, source=source, labels=allowed, tokenizer_dir=tokenizer_dir,
-        size=size or 1000, tuning_size=tuning_size, seed=seed, mix=mix,
+        size=size or 1000, tuning_size=tuning_size, seed=seed, mix=mix, confirmation_size=confirmation_size,
     )
     bounds = meta["buckets"]["bounds_tokens"]
     click.echo(
@@ -54,7 +58,9 @@ def corpus_build(source, labels, tokenizer_dir, size, protocol_file, tuning_size
         + ", ".join(f"{b} {meta['buckets']['counts'][b]} ({bounds[b][0]}-{bounds[b][1]} tokens)" for b in bounds)
     )
     click.echo(f"fingerprint {meta['comparison']['fingerprint']}")
-    click.echo(f"tuning corpus: {meta['tuning']['size']} inputs, disjoint; written to {out_dir}")
+    confirming = (f"; confirmation corpus: {meta['confirmation']['size']} inputs, disjoint from both"
+                  if "confirmation" in meta else "")
+    click.echo(f"tuning corpus: {meta['tuning']['size']} inputs, disjoint{confirming}; written to {out_dir}")
 
 
 @corpus.command("slice")

@@ -27,7 +27,7 @@ from gpucost_mlflow.core.names import CPU_UTILISATION, GPU_UTILISATION, OTHER_CP
 from gpucost_mlflow.execution import child, faults, lanes, runner
 from gpucost_mlflow.execution.outcome import PassOutcome
 from gpucost_mlflow.flow import judging, recording
-from gpucost_mlflow.flow.preparation import PassRequest, Prepared, prepare
+from gpucost_mlflow.flow.preparation import PassRequest, Prepared, measured_for, prepare
 from gpucost_mlflow.tracking import (
     descriptions,
     experiments,
@@ -170,7 +170,7 @@ def _run_child(request: PassRequest, prepared: Prepared, workdir: Path) -> tuple
         workload_code=prepared.manifest["workload"].get("code", ""),
         workload_settings=prepared.manifest["workload"],
         # A lanes pass is not repeated: its lanes would repeat out of step; a short one is flagged instead.
-        min_measured_s=prepared.protocol.min_measured_s if prepared.lanes is None else None,
+        min_measured_s=measured_for(request, prepared.protocol) if prepared.lanes is None else None,
         cooldown_s=prepared.protocol.cooldown_s,
     )
     if request.on_child_start is not None:

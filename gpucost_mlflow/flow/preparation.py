@@ -40,6 +40,7 @@ class PassRequest:
     parent_run_id: str = ""
     slot_tags: dict = field(default_factory=dict)
     on_child_start: Callable[[Path], None] | None = None
+    repeat: bool = True  # a confirmation pass repeats its clock for confirmation.min_s unless it only gives outputs
 
 
 @dataclass
@@ -69,6 +70,23 @@ def check_corpus_spec(corpus: Corpus, protocol: Protocol) -> None:
         raise GpucostError(f"{corpus.path}: not the protocol's corpus ({'; '.join(problems)})")
 
 
+def check_confirmation_corpus(corpus: Corpus, protocol: Protocol) -> None:
+    """A confirmation run's corpus has the protocol's buckets and labels (its size is its own: rates are compared)."""
+    unknown = sorted({row["bucket"] for row in corpus.rows} - set(protocol.buckets))
+    extra = sorted(set(corpus.labels) - set(protocol.labels))
+    if unknown or extra:
+        what = "; ".join(filter(None, [unknown and f"buckets {', '.join(unknown)} not in the protocol",
+                                       extra and f"labels {', '.join(extra)} not in the protocol"]))
+        raise GpucostError(f"{corpus.path}: not a confirmation corpus of this protocol ({what})")
+
+
+def measured_for(request: PassRequest, protocol: Protocol) -> float | None:
+    """How long the measured clock runs at least: a confirmation run its confirmation.min_s, any other pass (the
+    reference's outputs for a confirmation among them) the protocol's min_measured_s."""
+    confirming = request.role == schema.CONFIRMATION_ROLE and request.repeat
+    return protocol.confirmation[1] if confirming else protocol.min_measured_s
+
+
 def prepare(request: PassRequest) -> Prepared:
     """Check every input and assemble the manifest; raises GpucostError before anything is recorded."""
     if request.role not in schema.ROLES:
@@ -77,9 +95,12 @@ def prepare(request: PassRequest) -> Prepared:
     protocol = load_protocol(request.protocol_path)
     reference = get_variant(request.variants_path, protocol.acceptance.reference_variant)
     described = workloads.describe(request.variant, request.variants_path, request.model_path, protocol)
-    corpus = read_corpus(request.corpus_path, labels=described.labels, labelled=request.role == "benchmark")
+    labelled = request.role in ("benchmark", schema.CONFIRMATION_ROLE)
+    corpus = read_corpus(request.corpus_path, labels=described.labels, labelled=labelled)
     if request.role == "benchmark":
         check_corpus_spec(corpus, protocol)
+    elif request.role == schema.CONFIRMATION_ROLE:
+        check_confirmation_corpus(corpus, protocol)
     meta = corpus_metadata(request.corpus_path)
     device = models.resolve_device(request.variant.device)
     import torch

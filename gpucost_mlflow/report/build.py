@@ -16,9 +16,9 @@ from gpucost_mlflow.core.inputs.protocol import Protocol
 from gpucost_mlflow.core.inputs.variants import Variant
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.money.catalog import Catalog, dated
-from gpucost_mlflow.core.money.choice import Choice, break_evens, choose, decide
+from gpucost_mlflow.core.money.choice import Choice, break_evens, choose, decide, hold
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, Assessment, Configuration, assess
-from gpucost_mlflow.report import alternatives, plots, render, short, standing, tables
+from gpucost_mlflow.report import alternatives, confirmations, plots, render, short, standing, tables
 from gpucost_mlflow.report.bill import bill_lines
 from gpucost_mlflow.tracking import decision_run, descriptions, exclusions, experiments, limits, schema, store, ui
 from gpucost_mlflow.tracking.reader import attempts, protocol_warnings
@@ -55,7 +55,7 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
     configs = tables.configurations(table, protocol.corpus_size)
     warnings += tables.identity_notes(configs)
     warnings += stage_notes(table, configs, protocol.settle_max_passes)
-    assessments, choice, decision = _decided(configs, protocol, catalog, today)
+    assessments, choice, decision, confirmed = _decided(configs, protocol, catalog, today, table)
     if what_if:
         decision = f"What-if protocol ({what_if}): {decision}"
     summaries = tables.summaries(table, configs)
@@ -82,6 +82,8 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         passes_per_variant=protocol.passes_per_variant,
         settle=settle_command(experiment, protocol, protocol_path, catalog, variants_path, choice.undecided),
         reproduce=protocol.reproduce,
+        confirmations=confirmed,
+        confirm=command("confirm", experiment, protocol_path, variants_path, catalog),
         experiment_id=experiments.named(client, experiment).experiment_id,
         ui_root=ui.root(client.tracking_uri),
         rejudged=list(rejudged or []),
@@ -123,12 +125,18 @@ def settle_command(experiment: str, protocol: Protocol, protocol_path: Path, cat
     if done >= protocol.settle_max_passes:
         return (f"the protocol's second stage has run them to its {protocol.settle_max_passes} passes per "
                 "configuration: more under this protocol would be peeking; a new protocol, in a new experiment, would")
-    parts = ["gpucost campaign --settle --experiment", shlex.quote(experiment), "--protocol", shlex.quote(str(protocol_path))]
+    return (f"`{command('campaign --settle', experiment, protocol_path, variants_path, catalog)}` runs them, up to the protocol's {protocol.settle_max_passes} passes per "
+            "configuration, and reads the decision once")
+
+
+def command(verb: str, experiment: str, protocol_path: Path, variants_path: Path | None, catalog: Catalog) -> str:
+    """The exact gpucost command (`campaign --settle`, `confirm`) that acts on this decision: its experiment,
+    protocol, variants file and catalogs."""
+    parts = [f"gpucost {verb} --experiment", shlex.quote(experiment), "--protocol", shlex.quote(str(protocol_path))]
     if variants_path is not None:
         parts += ["--variants-file", shlex.quote(str(variants_path))]
     parts += [f"--catalog {shlex.quote(path)}" for path in catalog.path.split(", ") if path]
-    return (f"`{' '.join(parts)}` runs them, up to the protocol's {protocol.settle_max_passes} passes per "
-            "configuration, and reads the decision once")
+    return " ".join(parts)
 
 
 def _not_measured(catalog: Catalog, devices: set[str]) -> list[str]:
@@ -149,19 +157,22 @@ def _one_currency(protocol: Protocol, catalog: Catalog) -> None:
                                f"{catalog.path} in {catalog.currency}; one comparison uses one currency")
 
 
-def _decided(configs: list[Configuration], protocol: Protocol, catalog: Catalog, today: dt.date
-             ) -> tuple[list[Assessment], Choice, str]:
+def _decided(configs: list[Configuration], protocol: Protocol, catalog: Catalog, today: dt.date, table: pd.DataFrame
+             ) -> tuple[list[Assessment], Choice, str, dict]:
     """Every configuration assessed against the protocol and the catalog, the one choice made of them (read by the
-    tables, the note and the decision run alike) and the decision note."""
+    tables, the note and the decision run alike) once its confirmation runs are read, the decision note, and the
+    chosen configurations' confirmation verdicts."""
     assessments = assess(configs, catalog, protocol.plan, protocol.deadline, protocol.deliverables["expected"],
                          required_passes=protocol.passes_per_variant, max_spread_ratio=protocol.max_spread_ratio,
                          side_by_side=bool(protocol.deliverables.get("side_by_side")),
                          inputs_per_deliverable=protocol.corpus_size, today=today,
                          max_price_age_days=protocol.max_price_age_days, confidence=protocol.confidence)
     choice = choose(assessments, deadline_declared=protocol.deadline is not None)
+    confirmed = confirmations.verdicts(table, choice.chosen, protocol.corpus_size, protocol.confirmation[1])
+    choice = hold(choice, confirmed)
     decision = decide(assessments, protocol.deliverables["expected"], protocol.corpus_size,
                       deadline_declared=protocol.deadline is not None, choice=choice)
-    return assessments, choice, decision
+    return assessments, choice, decision, confirmed
 
 
 def excluded_per_variant(table, client: MlflowClient, experiment: str) -> list[render.VariantExclusions]:

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gpucost_mlflow.core.measurement.confirmation import NOT_YET
 from gpucost_mlflow.core.measurement.stats import DEFAULT_CONFIDENCE, repetitions_needed, separate
 from gpucost_mlflow.core.money import costs, units
+from gpucost_mlflow.core.money.choice import NOT_HELD
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, NO_PLAN, Assessment
 from gpucost_mlflow.core.money.plans import Plan
 from gpucost_mlflow.report import short, standing
@@ -27,6 +29,7 @@ HINTS = {
     "the deadline cannot be checked": "a `plan.start` in the protocol",
     "deadline missed": "a later deadline, or a configuration fast enough to meet it",
     "no stable configuration": "re-measuring: every timely configuration's durations spread beyond max_spread_ratio",
+    NOT_HELD: "a new protocol, in a new experiment: the rate or the quality measured in five short passes did not last",
 }
 
 
@@ -56,6 +59,20 @@ def _run(chosen: list[Assessment], names: short.Names) -> str:
                 f"({rules.expected_deliverables:,} corpora of {rules.inputs_per_deliverable:,} inputs; quality bar met "
                 "on the comparison corpus, no deliverable accepted yet)")
     return f"{who}{where}{unit}"
+
+
+def _confirmed(report: Report, names: short.Names) -> str:
+    """Whether the choice held on its confirmation run: each chosen configuration's verdict and figures, and the
+    command that runs it while none exists."""
+    said = []
+    for a in report.choice.chosen:
+        found = report.confirmations.get(a.configuration.name)
+        if found is None:
+            continue
+        who = f"{names.of(a.configuration)} " if len(report.choice.chosen) > 1 else ""
+        said.append(f"{who}{found.verdict}: {found.figures}")
+    waiting = any(found.verdict == NOT_YET for found in report.confirmations.values())
+    return "; ".join(said) + (f" (`{report.confirm}`)" if waiting and report.confirm and said else "")
 
 
 def _window(report: Report, a: Assessment) -> str:
@@ -153,7 +170,9 @@ def lines(report: Report) -> list[tuple[str, str]]:
     names = short.names([a.configuration for a in report.assessments])
     if choice.decided:
         chosen = choice.chosen[0]
-        result = [("Rent", _rent(chosen)), ("Run", _run(choice.chosen, names)),
+        confirmed = _confirmed(report, names)
+        run = _run(choice.chosen, names) + (f"; {confirmed}" if confirmed else "")
+        result = [("Rent", _rent(chosen)), ("Run", run),
                   ("Window", _window(report, chosen)), ("Runner-up", _runner_up(report, names)),
                   ("Would change it", _changes(report, names))]
     elif choice.none == "undecided" and choice.undecided:
@@ -161,6 +180,10 @@ def lines(report: Report) -> list[tuple[str, str]]:
     else:
         result = [("No decision", choice.none or "nothing to decide"),
                   ("Would change it", HINTS.get(choice.none, "see the decision note below"))]
+        if choice.none == NOT_HELD:
+            result.insert(1, ("Confirmation", "; ".join(f"{name} not confirmed: {found.figures}"
+                                                         for name, found in report.confirmations.items()
+                                                         if found.failed)))
         if names.device:
             result.append(("Measured on", names.device))
     return result[:LINES]

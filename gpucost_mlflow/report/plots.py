@@ -38,7 +38,8 @@ STYLES = {standing.CHOSEN: ("#2ca02c", "o", False), standing.TIED: ("#2ca02c", "
           standing.UNDECIDED: ("#ff7f0e", "o", False), standing.REJECTED: ("#d62728", "x", False),
           standing.LATE: ("#8c564b", "v", False), standing.UNSTABLE: ("#e377c2", "s", False),
           standing.NOT_PRICED: ("#bcbd22", "x", False),
-          standing.UNDER_SAMPLED: ("#9467bd", "o", True), standing.LEFT_OUT: ("#7f7f7f", "x", False)}
+          standing.UNDER_SAMPLED: ("#9467bd", "o", True), standing.LEFT_OUT: ("#7f7f7f", "x", False),
+          standing.NOT_CONFIRMED: ("#d62728", "s", True)}
 TIED_SHADES = ("#2ca02c", "#0b5d1e", "#8fd18a")  # tied lines share their standing's green, told apart by shade
 
 

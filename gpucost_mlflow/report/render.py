@@ -83,6 +83,8 @@ class Report:
     # The command that runs the protocol's second stage (`gpucost campaign --settle ...`, its ceiling), or why none can
     settle: str = ""
     reproduce: str = "bounded-deviation"  # what the protocol declares a repetition is to reproduce
+    confirmations: dict = field(default_factory=dict)  # the chosen configurations' Confirmation, by name
+    confirm: str = ""  # the exact `gpucost confirm` command of this decision
     ui_root: str = LOCAL_UI  # the MLflow UI run links open: the tracking server, else where `mlflow ui` serves by default
     rejudged: list[str] = field(default_factory=list)  # pending passes `gpucost report` judged first, one line each
     what_if: str = ""  # 'what-if protocol other.yaml (changed deadline)' when decided under another protocol than the lock

@@ -13,8 +13,8 @@ from gpucost_mlflow.core.money.decision import Assessment
 
 CHOSEN, TIED, RUNNER_UP, TIMELY, UNDECIDED = "chosen", "tied", "runner-up", "other timely", "undecided"
 REJECTED, NOT_PRICED, UNSTABLE, LATE = "rejected", "not priced", "unstable", "late"
-UNDER_SAMPLED, LEFT_OUT = "under-sampled", "left out"
-OUT = (REJECTED, NOT_PRICED, UNSTABLE, LATE, UNDER_SAMPLED, LEFT_OUT)  # what the decision left out, and why
+UNDER_SAMPLED, LEFT_OUT, NOT_CONFIRMED = "under-sampled", "left out", "not confirmed"
+OUT = (REJECTED, NOT_PRICED, UNSTABLE, LATE, UNDER_SAMPLED, LEFT_OUT, NOT_CONFIRMED)  # what the decision left out, and why
 DRAWN_TIED = 3  # tied configurations drawn at most (they share one cost; more lines would hide each other)
 
 
@@ -28,6 +28,8 @@ def role(a: Assessment, choice: Choice) -> str:
         return TIED if len(choice.chosen) > 1 else CHOSEN
     if _among(a, choice.undecided):
         return UNDECIDED
+    if _among(a, choice.unconfirmed):
+        return NOT_CONFIRMED
     if choice.others and a is choice.others[0]:
         return RUNNER_UP
     if _among(a, choice.others):

@@ -128,7 +128,10 @@ STATUS_BEFORE_EXCLUSION = "gpucost.status_before_exclusion"
 REASON_BEFORE_EXCLUSION = "gpucost.reason_before_exclusion"
 EXCLUSION_UNDONE = "gpucost.exclusion_undone"
 
-ROLES = ("benchmark", "deliverable")
+# A pass's role: a timed comparison pass, a production corpus, or the chosen configuration's confirmation run
+# (`gpucost confirm`: a disjoint corpus, the clock repeated for the protocol's confirmation.min_s).
+CONFIRMATION_ROLE = "confirmation"
+ROLES = ("benchmark", "deliverable", CONFIRMATION_ROLE)
 
 # What a pass records once and never changes (where and how it ran, what it could not measure) is logged as params,
 # under these same keys: the run page lists them in its Parameters table, and its tag chips keep to what changes or

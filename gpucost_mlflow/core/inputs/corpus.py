@@ -289,11 +289,14 @@ def build(
     tuning_size: int,
     seed: int,
     mix: dict[str, int] | None = None,
-) -> tuple[list[dict], list[dict], dict]:
+    confirmation_size: int = 0,
+) -> tuple[list[dict], list[dict], dict, list[dict]]:
     """Bucket the source (the mix's buckets: a protocol's, else short / medium / long at 600/300/100), draw the
-    comparison corpus, then a disjoint tuning corpus from the rest.
+    comparison corpus, then a disjoint tuning corpus from the rest, then (confirmation_size > 0) a confirmation corpus
+    with the comparison's bucket mix from what is left: disjoint from both, and drawn last so the other two stay as
+    they were without it.
 
-    Returns (comparison rows, tuning rows, bucket description for the metadata).
+    Returns (comparison rows, tuning rows, bucket description for the metadata, confirmation rows).
     """
     mix = dict(mix or DEFAULT_BUCKET_SIZES)
     names, quantiles = tuple(mix), quantiles_of(mix)
@@ -308,6 +311,11 @@ def build(
     taken_texts = {row["text"] for row in comparison}
     rest = [row for row in rows if row["id"] not in taken_ids and row["text"] not in taken_texts]
     tuning = proportional_sample(rest, tuning_size, seed + 1)
+    confirmation = []
+    if confirmation_size:
+        tuned = {row["id"] for row in tuning} | {row["text"] for row in tuning}
+        left = [row for row in rest if row["id"] not in tuned and row["text"] not in tuned]
+        confirmation = stratified_sample(left, split_sizes(confirmation_size, mix), seed + 2)
     description = {
         "quantiles": list(quantiles),
         "bounds_tokens": bounds,
@@ -317,7 +325,7 @@ def build(
         },
         "source_classes": {b: _label_counts(r for r in rows if r["bucket"] == b) for b in names},
     }
-    return comparison, tuning, description
+    return comparison, tuning, description, confirmation
 
 
 def _label_counts(rows: Iterable[dict]) -> dict[str, int]:

@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from gpucost_mlflow.core.errors import GpucostError, one_line
+from gpucost_mlflow.core.inputs import method_fields as method
 from gpucost_mlflow.core.inputs import yaml_text
 from gpucost_mlflow.core.inputs.acceptance import DEFAULT_OUTPUT, Acceptance
 from gpucost_mlflow.core.inputs.generation import GenerationSettings
@@ -73,6 +74,9 @@ class Protocol:
     # settle.max_passes_per_variant: the pre-registered second stage's ceiling (`gpucost campaign --settle`); None when
     # the protocol declares none
     settle_max_passes: int | None = None
+    # confirmation: (file, min_s): the confirmation corpus ('' for confirmation.jsonl beside the comparison corpus) and
+    # the seconds `gpucost confirm` runs the chosen configuration on it at least
+    confirmation: tuple[str, float] = ("", method.DEFAULT_CONFIRMATION_S)
 
 
 def digest_of(data: bytes) -> str:
@@ -159,15 +163,17 @@ def load_protocol(path: Path) -> Protocol:
         deadline=deadline,
         deliverables={"expected": f.positive("deliverables.expected"), "description": f.get("deliverables.description", str),
                       "side_by_side": _side_by_side(path, document["deliverables"].get("side_by_side", False)),
-                      "audit": _audit(f) if (document.get("deliverables") or {}).get("audit") is not None else None},
+                      "audit": _audit(f) if (document.get("deliverables") or {}).get("audit") is not None else None,
+                      "per_child": method.per_child(path, document["deliverables"].get("per_child"))},
         plan=_plan(path, document["plan"]) if document.get("plan") is not None else None,
         other_costs=_other_costs(path, document.get("other_costs")),
         generation=generation,
         corpus_slice_of=f.get("corpus.slice_of", str) if document["corpus"].get("slice_of") is not None else "",
         corpus_fingerprint=_fingerprint(path, document["corpus"].get("fingerprint")),
-        confidence=_confidence(path, document.get("confidence")),
-        reproduce=_reproduce(path, document.get("reproduce")),
-        settle_max_passes=_settle(path, document, f),
+        confidence=method.confidence(path, document.get("confidence")),
+        reproduce=method.reproduce(path, document.get("reproduce")),
+        settle_max_passes=method.settle(path, document, f),
+        confirmation=method.confirmation(path, document.get("confirmation")),
         max_spread_ratio=_spread_ratio(path, document.get("max_spread_ratio")),
         max_price_age_days=(f.positive("max_price_age_days") if document.get("max_price_age_days") is not None
                             else None),
@@ -342,37 +348,3 @@ def _fingerprint(path: Path, value) -> str:
         raise GpucostError(f"{path}: corpus.fingerprint must be a corpus fingerprint (64 hex digits, the `fingerprint` "
                            f"of corpus.json), got {value!r}")
     return value.strip()
-
-
-def _confidence(path: Path, value) -> float:
-    """confidence: the separation test's confidence, above 0.5 and below 1 (0.95 when absent)."""
-    if value is None:
-        return 0.95
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.5 < value < 1:
-        raise GpucostError(f"{path}: confidence must be a number above 0.5 and below 1 (0.95: a 95 % interval), "
-                           f"got {value!r}")
-    return float(value)
-
-
-def _settle(path: Path, document: dict, f) -> int | None:
-    """settle.max_passes_per_variant: a whole number above passes_per_variant, or None when `settle` is absent."""
-    if document.get("settle") is None:
-        return None
-    most = f.positive("settle.max_passes_per_variant")
-    if most <= document.get("passes_per_variant", 0):
-        raise GpucostError(f"{path}: settle.max_passes_per_variant ({most}) must be above passes_per_variant "
-                           f"({document.get('passes_per_variant')}): the second stage adds passes")
-    return most
-
-
-# What a repetition of the decision is to reproduce (PROTOCOL.md §7), as the protocol declares it.
-REPRODUCE = ("identical-outputs", "bounded-deviation", "business-bar")
-
-
-def _reproduce(path: Path, value) -> str:
-    """reproduce: one of REPRODUCE, bounded-deviation when absent."""
-    if value is None:
-        return "bounded-deviation"
-    if value not in REPRODUCE:
-        raise GpucostError(f"{path}: reproduce must be one of {', '.join(REPRODUCE)}, got {value!r}")
-    return value

@@ -50,6 +50,7 @@ class Choice:
     undecided: list[Assessment] = field(default_factory=list)  # do not separate, yet their slow-end plans differ
     notes: list[str] = field(default_factory=list)  # what the note adds: under-sampled or unstable would-be choices
     faster: str = ""  # why the chosen one is preferred over others at its cost (they separate on duration)
+    unconfirmed: list[Assessment] = field(default_factory=list)  # chosen, then not confirmed on the confirmation run
 
     @property
     def decided(self) -> bool:
@@ -155,6 +156,27 @@ def choose(assessments: list[Assessment], deadline_declared: bool = True) -> Cho
     choice = _rank(stable)
     choice.notes = notes
     return choice
+
+
+NOT_HELD = "the choice did not hold on the confirmation run"
+
+
+def hold(choice: Choice, confirmations: dict) -> Choice:
+    """The choice once its confirmation runs are read (`confirmations`: a Confirmation by configuration name): a
+    configuration that was not confirmed leaves the choice (a tied one leaves the tie); when none is left, nothing is
+    committed. Not yet confirmed changes nothing here: the card says so."""
+    failed = [a for a in choice.chosen if a.configuration.name in confirmations
+              and confirmations[a.configuration.name].failed]
+    if not failed:
+        return choice
+    held = [a for a in choice.chosen if a not in failed]
+    if held:
+        return replace(choice, chosen=held, tie=choice.tie if len(held) > 1 else "", unconfirmed=failed, notes=choice.notes + [
+            f"{a.configuration.name} left the tie: not confirmed ({confirmations[a.configuration.name].figures})"
+            for a in failed])
+    return Choice(none=NOT_HELD, notes=choice.notes, others=choice.others, unconfirmed=failed,
+                  detail=" (" + "; ".join(f"{a.configuration.name}: {confirmations[a.configuration.name].figures}"
+                                          for a in failed) + ")")
 
 
 def _under_sampled_notes(assessments: list[Assessment], deadline_declared: bool) -> list[str]:

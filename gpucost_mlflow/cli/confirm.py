@@ -1,0 +1,62 @@
+"""`gpucost confirm`: whether the chosen configuration holds beyond the five short passes it was picked from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from gpucost_mlflow.cli.options import AUTO_MODEL, EXPERIMENT_HELP, MODEL_HELP, _experiment, _file, _model, _under
+from gpucost_mlflow.core.inputs import shipped
+
+
+@click.command("confirm")
+@click.option("--experiment", default=None, help=EXPERIMENT_HELP)
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True)
+@click.option("--variants-file", type=click.Path(path_type=Path), default=shipped.VARIANTS, show_default=True)
+@click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), multiple=True,
+              help="The price catalog(s) the decision is read over, as `gpucost report --catalog`.")
+@click.option("--corpus", "corpus_path", type=click.Path(path_type=Path), default=None,
+              help="The confirmation corpus (default: the protocol's confirmation.file, else confirmation.jsonl beside "
+                   "the comparison corpus, as `gpucost corpus build` writes it).")
+@click.option("--model", "model_path", type=click.Path(path_type=Path), default=AUTO_MODEL, show_default=True, help=MODEL_HELP)
+@click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."), help="Folder that relative paths are resolved from.")
+def confirm(experiment, protocol_file, variants_file, catalog_file, corpus_path, model_path, root) -> None:
+    """Run the chosen configuration (each one of a tie) on the confirmation corpus for the protocol's
+    confirmation.min_s, judged by the same bars; the report then says confirmed or not confirmed."""
+    from gpucost_mlflow.cli.passes import CODE_ROOT
+    from gpucost_mlflow.cli.report import _build_report
+    from gpucost_mlflow.core.inputs.protocol import load_protocol
+    from gpucost_mlflow.core.measurement.confirmation import NOT_YET
+    from gpucost_mlflow.flow import confirm as confirming
+
+    name, protocol_path, variants_path = _experiment(experiment), _file(protocol_file, root), _file(variants_file, root)
+    catalogs = tuple(_under(root, p) for p in catalog_file)
+    protocol = load_protocol(protocol_path)
+    built, _, _, _ = _build_report(name, protocol_path, catalogs, variants_path, what_if=False)
+    if not built.choice.decided:
+        click.echo(f"nothing to confirm: {built.decision}")
+        return
+    waiting = [a for a in built.choice.chosen if built.confirmations[a.configuration.name].verdict == NOT_YET]
+    for a in built.choice.chosen:
+        if a not in waiting:
+            found = built.confirmations[a.configuration.name]
+            click.echo(f"{a.configuration.name}: already {found.verdict} ({found.figures})")
+    if waiting:
+        plan = confirming.ConfirmPlan(
+            experiment=name, protocol=protocol, protocol_path=protocol_path, variants_path=variants_path,
+            corpus_path=_under(root, corpus_path) if corpus_path else confirming.corpus_of(root, protocol),
+            model_path=_model(root, model_path, protocol_path), code_root=CODE_ROOT)
+        confirming.check(waiting, plan)
+        click.echo(f"confirming {', '.join(a.configuration.name for a in waiting)} on {plan.corpus_path} for at least "
+                   f"{protocol.confirmation[1]:g} s each (confirmation.min_s)")
+        confirming.run(waiting, plan, lambda variant, result, why: click.echo(
+            f"{why}: {variant} {result.status} ({result.reason}); run {result.run_id}"))
+        built, _, _, _ = _build_report(name, protocol_path, catalogs, variants_path, what_if=False)
+    for a in built.choice.chosen + built.choice.unconfirmed:
+        found = built.confirmations[a.configuration.name]
+        click.echo(f"{a.configuration.name}: {found.verdict} ({found.figures})")
+    click.echo(built.decision)
+
+
+COMMANDS = (confirm,)

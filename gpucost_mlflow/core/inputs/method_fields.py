@@ -1,0 +1,75 @@
+"""The protocol's fields on how the method reads its results, each parsed in one line or refused in one line:
+the separation test's confidence, what a repetition reproduces, the pre-registered second stage (`settle`), the
+confirmation run (`confirmation`) and how many deliverable corpora one child processes (`deliverables.per_child`)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from gpucost_mlflow.core.errors import GpucostError
+
+# MLPerf's minimum duration of a performance run: a rate held for ten minutes, not for a few seconds.
+DEFAULT_CONFIRMATION_S = 600.0
+# The confirmation corpus `gpucost corpus build` writes beside the comparison corpus.
+CONFIRMATION_FILE = "confirmation.jsonl"
+
+
+def confidence(path: Path, value) -> float:
+    """confidence: the separation test's confidence, above 0.5 and below 1 (0.95 when absent)."""
+    if value is None:
+        return 0.95
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.5 < value < 1:
+        raise GpucostError(f"{path}: confidence must be a number above 0.5 and below 1 (0.95: a 95 % interval), "
+                           f"got {value!r}")
+    return float(value)
+
+
+def settle(path: Path, document: dict, f) -> int | None:
+    """settle.max_passes_per_variant: a whole number above passes_per_variant, or None when `settle` is absent."""
+    if document.get("settle") is None:
+        return None
+    most = f.positive("settle.max_passes_per_variant")
+    if most <= document.get("passes_per_variant", 0):
+        raise GpucostError(f"{path}: settle.max_passes_per_variant ({most}) must be above passes_per_variant "
+                           f"({document.get('passes_per_variant')}): the second stage adds passes")
+    return most
+
+
+# What a repetition of the decision is to reproduce (PROTOCOL.md §7), as the protocol declares it.
+REPRODUCE = ("identical-outputs", "bounded-deviation", "business-bar")
+
+
+def reproduce(path: Path, value) -> str:
+    """reproduce: one of REPRODUCE, bounded-deviation when absent."""
+    if value is None:
+        return "bounded-deviation"
+    if value not in REPRODUCE:
+        raise GpucostError(f"{path}: reproduce must be one of {', '.join(REPRODUCE)}, got {value!r}")
+    return value
+
+
+def confirmation(path: Path, value) -> tuple[str, float]:
+    """confirmation: {file, min_s}: the confirmation corpus (relative to the root; '' for the comparison corpus's
+    folder's confirmation.jsonl) and the seconds its run lasts at least (600 when absent)."""
+    if value is None:
+        return "", DEFAULT_CONFIRMATION_S
+    if not isinstance(value, dict):
+        raise GpucostError(f"{path}: field 'confirmation' must be a mapping with min_s (seconds) and optionally file")
+    file = value.get("file", "")
+    if not isinstance(file, str):
+        raise GpucostError(f"{path}: field 'confirmation.file' must be a path, got {file!r}")
+    seconds = value.get("min_s", DEFAULT_CONFIRMATION_S)
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) or seconds <= 0:
+        raise GpucostError(f"{path}: field 'confirmation.min_s' must be a number of seconds above 0, got {seconds!r}")
+    return file.strip(), float(seconds)
+
+
+def per_child(path: Path, value) -> int | None:
+    """deliverables.per_child: how many corpora one child processes (`gpucost deliver`), None for all of them in one
+    (the default); 1 is `gpucost pass --role deliverable`'s fresh child per corpus."""
+    if value is None or value == "all":
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise GpucostError(f"{path}: field 'deliverables.per_child' must be a whole number >= 1 or 'all', got {value!r}")
+    return value

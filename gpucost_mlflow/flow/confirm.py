@@ -1,0 +1,94 @@
+"""The confirmation run (`gpucost confirm`): the chosen configuration, each one of a tie, run on the disjoint
+confirmation corpus for at least the protocol's `confirmation.min_s`, judged by the same bars.
+
+Where the chosen configuration is judged against the reference variant, the reference's outputs on the confirmation
+corpus come first, from one pass of its own (its clock is not repeated: it serves the comparison, not a rate). The
+verdicts are read by the report (report/confirmations.py, core/measurement/confirmation.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.inputs.corpus import read_corpus
+from gpucost_mlflow.core.inputs.method_fields import CONFIRMATION_FILE
+from gpucost_mlflow.core.inputs.protocol import Protocol
+from gpucost_mlflow.core.inputs.variants import Variant, get_variant
+from gpucost_mlflow.core.money.decision import Assessment
+from gpucost_mlflow.flow.launcher import PassResult, execute
+from gpucost_mlflow.flow.preparation import PassRequest
+from gpucost_mlflow.tracking import experiments, rejudge, schema, store
+from gpucost_mlflow.workloads import registry
+
+
+@dataclass(frozen=True)
+class ConfirmPlan:
+    """What a confirmation runs on: the experiment, its protocol and variants, the corpus, the model, the code."""
+
+    experiment: str
+    protocol: Protocol
+    protocol_path: Path
+    variants_path: Path
+    corpus_path: Path
+    model_path: Path
+    code_root: Path
+
+
+def corpus_of(root: Path, protocol: Protocol) -> Path:
+    """The confirmation corpus: the protocol's confirmation.file under root, else confirmation.jsonl beside the corpus
+    the comparison corpus was built as (corpus.slice_of, else corpus.file); a missing one is refused in one line."""
+    declared = protocol.confirmation[0]
+    built_as = Path(protocol.corpus_slice_of or protocol.corpus_file)
+    path = root / (Path(declared) if declared else built_as.parent / CONFIRMATION_FILE)
+    if not path.exists():
+        raise GpucostError(f"{path}: the confirmation corpus is missing; `gpucost corpus build --out "
+                           f"{path.parent}` writes it beside the comparison corpus (or pass --corpus FILE)")
+    return path
+
+
+def check(chosen: list[Assessment], plan: ConfirmPlan) -> None:
+    """Refuse, before anything runs, a confirmation on the comparison corpus itself or of a lanes configuration."""
+    fingerprint = read_corpus(plan.corpus_path).fingerprint
+    for a in chosen:
+        identity = a.configuration.identity
+        if identity is not None and identity.corpus_fingerprint == fingerprint:
+            raise GpucostError(f"{plan.corpus_path} is the corpus {a.configuration.name} was compared on: a "
+                               "confirmation runs on a disjoint corpus")
+        if get_variant(plan.variants_path, a.configuration.variant).lanes > 1:
+            raise GpucostError(f"{a.configuration.name} runs in lanes, whose clocks cannot repeat the corpus: it "
+                               "cannot be confirmed for confirmation.min_s")
+
+
+def _request(variant: Variant, plan: ConfirmPlan, repeat: bool) -> PassRequest:
+    return PassRequest(variant=variant, corpus_path=plan.corpus_path, model_path=plan.model_path,
+                       experiment=plan.experiment, protocol_path=plan.protocol_path, variants_path=plan.variants_path,
+                       role=schema.CONFIRMATION_ROLE, code_root=plan.code_root, repeat=repeat)
+
+
+def _reference_outputs(a: Assessment, variant: Variant, plan: ConfirmPlan, fingerprint: str,
+                       on_pass: Callable) -> None:
+    """The reference variant's outputs on the confirmation corpus, run once when the variant is judged against them
+    and no accepted one of the same model exists yet."""
+    protocol = plan.protocol
+    reference = get_variant(plan.variants_path, protocol.acceptance.reference_variant)
+    differs = registry.output(protocol.acceptance.output).needs_reference
+    if variant.name == reference.name or not differs(variant.settings(), reference.settings()):
+        return
+    client = store.client()
+    experiment_id = experiments.named(client, plan.experiment).experiment_id
+    revision = a.configuration.identity.model_revision if a.configuration.identity else ""
+    if rejudge.find_reference(client, experiment_id, reference.name, fingerprint, revision) is None:
+        on_pass(reference.name, execute(_request(reference, plan, repeat=False)), "the reference's outputs")
+
+
+def run(chosen: list[Assessment], plan: ConfirmPlan, on_pass: Callable[[str, PassResult, str], None]) -> None:
+    """Each chosen configuration not yet confirmed: the reference's outputs first where it needs them, then its
+    confirmation run."""
+    fingerprint = read_corpus(plan.corpus_path).fingerprint
+    for a in chosen:
+        variant = get_variant(plan.variants_path, a.configuration.variant)
+        _reference_outputs(a, variant, plan, fingerprint, on_pass)
+        on_pass(variant.name, execute(_request(variant, plan, repeat=True)), "confirmation")
