@@ -15,7 +15,7 @@ pytestmark = pytest.mark.unit
 # `gpucost --help` and each group's subcommands as they were when cli.py became the cli/ package, plus `demo` and
 # `fleet` (its hidden `job` is what a fleet's task runs on its machine).
 COMMANDS = {
-    "attempts": None, "bill": None, "campaign": None, "confirm": None, "catalog": {"example", "import"}, "corpus": {"build", "slice"}, "demo": {"variants"}, "doctor": None,
+    "attempts": None, "bill": None, "campaign": None, "confirm": None, "deliver": None, "catalog": {"example", "import"}, "corpus": {"build", "slice"}, "demo": {"variants"}, "doctor": None,
     "exclude": None, "fleet": {"down", "job", "launch", "status"}, "memory": {"estimate", "measure"}, "model": {"prepare"}, "packages": None, "pass": None,
     "plan": None, "protocol": {"lock", "show"}, "rejudge": None, "report": None, "sync": None,
     "variants": {"propose"}, "window": None,

@@ -108,6 +108,7 @@ def test_length_grouping_leaves_less_padding_than_corpus_order(corpus_dir, model
     from gpucost_mlflow.core.inputs.corpus import read_corpus
     from gpucost_mlflow.core.inputs.variants import get_variant
     from gpucost_mlflow.execution import models, runner
+    from gpucost_mlflow.workloads.classification import records
 
     settings = {name: get_variant(VARIANTS, name).settings() for name in ("batch8", "batch8-lengthgrouped")}
     tokenizer = models.load_tokenizer(model_dir)
@@ -118,7 +119,7 @@ def test_length_grouping_leaves_less_padding_than_corpus_order(corpus_dir, model
     shares = {}
     for name, s in settings.items():
         predictions = runner.process(ids, texts, tokenizer, model, s, torch.device("cpu"))
-        outcome = runner.utilisation(config, s, torch.device("cpu"), predictions, 1.0)
+        outcome = records.utilisation(config, s, torch.device("cpu"), predictions, 1.0)
         shares[name] = outcome["metrics"]
         assert set(outcome["missing_measurements"]) == {"mfu_useful", "mfu_padded"}
     assert shares["batch8-lengthgrouped"]["flops_useful"] == shares["batch8"]["flops_useful"]

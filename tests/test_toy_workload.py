@@ -23,6 +23,7 @@ pytestmark = pytest.mark.integration
 CHILD = '''
 """The toy kind in the pass's child: every input gets the first label, score 1.0, no model at all."""
 from gpucost_mlflow.execution import runner
+from gpucost_mlflow.workloads.classification import records
 from gpucost_mlflow.workloads.base import Work
 
 
@@ -40,7 +41,7 @@ def load(spec, device):
         return done
 
     return Work(None, None, process, lambda outputs, pass_s: {"missing_measurements": {"useful_flop_per_s": "toy"}},
-                lambda folder, outputs, duplicate_at: runner.write_predictions(folder / runner.PREDICTIONS, outputs,
+                lambda folder, outputs, duplicate_at: records.write_predictions(folder / runner.PREDICTIONS, outputs,
                                                                                labels, duplicate_at))
 '''
 LAUNCH = '''

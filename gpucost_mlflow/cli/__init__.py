@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import click
 
-from gpucost_mlflow.cli import bill, confirm, demo, fleet, inputs, machine, money, passes, report
+from gpucost_mlflow.cli import bill, confirm, deliver, demo, fleet, inputs, machine, money, passes, report
 from gpucost_mlflow.core.errors import GpucostError
 
 
@@ -39,6 +39,6 @@ def main() -> None:
     """Which GPU configuration costs the least for the same ML result? Passes, campaigns and costs on MLflow."""
 
 
-for _module in (inputs, passes, confirm, money, report, machine, bill, demo, fleet):
+for _module in (inputs, passes, confirm, deliver, money, report, machine, bill, demo, fleet):
     for _command in _module.COMMANDS:
         main.add_command(_command)

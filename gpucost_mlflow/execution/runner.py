@@ -7,14 +7,13 @@ imports mlflow.
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import sys
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpucost_mlflow.core.judging.status import Status
@@ -22,10 +21,8 @@ from gpucost_mlflow.core.judging.verdicts import PREDICTIONS  # noqa: F401 - the
 from gpucost_mlflow.core.measurement.repetitions import again, per_corpus
 from gpucost_mlflow.core.names import (
     IDLE_POWER_W,
-    MFU_PADDED,
-    MFU_USEFUL,
-    TOKENS_INPUT,
-    USEFUL_FLOP_PER_S,
+    LOAD_S,
+    WARMUP_S,
 )
 from gpucost_mlflow.execution.batching import padded, tokenized
 from gpucost_mlflow.execution.outcome import PassFailure, PassOutcome
@@ -56,6 +53,9 @@ class PassSpec:
     # settings, as the launcher checked it (generation: the task, the model file and its dequantised cache)
     min_measured_s: float | None = None  # the protocol's: repeat the corpus inside the clock until it ran this long
     cooldown_s: float = 0.0  # the protocol's: idle this long after loading, before warm-up (idle power)
+    # A delivery (`gpucost deliver`): further corpora after the first, each {corpus_path, workdir}, processed by this
+    # child with the workload it loaded and warmed up once; each corpus's outcome is written to its own workdir.
+    more: list = field(default_factory=list)
 
 
 @dataclass
@@ -184,37 +184,37 @@ class Shapes:
         return [[self.lengths[i] for i in batch] for batch in self.plan]
 
 
-def write_predictions(path: Path, predictions: Predictions, label_names: list[str], duplicate_at: int = 0) -> None:
-    """One JSON line per prediction (id, label, score), gzip with a fixed mtime so equal passes give equal bytes."""
-    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as out:
-        for number, (ident, label, score) in enumerate(zip(predictions.ids, predictions.labels, predictions.scores), 1):
-            line = json.dumps({"id": ident, "label": label_names[label], "score": round(score, 6)}) + "\n"
-            out.write(line.encode("utf-8"))
-            if number == duplicate_at:
-                out.write(line.encode("utf-8"))
-
-
 def _seconds(start_ns: int) -> float:
     return (time.perf_counter_ns() - start_ns) / 1e9
 
 
-def run(spec: PassSpec, started_ns: int) -> PassOutcome:
-    """Run one pass as the spec says; return its outcome (main writes it to the work folder)."""
+@dataclass
+class Loaded:
+    """What one child loads once and every corpus it processes uses: the workload, its device, sync and board."""
+
+    work: object
+    device: object
+    sync: Callable
+    board: object
+    fault: object
+    parallel: bool
+
+
+def load(spec: PassSpec, started_ns: int) -> tuple[Loaded, PassOutcome]:
+    """Load the workload, cool down and warm up, once per child; the loaded parts and the first corpus's outcome so
+    far (load, cooldown and warm-up times)."""
     import torch
 
-    from gpucost_mlflow.execution import board_state, contention, energy, faults, memory, models, repetitions, timing
-    from gpucost_mlflow.execution.batch_counter import BatchCounter
+    from gpucost_mlflow.execution import energy, faults, models
     from gpucost_mlflow.execution.timing import no_sync
 
     settings = spec.settings
-    workdir = Path(spec.workdir)
     outcome = PassOutcome(tokenizer_parallelism=tokenizer_parallelism(settings))
     fault = faults.parse(spec.fault)
     torch.manual_seed(spec.seed)
     device = models.resolve_device(settings["device"])
     sync = torch.cuda.synchronize if device.type == "cuda" else no_sync
     work = load_workload(spec, device)
-    tokenizer, model = work.tokenizer, work.model
     sync()
     outcome.load_s = _seconds(started_ns)
     outcome.device = str(device)
@@ -222,7 +222,22 @@ def run(spec: PassSpec, started_ns: int) -> PassOutcome:
     board = energy.open_board(device)
     outcome.merge(energy.cool_down(board, spec.cooldown_s, sync))
     outcome.warmup_s = _warm_up(spec, work, device, sync)
+    return Loaded(work, device, sync, board, fault, outcome.tokenizer_parallelism), outcome
 
+
+def run(spec: PassSpec, started_ns: int) -> PassOutcome:
+    """Run one pass as the spec says; return its outcome (main writes it to the work folder)."""
+    loaded, outcome = load(spec, started_ns)
+    return measure_corpus(spec, loaded, spec.corpus_path, Path(spec.workdir), outcome)
+
+
+def measure_corpus(spec: PassSpec, loaded: Loaded, corpus_path: str, workdir: Path, outcome: PassOutcome
+                   ) -> PassOutcome:
+    """One corpus through the loaded workload: the measured part and what is read around it, its export."""
+    from gpucost_mlflow.execution import board_state, contention, energy, memory, repetitions, timing
+    from gpucost_mlflow.execution.batch_counter import BatchCounter
+
+    work, device, sync, board, fault = loaded.work, loaded.device, loaded.sync, loaded.board, loaded.fault
     memory.reset_peaks(device)
     counter = BatchCounter(workdir)
     events = timing.DeviceEvents.for_device(device)
@@ -247,8 +262,8 @@ def run(spec: PassSpec, started_ns: int) -> PassOutcome:
     before = contention.sample()  # other processes' CPU time: read just outside the clock, like the epoch bounds
     measured_s = None
     try:
-        predictions, measured_s = measure(spec.corpus_path, tokenizer, model, settings, device, sync, on_batch,
-                                          probe, events, work.process, clock, repeats)
+        predictions, measured_s = measure(corpus_path, work.tokenizer, work.model, spec.settings, device, sync,
+                                          on_batch, probe, events, work.process, clock, repeats)
         outcome.status, outcome.pass_s = Status.COMPLETED, per_corpus(measured_s, repeats.count)
     except PassFailure as failure:  # every failure is kept as a row with its reason
         predictions, out_of_memory = _failed(outcome, failure)
@@ -342,50 +357,34 @@ def load_workload(spec: PassSpec, device):
     return registry.of_settings(spec.settings).child(spec.settings.get("engine", "torch")).load(spec, device)
 
 
-MFU_METRICS = (MFU_USEFUL, MFU_PADDED)
-
-
-def utilisation(config: dict, settings: dict, device, predictions: Predictions, pass_s: float | None) -> dict:
-    """FLOP counts and rates of a completed pass, and MFU against the cached peak of its device and precision.
-
-    Runs after the clock stopped. Every measurement left out has its reason in `missing_measurements`.
-    """
-    from gpucost_mlflow.core.errors import GpucostError
-    from gpucost_mlflow.core.measurement import flops
-    from gpucost_mlflow.execution import peak
-
-    if pass_s is None:
-        return {"missing_measurements": {key: "pass did not complete" for key in MFU_METRICS}}
-    try:
-        shape = flops.encoder_shape(config)
-    except GpucostError as exc:
-        return {"missing_measurements": {key: str(exc) for key in MFU_METRICS + (USEFUL_FLOP_PER_S,)}}
-    precision = peak.precision_of(settings)
-    found, why = peak.lookup(device, precision)
-    result = {
-        "metrics": {**flops.rates(flops.count(shape, predictions.batch_lengths()), pass_s,
-                                  found.flop_per_s if found else None),
-                    TOKENS_INPUT: float(sum(map(sum, predictions.batch_lengths())))},
-        "peak": asdict(found) if found else {},
-    }
-    if found is None:
-        result["missing_measurements"] = {key: why for key in MFU_METRICS}
-    return result
+LOADED_ONCE = "loaded and warmed up once, for the delivery's first corpus in this child"
 
 
 def main(argv: list[str]) -> int:
+    """Run the spec's corpus, then any further ones of a delivery, each outcome written to its work folder as it
+    ends; a failure outside a measured part (loading, warm-up) is written as the outcome of every corpus left."""
     started_ns = time.perf_counter_ns()
     spec = PassSpec(**json.loads(Path(argv[0]).read_text(encoding="utf-8")))
-    workdir = Path(spec.workdir)
+    corpora = [(spec.corpus_path, Path(spec.workdir))] + [(m["corpus_path"], Path(m["workdir"])) for m in spec.more]
+    written: list[PassOutcome] = []
     try:
-        outcome = run(spec, started_ns)
+        loaded, outcome = load(spec, started_ns)
+        for corpus_path, workdir in corpora:
+            if written:  # a later corpus: the child's load and warm-up were the first corpus's
+                outcome = PassOutcome(tokenizer_parallelism=loaded.parallel, device=str(loaded.device),
+                                      deterministic=determinism(spec.seed),
+                                      missing_measurements={LOAD_S: LOADED_ONCE, WARMUP_S: LOADED_ONCE})
+            measure_corpus(spec, loaded, corpus_path, workdir, outcome).write(workdir)
+            written.append(outcome)
     except BaseException as exc:  # noqa: BLE001 - the launcher reads every ending as an outcome
         from gpucost_mlflow.execution import faults
 
         cause = exc.cause if isinstance(exc, PassFailure) else exc  # a workload failing in warm-up
-        outcome = PassOutcome(reason=faults.reason(cause), error="".join(traceback.format_exception(cause)))
-    outcome.write(workdir)
-    return 0 if outcome.completed else 1
+        failed = PassOutcome(reason=faults.reason(cause), error="".join(traceback.format_exception(cause)))
+        for _, workdir in corpora[len(written):]:
+            failed.write(workdir)
+        written.append(failed)
+    return 0 if all(outcome.completed for outcome in written) else 1
 
 
 if __name__ == "__main__":

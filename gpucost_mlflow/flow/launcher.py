@@ -79,20 +79,41 @@ def execute(request: PassRequest) -> PassResult:
                                             beat)
         except BaseException as exc:
             beat.stop()
-            _close_unrecorded(client, run.info.run_id, exc)
+            close_unrecorded(client, run.info.run_id, exc)
             raise
     if interrupted:
         raise KeyboardInterrupt
     return result
 
 
-def _close_unrecorded(client, run_id: str, exc: BaseException) -> None:
+def close_unrecorded(client, run_id: str, exc: BaseException) -> None:
     """Record why the launcher stopped before the attempt was written; never hides the original error."""
     if isinstance(exc, KeyboardInterrupt):
         reason, state = "interrupted (launcher stopped before the attempt was recorded)", "KILLED"
     else:
         reason, state = f"error in the launcher: {one_line(exc, named=True)}", "FAILED"
     pass_run.close_unrecorded(client, run_id, reason, state)
+
+
+@dataclass
+class Opened:
+    """A pass whose run is open and its start recorded, waiting for its child's outcome: what judging it needs."""
+
+    request: PassRequest
+    prepared: Prepared
+    run: Run
+    workdir: Path
+    started: recording.Started
+    needs_reference: bool
+    reference: object
+
+
+def begin(request: PassRequest, prepared: Prepared, client: MlflowClient, run: Run, workdir: Path) -> Opened:
+    """Inside the open run, while the store is needed: the start record, then the reference pass it is judged against."""
+    started = recording.record_start(request, prepared, client, run, workdir)
+    needs_reference = judging.reference_needed(request, prepared)
+    reference = judging.reference_pass(client, run.info.experiment_id, prepared, workdir) if needs_reference else None
+    return Opened(request, prepared, run, workdir, started, needs_reference, reference)
 
 
 def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, experiment_name: str, run: Run,
@@ -103,18 +124,24 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
     published; if the store went away meanwhile, the entry waits there for `gpucost sync`. The heartbeat
     (its own thread, swallowing store errors) stops just before the attempt is published.
     """
-    started = recording.record_start(request, prepared, client, run, workdir)
-    needs_reference = judging.reference_needed(request, prepared)
-    reference = judging.reference_pass(client, run.info.experiment_id, prepared, workdir) if needs_reference else None
-
+    opened = begin(request, prepared, client, run, workdir)
     sampler = system_metrics.Sampler(client, run.info.run_id, prepared.protocol.system_metrics_interval_s).start()
     try:
         outcome, interrupted = _run_child(request, prepared, workdir)
     finally:
         sampler.stop()
+    return finish(opened, client, experiment_name, outcome, interrupted, locked_now, beat), interrupted
+
+
+def finish(opened: Opened, client: MlflowClient, experiment_name: str, outcome: PassOutcome, interrupted: bool,
+           locked_now: bool, beat: heartbeat.Heartbeat) -> PassResult:
+    """The child's outcome judged and recorded: the attempt written to the spool, its run's heartbeat ended, then
+    published."""
+    request, prepared, run, workdir = opened.request, opened.prepared, opened.run, opened.workdir
     stopped_ms = int(time.time() * 1000)
     eval_started = time.perf_counter_ns()
-    judged, back, audit_record = judging.judge_outcome(request, prepared, outcome, workdir, needs_reference, reference)
+    judged, back, audit_record = judging.judge_outcome(request, prepared, outcome, workdir, opened.needs_reference,
+                                                       opened.reference)
     metrics = judging.attempt_metrics(outcome, judged, (time.perf_counter_ns() - eval_started) / 1e9)
     verdict = judging.verdict(prepared, outcome, judged, metrics, audit_record)
     metric_entities, outcome_tags = writer.outcome_batch(
@@ -127,18 +154,18 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
     if table is not None:
         (workdir / schema.PREVIEW).write_text(json.dumps(table, ensure_ascii=False), encoding="utf-8")
         outcome_tags.append(RunTag(schema.LOGGED_ARTIFACTS, json.dumps([{"path": schema.PREVIEW, "type": "table"}])))
-    ended = {**started.tags, **{tag.key: tag.value for tag in outcome_tags}}
+    ended = {**opened.started.tags, **{tag.key: tag.value for tag in outcome_tags}}
     outcome_tags.append(RunTag(schema.NOTE, descriptions.pass_note(ended, {m.key: m.value for m in metric_entities})))
     (workdir / schema.VERDICT).write_text(json.dumps(verdict, indent=2), encoding="utf-8")
     if outcome.error or judged.status == Status.FAILED:
         (workdir / schema.ERROR).write_text(outcome.error or judged.reason, encoding="utf-8")
     end_status = ("KILLED" if interrupted else "FAILED") if judged.status == Status.FAILED else "FINISHED"
-    record = recording.attempt_record(request, run, experiment_name, started, end_status, outcome, outcome_tags,
+    record = recording.attempt_record(request, run, experiment_name, opened.started, end_status, outcome, outcome_tags,
                                       metric_entities)
     result = PassResult(run.info.run_id, judged.status, judged.reason, metrics, locked_now)
-    beat.stop()  # the attempt is recorded now: no heartbeat may race its publication
+    beat.finish(run.info.run_id)  # the attempt is recorded now: no heartbeat may race its publication
     result.spooled = recording.publish(client, record, workdir)
-    return result, interrupted
+    return result
 
 
 def _flags(request: PassRequest, prepared: Prepared, outcome: PassOutcome, metrics: dict) -> list[RunTag]:
@@ -157,10 +184,9 @@ def _flags(request: PassRequest, prepared: Prepared, outcome: PassOutcome, metri
     return [RunTag(key, value) for key, value in found.items() if value]
 
 
-def _run_child(request: PassRequest, prepared: Prepared, workdir: Path) -> tuple[PassOutcome, bool]:
-    """The pass's child (a lanes variant: one per lane, merged), started with its spec and read back: its outcome and
-    whether the launcher was interrupted."""
-    spec = runner.PassSpec(
+def spec_of(request: PassRequest, prepared: Prepared, workdir: Path) -> runner.PassSpec:
+    """The child's spec of one pass: its corpus, model and work folder, the variant's settings, the protocol's rules."""
+    return runner.PassSpec(
         corpus_path=str(request.corpus_path.resolve()),
         model_path=str(request.model_path.resolve()),
         workdir=str(workdir),
@@ -173,6 +199,12 @@ def _run_child(request: PassRequest, prepared: Prepared, workdir: Path) -> tuple
         min_measured_s=measured_for(request, prepared.protocol) if prepared.lanes is None else None,
         cooldown_s=prepared.protocol.cooldown_s,
     )
+
+
+def _run_child(request: PassRequest, prepared: Prepared, workdir: Path) -> tuple[PassOutcome, bool]:
+    """The pass's child (a lanes variant: one per lane, merged), started with its spec and read back: its outcome and
+    whether the launcher was interrupted."""
+    spec = spec_of(request, prepared, workdir)
     if request.on_child_start is not None:
         request.on_child_start(workdir)
     if prepared.lanes is not None:

@@ -166,7 +166,8 @@ def _decided(configs: list[Configuration], protocol: Protocol, catalog: Catalog,
                          required_passes=protocol.passes_per_variant, max_spread_ratio=protocol.max_spread_ratio,
                          side_by_side=bool(protocol.deliverables.get("side_by_side")),
                          inputs_per_deliverable=protocol.corpus_size, today=today,
-                         max_price_age_days=protocol.max_price_age_days, confidence=protocol.confidence)
+                         max_price_age_days=protocol.max_price_age_days, confidence=protocol.confidence,
+                         per_child=protocol.deliverables["per_child"])
     choice = choose(assessments, deadline_declared=protocol.deadline is not None)
     confirmed = confirmations.verdicts(table, choice.chosen, protocol.corpus_size, protocol.confirmation[1])
     choice = hold(choice, confirmed)

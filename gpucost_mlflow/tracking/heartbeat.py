@@ -68,14 +68,22 @@ def stale_reason(tags: dict, start_time_ms: int | None, now: dt.datetime | None 
 
 
 class Heartbeat:
-    """The launcher's daemon thread that rewrites the heartbeat of one open run until stopped."""
+    """The launcher's daemon thread that rewrites the heartbeat of its open runs (one pass's, or every corpus's of a
+    delivery's child) until stopped; a run whose attempt is recorded leaves it (`finish`)."""
 
-    def __init__(self, client: MlflowClient, run_id: str, interval_s: float | None = None):
+    def __init__(self, client: MlflowClient, run_id: str, interval_s: float | None = None, *more: str):
         self.client = client
         self.run_id = run_id
+        self.run_ids = [run_id, *more]
         self.interval_s = INTERVAL_S if interval_s is None else interval_s  # INTERVAL_S read now, as start_tags does
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._beat, name=f"gpucost-heartbeat-{run_id}", daemon=True)
+
+    def finish(self, run_id: str) -> None:
+        """One run's attempt is recorded: it shows no sign of life any more; the last one stops the thread."""
+        self.run_ids = [other for other in self.run_ids if other != run_id]
+        if not self.run_ids:
+            self.stop()
 
     def start(self) -> Heartbeat:
         self._thread.start()
@@ -93,7 +101,8 @@ class Heartbeat:
 
     def _beat(self) -> None:
         while not self._stopped.wait(self.interval_s):
-            try:
-                self.client.set_tag(self.run_id, schema.HEARTBEAT, stamp())
-            except Exception:  # noqa: BLE001, S110 - a store error must never reach the pass (see the module doc)
-                pass
+            for run_id in self.run_ids:
+                try:
+                    self.client.set_tag(run_id, schema.HEARTBEAT, stamp())
+                except Exception:  # noqa: BLE001, S110 - a store error must never reach the pass (see the module doc)
+                    pass

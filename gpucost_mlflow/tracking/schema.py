@@ -34,6 +34,8 @@ CAMPAIGN_ROLE = "campaign"
 # A fleet (`gpucost fleet launch`, docs/fleet.md): its own run, and its id, GPU type and SkyPilot job id on each
 # campaign run and pass run of its jobs, so one filter finds a fleet's passes.
 FLEET_ROLE = "fleet"
+# A delivery (`gpucost deliver`): the parent run of one deliverable pass per corpus, its children's count and per_child.
+DELIVERY_ROLE = "delivery"
 FLEET_ID = "gpucost.fleet.id"
 FLEET_GPU = "gpucost.fleet.gpu"
 FLEET_JOB = "gpucost.fleet.job_id"

@@ -92,6 +92,7 @@ class Rules:
     today: dt.date | None = None  # the report's date: the age of a price
     max_price_age_days: int | None = None
     confidence: float = DEFAULT_CONFIDENCE  # the separation test's (core/measurement/stats.py)
+    per_child: int | None = None  # deliverables.per_child: corpora one child processes (None: all of them)
 
     @property
     def deadline_hours(self) -> float | None:
@@ -304,7 +305,7 @@ def assess_one(config: Configuration, rules: Rules) -> Assessment:
     else:
         count, note = streams(rules, offers, config.gpus)
         item.forecast = forecast(rules.plan, rules.expected_deliverables, config.durations, config.medians,
-                                 config.attempt_spans, config.walls_estimated, count, note)
+                                 config.attempt_spans, config.walls_estimated, count, note, rules.per_child)
         if item.forecast is None:
             item.forecast_note = "no completed pass to size the window"
     _deadline(item, rules.plan or {}, rules.deadline)
@@ -329,8 +330,9 @@ def assess_one(config: Configuration, rules: Rules) -> Assessment:
 def assess(configs: list[Configuration], catalog: Catalog, plan: dict | None, deadline: dt.datetime | None,
            expected_deliverables: int, *, required_passes: int | None = None, max_spread_ratio: float | None = None,
            side_by_side: bool = False, inputs_per_deliverable: int | None = None, today: dt.date | None = None,
-           max_price_age_days: int | None = None, confidence: float = DEFAULT_CONFIDENCE) -> list[Assessment]:
+           max_price_age_days: int | None = None, confidence: float = DEFAULT_CONFIDENCE,
+           per_child: int | None = None) -> list[Assessment]:
     """Feasibility, stability, forecast, deadline and every covering plan of each configuration (its device's rows)."""
     rules = Rules(catalog, plan, deadline, expected_deliverables, required_passes, max_spread_ratio, side_by_side,
-                  inputs_per_deliverable, today, max_price_age_days, confidence)
+                  inputs_per_deliverable, today, max_price_age_days, confidence, per_child)
     return [assess_one(config, rules) for config in configs]

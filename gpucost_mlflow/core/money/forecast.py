@@ -4,7 +4,9 @@ window = setup + declared waiting
        + every comparison attempt run on the device, on the real schedule: the union of their run wall
          times per host, so attempts run side by side on one lot's GPUs count once (failed, rejected and
          excluded attempts included; the plain sum is kept beside it)
-       + (1 + planned restarts) x (load + warm-up)       the deliverables' own start-up and each restart
+       + (children + planned restarts) x (load + warm-up)  the deliverables' own start-ups and each restart: one child
+                                                         per `deliverables.per_child` corpora of a stream (one child
+                                                         for all of them when the protocol does not declare it)
        + ceil(expected deliverables / streams) x (pass + evaluation + export)
 
 A configuration that uses several GPUs (lanes) has that parallelism inside its measured pass already;
@@ -41,10 +43,22 @@ class Forecast:
     streams: int = 1  # deliverables processed side by side (1: one after another)
     streams_note: str = "one deliverable after another"
     conversion_h: float = 0.0  # an engine's export or conversion, paid once per rental (its cache serves restarts)
+    per_child: int | None = None  # deliverables.per_child: corpora one child processes (None: all of a stream's)
+    startup_each_h: float = 0.0  # one load + warm-up, the median's
+
+    def children(self, deliverables: int) -> int:
+        """The children one stream starts for this volume, each loading and warming up once."""
+        if self.per_child is None:
+            return 1
+        return max(1, math.ceil(math.ceil(deliverables / self.streams) / self.per_child))
+
+    def startup_for(self, deliverables: int) -> float:
+        """The start-up hours at another volume: the declared volume's, with its children counted again."""
+        return self.startup_h + (self.children(deliverables) - self.children(self.deliverables)) * self.startup_each_h
 
     def hours_for(self, deliverables: int, which: int = 1) -> float:
         """The window for another volume, from the same terms (which: 0 fastest, 1 median, 2 slowest pass)."""
-        fixed = self.setup_h + self.waiting_h + self.comparisons_h + self.startup_h + self.conversion_h
+        fixed = self.setup_h + self.waiting_h + self.comparisons_h + self.startup_for(deliverables) + self.conversion_h
         return fixed + math.ceil(deliverables / self.streams) * self.per_deliverable_h[which]
 
     @property
@@ -77,11 +91,21 @@ class Forecast:
         return (f"{self.setup_h:g} h setup + {self.waiting_h:g} h waiting + {_h(self.comparisons_h)} comparisons "
                 f"({self.comparisons} attempt{'s' if self.comparisons != 1 else ''} on this device on the real "
                 f"schedule{saved}{estimated}) + "
-                f"{_h(self.startup_h)} start-up ((1 + {self.restarts} restarts) x load + warm-up) + "
+                f"{_h(self.startup_h)} start-up ({self._starts()} x load + warm-up) + "
                 + (f"{_h(self.conversion_h)} engine export (once per rental) + " if self.conversion_h else "")
                 + f"{_h(self.deliverables_h)} "
                 f"for {self.deliverables:,} expected deliverable{'s' if self.deliverables != 1 else ''}, "
                 f"{self.streams_note} (forecast)")
+
+
+    def _starts(self) -> str:
+        """'(1 + 1 restarts)', or '(8 children of 500 corpora + 1 restarts)' under deliverables.per_child."""
+        if self.per_child is None:
+            return f"(1 + {self.restarts} restarts)"
+        children = self.children(self.deliverables)
+        return (f"({children:,} child{'ren' if children != 1 else ''} of {self.per_child:,} "
+                f"corp{'ora' if self.per_child != 1 else 'us'}{' per stream' if self.streams > 1 else ''} + "
+                f"{self.restarts} restarts)")
 
 
 def _h(hours: float) -> str:
@@ -90,11 +114,13 @@ def _h(hours: float) -> str:
 
 def forecast(plan: dict, expected_deliverables: int, durations: Durations, medians: dict,
              attempts: tuple[Span, ...], estimated: int = 0, streams: int = 1,
-             streams_note: str = "one deliverable after another") -> Forecast | None:
+             streams_note: str = "one deliverable after another", per_child: int | None = None) -> Forecast | None:
     """The forecast from the plan's assumptions and the measurements; None without a completed pass to size it."""
     if not durations.values:
         return None
     startup_s = medians.get(LOAD_S, 0.0) + medians.get(WARMUP_S, 0.0)
+    shape = Forecast(0, 0, 0, 0, 0, 0, 0, expected_deliverables, (0, 0, 0), streams=max(1, streams),
+                     per_child=per_child)
     after_s = medians.get(EVAL_S, 0.0) + medians.get(EXPORT_S, 0.0)
     return Forecast(
         setup_h=float(plan["setup_hours"]),
@@ -103,11 +129,13 @@ def forecast(plan: dict, expected_deliverables: int, durations: Durations, media
         comparisons=len(attempts),
         comparisons_estimated=estimated,
         restarts=int(plan["planned_restarts"]),
-        startup_h=(1 + plan["planned_restarts"]) * startup_s / 3600,
+        startup_h=(shape.children(expected_deliverables) + plan["planned_restarts"]) * startup_s / 3600,
         deliverables=expected_deliverables,
         per_deliverable_h=tuple((value + after_s) / 3600 for value in (durations.minimum, durations.median, durations.maximum)),
         comparisons_sum_h=sum_seconds(attempts) / 3600,
         streams=max(1, streams),
         streams_note=streams_note,
         conversion_h=medians.get(CONVERT_S, 0.0) / 3600,
+        per_child=per_child,
+        startup_each_h=startup_s / 3600,
     )

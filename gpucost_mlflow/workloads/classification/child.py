@@ -1,5 +1,6 @@
 """The built-in classifier in the pass's child: its tokenizer and model loaded for the variant's settings, and the
-runner's classifier batches, FLOP count and predictions export (execution/runner.py) handed over as its `Work`."""
+runner's classifier batches (execution/runner.py), its FLOP count and predictions export (records.py) handed over
+as its `Work`."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from gpucost_mlflow.workloads.base import Work
 def load(spec, device) -> Work:
     """The classifier of spec.model_path at the variant's precision, quantization, attention and compile."""
     from gpucost_mlflow.execution import models, runner
+    from gpucost_mlflow.workloads.classification import records
 
     settings = spec.settings
     tokenizer = models.load_tokenizer(Path(spec.model_path))
@@ -22,7 +24,7 @@ def load(spec, device) -> Work:
     label_names = [model.config.id2label[i] for i in range(model.config.num_labels)]
     return Work(
         tokenizer, model, runner.process,
-        lambda predictions, pass_s: runner.utilisation(model.config.to_dict(), settings, device, predictions, pass_s),
-        lambda folder, predictions, duplicate_at: runner.write_predictions(folder / PREDICTIONS, predictions,
-                                                                           label_names, duplicate_at),
+        lambda predictions, pass_s: records.utilisation(model.config.to_dict(), settings, device, predictions, pass_s),
+        lambda folder, predictions, duplicate_at: records.write_predictions(folder / PREDICTIONS, predictions,
+                                                                            label_names, duplicate_at),
     )

@@ -27,7 +27,8 @@ def load(spec, device) -> Work:
     are part of the pass's load time and recorded apart as convert_s."""
     import torch
 
-    from gpucost_mlflow.execution import models, runner
+    from gpucost_mlflow.execution import models
+    from gpucost_mlflow.workloads.classification import records
 
     record, settings = spec.workload_settings["engine"], spec.settings
     torch_model = models.load_classifier(Path(spec.model_path), torch.device("cpu"), "fp32", "none", "sdpa", False)
@@ -39,7 +40,7 @@ def load(spec, device) -> Work:
     return Work(
         models.load_tokenizer(Path(spec.model_path)), session, process,
         partial(_utilisation, config, settings, device, convert_s),
-        lambda folder, predictions, duplicate_at: runner.write_predictions(folder / PREDICTIONS, predictions,
+        lambda folder, predictions, duplicate_at: records.write_predictions(folder / PREDICTIONS, predictions,
                                                                            label_names, duplicate_at),
         memory=ort.memory,
     )
@@ -75,6 +76,6 @@ def process(ids, texts, tokenizer, session, settings, device, on_batch: Callable
 
 def _utilisation(config: dict, settings: dict, device, convert_s: float | None, predictions, pass_s) -> dict:
     """The classifier's FLOP count (the same arithmetic as on torch) and the export's seconds when it ran here."""
-    from gpucost_mlflow.execution import runner
+    from gpucost_mlflow.workloads.classification import records
 
-    return engines.with_conversion(runner.utilisation(config, settings, device, predictions, pass_s), convert_s)
+    return engines.with_conversion(records.utilisation(config, settings, device, predictions, pass_s), convert_s)

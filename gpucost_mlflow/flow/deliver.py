@@ -1,0 +1,128 @@
+"""A delivery (`gpucost deliver --corpora DIR`): many production corpora through one child each `per_child` of them,
+loading and warming up once per child, as the forecast counts start-up (`deliverables.per_child`).
+
+Every corpus is checked before any run exists. Each is one deliverable pass (its own nested run under the delivery's
+run, judged and exported as `gpucost pass --role deliverable` judges and exports it); its load and warm-up are the
+child's first corpus's, and the others say so as missing measurements.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.inputs.variants import Variant, load_series, load_variants
+from gpucost_mlflow.execution import child
+from gpucost_mlflow.flow import launcher
+from gpucost_mlflow.flow.preparation import PassRequest, Prepared, prepare
+from gpucost_mlflow.tracking import delivery_run, experiments, heartbeat, pass_run, store, system_metrics
+
+
+@dataclass(frozen=True)
+class DeliveryPlan:
+    """What a delivery runs: one variant over every corpus of a folder, `per_child` corpora per child (None: all)."""
+
+    variant: Variant
+    corpora: tuple[Path, ...]
+    model_path: Path
+    experiment: str
+    protocol_path: Path
+    variants_path: Path
+    code_root: Path
+    per_child: int | None = None
+
+
+@dataclass
+class Delivered:
+    """How a delivery ended: its run, each corpus's pass result in order, the children that ran."""
+
+    run_id: str
+    results: list[launcher.PassResult]
+    children: int
+
+
+def corpora_in(folder: Path) -> tuple[Path, ...]:
+    """The folder's corpus files (*.jsonl), in name order; none is refused in one line."""
+    if not folder.is_dir():
+        raise GpucostError(f"{folder}: not a folder of corpora")
+    found = tuple(sorted(folder.glob("*.jsonl")))
+    if not found:
+        raise GpucostError(f"{folder}: no corpus (*.jsonl) to deliver")
+    return found
+
+
+def deliver(plan: DeliveryPlan, on_child: Callable[[int, list[launcher.PassResult]], None] | None = None) -> Delivered:
+    """Every corpus checked, the experiment locked once, then one child per `per_child` corpora."""
+    if plan.variant.lanes > 1:
+        raise GpucostError(f"{plan.variant.name} runs in lanes: deliver it corpus by corpus with `gpucost pass --role "
+                           "deliverable` (one child per lane)")
+    requests = [PassRequest(variant=plan.variant, corpus_path=corpus, model_path=plan.model_path,
+                            experiment=plan.experiment, protocol_path=plan.protocol_path,
+                            variants_path=plan.variants_path, role="deliverable", code_root=plan.code_root)
+                for corpus in plan.corpora]
+    prepared = [prepare(request) for request in requests]
+    store.bound_http_retries()
+    store.check()
+    client = store.client()
+    experiment_id, name = experiments.resolve(client, plan.experiment, create=True)
+    locked_now = experiments.lock(client, experiment_id, name, prepared[0].protocol, prepared[0].protocol_text)
+    if plan.variant.series:
+        series = load_series(plan.variants_path)[plan.variant.series]
+        experiments.lock_series(client, experiment_id, name, series.declaration(load_variants(plan.variants_path)))
+    run_id = delivery_run.open_delivery(client, experiment_id, plan.variant.name, len(requests), plan.per_child)
+    requests = [replace(request, parent_run_id=run_id) for request in requests]
+    delivered, state = Delivered(run_id, [], 0), "FAILED"
+    size = plan.per_child or len(requests)
+    try:
+        for first in range(0, len(requests), size):
+            results = _one_child(requests[first:first + size], prepared[first:first + size], client,
+                                 (experiment_id, name), locked_now, run_id)
+            delivered.results += results
+            delivered.children += 1
+            if on_child is not None:
+                on_child(delivered.children, results)
+        state = "FINISHED"
+    except KeyboardInterrupt:
+        state = "KILLED"
+        raise
+    finally:
+        delivery_run.close_delivery(client, run_id, [r.status for r in delivered.results], delivered.children, state)
+    return delivered
+
+
+def _one_child(requests: list[PassRequest], prepared: list[Prepared], client, experiment: tuple[str, str],
+               locked_now: bool, delivery_id: str) -> list[launcher.PassResult]:
+    """One child for these corpora: their runs opened and started, the child run once over all of them, then each
+    corpus's outcome judged and recorded; a launcher stopped on the way closes the runs it had not recorded."""
+    protocol, (experiment_id, experiment_name) = prepared[0].protocol, experiment
+    with tempfile.TemporaryDirectory(prefix="gpucost-delivery-") as temp:
+        folders = [Path(temp) / f"{number:05d}" for number in range(len(requests))]
+        for folder in folders:
+            folder.mkdir()
+        runs = [pass_run.open_run(client, experiment_id, r.variant.name, r.parent_run_id) for r in requests]
+        beat = heartbeat.Heartbeat(client, runs[0].info.run_id, None, *(run.info.run_id for run in runs[1:])).start()
+        results: list[launcher.PassResult] = []
+        try:
+            opened = [launcher.begin(r, p, client, run, f) for r, p, run, f in zip(requests, prepared, runs, folders)]
+            spec = launcher.spec_of(requests[0], prepared[0], folders[0])
+            spec.more = [{"corpus_path": str(r.corpus_path.resolve()), "workdir": str(f)}
+                         for r, f in zip(requests[1:], folders[1:])]
+            sampler = system_metrics.Sampler(client, delivery_id, protocol.system_metrics_interval_s).start()
+            try:
+                code, interrupted = child.run(spec, folders[0])
+            finally:
+                sampler.stop()
+            for one in opened:
+                outcome = child.read_outcome(one.workdir, code, interrupted)
+                results.append(launcher.finish(one, client, experiment_name, outcome, interrupted, locked_now, beat))
+        except BaseException as exc:
+            beat.stop()
+            for run in runs[len(results):]:
+                launcher.close_unrecorded(client, run.info.run_id, exc)
+            raise
+    if interrupted:
+        raise KeyboardInterrupt
+    return results
