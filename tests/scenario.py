@@ -62,6 +62,16 @@ def attempt_writer() -> Callable[..., str]:
     return attempt
 
 
+def lock_to(protocol_path: Path) -> str:
+    """Lock the scenario's experiment to another protocol than the shipped one (its digest and text); its id."""
+    client = MlflowClient()
+    experiment_id = client.get_experiment_by_name(EXPERIMENT).experiment_id
+    for key, value in ((schema.PROTOCOL_DIGEST, load_protocol(protocol_path).digest),
+                       (schema.PROTOCOL_TEXT, protocol_path.read_text())):
+        client.set_experiment_tag(experiment_id, key, value)
+    return experiment_id
+
+
 def report(catalog: Path = CATALOG, protocol_path: Path = SHIPPED_PROTOCOL):
     """The decision report's model of the experiment and its balance table."""
     return build(EXPERIMENT, load_protocol(protocol_path), protocol_path, load_catalog(catalog), load_variants(VARIANTS))

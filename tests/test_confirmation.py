@@ -55,20 +55,12 @@ def test_without_a_long_enough_run_the_choice_is_not_yet_confirmed():
 
 @pytest.mark.unit
 def test_confirm_marks_a_slowed_configuration_not_confirmed_and_the_decision_then_commits_nothing(experiment, tmp_path):
-    from mlflow.tracking import MlflowClient
-
-    from gpucost_mlflow.core.inputs.protocol import load_protocol
     from gpucost_mlflow.report import card, standing
-    from gpucost_mlflow.tracking import schema
-    from tests.scenario import EXPERIMENT, RTX, report
+    from tests.scenario import RTX, lock_to, report
     from tests.test_report import protocol_like_shipped
 
     protocol = protocol_like_shipped(tmp_path, drop_deadline=True, append="confirmation: {min_s: 600}\n")
-    client = MlflowClient()
-    experiment_id = client.get_experiment_by_name(EXPERIMENT).experiment_id
-    for key, value in ((schema.PROTOCOL_DIGEST, load_protocol(protocol).digest),
-                       (schema.PROTOCOL_TEXT, protocol.read_text())):
-        client.set_experiment_tag(experiment_id, key, value)
+    lock_to(protocol)
     for hours in (14.8, 14.85, 14.9, 14.95, 15.0):
         experiment("batch4", RTX, hours * H)
     before, _ = report(protocol_path=protocol)

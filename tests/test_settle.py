@@ -58,15 +58,12 @@ def test_settle_on_an_undecided_store_runs_only_the_undecided_to_equal_counts_wi
     from gpucost_mlflow.report import card
     from gpucost_mlflow.tracking import experiments, schema
     from tests.helpers import CATALOG, VARIANTS, cli_runner
-    from tests.scenario import B200, EXPERIMENT, RTX, report
+    from tests.scenario import B200, EXPERIMENT, RTX, lock_to, report
     from tests.test_report import protocol_like_shipped
 
     protocol = protocol_like_shipped(tmp_path, drop_deadline=True, append="settle: {max_passes_per_variant: 8}\n")
     client = MlflowClient()
-    experiment_id = client.get_experiment_by_name(EXPERIMENT).experiment_id
-    for key, value in ((schema.PROTOCOL_DIGEST, load_protocol(protocol).digest),
-                       (schema.PROTOCOL_TEXT, protocol.read_text())):
-        client.set_experiment_tag(experiment_id, key, value)  # the scenario's experiment, locked to this protocol
+    experiment_id = lock_to(protocol)  # the scenario's experiment, locked to this protocol
     for a, b in zip(UNDECIDED_A, UNDECIDED_B):
         experiment("batch4", RTX, a * H)
         experiment("batch8", RTX, b * H)

@@ -19,6 +19,7 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.corpus import read_corpus
 from gpucost_mlflow.core.inputs.protocol import Protocol, load_protocol
 from gpucost_mlflow.core.inputs.variants import Variant, get_variant, load_variants
+from gpucost_mlflow.core.judging.seeds import DEFAULT_SEED
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement import lanes as lane_rules
 from gpucost_mlflow.core.measurement.repetitions import timed_seconds
@@ -109,7 +110,7 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
     else:
         opened = _open(client, experiment_id, experiment_name, plan, protocol, parent_from_mlflow_run)
 
-    slots = rotated(opened.variants, opened.passes)
+    slots = rotated(opened.variants, opened.passes, protocol.seeds)
     existing = opened.attempts_by_slot()
     todo = remaining(slots, existing)
     display.on_plan(opened.campaign_id, len(slots), len(todo))
@@ -188,7 +189,8 @@ def _open(client, experiment_id: str, experiment_name: str, plan: CampaignPlan, 
     campaign_id = "c" + uuid.uuid4().hex[:10]
     return CampaignRun.open(client, experiment_id, campaign_id, descriptions.campaign_name(campaign_id, variants),
                             variants, passes, protocol.digest, CACHE_POLICY,
-                            [slot.record() for slot in rotated(variants, passes)], parent_from_mlflow_run, plan.tags)
+                            [slot.record() for slot in rotated(variants, passes, protocol.seeds)], parent_from_mlflow_run,
+                            plan.tags)
 
 
 def _request(plan: CampaignPlan, opened: CampaignRun, experiment_name: str, slot: Slot, state: SlotState, variant: Variant,
@@ -211,6 +213,7 @@ def _request(plan: CampaignPlan, opened: CampaignRun, experiment_name: str, slot
         parent_run_id=opened.run_id,
         slot_tags=tags,
         on_child_start=display.on_child_start,
+        seed=slot.seed if slot.seed is not None else DEFAULT_SEED,
     )
 
 

@@ -32,10 +32,12 @@ def reference_needed(request: PassRequest, prepared: Prepared) -> bool:
 
 
 def reference_pass(client: MlflowClient, experiment_id: str, prepared: Prepared, workdir: Path):
-    """The latest accepted reference pass on the same corpus and model (its outputs read back), or None."""
+    """The latest accepted reference pass on the same corpus and model, at the same seed under a protocol declaring
+    seeds (its outputs read back), or None."""
     manifest = prepared.manifest
+    seed = str(manifest["seeds"]["torch"]) if prepared.protocol.seeds else ""
     run = rejudge.find_reference(client, experiment_id, prepared.reference.name, manifest["corpus"]["fingerprint"],
-                                 manifest["model"]["revision"])
+                                 manifest["model"]["revision"], seed)
     if run is None:
         return None
     return rejudge.load_reference(run, registry.output(prepared.protocol.acceptance.output), prepared.protocol,

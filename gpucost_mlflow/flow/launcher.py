@@ -198,6 +198,7 @@ def spec_of(request: PassRequest, prepared: Prepared, workdir: Path) -> runner.P
         # A lanes pass is not repeated: its lanes would repeat out of step; a short one is flagged instead.
         min_measured_s=measured_for(request, prepared.protocol) if prepared.lanes is None else None,
         cooldown_s=prepared.protocol.cooldown_s,
+        seed=request.seed,
     )
 
 

@@ -18,9 +18,11 @@ from gpucost_mlflow.core.inputs.fingerprints import sha256_file
 from gpucost_mlflow.core.inputs.manifest import build_manifest
 from gpucost_mlflow.core.inputs.protocol import Protocol, load_protocol
 from gpucost_mlflow.core.inputs.variants import Variant, get_variant
+from gpucost_mlflow.core.judging.seeds import DEFAULT_SEED
 from gpucost_mlflow.execution import environment, faults, lanes, models, runner
 from gpucost_mlflow.flow import workloads
 from gpucost_mlflow.tracking import schema
+from gpucost_mlflow.workloads import registry
 
 
 @dataclass
@@ -41,6 +43,7 @@ class PassRequest:
     slot_tags: dict = field(default_factory=dict)
     on_child_start: Callable[[Path], None] | None = None
     repeat: bool = True  # a confirmation pass repeats its clock for confirmation.min_s unless it only gives outputs
+    seed: int = DEFAULT_SEED  # the seed its child runs with: one of the protocol's seeds (core/judging/seeds.py)
 
 
 @dataclass
@@ -129,7 +132,8 @@ def prepare(request: PassRequest) -> Prepared:
         dependencies=environment.package_versions(),
         warmup={**runner.WARMUP_RULE, **protocol.warmup},
         seeds={
-            "torch": runner.SEED,
+            "torch": request.seed,
+            "workload_deterministic": registry.of_settings(request.variant.settings()).deterministic,
             "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
             "cudnn_deterministic": bool(torch.backends.cudnn.deterministic),
             "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),

@@ -14,10 +14,11 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.corpus import write_atomic
 from gpucost_mlflow.core.inputs.protocol import Protocol
 from gpucost_mlflow.core.inputs.variants import Variant
+from gpucost_mlflow.core.judging.seeds import every_seed
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.money.catalog import Catalog, dated
 from gpucost_mlflow.core.money.choice import Choice, break_evens, choose, decide, hold
-from gpucost_mlflow.core.money.decision import NO_DEADLINE, Assessment, Configuration, assess
+from gpucost_mlflow.core.money.decision import NO_DEADLINE, Assessment, Configuration, assess, feasibility
 from gpucost_mlflow.report import alternatives, confirmations, plots, render, short, standing, tables
 from gpucost_mlflow.report.bill import bill_lines
 from gpucost_mlflow.tracking import decision_run, descriptions, exclusions, experiments, limits, schema, store, ui
@@ -52,7 +53,8 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
     table, experiment_tags = attempts(experiment, client)
     warnings = [w for w in protocol_warnings(table, experiment_tags, protocol_path)
                 if not (what_if and w.startswith(CHANGED_PROTOCOL))]
-    configs = tables.configurations(table, protocol.corpus_size)
+    configs = every_seed(tables.configurations(table, protocol.corpus_size), protocol.seeds,
+                         lambda config: feasibility(config, protocol.passes_per_variant))
     warnings += tables.identity_notes(configs)
     warnings += stage_notes(table, configs, protocol.settle_max_passes)
     assessments, choice, decision, confirmed = _decided(configs, protocol, catalog, today, table)
@@ -83,6 +85,7 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         settle=settle_command(experiment, protocol, protocol_path, catalog, variants_path, choice.undecided),
         reproduce=protocol.reproduce,
         confirmations=confirmed,
+        seeds=protocol.seeds,
         confirm=command("confirm", experiment, protocol_path, variants_path, catalog),
         experiment_id=experiments.named(client, experiment).experiment_id,
         ui_root=ui.root(client.tracking_uri),

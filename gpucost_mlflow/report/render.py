@@ -85,6 +85,7 @@ class Report:
     reproduce: str = "bounded-deviation"  # what the protocol declares a repetition is to reproduce
     confirmations: dict = field(default_factory=dict)  # the chosen configurations' Confirmation, by name
     confirm: str = ""  # the exact `gpucost confirm` command of this decision
+    seeds: tuple = ()  # the protocol's seeds (none: every pass at seed 0)
     ui_root: str = LOCAL_UI  # the MLflow UI run links open: the tracking server, else where `mlflow ui` serves by default
     rejudged: list[str] = field(default_factory=list)  # pending passes `gpucost report` judged first, one line each
     what_if: str = ""  # 'what-if protocol other.yaml (changed deadline)' when decided under another protocol than the lock
@@ -150,7 +151,7 @@ def _optional_md(report: Report) -> list[str]:
 def _scope_md(report: Report) -> list[str]:
     """The closing section (scope, reproducibility; PROTOCOL.md §1, §7, §12) and the licences footer."""
     return ([f"## {scope.TITLE}", "", "**Scope.**", ""] + [f"- {line}" for line in scope.covers(report.attempts, report.catalog)]
-            + ["", "**Reproducibility.**", ""] + [f"- {line}" for line in scope.reproducible(report.attempts, report.reproduce)]
+            + ["", "**Reproducibility.**", ""] + [f"- {line}" for line in scope.reproducible(report.attempts, report.reproduce, report.seeds)]
             + ["", "---", "", "**Licences and sources.**", ""] + [f"- {line}" for line in scope.licences()] + [""])
 
 
@@ -254,7 +255,7 @@ def _scope_html(report: Report) -> list[str]:
         return "<ul>" + "".join(f"<li>{e(line)}</li>" for line in lines) + "</ul>"
 
     return [f'<h2 id="scope">{e(scope.TITLE)}</h2>', "<h3>Scope</h3>", items(scope.covers(report.attempts, report.catalog)),
-            "<h3>Reproducibility</h3>", items(scope.reproducible(report.attempts, report.reproduce)),
+            "<h3>Reproducibility</h3>", items(scope.reproducible(report.attempts, report.reproduce, report.seeds)),
             f'<footer id="licences"><hr><p><b>Licences and sources.</b></p>{items(scope.licences())}</footer>']
 
 

@@ -12,7 +12,7 @@ import pandas as pd
 
 from gpucost_mlflow.core.inputs import shipped, sources
 from gpucost_mlflow.core.inputs.generation import DECODING
-from gpucost_mlflow.execution.runner import SEED
+from gpucost_mlflow.core.judging.seeds import DEFAULT_SEED
 
 TITLE = "What this decision covers"
 LICENCES_DOC = "docs/licences.md"
@@ -110,11 +110,24 @@ NOT_MLPERF = ("Not an MLPerf result nor a certification: it keeps MLPerf Inferen
 NOT_OTHER_USES = ("Not an interactive service (arrival pattern, concurrency and acceptable latency were not tested), not "
                   "training, not another corpus or model: each needs its useful unit and checks defined again and a new "
                   "comparison (PROTOCOL.md §12).")
-SEEDS = (f"Seeds and deterministic flags: every pass seeds torch with {SEED} (torch.manual_seed in the child) and "
-         "records, in its manifest (`seeds`), its verdict.json (`deterministic`) and its run params (`seed.*`), whether "
-         "torch's deterministic algorithms, cuDNN deterministic mode and cuDNN benchmark were on; a pass does not force "
-         f"them. Generation decoding is {DECODING['decoding']}; the demo classifier is trained with "
-         "torch.use_deterministic_algorithms(True) and gives bit-identical weights (docs/model.md).")
+SEED_FLAGS = ("(torch.manual_seed in the child) and records, in its manifest (`seeds`), its verdict.json "
+              "(`deterministic`) and its run params (`seed.*`), whether torch's deterministic algorithms, cuDNN "
+              "deterministic mode and cuDNN benchmark were on; a pass does not force them. The built-in workloads are "
+              f"deterministic (no sampling: a forward pass, or generation decoding {DECODING['decoding']}), so their "
+              "outputs do not depend on the seed (`seed.workload_deterministic`); user code is not known to be. The demo "
+              "classifier is trained with torch.use_deterministic_algorithms(True) and gives bit-identical weights "
+              "(docs/model.md).")
+
+
+def seeds_line(seeds: tuple[int, ...]) -> str:
+    """The seeds the passes ran with: the protocol's, each kept apart, or seed 0 for every pass."""
+    if seeds:
+        return (f"Seeds and deterministic flags: the protocol declares seeds {', '.join(map(str, seeds))}; every variant "
+                "ran its passes at each, each seed's passes are a configuration of their own judged against the "
+                "reference at the same seed, and a configuration is chosen only when every seed holds; each pass seeds "
+                f"torch with its seed {SEED_FLAGS}")
+    return (f"Seeds and deterministic flags: the protocol declares no seeds, so every pass seeds torch with "
+            f"{DEFAULT_SEED} {SEED_FLAGS}")
 MANIFEST_STACK = ("The manifest's stack (manifest.json, run params `stack.*`, environment.txt): backend, torch build, CUDA "
                   "or HIP runtime, cuDNN, driver, device names and properties, CPU, threads, platform and Python, beside "
                   "the corpus fingerprint and order, the model and tokenizer revisions, the code commit and every "
@@ -146,12 +159,12 @@ def covers(attempts: pd.DataFrame, catalog: str) -> list[str]:
     return [offline, NOT_MLPERF, NOT_OTHER_USES]
 
 
-def reproducible(attempts: pd.DataFrame, reproduce: str = "bounded-deviation") -> list[str]:
+def reproducible(attempts: pd.DataFrame, reproduce: str = "bounded-deviation", seeds: tuple[int, ...] = ()) -> list[str]:
     """What can be repeated (PROTOCOL.md §7): the seed, the deterministic flags, the manifest's stack, what the
     protocol declares is to be reproduced, and the limit."""
     seen = stacks(attempts)
     count = f"Stacks seen in the attempts table: {len(seen)}" + ("." if seen else " (no attempt).")
-    return [SEEDS, MANIFEST_STACK, f"{REPRODUCED[reproduce]} {OTHER_STACKS}", count, *seen]
+    return [seeds_line(seeds), MANIFEST_STACK, f"{REPRODUCED[reproduce]} {OTHER_STACKS}", count, *seen]
 
 
 def licences() -> list[str]:

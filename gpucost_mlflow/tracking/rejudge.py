@@ -76,11 +76,14 @@ def _model_labels(client: MlflowClient, run_id: str, folder: Path) -> list[str]:
     return list(json.loads(Path(path).read_text(encoding="utf-8"))["model"]["labels"])
 
 
-def find_reference(client: MlflowClient, experiment_id: str, reference: str, fingerprint: str, model_revision: str):
-    """The latest accepted pass of the reference variant on the same corpus and model, or None."""
+def find_reference(client: MlflowClient, experiment_id: str, reference: str, fingerprint: str, model_revision: str,
+                   seed: str = ""):
+    """The latest accepted pass of the reference variant on the same corpus and model (and seed, when given: a
+    protocol's seeds are judged apart), or None."""
+    same_seed = f" AND params.`{schema.SEED_TORCH}` = '{seed}'" if seed else ""
     return search.newest_by_fact(client, experiment_id, schema.CORPUS_FINGERPRINT, fingerprint, (
         f"tags.`{schema.VARIANT}` = '{reference}' AND tags.`{schema.STATUS}` = '{Status.ACCEPTED}' "
-        f"AND params.`{schema.MODEL_REVISION}` = '{model_revision}'"))
+        f"AND params.`{schema.MODEL_REVISION}` = '{model_revision}'{same_seed}"))
 
 
 def _verdict(run_id: str, folder: Path) -> dict:
@@ -135,7 +138,8 @@ def rejudge(experiment: str, protocol: Protocol, client: MlflowClient | None = N
     with tempfile.TemporaryDirectory(prefix="gpucost-rejudge-") as temp:
         folder = Path(temp)
         for run in pending:
-            key = (schema.run_facts(run).get(schema.CORPUS_FINGERPRINT, ""), run.data.params.get(schema.MODEL_REVISION, ""))
+            key = (schema.run_facts(run).get(schema.CORPUS_FINGERPRINT, ""), run.data.params.get(schema.MODEL_REVISION, ""),
+                   run.data.params.get(schema.SEED_TORCH, "") if protocol.seeds else "")
             if key not in references:
                 references[key] = find_reference(client, experiment_id, reference_name, *key)
             reference_run = references[key]

@@ -189,6 +189,7 @@ STACK_RECORDED = ("gpucost_version",)  # recorded on every pass, not part of the
 # Pass params (params_from_manifest): `setting.<key>` per variant setting, `seed.<key>`, `stack.<key>`.
 SETTING_PREFIX = "setting."
 SEED_PREFIX = "seed."
+SEED_TORCH = f"{SEED_PREFIX}torch"  # the seed a pass ran with (the protocol's seeds; 0 without them)
 STACK_PREFIX = "stack."
 MODEL_REVISION = "model.revision"
 TOKENIZER_REVISION = "model.tokenizer_revision"

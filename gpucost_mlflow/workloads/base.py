@@ -50,6 +50,9 @@ class Kind:
     name: str  # the `workload:` value (user code: the kind `python`, declared as python:PATH_OR_MODULE)
     output: str  # labels | embeddings | generations; "" when it tells by what it returns (user code)
     package: str  # the folder's module path: <package>.child and <package>.launch
+    # Whether its outputs depend on no seed: the built-in kinds are (no sampling: a classifier's and an embedder's
+    # forward pass, greedy generation); user code is not known to be, so a protocol's seeds matter there.
+    deterministic: bool = True
 
     def child(self, engine: str = "torch") -> ModuleType:
         """The child-process side on an engine (workloads/engines.py): `load(spec, device) -> Work`; torch's is

@@ -28,7 +28,7 @@ SHIPPED = (
     Kind("classification", "labels", "gpucost_mlflow.workloads.classification"),
     Kind("embeddings", "embeddings", "gpucost_mlflow.workloads.embeddings"),
     Kind("generation", "generations", "gpucost_mlflow.workloads.generation"),
-    Kind("python", "", "gpucost_mlflow.workloads.user_code"),
+    Kind("python", "", "gpucost_mlflow.workloads.user_code", deterministic=False),
 )
 DEFAULT = SHIPPED[0].name  # a variant that names no workload runs the built-in classifier
 PYTHON = "python"  # user code, declared as python:PATH_OR_MODULE (core/inputs/workloads.py)

@@ -16,6 +16,7 @@ class Slot:
     round: int
     position: int
     variant: str
+    seed: int | None = None  # the protocol's seed this pass runs with (None: the protocol declares no seeds)
 
     @property
     def key(self) -> str:
@@ -25,16 +26,18 @@ class Slot:
         return asdict(self)
 
 
-def rotated(variants: Sequence[str], passes: int) -> list[Slot]:
-    """Round r runs the variants shifted by r-1: 1-4-8, 4-8-1, 8-1-4, 1-4-8, ..."""
+def rotated(variants: Sequence[str], passes: int, seeds: Sequence[int] = ()) -> list[Slot]:
+    """Round r runs the variants shifted by r-1: 1-4-8, 4-8-1, 8-1-4, 1-4-8, ...; under a protocol's seeds every
+    variant at every seed, the pairs rotated alike, so each seed gets the protocol's passes in rotated order."""
     if not variants:
         raise ValueError("a campaign needs at least one variant")
+    units = [(variant, seed) for seed in seeds for variant in variants] if seeds else [(v, None) for v in variants]
     slots = []
     for round_ in range(1, passes + 1):
-        shift = (round_ - 1) % len(variants)
-        order = list(variants[shift:]) + list(variants[:shift])
-        for position, variant in enumerate(order, start=1):
-            slots.append(Slot(len(slots) + 1, round_, position, variant))
+        shift = (round_ - 1) % len(units)
+        order = units[shift:] + units[:shift]
+        for position, (variant, seed) in enumerate(order, start=1):
+            slots.append(Slot(len(slots) + 1, round_, position, variant, seed))
     return slots
 
 

@@ -11,7 +11,8 @@ from dataclasses import astuple, dataclass, fields
 
 LABELS = {"workload": "workload", "engine": "engine", "lanes": "lanes", "model_revision": "model revision", "corpus_fingerprint": "corpus",
           "torch_build": "torch build", "cuda_runtime": "CUDA runtime", "hip_runtime": "HIP runtime", "driver": "driver",
-          "torch_version": "torch", "transformers_version": "transformers", "engine_version": "engine version"}
+          "torch_version": "torch", "transformers_version": "transformers", "engine_version": "engine version",
+          "seed": "seed"}
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class Identity:
     torch_version: str = ""
     transformers_version: str = ""
     engine_version: str = ""
+    seed: str = ""  # the seed its passes ran with (params `seed.torch`): a protocol's seeds are kept apart
 
     @classmethod
     def columns(cls) -> tuple[str, ...]:

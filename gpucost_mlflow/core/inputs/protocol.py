@@ -19,6 +19,7 @@ from gpucost_mlflow.core.inputs.acceptance import DEFAULT_OUTPUT, Acceptance
 from gpucost_mlflow.core.inputs.generation import GenerationSettings
 from gpucost_mlflow.core.inputs.generation import parse as parse_generation
 from gpucost_mlflow.core.inputs.protocol_fields import refuse_other_outputs, refuse_unknown
+from gpucost_mlflow.core.judging import seeds as seed_rules
 from gpucost_mlflow.core.money.costs import CENT
 from gpucost_mlflow.core.names import ACCURACY, MACRO_F1
 from gpucost_mlflow.workloads import registry
@@ -77,6 +78,7 @@ class Protocol:
     # confirmation: (file, min_s): the confirmation corpus ('' for confirmation.jsonl beside the comparison corpus) and
     # the seconds `gpucost confirm` runs the chosen configuration on it at least
     confirmation: tuple[str, float] = ("", method.DEFAULT_CONFIRMATION_S)
+    seeds: tuple[int, ...] = ()  # seeds: every variant's passes at each, kept apart (core/judging/seeds.py); () seed 0
 
 
 def digest_of(data: bytes) -> str:
@@ -174,6 +176,7 @@ def load_protocol(path: Path) -> Protocol:
         reproduce=method.reproduce(path, document.get("reproduce")),
         settle_max_passes=method.settle(path, document, f),
         confirmation=method.confirmation(path, document.get("confirmation")),
+        seeds=seed_rules.parse(str(path), document.get("seeds")),
         max_spread_ratio=_spread_ratio(path, document.get("max_spread_ratio")),
         max_price_age_days=(f.positive("max_price_age_days") if document.get("max_price_age_days") is not None
                             else None),

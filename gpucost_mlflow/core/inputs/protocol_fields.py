@@ -30,6 +30,7 @@ FIELDS: dict = {
     "max_spread_ratio": None,
     "confidence": None,
     "reproduce": None,
+    "seeds": None,
     "settle": {"max_passes_per_variant": None},
     "confirmation": {"file": None, "min_s": None},
     "max_price_age_days": None,

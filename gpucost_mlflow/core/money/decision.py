@@ -47,6 +47,7 @@ class Configuration:
     pass_causes: tuple[str, ...] = ()  # what was seen beside each duration (another pass at the same time), or ''
     excluded: tuple[ExcludedPass, ...] = ()
     output_tokens_per_input: float | None = None  # median over accepted passes (generation); None for other outputs
+    seeds_missing: str = ""  # a declared seed of its variant without a feasible configuration (core/judging/seeds.py)
     input_tokens_per_input: float | None = None  # median over accepted passes: the tokens an endpoint bills as input
 
     @property
@@ -249,6 +250,8 @@ def feasibility(config: Configuration, required: int | None = None) -> tuple[boo
     short = under_sampled(len(counted), required)
     if short:
         return False, f"{short}: fewer countable passes than passes_per_variant; run the missing passes{besides}"
+    if config.seeds_missing:
+        return False, f"not every seed of the protocol holds ({config.seeds_missing})"
     return True, f"{len(counted)} of {len(counted)} attempts accepted{besides}"
 
 
