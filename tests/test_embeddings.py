@@ -218,7 +218,8 @@ def test_an_embeddings_campaign_rejudges_bf16_by_cosine_and_the_report_decides(s
     # One pass each (this protocol's passes_per_variant): no interval can tell them apart, so at one price they tie.
     page = (out / "report.md").read_text()
     assert "Decision (tied): embed-batch8" in page and "No decision" not in page
-    assert page.count("not yet confirmed: no confirmation run yet (`gpucost confirm --experiment emb") == 1
+    assert "all 2 not yet confirmed (each one's rate: Confirmation, below)" in page
+    assert page.count("(`gpucost confirm --experiment emb") == 1  # the exact command, said once
 
     # Each tied configuration is confirmed on the disjoint confirmation corpus for confirmation.min_s; bf16 is judged
     # against the reference's outputs on that corpus, run first unless embed-batch8's own confirmation gave them.

@@ -71,15 +71,15 @@ def _assessment(variant: str, committed: str | None) -> Assessment:
 @pytest.mark.unit
 def test_the_decision_run_is_named_for_the_chosen_configuration_or_the_reason_there_is_none():
     chosen = Choice([_assessment("batch8", "110.00")])
-    assert descriptions.decision_name(chosen, example_prices=False) == "decision: batch8"
-    assert descriptions.decision_name(chosen, example_prices=True) == "decision: batch8 · what-if"
-    assert descriptions.decision_name(chosen, True, what_if_protocol=True) == "decision: batch8 · what-if protocol"
+    assert descriptions.decision_name(chosen, example_prices=False) == "batch8 · chosen"
+    assert descriptions.decision_name(chosen, example_prices=True) == "batch8 · chosen · what-if"
+    assert descriptions.decision_name(chosen, True, what_if_protocol=True) == "batch8 · chosen · what-if protocol"
     tied = Choice([_assessment("batch4", "110.00"), _assessment("batch8", "110.00")])
-    assert descriptions.decision_name(tied, False) == "decision (tie of 2): batch4 +1"
-    assert descriptions.decision_name(choose([]), False) == "decision: none (no benchmark pass in this experiment)"
+    assert descriptions.decision_name(tied, False) == "batch4 +1 · tied"
+    assert descriptions.decision_name(choose([]), False) == "no benchmark pass in this experiment · no decision"
     unpriced = _assessment("batch8", None)
     unpriced.priced = "not priced: NVIDIA B200 has no package"
-    assert descriptions.decision_name(choose([unpriced]), False) == "decision: none (nothing priced)"
+    assert descriptions.decision_name(choose([unpriced]), False) == "nothing priced · no decision"
 
 
 @pytest.mark.unit
@@ -87,11 +87,11 @@ def test_a_decision_run_name_fits_sixty_characters_with_the_reports_short_names(
     variants = ["batch64-bf16-lengthgrouped", "batch8-lengthgrouped", "batch8-bf16", "batch4", "batch1", "batch8"]
     tie = Choice([_assessment(v, "0.50") for v in variants])
     named = short.names([a.configuration for a in tie.chosen]).of
-    assert descriptions.decision_name(tie, True, named=named) == "decision (tie of 6): batch64-bf16-lg +5 · what-if"
+    assert descriptions.decision_name(tie, True, named=named) == "batch64-bf16-lg +5 · tied · what-if"
     long = Choice([_assessment("batch64-bf16-lengthgrouped-compiled-" + "x" * 60, "1.00")] * 6)
     for name in (descriptions.decision_name(long, True, True), descriptions.decision_name(tie, True, True)):
         assert len(name) <= descriptions.DECISION_NAME and name.endswith(" · what-if protocol")
-    assert descriptions.decision_name(long, False).endswith(" +5")
+    assert descriptions.decision_name(long, False).endswith(" +5 · tied")
     assert len(descriptions.decision_name(choose([]), True, True)) <= descriptions.DECISION_NAME
 
 
@@ -280,9 +280,9 @@ def test_after_a_campaign_and_its_report_every_run_has_a_unique_name_and_a_descr
     for key in [*medians, schema.PASSES_FINISHED]:  # logged once at the finish, not a running series
         assert len(client.get_metric_history(campaign.info.run_id, key)) == 1, key
 
-    assert experiment.tags[schema.NOTE].startswith("### Which configuration classifies the test slice")
+    assert experiment.tags[schema.NOTE].startswith("Which configuration classifies the test slice")  # words, not Markdown
     none, decided = sorted(_runs(client, experiment.experiment_id, schema.DECISION_ROLE), key=lambda r: r.info.start_time)
-    assert none.info.run_name == "decision: none (nothing priced)"
+    assert none.info.run_name == "nothing priced · no decision"
     assert none.data.tags[schema.DECISION] == "none"
     assert none.data.tags[schema.SUPERSEDED_BY] == decided.info.run_id  # the newer decision replaced it
     assert none.data.tags[schema.NOTE].startswith(f"{descriptions.SUPERSEDED} at ")
@@ -291,7 +291,8 @@ def test_after_a_campaign_and_its_report_every_run_has_a_unique_name_and_a_descr
     assert decided.data.tags[schema.DECISION] == "decided", decided.data.tags[schema.NOTE]
     assert schema.SUPERSEDED_BY not in decided.data.tags
     name = decided.info.run_name
-    assert name.startswith("decision") and name.endswith(" · what-if") and len(name) <= descriptions.DECISION_NAME
+    assert (" · tied" in name or " · chosen" in name) and name.endswith(" · what-if")
+    assert len(name) <= descriptions.DECISION_NAME
     chosen = decided.data.tags[schema.DECISION_VARIANT].split(" or ")  # two configurations at one cost may tie
     assert set(chosen) <= {"batch1", "batch8"} and chosen[0] in name
     currency = decided.data.tags[schema.DECISION_CURRENCY].lower()
@@ -430,10 +431,10 @@ def test_each_pass_shows_its_configurations_standing_in_the_latest_decision(expe
     client = MlflowClient()
     standing = {run_id: client.get_run(run_id).data.tags.get(schema.STANDING) for run_id in [*fast, *slow, rejected]}
     assert {standing[run_id] for run_id in fast} == {"chosen"}
-    assert {standing[run_id] for run_id in slow} <= {"runner-up", "late"} and standing[rejected] == "rejected"
+    assert {standing[run_id] for run_id in slow} <= {"costs more", "slower at the same cost", "misses the deadline"} and standing[rejected] == "infeasible"
     (decided,) = client.search_runs([client.get_experiment_by_name("scenario").experiment_id],
                                     filter_string=f"tags.`{schema.ROLE}` = '{schema.DECISION_ROLE}'")
-    assert decided.info.run_name == "decision: batch8"
+    assert decided.info.run_name == "batch8 · chosen"
     assert ui.runs_path(decided.info.experiment_id) in decided.data.tags[schema.NOTE]
 
 

@@ -50,14 +50,41 @@ def test_a_tie_is_said_in_the_card_with_the_passes_that_would_settle_it():
                                              "batch8-lg (Noether's estimate for the separation test, 80 % power)")
 
 
-def test_an_undecided_choice_says_so_and_how_many_passes_would_settle_it():
+def test_an_undecided_card_still_says_what_to_rent_what_to_run_what_is_in_doubt_and_how_to_settle_it():
+    # batch64-bf16-lg (median 5.8 s, slowest 6.0) at 4.00 and batch8-lg (5.8 s, slowest 8.0) at 4.50 USD: the plan
+    # that covers the slowest pass of both is batch8-lg's 9 h, 4.50 USD; 0.50 USD depends on which is faster.
     lines = card.lines(decided_report(changed=NOISE_PRICED, figures=False))
     assert lines == [
-        ("No decision", "undecided: the price difference is bought by noise (PROTOCOL.md §6)"),
-        ("Between", ("batch64-bf16-lg at 4.00 USD, batch8-lg at 4.50 USD: their durations do not separate, yet their "
-                    "slowest-pass plans differ in price")),
-        ("Would settle it", "about 9 passes per configuration would separate batch64-bf16-lg from batch8-lg"),
+        ("No decision", ("undecided between batch64-bf16-lg at 4.00 USD, batch8-lg at 4.50 USD: their durations do "
+                         "not separate, yet their slowest-pass plans differ in price (PROTOCOL.md §6)")),
+        ("Rent", ("4.50 USD committed for cpu hourly, 1 lot, 9 h billed (min 1 h, per 1 h): it covers the slowest pass "
+                  "of every undecided configuration; an example price, not a quote")),
+        ("Run", "batch64-bf16-lg, the fastest median (5.600 s), or any of them: the plan covers each"),
+        ("In doubt", ("0.50 USD: the rent beyond the cheapest of their own plans (batch64-bf16-lg at 4.00 USD), while "
+                      "it is not known which is really faster")),
+        ("Settle", "about 9 passes per configuration would separate batch64-bf16-lg from batch8-lg"),
     ]
+
+
+def test_every_standing_in_the_table_the_figures_and_the_runs_is_one_of_the_defined_words():
+    from gpucost_mlflow.report import standing
+
+    for changed in (None, TIED, NOISE_PRICED):
+        report = decided_report(changed=changed)
+        table = sections.decision_table(report)
+        words = {row[1].split(" [")[0].split(":")[0].split(" (")[0] for row in table.rows}
+        assert words <= set(standing.WORDS), words - set(standing.WORDS)
+        drawn = [report.figures["cost_volume"].alt, report.figures["durations"].alt]
+        for alt in drawn:
+            found = {part.split("(")[-1] for part in alt.replace(")", "(").split("(") if part}
+            assert not {"runner-up", "other timely", "rejected", "late", "no decision"} & found
+        assert "no decision" not in " ".join(row[1] for row in table.rows)
+        committed = [row[5] for row in table.rows]
+        prices = [float(c.split()[0]) for c in committed if c[:1].isdigit()]
+        assert prices == sorted(prices)  # the first table is sorted by committed cost
+    undecided = decided_report(changed=NOISE_PRICED)
+    stands = {row[0]: row[1] for row in sections.decision_table(undecided).rows}
+    assert stands[f"batch8 on {CPU}"] == "costs more"  # feasible, priced, timely: never "no decision" nor "left out"
 
 
 def test_no_decision_names_the_reason_and_what_would_change_it():
@@ -134,8 +161,68 @@ def test_both_figures_are_written_as_png_next_to_report_html_and_returned_for_th
     for name in ("cost-volume.png", "durations.png"):
         assert paths[name].read_bytes().startswith(b"\x89PNG") and paths[name].parent == paths["report.html"].parent
     assert report.figures["cost_volume"].alt.startswith("Committed cost against volume (USD")
-    assert "batch64-bf16-lg (chosen), batch8-lg (runner-up), batch8-int8 (rejected)" in report.figures["cost_volume"].alt
+    assert ("batch64-bf16-lg (chosen), batch8-lg (costs more), batch8-int8 (infeasible)"
+            in report.figures["cost_volume"].alt)
     page = paths["report.html"].read_text()
     assert page.index('alt="Committed cost against volume') < page.index('id="decision"') < page.index('id="durations"')
     assert "![Committed cost against volume" in paths["report.md"].read_text()
     assert "Committed cost per configuration" not in page and not hasattr(plots, "cost")  # the bar chart went
+
+
+def test_a_memory_peak_a_configuration_did_not_record_is_no_bar_and_said_not_recorded():
+    from gpucost_mlflow.report.tables import Summary
+
+    report = decided_report(figures=False)
+    configs = [a.configuration for a in report.assessments[:2]]
+    summaries = [Summary(configs[0], {"mem_peak_rss_bytes": 2 ** 30}, "rss", None, {}),
+                 Summary(configs[1], {}, "", None, {})]
+    figure = plots.memory(summaries, short.names(configs))
+    assert figure.png.startswith(b"\x89PNG")
+    assert figure.alt == f"Peak memory per configuration and counter ({short.names(configs).of(configs[1])}: " \
+                         "mem_peak_rss_bytes not recorded)"
+
+
+def test_an_undecided_decision_run_logs_each_candidates_cost_and_hours_and_the_money_in_doubt():
+    from gpucost_mlflow.core.money.choice import doubt
+    from gpucost_mlflow.tracking import decision_run
+
+    report = decided_report(changed=NOISE_PRICED, figures=False)
+    named = short.names([a.configuration for a in report.assessments]).of
+    group = report.choice.undecided
+    found = decision_run.candidate_figures({named(a.configuration): a for a in group}, doubt(group).in_doubt)
+    assert {key: value for key, value in found.items() if not key.startswith("forecast")} == {
+        "candidates": 2.0, "committed_cost_usd/batch64-bf16-lg": 4.0, "committed_cost_usd/batch8-lg": 4.5,
+        "in_doubt_usd": 0.5}
+    assert sorted(key for key in found if key.startswith("forecast")) == [
+        "forecast_slowest_h/batch64-bf16-lg", "forecast_slowest_h/batch8-lg"]
+    assert decision_run.candidate_figures({}) == {"candidates": 0.0}  # nothing priced: still says what it decided
+
+
+def test_a_table_whose_measured_cells_are_all_empty_is_one_line_with_its_reason():
+    from gpucost_mlflow.report.cells import Table, empty
+
+    table = Table("energy", ["device", "variant", "energy (J)", "net (J)"], keys=2)
+    for variant in ("batch1", "batch8"):
+        table.rows.append(["cpu", variant, empty(table, "no energy counter on this CPU"), empty(table, "no cooldown_s")])
+    line = "energy (J), net (J): empty for all 2 configurations: no energy counter on this CPU; no cooldown_s."
+    assert render._md_table(table) == line and line in render._html_table(table)
+    table.rows[0][2] = "12.0"
+    assert render._md_table(table).startswith("| device |")
+
+
+def test_a_shortened_line_is_cut_between_words_or_path_parts_never_inside_one():
+    from gpucost_mlflow.tracking.descriptions import short
+
+    said = short("energy counter unavailable: /sys/class/powercap/intel-rapl:0/energy_uj not readable by this "
+                 "user (permission denied)", 60)
+    assert said == "energy counter unavailable: /sys … (permission denied)" and len(said) <= 60
+
+
+def test_a_planned_start_before_the_report_is_said_to_be_past():
+    import dataclasses
+    import datetime as dt
+
+    report = dataclasses.replace(decided_report(figures=False), written=dt.date(2026, 12, 2))
+    assert dict(card.lines(report))["Window"].endswith("; from the declared start 2026-10-01, now past")
+    assert "(past: this report was written on 2026-12-02; the window still runs from the declared start" \
+        in sections.plan_text(report)

@@ -70,7 +70,7 @@ def test_settle_on_an_undecided_store_runs_only_the_undecided_to_equal_counts_wi
         experiment("batch1", B200, a / 10 * H)  # ten times faster on a dearer lot: it separates, never run again
     before, _ = report(protocol_path=protocol)
     assert before.decision.startswith("No decision: undecided between batch4")
-    settle_line = dict(card.lines(before))["Would settle it"]
+    settle_line = dict(card.lines(before))["Settle"]
     assert (f"`gpucost campaign --settle --experiment scenario --protocol {protocol} --catalog {CATALOG}` runs them, up "
             "to the protocol's 8 passes per configuration, and reads the decision once") in settle_line
 

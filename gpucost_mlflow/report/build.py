@@ -17,7 +17,7 @@ from gpucost_mlflow.core.inputs.variants import Variant
 from gpucost_mlflow.core.judging.seeds import every_seed
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.money.catalog import Catalog, dated
-from gpucost_mlflow.core.money.choice import Choice, break_evens, choose, decide, hold
+from gpucost_mlflow.core.money.choice import Choice, break_evens, choose, decide, doubt, hold
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, Assessment, Configuration, assess, feasibility
 from gpucost_mlflow.report import alternatives, confirmations, plots, render, short, standing, tables
 from gpucost_mlflow.report.bill import bill_lines
@@ -32,6 +32,11 @@ PRICES_TEXT = ("Every catalog row as the report read it, with the date its price
 NOT_MEASURED_TITLE = "Offers not measured"
 NOT_MEASURED_TEXT = ("Catalog rows for GPUs no pass here ran on: a device that was not measured is never priced. A "
                      "campaign on one of them would add it to the decision. Per GPU: its rows and the cheapest lot.")
+CONFIRMATION_TITLE = "Confirmation"
+CONFIRMATION_TEXT = ("Each chosen configuration run on the disjoint confirmation corpus for at least the protocol's "
+                     "confirmation.min_s, judged by the same bars (`gpucost confirm`): confirmed when quality held and "
+                     "its rate stayed at or above its slowest benchmark pass's, the rate the committed plan is sized at; "
+                     "a choice not confirmed is not committed (docs/costs.md, \"Confirmation\").")
 CHANGED_PROTOCOL = "protocol changed after results"  # reader.protocol_warnings' warning, which a what-if supersedes
 
 
@@ -86,6 +91,7 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         reproduce=protocol.reproduce,
         confirmations=confirmed,
         seeds=protocol.seeds,
+        written=today,
         confirm=command("confirm", experiment, protocol_path, variants_path, catalog),
         experiment_id=experiments.named(client, experiment).experiment_id,
         ui_root=ui.root(client.tracking_uri),
@@ -95,7 +101,9 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         lists=[(PRICES_TITLE, PRICES_TEXT, prices),
                (alternatives.TITLE, alternatives.TEXT,
                 alternatives.endpoint_lines(assessments, choice, protocol, today, allow_stale)),
-               (NOT_MEASURED_TITLE, NOT_MEASURED_TEXT, _not_measured(catalog, {c.device for c in configs}))],
+               (NOT_MEASURED_TITLE, NOT_MEASURED_TEXT, _not_measured(catalog, {c.device for c in configs})),
+               (CONFIRMATION_TITLE, CONFIRMATION_TEXT, [f"{name}: {found.verdict} ({found.figures})"
+                                                        for name, found in confirmed.items()])],
         bill=bill_lines(decision_run.latest_bill(client, experiments.named(client, experiment).experiment_id)),
     )
     if configs:
@@ -222,7 +230,9 @@ def log(experiment: str, report: render.Report, paths: dict[str, Path], client: 
     outside = int((report.attempts["campaign_id"].fillna("") == "").sum()) if len(report.attempts) else 0
     note = descriptions.decision_note(report.decision, choice, report.assessments, campaigns, experiment_id, outside,
                                       report.protocol_digest, report.catalog, report.example_prices,
-                                      what_if=report.what_if, what_if_digest=report.what_if_digest)
+                                      what_if=report.what_if, what_if_digest=report.what_if_digest,
+                                      standings={a.configuration.name: standing.role(a, choice)
+                                                 for a in report.assessments})
     tags = {schema.NOTE: note, schema.DECISION: "decided" if choice.decided else "none",
             schema.DECISION_CAMPAIGNS: ",".join(campaigns)[:limits.TAG_VALUE]}
     metrics = {}
@@ -232,9 +242,12 @@ def log(experiment: str, report: render.Report, paths: dict[str, Path], client: 
         tags[schema.DECISION_DEVICE] = " or ".join(dict.fromkeys(a.configuration.device for a in chosen))
         tags[schema.DECISION_CURRENCY] = chosen[0].currency
         metrics = decision_run.figures(chosen[0])
+    named = short.names([a.configuration for a in report.assessments]).of
+    found = doubt(choice.undecided)
+    metrics.update(decision_run.candidate_figures({named(a.configuration): a for a in choice.chosen or choice.undecided},
+                                                  found.in_doubt if found else None))
     params = {schema.DECISION_CATALOG: report.catalog[:limits.PARAM_VALUE], schema.DECISION_DEADLINE: report.deadline,
               schema.DECISION_EXPERIMENT: experiment}
-    named = short.names([a.configuration for a in report.assessments]).of
     name = descriptions.decision_name(choice, report.example_prices, bool(report.what_if), named)
     return decision_run.log_decision(client, experiment_id, name, report.what_if_digest or report.protocol_digest,
                                      tags, params, metrics, list(paths.values()), _standings(report))

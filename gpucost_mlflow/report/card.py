@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from gpucost_mlflow.core.measurement.confirmation import NOT_YET
 from gpucost_mlflow.core.measurement.stats import DEFAULT_CONFIDENCE, repetitions_needed, separate
 from gpucost_mlflow.core.money import costs, units
-from gpucost_mlflow.core.money.choice import NOT_HELD
+from gpucost_mlflow.core.money.choice import NOT_HELD, doubt
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, NO_PLAN, Assessment
 from gpucost_mlflow.core.money.plans import Plan
 from gpucost_mlflow.report import short, standing
@@ -62,17 +62,23 @@ def _run(chosen: list[Assessment], names: short.Names) -> str:
 
 
 def _confirmed(report: Report, names: short.Names) -> str:
-    """Whether the choice held on its confirmation run: each chosen configuration's verdict and figures, and the
-    command that runs it while none exists."""
-    said = []
-    for a in report.choice.chosen:
-        found = report.confirmations.get(a.configuration.name)
-        if found is None:
-            continue
-        who = f"{names.of(a.configuration)} " if len(report.choice.chosen) > 1 else ""
-        said.append(f"{who}{found.verdict}: {found.figures}")
-    waiting = any(found.verdict == NOT_YET for found in report.confirmations.values())
-    return "; ".join(said) + (f" (`{report.confirm}`)" if waiting and report.confirm and said else "")
+    """Whether the choice held on its confirmation run: one chosen configuration's verdict and figures; for a tie
+    each verdict with the configurations it holds for (figures in the report's Confirmation section); and the command
+    that runs it while any is not yet confirmed."""
+    found = [(a, report.confirmations[a.configuration.name]) for a in report.choice.chosen
+             if a.configuration.name in report.confirmations]
+    if not found:
+        return ""
+    if len(found) == 1:
+        said = f"{found[0][1].verdict}: {found[0][1].figures}"
+    else:
+        by_verdict: dict[str, list[str]] = {}
+        for a, verdict in found:
+            by_verdict.setdefault(verdict.verdict, []).append(names.of(a.configuration))
+        said = "; ".join(f"all {len(who)} {verdict}" if len(who) == len(found) else f"{', '.join(who)} {verdict}"
+                         for verdict, who in by_verdict.items()) + " (each one's rate: Confirmation, below)"
+    waiting = any(verdict.verdict == NOT_YET for _, verdict in found)
+    return said + (f" (`{report.confirm}`)" if waiting and report.confirm else "")
 
 
 def _window(report: Report, a: Assessment) -> str:
@@ -81,6 +87,9 @@ def _window(report: Report, a: Assessment) -> str:
     end = f", ends by {a.forecast_end_high.isoformat(timespec='minutes')}" if a.forecast_end_high else ""
     deadline = (NO_DEADLINE if report.deadline == NO_DEADLINE
                 else f"deadline {report.deadline} ({a.deadline_status or 'not checked'})")
+    start = (a.rules.plan or {}).get("start") if a.rules else None
+    if start is not None and report.written and start.date() < report.written:
+        deadline += f"; from the declared start {start.date().isoformat()}, now past"
     return f"{f.hours:,.1f} h forecast, {f.high_hours:,.1f} h at the slowest pass{end}; {deadline}"
 
 
@@ -144,10 +153,28 @@ def _changes(report: Report, names: short.Names) -> str:
 
 
 def _undecided(report: Report, names: short.Names) -> list[tuple[str, str]]:
-    """An undecided choice: who cannot be told apart at which price, and the passes that would settle it."""
+    """An undecided choice still answers: the plan that covers every undecided configuration's slowest pass (Rent),
+    the fastest median among them (Run), the money that depends on which is really faster (In doubt), and whether and
+    how more passes would settle it (Settle)."""
     group = report.choice.undecided
     first = group[0]
     prices = ", ".join(f"{names.of(a.configuration)} at {costs.money(a.committed, a.currency)}" for a in group)
+    result = [("No decision", (f"undecided between {prices}: their durations do not separate, yet their slowest-pass "
+                              "plans differ in price (PROTOCOL.md §6)"))]
+    found = doubt(group)
+    if found is not None:
+        currency = found.rent.currency
+        example = "; an example price, not a quote" if found.plan.offer.example else ""
+        cheapest = min(group, key=lambda a: a.committed)
+        result += [
+            ("Rent", (f"{costs.money(found.plan.total, currency)} committed for {_plan(found.plan)}: it covers the "
+                     f"slowest pass of every undecided configuration{example}")),
+            ("Run", (f"{names.of(found.fastest.configuration)}, the fastest median "
+                    f"({found.fastest.configuration.durations.median:,.3f} s), or any of them: the plan covers each")),
+            ("In doubt", (f"{costs.money(found.in_doubt, currency)}: the rent beyond the cheapest of their own plans "
+                         f"({names.of(cheapest.configuration)} at {costs.money(cheapest.committed, currency)}), "
+                         "while it is not known which is really faster")),
+        ]
     settle = []
     for other in group[1:]:
         if separate(first.configuration.name, first.configuration.durations.values, other.configuration.name,
@@ -159,9 +186,8 @@ def _undecided(report: Report, names: short.Names) -> list[tuple[str, str]]:
                       f"from {names.of(other.configuration)}" if needed else
                       f"{names.of(first.configuration)} and {names.of(other.configuration)} show no median difference")
     said = "; ".join(settle) or "more passes under the same protocol"
-    return [("No decision", "undecided: the price difference is bought by noise (PROTOCOL.md §6)"),
-            ("Between", f"{prices}: their durations do not separate, yet their slowest-pass plans differ in price"),
-            ("Would settle it", f"{said}; {report.settle}" if report.settle else said)]
+    result.append(("Settle", f"{said}; {report.settle}" if report.settle else said))
+    return result
 
 
 def lines(report: Report) -> list[tuple[str, str]]:

@@ -33,6 +33,16 @@ class Table:
     head: list[str]
     rows: list[list] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    keys: int = 0  # leading columns that name a row; with keys set, a table whose other cells are all empty is one line
+
+    def all_empty(self) -> str:
+        """One line standing for a table none of whose measured cells holds a value: how many rows, and why (its
+        footnotes); '' when any cell holds one, or the table has no key columns."""
+        if not self.keys or not self.rows or any(not str(cell).startswith("empty") for row in self.rows
+                                                 for cell in row[self.keys:]):
+            return ""
+        return (f"{', '.join(self.head[self.keys:])}: empty for all {len(self.rows)} configurations: "
+                + "; ".join(self.notes) + ".")
 
     def note(self, text: str) -> str:
         """'[n]' for text listed once under the table; identical texts share a number."""

@@ -34,8 +34,8 @@ FAR_SHARE = 0.10  # ... and further than this share of the median (five equal pa
 JITTER = 0.07  # vertical offset between one configuration's dots, so five equal durations stay five dots
 # Per standing: colour, marker and whether the marker is hollow (under-sampled: too few passes to count).
 STYLES = {standing.CHOSEN: ("#2ca02c", "o", False), standing.TIED: ("#2ca02c", "D", False),
-          standing.RUNNER_UP: ("#1f77b4", "o", False), standing.TIMELY: ("#7f7f7f", "o", False),
-          standing.UNDECIDED: ("#ff7f0e", "o", False), standing.REJECTED: ("#d62728", "x", False),
+          standing.COSTS_MORE: ("#1f77b4", "o", False), standing.SAME_COST: ("#7f7f7f", "o", False),
+          standing.UNDECIDED: ("#ff7f0e", "o", False), standing.INFEASIBLE: ("#d62728", "x", False),
           standing.LATE: ("#8c564b", "v", False), standing.UNSTABLE: ("#e377c2", "s", False),
           standing.NOT_PRICED: ("#bcbd22", "x", False),
           standing.UNDER_SAMPLED: ("#9467bd", "o", True), standing.LEFT_OUT: ("#7f7f7f", "x", False),
@@ -213,13 +213,19 @@ def cost_volume(assessments: list[Assessment], choice: Choice, names: short.Name
 
 
 def memory(summaries: list[Summary], names: short.Names) -> Figure:
-    """Peak memory per configuration and counter (counters side by side, never added)."""
+    """Peak memory per configuration and counter (counters side by side, never added); a peak a configuration did
+    not record is no bar and a "not recorded" mark, never a bar of 0 MiB."""
     figure, axes = plt.subplots(figsize=(7, 3.2))
     counters = sorted({key for s in summaries for key in s.memory})
     width = 0.8 / max(1, len(counters))
+    missing = []
     for k, counter in enumerate(counters):
-        xs = [i + k * width for i in range(len(summaries))]
-        axes.bar(xs, [s.memory.get(counter, 0) / 2**20 for s in summaries], width=width, label=counter)
+        shown = [(i + k * width, s.memory[counter] / 2**20) for i, s in enumerate(summaries) if counter in s.memory]
+        missing += [(i + k * width, names.of(s.configuration), counter) for i, s in enumerate(summaries)
+                    if counter not in s.memory]
+        axes.bar([x for x, _ in shown], [y for _, y in shown], width=width, label=counter)
+    for x, _, _ in missing:
+        axes.text(x, 0, "not recorded", rotation=90, ha="center", va="bottom", fontsize=7, color="#7f7f7f")
     axes.set_xticks([i + width * (len(counters) - 1) / 2 for i in range(len(summaries))],
                     [names.of(s.configuration) for s in summaries], rotation=20, ha="right")
     axes.set_ylabel("MiB")
@@ -228,8 +234,9 @@ def memory(summaries: list[Summary], names: short.Names) -> Figure:
         axes.legend(loc="best", fontsize=8)
     else:
         axes.text(0.5, 0.5, "no memory peak recorded", ha="center", transform=axes.transAxes)
-    return Figure("Peak memory per configuration and counter", "Peak memory per configuration and counter",
-                  _png(figure))
+    unrecorded = "; ".join(f"{name}: {counter} not recorded" for _, name, counter in missing)
+    alt = "Peak memory per configuration and counter" + (f" ({unrecorded})" if unrecorded else "")
+    return Figure(alt, "Peak memory per configuration and counter", _png(figure))
 
 
 def for_report(summaries: list[Summary], assessments: list[Assessment], choice: Choice) -> dict[str, Figure]:

@@ -11,6 +11,7 @@ MLflow's artifact pane never scrolls it sideways), the durations figure and the 
 
 from __future__ import annotations
 
+import datetime as dt
 import html
 import re
 from dataclasses import dataclass, field
@@ -86,6 +87,7 @@ class Report:
     confirmations: dict = field(default_factory=dict)  # the chosen configurations' Confirmation, by name
     confirm: str = ""  # the exact `gpucost confirm` command of this decision
     seeds: tuple = ()  # the protocol's seeds (none: every pass at seed 0)
+    written: dt.date | None = None  # the day the report was built: a planned start before it is said to be past
     ui_root: str = LOCAL_UI  # the MLflow UI run links open: the tracking server, else where `mlflow ui` serves by default
     rejudged: list[str] = field(default_factory=list)  # pending passes `gpucost report` judged first, one line each
     what_if: str = ""  # 'what-if protocol other.yaml (changed deadline)' when decided under another protocol than the lock
@@ -122,6 +124,8 @@ def _md_cell(cell) -> str:
 
 
 def _md_table(table: Table) -> str:
+    if table.all_empty():
+        return table.all_empty()
     lines = ["| " + " | ".join(_md_cell(h) for h in table.head) + " |", "|" + " --- |" * len(table.head)]
     lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in table.rows]
     lines += [""] + [f"- [{n}] {text}" for n, text in enumerate(table.notes, 1)] if table.notes else []
@@ -210,6 +214,8 @@ def _html_table(table: Table, stacked: bool = False) -> str:
     """A table in its scrolling frame and its footnotes; `stacked`: its rows become blocks of labelled cells on a
     narrow screen (the first table, read in MLflow's artifact pane), never a sideways scroll."""
     e = html.escape
+    if table.all_empty():
+        return f'<p id="{e(table.ident)}">{e(table.all_empty())}</p>'
     kind = ' class="stack"' if stacked else ""
     out = [f'<div class="scroll"><table id="{e(table.ident)}"{kind}><thead><tr>'
            + "".join(_html_cell(h, "th") for h in table.head) + "</tr></thead><tbody>"]

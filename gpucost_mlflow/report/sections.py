@@ -22,7 +22,7 @@ from gpucost_mlflow.core.names import (
     PASS_S,
     USEFUL_FLOP_PER_S,
 )
-from gpucost_mlflow.report import short
+from gpucost_mlflow.report import short, standing
 from gpucost_mlflow.report.cells import Table, cell, empty, lift, pair, run_cell
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ ENERGY_TEXT = ("Energy: the board's (or CPU package's) cumulative counter read j
 
 def energy_table(report: Report) -> Table:
     """Energy per pass and per validated corpus of each configuration, empty with the reason where not measured."""
-    table = Table("energy", ENERGY_HEAD)
+    table = Table("energy", ENERGY_HEAD, keys=2)
     for s in report.summaries:
         c = s.configuration
         per_pass = (f"{s.joules_per_pass:,.1f}" if s.joules_per_pass is not None else empty(table, s.energy_reason))
@@ -242,33 +242,28 @@ DECISION_HEAD = ["configuration", "standing", "median pass_s", "forecast window 
 
 
 def decision_table(report: Report) -> Table:
-    """Every configuration as the decision saw it: chosen (or tied) first, then the timely ones by cost, then the rest."""
+    """Every configuration as the decision saw it, by committed cost (the ones without a committed price last), its
+    standing in report/standing.py's words with why it is out as a footnote."""
     table = Table("decision", DECISION_HEAD)
     choice = report.choice
-    ranked = choice.chosen + choice.undecided + choice.others
-    ordered = ranked + [a for a in report.assessments if not any(a is r for r in ranked)]
-    lowest = choice.chosen[0].committed if choice.chosen else None
-    for a in ordered:
-        if any(a is r for r in choice.chosen):
-            standing = "tied (chosen)" if len(choice.chosen) > 1 else "chosen"
-        elif any(a is r for r in choice.undecided):
-            standing = table.fold("undecided: does not separate from the others marked so, at another price")
-        elif any(a is r for r in choice.others):
-            standing = "slower at the same cost" if a.committed == lowest else "costs more"
-        elif a.under_sampled:
-            standing = a.under_sampled
-        elif not a.feasible:
-            standing = f"infeasible {table.note(a.feasibility)}"
-        elif a.plan is not None and not a.stable:
-            standing = f"unstable: re-measure {table.note(a.unstable)}"
-        elif a.plan is None:
-            standing = table.fold(a.priced)
-        elif a.meets_deadline is False:
-            standing = "misses the deadline"
-        else:
-            standing = table.fold(f"no decision: {choice.none}") if choice.none else ""
+    rank = {id(a): i for i, a in enumerate(choice.chosen + choice.undecided + choice.others)}
+
+    def order(a) -> tuple:
+        committed = a.committed if a.feasible and a.plan is not None else None
+        return (committed is None, committed or 0, rank.get(id(a), len(rank)))
+
+    for a in sorted(report.assessments, key=order):
+        word = standing.role(a, choice)
+        why = {standing.UNDECIDED: "does not separate from the others marked so, at another price",
+               standing.INFEASIBLE: a.feasibility,
+               standing.NOT_PRICED: a.priced,
+               standing.LEFT_OUT: f"no decision: {choice.none}"}.get(word, "")
         f = a.forecast
-        table.rows.append([a.configuration.name, standing, cell(a.configuration.durations.median),
+        said = (a.under_sampled if word == standing.UNDER_SAMPLED else
+                f"{word}: re-measure {table.note(a.unstable)}" if word == standing.UNSTABLE else
+                f"{word} {table.note(why)}" if why else word)
+        table.rows.append([a.configuration.name, said,
+                           cell(a.configuration.durations.median),
                            f"{f.hours:,.3f}" if f else empty(table, a.forecast_note), table.fold(a.deadline_status),
                            _committed(table, a), _per_inputs(table, a), _per_corpus(table, a)])
     return table
@@ -299,18 +294,20 @@ def other_table(report: Report) -> Table:
 ATTEMPT_COLUMNS = ["pass_index", "round", "position", "variant", "device", "status", "reason", PASS_S, MACRO_F1,
                    "quality_verdict", "run_id", EXPECTED_IDS, OBSERVED_IDS, "ids_match", "corpus_accepted",
                    COMPLETED_ENTRIES, MFU_USEFUL, MFU_PADDED, "mfu_reason", "overlapped_with"]
-ATTEMPT_HEAD = ["#", "round", "position", "variant", "device", "status", "reason", PASS_S, "macro-F1", "quality", "run"]
+ATTEMPT_HEAD = ["#", "campaign", "round", "position", "variant", "device", "status", "reason", PASS_S, "macro-F1",
+                "quality", "run"]
 CHECK_HEAD = ["#", "run", "ids expected", "ids observed", "ids match", "corpus accepted", "completed entries",
               "MFU useful / padded", "overlapped with"]
 
 
 def attempt_tables(report: Report) -> tuple[Table, Table]:
-    """The attempts in two narrower tables: outcome, then checks and utilisation; '#' and the run join them."""
+    """The attempts in two narrower tables: outcome, then checks and utilisation; '#' (every attempt numbered once,
+    oldest first, across campaigns) and the run join them, and the campaign each ran in is said."""
     outcome, checks = Table("attempts", ATTEMPT_HEAD), Table("attempt-checks", CHECK_HEAD)
-    for row in report.attempts.to_dict("records"):
-        number = cell(row.get("pass_index"))
+    for index, row in enumerate(report.attempts.to_dict("records"), 1):
+        number = str(index)
         run = run_cell(report, row.get("run_id"))
-        outcome.rows.append([number, cell(row.get("round")), cell(row.get("position")), cell(row.get("variant")),
+        outcome.rows.append([number, cell(row.get("campaign_id")) or "none", cell(row.get("round")), cell(row.get("position")), cell(row.get("variant")),
                              cell(row.get("device")), cell(row.get("status")), outcome.fold(cell(row.get("reason"))),
                              cell(row.get(PASS_S)), cell(row.get(MACRO_F1)), outcome.fold(cell(row.get("quality_verdict")), 16),
                              run])
@@ -369,6 +366,10 @@ def plan_text(report: Report) -> str:
     if p is None:
         return "No plan declared in the protocol: no forecast, so no window to cover and nothing priced (no plan: no forecast)."
     start = p["start"].isoformat() if p.get("start") else "not declared"
+    if p.get("start") and report.written and p["start"].date() < report.written:
+        start += (f" (past: this report was written on {report.written.isoformat()}; the window still runs from the "
+                  "declared start, as pre-registered, so the deadline is checked against the plan, not against a "
+                  "start today)")
     return (f"Forecast, not a measurement, and never counted as accepted deliverables: window = {p['setup_hours']:g} h setup "
             f"+ {p['waiting_hours']:g} h declared waiting + every benchmark attempt run on the device on the real schedule "
             f"(the union of their run wall times per host: attempts run side by side on one lot's GPUs count once; "

@@ -1,6 +1,9 @@
-"""Where each configuration stands against the choice, as the card and the figures show it: chosen, tied,
-runner-up, another timely one, undecided, or left out (rejected, late, unstable, under-sampled, not priced); which
-of them the cost-against-volume figure draws, and the nearest break-even volumes of the chosen one."""
+"""Where each configuration stands against the choice, in one vocabulary for the report's tables, its figures, the
+passes' `gpucost.standing` and the decision run's description (`WORDS`, listed in docs/report.md): chosen, tied,
+undecided, not confirmed, costs more or slower at the same cost (timely, priced, not a candidate), and why the others
+are out (under-sampled, infeasible, not priced, unstable, misses the deadline, left out when no decision was made for a
+reason not about them); which of them the cost-against-volume figure draws, and the chosen one's nearest
+break-evens."""
 
 from __future__ import annotations
 
@@ -11,10 +14,12 @@ from gpucost_mlflow.core.money.choice import Choice
 from gpucost_mlflow.core.money.curve import priced
 from gpucost_mlflow.core.money.decision import Assessment
 
-CHOSEN, TIED, RUNNER_UP, TIMELY, UNDECIDED = "chosen", "tied", "runner-up", "other timely", "undecided"
-REJECTED, NOT_PRICED, UNSTABLE, LATE = "rejected", "not priced", "unstable", "late"
-UNDER_SAMPLED, LEFT_OUT, NOT_CONFIRMED = "under-sampled", "left out", "not confirmed"
-OUT = (REJECTED, NOT_PRICED, UNSTABLE, LATE, UNDER_SAMPLED, LEFT_OUT, NOT_CONFIRMED)  # what the decision left out, and why
+CHOSEN, TIED, UNDECIDED, NOT_CONFIRMED = "chosen", "tied", "undecided", "not confirmed"
+COSTS_MORE, SAME_COST = "costs more", "slower at the same cost"
+INFEASIBLE, NOT_PRICED, UNSTABLE, LATE = "infeasible", "not priced", "unstable", "misses the deadline"
+UNDER_SAMPLED, LEFT_OUT = "under-sampled", "left out"
+OUT = (INFEASIBLE, NOT_PRICED, UNSTABLE, LATE, UNDER_SAMPLED, LEFT_OUT, NOT_CONFIRMED)  # what the decision left out
+WORDS = (CHOSEN, TIED, UNDECIDED, COSTS_MORE, SAME_COST, *OUT)  # every standing word, and no other
 DRAWN_TIED = 3  # tied configurations drawn at most (they share one cost; more lines would hide each other)
 
 
@@ -30,14 +35,13 @@ def role(a: Assessment, choice: Choice) -> str:
         return UNDECIDED
     if _among(a, choice.unconfirmed):
         return NOT_CONFIRMED
-    if choice.others and a is choice.others[0]:
-        return RUNNER_UP
     if _among(a, choice.others):
-        return TIMELY
+        candidates = choice.chosen or choice.undecided
+        return SAME_COST if candidates and a.committed == min(c.committed for c in candidates) else COSTS_MORE
     if a.under_sampled:
         return UNDER_SAMPLED
     if not a.feasible:
-        return REJECTED
+        return INFEASIBLE
     if a.plan is None:
         return NOT_PRICED
     if not a.stable:

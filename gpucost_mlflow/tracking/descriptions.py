@@ -33,12 +33,18 @@ WHAT_IF_PROTOCOL = "what-if protocol"
 
 
 def short(text: str, limit: int = SHORT) -> str:
-    """One line of at most `limit` characters, the head and the tail kept (the tail often says what to run)."""
+    """One line of at most `limit` characters, the head and the tail kept (the tail often says what to run), cut
+    between words or path parts, never inside one."""
     text = " ".join(str(text).split())
     if len(text) <= limit:
         return text
     tail = limit // 3
-    return text[: limit - tail - 3] + " … " + text[-tail:]
+    head, end = text[: limit - tail - 3], text[-tail:]
+    cut = max(head.rfind(" "), head.rfind("/"))
+    head = head[:cut] if cut > 0 else head
+    starts = [i for i in (end.find(" "), end.find("/")) if i >= 0]
+    end = end[min(starts) + 1:] if starts and min(starts) + 1 < len(end) else end
+    return f"{head} … {end}"
 
 
 def _bounded(lines: Sequence[str]) -> str:
@@ -92,19 +98,21 @@ def _decision_head(choice: Choice) -> str:
 
 def decision_name(choice: Choice, example_prices: bool, what_if_protocol: bool = False,
                   named: Callable[[Configuration], str] | None = None) -> str:
-    """At most DECISION_NAME characters, so the runs table and the run's title show it whole: `decision: batch8`,
-    `decision (tie of 6): batch64-bf16-lg +5 · what-if`, `decision: none (nothing priced)`. named gives a
-    configuration's short name (the report's, device left out when all share it; the variant alone by default);
-    `what-if` ends the name of a decision priced with example prices or made under a what-if protocol."""
+    """At most DECISION_NAME characters, so the runs table and the run's title show it whole, and starting with what
+    tells two decisions apart: `batch8 · chosen`, `batch64-bf16-lg +5 · tied · what-if`, `batch16-lg +2 · undecided`,
+    `nothing priced · no decision`. named gives a configuration's short name (the report's, device left out when all
+    share it; the variant alone by default); `what-if` ends the name of a decision priced with example prices or made
+    under a what-if protocol."""
     named = named or (lambda config: config.label)
     ending = f"{SEP}{WHAT_IF_PROTOCOL}" if what_if_protocol else (f"{SEP}{WHAT_IF}" if example_prices else "")
-    if not choice.decided:
-        return short(f"decision: none ({choice.none})", DECISION_NAME - len(ending)) + ending
-    count = len(choice.chosen)
-    head = f"decision (tie of {count}): " if count > 1 else "decision: "
-    more = f" +{count - 1}" if count > 1 else ""
-    room = DECISION_NAME - len(head) - len(more) - len(ending)
-    return f"{head}{short(named(choice.chosen[0].configuration), room)}{more}{ending}"
+    group = choice.chosen or choice.undecided
+    if not group:
+        tail = f"{SEP}no decision{ending}"
+        return short(choice.none, DECISION_NAME - len(tail)) + tail
+    state = "chosen" if len(choice.chosen) == 1 else "tied" if choice.chosen else "undecided"
+    more = f" +{len(group) - 1}" if len(group) > 1 else ""
+    tail = f"{more}{SEP}{state}{ending}"
+    return f"{short(named(group[0].configuration), DECISION_NAME - len(tail))}{tail}"
 
 
 # Short tags ------------------------------------------------------------------------------------------------
@@ -260,7 +268,8 @@ def campaign_note(campaign_id: str, variants: Sequence[str], passes: int, attemp
 
 
 def experiment_note(protocol: Protocol) -> str:
-    """The experiment's description: the protocol's question, quality bar and digest, and where to look."""
+    """The experiment's description: the protocol's question as plain text first (the experiment list shows the
+    description's first words: words, not Markdown), then the quality bar, digest, and where to look."""
     a = protocol.acceptance
     buckets = ", ".join(f"{name} {count:,}" for name, count in protocol.buckets.items())
     deadline = protocol.deadline.isoformat() if protocol.deadline else "not declared"
@@ -273,7 +282,7 @@ def experiment_note(protocol: Protocol) -> str:
             "runs table, and the link gpucost prints) lists the passes fastest first with their status and the "
             f"decision's standing; filter `metrics.accepted = 1`, group by `{schema.VARIANT}` (docs/mlflow-ui.md).")
     lines = [
-        f"### {short(protocol.question, 400)}", "", locked, "",
+        short(protocol.question, 400), "", locked, "",
         f"- **Quality bar:** {bar}",
         f"- **Corpus:** {protocol.corpus_size:,} inputs ({buckets}), labels {', '.join(protocol.labels)}",
         f"- **Passes:** {protocol.passes_per_variant} per variant in rotated order; warm-up {warmup}",
@@ -285,20 +294,21 @@ def experiment_note(protocol: Protocol) -> str:
     return _bounded(lines)
 
 
-def _balance_row(a: Assessment) -> list[str]:
+def _balance_row(a: Assessment, standing_word: str) -> list[str]:
     c = a.configuration
     committed = costs.money(a.committed, a.currency) if a.committed is not None else short(a.priced, 80)
     feasible = (f"yes, {a.unstable}" if a.unstable else "yes") if a.feasible else f"no: {short(a.feasibility, 80)}"
-    return [c.name, feasible,
+    return [c.name, standing_word or "-", feasible,
             _number(c.durations.median, 3, " s"), _number(a.forecast_hours, 1, " h"), committed,
             short(a.deadline_status, 60) or "-"]
 
 
 def decision_note(decision: str, choice: Choice, assessments: Sequence[Assessment], campaigns: dict[str, str],
                   experiment_id: str, outside: int, protocol_digest: str, catalog: str, example_prices: bool,
-                  what_if: str = "", what_if_digest: str = "") -> str:
-    """The decision run's description: the decision note, the balance in short (one row per configuration), the
-    campaigns it read (links to their runs) and what it was priced with; a what-if protocol says so first."""
+                  what_if: str = "", what_if_digest: str = "", standings: dict[str, str] | None = None) -> str:
+    """The decision run's description: the decision note, the balance in short (one row per configuration, with its
+    standing by configuration name: report/standing.py's words), the campaigns it read (links to their runs) and what
+    it was priced with; a what-if protocol says so first."""
     head = f"{_decision_head(choice).capitalize()}: {_chosen(choice)}"
     lines = [f"### {WHAT_IF_PROTOCOL.capitalize()}: {head[0].lower()}{head[1:]}" if what_if else f"### {head}", "",
              decision, ""]
@@ -308,8 +318,8 @@ def decision_note(decision: str, choice: Choice, assessments: Sequence[Assessmen
     if example_prices:
         lines += [f"**What-if:** priced with example prices ({catalog}), not a provider's quote.", ""]
     if assessments:
-        lines += _table(["configuration", "feasible", "median pass_s", "forecast", "committed", "deadline"],
-                        [_balance_row(a) for a in assessments]) + [""]
+        lines += _table(["configuration", "standing", "feasible", "median pass_s", "forecast", "committed", "deadline"],
+                        [_balance_row(a, (standings or {}).get(a.configuration.name, "")) for a in assessments]) + [""]
     read = [f"[{cid}]({ui.run_path(experiment_id, run_id)})" if run_id else f"`{cid}`"
             for cid, run_id in campaigns.items()]
     lines.append(f"- **Campaigns read:** {', '.join(read) or 'none'}"

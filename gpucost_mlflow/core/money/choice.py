@@ -67,11 +67,18 @@ def _separation(a: Assessment, b: Assessment):
                     b.configuration.name, b.configuration.durations.values, required, _confidence(a))
 
 
-def _cost_at(a: Assessment, slowest_h: float) -> Decimal:
-    """The committed cost of a had its slowest deliverable taken slowest_h hours (another configuration's)."""
+def _plan_at(a: Assessment, slowest_h: float):
+    """The plan a would commit to had its slowest deliverable taken slowest_h hours (another configuration's), or
+    None when no row covers that window."""
     f = a.forecast
     window = replace(f, per_deliverable_h=(f.per_deliverable_h[0], f.per_deliverable_h[1], slowest_h)).high_hours
-    return covering_plans([p.offer for p in a.plans], to_hours(window), a.configuration.gpus, slowest_h)[0].total
+    plans = covering_plans([p.offer for p in a.plans], to_hours(window), a.configuration.gpus, slowest_h)
+    return plans[0] if plans else None
+
+
+def _cost_at(a: Assessment, slowest_h: float) -> Decimal:
+    """The committed cost of a had its slowest deliverable taken slowest_h hours (another configuration's)."""
+    return _plan_at(a, slowest_h).total
 
 
 def _noise_priced(cheap: Assessment, dear: Assessment) -> bool:
@@ -93,7 +100,9 @@ def _rank(timely: list[Assessment]) -> Choice:
             tied.append(other)
     dearer = [a for a in timely if a.committed > cheapest and any(_noise_priced(t, a) for t in tied)]
     if dearer:
-        return Choice(none="undecided", undecided=tied + dearer, detail=_undecided_detail(tied, dearer))
+        group = tied + dearer
+        rest = sorted((a for a in timely if not any(a is g for g in group)), key=lambda a: a.committed)
+        return Choice(none="undecided", undecided=group, others=rest, detail=_undecided_detail(tied, dearer))
     faster = [a for a in at_cost if a not in tied]
     choice = Choice(tied, tie=_separation(tied[0], tied[1]).verdict if len(tied) > 1 else "",
                     others=faster + sorted((a for a in timely if a.committed > cheapest), key=lambda a: a.committed))
@@ -156,6 +165,31 @@ def choose(assessments: list[Assessment], deadline_declared: bool = True) -> Cho
     choice = _rank(stable)
     choice.notes = notes
     return choice
+
+
+@dataclass(frozen=True)
+class Doubt:
+    """What an undecided choice still answers: the plan that covers the slowest pass of every undecided
+    configuration (whichever is really faster), the fastest median among them, and the money that depends on which
+    is really faster (that plan against the cheapest of their own plans)."""
+
+    rent: Assessment  # the configuration whose covering plan is rented
+    plan: object  # core/money/plans.Plan: that plan, sized at the group's slowest pass
+    fastest: Assessment
+    in_doubt: Decimal
+
+
+def doubt(undecided: list[Assessment]) -> Doubt | None:
+    """The undecided group's Rent / Run / In doubt (None without a group, or without a plan that covers it)."""
+    if not undecided:
+        return None
+    slowest_h = max(a.forecast.per_deliverable_h[2] for a in undecided)
+    covering = [(plan.total, a, plan) for a in undecided if (plan := _plan_at(a, slowest_h)) is not None]
+    if not covering:
+        return None
+    total, rent, plan = min(covering, key=lambda found: found[0])
+    fastest = min(undecided, key=lambda a: a.configuration.durations.median)
+    return Doubt(rent, plan, fastest, total - min(a.committed for a in undecided))
 
 
 NOT_HELD = "the choice did not hold on the confirmation run"
