@@ -323,13 +323,24 @@ def test_two_passes_measured_at_once_on_one_host_are_both_flagged_naming_each_ot
     assert schema.OVERLAPPED_WITH not in MlflowClient().get_run(elsewhere).data.tags
 
 
-def test_the_report_states_the_harness_overhead_per_pass_from_run_wall_times(experiment):
-    for seconds in (10.0, 10.1, 10.2):
-        experiment("batch8", RTX, seconds)  # each run lasts 1 s more than its timed parts
-    experiment("batch8", RTX, None, status="failed", reason="killed")  # no pass_s: not counted
+def test_the_report_states_the_campaigns_own_harness_overhead_per_pass_one_definition(experiment):
+    from gpucost_mlflow.tracking.campaign_run import CampaignRun
+
+    client = MlflowClient()
+    experiment_id = client.get_experiment_by_name("scenario").experiment_id
+    figures = {"c1": 0.9, "c2": 0.3}  # as each campaign printed and logged it
+    for cid, seconds in figures.items():
+        run = CampaignRun.open(client, experiment_id, cid, f"campaign {cid}", ["batch8"], 3, "d" * 64, "policy", [])
+        run.record_end(seconds, {})
+        run.finish()
+    for cid, passes in (("c1", 3), ("c2", 1)):
+        for _ in range(passes):
+            experiment("batch8", RTX, 10.0, params={schema.CAMPAIGN_ID: cid})
+    experiment("batch8", RTX, 10.0)  # outside any campaign: no gaps to count
     built, _ = report()
-    assert built.overhead[1] == 3 and built.overhead[0] == pytest.approx(1.0, abs=0.01)
-    assert "Harness overhead per pass: 1.00 s (median over 3 attempts" in render.markdown(built)
+    assert built.overhead == (pytest.approx((3 * 0.9 + 0.3) / 4), 4, 2)
+    assert "Harness overhead per pass: 0.75 s (each campaign's own figure, `harness_overhead_s_per_pass`, weighted " \
+           "by its attempts: 4 attempts in 2 campaign(s)" in render.markdown(built)
 
 
 def test_the_overlap_finder_reads_every_page_of_candidates(experiment, monkeypatch):

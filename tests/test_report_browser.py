@@ -116,7 +116,8 @@ for (const part of document.querySelectorAll("#card, #cost-volume img")) {
   const box = part.getBoundingClientRect();
   found.boxes[part.id || part.parentElement.id] = {top: Math.floor(box.top), bottom: Math.ceil(box.bottom),
     right: Math.ceil(box.right), scroll: part.scrollWidth, visible: part.clientWidth,
-    loaded: part.naturalWidth === undefined ? true : part.naturalWidth > 0};
+    loaded: part.naturalWidth === undefined ? true : part.naturalWidth > 0,
+    text: part.innerText || "", background: getComputedStyle(part).backgroundColor};
 }
 const out = document.createElement("pre");
 out.id = "measured";
@@ -171,3 +172,18 @@ def test_the_cost_against_volume_figure_is_on_the_first_screen_at_1440_by_900(de
     assert figure["loaded"] and figure["bottom"] - figure["top"] > 200, f"the figure is not drawn: {figure}"
     assert found["screen"] <= 900 and figure["bottom"] <= found["screen"], f"the figure ends below the first screen: {found}"
     assert found["page"] <= found["viewport"], f"the page scrolls sideways at 1,440 px: {found}"
+
+
+@pytest.mark.parametrize("width", [600, 1440])
+def test_an_undecided_card_says_rent_run_in_doubt_in_amber_uncut(tmp_path, width):
+    from tests.test_report_card import NOISE_PRICED
+
+    page = tmp_path / "report.html"
+    page.write_text(render.page(decided_report(changed=NOISE_PRICED)), encoding="utf-8")
+    found = measured(page, tmp_path, width, 1600, f"report-undecided-{width}.png")
+    card = found["boxes"]["card"]
+    assert card["right"] <= found["viewport"] and card["scroll"] <= card["visible"], f"the card is cut: {card}"
+    said = [line.split(":")[0] for line in card["text"].splitlines() if line.strip()]
+    assert said == ["No decision", "Rent", "Run", "In doubt", "Settle"], card["text"]
+    assert "4.50 USD committed" in card["text"] and "0.50 USD: the rent beyond" in card["text"]
+    assert card["background"] == "rgb(255, 243, 205)", card  # amber, never the decided green

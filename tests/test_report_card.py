@@ -226,3 +226,13 @@ def test_a_planned_start_before_the_report_is_said_to_be_past():
     assert dict(card.lines(report))["Window"].endswith("; from the declared start 2026-10-01, now past")
     assert "(past: this report was written on 2026-12-02; the window still runs from the declared start" \
         in sections.plan_text(report)
+
+
+def test_the_cards_colour_follows_its_state_decided_tied_undecided_or_none():
+    for report, state in ((decided_report(figures=False), "decided"),
+                          (decided_report(changed=TIED, figures=False), "tied"),
+                          (decided_report(changed=NOISE_PRICED, figures=False), "undecided"),
+                          (decided_report(priced_device="NVIDIA B200", figures=False), "none")):
+        assert card.state(report) == state
+        assert f'<ul class="decision {state}" id="card">' in render._card_html(report)
+    assert ".decision.undecided{background:#fff3cd" in render.STYLE  # the amber the warnings use, never success green

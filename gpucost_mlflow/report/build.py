@@ -21,7 +21,17 @@ from gpucost_mlflow.core.money.choice import Choice, break_evens, choose, decide
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, Assessment, Configuration, assess, feasibility
 from gpucost_mlflow.report import alternatives, confirmations, plots, render, short, standing, tables
 from gpucost_mlflow.report.bill import bill_lines
-from gpucost_mlflow.tracking import decision_run, descriptions, exclusions, experiments, limits, schema, store, ui
+from gpucost_mlflow.tracking import (
+    campaign_run,
+    decision_run,
+    descriptions,
+    exclusions,
+    experiments,
+    limits,
+    schema,
+    store,
+    ui,
+)
 from gpucost_mlflow.tracking.reader import attempts, protocol_warnings
 
 FILES = ("report.md", "report.html", "attempts.csv", "balance.csv")
@@ -81,7 +91,7 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         choice=choice,
         plan=protocol.plan,
         break_evens=[b.describe() for b in break_evens(assessments)],
-        overhead=tables.harness_overhead(table),
+        overhead=overhead(table, client, experiments.named(client, experiment).experiment_id),
         other_costs=protocol.other_costs,
         example_prices=catalog.example,
         exclusions=excluded_per_variant(table, client, experiment),
@@ -109,6 +119,19 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
     if configs:
         report.figures = plots.Drawn(lambda: plots.for_report(summaries, assessments, choice))
     return report, tables.balance(assessments, protocol.deadline, protocol.other_costs)
+
+
+def overhead(table: pd.DataFrame, client: MlflowClient, experiment_id: str) -> tuple[float | None, int, int]:
+    """The harness overhead per pass by the campaign's one definition (flow/campaign.py: its wall time outside the
+    timed parts, per pass), read from each campaign run's own metric and weighted by its attempts in this table:
+    (seconds, attempts, campaigns); (None, 0, 0) when no campaign recorded one."""
+    ids = [cid for cid in dict.fromkeys(table["campaign_id"].fillna("")) if cid] if len(table) else []
+    found = campaign_run.overheads(client, decision_run.campaign_runs(client, experiment_id, ids))
+    counts = {cid: int((table["campaign_id"] == cid).sum()) for cid in found}
+    passes = sum(counts.values())
+    if not passes:
+        return None, 0, 0
+    return sum(found[cid] * counts[cid] for cid in found) / passes, passes, len(found)
 
 
 def stage_notes(table: pd.DataFrame, configs: list[Configuration], ceiling: int | None) -> list[str]:

@@ -190,6 +190,14 @@ def _undecided(report: Report, names: short.Names) -> list[tuple[str, str]]:
     return result
 
 
+def state(report: Report) -> str:
+    """The card's state, which its colour follows: decided, tied, undecided or none."""
+    choice = report.choice
+    if choice.decided:
+        return "tied" if len(choice.chosen) > 1 else "decided"
+    return "undecided" if choice.undecided else "none"
+
+
 def lines(report: Report) -> list[tuple[str, str]]:
     """The card as (label, text) lines, at most five."""
     choice = report.choice

@@ -74,7 +74,7 @@ class Report:
     choice: Choice = field(default_factory=Choice)  # the one choice made of the assessments (build), read by the tables
     figures: dict[str, Figure] = field(default_factory=dict)  # by key: cost_volume, durations, memory (plots.py)
     break_evens: list[str] = field(default_factory=list)
-    overhead: tuple = (None, 0)  # median harness overhead per attempt (s), attempts counted
+    overhead: tuple = (None, 0, 0)  # harness overhead per pass (s) by the campaigns' figure, attempts, campaigns
     other_costs: tuple = ()
     example_prices: bool = False
     exclusions: list = field(default_factory=list)  # VariantExclusions, one per variant (PROTOCOL.md §6)
@@ -269,7 +269,8 @@ STYLE = """body{font-family:system-ui,sans-serif;margin:1em 1.5em;color:#222;max
 table{border-collapse:collapse;margin:1em 0 .3em;font-size:13px}th,td{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
 th{background:#f0f0f0;font-weight:600}td.n{white-space:nowrap}.warning{background:#fff3cd;padding:.5em 1em;border-left:4px solid #e0a800}
 .decision{background:#e8f4ea;padding:.6em 1em;border-left:4px solid #2ca02c;font-size:15px;margin:0 0 .8em;list-style:none}
-.decision li{margin:.2em 0}.decision,table.stack td{overflow-wrap:anywhere}img{max-width:100%}
+.decision.tied{background:#eef6e8;border-left-color:#0b5d1e}.decision.undecided{background:#fff3cd;border-left-color:#e0a800}
+.decision.none{background:#f0f0f0;border-left-color:#7f7f7f}.decision li{margin:.2em 0}.decision,table.stack td{overflow-wrap:anywhere}img{max-width:100%}
 .lead{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1.1fr);gap:1.5em;align-items:start}
 .lead figure{margin:0;display:block}.lead img{width:100%;height:auto}.lead p{margin:.5em 0}
 @media (max-width:1100px){.lead{display:block}.lead figure{margin:1em 0}}
@@ -293,8 +294,9 @@ def _figure_html(report: Report, key: str) -> str:
 
 
 def _card_html(report: Report) -> str:
+    """The card, coloured by its state: decided (green), tied (dark green), undecided (amber), no decision (grey)."""
     e = html.escape
-    return ('<ul class="decision" id="card">'
+    return (f'<ul class="decision {card.state(report)}" id="card">'
             + "".join(f"<li><b>{e(label)}:</b> {e(text)}</li>" for label, text in card.lines(report)) + "</ul>")
 
 

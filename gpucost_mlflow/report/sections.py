@@ -351,13 +351,14 @@ DECISION_TEXT = ("Standing: chosen (or tied: only configurations whose durations
 
 
 def overhead_text(report: Report) -> str:
-    """The median harness overhead per attempt, or why it is empty."""
-    seconds, count = report.overhead
+    """The harness overhead per pass, as the campaigns recorded it (one definition), or why it is empty."""
+    seconds, count, campaigns = report.overhead
     if seconds is None:
-        return "Harness overhead per pass: empty (no attempt with its run wall time and every timed part)."
-    return (f"Harness overhead per pass: {seconds:.2f} s (median over {count} attempts of run wall time minus load, "
-            "warm-up, pass, evaluation and export: process start, manifest, logging, reference download); it is "
-            "inside the comparisons term of the forecast.")
+        return "Harness overhead per pass: empty (no campaign recorded one: passes outside a campaign have no gaps to count)."
+    return (f"Harness overhead per pass: {seconds:.2f} s (each campaign's own figure, `harness_overhead_s_per_pass`, "
+            f"weighted by its attempts: {count} attempts in {campaigns} campaign(s); its wall time minus every pass's "
+            "load, warm-up, measured clock, evaluation, export and cooldown, per pass: process start, manifest, logging, "
+            "reference download and the gaps between passes); it is inside the comparisons term of the forecast.")
 
 
 def plan_text(report: Report) -> str:

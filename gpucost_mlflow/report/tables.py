@@ -10,13 +10,12 @@ from gpucost_mlflow.core.inputs.identity import Identity
 from gpucost_mlflow.core.inputs.variants import Variant
 from gpucost_mlflow.core.judging.status import Status, interrupted
 from gpucost_mlflow.core.measurement import energy
-from gpucost_mlflow.core.measurement.repetitions import one_corpus_each, timed_seconds
+from gpucost_mlflow.core.measurement.repetitions import one_corpus_each
 from gpucost_mlflow.core.measurement.stats import DEFAULT_CONFIDENCE, Durations, Separation, separate, too_short
 from gpucost_mlflow.core.measurement.timeline import Span, concurrent
 from gpucost_mlflow.core.money.decision import Assessment, Configuration, ExcludedPass
 from gpucost_mlflow.core.names import (
     CONVERT_S,
-    COOLDOWN_S,
     CPU_UTILISATION,
     ENERGY_NET_J,
     EVAL_S,
@@ -85,18 +84,6 @@ def _beside(row, concurrent: dict[str, int]) -> str:
 
 
 IDENTITY = Identity.columns()
-
-
-def harness_overhead(table: pd.DataFrame) -> tuple[float | None, int]:
-    """Median seconds per completed benchmark attempt outside the timed parts (run wall - stages), and the count."""
-    rows = table[(table["role"] == "benchmark") & table["wall_s"].notna()]
-    rows = rows[rows[list(TIMINGS)].notna().all(axis=1)]
-    if not len(rows):
-        return None, 0
-    extra = [key for key in (MEASURED_TOTAL_S, COOLDOWN_S) if key in rows]
-    timed = [timed_seconds({k: v for k, v in record.items() if pd.notna(v)})
-             for record in rows[list(TIMINGS) + extra].to_dict("records")]
-    return float((rows["wall_s"] - pd.Series(timed, index=rows.index)).median()), len(rows)
 
 
 def declared_deliverables(table: pd.DataFrame, corpus_size: int | None) -> pd.DataFrame:
