@@ -160,7 +160,7 @@ def test_a_generation_preview_adds_what_the_model_wrote_to_each_row():
 
 @pytest.mark.unit
 def test_the_ui_link_opens_the_passes_view_on_the_server_or_after_mlflow_ui():
-    route = "#/experiments/7/runs?workflowType=machine_learning&viewStateShareKey=gpucost-passes-1"
+    route = "#/experiments/7/runs?workflowType=machine_learning&viewStateShareKey=gpucost-passes-2"
     assert runs_url("https://alice:secret@mlflow.example.com/", "7") == f"https://mlflow.example.com/{route}"
     assert link_line("http://127.0.0.1:5005", "7") == f"MLflow UI: http://127.0.0.1:5005/{route}"
     local = link_line("sqlite:////data/my store/mlflow.db", "7")
@@ -179,8 +179,9 @@ def test_the_passes_view_sorts_by_pass_s_and_shows_status_standing_and_throughpu
     state = json.loads(envelope["state"])
     assert (state["orderByKey"], state["orderByAsc"]) == ("metrics.`pass_s`", True)
     assert state["searchFilter"] == "tags.`gpucost.variant` LIKE '%'"  # passes only: no campaign or decision run
-    assert state["selectedColumns"] == ["tags.`gpucost.variant`", "tags.`gpucost.status`", "tags.`gpucost.standing`",
-                                        "metrics.`accepted`", "metrics.`pass_s`", "metrics.`inputs_per_s`"]
+    assert state["selectedColumns"] == ["tags.`gpucost.standing`", "metrics.`committed`", "tags.`gpucost.variant`",
+                                        "tags.`gpucost.status`", "metrics.`accepted`", "metrics.`pass_s`",
+                                        "metrics.`inputs_per_s`"]  # standing and committed cost first
 
 
 @pytest.mark.unit
@@ -431,11 +432,15 @@ def test_each_pass_shows_its_configurations_standing_in_the_latest_decision(expe
     client = MlflowClient()
     standing = {run_id: client.get_run(run_id).data.tags.get(schema.STANDING) for run_id in [*fast, *slow, rejected]}
     assert {standing[run_id] for run_id in fast} == {"chosen"}
-    assert {standing[run_id] for run_id in slow} <= {"costs more", "slower at the same cost", "misses the deadline"} and standing[rejected] == "infeasible"
+    assert {standing[run_id] for run_id in slow} <= {"costs more", "slower at the same cost", "misses the deadline"}
+    assert standing[rejected] == "infeasible"
     (decided,) = client.search_runs([client.get_experiment_by_name("scenario").experiment_id],
                                     filter_string=f"tags.`{schema.ROLE}` = '{schema.DECISION_ROLE}'")
     assert decided.info.run_name == "batch8 · chosen"
     assert ui.runs_path(decided.info.experiment_id) in decided.data.tags[schema.NOTE]
+    committed = {run_id: client.get_run(run_id).data.metrics.get(schema.PASS_COMMITTED) for run_id in [*fast, rejected]}
+    assert {committed[run_id] for run_id in fast} == {decided.data.metrics["committed_cost_usd"]}  # the view's column
+    assert committed[rejected] is None  # infeasible: nothing committed, never 0
 
 
 @pytest.mark.unit

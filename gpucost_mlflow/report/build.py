@@ -272,8 +272,23 @@ def log(experiment: str, report: render.Report, paths: dict[str, Path], client: 
     params = {schema.DECISION_CATALOG: report.catalog[:limits.PARAM_VALUE], schema.DECISION_DEADLINE: report.deadline,
               schema.DECISION_EXPERIMENT: experiment}
     name = descriptions.decision_name(choice, report.example_prices, bool(report.what_if), named)
-    return decision_run.log_decision(client, experiment_id, name, report.what_if_digest or report.protocol_digest,
-                                     tags, params, metrics, list(paths.values()), _standings(report))
+    run_id = decision_run.log_decision(client, experiment_id, name, report.what_if_digest or report.protocol_digest,
+                                       tags, params, metrics, list(paths.values()), _standings(report))
+    decision_run.price(client, experiment_id, _committed(report))
+    return run_id
+
+
+def _committed(report: render.Report) -> dict[str, tuple[str, float]]:
+    """Each pass's run id with its configuration's committed cost in this decision (feasible and priced ones); none
+    under a what-if protocol, which is not the experiment's decision."""
+    if report.what_if or not len(report.attempts):
+        return {}
+    found = {}
+    for a in report.assessments:
+        if a.feasible and a.plan is not None:
+            amount = (schema.PASS_COMMITTED, float(a.committed))
+            found.update(dict.fromkeys(tables.rows_of(report.attempts, a.configuration)["run_id"], amount))
+    return found
 
 
 def _standings(report: render.Report) -> dict[str, str]:

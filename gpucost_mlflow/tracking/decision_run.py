@@ -122,6 +122,19 @@ def stand(client: MlflowClient, experiment_id: str, standings: dict[str, str]) -
     return written
 
 
+def price(client: MlflowClient, experiment_id: str, committed: dict[str, tuple[str, float]]) -> int:
+    """Give each pass its configuration's committed cost in the latest decision as a metric (run id -> (metric key
+    with its currency, amount)), so the passes view shows what each configuration commits to; only passes whose
+    latest value differs are written. Returns how many were written."""
+    written = 0
+    for run in search.all_runs(client, experiment_id, f"tags.`{schema.VARIANT}` != ''", order_by=None):
+        key, amount = committed.get(run.info.run_id, ("", 0.0))
+        if key and run.data.metrics.get(key) != amount:
+            client.log_metric(run.info.run_id, key, amount)
+            written += 1
+    return written
+
+
 def supersede(client: MlflowClient, experiment_id: str, newest_id: str, newest_name: str) -> list[str]:
     """Tag every older decision run of the experiment superseded by the newest one and say so first in its
     description (a bill history at its end kept); a run already superseded is left as it is. Returns their ids."""

@@ -95,6 +95,9 @@ COST_PER_MILLION_OUTPUT_TOKENS = "cost_per_million_output_tokens"
 SPARE_DELIVERABLES = "spare_deliverables"
 FORECAST_HOURS = "forecast_h"  # the median-pass window
 FORECAST_HOURS_SLOWEST = "forecast_slowest_h"  # the slowest-pass window: what the committed plan covers
+# On a pass: its configuration's committed cost in the latest decision, in that decision's currency (the passes view
+# shows it beside the standing; one decision in one currency, so the view names one key).
+PASS_COMMITTED = "committed"
 IN_DOUBT = "in_doubt"  # an undecided decision: the money that depends on which candidate is really faster
 CANDIDATES = "candidates"  # how many configurations the decision chose among (chosen, tied or undecided)
 POSSIBLE_SAVING = "possible_saving"  # committed cost minus the median-pass plan's, when that one is cheaper

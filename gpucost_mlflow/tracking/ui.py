@@ -22,7 +22,7 @@ from gpucost_mlflow.tracking.spool import public_uri
 LOCAL_UI = "http://127.0.0.1:5000"
 MODEL_TRAINING = "workflowType=machine_learning"  # the UI's model-training side, not the GenAI overview
 # The saved view's id: a new id when its definition changes, so experiments get the new one at their next lock.
-PASSES_VIEW = "gpucost-passes-1"
+PASSES_VIEW = "gpucost-passes-2"
 PASSES_VIEW_NAME = "gpucost: passes by pass_s"
 
 
@@ -32,15 +32,17 @@ def _column(kind: str, key: str) -> str:
 
 
 def passes_view_state() -> dict:
-    """The view: every pass (a run with a variant: no campaign or decision run), fastest first, with its variant,
-    status, the decision's standing, accepted, pass_s and inputs/s; every pass drawn in the charts."""
+    """The view: every pass (a run with a variant: no campaign or decision run), fastest first, with the latest
+    decision's standing and its configuration's committed cost first, then its variant, status, accepted, pass_s and
+    inputs/s; every pass drawn in the charts."""
     return {
         "searchFilter": f"{_column('tags', schema.VARIANT)} LIKE '%'",
         "orderByKey": _column("metrics", PASS_S),
         "orderByAsc": True,
-        "selectedColumns": [_column("tags", schema.VARIANT), _column("tags", schema.STATUS),
-                            _column("tags", schema.STANDING), _column("metrics", schema.ACCEPTED),
-                            _column("metrics", PASS_S), _column("metrics", schema.INPUTS_PER_S)],
+        "selectedColumns": [_column("tags", schema.STANDING), _column("metrics", schema.PASS_COMMITTED),
+                            _column("tags", schema.VARIANT), _column("tags", schema.STATUS),
+                            _column("metrics", schema.ACCEPTED), _column("metrics", PASS_S),
+                            _column("metrics", schema.INPUTS_PER_S)],
         "runsHiddenMode": "SHOW_ALL",
     }
 
