@@ -103,7 +103,8 @@ def _one_child(requests: list[PassRequest], prepared: list[Prepared], client, ex
         for folder in folders:
             folder.mkdir()
         runs = [pass_run.open_run(client, experiment_id, r.variant.name, r.parent_run_id) for r in requests]
-        beat = heartbeat.Heartbeat(client, runs[0].info.run_id, None, *(run.info.run_id for run in runs[1:])).start()
+        beat = heartbeat.Heartbeat(client, runs[0].info.run_id,
+                                   more=tuple(run.info.run_id for run in runs[1:])).start()
         results: list[launcher.PassResult] = []
         try:
             opened = [launcher.begin(r, p, client, run, f) for r, p, run, f in zip(requests, prepared, runs, folders)]

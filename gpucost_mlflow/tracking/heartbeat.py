@@ -71,10 +71,10 @@ class Heartbeat:
     """The launcher's daemon thread that rewrites the heartbeat of its open runs (one pass's, or every corpus's of a
     delivery's child) until stopped; a run whose attempt is recorded leaves it (`finish`)."""
 
-    def __init__(self, client: MlflowClient, run_id: str, interval_s: float | None = None, *more: str):
+    def __init__(self, client: MlflowClient, run_id: str, interval_s: float | None = None, more: tuple[str, ...] = ()):
         self.client = client
         self.run_id = run_id
-        self.run_ids = [run_id, *more]
+        self.run_ids = [run_id, *more]  # a delivery's child: every corpus's run, each leaving as it is recorded
         self.interval_s = INTERVAL_S if interval_s is None else interval_s  # INTERVAL_S read now, as start_tags does
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._beat, name=f"gpucost-heartbeat-{run_id}", daemon=True)
