@@ -94,6 +94,19 @@ def fork_server(request, tmp_path_factory):
     server.wait()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def schema_head_read_once() -> None:
+    """MLflow reads its ~70 migration scripts to learn the latest schema revision every time it opens a SQL store
+    (40 ms, a tenth of a unit test's time), though the answer only changes with the installed MLflow. Tests open
+    hundreds of stores in one process: the answer is read once per worker. Each store's own revision is still
+    compared with it, as MLflow does; the product opens one store per process and is unchanged."""
+    import functools
+
+    from mlflow.store.db import utils
+
+    utils._get_latest_schema_revision = functools.cache(utils._get_latest_schema_revision)
+
+
 @pytest.fixture
 def plain_child_start(monkeypatch) -> None:
     """This test's passes start their child as the product does: a fresh interpreter importing everything."""
@@ -106,33 +119,38 @@ def plain_child_start(monkeypatch) -> None:
 def corpus_dir(tmp_path_factory) -> Path:
     """A 30-input comparison corpus and 30-input tuning corpus built from the real default source."""
     from gpucost_mlflow.prepare import build_corpus
+    from tests.kept import copy_of
 
-    out = tmp_path_factory.mktemp("corpus")
-    build_corpus(out, source=None, labels=None, tokenizer_dir=None, size=30, tuning_size=30, seed=0)
-    return out
+    def build(out: Path) -> None:
+        build_corpus(out, source=None, labels=None, tokenizer_dir=None, size=30, tuning_size=30, seed=0)
+
+    return copy_of("corpus", build, tmp_path_factory.mktemp("corpus"))
 
 
 @pytest.fixture(scope="session")
 def minilm_dir(tmp_path_factory) -> Path:
     """all-MiniLM-L6-v2 with a seeded, untrained 3-label head: the real architecture, for the tests about its
     numbers (shape, FLOPs, parameter count)."""
-    import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
-    from transformers.utils import logging as hf_logging
+    from tests.kept import copy_of
 
-    from gpucost_mlflow.prepare import base_model_dir
-    from tests.helpers import LABELS
+    def build(out: Path) -> None:
+        import torch
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from transformers.utils import logging as hf_logging
 
-    hf_logging.set_verbosity_error()
-    torch.manual_seed(0)
-    out = tmp_path_factory.mktemp("minilm")
-    model = AutoModelForSequenceClassification.from_pretrained(
-        str(base_model_dir()), num_labels=3, id2label=dict(enumerate(LABELS)),
-        label2id={label: i for i, label in enumerate(LABELS)},
-    )
-    model.save_pretrained(out)
-    AutoTokenizer.from_pretrained(str(base_model_dir())).save_pretrained(out)
-    return out
+        from gpucost_mlflow.prepare import base_model_dir
+        from tests.helpers import LABELS
+
+        hf_logging.set_verbosity_error()
+        torch.manual_seed(0)
+        model = AutoModelForSequenceClassification.from_pretrained(
+            str(base_model_dir()), num_labels=3, id2label=dict(enumerate(LABELS)),
+            label2id={label: i for i, label in enumerate(LABELS)},
+        )
+        model.save_pretrained(out)
+        AutoTokenizer.from_pretrained(str(base_model_dir())).save_pretrained(out)
+
+    return copy_of("minilm", build, tmp_path_factory.mktemp("minilm"))
 
 
 @pytest.fixture(scope="session")
@@ -140,9 +158,17 @@ def model_dir(tmp_path_factory, corpus_dir) -> Path:
     """The plumbing tests' classifier: MiniLM's tokenizer and a 2-layer, 32-wide BERT, fine-tuned once on the
     slice's tuning corpus by the demo's own trainer (tests/tiny_model.py). A pass runs, writes and is judged as
     with the real model, in a fraction of its load and compute."""
+    import shutil
+
+    from tests.kept import copy_of
     from tests.tiny_model import build_tiny_classifier
 
-    return build_tiny_classifier(tmp_path_factory.mktemp("tiny-model"), corpus_dir / "tuning.jsonl")
+    def build(out: Path) -> None:
+        work = out.with_name(f"{out.name}-work")
+        os.replace(build_tiny_classifier(work, corpus_dir / "tuning.jsonl"), out)
+        shutil.rmtree(work)
+
+    return copy_of("tiny-model", build, tmp_path_factory.mktemp("tiny-model"))
 
 
 @pytest.fixture(scope="session")
@@ -155,8 +181,9 @@ def migrated_store(tmp_path_factory) -> Path:
     import mlflow
 
     from tests.helpers import migrate_store
+    from tests.kept import CACHE
 
-    kept = Path(sys.prefix) / ".gpucost-test-cache" / f"mlflow-{mlflow.__version__}-empty.db"
+    kept = CACHE / f"mlflow-{mlflow.__version__}-empty.db"
     if not kept.is_file():
         built = migrate_store(tmp_path_factory.mktemp("migrating"))
         kept.parent.mkdir(exist_ok=True)
