@@ -1,19 +1,17 @@
-"""Report figures (matplotlib, Agg backend) as PNG bytes, shown as data URIs in report.html and written as files
+"""Report figures (matplotlib's object API, no pyplot state) as PNG bytes, shown as data URIs in report.html and written as files
 next to it: committed cost against volume first, then every pass's duration, then memory peaks. Configurations
 carry their short names (report/short.py), the same as in the decision card."""
 
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import statistics
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
+from matplotlib.figure import Figure as Drawing
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
@@ -45,24 +43,30 @@ TIED_SHADES = ("#2ca02c", "#0b5d1e", "#8fd18a")  # tied lines share their standi
 
 @dataclass(frozen=True)
 class Figure:
-    """One figure: its alt text (what it shows, in words), caption, PNG bytes and the file it is written to next to
-    report.html ('' when shown inline only)."""
+    """One figure: its alt text (what it shows, in words), caption, drawing and the file it is written to next to
+    report.html ('' when shown inline only). The drawing becomes PNG bytes when first read: laying out and encoding
+    is nine tenths of a figure's cost, and a report read as Markdown needs only the alt text and file name."""
 
     alt: str
     caption: str
-    png: bytes
+    drawing: Drawing
     file: str = ""
+
+    @functools.cached_property
+    def png(self) -> bytes:
+        buffer = io.BytesIO()
+        self.drawing.savefig(buffer, format="png", dpi=96, bbox_inches="tight")
+        return buffer.getvalue()
 
     @property
     def uri(self) -> str:
         return "data:image/png;base64," + base64.b64encode(self.png).decode("ascii")
 
 
-def _png(figure) -> bytes:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=96, bbox_inches="tight")
-    plt.close(figure)
-    return buffer.getvalue()
+def _axes(width: float, height: float):
+    """A drawing of that size in inches and its one axes (no pyplot: nothing to close, freed with the report)."""
+    drawing = Drawing(figsize=(width, height))
+    return drawing, drawing.subplots()
 
 
 def outliers(values: tuple[float, ...]) -> tuple[int, ...]:
@@ -90,7 +94,7 @@ def durations(assessments: list[Assessment], choice: Choice, names: short.Names)
     """Every pass's duration per configuration as dots, coloured by standing, the median as a bar, outliers ringed
     and named by their run."""
     shown = standing.ordered(assessments, choice)
-    figure, axes = plt.subplots(figsize=(7, 0.9 + 0.42 * max(1, len(shown))))
+    figure, axes = _axes(7, 0.9 + 0.42 * max(1, len(shown)))
     named = []
     for row, a in enumerate(shown):
         c, y = a.configuration, len(shown) - 1 - row
@@ -120,7 +124,7 @@ def durations(assessments: list[Assessment], choice: Choice, names: short.Names)
     alt = (f"Pass durations per configuration: {counts}"
            + (f"; outliers {', '.join(named)}" if named else "; no outlier"))
     return Figure(alt, "Every pass's duration per configuration (bar: median; ringed: an outlier, named by its run)",
-                  _png(figure), DURATIONS_FILE)
+                  figure, DURATIONS_FILE)
 
 
 def _polylines(curve: list[Step], high: int) -> list[tuple[bool, list[float], list[float]]]:
@@ -185,13 +189,13 @@ def cost_volume(assessments: list[Assessment], choice: Choice, names: short.Name
     volume = standing.volume(assessments)
     found = standing.flips(choice.chosen[0], choice.others, volume) if choice.chosen and volume else None
     group = standing.drawn(assessments, choice, found)
-    figure, axes = plt.subplots(figsize=(7, 3.8))
+    figure, axes = _axes(7, 3.8)
     if not group or volume is None:
         why = "no declared volume" if volume is None else "nothing priced"
         axes.text(0.5, 0.5, f"{why}: no committed cost to draw", ha="center", va="center", transform=axes.transAxes)
         axes.set_axis_off()
         return Figure(f"{COST_VOLUME_ALT}: {why}, no committed cost to draw", f"{COST_VOLUME_ALT}: {why}",
-                      _png(figure), COST_VOLUME_FILE)
+                      figure, COST_VOLUME_FILE)
     currency, high = group[0].currency, _span(volume, found)
     top = _curves(axes, group, choice, names, high)
     marked = _marks(axes, group[0], volume, found, high)
@@ -209,13 +213,13 @@ def cost_volume(assessments: list[Assessment], choice: Choice, names: short.Name
     alt = (f"{COST_VOLUME_ALT} ({currency}; volume on a log scale) for {drawn}; declared volume {volume:,}"
            + (f"; break-evens at {', '.join(marked)}" if marked else "; no break-even in range"))
     return Figure(alt, f"{COST_VOLUME_ALT}: the plan covering the slowest-pass forecast at each volume; dashed "
-                       "where the forecast misses the deadline", _png(figure), COST_VOLUME_FILE)
+                       "where the forecast misses the deadline", figure, COST_VOLUME_FILE)
 
 
 def memory(summaries: list[Summary], names: short.Names) -> Figure:
     """Peak memory per configuration and counter (counters side by side, never added); a peak a configuration did
     not record is no bar and a "not recorded" mark, never a bar of 0 MiB."""
-    figure, axes = plt.subplots(figsize=(7, 3.2))
+    figure, axes = _axes(7, 3.2)
     counters = sorted({key for s in summaries for key in s.memory})
     width = 0.8 / max(1, len(counters))
     missing = []
@@ -236,7 +240,7 @@ def memory(summaries: list[Summary], names: short.Names) -> Figure:
         axes.text(0.5, 0.5, "no memory peak recorded", ha="center", transform=axes.transAxes)
     unrecorded = "; ".join(f"{name}: {counter} not recorded" for _, name, counter in missing)
     alt = "Peak memory per configuration and counter" + (f" ({unrecorded})" if unrecorded else "")
-    return Figure(alt, "Peak memory per configuration and counter", _png(figure))
+    return Figure(alt, "Peak memory per configuration and counter", figure)
 
 
 def for_report(summaries: list[Summary], assessments: list[Assessment], choice: Choice) -> dict[str, Figure]:
