@@ -128,3 +128,14 @@ def test_the_newest_run_of_a_fact_is_found_in_either_layout(store):
     assert [run.info.run_id for run in search.by_fact(client, experiment_id, schema.CORPUS_FINGERPRINT, "f")] == \
         [older, newer]
     assert search.newest_by_fact(client, experiment_id, schema.CORPUS_FINGERPRINT, "g") is None
+
+
+def test_a_logged_measurement_keeps_five_significant_digits_counts_whole_and_epoch_bounds_to_the_millisecond():
+    metrics, _ = writer.outcome_batch(status="accepted", reason="", quality_verdict="passed", metrics={
+        "pass_s": 9.281454475, "tokens_input": 123_456, "mfu_useful": 0.0123456789, "lap_s@2": 4.56789123,
+        "measured_from_epoch_s": 1_764_700_000.123456, "completed_entries": 30})
+    logged = {(m.key, m.step): m.value for m in metrics}
+    assert logged[("pass_s", 0)] == 9.2815 and logged[("lap_s", 2)] == 4.5679
+    assert logged[("tokens_input", 0)] == 123_456 and logged[("mfu_useful", 0)] == 0.012346
+    assert logged[("measured_from_epoch_s", 0)] == 1_764_700_000.123
+    assert logged[("inputs_per_s", 0)] == 3.2323  # the rate of the unrounded pass_s (3.23225...), then five digits

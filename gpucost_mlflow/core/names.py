@@ -6,6 +6,8 @@ Tags, params and artifact names are `tracking/schema.py`'s; a workload's own qua
 
 from __future__ import annotations
 
+import math
+
 # Stage timings of a pass, in seconds: loading, warm-up, the measured pass, judging, the export of its files.
 LOAD_S = "load_s"
 WARMUP_S = "warmup_s"
@@ -89,3 +91,18 @@ TEMPERATURE_END_C = "device_temperature_c_at_end"
 SM_CLOCK_END_MHZ = "device_sm_clock_mhz_at_end"
 # Other processes holding the pass's GPU during the measured part (NVML / amdsmi), the largest count seen.
 OTHER_GPU_PROCESSES = "other_gpu_processes"
+
+
+# What a logged measurement keeps (MLflow shows a metric as logged, 9.281454475 in every table): five significant
+# digits, finer than any pass's run-to-run spread (a millisecond of a 10 s pass); whole numbers (counts) exactly; the
+# measured clock's epoch bounds to the millisecond, which overlap between passes is judged on.
+SHOWN_DIGITS = 5
+
+
+def shown(key: str, value: float) -> float:
+    """The value of a pass metric as logged: see SHOWN_DIGITS."""
+    if split_step(key)[0] in MEASURED_SPAN:
+        return round(value, 3)
+    if not math.isfinite(value) or value == int(value):
+        return value
+    return float(f"{value:.{SHOWN_DIGITS}g}")

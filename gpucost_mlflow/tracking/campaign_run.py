@@ -17,6 +17,7 @@ from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.names import shown
 from gpucost_mlflow.tracking import limits, schema, search, store
 from gpucost_mlflow.tracking.reader import attempt_row
 from gpucost_mlflow.tracking.run_records import RunRecord
@@ -111,7 +112,7 @@ class CampaignRun:
     def record_end(self, overhead_s_per_pass: float | None, not_tried: dict[str, str]) -> None:
         """What the finished campaign adds: its harness overhead per pass and the variants not tried, with why."""
         if overhead_s_per_pass is not None:
-            self.client.log_metric(self.run_id, schema.HARNESS_OVERHEAD, overhead_s_per_pass)
+            self.client.log_metric(self.run_id, schema.HARNESS_OVERHEAD, shown(schema.HARNESS_OVERHEAD, overhead_s_per_pass))
         if not_tried:
             self.client.set_tag(self.run_id, schema.NOT_TRIED,
                                 "; ".join(f"{k}: {v}" for k, v in not_tried.items())[:limits.TAG_VALUE])
@@ -121,7 +122,8 @@ class CampaignRun:
         the run."""
         now = int(time.time() * 1000)
         if self.progress:
-            self.client.log_batch(self.run_id, metrics=[Metric(key, value, now, 0) for key, value in self.progress.items()])
+            figures = [Metric(key, shown(key, value), now, 0) for key, value in self.progress.items()]
+            self.client.log_batch(self.run_id, metrics=figures)
         self.client.set_terminated(self.run_id, "FINISHED")
 
     def end(self, status: str) -> None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import mlflow
-from mlflow.entities import Metric, RunTag
+from mlflow.entities import RunTag
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import GpucostError
@@ -172,7 +172,7 @@ def _record(client: MlflowClient, run, result: judge.Judgement, reference_run: s
     metrics, note = writer.restated({**schema.run_facts(run), **{tag.key: tag.value for tag in tags}},
                                     {**run.data.metrics, **measured})
     now = int(time.time() * 1000)
-    client.log_batch(run.info.run_id, metrics=metrics + [Metric(key, value, now, 0) for key, value in measured.items()],
+    client.log_batch(run.info.run_id, metrics=metrics + [writer.metric(key, value, now) for key, value in measured.items()],
                      tags=tags + note)
     verdict = {**first, "status": result.status, "reason": result.reason,
                "corpus_accepted": result.status == Status.ACCEPTED, "quality_verdict": result.quality_verdict,

@@ -15,7 +15,7 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.core.judging.status import Status
-from gpucost_mlflow.core.names import COMPLETED_ENTRIES, PASS_S, split_step
+from gpucost_mlflow.core.names import COMPLETED_ENTRIES, PASS_S, shown, split_step
 from gpucost_mlflow.tracking import descriptions, heartbeat, limits, schema
 
 
@@ -78,13 +78,14 @@ def outcome_batch(*, status: str, reason: str, metrics: dict, quality_verdict: s
         RunTag(schema.QUALITY_VERDICT, quality_verdict),
     ] + ([RunTag(schema.CHECKS, verdicts.summary(checks)[:limits.TAG_VALUE])] if checks else []) + [
         RunTag(key, value) for key, value in descriptions.missing_tags({**rates_missing, **(missing or {})}).items()]
-    return [_metric(k, float(v), now) for k, v in metrics.items()], tags
+    return [metric(k, float(v), now) for k, v in metrics.items()], tags
 
 
-def _metric(key: str, value: float, now: int) -> Metric:
-    """A metric, or one step of a metric's history when its key says which (`lap_s@3`: core/names.stepped)."""
+def metric(key: str, value: float, now: int) -> Metric:
+    """A metric, or one step of a metric's history when its key says which (`lap_s@3`: core/names.stepped), with
+    the digits the measurement supports (core/names.shown)."""
     name, step = split_step(key)
-    return Metric(name, value, now, step)
+    return Metric(name, shown(key, value), now, step)
 
 
 def restated(tags: dict, metrics: dict) -> tuple[list[Metric], list[RunTag]]:
