@@ -68,7 +68,7 @@ def repeated_inside_one_clock(run, row) -> None:
     compared (when repeated) and exported once; the cooldown waited."""
     metrics = run.data.metrics
     repetitions, total = metrics["repetitions"], metrics["measured_total_s"]
-    assert total >= 2.0 and metrics["pass_s"] == pytest.approx(total / repetitions)
+    assert total >= 2.0 and metrics["pass_s"] == pytest.approx(total / repetitions, rel=1e-4)  # as logged: 5 digits
     # A loaded machine may take 2 s for one corpus: then one repetition, and nothing to compare.
     assert metrics.get("repetitions_identical", 1.0) == 1.0 and ("repetitions_identical" in metrics) == (repetitions > 1)
     assert metrics["cooldown_waited_s"] >= 0.2
@@ -80,7 +80,7 @@ def repeated_inside_one_clock(run, row) -> None:
     exported = Path(run.info.artifact_uri.removeprefix("file://")) / "predictions.jsonl.gz"
     with gzip.open(exported, "rt") as handle:
         assert sum(1 for _ in handle) == 30  # exported once: one corpus
-    assert row["repetitions"] == repetitions and row["pass_s"] == pytest.approx(total / repetitions)
+    assert row["repetitions"] == repetitions and row["pass_s"] == pytest.approx(total / repetitions, rel=1e-4)
     assert ("pass_s is one corpus: the clock processed it" in row["notes"]) == (repetitions > 1)
     assert "too short" not in row["notes"]
 

@@ -196,8 +196,8 @@ def test_a_two_lane_pass_on_the_cpu_is_one_run_over_the_whole_corpus(store, corp
     assert [lane["status"] for lane in recorded] == ["completed", "completed"]
     assert sum(lane["completed_entries"] for lane in recorded) == 30
     span = (max(lane["clock_stopped_ns"] for lane in recorded) - min(lane["clock_started_ns"] for lane in recorded)) / 1e9
-    assert metrics["pass_s"] == pytest.approx(span)
-    assert all(metrics["pass_s"] >= lane["pass_s"] for lane in recorded)
+    assert metrics["pass_s"] == pytest.approx(span, rel=1e-4)  # as logged: five significant digits (core/names.shown)
+    assert all(metrics["pass_s"] >= lane["pass_s"] * (1 - 1e-4) for lane in recorded)
     with gzip.open(folder / schema.PREDICTIONS, "rt") as back:
         ids = [json.loads(line)["id"] for line in back]
     assert len(ids) == 30 and set(ids) == {json.loads(line)["id"] for line in (corpus_dir / "comparison.jsonl").open()}
