@@ -1,6 +1,7 @@
 """The MLflow UI itself, in headless Chromium (issues 16 and 30): after a small campaign and its report, the
 experiment opens on its runs table (not the GenAI overview), the link gpucost prints shows every pass under its own
-name sorted by pass_s with its status and standing, and the decision run's page shows its description.
+name sorted by pass_s with its status and standing (at 1,440 px, the standing uncut, and the Charts tab opening on
+pass_s and inputs/s), and the decision run's page shows its description and metrics, its artifact pane report.html.
 
 The store is written by the product's own commands (`gpucost campaign`, then `gpucost report`) and served by
 `mlflow server`; Chromium renders the React app (--virtual-time-budget lets it fetch and draw) and dumps the DOM.
@@ -132,6 +133,38 @@ def _decision_run_page_shows_its_description(served, tmp_path):
     assert re.search(r"\W+".join(words), shown), f"the description shown is not the note:\n{shown[:2000]}\n---\n{note[:2000]}"
 
 
+def _decision_run_page_shows_its_metrics_and_its_artifact_pane_renders_the_report(served, tmp_path):
+    server, client, _ = served
+    (decision,) = _runs(client, "decision")
+    assert decision.data.metrics, "the decision run logged no metric"
+    page = f"{server.uri}/{ui.run_path(decision.info.experiment_id, decision.info.run_id)}"
+    shown = _text(_show(tmp_path, page, "decision-run-metrics"))
+    counted = re.search(r"Metrics \((\d+)\)", shown)
+    assert counted and int(counted.group(1)) == len(decision.data.metrics), f"metrics not shown: {shown[:3000]}"
+    pane = page.replace(f"/runs/{decision.info.run_id}?", f"/runs/{decision.info.run_id}/artifacts/report.html?")
+    dom = _show(tmp_path, pane, "decision-run-report")
+    # MLflow fetches report.html and shows it in a sandboxed frame whose source is the fetched page as a blob.
+    assert re.search(r'<iframe[^>]*class="mlflow-html-iframe"[^>]*src="blob:', dom) or re.search(
+        r'<iframe[^>]*src="blob:[^"]*"[^>]*class="mlflow-html-iframe"', dom), f"report.html not rendered: {_text(dom)[:3000]}"
+    assert "couldn't load your file" not in _text(dom)
+
+
+def _printed_link_at_1440_px_shows_the_standing_uncut_and_its_charts_open_on_pass_s(served, tmp_path):
+    server, client, link = served
+    dom = _show(tmp_path, f"{server.uri}{link}", "printed-link-1440", width=1440)
+    header = re.search(r'<div[^>]*col-id="tags\.`gpucost\.standing`"[^>]*>', dom)
+    assert header, f"no standing column at 1,440 px: {_text(dom)[:3000]}"
+    width = re.search(r"width: (\d+)px", header.group(0))
+    columns = re.findall(r'col-id="([^"]+)"[^>]*style="([^"]*)"', dom)
+    assert width and int(width.group(1)) >= ui.STANDING_WIDTH_PX, f"the standing column is cut: {dict(columns)}"
+    standings = {run.data.tags[schema.STANDING] for run in _runs(client, "benchmark")}
+    assert all(standing in _text(dom) for standing in standings), f"standings {standings} not shown"
+    charts = _text(_show(tmp_path, f"{server.uri}{link}&compareRunsMode=CHART", "printed-link-charts", width=1440))
+    section = charts.find(ui.SECTION_NAME)
+    assert section >= 0, f"the charts do not open on gpucost's section: {charts[:3000]}"
+    assert 0 <= charts.find(PASS_S, section) < charts.find("load_s", section) or "load_s" not in charts[section:]
+
+
 def _pass_run_page_shows_at_most_8_gpucost_tags_and_its_description(served, tmp_path):
     server, client, _ = served
     run = _runs(client, "benchmark")[0]
@@ -151,4 +184,6 @@ def test_the_experiment_opens_on_its_runs_the_printed_link_sorts_passes_and_the_
     _experiment_opens_on_the_runs_table_not_the_genai_overview(served, tmp_path)
     _printed_link_shows_every_pass_sorted_by_pass_s_with_its_status_and_standing(served, tmp_path)
     _decision_run_page_shows_its_description(served, tmp_path)
+    _decision_run_page_shows_its_metrics_and_its_artifact_pane_renders_the_report(served, tmp_path)
+    _printed_link_at_1440_px_shows_the_standing_uncut_and_its_charts_open_on_pass_s(served, tmp_path)
     _pass_run_page_shows_at_most_8_gpucost_tags_and_its_description(served, tmp_path)

@@ -160,7 +160,7 @@ def test_a_generation_preview_adds_what_the_model_wrote_to_each_row():
 
 @pytest.mark.unit
 def test_the_ui_link_opens_the_passes_view_on_the_server_or_after_mlflow_ui():
-    route = "#/experiments/7/runs?workflowType=machine_learning&viewStateShareKey=gpucost-passes-2"
+    route = "#/experiments/7/runs?workflowType=machine_learning&viewStateShareKey=gpucost-passes-3"
     assert runs_url("https://alice:secret@mlflow.example.com/", "7") == f"https://mlflow.example.com/{route}"
     assert link_line("http://127.0.0.1:5005", "7") == f"MLflow UI: http://127.0.0.1:5005/{route}"
     local = link_line("sqlite:////data/my store/mlflow.db", "7")

@@ -5,7 +5,8 @@ which a link sets with `workflowType=machine_learning`; earlier MLflow 3 release
 `mlflow.experimentKind` instead (tracking/experiments.py writes it). The runs table takes its sort and filter
 from the URL but its shown columns only from a saved view: an experiment tag `mlflow.sharedViewState.<id>` holding
 the view, opened by `viewStateShareKey=<id>`. gpucost's view lists the passes sorted by pass_s with the columns
-that say what each one is worth. A tracking server is linked directly; a database or folder store needs `mlflow
+that say what each one is worth, the standing's column wide enough for its longest word; its Charts tab
+(`compareRunsMode=CHART`) opens on a section of pass_s and inputs/s per pass before MLflow's own charts. A tracking server is linked directly; a database or folder store needs `mlflow
 ui` started on it first, so the line says how.
 """
 
@@ -22,7 +23,7 @@ from gpucost_mlflow.tracking.spool import public_uri
 LOCAL_UI = "http://127.0.0.1:5000"
 MODEL_TRAINING = "workflowType=machine_learning"  # the UI's model-training side, not the GenAI overview
 # The saved view's id: a new id when its definition changes, so experiments get the new one at their next lock.
-PASSES_VIEW = "gpucost-passes-2"
+PASSES_VIEW = "gpucost-passes-3"
 PASSES_VIEW_NAME = "gpucost: passes by pass_s"
 
 
@@ -31,19 +32,47 @@ def _column(kind: str, key: str) -> str:
     return f"{kind}.`{key}`"
 
 
+STANDING_WIDTH_PX = 200  # "slower at the same cost", the longest standing word (report/standing.py), uncut
+CHARTS_SECTION = "gpucost"
+SECTION_NAME = "pass_s, inputs/s"  # short: MLflow cuts a section name at about 20 characters
+CHARTED = (PASS_S, schema.INPUTS_PER_S)  # the Charts tab's first section, one bar per pass (named by configuration)
+
+
+def _charts() -> dict:
+    """The Charts tab's first section: pass_s and inputs/s, one bar per pass; MLflow adds its own charts after it."""
+    return {"compareRunSections": [{"uuid": CHARTS_SECTION, "name": SECTION_NAME,
+                                    "display": True, "isReordered": False}],
+            "compareRunCharts": [{"uuid": f"{CHARTS_SECTION}-{key}", "type": "BAR", "metricSectionId": CHARTS_SECTION,
+                                  "deleted": False, "isGenerated": False, "metricKey": key} for key in CHARTED],
+            "isAccordionReordered": True}
+
+
+# MLflow's own leading columns (the row's checkbox, its name, its start), kept first when the view orders the others.
+LEADING_COLUMNS = ("0", "attributes.`Run Name`", "runDateAndNestInfo")
+
+
+def _selected() -> list[str]:
+    """The view's columns in the order shown: standing and committed cost first, then what each pass is."""
+    return [_column("tags", schema.STANDING), _column("metrics", schema.PASS_COMMITTED),
+            _column("tags", schema.VARIANT), _column("tags", schema.STATUS),
+            _column("metrics", schema.ACCEPTED), _column("metrics", PASS_S), _column("metrics", schema.INPUTS_PER_S)]
+
+
 def passes_view_state() -> dict:
     """The view: every pass (a run with a variant: no campaign or decision run), fastest first, with the latest
     decision's standing and its configuration's committed cost first, then its variant, status, accepted, pass_s and
-    inputs/s; every pass drawn in the charts."""
+    inputs/s; every pass drawn in the charts, whose tab opens on pass_s and inputs/s."""
     return {
         "searchFilter": f"{_column('tags', schema.VARIANT)} LIKE '%'",
         "orderByKey": _column("metrics", PASS_S),
         "orderByAsc": True,
-        "selectedColumns": [_column("tags", schema.STANDING), _column("metrics", schema.PASS_COMMITTED),
-                            _column("tags", schema.VARIANT), _column("tags", schema.STATUS),
-                            _column("metrics", schema.ACCEPTED), _column("metrics", PASS_S),
-                            _column("metrics", schema.INPUTS_PER_S)],
+        "selectedColumns": _selected(),
+        # MLflow groups a view's columns by kind, in alphabetical order, unless the view orders them; a width applies
+        # only to a column the order names.
+        "columnOrder": [*LEADING_COLUMNS, *_selected(), "duration"],
+        "columnWidths": {_column("tags", schema.STANDING): STANDING_WIDTH_PX},
         "runsHiddenMode": "SHOW_ALL",
+        **_charts(),
     }
 
 
