@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from decimal import Decimal
 
@@ -421,6 +422,7 @@ def test_a_decision_run_logged_before_the_unit_was_named_still_gives_its_committ
 
 @pytest.mark.unit
 def test_each_pass_shows_its_configurations_standing_in_the_latest_decision(experiment, tmp_path):
+    from gpucost_mlflow.report import standing as standing_words
     from tests.scenario import B200
 
     fast = [experiment("batch8", B200, seconds) for seconds in (10.0, 10.1, 10.2, 10.1, 10.0)]
@@ -441,6 +443,13 @@ def test_each_pass_shows_its_configurations_standing_in_the_latest_decision(expe
     committed = {run_id: client.get_run(run_id).data.metrics.get(schema.PASS_COMMITTED) for run_id in [*fast, rejected]}
     assert {committed[run_id] for run_id in fast} == {decided.data.metrics["committed_cost_usd"]}  # the view's column
     assert committed[rejected] is None  # infeasible: nothing committed, never 0
+    # One vocabulary (report/standing.py): the passes' tags and the description's standing column use its words only.
+    assert {value.split(" · ")[0] for value in standing.values()} <= set(standing_words.WORDS)
+    lines = decided.data.tags[schema.NOTE].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| configuration | standing |"))
+    column = [line.split("|")[2].strip() for line in itertools.takewhile(lambda line: line.startswith("|"),
+                                                                          lines[start + 2:])]
+    assert column and set(column) <= set(standing_words.WORDS), column
 
 
 @pytest.mark.unit
