@@ -25,6 +25,7 @@ from types import ModuleType
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.names import CONVERT_S
+from gpucost_mlflow.workloads import plugins
 
 CACHE_ENV = "GPUCOST_ENGINE_CACHE"
 DEFAULT = "torch"
@@ -75,14 +76,19 @@ ENGINES = (
 )
 
 
+def known() -> tuple[Engine, ...]:
+    """The shipped engines, then those installed packages declare (entry point `gpucost.engines`, plugins.py)."""
+    return ENGINES + plugins.declared(plugins.ENGINES, Engine)
+
+
 def names() -> tuple[str, ...]:
     """Every engine a variant may name."""
-    return tuple(engine.name for engine in ENGINES)
+    return tuple(engine.name for engine in known())
 
 
 def engine(name: str) -> Engine:
     """The engine of this name; KeyError for another."""
-    return {engine.name: engine for engine in ENGINES}[name]
+    return {engine.name: engine for engine in known()}[name]
 
 
 def check_settings(name: str, kind: str, settings: dict, where: str) -> None:

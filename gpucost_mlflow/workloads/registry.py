@@ -1,7 +1,8 @@
 """The workload kinds gpucost knows: one line each. A new kind is its folder (base.Kind) and one line here.
 
-A kind that lives outside the package (a team's own engine, a test's toy kind) is declared in the environment,
-which the pass's child inherits: GPUCOST_WORKLOADS="name:output:package[,name:output:package]".
+A kind that lives outside the package (a team's own, a test's toy kind) is declared by its installed package's
+entry point `gpucost.workloads`, or in the environment the pass's child inherits,
+GPUCOST_WORKLOADS="name:output:package[,name:output:package]" (plugins.py).
 """
 
 from __future__ import annotations
@@ -9,19 +10,10 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
+from gpucost_mlflow.workloads import plugins
 from gpucost_mlflow.workloads.base import Kind
 
-ENVIRONMENT = "GPUCOST_WORKLOADS"
-
-
-def _declared(text: str) -> tuple[Kind, ...]:
-    """Kinds declared in the environment variable, `name:output:package` each, comma-separated."""
-    kinds = []
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        name, output, package = (field.strip() for field in (item.split(":") + ["", ""])[:3])
-        if name and output and package:
-            kinds.append(Kind(name, output, package))
-    return tuple(kinds)
+ENVIRONMENT = plugins.ENVIRONMENT
 
 
 SHIPPED = (
@@ -35,8 +27,10 @@ PYTHON = "python"  # user code, declared as python:PATH_OR_MODULE (core/inputs/w
 
 
 def kinds() -> tuple[Kind, ...]:
-    """The shipped kinds, then those the environment declares (read now, so a child sees what its parent saw)."""
-    return SHIPPED + _declared(os.environ.get(ENVIRONMENT, ""))
+    """The shipped kinds, then those installed packages declare (entry points), then those the environment declares
+    (read now, so a child sees what its parent saw)."""
+    return (SHIPPED + plugins.declared(plugins.WORKLOADS, Kind)
+            + tuple(Kind(*item) for item in plugins.environment_items(os.environ.get(ENVIRONMENT, ""))))
 
 
 def built_in() -> tuple[str, ...]:

@@ -1,0 +1,47 @@
+"""Workload kinds and engines from other packages, found as MLflow finds its plug-ins: through Python entry points.
+
+A package declares `[project.entry-points."gpucost.workloads"] toy = "toy_kind:KIND"` (a `base.Kind`) or
+`[project.entry-points."gpucost.engines"] myengine = "my_engine:ENGINE"` (an `engines.Engine`); installing it is
+all it takes. The environment variable GPUCOST_WORKLOADS ("name:output:package", comma-separated), which a pass's
+child inherits, still declares a kind without installing anything: an override, refused in one line when an item
+is not of that form, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+
+from gpucost_mlflow.core.errors import GpucostError
+
+WORKLOADS = "gpucost.workloads"
+ENGINES = "gpucost.engines"
+ENVIRONMENT = "GPUCOST_WORKLOADS"
+
+
+@functools.cache
+def declared(group: str, of: type) -> tuple:
+    """The objects the installed packages declare in an entry-point group, each checked to be an `of`; read once per
+    process (the installed packages do not change under it). A point that does not load is refused in one line."""
+    found = []
+    for point in sorted(importlib.metadata.entry_points(group=group), key=lambda point: point.name):
+        try:
+            value = point.load()
+        except Exception as exc:  # a plug-in's own import error, whatever it is, told as the plug-in's
+            raise GpucostError(f"entry point {point.name} = {point.value} ({group}) does not load: {exc}") from exc
+        if not isinstance(value, of):
+            raise GpucostError(f"entry point {point.name} = {point.value} ({group}) is a {type(value).__name__}, "
+                               f"not a {of.__name__}")
+        found.append(value)
+    return tuple(found)
+
+
+def environment_items(text: str) -> list[tuple[str, str, str]]:
+    """GPUCOST_WORKLOADS's items as (name, output, package); a malformed item is refused, naming it."""
+    items = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        fields = [field.strip() for field in item.split(":")]
+        if len(fields) != 3 or not all(fields):
+            raise GpucostError(f"{ENVIRONMENT}: {item!r} is not name:output:package (comma-separated for several)")
+        items.append((fields[0], fields[1], fields[2]))
+    return items
