@@ -18,12 +18,12 @@ from click.testing import CliRunner
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
+from gpucost_mlflow.cli.progress import CampaignProgress
 from gpucost_mlflow.core.campaign.schedule import remaining, rotated
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.protocol import load_protocol
 from gpucost_mlflow.core.inputs.variants import load_variants
 from gpucost_mlflow.core.money.catalog import load_catalog
-from gpucost_mlflow.progress import CampaignProgress
 from gpucost_mlflow.report.build import build
 from gpucost_mlflow.tracking import schema
 from gpucost_mlflow.tracking import store as tracking_store

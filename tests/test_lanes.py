@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from gpucost_mlflow.cli.progress import CampaignProgress
 from gpucost_mlflow.core.campaign.schedule import rotated
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.variants import load_variants
@@ -24,7 +25,6 @@ from gpucost_mlflow.core.money.decision import assess
 from gpucost_mlflow.execution import lanes, runner
 from gpucost_mlflow.execution.batch_counter import BatchCounter
 from gpucost_mlflow.execution.outcome import PassOutcome
-from gpucost_mlflow.progress import CampaignProgress
 from gpucost_mlflow.report.tables import configurations
 from gpucost_mlflow.tracking import schema
 from gpucost_mlflow.tracking.reader import COLUMNS

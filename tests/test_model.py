@@ -54,7 +54,7 @@ def test_model_prepare_saves_a_standard_classifier_with_provenance_and_never_rea
 @pytest.mark.unit
 def test_validation_split_is_carved_from_the_tuning_corpus_and_disjoint_from_training(corpus_dir):
     from gpucost_mlflow.core.inputs import corpus as corpora
-    from gpucost_mlflow.prepare import validation_split
+    from gpucost_mlflow.execution.demo_inputs import validation_split
 
     tuning = corpora.read_corpus(corpus_dir / "tuning.jsonl").rows
     comparison_ids = set(corpora.read_corpus(corpus_dir / "comparison.jsonl").ids)

@@ -159,8 +159,8 @@ def job_cmd(fleet_id, gpu, variant_names, series_name, passes, experiment, corpu
             protocol_file) -> None:
     """A fleet job's campaign on its machine (the task's `run` calls it): started, or resumed after a relaunch."""
     from gpucost_mlflow.cli.passes import _campaign_plan, _echo_campaign
+    from gpucost_mlflow.cli.progress import CampaignProgress
     from gpucost_mlflow.fleet.job import run_job
-    from gpucost_mlflow.progress import CampaignProgress
 
     plan = _campaign_plan(variant_names, passes, None, experiment, corpus_path, model_path, variants_file,
                           protocol_file, Path("."), series_name)

@@ -104,8 +104,8 @@ def _pass_figures(metrics: dict) -> str:
 def campaign(variant_names, passes, resume, experiment, corpus_path, model_path, variants_file, protocol_file, root,
              series_name, settle, catalog_file) -> None:
     """Run every variant the protocol's number of times in rotated order, as nested runs under one campaign run."""
+    from gpucost_mlflow.cli.progress import CampaignProgress
     from gpucost_mlflow.flow.campaign import run_campaign
-    from gpucost_mlflow.progress import CampaignProgress
 
     if catalog_file and not settle:
         raise GpucostError("--catalog goes with --settle (a campaign itself prices nothing)")

@@ -10,7 +10,7 @@ from gpucost_mlflow.workloads.base import Described
 
 def default_model(root: Path) -> Path:
     """`--model auto` under an embeddings protocol: the packaged all-MiniLM-L6-v2 files."""
-    from gpucost_mlflow.prepare import base_model_dir
+    from gpucost_mlflow.execution.demo_inputs import base_model_dir
 
     return base_model_dir()
 
@@ -30,7 +30,7 @@ def describe(workload, variant, model_path: Path, protocol, record: dict) -> Des
 
 def _packaged_sources(model_path: Path) -> list[dict]:
     """The package records of the all-MiniLM-L6-v2 files when the encoder is that packaged folder."""
-    from gpucost_mlflow.prepare import base_model_dir, model_sources
+    from gpucost_mlflow.execution.demo_inputs import base_model_dir, model_sources
 
     try:
         packaged = base_model_dir().resolve() == model_path.resolve()
