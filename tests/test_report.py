@@ -111,7 +111,7 @@ def test_report_command_writes_four_files_and_logs_a_decision_run(experiment, tm
                                        "--protocol", str(SHIPPED_PROTOCOL), "--variants-file", str(VARIANTS)])
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in out.iterdir()) == ["attempts.csv", "balance.csv", "cost-volume.png", "durations.png",
-                                                     "report.html", "report.md"]
+                                                     "memory.png", "report.html", "report.md"]
     assert f"report: {(out / 'report.html').resolve()}" in result.output
     html = (out / "report.html").read_text()
     assert '<table id="attempts">' in html and "data:image/png;base64," in html and "no p95" in html
@@ -120,7 +120,8 @@ def test_report_command_writes_four_files_and_logs_a_decision_run(experiment, tm
     runs = client.search_runs([mlflow.get_experiment_by_name("scenario").experiment_id], filter_string="tags.`gpucost.role` = 'decision'")
     assert len(runs) == 1
     assert {a.path for a in client.list_artifacts(runs[0].info.run_id)} == {"report.md", "report.html", "attempts.csv",
-                                                                            "balance.csv", "cost-volume.png", "durations.png"}
+                                                                            "balance.csv", "cost-volume.png", "durations.png",
+                                                                            "memory.png"}
 
 
 def test_report_strings_from_runs_are_escaped_in_html(experiment):

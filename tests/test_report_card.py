@@ -153,12 +153,12 @@ def test_a_duration_far_from_its_configurations_median_is_an_outlier():
     assert plots.outliers((5.0, 9.0)) == ()
 
 
-def test_both_figures_are_written_as_png_next_to_report_html_and_returned_for_the_decision_run(tmp_path):
+def test_every_figure_is_written_as_png_next_to_report_html_and_returned_for_the_decision_run(tmp_path):
     report = decided_report()
     paths = build.write(report, pd.DataFrame(), tmp_path)
-    assert sorted(paths) == ["attempts.csv", "balance.csv", "cost-volume.png", "durations.png", "report.html",
-                             "report.md"]
-    for name in ("cost-volume.png", "durations.png"):
+    assert sorted(paths) == ["attempts.csv", "balance.csv", "cost-volume.png", "durations.png", "memory.png",
+                             "report.html", "report.md"]
+    for name in ("cost-volume.png", "durations.png", "memory.png"):
         assert paths[name].read_bytes().startswith(b"\x89PNG") and paths[name].parent == paths["report.html"].parent
     assert report.figures["cost_volume"].alt.startswith("Committed cost against volume (USD")
     assert ("batch64-bf16-lg (chosen), batch8-lg (costs more), batch8-int8 (infeasible)"

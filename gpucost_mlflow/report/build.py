@@ -19,7 +19,7 @@ from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.money.catalog import Catalog, dated
 from gpucost_mlflow.core.money.choice import Choice, break_evens, choose, decide, doubt, hold
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, Assessment, Configuration, assess, feasibility
-from gpucost_mlflow.report import alternatives, confirmations, plots, render, short, standing, tables
+from gpucost_mlflow.report import alternatives, confirmations, model, plots, render, short, standing, tables
 from gpucost_mlflow.report.bill import bill_lines
 from gpucost_mlflow.tracking import (
     campaign_run,
@@ -53,7 +53,7 @@ CHANGED_PROTOCOL = "protocol changed after results"  # reader.protocol_warnings'
 def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Catalog,
           variants: dict[str, Variant], client: MlflowClient | None = None, *, rejudged: list[str] | None = None,
           what_if: str = "", today: dt.date | None = None, allow_stale: bool = False, variants_path: Path | None = None
-          ) -> tuple[render.Report, pd.DataFrame]:
+          ) -> tuple[model.Report, pd.DataFrame]:
     """Read every attempt back and assess every configuration against the protocol and the catalog.
 
     rejudged: the pending passes judged just before (their lines), said near the top; what_if: what this protocol
@@ -76,7 +76,7 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
     if what_if:
         decision = f"What-if protocol ({what_if}): {decision}"
     summaries = tables.summaries(table, configs)
-    report = render.Report(
+    report = model.Report(
         experiment=experiment,
         question=protocol.question,
         protocol_digest=experiment_tags.get(schema.PROTOCOL_DIGEST, protocol.digest),
@@ -210,7 +210,7 @@ def _decided(configs: list[Configuration], protocol: Protocol, catalog: Catalog,
     return assessments, choice, decision, confirmed
 
 
-def excluded_per_variant(table, client: MlflowClient, experiment: str) -> list[render.VariantExclusions]:
+def excluded_per_variant(table, client: MlflowClient, experiment: str) -> list[model.VariantExclusions]:
     """Every variant with its attempts counted and its excluded ones (cause, by, when), so one rule is seen applied to all."""
     details = {}
     if (table["status"] == Status.EXCLUDED).any():
@@ -222,12 +222,12 @@ def excluded_per_variant(table, client: MlflowClient, experiment: str) -> list[r
         for run_id, device in rows.loc[rows["status"] == Status.EXCLUDED, ["run_id", "device"]].itertuples(index=False):
             x = details.get(run_id)
             excluded.append([device, run_id, x.cause, x.by, x.at] if x and x.cause else [device, run_id, "not recorded", "", ""])
-        result.append(render.VariantExclusions(variant, len(rows), excluded))
+        result.append(model.VariantExclusions(variant, len(rows), excluded))
     return result
 
 
-def write(report: render.Report, balance: pd.DataFrame, out_dir: Path) -> dict[str, Path]:
-    """Write the four files and each figure that names a file (cost against volume, durations: PNG next to
+def write(report: model.Report, balance: pd.DataFrame, out_dir: Path) -> dict[str, Path]:
+    """Write the four files and each figure that names a file (cost against volume, durations, memory: PNG next to
     report.html, so the decision run logs them as artifacts) atomically; returns their paths."""
     paths = {name: out_dir / name for name in FILES}
     write_atomic(paths["report.md"], render.markdown(report).encode("utf-8"))
@@ -241,7 +241,7 @@ def write(report: render.Report, balance: pd.DataFrame, out_dir: Path) -> dict[s
     return paths
 
 
-def log(experiment: str, report: render.Report, paths: dict[str, Path], client: MlflowClient | None = None) -> str:
+def log(experiment: str, report: model.Report, paths: dict[str, Path], client: MlflowClient | None = None) -> str:
     """Log the files as artifacts of a run tagged gpucost.role=decision (the UI shows report.html), named for what
     was decided, described by the decision note and the balance in short, with the chosen configuration's committed
     cost and forecast hours as metrics and the campaigns it read as tags."""
@@ -278,7 +278,7 @@ def log(experiment: str, report: render.Report, paths: dict[str, Path], client: 
     return run_id
 
 
-def _committed(report: render.Report) -> dict[str, tuple[str, float]]:
+def _committed(report: model.Report) -> dict[str, tuple[str, float]]:
     """Each pass's run id with its configuration's committed cost in this decision (feasible and priced ones); none
     under a what-if protocol, which is not the experiment's decision."""
     if report.what_if or not len(report.attempts):
@@ -291,7 +291,7 @@ def _committed(report: render.Report) -> dict[str, tuple[str, float]]:
     return found
 
 
-def _standings(report: render.Report) -> dict[str, str]:
+def _standings(report: model.Report) -> dict[str, str]:
     """Each pass's run id with its configuration's standing in this decision (chosen, tied, runner-up, rejected, ...:
     report/standing.py), `· what-if` added under example prices; none under a what-if protocol, which is not the
     experiment's decision."""

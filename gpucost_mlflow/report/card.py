@@ -5,8 +5,6 @@ deadline, the runner-up and its margin, and what would change the decision. Name
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from gpucost_mlflow.core.measurement.confirmation import NOT_YET
 from gpucost_mlflow.core.measurement.stats import DEFAULT_CONFIDENCE, repetitions_needed, separate
 from gpucost_mlflow.core.money import costs, units
@@ -14,9 +12,7 @@ from gpucost_mlflow.core.money.choice import NOT_HELD, doubt
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, NO_PLAN, Assessment
 from gpucost_mlflow.core.money.plans import Plan
 from gpucost_mlflow.report import short, standing
-
-if TYPE_CHECKING:
-    from gpucost_mlflow.report.render import Report
+from gpucost_mlflow.report.model import Report
 
 LINES = 5
 

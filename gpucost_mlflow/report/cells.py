@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import pandas as pd
 
+from gpucost_mlflow.report.model import Report
 from gpucost_mlflow.tracking import ui
-
-if TYPE_CHECKING:
-    from gpucost_mlflow.report.render import Report
 
 FOLD = 28  # characters: a longer string in a cell becomes its head and a footnote
 

@@ -26,6 +26,7 @@ from gpucost_mlflow.tracking import schema
 COST_VOLUME_ALT = "Committed cost against volume"
 COST_VOLUME_FILE = schema.COST_VOLUME_FIGURE
 DURATIONS_FILE = schema.DURATIONS_FIGURE
+MEMORY_FILE = schema.MEMORY_FIGURE
 VOLUME_SPAN = 10  # the figure runs to ten times the declared volume (further when a break-even lies beyond)
 FAR_MADS = 3.0  # a duration further than this many median absolute deviations from its median is an outlier ...
 FAR_SHARE = 0.10  # ... and further than this share of the median (five equal passes have no deviation at all)
@@ -240,7 +241,7 @@ def memory(summaries: list[Summary], names: short.Names) -> Figure:
         axes.text(0.5, 0.5, "no memory peak recorded", ha="center", transform=axes.transAxes)
     unrecorded = "; ".join(f"{name}: {counter} not recorded" for _, name, counter in missing)
     alt = "Peak memory per configuration and counter" + (f" ({unrecorded})" if unrecorded else "")
-    return Figure(alt, "Peak memory per configuration and counter", figure)
+    return Figure(alt, "Peak memory per configuration and counter", figure, MEMORY_FILE)
 
 
 def for_report(summaries: list[Summary], assessments: list[Assessment], choice: Choice) -> dict[str, Figure]:

@@ -4,26 +4,19 @@ Every table is built once (`Table`) and written both ways. A long string that wo
 down it (a memory counter, why an MFU is empty, why a device is not priced), becomes a numbered footnote under
 its table; identical strings share one number. Run ids link to the run's page in the MLflow UI (`run_href`).
 The cells are `cells.py`'s, the tables and texts of each section `sections.py`'s, the decision card `card.py`'s and
-the figures `plots.py`'s; this module holds the model and writes it: the card first, then the question beside the
+the figures `plots.py`'s, the model `model.py`'s; this module writes it: the card first, then the question beside the
 cost-against-volume figure, the first table (its rows stacked into labelled blocks on a screen under 720 px, so
 MLflow's artifact pane never scrolls it sideways), the durations figure and the decision note, then the rest.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import html
 import re
-from dataclasses import dataclass, field
 
-import pandas as pd
-
-from gpucost_mlflow.core.measurement.stats import Separation
-from gpucost_mlflow.core.money.choice import Choice
-from gpucost_mlflow.core.money.decision import Assessment
 from gpucost_mlflow.report import card, scope
 from gpucost_mlflow.report.cells import Link, Table, run_href
-from gpucost_mlflow.report.plots import Figure
+from gpucost_mlflow.report.model import Report, VariantExclusions
 from gpucost_mlflow.report.sections import (
     ATTEMPT_COLUMNS,
     BREAK_EVEN_TEXT,
@@ -50,67 +43,9 @@ from gpucost_mlflow.report.sections import (
     separation_table,
     summary_table,
 )
-from gpucost_mlflow.report.tables import Summary
-from gpucost_mlflow.tracking.ui import LOCAL_UI
 
-# Names other modules and the tests read from here; they live in cells.py and sections.py.
+# Names other modules and the tests read from here; they live in model.py, cells.py and sections.py.
 __all__ = ["ATTEMPT_COLUMNS", "Link", "Report", "Table", "VariantExclusions", "markdown", "page", "run_href"]
-
-
-@dataclass
-class Report:
-    experiment: str
-    question: str
-    protocol_digest: str
-    catalog: str
-    decision: str
-    warnings: list[str]
-    attempts: pd.DataFrame
-    summaries: list[Summary]
-    separations: list[tuple[str, Separation]]
-    assessments: list[Assessment]
-    deadline: str
-    plan: dict | None
-    choice: Choice = field(default_factory=Choice)  # the one choice made of the assessments (build), read by the tables
-    figures: dict[str, Figure] = field(default_factory=dict)  # by key: cost_volume, durations, memory (plots.py)
-    break_evens: list[str] = field(default_factory=list)
-    overhead: tuple = (None, 0, 0)  # harness overhead per pass (s) by the campaigns' figure, attempts, campaigns
-    other_costs: tuple = ()
-    example_prices: bool = False
-    exclusions: list = field(default_factory=list)  # VariantExclusions, one per variant (PROTOCOL.md §6)
-    exclusion_rule: str = ""
-    passes_per_variant: int | None = None  # the protocol's, named in the per-configuration header
-    experiment_id: str = ""  # for run links; without it they use the UI's direct route #/runs/<id>
-    # The command that runs the protocol's second stage (`gpucost campaign --settle ...`, its ceiling), or why none can
-    settle: str = ""
-    reproduce: str = "bounded-deviation"  # what the protocol declares a repetition is to reproduce
-    confirmations: dict = field(default_factory=dict)  # the chosen configurations' Confirmation, by name
-    confirm: str = ""  # the exact `gpucost confirm` command of this decision
-    seeds: tuple = ()  # the protocol's seeds (none: every pass at seed 0)
-    written: dt.date | None = None  # the day the report was built: a planned start before it is said to be past
-    ui_root: str = LOCAL_UI  # the MLflow UI run links open: the tracking server, else where `mlflow ui` serves by default
-    rejudged: list[str] = field(default_factory=list)  # pending passes `gpucost report` judged first, one line each
-    what_if: str = ""  # 'what-if protocol other.yaml (changed deadline)' when decided under another protocol than the lock
-    what_if_digest: str = ""  # that protocol's digest, shown beside the locked one (protocol_digest)
-    bill: list[str] = field(default_factory=list)  # committed against paid (report/bill.py), empty without a bill
-    # Bullet sections after the plan tables, each (title, what it says, lines): prices and their age, hosted
-    # endpoints, the bill; a section without lines is left out.
-    lists: list[tuple[str, str, list[str]]] = field(default_factory=list)
-
-    @property
-    def title(self) -> str:
-        """The page title; a what-if protocol says so first, a what-if catalog of example prices in it."""
-        kind = "Decision report (what-if: example price)" if self.example_prices else "Decision report"
-        return f"What-if protocol: {kind[0].lower()}{kind[1:]}: {self.experiment}" if self.what_if \
-            else f"{kind}: {self.experiment}"
-
-
-@dataclass
-class VariantExclusions:
-    """One variant's excluded attempts (k of its n attempts), each as [device, run id, cause, by, when]."""
-    variant: str
-    attempts: int
-    excluded: list = field(default_factory=list)
 
 
 # ---- Markdown ----
@@ -165,27 +100,54 @@ def _figure_md(report: Report, key: str) -> list[str]:
     return [f"![{found.alt}]({found.file})", ""] if found and found.file else []
 
 
-def markdown(report: Report) -> str:
-    """The report as Markdown: the decision card, the question, the first table and the figures behind it, the
-    decision note, then every configuration and every attempt."""
-    outcome, checks = attempt_tables(report)
+def _lead_md(report: Report) -> list[str]:
+    """The title, the decision card, the question and the protocol, then the cost-against-volume figure."""
+    return [f"# {report.title}", "", *[f"- **{label}:** {text}" for label, text in card.lines(report)],
+            "", f"**Question.** {report.question}", "", digest_text(report, lambda text: f"`{text}`", str), "",
+            *([f"**Re-judged first.** {rejudged_text(report)}", ""] if report.rejudged else []),
+            *_figure_md(report, "cost_volume")]
+
+
+def _first_md(report: Report) -> list[str]:
+    """The first table, what it decides, the durations figure and the decision note."""
     first, sentence = first_table(report)
-    parts = [f"# {report.title}", ""] + [f"- **{label}:** {text}" for label, text in card.lines(report)]
-    parts += ["", f"**Question.** {report.question}", "", digest_text(report, lambda text: f"`{text}`", str), "",
-              *([f"**Re-judged first.** {rejudged_text(report)}", ""] if report.rejudged else []),
-              *_figure_md(report, "cost_volume"), *([sentence, ""] if sentence else []), _md_table(first), "",
-              DECISION_TEXT, "", *_figure_md(report, "durations"), f"**Decision note.** {report.decision}", ""]
-    parts += [line for text in report.bill for line in (f"**The bill.** {text}", "")]
-    parts += [f"> **Warning:** {w}" for w in report.warnings]
-    parts += ["", "## Per configuration", "", durations_text(report).capitalize() + ".", "", _md_table(summary_table(report)), "",
-              SUMMARY_TEXT, "", _md_table(energy_table(report)), "", ENERGY_TEXT, "",
-              MFU_TEXT, "", *_exclusions_md(report),
-              "## Separability within each series", "", _md_table(separation_table(report)), "",
-              "## Campaign plan and committed cost", "", plan_text(report), "", overhead_text(report), "",
-              _md_table(forecast_table(report)), "", _md_table(plan_table(report)), "", *_optional_md(report),
-              f"## Attempts ({len(report.attempts)} rows, one per attempted pass)", "", links_text(report), "",
-              _md_table(outcome), "", _md_table(checks), "", *_scope_md(report)]
-    return "\n".join(parts)
+    return [*([sentence, ""] if sentence else []), _md_table(first), "", DECISION_TEXT, "",
+            *_figure_md(report, "durations"), f"**Decision note.** {report.decision}", ""]
+
+
+def _notices_md(report: Report) -> list[str]:
+    """Committed against paid (after a bill), then the warnings."""
+    return ([line for text in report.bill for line in (f"**The bill.** {text}", "")]
+            + [f"> **Warning:** {w}" for w in report.warnings] + [""])
+
+
+def _per_configuration_md(report: Report) -> list[str]:
+    return ["## Per configuration", "", durations_text(report).capitalize() + ".", "", _md_table(summary_table(report)),
+            "", SUMMARY_TEXT, "", _md_table(energy_table(report)), "", ENERGY_TEXT, "", MFU_TEXT, ""]
+
+
+def _separability_md(report: Report) -> list[str]:
+    return ["## Separability within each series", "", _md_table(separation_table(report)), ""]
+
+
+def _plan_md(report: Report) -> list[str]:
+    return ["## Campaign plan and committed cost", "", plan_text(report), "", overhead_text(report), "",
+            _md_table(forecast_table(report)), "", _md_table(plan_table(report)), ""]
+
+
+def _memory_md(report: Report) -> list[str]:
+    return ["## Memory", "", *_figure_md(report, "memory")] if _figure_md(report, "memory") else []
+
+
+def _attempts_md(report: Report) -> list[str]:
+    outcome, checks = attempt_tables(report)
+    return [f"## Attempts ({len(report.attempts)} rows, one per attempted pass)", "", links_text(report), "",
+            "### Outcome", "", _md_table(outcome), "", "### Checks, utilisation and overlaps", "", _md_table(checks), ""]
+
+
+def markdown(report: Report) -> str:
+    """The report as Markdown, section by section in SECTIONS' order (the HTML page's)."""
+    return "\n".join(line for written, _ in SECTIONS for line in written(report))
 
 
 # ---- HTML ----
@@ -300,30 +262,78 @@ def _card_html(report: Report) -> str:
             + "".join(f"<li><b>{e(label)}:</b> {e(text)}</li>" for label, text in card.lines(report)) + "</ul>")
 
 
-def page(report: Report) -> str:
-    """A self-contained HTML page (inline style, figures as data URIs, no script); every string from runs is escaped."""
+def _lead_html(report: Report) -> list[str]:
+    """The title, then the card, the question and the protocol beside the cost-against-volume figure."""
     e = html.escape
-    outcome, checks = attempt_tables(report)
-    first, sentence = first_table(report)
     answer = [_card_html(report), f"<p><b>Question.</b> {e(report.question)}</p>",
               f"<p>{digest_text(report, lambda text: f'<code>{e(text)}</code>', e)}</p>",
               *([f"<p><b>Re-judged first.</b> {e(rejudged_text(report))}</p>"] if report.rejudged else [])]
-    body = [f"<h1>{e(report.title)}</h1>",
-            f'<div class="lead"><div>{"".join(answer)}</div>{_figure_html(report, "cost_volume")}</div>',
-            *([f'<p id="same">{e(sentence)}</p>'] if sentence else []), _html_table(first, stacked=True),
-            f"<p>{e(DECISION_TEXT)}</p>", _figure_html(report, "durations"),
-            f'<p><b>Decision note.</b> {e(report.decision)}</p>']
-    body += [f"<p><b>The bill.</b> {e(text)}</p>" for text in report.bill]
-    body += [f'<p class="warning">Warning: {e(w)}</p>' for w in report.warnings]
-    body += [f"<h2>Per configuration</h2><p>{e(durations_text(report).capitalize())}.</p>",
-             _html_table(summary_table(report)), f"<p>{e(SUMMARY_TEXT)}</p>", _html_table(energy_table(report)),
-             f"<p>{e(ENERGY_TEXT)}</p>", f"<p>{e(MFU_TEXT)}</p>", *_exclusions_html(report),
-             "<h2>Separability within each series</h2>", _html_table(separation_table(report)),
-             "<h2>Campaign plan and committed cost</h2>", f"<p>{e(plan_text(report))}</p>", f"<p>{e(overhead_text(report))}</p>",
-             _html_table(forecast_table(report)), _html_table(plan_table(report)), *_optional_html(report),
-             *(["<h2>Memory</h2>", _figure_html(report, "memory")] if "memory" in report.figures else []),
-             f"<h2>Attempts ({len(report.attempts)} rows, one per attempted pass)</h2>", f"<p>{e(links_text(report))}</p>",
-             "<h3>Outcome</h3>", _html_table(outcome), "<h3>Checks, utilisation and overlaps</h3>", _html_table(checks),
-             *_scope_html(report)]
+    return [f"<h1>{e(report.title)}</h1>",
+            f'<div class="lead"><div>{"".join(answer)}</div>{_figure_html(report, "cost_volume")}</div>']
+
+
+def _first_html(report: Report) -> list[str]:
+    e = html.escape
+    first, sentence = first_table(report)
+    return [*([f'<p id="same">{e(sentence)}</p>'] if sentence else []), _html_table(first, stacked=True),
+            f"<p>{e(DECISION_TEXT)}</p>", _figure_html(report, "durations"), f"<p><b>Decision note.</b> {e(report.decision)}</p>"]
+
+
+def _notices_html(report: Report) -> list[str]:
+    e = html.escape
+    return ([f"<p><b>The bill.</b> {e(text)}</p>" for text in report.bill]
+            + [f'<p class="warning">Warning: {e(w)}</p>' for w in report.warnings])
+
+
+def _per_configuration_html(report: Report) -> list[str]:
+    e = html.escape
+    return [f"<h2>Per configuration</h2><p>{e(durations_text(report).capitalize())}.</p>",
+            _html_table(summary_table(report)), f"<p>{e(SUMMARY_TEXT)}</p>", _html_table(energy_table(report)),
+            f"<p>{e(ENERGY_TEXT)}</p>", f"<p>{e(MFU_TEXT)}</p>"]
+
+
+def _separability_html(report: Report) -> list[str]:
+    return ["<h2>Separability within each series</h2>", _html_table(separation_table(report))]
+
+
+def _plan_html(report: Report) -> list[str]:
+    e = html.escape
+    return ["<h2>Campaign plan and committed cost</h2>", f"<p>{e(plan_text(report))}</p>",
+            f"<p>{e(overhead_text(report))}</p>", _html_table(forecast_table(report)), _html_table(plan_table(report))]
+
+
+def _memory_html(report: Report) -> list[str]:
+    return ["<h2>Memory</h2>", _figure_html(report, "memory")] if "memory" in report.figures else []
+
+
+def _attempts_html(report: Report) -> list[str]:
+    e = html.escape
+    outcome, checks = attempt_tables(report)
+    return [f"<h2>Attempts ({len(report.attempts)} rows, one per attempted pass)</h2>", f"<p>{e(links_text(report))}</p>",
+            "<h3>Outcome</h3>", _html_table(outcome), "<h3>Checks, utilisation and overlaps</h3>", _html_table(checks)]
+
+
+# The report's sections in the order both writers follow, each as (Markdown lines, HTML fragments): the answer first
+# (card, question, the first table and the figures behind it), then every configuration, plan and attempt.
+SECTIONS = (
+    (_lead_md, _lead_html),
+    (_first_md, _first_html),
+    (_notices_md, _notices_html),
+    (_per_configuration_md, _per_configuration_html),
+    (_exclusions_md, _exclusions_html),
+    (_separability_md, _separability_html),
+    (_plan_md, _plan_html),
+    (_optional_md, _optional_html),
+    (_memory_md, _memory_html),
+    (_attempts_md, _attempts_html),
+    (_scope_md, _scope_html),
+)
+
+
+def page(report: Report) -> str:
+    """A self-contained HTML page (inline style, figures as data URIs, no script), section by section in SECTIONS'
+    order (the Markdown's); every string from runs is escaped."""
+    e = html.escape
+    body = [fragment for _, written in SECTIONS for fragment in written(report)]
     return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>gpucost {e(report.title)}</title>"
             f"<style>{STYLE}</style></head><body>{''.join(body)}</body></html>\n")

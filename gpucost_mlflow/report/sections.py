@@ -4,8 +4,6 @@ render.py writes as Markdown and as HTML."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import pandas as pd
 
 from gpucost_mlflow.core.money import units
@@ -24,9 +22,7 @@ from gpucost_mlflow.core.names import (
 )
 from gpucost_mlflow.report import short, standing
 from gpucost_mlflow.report.cells import Table, cell, empty, lift, pair, run_cell
-
-if TYPE_CHECKING:
-    from gpucost_mlflow.report.render import Report
+from gpucost_mlflow.report.model import Report
 
 
 def digest_text(report: Report, code, plain) -> str:

@@ -184,6 +184,7 @@ ERROR = "error.txt"
 PREVIEW = "predictions_preview.json"  # failed predictions first, then a sample: the UI renders it as a table
 COST_VOLUME_FIGURE = "cost-volume.png"  # on a decision run: committed cost against volume (report/plots.py)
 DURATIONS_FIGURE = "durations.png"  # on a decision run: every pass's duration per configuration
+MEMORY_FIGURE = "memory.png"  # on a decision run: peak memory per configuration and counter
 
 # The software stack that is part of a configuration's identity (PROTOCOL.md §2): params `stack.<key>`.
 # The software stack a pass ran on, part of its configuration (core/inputs/identity.py): passes before and after an

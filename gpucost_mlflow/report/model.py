@@ -1,0 +1,75 @@
+"""The decision report's model: what `build.py` reads from the store and decides, and every writer (Markdown, HTML,
+the card, the sections' tables) reads. Plain data: no writer, no store."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from gpucost_mlflow.core.money.choice import Choice
+from gpucost_mlflow.tracking.ui import LOCAL_UI
+
+if TYPE_CHECKING:  # annotations only: importing plots would load matplotlib for every reader of the model
+    import pandas as pd
+
+    from gpucost_mlflow.core.measurement.stats import Separation
+    from gpucost_mlflow.core.money.decision import Assessment
+    from gpucost_mlflow.report.plots import Figure
+    from gpucost_mlflow.report.tables import Summary
+
+
+@dataclass
+class Report:
+    experiment: str
+    question: str
+    protocol_digest: str
+    catalog: str
+    decision: str
+    warnings: list[str]
+    attempts: pd.DataFrame
+    summaries: list[Summary]
+    separations: list[tuple[str, Separation]]
+    assessments: list[Assessment]
+    deadline: str
+    plan: dict | None
+    choice: Choice = field(default_factory=Choice)  # the one choice made of the assessments (build), read by the tables
+    figures: dict[str, Figure] = field(default_factory=dict)  # by key: cost_volume, durations, memory (plots.py)
+    break_evens: list[str] = field(default_factory=list)
+    overhead: tuple = (None, 0, 0)  # harness overhead per pass (s) by the campaigns' figure, attempts, campaigns
+    other_costs: tuple = ()
+    example_prices: bool = False
+    exclusions: list = field(default_factory=list)  # VariantExclusions, one per variant (PROTOCOL.md §6)
+    exclusion_rule: str = ""
+    passes_per_variant: int | None = None  # the protocol's, named in the per-configuration header
+    experiment_id: str = ""  # for run links; without it they use the UI's direct route #/runs/<id>
+    # The command that runs the protocol's second stage (`gpucost campaign --settle ...`, its ceiling), or why none can
+    settle: str = ""
+    reproduce: str = "bounded-deviation"  # what the protocol declares a repetition is to reproduce
+    confirmations: dict = field(default_factory=dict)  # the chosen configurations' Confirmation, by name
+    confirm: str = ""  # the exact `gpucost confirm` command of this decision
+    seeds: tuple = ()  # the protocol's seeds (none: every pass at seed 0)
+    written: dt.date | None = None  # the day the report was built: a planned start before it is said to be past
+    ui_root: str = LOCAL_UI  # the MLflow UI run links open: the tracking server, else where `mlflow ui` serves by default
+    rejudged: list[str] = field(default_factory=list)  # pending passes `gpucost report` judged first, one line each
+    what_if: str = ""  # 'what-if protocol other.yaml (changed deadline)' when decided under another protocol than the lock
+    what_if_digest: str = ""  # that protocol's digest, shown beside the locked one (protocol_digest)
+    bill: list[str] = field(default_factory=list)  # committed against paid (report/bill.py), empty without a bill
+    # Bullet sections after the plan tables, each (title, what it says, lines): prices and their age, hosted
+    # endpoints, the bill; a section without lines is left out.
+    lists: list[tuple[str, str, list[str]]] = field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        """The page title; a what-if protocol says so first, a what-if catalog of example prices in it."""
+        kind = "Decision report (what-if: example price)" if self.example_prices else "Decision report"
+        return f"What-if protocol: {kind[0].lower()}{kind[1:]}: {self.experiment}" if self.what_if \
+            else f"{kind}: {self.experiment}"
+
+
+@dataclass
+class VariantExclusions:
+    """One variant's excluded attempts (k of its n attempts), each as [device, run id, cause, by, when]."""
+    variant: str
+    attempts: int
+    excluded: list = field(default_factory=list)
