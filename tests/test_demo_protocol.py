@@ -54,3 +54,31 @@ def test_the_demo_job_priced_by_the_hour_separates_configurations_by_committed_c
     assert committed == {"batch8-bf16": "0.60", "batch8-lengthgrouped": "0.80", "batch8": "1.10"}
     assert built.decision.startswith("Decision: batch8-bf16 on AMD EPYC, this-machine hourly, 1 lot, 6 h billed")
     assert "covers 4,000 corpus(es) of 500 inputs" in built.decision
+
+
+# The demo's undecided store (issue 41): three length-grouped configurations whose durations overlap, priced by the
+# hour at 0.10 USD: batch16's slowest pass fits 11 billed hours, batch8's and batch32's need 12.
+UNDECIDED = {
+    "batch16-lengthgrouped": (4.6, 5.0, 5.3, 4.8, 5.1),
+    "batch8-lengthgrouped": (4.5, 4.9, 6.0, 4.7, 5.2),
+    "batch32-lengthgrouped": (4.7, 5.0, 6.1, 4.9, 5.4),
+}
+
+
+def test_on_the_demos_undecided_shape_the_card_rents_the_dearer_plan_runs_the_fastest_median_and_doubts_the_rest(
+        experiment, tmp_path):
+    from gpucost_mlflow.report import card
+
+    for variant, seconds in UNDECIDED.items():
+        for value in seconds:
+            experiment(variant, "AMD EPYC", value)
+    catalog = tmp_path / "this-machine.csv"
+    catalog.write_text(example_catalog("AMD EPYC", Decimal("0.10"), "usd", Decimal(1), Decimal(1), "2026-12-01"))
+    built, job = report(catalog=catalog, protocol_path=DEMO_PROTOCOL)
+    assert dict(zip(job["variant"], job["committed_cost"])) == {
+        "batch16-lengthgrouped": "1.10", "batch8-lengthgrouped": "1.20", "batch32-lengthgrouped": "1.20"}
+    lines = dict(card.lines(built))
+    assert lines["No decision"].startswith("undecided between ")
+    assert lines["Rent"].startswith("1.20 USD committed for this-machine hourly, 1 lot, 12 h billed")
+    assert lines["Run"] == "batch8-lg, the fastest median (4.900 s), or any of them: the plan covers each"
+    assert lines["In doubt"].startswith("0.10 USD: ")
