@@ -78,12 +78,13 @@ from gpucost_mlflow.core.inputs.protocol import load_protocol
 from gpucost_mlflow.core.inputs.variants import Variant, get_variant
 from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.core.judging.quality import evaluate
+from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.measurement import flops
 from gpucost_mlflow.core.names import MFU_USEFUL, OUTPUT_TOKENS_PER_S, USEFUL_FLOP_PER_S
 from gpucost_mlflow.execution import models, peak, runner
 from gpucost_mlflow.execution.timing import Stopwatch, no_sync
 from gpucost_mlflow.flow import workloads
-from gpucost_mlflow.workloads import engines
+from gpucost_mlflow.workloads import engine_cache
 from gpucost_mlflow.workloads.generation import output as gen_output
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -125,6 +126,7 @@ def load(config: Config, variants_file: Path, model_path: Path, protocol, corpus
     record = workloads.engine_record(variant, described.model["revision"], device.type)
     spec = runner.PassSpec(corpus_path=str(corpus), model_path=str(model_path.resolve()), workdir=str(workdir),
                            settings=variant.settings(), warmup=dict(protocol.warmup),
+                           implementation=registry.implementation(variant.settings()),
                            workload_settings={**described.record, "engine": record})
     started = time.perf_counter()
     work = runner.load_workload(spec, device)
@@ -573,7 +575,7 @@ class Worker:
         self.loaded = (f"{s.get('engine', 'torch')} {s['precision']} quantization {s['quantization']} (pid "
                        f"{os.getpid()}, for {', '.join(self.configs)}): loaded in {seconds:.1f} s")
         if self.record.get("cache"):
-            marker = engines.cached(Path(self.record["cache"])) or {}
+            marker = engine_cache.cached(Path(self.record["cache"])) or {}
             self.loaded += (f"; engine cache {Path(self.record['cache']).name} present at start: "
                             f"{self.record['cache_present_at_start']} (its export or conversion took "
                             f"{marker.get('convert_s', 0):.1f} s); options "

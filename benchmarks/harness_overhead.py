@@ -24,6 +24,8 @@ import torch
 from gpucost_mlflow.core.inputs.variants import get_variant
 from gpucost_mlflow.execution import models, runner
 from gpucost_mlflow.execution.timing import no_sync
+from gpucost_mlflow.workloads.classification import batches
+from gpucost_mlflow.workloads.classification import model as classifier_model
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,10 +56,10 @@ def main() -> None:
     runner.tokenizer_parallelism(settings)  # as the pass's child sets it
     device = torch.device("cpu")
     tokenizer = models.load_tokenizer(args.model)
-    model = models.load_classifier(args.model, device, "fp32", "none", settings["attention"], False)
+    model = classifier_model.load_classifier(args.model, device, "fp32", "none", settings["attention"], False)
     ids, texts = runner.read_texts(str(args.corpus))
     n = runner.WARMUP_RULE["inputs"]
-    runner.process(ids[:n], texts[:n], tokenizer, model, settings, device)
+    batches.process(ids[:n], texts[:n], tokenizer, model, settings, device)
     bare_loop(args.corpus, tokenizer, model, settings["batch_size"], settings["max_length"])
 
     pass_times, bare_times = [], []

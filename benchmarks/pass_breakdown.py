@@ -1,6 +1,6 @@
 """Where the measured pass's time goes: the harness's own work (read, tokenize, pad, host copy) against the model.
 
-Times each stage of `runner.process` separately, on the same model, corpus and variant, then the
+Times each stage of `batches.process` separately, on the same model, corpus and variant, then the
 whole `runner.measure` clock. Tokenization is timed both ways the fast tokenizer can run (serial,
 and on every core as the pass's child runs it). Prints the harness's share of the pass: its own
 stages / (its own stages + model forward), from the same staged run; the lower the better. The
@@ -25,6 +25,8 @@ import torch
 from gpucost_mlflow.core.inputs.variants import get_variant
 from gpucost_mlflow.execution import batching, models, runner
 from gpucost_mlflow.execution.timing import no_sync
+from gpucost_mlflow.workloads.classification import batches
+from gpucost_mlflow.workloads.classification import model as classifier_model
 
 ROOT = Path(__file__).resolve().parents[1]
 HARNESS = ("read", "tokenize parallel", "pad + tensors", "softmax + argmax", "to host")
@@ -88,10 +90,10 @@ def main() -> None:
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs; medians of {args.repeats}")
     for name in args.variants.split(","):
         settings = get_variant(ROOT / "projects/variants.yaml", name).settings()
-        model = models.load_classifier(args.model, torch.device("cpu"), settings["precision"], settings["quantization"],
+        model = classifier_model.load_classifier(args.model, torch.device("cpu"), settings["precision"], settings["quantization"],
                                        settings["attention"], False)
         ids, texts = runner.read_texts(str(args.corpus))
-        runner.process(ids[:32], texts[:32], tokenizer, model, settings, torch.device("cpu"))
+        batches.process(ids[:32], texts[:32], tokenizer, model, settings, torch.device("cpu"))
         runs = [stages(args.corpus, tokenizer, model, settings) for _ in range(args.repeats)]
         median = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
         print(f"\n{name}:")

@@ -43,6 +43,8 @@ from gpucost_mlflow.core.judging.quality import evaluate
 from gpucost_mlflow.core.measurement import flops
 from gpucost_mlflow.execution import models, peak, runner
 from gpucost_mlflow.execution.timing import Stopwatch, no_sync
+from gpucost_mlflow.workloads.classification import batches
+from gpucost_mlflow.workloads.classification import model as classifier_model
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINE = "pipeline"
@@ -106,7 +108,7 @@ def main() -> None:
         s = settings[name]
         key = (s["device"], s["precision"], s["quantization"], s["attention"], s["compile"])
         if key not in loaded:
-            loaded[key] = models.load_classifier(args.model, torch.device(s["device"]), s["precision"], s["quantization"],
+            loaded[key] = classifier_model.load_classifier(args.model, torch.device(s["device"]), s["precision"], s["quantization"],
                                                  s["attention"], s["compile"])
         return loaded[key]
 
@@ -118,7 +120,7 @@ def main() -> None:
     warm = protocol.warmup["inputs"]
     pipe(texts[:warm], batch_size=reference["batch_size"], truncation=True, max_length=reference["max_length"])
     for name in names:
-        runner.process(ids[:warm], texts[:warm], tokenizer, model_for(name), settings[name], torch.device(settings[name]["device"]))
+        batches.process(ids[:warm], texts[:warm], tokenizer, model_for(name), settings[name], torch.device(settings[name]["device"]))
 
     times: dict[str, list[float]] = {name: [] for name in [PIPELINE] + names}
     predicted: dict[str, dict[str, str]] = {}

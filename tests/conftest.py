@@ -118,7 +118,7 @@ def plain_child_start(monkeypatch) -> None:
 @pytest.fixture(scope="session")
 def corpus_dir(tmp_path_factory) -> Path:
     """A 30-input comparison corpus and 30-input tuning corpus built from the real default source."""
-    from gpucost_mlflow.execution.demo_inputs import build_corpus
+    from gpucost_mlflow.workloads.classification.demo_inputs import build_corpus
     from tests.kept import copy_of
 
     def build(out: Path) -> None:
@@ -138,7 +138,7 @@ def minilm_dir(tmp_path_factory) -> Path:
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
         from transformers.utils import logging as hf_logging
 
-        from gpucost_mlflow.execution.demo_inputs import base_model_dir
+        from gpucost_mlflow.workloads.classification.demo_inputs import base_model_dir
         from tests.helpers import LABELS
 
         hf_logging.set_verbosity_error()

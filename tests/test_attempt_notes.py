@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.tracking import schema
 from gpucost_mlflow.tracking.reader import attempt_row
 from gpucost_mlflow.tracking.run_records import RunRecord
-from gpucost_mlflow.workloads import registry
 
 pytestmark = pytest.mark.unit
 

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from gpucost_mlflow.core.inputs.variants import get_variant, load_variants
+from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.execution import batching, runner, timing
 from gpucost_mlflow.flow.launcher import PassRequest, prepare
 from tests.helpers import ROOT, VARIANTS
@@ -52,6 +53,7 @@ def test_nothing_but_the_work_runs_between_the_two_clock_reads(tmp_path, corpus_
     spec = runner.PassSpec(
         corpus_path=str(corpus_dir / "comparison.jsonl"), model_path=str(model_dir), workdir=str(tmp_path),
         settings=get_variant(VARIANTS, "batch8").settings(),
+        implementation=registry.implementation(get_variant(VARIANTS, "batch8").settings()),
     )
     sys.setprofile(profile)
     try:

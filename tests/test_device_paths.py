@@ -17,8 +17,11 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.inputs.variants import get_variant
+from gpucost_mlflow.core.judging.verdicts import PREDICTIONS
+from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.measurement.energy import ENERGY_COUNTER_TAG
-from gpucost_mlflow.execution import energy, faults, memory, models, runner, timing
+from gpucost_mlflow.execution import energy, faults, memory, runner, timing
+from gpucost_mlflow.workloads.classification import model as classifier_model
 
 VARIANTS = Path(__file__).resolve().parents[1] / "projects" / "variants.yaml"
 
@@ -27,6 +30,7 @@ def spec_for(tmp_path, corpus_dir, model_dir) -> runner.PassSpec:
     return runner.PassSpec(
         corpus_path=str(corpus_dir / "comparison.jsonl"), model_path=str(model_dir), workdir=str(tmp_path),
         settings=get_variant(VARIANTS, "batch8").settings(),
+        implementation=registry.implementation(get_variant(VARIANTS, "batch8").settings()),
     )
 
 
@@ -53,7 +57,7 @@ class FakeEvent:
 def test_oom_pass_is_kept_as_failed_row_with_its_completed_count(tmp_path, corpus_dir, model_dir, monkeypatch):
     """torch's own out-of-memory type raised by the model at the third measured batch, not GPUCOST_FAULT."""
     armed, released = [], []
-    load = models.load_classifier
+    load = classifier_model.load_classifier
 
     def load_failing(*args, **kwargs):
         model = load(*args, **kwargs)
@@ -70,7 +74,7 @@ def test_oom_pass_is_kept_as_failed_row_with_its_completed_count(tmp_path, corpu
         return model
 
     reset = memory.reset_peaks
-    monkeypatch.setattr(models, "load_classifier", load_failing)
+    monkeypatch.setattr(classifier_model, "load_classifier", load_failing)
     monkeypatch.setattr(memory, "reset_peaks", lambda device: (armed.append(0), reset(device)))
     monkeypatch.setattr(memory, "release", lambda device: released.append(device.type))
 
@@ -81,7 +85,7 @@ def test_oom_pass_is_kept_as_failed_row_with_its_completed_count(tmp_path, corpu
     assert outcome.completed_entries == 16  # the two batches finished before the third
     assert outcome.elapsed_until_failure_s is not None
     assert released == ["cpu"], "the child gives memory back after an out-of-memory failure"
-    with gzip.open(tmp_path / runner.PREDICTIONS, "rt") as handle:
+    with gzip.open(tmp_path / PREDICTIONS, "rt") as handle:
         assert len(handle.readlines()) == 16
     assert "energy_j" in outcome.missing_measurements and "device_event_s" in outcome.missing_measurements
 

@@ -16,8 +16,9 @@ from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.variants import load_variants
 from gpucost_mlflow.core.judging import verdicts
+from gpucost_mlflow.core.kinds import engines
 from gpucost_mlflow.tracking import schema
-from gpucost_mlflow.workloads import engines
+from gpucost_mlflow.workloads import engine_cache
 from tests.helpers import VARIANTS, checks_of, run_pass
 from tests.test_embeddings import PROTOCOL as EMBEDDINGS_PROTOCOL
 
@@ -64,14 +65,14 @@ def test_an_engine_that_cannot_run_the_variant_is_refused_in_one_line(tmp_path, 
 
 @pytest.mark.unit
 def test_the_export_cache_is_keyed_by_revision_engine_version_and_options(tmp_path, monkeypatch):
-    monkeypatch.setenv(engines.CACHE_ENV, str(tmp_path))
-    first = engines.cache_folder("onnxruntime", "rev1", "1.0", {"quantization": "none"})
-    assert first == engines.cache_folder("onnxruntime", "rev1", "1.0", {"quantization": "none"})
+    monkeypatch.setenv(engine_cache.CACHE_ENV, str(tmp_path))
+    first = engine_cache.cache_folder("onnxruntime", "rev1", "1.0", {"quantization": "none"})
+    assert first == engine_cache.cache_folder("onnxruntime", "rev1", "1.0", {"quantization": "none"})
     assert first.parent == tmp_path
-    assert len({first, engines.cache_folder("onnxruntime", "rev2", "1.0", {"quantization": "none"}),
-                engines.cache_folder("onnxruntime", "rev1", "1.1", {"quantization": "none"}),
-                engines.cache_folder("onnxruntime", "rev1", "1.0", {"quantization": "int8"}),
-                engines.cache_folder("ctranslate2", "rev1", "1.0", {"quantization": "none"})}) == 5
+    assert len({first, engine_cache.cache_folder("onnxruntime", "rev2", "1.0", {"quantization": "none"}),
+                engine_cache.cache_folder("onnxruntime", "rev1", "1.1", {"quantization": "none"}),
+                engine_cache.cache_folder("onnxruntime", "rev1", "1.0", {"quantization": "int8"}),
+                engine_cache.cache_folder("ctranslate2", "rev1", "1.0", {"quantization": "none"})}) == 5
 
 
 @pytest.mark.integration
@@ -91,7 +92,7 @@ def test_a_variant_whose_engine_is_not_installed_is_refused_and_leaves_no_run(st
 @pytest.mark.integration
 def test_an_onnxruntime_classifier_is_accepted_against_torch_and_reuses_its_export(store, corpus_dir, model_dir,
                                                                                   protocol_file, tmp_path, monkeypatch):
-    monkeypatch.setenv(engines.CACHE_ENV, str(tmp_path / "engines"))
+    monkeypatch.setenv(engine_cache.CACHE_ENV, str(tmp_path / "engines"))
     corpus = corpus_dir / "comparison.jsonl"
     for variant in ("batch8", "ort-batch8", "ort-batch8"):
         result = run_pass(corpus, model_dir, protocol_file, variant, experiment="ort")
@@ -117,7 +118,7 @@ def test_an_onnxruntime_classifier_is_accepted_against_torch_and_reuses_its_expo
 @needs_ort
 @pytest.mark.integration
 def test_onnxruntime_embeddings_are_accepted_by_cosine_against_torch(store, corpus_dir, tmp_path, monkeypatch):
-    monkeypatch.setenv(engines.CACHE_ENV, str(tmp_path / "engines"))
+    monkeypatch.setenv(engine_cache.CACHE_ENV, str(tmp_path / "engines"))
     protocol = tmp_path / "protocol-embeddings.yaml"
     protocol.write_text(EMBEDDINGS_PROTOCOL, encoding="utf-8")
     corpus = corpus_dir / "comparison.jsonl"

@@ -15,6 +15,7 @@ import pytest
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.protocol import load_protocol
 from gpucost_mlflow.core.inputs.variants import get_variant
+from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.measurement.board import (
     BoardState,
     gpu_contention,
@@ -28,6 +29,7 @@ from gpucost_mlflow.core.measurement.energy import CounterSpec, idle_power, net_
 from gpucost_mlflow.core.measurement.repetitions import again, per_corpus, timed_seconds
 from gpucost_mlflow.execution import energy, repetitions, runner
 from gpucost_mlflow.tracking import schema
+from gpucost_mlflow.workloads.classification import batches
 from tests.test_energy import fake_nvml
 
 VARIANTS = Path(__file__).resolve().parents[1] / "projects" / "variants.yaml"
@@ -130,7 +132,8 @@ def test_a_throttled_pass_on_a_shared_gpu_is_flagged_and_its_energy_is_net_of_id
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setattr(energy, "open_board", lambda device: energy.nvml_board(energy.DeviceIdentity(0, "1234")))
     spec = runner.PassSpec(corpus_path=str(corpus_dir / "comparison.jsonl"), model_path=str(minilm_dir),
-                           workdir=str(tmp_path), settings=get_variant(VARIANTS, "batch8").settings(), cooldown_s=1.0)
+                           workdir=str(tmp_path), settings=get_variant(VARIANTS, "batch8").settings(), cooldown_s=1.0,
+                           implementation=registry.implementation(get_variant(VARIANTS, "batch8").settings()))
     outcome = runner.run(spec, time.perf_counter_ns())
 
     assert outcome.status == "completed"
@@ -161,7 +164,7 @@ class SlowWork:
     def __call__(self, ids, texts, tokenizer, model, settings, device, on_batch=None):
         self.calls += 1
         time.sleep(0.5)
-        return runner.Predictions(list(ids), [0] * len(ids), [1.0] * len(ids))
+        return batches.Predictions(list(ids), [0] * len(ids), [1.0] * len(ids))
 
 
 @pytest.mark.unit

@@ -19,10 +19,11 @@ from gpucost_mlflow.cli.progress import CampaignProgress
 from gpucost_mlflow.core.campaign.schedule import rotated
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.variants import load_variants
+from gpucost_mlflow.core.judging.verdicts import PREDICTIONS
 from gpucost_mlflow.core.measurement import lanes as rules
 from gpucost_mlflow.core.money.catalog import load_catalog
 from gpucost_mlflow.core.money.decision import assess
-from gpucost_mlflow.execution import lanes, runner
+from gpucost_mlflow.execution import lanes
 from gpucost_mlflow.execution.batch_counter import BatchCounter
 from gpucost_mlflow.execution.outcome import PassOutcome
 from gpucost_mlflow.report.tables import configurations
@@ -110,7 +111,7 @@ def test_a_failed_lane_fails_the_pass_named_and_the_completed_counts_add_up(tmp_
     for lane, ids in enumerate((["a", "b"], ["c"])):
         folder = lanes.folder(tmp_path, lane)
         folder.mkdir()
-        with gzip.open(folder / runner.PREDICTIONS, "wt") as out:
+        with gzip.open(folder / PREDICTIONS, "wt") as out:
             out.writelines(json.dumps({"id": i, "label": "fresh", "score": 0.5}) + "\n" for i in ids)
     done = PassOutcome(status="completed", completed_entries=2, pass_s=1.0, clock_started_ns=10, clock_stopped_ns=20,
                        memory_peaks={"mem_peak_allocated_bytes": 5.0}, export_s=0.1)
@@ -122,7 +123,7 @@ def test_a_failed_lane_fails_the_pass_named_and_the_completed_counts_add_up(tmp_
     assert merged.completed_entries == 3 and merged.memory_peaks == {"mem_peak_allocated_bytes": 9.0}
     assert merged.elapsed_until_failure_s == pytest.approx(5e-9)
     assert [record["lane"] for record in merged.lanes] == [0, 1]
-    with gzip.open(tmp_path / runner.PREDICTIONS, "rt") as back:
+    with gzip.open(tmp_path / PREDICTIONS, "rt") as back:
         assert [json.loads(line)["id"] for line in back] == ["a", "b", "c"]
 
 

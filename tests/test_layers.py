@@ -12,11 +12,11 @@ pytestmark = pytest.mark.unit
 PACKAGE = Path(__file__).resolve().parents[1] / "gpucost_mlflow"
 # layer folder -> top-level names its modules may never import
 FORBIDDEN = {
-    "core": ("torch", "mlflow", "sky", "gpuhunt", "gpucost_mlflow.execution", "gpucost_mlflow.tracking",
+    "core": ("torch", "mlflow", "sky", "gpuhunt", "gpucost_mlflow.workloads", "gpucost_mlflow.execution", "gpucost_mlflow.tracking",
              "gpucost_mlflow.flow", "gpucost_mlflow.report", "gpucost_mlflow.market", "gpucost_mlflow.fleet"),
     "market": ("torch", "mlflow", "gpucost_mlflow.execution", "gpucost_mlflow.tracking", "gpucost_mlflow.flow",
                "gpucost_mlflow.report", "gpucost_mlflow.fleet"),
-    "execution": ("mlflow", "sky", "gpucost_mlflow.tracking", "gpucost_mlflow.flow", "gpucost_mlflow.report",
+    "execution": ("mlflow", "sky", "gpucost_mlflow.workloads", "gpucost_mlflow.tracking", "gpucost_mlflow.flow", "gpucost_mlflow.report",
                   "gpucost_mlflow.fleet"),
     "tracking": ("torch", "sky", "gpucost_mlflow.execution", "gpucost_mlflow.flow", "gpucost_mlflow.report",
                  "gpucost_mlflow.fleet"),
@@ -37,13 +37,11 @@ def imported(path: Path) -> set[str]:
     return names
 
 
-# Inside a workload kind's folder the floor rule holds per file: its child code never imports mlflow, and the
-# registry and interface import neither torch nor mlflow, so reading the registry loads no kind's code.
+# Inside a workload kind's folder the floor rule holds per file: its child code never imports mlflow, and its
+# __init__ (the KIND the registry loads through its entry point) imports neither torch nor mlflow.
 FORBIDDEN_IN_WORKLOADS = {"child.py": ("mlflow", "gpucost_mlflow.tracking", "gpucost_mlflow.flow", "gpucost_mlflow.report"),
                           "launch.py": ("mlflow", "gpucost_mlflow.tracking", "gpucost_mlflow.report"),
-                          "registry.py": ("torch", "mlflow"), "base.py": ("torch", "mlflow"),
-                          "engines.py": ("torch", "mlflow", "gpucost_mlflow.execution"), "__init__.py": ("torch", "mlflow"),
-                          "plugins.py": ("torch", "mlflow", "gpucost_mlflow.execution"),
+                          "__init__.py": ("torch", "mlflow", "gpucost_mlflow.execution"),
                           "output.py": ("torch", "mlflow", "gpucost_mlflow.execution", "gpucost_mlflow.tracking",
                                         "gpucost_mlflow.flow", "gpucost_mlflow.report")}
 
@@ -56,6 +54,16 @@ def test_each_workload_file_keeps_the_floor_rule_of_its_side():
             if any(name == banned or name.startswith(banned + ".") for banned in rule):
                 broken.append(f"{path.relative_to(PACKAGE)} imports {name}")
     assert not broken, "; ".join(broken)
+
+
+def test_the_harness_and_the_rules_name_no_kinds_folder():
+    """core/ and execution/ know kinds only through core/kinds (entry points): not one import of workloads/, and not
+    its package named in a string either (the registry names no kind's folder; the pass's spec carries its module)."""
+    named = [f"{path.relative_to(PACKAGE)}:{number}" for layer in ("core", "execution")
+             for path in sorted((PACKAGE / layer).rglob("*.py"))
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+             if "gpucost_mlflow.workloads" in line or "from gpucost_mlflow import workloads" in line]
+    assert not named, "; ".join(named)
 
 
 @pytest.mark.parametrize("layer", sorted(FORBIDDEN))
@@ -113,7 +121,7 @@ def test_every_pass_metric_and_tag_is_named_by_its_one_owner():
     """A pass metric is spelled only in core/names.py; a gpucost tag key only in tracking/schema.py (and the
     energy tags the child writes, in core/measurement/energy.py, where the child can import them)."""
     from gpucost_mlflow.core import names
-    from gpucost_mlflow.workloads import plugins
+    from gpucost_mlflow.core.kinds import plugins
 
     metrics = {value for key, value in vars(names).items() if key.isupper() and isinstance(value, str)}
     groups = {plugins.WORKLOADS, plugins.ENGINES}  # entry-point groups, not tags

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import functools
 import io
 import os
 import subprocess
@@ -24,8 +25,10 @@ from tests.skypilot_home import skypilot_home
 
 
 # `make install` puts SkyPilot in a venv of its own (.venv-market, the Makefile says why); this one when it has it.
+@functools.cache
 def market_gpucost(module: str) -> Path | None:
-    """The gpucost of .venv-market, else of this venv, whose Python imports the market library."""
+    """The gpucost of .venv-market, else of this venv, whose Python imports the market library (asked once per
+    worker: importing SkyPilot to find out takes seconds)."""
     return next((p for p in (ROOT / ".venv-market" / "bin" / "gpucost", Path(sys.executable).parent / "gpucost")
                  if p.is_file() and subprocess.run([str(p.parent / "python"), "-c", f"import {module}"],
                                                    capture_output=True, check=False).returncode == 0), None)

@@ -13,6 +13,8 @@ from click.testing import CliRunner
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.execution import devices, environment, peak
 from gpucost_mlflow.tracking.reader import attempts, render
+from gpucost_mlflow.workloads.classification import batches
+from gpucost_mlflow.workloads.classification import model as classifier_model
 from tests.helpers import VARIANTS, only_run, run_pass
 
 
@@ -107,18 +109,18 @@ def test_without_a_cached_peak_mfu_is_an_empty_cell_with_its_reason(store, corpu
 def test_length_grouping_leaves_less_padding_than_corpus_order(corpus_dir, model_dir, cache):
     from gpucost_mlflow.core.inputs.corpus import read_corpus
     from gpucost_mlflow.core.inputs.variants import get_variant
-    from gpucost_mlflow.execution import models, runner
+    from gpucost_mlflow.execution import models
     from gpucost_mlflow.workloads.classification import records
 
     settings = {name: get_variant(VARIANTS, name).settings() for name in ("batch8", "batch8-lengthgrouped")}
     tokenizer = models.load_tokenizer(model_dir)
-    model = models.load_classifier(model_dir, torch.device("cpu"), "fp32", "none", "sdpa", False)
+    model = classifier_model.load_classifier(model_dir, torch.device("cpu"), "fp32", "none", "sdpa", False)
     rows = read_corpus(corpus_dir / "comparison.jsonl").rows
     ids, texts = [r["id"] for r in rows], [r["text"] for r in rows]
     config = model.config.to_dict()
     shares = {}
     for name, s in settings.items():
-        predictions = runner.process(ids, texts, tokenizer, model, s, torch.device("cpu"))
+        predictions = batches.process(ids, texts, tokenizer, model, s, torch.device("cpu"))
         outcome = records.utilisation(config, s, torch.device("cpu"), predictions, 1.0)
         shares[name] = outcome["metrics"]
         assert set(outcome["missing_measurements"]) == {"mfu_useful", "mfu_padded"}

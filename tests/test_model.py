@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.execution import models
+from gpucost_mlflow.workloads.classification import model as classifier_model
 
 
 @pytest.mark.integration  # fine-tunes the real MiniLM twice: a real training job, not a unit
@@ -43,7 +44,7 @@ def test_model_prepare_saves_a_standard_classifier_with_provenance_and_never_rea
     assert "comparison corpus is never read" in evaluation["data"]
     assert evaluation["split"]["seed"] == 0 and evaluation["split"]["validation"]["size"] == 6
     assert 0.0 <= evaluation["metrics"]["macro_f1"] <= 1.0 and "label" in evaluation["majority_baseline"]
-    assert models.predict_labels(out, ["a fine film", "a dull film"])  # loads offline as a transformers classifier
+    assert classifier_model.predict_labels(out, ["a fine film", "a dull film"])  # loads offline as a transformers classifier
 
     monkeypatch.undo()
     again = tmp_path / "again"
@@ -54,7 +55,7 @@ def test_model_prepare_saves_a_standard_classifier_with_provenance_and_never_rea
 @pytest.mark.unit
 def test_validation_split_is_carved_from_the_tuning_corpus_and_disjoint_from_training(corpus_dir):
     from gpucost_mlflow.core.inputs import corpus as corpora
-    from gpucost_mlflow.execution.demo_inputs import validation_split
+    from gpucost_mlflow.workloads.classification.demo_inputs import validation_split
 
     tuning = corpora.read_corpus(corpus_dir / "tuning.jsonl").rows
     comparison_ids = set(corpora.read_corpus(corpus_dir / "comparison.jsonl").ids)

@@ -1,4 +1,4 @@
-"""Kinds and engines from other packages (workloads/plugins.py): an installed package's entry point declares one,
+"""Kinds and engines from other packages (core/kinds/plugins.py): an installed package's entry point declares one,
 as MLflow's plug-ins are found; GPUCOST_WORKLOADS stays an override and a malformed item is refused in one line."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.workloads import engines, plugins, registry
+from gpucost_mlflow.core.kinds import engines, plugins, registry
 
 pytestmark = pytest.mark.unit
 
@@ -19,8 +19,8 @@ pytestmark = pytest.mark.unit
 def installed(tmp_path, monkeypatch):
     """A distribution on sys.path declaring a kind and an engine by entry points, as `pip install` would leave it."""
     (tmp_path / "toy_plugin.py").write_text(textwrap.dedent('''
-        from gpucost_mlflow.workloads.base import Kind
-        from gpucost_mlflow.workloads.engines import Engine
+        from gpucost_mlflow.core.kinds.base import Kind
+        from gpucost_mlflow.core.kinds.engines import Engine
 
         KIND = Kind("toyep", "labels", "toy_plugin")
         ENGINE = Engine("toyengine", ("toy_plugin",), ("toy-plugin",), "pip install toy-plugin", ("toyep",),
@@ -63,4 +63,4 @@ def test_a_malformed_gpucost_workloads_item_is_refused_in_one_line_never_dropped
 
 def test_gpucost_workloads_still_declares_a_kind_beside_the_shipped_ones(monkeypatch):
     monkeypatch.setenv(plugins.ENVIRONMENT, "toy:labels:toy_kind")
-    assert registry.kind("toy").output == "labels" and registry.kinds()[: len(registry.SHIPPED)] == registry.SHIPPED
+    assert registry.kind("toy").output == "labels" and registry.kinds()[: len(registry.shipped())] == registry.shipped()

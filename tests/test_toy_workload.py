@@ -1,4 +1,4 @@
-"""A new workload kind is one folder implementing workloads/base.py and one registry entry (docs/architecture.md,
+"""A new workload kind is one folder implementing core/kinds/base.py and one registry entry (docs/architecture.md,
 "Adding a workload"): a toy kind outside the package, declared in the environment, runs a real pass end to end."""
 
 from __future__ import annotations
@@ -22,16 +22,16 @@ pytestmark = pytest.mark.integration
 
 CHILD = '''
 """The toy kind in the pass's child: every input gets the first label, score 1.0, no model at all."""
-from gpucost_mlflow.execution import runner
-from gpucost_mlflow.workloads.classification import records
-from gpucost_mlflow.workloads.base import Work
+from gpucost_mlflow.core.judging.verdicts import PREDICTIONS
+from gpucost_mlflow.core.kinds.base import Work
+from gpucost_mlflow.workloads.classification import batches, records
 
 
 def load(spec, device):
     labels = ["fresh", "plot", "rotten"]
 
     def process(ids, texts, tokenizer, model, settings, device, on_batch=None):
-        done = runner.Predictions()
+        done = batches.Predictions()
         for index, ident in enumerate(ids):
             done.ids.append(ident)
             done.labels.append(0)
@@ -41,12 +41,12 @@ def load(spec, device):
         return done
 
     return Work(None, None, process, lambda outputs, pass_s: {"missing_measurements": {"useful_flop_per_s": "toy"}},
-                lambda folder, outputs, duplicate_at: records.write_predictions(folder / runner.PREDICTIONS, outputs,
+                lambda folder, outputs, duplicate_at: records.write_predictions(folder / PREDICTIONS, outputs,
                                                                                labels, duplicate_at))
 '''
 LAUNCH = '''
 """The toy kind for the launcher: a made-up model section, the protocol's labels."""
-from gpucost_mlflow.workloads.base import Described
+from gpucost_mlflow.core.kinds.base import Described
 
 
 def default_model(root):

@@ -8,6 +8,8 @@ import pytest
 
 from gpucost_mlflow.core.inputs import workloads
 from gpucost_mlflow.core.inputs.variants import load_variants
+from gpucost_mlflow.core.judging.verdicts import PREDICTIONS
+from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.execution import runner
 from gpucost_mlflow.workloads.embeddings import output as embedding_verdicts
 from tests.helpers import ROOT
@@ -28,11 +30,12 @@ def test_each_declared_variant_completes_on_cpu(tmp_path, corpus_dir, model_dir,
     workload = workloads.parse(VARIANTS[name].workload, SHIPPED.parent)
     spec = runner.PassSpec(
         corpus_path=str(corpus_dir / "comparison.jsonl"), model_path=str(model_dir),
-        workdir=str(tmp_path), settings=VARIANTS[name].settings(), workload_code=workload.module or workload.source,
+        workdir=str(tmp_path), settings=VARIANTS[name].settings(),
+        implementation=registry.implementation(VARIANTS[name].settings()), workload_code=workload.module or workload.source,
     )
     outcome = runner.run(spec, time.perf_counter_ns())
     assert outcome.status == "completed", outcome.error
     assert outcome.completed_entries == 30 and outcome.pass_s > 0
     assert outcome.device == "cpu"
-    exported = embedding_verdicts.EMBEDDINGS if workload.output == embedding_verdicts.NAME else runner.PREDICTIONS
+    exported = embedding_verdicts.EMBEDDINGS if workload.output == embedding_verdicts.NAME else PREDICTIONS
     assert (tmp_path / exported).exists()

@@ -39,7 +39,7 @@ def corpus() -> None:
 def corpus_build(source, labels, tokenizer_dir, size, protocol_file, tuning_size, confirmation_size, seed,
                  out_dir) -> None:
     """Write comparison.jsonl, tuning.jsonl, confirmation.jsonl and corpus.json (bounds, fingerprints, sources)."""
-    from gpucost_mlflow.execution.demo_inputs import build_corpus
+    from gpucost_mlflow.workloads.classification.demo_inputs import build_corpus
 
     allowed = [label.strip() for label in labels.split(",")] if labels else None
     mix = None
@@ -93,7 +93,7 @@ def model_prepare(corpus_dir, out_dir, seed) -> None:
     The comparison corpus is never read (PROTOCOL.md section 2).
     """
     from gpucost_mlflow.core.inputs.corpus import bucket_names
-    from gpucost_mlflow.execution.demo_inputs import TUNING, prepare_model
+    from gpucost_mlflow.workloads.classification.demo_inputs import TUNING, prepare_model
 
     report = prepare_model(out_dir, corpus_dir / TUNING, seed=seed)
     click.echo(

@@ -60,7 +60,7 @@ def memory_estimate(model_dir, precision, batch, max_length, device_memory_gib) 
 @_memory_options
 def memory_measure(model_dir, precision, batch, max_length, device_memory_gib) -> None:
     """Load on the local device, run one batch, print observed peaks beside the estimate, and the stack check."""
-    from gpucost_mlflow.execution.memory import measure
+    from gpucost_mlflow.workloads.classification.observed_memory import measure
 
     result = _estimate(model_dir, precision, batch, max_length, device_memory_gib)
     observed = measure(model_dir, precision, batch, max_length)

@@ -109,7 +109,7 @@ def _shown(root: Path, path: Path) -> str:
 def _builds(root: Path, protocol: Protocol) -> str:
     """How to build a protocol's missing corpus: its slice of another corpus (`corpus.slice_of`), that corpus first when
     it is missing too, or `gpucost corpus build` for the builder's own file."""
-    from gpucost_mlflow.execution.demo_inputs import COMPARISON
+    from gpucost_mlflow.workloads.classification.demo_inputs import COMPARISON
 
     target = Path(protocol.corpus_file)
     if not protocol.corpus_slice_of:

@@ -23,8 +23,8 @@ from gpucost_mlflow.cli.options import (
 )
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import shipped
+from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.names import PASS_S
-from gpucost_mlflow.workloads import registry
 
 # The package folder whose git commit a pass records (the folder above this cli/ package).
 CODE_ROOT = Path(__file__).resolve().parents[1]

@@ -27,6 +27,8 @@ import sys
 import time
 from pathlib import Path
 
+from gpucost_mlflow.core.kinds import engines, registry
+
 ENV = "GPUCOST_FORK_SERVER"
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 _MAX_MESSAGE = 1 << 20
@@ -42,16 +44,16 @@ def command(spec_path: str) -> list[str] | None:
 
 
 def _preload() -> None:
-    """Import what a pass's child imports before its clock starts (torch, transformers, the kinds' child modules)."""
+    """Import what a pass's child imports before its clock starts: torch, transformers, and each shipped kind's child
+    module with what its `preload()` names (the model classes transformers loads lazily)."""
     import torch  # noqa: F401 - heavy: the import this server exists to do once
     import transformers  # noqa: F401 - heavy, as torch
-    from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer  # noqa: F401 - lazy modules
-    from transformers.models.bert import modeling_bert  # noqa: F401 - loaded lazily by from_pretrained: seconds
-    from transformers.models.llama import modeling_llama  # noqa: F401 - the generation demo's architecture
 
     from gpucost_mlflow.execution import runner  # noqa: F401 - defers torch: imported here, once
-    from gpucost_mlflow.workloads.classification import child  # noqa: F401 - defers torch, as runner
-    from gpucost_mlflow.workloads.embeddings import child as embeddings_child  # noqa: F401 - defers torch, as runner
+
+    for kind in registry.shipped():
+        module = importlib.import_module(engines.engine(engines.DEFAULT).module(kind.package))
+        getattr(module, "preload", lambda: None)()
 
 
 def serve(path: str) -> None:

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.judging.status import Status
+from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.measurement import lanes as rules
 from gpucost_mlflow.execution import child, gate, runner
 from gpucost_mlflow.execution.outcome import PassOutcome
-from gpucost_mlflow.workloads import registry
 
 READY_POLL_S = 0.02
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS")

@@ -83,29 +83,24 @@ def load_tokenizer(path: Path):
     return AutoTokenizer.from_pretrained(str(path), local_files_only=True, use_fast=True)
 
 
-def load_classifier(path: Path, device: torch.device, precision: str, quantization: str, attention: str, compile_: bool):
-    """The classifier in eval mode on its device, with the variant's precision and quantization."""
-    from transformers import AutoModelForSequenceClassification
-
-    return _load(AutoModelForSequenceClassification, path, device, precision, quantization, attention, compile_)
-
-
 def load_encoder(path: Path, device: torch.device, precision: str, quantization: str, attention: str, compile_: bool):
-    """The bare encoder (no task head: its hidden states are pooled into embeddings), loaded as the classifier is."""
+    """The bare encoder (no task head: its hidden states are pooled into embeddings) (load_auto)."""
     from transformers import AutoModel
 
-    return _load(AutoModel, path, device, precision, quantization, attention, compile_)
+    return load_auto(AutoModel, path, device, precision, quantization, attention, compile_)
 
 
 def load_causal_lm(path: Path, device: torch.device, precision: str, quantization: str, attention: str, compile_: bool):
-    """A causal language model for generation, loaded as the classifier is."""
+    """A causal language model for generation (load_auto)."""
     from transformers import AutoModelForCausalLM
 
-    return _load(AutoModelForCausalLM, path, device, precision, quantization, attention, compile_)
+    return load_auto(AutoModelForCausalLM, path, device, precision, quantization, attention, compile_)
 
 
-def _load(auto_class, path: Path, device: torch.device, precision: str, quantization: str, attention: str,
-          compile_: bool):
+def load_auto(auto_class, path: Path, device: torch.device, precision: str, quantization: str, attention: str,
+              compile_: bool):
+    """A transformers model of `auto_class` (its kind's: a classifier, an encoder, a causal LM) in eval mode on its
+    device, with the variant's precision, quantization, attention and compile."""
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
@@ -132,20 +127,3 @@ def describe_tokenizer(path: Path) -> dict:
     if not files:
         raise GpucostError(f"{path}: no tokenizer files")
     return {"revision": sha256_files(path, files), "files": files}
-
-
-def predict_labels(path: Path, texts: list[str], batch_size: int = 32, max_length: int = 256) -> list[str]:
-    """Labels for texts, length-sorted batches on the CPU: a quick evaluation, not a timed pass."""
-    tokenizer = load_tokenizer(path)
-    model = load_classifier(path, torch.device("cpu"), "fp32", "none", "sdpa", False)
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    labels: list[str] = [""] * len(texts)
-    with torch.inference_mode():
-        for start in range(0, len(order), batch_size):
-            batch = order[start : start + batch_size]
-            encoded = tokenizer(
-                [texts[i] for i in batch], padding=True, truncation=True, max_length=max_length, return_tensors="pt"
-            )
-            for index, label in zip(batch, model(**encoded).logits.argmax(dim=-1).tolist()):
-                labels[index] = model.config.id2label[label]
-    return labels

@@ -1,12 +1,14 @@
 """The pass itself, run in a child process: load, warm-up, the measured pass, export.
 
 The launcher writes a spec JSON, starts `python -m gpucost_mlflow.execution.runner SPEC`, and reads
-back the outcome (`execution/outcome.py`) and `predictions.jsonl.gz` from the work folder. This module never
+back the outcome (`execution/outcome.py`) and the deliverable files its kind exports from the work folder. It knows no
+kind: the spec names the module its workload is loaded from (`core/kinds/registry.implementation`). This module never
 imports mlflow.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -17,14 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpucost_mlflow.core.judging.status import Status
-from gpucost_mlflow.core.judging.verdicts import PREDICTIONS  # noqa: F401 - the file the classifier exports, named here for its readers
 from gpucost_mlflow.core.measurement.repetitions import again, per_corpus
 from gpucost_mlflow.core.names import (
     IDLE_POWER_W,
     LOAD_S,
     WARMUP_S,
 )
-from gpucost_mlflow.execution.batching import padded, tokenized
 from gpucost_mlflow.execution.outcome import PassFailure, PassOutcome
 
 WARMUP_RULE = {
@@ -48,6 +48,8 @@ class PassSpec:
     seed: int = SEED
     fault: str = ""
     gate: bool = False  # a lane: wait for the launcher's go before the measured pass (execution/gate.py)
+    implementation: str = ""  # the module the workload is loaded from: its kind's child on its engine (the launcher's
+    # core/kinds/registry.implementation)
     workload_code: str = ""  # a python: workload's module: its .py file, resolved, or its importable name
     workload_settings: dict = field(default_factory=dict)  # what a built-in workload needs beyond the variant's
     # settings, as the launcher checked it (generation: the task, the model file and its dequantised cache)
@@ -58,59 +60,11 @@ class PassSpec:
     more: list = field(default_factory=list)
 
 
-@dataclass
-class Predictions:
-    """Ids with predicted label index and score, in processing order, on the host."""
-
-    ids: list[str] = field(default_factory=list)
-    labels: list[int] = field(default_factory=list)
-    scores: list[float] = field(default_factory=list)
-    shapes: Shapes | None = None
-
-    def batch_lengths(self) -> list[list[int]]:
-        """Real token counts per completed batch, in processing order (for the FLOP count, after the clock)."""
-        return self.shapes.batch_lengths() if self.shapes else []
-
-
 def read_texts(corpus_path: str) -> tuple[list[str], list[str]]:
     """Ids and texts of the corpus file, in file order (the launcher validated it already)."""
     with open(corpus_path, encoding="utf-8") as handle:
         records = [json.loads(line) for line in handle if line.strip()]
     return [r["id"] for r in records], [r["text"] for r in records]
-
-
-def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[int, int], None] | None = None) -> Predictions:
-    """Tokenize, pad each batch to its longest input, transfer, infer, bring labels and scores to the host.
-
-    On an exception it raises PassFailure carrying the predictions made so far.
-    """
-    import torch
-
-    encoded, lengths, plan, pad_id = tokenized(tokenizer, texts, settings)
-    done_labels, done_scores, done_order = [], [], []
-    try:
-        with torch.inference_mode():
-            for number, batch in enumerate(plan, start=1):
-                if on_batch is not None:
-                    on_batch(number, len(done_order))
-                input_ids, mask = padded(batch, encoded, lengths, pad_id)
-                logits = model(
-                    input_ids=torch.from_numpy(input_ids).to(device, non_blocking=True),
-                    attention_mask=torch.from_numpy(mask).to(device, non_blocking=True),
-                ).logits
-                score, label = logits.float().softmax(dim=-1).max(dim=-1)
-                done_labels.append(label)
-                done_scores.append(score)
-                done_order.extend(batch)
-        return _to_host(ids, done_order, done_labels, done_scores, lengths, plan)
-    except BaseException as exc:
-        # Drop the failed batch's tensors held by the traceback's frames (an out-of-memory error would
-        # otherwise keep them alive), then copy the finished batches to the host one by one: no new
-        # device allocation on a device that just ran out of memory.
-        traceback.clear_frames(exc.__traceback__)
-        partial = _to_host(ids, done_order[: sum(len(t) for t in done_labels)], done_labels, done_scores, lengths, plan,
-                           each_first=True)
-        raise PassFailure(exc, partial) from exc
 
 
 def tokenizer_parallelism(settings: dict) -> bool:
@@ -122,8 +76,7 @@ def tokenizer_parallelism(settings: dict) -> bool:
 
 
 def measure(corpus_path, tokenizer, model, settings, device, sync, on_batch=None, energy=None,
-            events=None, work: Callable | None = None, clock=None, repeats=None
-            ) -> tuple[Predictions, float]:
+            events=None, *, work: Callable, clock=None, repeats=None) -> tuple[object, float]:
     """The measured pass: synchronise, read the energy counter, start the clock, record the start event,
     read, tokenize, transfer, infer, bring to host, record the end event, synchronise, stop, read the
     energy counter. Nothing else happens between the two clock reads; the counter reads are adjacent to
@@ -142,12 +95,12 @@ def measure(corpus_path, tokenizer, model, settings, device, sync, on_batch=None
     events.record_start()
     try:
         ids, texts = read_texts(corpus_path)
-        predictions = (work or process)(ids, texts, tokenizer, model, settings, device, on_batch)
+        predictions = work(ids, texts, tokenizer, model, settings, device, on_batch)
         # Without min_measured_s nothing more happens inside the clock: no lap, no extra device synchronisation.
         while repeats is not None and repeats.min_measured_s is not None and again(repeats.lapped(clock),
                                                                                     repeats.min_measured_s):
             ids, texts = read_texts(corpus_path)
-            repeats.later.append((work or process)(ids, texts, tokenizer, model, settings, device, on_batch))
+            repeats.later.append(work(ids, texts, tokenizer, model, settings, device, on_batch))
             repeats.count += 1
     except BaseException as exc:  # noqa: BLE001 - raised again as PassFailure, with the clock's time to it
         failure = PassFailure.of(exc, clock.stop())
@@ -159,29 +112,6 @@ def measure(corpus_path, tokenizer, model, settings, device, sync, on_batch=None
     if energy is not None:
         energy.read_after()
     return predictions, seconds
-
-
-def _to_host(ids, order, labels, scores, lengths, plan, each_first: bool = False) -> Predictions:
-    import torch
-
-    if not labels:
-        return Predictions()
-    if each_first:
-        labels, scores = [t.cpu() for t in labels], [t.cpu() for t in scores]
-    label_list = torch.cat(labels).cpu().tolist()
-    score_list = torch.cat(scores).cpu().tolist()
-    return Predictions([ids[i] for i in order], label_list, score_list, Shapes(lengths, plan[: len(labels)]))
-
-
-@dataclass
-class Shapes:
-    """The real token count of every input and the batches that completed: read after the clock stops."""
-
-    lengths: list[int]
-    plan: list[list[int]]
-
-    def batch_lengths(self) -> list[list[int]]:
-        return [[self.lengths[i] for i in batch] for batch in self.plan]
 
 
 def _seconds(start_ns: int) -> float:
@@ -263,10 +193,10 @@ def measure_corpus(spec: PassSpec, loaded: Loaded, corpus_path: str, workdir: Pa
     measured_s = None
     try:
         predictions, measured_s = measure(corpus_path, work.tokenizer, work.model, spec.settings, device, sync,
-                                          on_batch, probe, events, work.process, clock, repeats)
+                                          on_batch, probe, events, work=work.process, clock=clock, repeats=repeats)
         outcome.status, outcome.pass_s = Status.COMPLETED, per_corpus(measured_s, repeats.count)
     except PassFailure as failure:  # every failure is kept as a row with its reason
-        predictions, out_of_memory = _failed(outcome, failure)
+        predictions, out_of_memory = _failed(outcome, failure, work)
     after = contention.sample()
     outcome.measured_until_epoch_s = time.time()
     state_after = board_state.board_state(board)
@@ -294,12 +224,12 @@ def _warm_up(spec: PassSpec, work, device, sync) -> float:
     return warm.stop()
 
 
-def _failed(outcome: PassOutcome, failure: PassFailure) -> tuple[Predictions, bool]:
-    """Record a failed pass's reason, time to the failure and traceback; its finished batches' predictions and
-    whether it ran out of memory."""
+def _failed(outcome: PassOutcome, failure: PassFailure, work) -> tuple[object, bool]:
+    """Record a failed pass's reason, time to the failure and traceback; its finished batches' outputs (the kind's
+    empty outputs when it failed before its first batch) and whether it ran out of memory."""
     from gpucost_mlflow.execution import faults
 
-    predictions = failure.partial or Predictions()
+    predictions = failure.partial if failure.partial is not None else work.empty()
     out_of_memory = faults.is_out_of_memory(failure.cause)
     outcome.reason = faults.reason(failure.cause)
     outcome.elapsed_until_failure_s = failure.elapsed_s
@@ -350,11 +280,10 @@ def determinism(seed: int) -> dict:
 
 
 def load_workload(spec: PassSpec, device):
-    """The workload the variant names, loaded by its kind's folder on the variant's engine
-    (gpucost_mlflow/workloads/<kind>/child.py for torch, with_<engine>.py for another)."""
-    from gpucost_mlflow.workloads import registry
-
-    return registry.of_settings(spec.settings).child(spec.settings.get("engine", "torch")).load(spec, device)
+    """The workload the variant names, loaded by the module the spec names: its kind's child on its engine."""
+    if not spec.implementation:
+        raise ValueError("the pass's spec names no implementation to load its workload from")
+    return importlib.import_module(spec.implementation).load(spec, device)
 
 
 LOADED_ONCE = "loaded and warmed up once, for the delivery's first corpus in this child"

@@ -17,11 +17,11 @@ from gpucost_mlflow.core.inputs.corpus import read_corpus
 from gpucost_mlflow.core.inputs.method_fields import CONFIRMATION_FILE
 from gpucost_mlflow.core.inputs.protocol import Protocol
 from gpucost_mlflow.core.inputs.variants import Variant, get_variant
+from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.money.decision import Assessment
 from gpucost_mlflow.flow.launcher import PassResult, execute
 from gpucost_mlflow.flow.preparation import PassRequest
 from gpucost_mlflow.tracking import experiments, rejudge, schema, store
-from gpucost_mlflow.workloads import registry
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,12 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.judging import judge, verdicts
 from gpucost_mlflow.core.judging.status import Status
+from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.names import COMPLETED_ENTRIES, ELAPSED_UNTIL_FAILURE_S, EVAL_S, EXPECTED_IDS, OBSERVED_IDS
 from gpucost_mlflow.execution import child, runner
 from gpucost_mlflow.execution.outcome import PassOutcome
 from gpucost_mlflow.flow.preparation import PassRequest, Prepared
 from gpucost_mlflow.tracking import rejudge, schema
-from gpucost_mlflow.workloads import registry
 
 
 def reference_needed(request: PassRequest, prepared: Prepared) -> bool:
@@ -74,7 +74,8 @@ def _audit(request: PassRequest, prepared: Prepared, rules, back: verdicts.ReadB
     sample_path.write_text("".join(json.dumps({"id": row["id"], "text": row["text"]}, ensure_ascii=False) + "\n"
                                    for row in corpus.rows if row["id"] in chosen), encoding="utf-8")
     spec = runner.PassSpec(corpus_path=str(sample_path), model_path=str(request.model_path.resolve()), workdir=str(folder),
-                           settings=prepared.reference.settings(), warmup=dict(prepared.protocol.warmup), fault="")
+                           settings=prepared.reference.settings(), warmup=dict(prepared.protocol.warmup), fault="",
+                           implementation=registry.implementation(prepared.reference.settings()))
     returncode, interrupted = child.run(spec, folder)
     if interrupted:
         raise KeyboardInterrupt

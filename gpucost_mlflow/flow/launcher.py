@@ -21,6 +21,7 @@ from mlflow.tracking import MlflowClient
 from gpucost_mlflow.core.errors import one_line
 from gpucost_mlflow.core.inputs.variants import load_series, load_variants
 from gpucost_mlflow.core.judging.status import Status
+from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.measurement.board import starved
 from gpucost_mlflow.core.measurement.contention import contended
 from gpucost_mlflow.core.names import CPU_UTILISATION, GPU_UTILISATION, OTHER_CPU_S, OTHER_CPU_SHARE
@@ -191,6 +192,7 @@ def spec_of(request: PassRequest, prepared: Prepared, workdir: Path) -> runner.P
         model_path=str(request.model_path.resolve()),
         workdir=str(workdir),
         settings=request.variant.settings(),
+        implementation=registry.implementation(request.variant.settings()),
         warmup=dict(prepared.protocol.warmup),
         fault=os.environ.get(faults.ENV, ""),
         workload_code=prepared.manifest["workload"].get("code", ""),

@@ -19,10 +19,10 @@ from gpucost_mlflow.core.inputs.manifest import build_manifest
 from gpucost_mlflow.core.inputs.protocol import Protocol, load_protocol
 from gpucost_mlflow.core.inputs.variants import Variant, get_variant
 from gpucost_mlflow.core.judging.seeds import DEFAULT_SEED
+from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.execution import environment, faults, lanes, models, runner
 from gpucost_mlflow.flow import workloads
 from gpucost_mlflow.tracking import schema
-from gpucost_mlflow.workloads import registry
 
 
 @dataclass

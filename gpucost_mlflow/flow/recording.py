@@ -18,11 +18,11 @@ from mlflow.entities import Metric, Run, RunTag
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import one_line
+from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.execution import environment
 from gpucost_mlflow.execution.outcome import PassOutcome
 from gpucost_mlflow.flow.preparation import PassRequest, Prepared
 from gpucost_mlflow.tracking import descriptions, overlaps, pass_run, schema, spool, store, writer
-from gpucost_mlflow.workloads import registry
 
 
 @dataclass

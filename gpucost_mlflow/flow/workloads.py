@@ -10,8 +10,9 @@ from pathlib import Path
 from gpucost_mlflow.core.inputs import workloads
 from gpucost_mlflow.core.inputs.protocol import Protocol
 from gpucost_mlflow.core.inputs.variants import Variant
-from gpucost_mlflow.workloads import engines, registry
-from gpucost_mlflow.workloads.base import Described
+from gpucost_mlflow.core.kinds import engines, registry
+from gpucost_mlflow.core.kinds.base import Described
+from gpucost_mlflow.workloads import engine_cache
 
 AUTO = "auto"
 
@@ -44,6 +45,6 @@ def engine_record(variant: Variant, model_revision: str, device_type: str) -> di
     options = implementation.options(variant.settings(), device_type)
     if not getattr(implementation, "CACHED", True):  # nothing exported or converted: the engine loads the folder
         return {"name": chosen.name, "version": chosen.version(), "options": options}
-    folder = engines.cache_folder(chosen.name, model_revision, chosen.version(), engines.keyed(implementation, options))
+    folder = engine_cache.cache_folder(chosen.name, model_revision, chosen.version(), engine_cache.keyed(implementation, options))
     return {"name": chosen.name, "version": chosen.version(), "options": options, "cache": str(folder),
-            "cache_present_at_start": engines.cached(folder) is not None}
+            "cache_present_at_start": engine_cache.cached(folder) is not None}

@@ -9,6 +9,7 @@ import pandas as pd
 from gpucost_mlflow.core.inputs.identity import Identity
 from gpucost_mlflow.core.inputs.variants import Variant
 from gpucost_mlflow.core.judging.status import Status, interrupted
+from gpucost_mlflow.core.kinds import engines
 from gpucost_mlflow.core.measurement import energy
 from gpucost_mlflow.core.measurement.repetitions import one_corpus_each
 from gpucost_mlflow.core.measurement.stats import DEFAULT_CONFIDENCE, Durations, Separation, separate, too_short
@@ -38,7 +39,6 @@ from gpucost_mlflow.core.names import (
     WARMUP_S,
 )
 from gpucost_mlflow.tracking.schema import TIMINGS
-from gpucost_mlflow.workloads import engines
 
 MEMORY = ("mem_peak_allocated_bytes", "mem_peak_reserved_bytes", "mem_peak_rss_bytes")
 

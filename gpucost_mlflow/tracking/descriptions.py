@@ -15,13 +15,13 @@ from datetime import datetime, timezone
 from gpucost_mlflow.core.inputs.protocol import Protocol
 from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.core.judging.status import Status
+from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.measurement.overlap import describe as describe_overlap
 from gpucost_mlflow.core.money import costs
 from gpucost_mlflow.core.money.choice import Choice
 from gpucost_mlflow.core.money.decision import Assessment, Configuration
 from gpucost_mlflow.core.names import MACRO_F1, PASS_S, REPETITIONS
 from gpucost_mlflow.tracking import exclusion_record, limits, schema, ui
-from gpucost_mlflow.workloads import registry
 
 SEP = " · "
 SHORT = 100  # a short tag value: short enough for the UI's tag list; the description holds the whole reason

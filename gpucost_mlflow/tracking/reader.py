@@ -16,6 +16,7 @@ from gpucost_mlflow.core.inputs.acceptance import DEFAULT_OUTPUT
 from gpucost_mlflow.core.inputs.protocol import digest_of
 from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.core.judging.status import Status
+from gpucost_mlflow.core.kinds import engines, registry
 from gpucost_mlflow.core.measurement import energy
 from gpucost_mlflow.core.measurement.overlap import Interval, overlaps
 from gpucost_mlflow.core.measurement.stats import too_short
@@ -51,7 +52,6 @@ from gpucost_mlflow.core.names import (
 )
 from gpucost_mlflow.tracking import exclusions, heartbeat, schema
 from gpucost_mlflow.tracking.run_records import RunRecord, tagged
-from gpucost_mlflow.workloads import engines, registry
 
 COLUMNS = [
     "run_id", "campaign_id", "stage", "pass_index", "round", "position", "attempt", "variant", "role", "corpus_fingerprint", "device", "backend",

@@ -25,8 +25,8 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.protocol import Protocol, load_protocol
 from gpucost_mlflow.core.judging import judge, verdicts
 from gpucost_mlflow.core.judging.status import Status
+from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.tracking import descriptions, experiments, schema, search, writer
-from gpucost_mlflow.workloads import registry
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 The model is exported with `torch.onnx.export` (the dynamo exporter, onnxscript), fp32 on the CPU, with the batch
 and the sequence length dynamic; an int8 variant adds ORT's dynamic quantisation of the weights. The export is
-written whole into a temporary folder and renamed into the engine cache (workloads/engines.py), keyed by model
+written whole into a temporary folder and renamed into the engine cache (core/kinds/engines.py), keyed by model
 revision, engine version and these options, so a reader never sees half of it and the next pass reuses it. The
 session runs with every graph optimisation on, on the execution provider `options()` named: CUDA or ROCm where
 the device is a GPU and the installed onnxruntime has it, the CPU otherwise.
@@ -17,7 +17,7 @@ import warnings
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.workloads import engines
+from gpucost_mlflow.workloads import engine_cache
 
 OPSET = 18
 INPUTS = ("input_ids", "attention_mask")
@@ -71,7 +71,7 @@ def exported(model, record: dict, output: str) -> tuple[Path, float | None]:
             finally:
                 root.setLevel(level)
 
-    folder, seconds = engines.build_cached(record, build)
+    folder, seconds = engine_cache.build_cached(record, build)
     return folder / name, seconds
 
 

@@ -15,7 +15,7 @@ from itertools import combinations
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.variants import Variant
 from gpucost_mlflow.core.judging.verdicts import WORK_FIELDS
-from gpucost_mlflow.workloads import engines, registry
+from gpucost_mlflow.core.kinds import engines, registry
 
 SWEEP = (8, 16, 32, 64)
 TAGS = {

@@ -20,9 +20,9 @@ from gpucost_mlflow.core.inputs.generation import GenerationSettings
 from gpucost_mlflow.core.inputs.generation import parse as parse_generation
 from gpucost_mlflow.core.inputs.protocol_fields import refuse_other_outputs, refuse_unknown
 from gpucost_mlflow.core.judging import seeds as seed_rules
+from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.money.costs import CENT
 from gpucost_mlflow.core.names import ACCURACY, MACRO_F1
-from gpucost_mlflow.workloads import registry
 
 SCENARIOS = ("offline",)
 METRICS = (MACRO_F1, ACCURACY)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.generation import KEYS as GENERATION_KEYS
-from gpucost_mlflow.workloads import registry
+from gpucost_mlflow.core.kinds import registry
 
 # Every field a protocol may hold, as a tree: a mapping is a section whose keys are checked, FREE one whose keys are
 # the user's own names (the buckets), None a value (other_costs checks its entries itself). An unknown field is

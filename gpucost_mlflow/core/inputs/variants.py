@@ -9,7 +9,7 @@ import yaml
 
 from gpucost_mlflow.core.errors import GpucostError, one_line
 from gpucost_mlflow.core.inputs import workloads, yaml_text
-from gpucost_mlflow.workloads import engines
+from gpucost_mlflow.core.kinds import engines
 
 CHOICES = {
     "precision": ("fp32", "bf16", "fp16"),
@@ -36,7 +36,7 @@ class Variant:
     length_grouping: str
     device: str
     workload: str = workloads.DEFAULT  # classification | embeddings | python:PATH_OR_MODULE (core/inputs/workloads.py)
-    engine: str = engines.DEFAULT  # what runs the workload: torch, onnxruntime, ctranslate2, vllm (workloads/engines.py)
+    engine: str = engines.DEFAULT  # what runs the workload: torch, onnxruntime, ctranslate2, vllm (core/kinds/engines.py)
     lanes: int = 1  # devices one pass splits its corpus over, each running a fixed slice at once (core/measurement/lanes.py)
     series: str = ""
     reference: str = ""  # the reference variant its series names ("" when none)

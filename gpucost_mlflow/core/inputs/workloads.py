@@ -16,7 +16,7 @@ from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.fingerprints import sha256_file
-from gpucost_mlflow.workloads import registry
+from gpucost_mlflow.core.kinds import registry
 
 DEFAULT = registry.DEFAULT
 PYTHON = f"{registry.PYTHON}:"
@@ -29,7 +29,7 @@ class Workload:
     """A parsed `workload:` value; for user code, where its source is and what it declares."""
 
     declared: str  # as written in the variants file: the value that is part of a configuration's identity
-    kind: str  # a registry kind: classification | embeddings | generation | python (workloads/registry.py)
+    kind: str  # a registry kind: classification | embeddings | generation | python (core/kinds/registry.py)
     source: str = ""  # python: the module's source file, resolved
     module: str = ""  # python: the importable module name ("" when declared as a file path)
     declares_flops: bool = False

@@ -1,1 +1,5 @@
 """The built-in classifier: child.py runs it in the pass's child, launch.py describes it for the launcher."""
+
+from gpucost_mlflow.core.kinds.base import Kind
+
+KIND = Kind("classification", "labels", __name__)  # declared in setup.cfg's entry points (gpucost.workloads)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpucost_mlflow.workloads.base import Described
+from gpucost_mlflow.core.kinds.base import Described
 
 DEMO_CLASSIFIER = Path("data/model")
 

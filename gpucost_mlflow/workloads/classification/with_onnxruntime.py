@@ -9,10 +9,10 @@ from functools import partial
 from pathlib import Path
 
 from gpucost_mlflow.core.judging.verdicts import PREDICTIONS
+from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.execution.batching import padded, tokenized
 from gpucost_mlflow.execution.outcome import PassFailure
-from gpucost_mlflow.workloads import engines, ort
-from gpucost_mlflow.workloads.base import Work
+from gpucost_mlflow.workloads import engine_cache, ort
 
 OUTPUT = "logits"
 
@@ -27,11 +27,12 @@ def load(spec, device) -> Work:
     are part of the pass's load time and recorded apart as convert_s."""
     import torch
 
-    from gpucost_mlflow.execution import models
-    from gpucost_mlflow.workloads.classification import records
+    from gpucost_mlflow.execution import models  # torch: deferred, as the kind's child
+    from gpucost_mlflow.workloads.classification import batches, records  # torch, as models
+    from gpucost_mlflow.workloads.classification import model as classifier_model  # torch, as models
 
     record, settings = spec.workload_settings["engine"], spec.settings
-    torch_model = models.load_classifier(Path(spec.model_path), torch.device("cpu"), "fp32", "none", "sdpa", False)
+    torch_model = classifier_model.load_classifier(Path(spec.model_path), torch.device("cpu"), "fp32", "none", "sdpa", False)
     config = torch_model.config.to_dict()
     label_names = [torch_model.config.id2label[i] for i in range(torch_model.config.num_labels)]
     path, convert_s = ort.exported(torch_model, record, OUTPUT)
@@ -43,6 +44,7 @@ def load(spec, device) -> Work:
         lambda folder, predictions, duplicate_at: records.write_predictions(folder / PREDICTIONS, predictions,
                                                                            label_names, duplicate_at),
         memory=ort.memory,
+        empty=batches.Predictions,
     )
 
 
@@ -51,7 +53,7 @@ def process(ids, texts, tokenizer, session, settings, device, on_batch: Callable
     probability. On an exception it raises PassFailure carrying the predictions made so far."""
     import numpy as np
 
-    from gpucost_mlflow.execution.runner import Predictions, Shapes
+    from gpucost_mlflow.workloads.classification.batches import Predictions, Shapes  # torch, as in load
 
     encoded, lengths, plan, pad_id = tokenized(tokenizer, texts, settings)
     labels, scores, order, finished = [], [], [], 0
@@ -78,4 +80,4 @@ def _utilisation(config: dict, settings: dict, device, convert_s: float | None, 
     """The classifier's FLOP count (the same arithmetic as on torch) and the export's seconds when it ran here."""
     from gpucost_mlflow.workloads.classification import records
 
-    return engines.with_conversion(records.utilisation(config, settings, device, predictions, pass_s), convert_s)
+    return engine_cache.with_conversion(records.utilisation(config, settings, device, predictions, pass_s), convert_s)

@@ -1,1 +1,5 @@
 """Built-in sentence embeddings: child.py runs it in the pass's child, launch.py describes it for the launcher."""
+
+from gpucost_mlflow.core.kinds.base import Kind
+
+KIND = Kind("embeddings", "embeddings", __name__)  # declared in setup.cfg's entry points (gpucost.workloads)

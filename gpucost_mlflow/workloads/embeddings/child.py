@@ -16,10 +16,10 @@ from functools import partial
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.core.names import MFU_PADDED, MFU_USEFUL, TOKENS_INPUT, USEFUL_FLOP_PER_S
 from gpucost_mlflow.execution.batching import padded, tokenized
 from gpucost_mlflow.execution.outcome import PassFailure
-from gpucost_mlflow.workloads.base import Work
 
 NORMALIZE = "sentence_transformers.models.Normalize"
 POOLING = "sentence_transformers.models.Pooling"
@@ -67,7 +67,7 @@ def load(spec, device) -> Work:
                                 settings["compile"])
     normalize = pooling(path)["normalize"]
     return Work(models.load_tokenizer(path), model, partial(process, normalize=normalize),
-                partial(utilisation, model.config.to_dict(), settings, device), export)
+                partial(utilisation, model.config.to_dict(), settings, device), export, empty=Embedded)
 
 
 def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[int, int], None] | None = None, *,
@@ -153,3 +153,9 @@ def describe(path: Path) -> dict:
 
     _, described = models.read_folder(path, "model directory not found (an encoder folder, e.g. the all-MiniLM-L6-v2 files)")
     return {**described, "pooling": pooling(path)}
+
+
+def preload() -> None:
+    """What the fork server imports once for this kind (execution/forkserver.py): the bare encoder's model classes."""
+    from transformers import AutoModel  # noqa: F401 - a lazy module of transformers
+    from transformers.models.bert import modeling_bert  # noqa: F401 - loaded lazily by from_pretrained

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.workloads.base import Described
+from gpucost_mlflow.core.kinds.base import Described
 
 
 def default_model(root: Path) -> Path:
     """`--model auto` under an embeddings protocol: the packaged all-MiniLM-L6-v2 files."""
-    from gpucost_mlflow.execution.demo_inputs import base_model_dir
+    from gpucost_mlflow.workloads.classification.demo_inputs import base_model_dir
 
     return base_model_dir()
 
@@ -30,7 +30,7 @@ def describe(workload, variant, model_path: Path, protocol, record: dict) -> Des
 
 def _packaged_sources(model_path: Path) -> list[dict]:
     """The package records of the all-MiniLM-L6-v2 files when the encoder is that packaged folder."""
-    from gpucost_mlflow.execution.demo_inputs import base_model_dir, model_sources
+    from gpucost_mlflow.workloads.classification.demo_inputs import base_model_dir, model_sources
 
     try:
         packaged = base_model_dir().resolve() == model_path.resolve()

@@ -8,10 +8,10 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
+from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.execution.batching import padded, tokenized
 from gpucost_mlflow.execution.outcome import PassFailure
-from gpucost_mlflow.workloads import engines, ort
-from gpucost_mlflow.workloads.base import Work
+from gpucost_mlflow.workloads import engine_cache, ort
 from gpucost_mlflow.workloads.embeddings import child
 
 OUTPUT = "last_hidden_state"
@@ -35,7 +35,7 @@ def load(spec, device) -> Work:
     del encoder
     session = ort.session(onnx_file, record["options"]["provider"])
     return Work(models.load_tokenizer(path), session, partial(process, normalize=child.pooling(path)["normalize"]),
-                partial(_utilisation, config, settings, device, convert_s), child.export, memory=ort.memory)
+                partial(_utilisation, config, settings, device, convert_s), child.export, memory=ort.memory, empty=child.Embedded)
 
 
 def process(ids, texts, tokenizer, session, settings, device, on_batch: Callable[[int, int], None] | None = None, *,
@@ -74,4 +74,4 @@ def _embedded(ids, order, done, lengths, plan) -> child.Embedded:
 
 def _utilisation(config: dict, settings: dict, device, convert_s: float | None, outputs, pass_s) -> dict:
     """The encoder's FLOP count (the same arithmetic as on torch) and the export's seconds when it ran here."""
-    return engines.with_conversion(child.utilisation(config, settings, device, outputs, pass_s), convert_s)
+    return engine_cache.with_conversion(child.utilisation(config, settings, device, outputs, pass_s), convert_s)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.generation import GenerationSettings, render
+from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.core.names import (
     DECODE_S,
     MFU_PADDED,
@@ -38,7 +39,6 @@ from gpucost_mlflow.core.names import (
 )
 from gpucost_mlflow.execution.batching import batches
 from gpucost_mlflow.execution.outcome import PassFailure
-from gpucost_mlflow.workloads.base import Work
 
 CACHE_ENV = "GPUCOST_MODEL_CACHE"
 CACHE_MARKER = "gpucost_gguf.json"
@@ -126,7 +126,7 @@ def load(spec, device) -> Work:
     model = models.load_causal_lm(folder, device, settings["precision"], settings["quantization"],
                                   settings["attention"], settings["compile"])
     return Work(tokenizer, model, partial(process, generation=generation, labels=extra.get("labels", [])),
-                partial(utilisation, model.config.to_dict(), settings, device), export)
+                partial(utilisation, model.config.to_dict(), settings, device), export, empty=Generated)
 
 
 def prompts_of(texts: list[str], tokenizer, max_length: int, generation: GenerationSettings,
@@ -300,3 +300,9 @@ def _packaged(path: Path, digest: str, sources) -> dict:
     if shipped.resolve() != path.resolve():
         return {}
     return sources.packaged(*sources.DEFAULT_GENERATION_PACKAGE, digest=digest).record()
+
+
+def preload() -> None:
+    """What the fork server imports once for this kind (execution/forkserver.py): the generation demo's architecture."""
+    from transformers import AutoModelForCausalLM  # noqa: F401 - a lazy module of transformers
+    from transformers.models.llama import modeling_llama  # noqa: F401 - loaded lazily by from_pretrained

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.workloads.base import Described
+from gpucost_mlflow.core.kinds.base import Described
 
 
 def default_model(root: Path) -> Path:

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.generation import GenerationSettings
+from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.execution.batching import batches
 from gpucost_mlflow.execution.outcome import PassFailure
-from gpucost_mlflow.workloads import engines
-from gpucost_mlflow.workloads.base import Work
+from gpucost_mlflow.workloads import engine_cache
 from gpucost_mlflow.workloads.generation import child
 
 KEYED = ("converter", "weights")  # what the conversion depends on; the compute type is chosen at load
@@ -69,11 +69,11 @@ def load(spec, device) -> Work:
     ends = _end_tokens(folder, tokenizer)
     return Work(tokenizer, generator, partial(process, generation=generation, labels=extra.get("labels", []), ends=ends),
                 partial(_utilisation, config, settings, device, convert_s), child.export,
-                memory=partial(memory.outside_torch, "ctranslate2"))
+                memory=partial(memory.outside_torch, "ctranslate2"), empty=child.Generated)
 
 
 def _converted(folder: Path, record: dict) -> tuple[Path, float | None]:
-    """The converted model in the engine cache, converted first when absent (engines.build_cached)."""
+    """The converted model in the engine cache, converted first when absent (engine_cache.build_cached)."""
     from ctranslate2.converters import TransformersConverter
     from transformers.utils import logging as hf_logging
 
@@ -84,7 +84,7 @@ def _converted(folder: Path, record: dict) -> tuple[Path, float | None]:
         for item in (target / "model").iterdir():
             item.rename(target / item.name)
 
-    return engines.build_cached(record, build)
+    return engine_cache.build_cached(record, build)
 
 
 def _end_tokens(folder: Path, tokenizer) -> list[int]:
@@ -143,4 +143,4 @@ def process(ids, texts, tokenizer, generator, settings, device, on_batch: Callab
 def _utilisation(config: dict, settings: dict, device, convert_s: float | None, outputs, pass_s) -> dict:
     """Tokens, the prefill / decode split and the FLOPs with the KV cache as on torch, and the conversion's seconds
     when it ran in this pass."""
-    return engines.with_conversion(child.utilisation(config, settings, device, outputs, pass_s), convert_s)
+    return engine_cache.with_conversion(child.utilisation(config, settings, device, outputs, pass_s), convert_s)

@@ -15,10 +15,10 @@ from functools import partial
 from pathlib import Path
 
 from gpucost_mlflow.core.inputs.generation import GenerationSettings
+from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.core.names import CONVERT_S, DECODE_S, PREFILL_S
 from gpucost_mlflow.execution.batching import batches
 from gpucost_mlflow.execution.outcome import PassFailure
-from gpucost_mlflow.workloads.base import Work
 from gpucost_mlflow.workloads.generation import child
 from gpucost_mlflow.workloads.generation.with_ctranslate2 import _end_tokens
 
@@ -53,7 +53,7 @@ def load(spec, device) -> Work:
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     ends = _end_tokens(folder, tokenizer)
     return Work(tokenizer, llm, partial(process, generation=generation, labels=extra.get("labels", []), ends=ends),
-                partial(_utilisation, config, settings, device), child.export, memory=partial(memory.outside_torch, "vllm"))
+                partial(_utilisation, config, settings, device), child.export, memory=partial(memory.outside_torch, "vllm"), empty=child.Generated)
 
 
 def process(ids, texts, tokenizer, llm, settings, device, on_batch: Callable[[int, int], None] | None = None, *,

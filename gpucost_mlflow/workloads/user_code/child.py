@@ -24,10 +24,10 @@ from pathlib import Path
 
 from gpucost_mlflow.core.errors import one_line
 from gpucost_mlflow.core.judging import verdicts
+from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.core.names import MFU_PADDED, MFU_USEFUL, USEFUL_FLOP_PER_S
 from gpucost_mlflow.execution.batching import batches
 from gpucost_mlflow.execution.outcome import PassFailure
-from gpucost_mlflow.workloads.base import Work
 
 UNKNOWN_FLOPS = "FLOPs unknown for user code"
 
@@ -86,7 +86,7 @@ def load(spec, device) -> Work:
     tokenizer = models.load_tokenizer(Path(spec.model_path)) if counting or settings["length_grouping"] == "sorted" else None
     state = module.load({**settings, "model_path": spec.model_path}, str(device))
     return Work(tokenizer, state, partial(process, infer=module.infer),
-                partial(utilisation, module, tokenizer, settings, device), export)
+                partial(utilisation, module, tokenizer, settings, device), export, empty=UserOutputs)
 
 
 def process(ids, texts, tokenizer, state, settings, device, on_batch: Callable[[int, int], None] | None = None, *,

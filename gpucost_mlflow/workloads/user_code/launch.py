@@ -8,7 +8,7 @@ from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.fingerprints import directory_files, sha256_files
-from gpucost_mlflow.workloads.base import Described
+from gpucost_mlflow.core.kinds.base import Described
 
 
 def default_model(root: Path) -> Path:

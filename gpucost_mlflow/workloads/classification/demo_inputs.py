@@ -137,7 +137,9 @@ def prepare_model(out_dir: Path, tuning_path: Path, *, seed: int, validation_fra
     from transformers.utils import logging as hf_logging
 
     from gpucost_mlflow.core.judging.quality import evaluate, majority_baseline
-    from gpucost_mlflow.execution import models, training
+    from gpucost_mlflow.execution import models  # torch, as the model
+    from gpucost_mlflow.workloads.classification import model as classifier_model  # torch: only to fine-tune
+    from gpucost_mlflow.workloads.classification import training  # torch and transformers, as the model
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
@@ -145,7 +147,7 @@ def prepare_model(out_dir: Path, tuning_path: Path, *, seed: int, validation_fra
     labels = tuning.labels
     train_rows, validation_rows = validation_split(tuning.rows, validation_fraction, seed)
     result = training.train_classifier(train_rows, labels, base_model_dir(), out_dir, seed=seed)
-    predicted = models.predict_labels(
+    predicted = classifier_model.predict_labels(
         out_dir, [row["text"] for row in validation_rows], max_length=EVALUATION_MAX_LENGTH
     )
     quality = evaluate(validation_rows, dict(zip((row["id"] for row in validation_rows), predicted)), labels)

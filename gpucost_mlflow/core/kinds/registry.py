@@ -1,8 +1,10 @@
-"""The workload kinds gpucost knows: one line each. A new kind is its folder (base.Kind) and one line here.
+"""The workload kinds gpucost knows, each declared by one entry-point line, as MLflow finds its plug-ins.
 
-A kind that lives outside the package (a team's own, a test's toy kind) is declared by its installed package's
-entry point `gpucost.workloads`, or in the environment the pass's child inherits,
-GPUCOST_WORKLOADS="name:output:package[,name:output:package]" (plugins.py).
+A shipped kind is its folder `workloads/<kind>/`, whose `__init__.py` defines `KIND` (a base.Kind),
+and one line under `gpucost.workloads` in setup.cfg's entry points (`make install` reads it again). A kind that
+lives outside the package (a team's own) is declared by its installed package's entry point of the same group, or in
+the environment the pass's child inherits, GPUCOST_WORKLOADS="name:output:package[,...]" (plugins.py). Reading the
+registry imports each kind's `__init__` only: no torch, no child code.
 """
 
 from __future__ import annotations
@@ -10,26 +12,30 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
-from gpucost_mlflow.workloads import plugins
-from gpucost_mlflow.workloads.base import Kind
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.kinds import engines, plugins
+from gpucost_mlflow.core.kinds.base import Kind
 
 ENVIRONMENT = plugins.ENVIRONMENT
 
 
-SHIPPED = (
-    Kind("classification", "labels", "gpucost_mlflow.workloads.classification"),
-    Kind("embeddings", "embeddings", "gpucost_mlflow.workloads.embeddings"),
-    Kind("generation", "generations", "gpucost_mlflow.workloads.generation"),
-    Kind("python", "", "gpucost_mlflow.workloads.user_code", deterministic=False),
-)
-DEFAULT = SHIPPED[0].name  # a variant that names no workload runs the built-in classifier
+DEFAULT = "classification"  # a variant that names no workload runs the built-in classifier
 PYTHON = "python"  # user code, declared as python:PATH_OR_MODULE (core/inputs/workloads.py)
 
 
+def shipped() -> tuple[Kind, ...]:
+    """The kinds this package declares (its own entry points), by name: the classifier first."""
+    own = plugins.declared(plugins.WORKLOADS, Kind, own=True)
+    if not any(kind.name == DEFAULT for kind in own):
+        raise GpucostError("no built-in workload kind is declared: gpucost-mlflow's entry points are missing or stale "
+                           "(install it: make install, or pip install -e .)")
+    return own
+
+
 def kinds() -> tuple[Kind, ...]:
-    """The shipped kinds, then those installed packages declare (entry points), then those the environment declares
-    (read now, so a child sees what its parent saw)."""
-    return (SHIPPED + plugins.declared(plugins.WORKLOADS, Kind)
+    """The shipped kinds, then those other installed packages declare (entry points), then those the environment
+    declares (read now, so a child sees what its parent saw)."""
+    return (shipped() + plugins.declared(plugins.WORKLOADS, Kind)
             + tuple(Kind(*item) for item in plugins.environment_items(os.environ.get(ENVIRONMENT, ""))))
 
 
@@ -50,7 +56,7 @@ def kind(name: str) -> Kind:
 
 def for_output(output: str) -> Kind:
     """The shipped kind that delivers this output: whose model `--model auto` loads under such a protocol."""
-    return next(kind for kind in SHIPPED if kind.output == output)
+    return next(kind for kind in shipped() if kind.output == output)
 
 
 def of_settings(settings: dict) -> Kind:
@@ -59,9 +65,15 @@ def of_settings(settings: dict) -> Kind:
     return kind(PYTHON if declared.startswith(f"{PYTHON}:") else declared)
 
 
+def implementation(settings: dict) -> str:
+    """The module a pass's child loads its workload from (`load(spec, device) -> Work`): the kind the settings name, on
+    their engine. The launcher writes it into the pass's spec, so the harness never asks the registry."""
+    return engines.engine(settings.get("engine", engines.DEFAULT)).module(of_settings(settings).package)
+
+
 def output_names() -> tuple[str, ...]:
     """What a protocol may judge (`acceptance.output`): every output a shipped kind delivers, in their order."""
-    return tuple(dict.fromkeys(kind.output for kind in SHIPPED if kind.output))
+    return tuple(dict.fromkeys(kind.output for kind in shipped() if kind.output))
 
 
 def sections() -> dict[str, str]:
@@ -76,7 +88,7 @@ def exported_files() -> tuple[str, ...]:
 
 def output(name: str) -> ModuleType:
     """The pure rules of an output (base.Output), from the shipped kind that delivers it; KeyError for another."""
-    owner = next((kind for kind in SHIPPED if kind.output == name), None)
+    owner = next((kind for kind in shipped() if kind.output == name), None)
     if owner is None:
         raise KeyError(name)
     return owner.output_rules()

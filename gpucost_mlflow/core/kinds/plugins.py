@@ -1,6 +1,7 @@
 """Workload kinds and engines from other packages, found as MLflow finds its plug-ins: through Python entry points.
 
-A package declares `[project.entry-points."gpucost.workloads"] toy = "toy_kind:KIND"` (a `base.Kind`) or
+gpucost's own kinds are declared the same way, in its setup.cfg, so the registry names no kind's folder and the
+harness below it imports none. A package declares `[project.entry-points."gpucost.workloads"] toy = "toy_kind:KIND"` (a `base.Kind`) or
 `[project.entry-points."gpucost.engines"] myengine = "my_engine:ENGINE"` (an `engines.Engine`); installing it is
 all it takes. The environment variable GPUCOST_WORKLOADS ("name:output:package", comma-separated), which a pass's
 child inherits, still declares a kind without installing anything: an override, refused in one line when an item
@@ -19,12 +20,22 @@ ENGINES = "gpucost.engines"
 ENVIRONMENT = "GPUCOST_WORKLOADS"
 
 
+OWN = "gpucost-mlflow"  # this package's distribution: the kinds it ships are declared like any other's
+
+
+def _distribution(point: importlib.metadata.EntryPoint) -> str:
+    """The normalised name of the distribution declaring an entry point."""
+    return (point.dist.name if point.dist is not None else "").lower().replace("_", "-")
+
+
 @functools.cache
-def declared(group: str, of: type) -> tuple:
-    """The objects the installed packages declare in an entry-point group, each checked to be an `of`; read once per
-    process (the installed packages do not change under it). A point that does not load is refused in one line."""
+def declared(group: str, of: type, own: bool = False) -> tuple:
+    """The objects installed packages declare in an entry-point group, each checked to be an `of`: this package's own
+    (`own`) or those of every other package; read once per process (the installed packages do not change under it).
+    A point that does not load is refused in one line."""
     found = []
-    for point in sorted(importlib.metadata.entry_points(group=group), key=lambda point: point.name):
+    points = [point for point in importlib.metadata.entry_points(group=group) if (_distribution(point) == OWN) == own]
+    for point in sorted(points, key=lambda point: point.name):
         try:
             value = point.load()
         except Exception as exc:  # a plug-in's own import error, whatever it is, told as the plug-in's

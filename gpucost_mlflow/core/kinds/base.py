@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Protocol
@@ -31,6 +31,18 @@ class Work:
     utilisation: Callable  # (outputs, pass_s or None) -> FLOP metrics, or their missing reasons
     export: Callable  # (folder, outputs, duplicate_at) -> None: the deliverable files
     memory: Callable | None = None  # (device) -> memory peaks as execution/memory.peaks gives them; None: torch's
+    empty: Callable[[], object] = field(default=lambda: NoOutputs())  # the outputs of a pass that failed before its
+    # first batch: the kind's own outputs type, empty
+
+
+@dataclass
+class NoOutputs:
+    """What a pass that failed before its first batch delivered, for a kind that names no empty outputs of its own."""
+
+    ids: list = field(default_factory=list)
+
+    def batch_lengths(self) -> list[list[int]]:
+        return []
 
 
 @dataclass(frozen=True)
@@ -55,9 +67,9 @@ class Kind:
     deterministic: bool = True
 
     def child(self, engine: str = "torch") -> ModuleType:
-        """The child-process side on an engine (workloads/engines.py): `load(spec, device) -> Work`; torch's is
+        """The child-process side on an engine (core/kinds/engines.py): `load(spec, device) -> Work`; torch's is
         `<package>.child`, another engine's `<package>.with_<engine>`."""
-        from gpucost_mlflow.workloads import engines
+        from gpucost_mlflow.core.kinds import engines
 
         return engines.engine(engine).implementation(self.package)
 

@@ -4,30 +4,20 @@ An engine is one more implementation behind a workload kind: `<kind package>.wit
 `load(spec, device) -> Work` as the kind's `child.py` (which is the `torch` engine), and `options(settings)`:
 what its export or conversion depends on. Engines other than torch are optional packages: a variant that asks
 for one that is not installed is refused in one line naming the package and how to install it, before any run
-is recorded. Pure: nothing here imports an engine.
+is recorded. Pure: nothing here imports an engine; their export cache is workloads/engine_cache.py.
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
-import json
-import os
-import shutil
-import tempfile
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from types import ModuleType
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.names import CONVERT_S
-from gpucost_mlflow.workloads import plugins
+from gpucost_mlflow.core.kinds import plugins
 
-CACHE_ENV = "GPUCOST_ENGINE_CACHE"
 DEFAULT = "torch"
 
 
@@ -59,9 +49,14 @@ class Engine:
             return found if number == 0 else f"{found} ({distribution})"
         return ""
 
+    def module(self, package: str) -> str:
+        """The module of its implementation behind a kind: the kind's `child` for torch, `<package>.with_<engine>`
+        otherwise."""
+        return f"{package}.child" if self.name == DEFAULT else f"{package}.with_{self.name}"
+
     def implementation(self, package: str) -> ModuleType:
-        """Its implementation behind a kind: the kind's `child` for torch, `<package>.with_<engine>` otherwise."""
-        return importlib.import_module(f"{package}.child" if self.name == DEFAULT else f"{package}.with_{self.name}")
+        """That module, imported."""
+        return importlib.import_module(self.module(package))
 
 
 ENGINES = (
@@ -117,66 +112,3 @@ def check_installed(name: str, variant: str) -> None:
     if missing:
         raise GpucostError(f"variant '{variant}' runs on engine {name}, but {', '.join(missing)} is not installed "
                            f"here: {chosen.install}")
-
-
-def cache_root() -> Path:
-    """Where exports and conversions are kept: $GPUCOST_ENGINE_CACHE, else ~/.cache/gpucost/engines."""
-    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "gpucost" / "engines")
-
-
-def cache_folder(name: str, model_revision: str, version: str, options: dict) -> Path:
-    """The cache folder of one export: keyed by model revision, engine, engine version and export options."""
-    key = json.dumps({"model_revision": model_revision, "engine": name, "version": version, "options": options},
-                     sort_keys=True)
-    return cache_root() / f"{name}-{hashlib.sha256(key.encode('utf-8')).hexdigest()[:16]}"
-
-
-MARKER = "gpucost_engine.json"  # written last into a finished export folder: what it holds and what it took
-
-
-def cached(folder: Path) -> dict | None:
-    """The finished export's record (its key and the seconds its conversion took), None when there is none."""
-    try:
-        return json.loads((folder / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def keyed(implementation: ModuleType, options: dict) -> dict:
-    """The options an export's cache key takes: those the implementation names in KEYED (what its conversion depends
-    on, not how it is run afterwards), all of them when it names none."""
-    names = getattr(implementation, "KEYED", None)
-    return {key: options[key] for key in names} if names else dict(options)
-
-
-def with_conversion(result: dict, convert_s: float | None) -> dict:
-    """A pass's utilisation result with the seconds its export or conversion took (`convert_s`) when this pass ran
-    it, or the reason it has none: the engine cache held it."""
-    if convert_s is not None:
-        return {**result, "metrics": {**result.get("metrics", {}), CONVERT_S: convert_s}}
-    why = "export or conversion read from the engine cache (a previous pass on this machine paid it)"
-    return {**result, "missing_measurements": {**result.get("missing_measurements", {}), CONVERT_S: why}}
-
-
-def build_cached(record: dict, build: Callable[[Path], None]) -> tuple[Path, float | None]:
-    """The export's cache folder (`record["cache"]`), built first when absent: `build(folder)` writes into a temporary
-    folder beside it, the marker goes in last, and the whole is renamed into place, so a reader never sees half of
-    it. Returns the folder and the seconds the build took (None when the cache held it)."""
-    folder = Path(record["cache"])
-    if cached(folder) is not None:
-        return folder, None
-    started = time.perf_counter()
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    temp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
-    try:
-        build(temp)
-        seconds = time.perf_counter() - started
-        (temp / MARKER).write_text(json.dumps({**record, CONVERT_S: seconds}, sort_keys=True), encoding="utf-8")
-        try:
-            os.rename(temp, folder)
-        except OSError:  # another pass built it meanwhile: keep theirs
-            if cached(folder) is None:
-                raise
-    finally:
-        shutil.rmtree(temp, ignore_errors=True)
-    return folder, seconds
