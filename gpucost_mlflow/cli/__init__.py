@@ -25,7 +25,7 @@ class Gpucost(click.Group):
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(GpucostError.exit_code)
         except Exception as exc:
-            from gpucost_mlflow.tracking import store
+            from gpucost_mlflow.tracking import store  # deferred: imports mlflow
 
             if not store.is_store_error(exc):
                 raise

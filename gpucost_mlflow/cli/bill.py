@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import click
 
+from gpucost_mlflow.core.money.bill import note_of, parse_paid
+from gpucost_mlflow.core.money.costs import money
+from gpucost_mlflow.report.bill import bill_lines
+
 
 @click.command("bill")
 @click.option("--experiment", required=True, help="The MLflow experiment whose latest decision run chose the plan paid for.")
@@ -13,10 +17,7 @@ import click
 def bill(experiment, paid_text, currency, note) -> None:
     """Record what was paid for the plan the experiment's latest decision run chose; the next `gpucost report` shows
     committed against paid. A second bill replaces the first; the run's description keeps every bill."""
-    from gpucost_mlflow.core.money.bill import note_of, parse_paid
-    from gpucost_mlflow.core.money.costs import money
-    from gpucost_mlflow.report.bill import bill_lines
-    from gpucost_mlflow.tracking import decision_run, store
+    from gpucost_mlflow.tracking import decision_run, store  # deferred: imports mlflow
 
     paid = parse_paid(paid_text)
     note = note_of(note)

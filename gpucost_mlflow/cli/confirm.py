@@ -7,7 +7,10 @@ from pathlib import Path
 import click
 
 from gpucost_mlflow.cli.options import AUTO_MODEL, EXPERIMENT_HELP, MODEL_HELP, _experiment, _file, _model, _under
+from gpucost_mlflow.cli.passes import CODE_ROOT
+from gpucost_mlflow.cli.report import _build_report
 from gpucost_mlflow.core.inputs import shipped
+from gpucost_mlflow.core.measurement.confirmation import NOT_YET
 
 
 @click.command("confirm")
@@ -24,11 +27,8 @@ from gpucost_mlflow.core.inputs import shipped
 def confirm(experiment, protocol_file, variants_file, catalog_file, corpus_path, model_path, root) -> None:
     """Run the chosen configuration (each one of a tie) on the confirmation corpus for the protocol's
     confirmation.min_s, judged by the same bars; the report then says confirmed or not confirmed."""
-    from gpucost_mlflow.cli.passes import CODE_ROOT
-    from gpucost_mlflow.cli.report import _build_report
-    from gpucost_mlflow.core.inputs.protocol import load_protocol
-    from gpucost_mlflow.core.measurement.confirmation import NOT_YET
-    from gpucost_mlflow.flow import confirm as confirming
+    from gpucost_mlflow.core.inputs.protocol import load_protocol  # deferred: imports numpy
+    from gpucost_mlflow.flow import confirm as confirming  # deferred: imports torch
 
     name, protocol_path, variants_path = _experiment(experiment), _file(protocol_file, root), _file(variants_file, root)
     catalogs = tuple(_under(root, p) for p in catalog_file)

@@ -8,7 +8,10 @@ from pathlib import Path
 import click
 
 from gpucost_mlflow.cli.options import AUTO_MODEL, EXPERIMENT_HELP, MODEL_HELP, _experiment, _file, _model, _under
+from gpucost_mlflow.cli.passes import CODE_ROOT
 from gpucost_mlflow.core.inputs import shipped
+from gpucost_mlflow.core.inputs.variants import get_variant
+from gpucost_mlflow.core.judging.status import Status
 
 
 @click.command("deliver")
@@ -23,11 +26,8 @@ from gpucost_mlflow.core.inputs import shipped
 def deliver(corpora_dir, variant_name, variants_file, model_path, experiment, protocol_file, root) -> None:
     """Deliver every corpus of the folder: one deliverable run per corpus under one delivery run, loading and warming
     up once per child of the protocol's deliverables.per_child corpora (all of them when not declared)."""
-    from gpucost_mlflow.cli.passes import CODE_ROOT
-    from gpucost_mlflow.core.inputs.protocol import load_protocol
-    from gpucost_mlflow.core.inputs.variants import get_variant
-    from gpucost_mlflow.core.judging.status import Status
-    from gpucost_mlflow.flow import deliver as delivering
+    from gpucost_mlflow.core.inputs.protocol import load_protocol  # deferred: imports numpy
+    from gpucost_mlflow.flow import deliver as delivering  # deferred: imports torch
 
     protocol_path, variants_path = _file(protocol_file, root), _file(variants_file, root)
     protocol = load_protocol(protocol_path)

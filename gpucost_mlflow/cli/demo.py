@@ -7,9 +7,10 @@ from pathlib import Path
 import click
 
 from gpucost_mlflow.cli.options import _file
-from gpucost_mlflow.core.campaign.demo import DEMO_VARIANTS
+from gpucost_mlflow.core.campaign.demo import DEMO_VARIANTS, fit
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import shipped
+from gpucost_mlflow.core.inputs.variants import load_variants
 
 
 @click.group()
@@ -29,9 +30,7 @@ def demo() -> None:
 def demo_variants(names, variants_file, device, as_list) -> None:
     """Leave out each variant whose precision runs slower than fp32 here (its cached peak below fp32's), in one line
     saying why; with no peak cached, keep every variant and say so."""
-    from gpucost_mlflow.core.campaign.demo import fit
-    from gpucost_mlflow.core.inputs.variants import load_variants
-    from gpucost_mlflow.flow.propose import peaks_known, slow_precisions
+    from gpucost_mlflow.flow.propose import peaks_known, slow_precisions  # deferred: imports mlflow
 
     declared = load_variants(_file(variants_file))
     wanted = [name.strip() for name in names.split(",") if name.strip()]

@@ -9,9 +9,26 @@ from pathlib import Path
 
 import click
 
-from gpucost_mlflow.cli.options import AUTO_MODEL, CORPUS_HELP, EXPERIMENT_HELP, MODEL_HELP, WholeNumber, _experiment
+from gpucost_mlflow.cli.options import (
+    AUTO_MODEL,
+    CORPUS_HELP,
+    EXPERIMENT_HELP,
+    MODEL_HELP,
+    WholeNumber,
+    _corpus,
+    _experiment,
+    _file,
+    _model,
+)
+from gpucost_mlflow.cli.passes import _campaign_plan, _echo_campaign
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.fleet.jobs import new_fleet_id, parse_gpus
+from gpucost_mlflow.core.fleet.task import Campaign
 from gpucost_mlflow.core.inputs import shipped
+from gpucost_mlflow.core.inputs.variants import get_variant, load_series
+from gpucost_mlflow.core.money.market import Interruptions
+from gpucost_mlflow.core.money.plans import parse_positive
+from gpucost_mlflow.fleet.launch import FleetRequest, launch
 
 
 @click.group("fleet")
@@ -71,13 +88,6 @@ def launch_cmd(gpus, clouds, spot, interruptions_per_day, interruptions_source, 
                torch_version, dry_run, out, variant_names, series_name, passes, experiment, corpus_path, model_path,
                variants_file, protocol_file) -> None:
     """Launch one managed SkyPilot job per GPU type, each running the same campaign into one tracking server."""
-    from gpucost_mlflow.cli.options import _corpus, _file, _model
-    from gpucost_mlflow.core.fleet.jobs import new_fleet_id, parse_gpus
-    from gpucost_mlflow.core.fleet.task import Campaign
-    from gpucost_mlflow.core.inputs.variants import get_variant, load_series
-    from gpucost_mlflow.core.money.market import Interruptions
-    from gpucost_mlflow.core.money.plans import parse_positive
-    from gpucost_mlflow.fleet.launch import FleetRequest, launch
 
     root = Path(".")
     protocol_path, variants_path = _file(protocol_file, root), _file(variants_file, root)
@@ -131,7 +141,7 @@ def launch_cmd(gpus, clouds, spot, interruptions_per_day, interruptions_source, 
 @click.option("--experiment", default=None, help=EXPERIMENT_HELP)
 def status_cmd(fleet_id, experiment) -> None:
     """Each job's SkyPilot state beside its campaign: passes done, accepted, pending, failed, left; time and cost."""
-    from gpucost_mlflow.fleet.status import fleet_status
+    from gpucost_mlflow.fleet.status import fleet_status  # deferred: imports mlflow
 
     for job in fleet_status(_experiment(experiment), fleet_id):
         click.echo(job.line())
@@ -142,7 +152,7 @@ def status_cmd(fleet_id, experiment) -> None:
 @click.option("--experiment", default=None, help=EXPERIMENT_HELP)
 def down_cmd(fleet_id, experiment) -> None:
     """Cancel every job of the fleet (their passes so far stay in the tracking store)."""
-    from gpucost_mlflow.fleet.status import fleet_down
+    from gpucost_mlflow.fleet.status import fleet_down  # deferred: imports mlflow
 
     cancelled = fleet_down(_experiment(experiment), fleet_id)
     for gpu, job_id in cancelled:
@@ -158,9 +168,8 @@ def down_cmd(fleet_id, experiment) -> None:
 def job_cmd(fleet_id, gpu, variant_names, series_name, passes, experiment, corpus_path, model_path, variants_file,
             protocol_file) -> None:
     """A fleet job's campaign on its machine (the task's `run` calls it): started, or resumed after a relaunch."""
-    from gpucost_mlflow.cli.passes import _campaign_plan, _echo_campaign
-    from gpucost_mlflow.cli.progress import CampaignProgress
-    from gpucost_mlflow.fleet.job import run_job
+    from gpucost_mlflow.cli.progress import CampaignProgress  # deferred: imports torch
+    from gpucost_mlflow.fleet.job import run_job  # deferred: imports torch
 
     plan = _campaign_plan(variant_names, passes, None, experiment, corpus_path, model_path, variants_file,
                           protocol_file, Path("."), series_name)

@@ -15,7 +15,17 @@ from gpucost_mlflow.cli.options import (
     _file,
 )
 from gpucost_mlflow.core.inputs import shipped
+from gpucost_mlflow.core.inputs.corpus import (
+    bucket_names,
+    bucket_slice,
+    describe,
+    jsonl_bytes,
+    read_corpus,
+    write_atomic,
+)
+from gpucost_mlflow.core.inputs.variants import load_variants
 from gpucost_mlflow.core.names import ACCURACY, MACRO_F1
+from gpucost_mlflow.workloads.classification.demo_inputs import TUNING, build_corpus, prepare_model
 
 
 @click.group()
@@ -39,12 +49,11 @@ def corpus() -> None:
 def corpus_build(source, labels, tokenizer_dir, size, protocol_file, tuning_size, confirmation_size, seed,
                  out_dir) -> None:
     """Write comparison.jsonl, tuning.jsonl, confirmation.jsonl and corpus.json (bounds, fingerprints, sources)."""
-    from gpucost_mlflow.workloads.classification.demo_inputs import build_corpus
 
     allowed = [label.strip() for label in labels.split(",")] if labels else None
     mix = None
     if protocol_file is not None:
-        from gpucost_mlflow.core.inputs.protocol import load_protocol
+        from gpucost_mlflow.core.inputs.protocol import load_protocol  # deferred: imports numpy
 
         declared = load_protocol(protocol_file)
         mix, size = dict(declared.buckets) or None, size or declared.corpus_size
@@ -69,7 +78,6 @@ def corpus_build(source, labels, tokenizer_dir, size, protocol_file, tuning_size
 @click.option("--out", "out_path", type=click.Path(path_type=Path), required=True, help="The slice's file; beside its corpus it shares that folder's corpus.json.")
 def corpus_slice(corpus_path, size, out_path) -> None:
     """Write the first inputs of each bucket of a corpus, in file order: a smaller corpus with the same buckets."""
-    from gpucost_mlflow.core.inputs.corpus import bucket_slice, describe, jsonl_bytes, read_corpus, write_atomic
 
     rows = bucket_slice(read_corpus(corpus_path).rows, size)
     write_atomic(out_path, jsonl_bytes(rows))
@@ -92,8 +100,6 @@ def model_prepare(corpus_dir, out_dir, seed) -> None:
 
     The comparison corpus is never read (PROTOCOL.md section 2).
     """
-    from gpucost_mlflow.core.inputs.corpus import bucket_names
-    from gpucost_mlflow.workloads.classification.demo_inputs import TUNING, prepare_model
 
     report = prepare_model(out_dir, corpus_dir / TUNING, seed=seed)
     click.echo(
@@ -121,7 +127,6 @@ def list_variants(ctx, variants_file) -> None:
     """List the declared variants and their settings; `propose` writes the third series."""
     if ctx.invoked_subcommand is not None:
         return
-    from gpucost_mlflow.core.inputs.variants import load_variants
 
     for variant in load_variants(_file(variants_file)).values():
         settings = ", ".join(f"{k}={v}" for k, v in variant.settings().items())
@@ -135,7 +140,7 @@ def list_variants(ctx, variants_file) -> None:
 @click.option("--variants-file", type=click.Path(path_type=Path), default=shipped.VARIANTS, show_default=True)
 def propose_variants(experiment, out_path, variants_file) -> None:
     """Combine the second series' accepted changes and sweep the batch size under them, as a new declared series."""
-    from gpucost_mlflow.flow.propose import run
+    from gpucost_mlflow.flow.propose import run  # deferred: imports mlflow
 
     name = _experiment(experiment)
     out = out_path or Path("projects") / f"variants-proposed-{name}.yaml"
@@ -158,7 +163,7 @@ def protocol_show(protocol_file) -> None:
     """Check the protocol file and print its digest and acceptance rules."""
     from dataclasses import asdict
 
-    from gpucost_mlflow.core.inputs.protocol import load_protocol
+    from gpucost_mlflow.core.inputs.protocol import load_protocol  # deferred: imports numpy
 
     protocol_file = _file(protocol_file)
     loaded = load_protocol(protocol_file)
@@ -183,8 +188,8 @@ def protocol_lock(experiment, protocol_file) -> None:
     """Store the protocol digest on the experiment before any pass; a pass under another digest is refused."""
     from mlflow.tracking import MlflowClient
 
-    from gpucost_mlflow.core.inputs.protocol import load_protocol
-    from gpucost_mlflow.tracking import experiments
+    from gpucost_mlflow.core.inputs.protocol import load_protocol  # deferred: imports numpy
+    from gpucost_mlflow.tracking import experiments  # deferred: imports mlflow
 
     protocol_file = _file(protocol_file)
     loaded = load_protocol(protocol_file)

@@ -8,6 +8,7 @@ import click
 
 from gpucost_mlflow.cli.options import DEFAULT_MODEL_DIR
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.measurement.memory_estimate import estimate, safetensors_parameters
 
 
 @click.group()
@@ -31,7 +32,6 @@ def _memory_options(function):
 def _estimate(model_dir, precision, batch, max_length, device_memory_gib):
     import json
 
-    from gpucost_mlflow.core.measurement.memory_estimate import estimate, safetensors_parameters
 
     try:
         config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
@@ -60,7 +60,7 @@ def memory_estimate(model_dir, precision, batch, max_length, device_memory_gib) 
 @_memory_options
 def memory_measure(model_dir, precision, batch, max_length, device_memory_gib) -> None:
     """Load on the local device, run one batch, print observed peaks beside the estimate, and the stack check."""
-    from gpucost_mlflow.workloads.classification.observed_memory import measure
+    from gpucost_mlflow.workloads.classification.observed_memory import measure  # deferred: imports torch
 
     result = _estimate(model_dir, precision, batch, max_length, device_memory_gib)
     observed = measure(model_dir, precision, batch, max_length)
@@ -80,8 +80,8 @@ def _doctor_lines() -> None:
     """Print the stack actually present: Python, torch build, runtimes, GPUs, ROCm matrix, energy counter, packages."""
     import platform
 
-    from gpucost_mlflow.execution import energy, models
-    from gpucost_mlflow.execution.environment import doctor_report, rocm_matrix
+    from gpucost_mlflow.execution import energy, models  # deferred: imports torch
+    from gpucost_mlflow.execution.environment import doctor_report, rocm_matrix  # deferred: imports torch
 
     info = doctor_report()
     lines = [f"python {platform.python_version()}, torch {info['torch']} (build: {info['torch_build']})",
@@ -114,7 +114,7 @@ def doctor(measure_peak, device, min_time, if_missing) -> None:
 
 def _peak_lines(choice: str, measure_peak: bool, min_time: float, if_missing: bool = False) -> None:
     """Print the cached dense-matmul peaks of the device; with --peak, measure and cache them first."""
-    from gpucost_mlflow.execution import models, peak
+    from gpucost_mlflow.execution import models, peak  # deferred: imports torch
 
     device = models.resolve_device(choice)
     peak.load_cache()

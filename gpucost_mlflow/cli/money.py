@@ -8,6 +8,13 @@ import click
 
 from gpucost_mlflow.cli.options import WholeNumber, _catalog
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.inputs import shipped
+from gpucost_mlflow.core.inputs.corpus import write_atomic
+from gpucost_mlflow.core.money import costs, market
+from gpucost_mlflow.core.money.catalog import PACKAGE_DAYS, example_catalog, load_catalog
+from gpucost_mlflow.core.money.plans import covering_plans, parse_hours, parse_positive, to_hours
+from gpucost_mlflow.core.money.window import consecutive_needed, covers, window
+from gpucost_mlflow.market import gpuhunt, skypilot
 
 
 @click.command("packages")
@@ -18,7 +25,6 @@ from gpucost_mlflow.core.errors import GpucostError
 @click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), default=None, help="Your catalog CSV (default: catalog/labkit-2026-09-24.csv).")
 def packages(gpu, days, lots, accepted_results, catalog_file) -> None:
     """Package calculator: total = price per lot x lots; cost per validated corpus only from accepted results."""
-    from gpucost_mlflow.core.money.catalog import PACKAGE_DAYS
 
     catalog = _catalog(catalog_file)
     catalog.require_gpu(gpu)
@@ -31,7 +37,6 @@ def packages(gpu, days, lots, accepted_results, catalog_file) -> None:
 
 def _echo_hourly(catalog, gpu: str) -> None:
     """One line per hourly rate of the GPU id, pointing at `gpucost plan` to price a window with it."""
-    from gpucost_mlflow.core.money import costs
 
     for rate in (p for p in catalog.for_gpu(gpu) if p.hourly):
         click.echo(f"{gpu}, hourly: {costs.money(rate.price_per_lot, rate.currency)} per lot-hour (lot of {rate.gpus_per_lot}; "
@@ -41,7 +46,6 @@ def _echo_hourly(catalog, gpu: str) -> None:
 
 def _echo_package(catalog, gpu: str, length: int, lots: int, accepted_results: int | None) -> None:
     """The total of one package length for the lots, and with accepted results the cost per validated corpus."""
-    from gpucost_mlflow.core.money import costs
 
     package = catalog.find(gpu, length)
     if package is None:
@@ -71,8 +75,6 @@ def _echo_package(catalog, gpu: str, length: int, lots: int, accepted_results: i
 @click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), default=None)
 def window_cmd(start, end, tz_name, gpu, gpus, catalog_file) -> None:
     """Real elapsed hours of a campaign window, which 3-, 7-, 30-day packages cover it, and its covering plans."""
-    from gpucost_mlflow.core.money.catalog import PACKAGE_DAYS
-    from gpucost_mlflow.core.money.window import consecutive_needed, covers, window
 
     span = window(start, end, tz_name)
     catalog = None
@@ -89,8 +91,6 @@ def window_cmd(start, end, tz_name, gpu, gpus, catalog_file) -> None:
         click.echo("  no single package covers this window: budget the consecutive packages explicitly; "
                    "a rental is never extended automatically")
     if catalog is not None:
-        from gpucost_mlflow.core.money.plans import to_hours
-
         _echo_plans(catalog, gpu, to_hours(span.hours), gpus, "table")
 
 
@@ -98,7 +98,6 @@ def _echo_plans(catalog, gpu: str, hours, gpus: int, fmt: str, deliverable_h: fl
     """Every covering plan of one GPU id for the window, cheapest first (one planner for `plan` and `window`)."""
     import json
 
-    from gpucost_mlflow.core.money.plans import covering_plans
 
     plans = covering_plans(catalog.for_gpu(gpu), hours, gpus, deliverable_h)
     if fmt == "json":
@@ -122,7 +121,6 @@ def _echo_plans(catalog, gpu: str, hours, gpus: int, fmt: str, deliverable_h: fl
 def plan_cmd(gpu, hours, gpus, catalog_file, fmt, deliverable_hours) -> None:
     """Every way the catalog covers the window (package x consecutive periods x lots, or hours billed), cheapest first;
     an interruptible row at its P90 total, the expected total beside it."""
-    from gpucost_mlflow.core.money.plans import parse_hours
 
     window_hours = parse_hours(hours)
     deliverable = float(parse_hours(deliverable_hours, "--deliverable-hours")) if deliverable_hours != "0" else 0.0
@@ -147,11 +145,8 @@ def catalog_example(out_path, price_per_hour, currency, min_hours, increment_hou
     """One hourly row for this machine's device, as passes name it, labelled "example price"; edit it to your rate."""
     import datetime as dt
 
-    from gpucost_mlflow.core.inputs.corpus import write_atomic
-    from gpucost_mlflow.core.money.catalog import example_catalog, load_catalog
-    from gpucost_mlflow.core.money.plans import parse_hours, parse_positive
-    from gpucost_mlflow.execution.devices import device_names
-    from gpucost_mlflow.execution.models import resolve_device
+    from gpucost_mlflow.execution.devices import device_names  # deferred: imports torch
+    from gpucost_mlflow.execution.models import resolve_device  # deferred: imports torch
 
     if out_path.exists():
         raise GpucostError(f"{out_path} exists: edit it, or remove it to write a new example")
@@ -198,7 +193,6 @@ def _split(text: str | None) -> list[str] | None:
 @market_options
 def import_skypilot(clouds, gpus, regions, **market) -> None:
     """Hourly rows (one per cloud, instance type and region) from SkyPilot's catalog, through SkyPilot's API."""
-    from gpucost_mlflow.market import skypilot
 
     read = skypilot.read(_split(clouds), _split(gpus), _split(regions))
     dates = "; ".join(f"{cloud} as of {day.isoformat()} ({read.dated_by[cloud]})" for cloud, day in read.as_of.items())
@@ -213,7 +207,6 @@ def import_skypilot(clouds, gpus, regions, **market) -> None:
 def import_gpuhunt(providers, gpus, **market) -> None:
     """Hourly rows (one per provider, instance and location) from gpuhunt's catalog, through gpuhunt's API; offline
     from GPUHUNT_CATALOG_DIR."""
-    from gpucost_mlflow.market import gpuhunt
 
     read = gpuhunt.read(_split(providers), _split(gpus))
     dates = "; ".join(f"{name} as of {day.isoformat()} ({read.dated_by[name]})" for name, day in read.as_of.items())
@@ -224,11 +217,6 @@ def import_gpuhunt(providers, gpus, **market) -> None:
 def _write_market(offers, *, version, source, as_of, dates, out_path, names_files, terms_file, interruptions_per_day,
                   restart_hours, interruptions_source) -> None:
     """Turn offers into catalog rows (core/money/market.py), write them whole, read them back, and say what was left."""
-    from gpucost_mlflow.core.inputs import shipped
-    from gpucost_mlflow.core.inputs.corpus import write_atomic
-    from gpucost_mlflow.core.money import market
-    from gpucost_mlflow.core.money.catalog import load_catalog
-    from gpucost_mlflow.core.money.plans import parse_positive
 
     if out_path.exists():
         raise GpucostError(f"{out_path} exists: remove it, or name another --out")

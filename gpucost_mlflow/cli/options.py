@@ -10,6 +10,10 @@ import click
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import shipped
+from gpucost_mlflow.core.inputs.corpus import DEFAULT_BUCKET_SIZES
+from gpucost_mlflow.core.money.catalog import load_catalog, merged
+from gpucost_mlflow.tracking import schema
+from gpucost_mlflow.workloads.classification.demo_inputs import COMPARISON
 
 if TYPE_CHECKING:
     from gpucost_mlflow.core.inputs.protocol import Protocol
@@ -57,8 +61,8 @@ def _model(root: Path, model_path: Path, protocol_path: Path) -> Path:
     """--model as given, or for `auto` the default model of what the protocol judges (flow/workloads.py)."""
     if str(model_path) != AUTO_MODEL:
         return _under(root, model_path)
-    from gpucost_mlflow.core.inputs.protocol import load_protocol
-    from gpucost_mlflow.flow.workloads import default_model
+    from gpucost_mlflow.core.inputs.protocol import load_protocol  # deferred: imports numpy
+    from gpucost_mlflow.flow.workloads import default_model  # deferred: imports numpy
 
     return default_model(load_protocol(protocol_path).acceptance.output, root)
 
@@ -72,12 +76,11 @@ def _experiment(name: str | None) -> str:
     it, else MLflow's default experiment, so `gpucost` and `mlflow run projects` share one default."""
     import os
 
-    from gpucost_mlflow.tracking import schema
 
     if name or os.environ.get("MLFLOW_EXPERIMENT_NAME"):
         return name or os.environ["MLFLOW_EXPERIMENT_NAME"]
     if os.environ.get("MLFLOW_EXPERIMENT_ID"):
-        from gpucost_mlflow.tracking.experiments import name_of
+        from gpucost_mlflow.tracking.experiments import name_of  # deferred: imports mlflow
 
         return name_of(os.environ["MLFLOW_EXPERIMENT_ID"])
     return schema.DEFAULT_EXPERIMENT
@@ -91,7 +94,7 @@ def _corpus(root: Path, corpus_path: str | None, protocol_path: Path) -> Path:
     the command building it (before any run exists)."""
     if corpus_path:
         return _under(root, Path(corpus_path))
-    from gpucost_mlflow.core.inputs.protocol import load_protocol
+    from gpucost_mlflow.core.inputs.protocol import load_protocol  # deferred: imports numpy
 
     protocol = load_protocol(protocol_path)
     path = _under(root, Path(protocol.corpus_file))
@@ -109,7 +112,6 @@ def _shown(root: Path, path: Path) -> str:
 def _builds(root: Path, protocol: Protocol) -> str:
     """How to build a protocol's missing corpus: its slice of another corpus (`corpus.slice_of`), that corpus first when
     it is missing too, or `gpucost corpus build` for the builder's own file."""
-    from gpucost_mlflow.workloads.classification.demo_inputs import COMPARISON
 
     target = Path(protocol.corpus_file)
     if not protocol.corpus_slice_of:
@@ -129,7 +131,6 @@ def _builds(root: Path, protocol: Protocol) -> str:
 
 def _build_command(root: Path, comparison: Path, size: int | None) -> str:
     """`gpucost corpus build` writing this comparison file (its folder as --out; --size when not the default)."""
-    from gpucost_mlflow.core.inputs.corpus import DEFAULT_BUCKET_SIZES
 
     sized = f" --size {size}" if size is not None and size != sum(DEFAULT_BUCKET_SIZES.values()) else ""
     return f"gpucost corpus build --out {_shown(root, comparison.parent)}{sized}"
@@ -137,7 +138,6 @@ def _build_command(root: Path, comparison: Path, size: int | None) -> str:
 
 def _catalog(catalog_file):
     """One catalog file, or several read as one (a tuple of paths); the shipped lab kit when none is named."""
-    from gpucost_mlflow.core.money.catalog import load_catalog, merged
 
     if isinstance(catalog_file, tuple):
         return merged([load_catalog(path) for path in catalog_file]) if catalog_file else _catalog(None)
@@ -149,9 +149,9 @@ def _echo_ui_link(experiment_id: str) -> None:
     them, written first if the experiment lacks it), as a link to open as is."""
     import mlflow
 
-    from gpucost_mlflow.tracking import store
-    from gpucost_mlflow.tracking.experiments import presented
-    from gpucost_mlflow.tracking.ui import link_line
+    from gpucost_mlflow.tracking import store  # deferred: imports mlflow
+    from gpucost_mlflow.tracking.experiments import presented  # deferred: imports mlflow
+    from gpucost_mlflow.tracking.ui import link_line  # deferred: imports mlflow
 
     view = presented(store.client(), experiment_id)
     click.echo(link_line(mlflow.get_tracking_uri(), experiment_id, view))

@@ -21,10 +21,15 @@ from gpucost_mlflow.cli.options import (
     _model,
     _under,
 )
+from gpucost_mlflow.cli.report import _build_report
+from gpucost_mlflow.core.campaign.settle import STAGE, second_stage
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import shipped
+from gpucost_mlflow.core.inputs.variants import get_variant, load_series
+from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.names import PASS_S
+from gpucost_mlflow.tracking import schema
 
 # The package folder whose git commit a pass records (the folder above this cli/ package).
 CODE_ROOT = Path(__file__).resolve().parents[1]
@@ -41,8 +46,7 @@ CODE_ROOT = Path(__file__).resolve().parents[1]
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."), help="Folder that relative paths are resolved from (the MLproject passes the repository root).")
 def run_pass(variant_name, corpus_path, model_path, variants_file, experiment, protocol_file, role, root) -> None:
     """Run one pass of a variant over the corpus as one MLflow run."""
-    from gpucost_mlflow.core.judging.status import Status
-    from gpucost_mlflow.flow.launcher import execute
+    from gpucost_mlflow.flow.launcher import execute  # deferred: imports torch
 
     request = _pass_request(variant_name, corpus_path, model_path, variants_file, experiment, protocol_file, role, root)
     try:
@@ -62,8 +66,7 @@ def run_pass(variant_name, corpus_path, model_path, variants_file, experiment, p
 
 def _pass_request(variant_name, corpus_path, model_path, variants_file, experiment, protocol_file, role, root):
     """The launcher's PassRequest from the options of `gpucost pass`, every path resolved under root."""
-    from gpucost_mlflow.core.inputs.variants import get_variant
-    from gpucost_mlflow.flow.launcher import PassRequest
+    from gpucost_mlflow.flow.launcher import PassRequest  # deferred: imports torch
 
     variants_path, protocol_path = _file(variants_file, root), _file(protocol_file, root)
     variant = get_variant(variants_path, variant_name)
@@ -104,8 +107,8 @@ def _pass_figures(metrics: dict) -> str:
 def campaign(variant_names, passes, resume, experiment, corpus_path, model_path, variants_file, protocol_file, root,
              series_name, settle, catalog_file) -> None:
     """Run every variant the protocol's number of times in rotated order, as nested runs under one campaign run."""
-    from gpucost_mlflow.cli.progress import CampaignProgress
-    from gpucost_mlflow.flow.campaign import run_campaign
+    from gpucost_mlflow.cli.progress import CampaignProgress  # deferred: imports torch
+    from gpucost_mlflow.flow.campaign import run_campaign  # deferred: imports torch
 
     if catalog_file and not settle:
         raise GpucostError("--catalog goes with --settle (a campaign itself prices nothing)")
@@ -135,14 +138,12 @@ def _campaign_plan(variant_names, passes, resume, experiment, corpus_path, model
                    root, series_name):
     """The CampaignPlan from the options of `gpucost campaign`: the variants named or the declared series' members,
     the protocol's passes per variant unless --passes, every path resolved under root."""
-    from gpucost_mlflow.core.inputs.protocol import load_protocol
-    from gpucost_mlflow.flow.campaign import CampaignPlan
+    from gpucost_mlflow.core.inputs.protocol import load_protocol  # deferred: imports numpy
+    from gpucost_mlflow.flow.campaign import CampaignPlan  # deferred: imports torch
 
     protocol_path, variants_path = _file(protocol_file, root), _file(variants_file, root)
     names = [name.strip() for name in variant_names.split(",") if name.strip()]
     if series_name is not None:
-        from gpucost_mlflow.core.inputs.variants import load_series
-
         declared = load_series(variants_path)
         if series_name not in declared:
             raise GpucostError(f"no series '{series_name}' in {variants_file}; declared: {', '.join(declared)}")
@@ -163,10 +164,7 @@ def _campaign_plan(variant_names, passes, resume, experiment, corpus_path, model
 def _second_stage(plan, resume: str | None, catalog_file: tuple[Path, ...], root: Path):
     """The campaign plan of the protocol's second stage: the configurations the decision over the catalog leaves
     undecided, each given the same number of further passes (None, said in one line, when nothing is undecided)."""
-    from gpucost_mlflow.cli.report import _build_report
-    from gpucost_mlflow.core.campaign.settle import STAGE, second_stage
-    from gpucost_mlflow.core.inputs.protocol import load_protocol
-    from gpucost_mlflow.tracking import schema
+    from gpucost_mlflow.core.inputs.protocol import load_protocol  # deferred: imports numpy
 
     plan.stage, plan.tags = STAGE, {**plan.tags, schema.STAGE: STAGE}
     if resume:
@@ -190,7 +188,6 @@ def _second_stage(plan, resume: str | None, catalog_file: tuple[Path, ...], root
 
 def _settled_decision(plan, catalog_file: tuple[Path, ...], root: Path):
     """The decision over the catalog once the second stage has run: read once, here, never round by round."""
-    from gpucost_mlflow.cli.report import _build_report
 
     built, _, _, _ = _build_report(plan.experiment, plan.protocol_path, tuple(_under(root, p) for p in catalog_file),
                                    plan.variants_path, what_if=False)
@@ -217,9 +214,9 @@ def _echo_campaign(result) -> None:
               help="The protocol the experiment is locked to.")
 def rejudge_cmd(experiment, protocol_file) -> None:
     """Judge every pending pass whose reference now exists (same judge as the pass; raw metrics untouched)."""
-    from gpucost_mlflow.core.inputs.protocol import load_protocol
-    from gpucost_mlflow.tracking import store
-    from gpucost_mlflow.tracking.rejudge import rejudge
+    from gpucost_mlflow.core.inputs.protocol import load_protocol  # deferred: imports numpy
+    from gpucost_mlflow.tracking import store  # deferred: imports mlflow
+    from gpucost_mlflow.tracking.rejudge import rejudge  # deferred: imports mlflow
 
     protocol = load_protocol(_file(protocol_file))
     store.bound_http_retries()
@@ -236,7 +233,7 @@ def exclude_cmd(run_id, cause, undo) -> None:
     """Exclude a pass for a documented external cause (PROTOCOL.md §6): its row stays, status `excluded`; --undo restores it."""
     from mlflow.tracking import MlflowClient
 
-    from gpucost_mlflow.tracking import exclusions, store
+    from gpucost_mlflow.tracking import exclusions, store  # deferred: imports mlflow
 
     if undo and cause is not None:
         raise GpucostError("--undo restores the status the pass had before; it takes no --cause; nothing changed")
@@ -265,7 +262,7 @@ def sync(spool_path, dry_run) -> None:
     """Upload passes spooled while the tracking store was unreachable; running it again creates no duplicates."""
     import mlflow
 
-    from gpucost_mlflow.tracking import spool
+    from gpucost_mlflow.tracking import spool  # deferred: imports mlflow
 
     waiting = spool.entries(spool_path)
     if not waiting:
@@ -284,7 +281,7 @@ def _upload(waiting) -> None:
     the entry it reached, saying how many were uploaded."""
     from mlflow.tracking import MlflowClient
 
-    from gpucost_mlflow.tracking import spool, store
+    from gpucost_mlflow.tracking import spool, store  # deferred: imports mlflow
 
     store.bound_http_retries()
     store.check()

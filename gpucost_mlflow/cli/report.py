@@ -17,6 +17,9 @@ from gpucost_mlflow.cli.options import (
 )
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import shipped
+from gpucost_mlflow.core.inputs.corpus import write_atomic
+from gpucost_mlflow.core.inputs.protocol_diff import against_lock
+from gpucost_mlflow.core.inputs.variants import load_variants
 
 
 @click.command("report")
@@ -41,7 +44,7 @@ def report(ctx, experiment, out_dir, catalog_file, protocol_file, what_if_file, 
     passes whose reference now exists are judged first."""
     from click.core import ParameterSource
 
-    from gpucost_mlflow.report.build import log, write
+    from gpucost_mlflow.report.build import log, write  # deferred: imports mlflow and matplotlib
 
     if what_if_file is not None and ctx.get_parameter_source("protocol_file") is not ParameterSource.DEFAULT:
         raise GpucostError("pass --protocol or --what-if-protocol, not both: a what-if report decides under the "
@@ -69,11 +72,9 @@ def _build_report(name: str, protocol_path: Path, catalog_path: tuple[Path, ...]
     what-if one is let through, marked), judge the pending passes first, and build the report; returns the built
     report, its balance, the client and the experiment id."""
 
-    from gpucost_mlflow.core.inputs.protocol import load_protocol
-    from gpucost_mlflow.core.inputs.protocol_diff import against_lock
-    from gpucost_mlflow.core.inputs.variants import load_variants
-    from gpucost_mlflow.report.build import build
-    from gpucost_mlflow.tracking import experiments, schema, store
+    from gpucost_mlflow.core.inputs.protocol import load_protocol  # deferred: imports numpy
+    from gpucost_mlflow.report.build import build  # deferred: imports mlflow and matplotlib
+    from gpucost_mlflow.tracking import experiments, schema, store  # deferred: imports mlflow
 
     protocol = load_protocol(protocol_path)
     catalog = _catalog(catalog_path)
@@ -94,7 +95,7 @@ def _build_report(name: str, protocol_path: Path, catalog_path: tuple[Path, ...]
 def _rejudge_first(name: str, protocol, locked_tags: dict | None, client) -> list[str]:
     """Judge the pending passes whose reference now exists before the report reads them, under the protocol the
     passes ran under (a what-if report's: the locked one, read back from locked_tags); the lines judged."""
-    from gpucost_mlflow.tracking.rejudge import locked_protocol, rejudge
+    from gpucost_mlflow.tracking.rejudge import locked_protocol, rejudge  # deferred: imports mlflow
 
     if locked_tags is not None:
         protocol = locked_protocol(locked_tags)
@@ -116,7 +117,7 @@ def _rejudge_first(name: str, protocol, locked_tags: dict | None, client) -> lis
 @click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True, help="Compared with the experiment's locked protocol.")
 def show_attempts(experiment, fmt, out_path, protocol_file) -> None:
     """The raw attempts table: one row per attempted pass, failed and interrupted ones included."""
-    from gpucost_mlflow.tracking.reader import attempts, protocol_warnings, render
+    from gpucost_mlflow.tracking.reader import attempts, protocol_warnings, render  # deferred: imports mlflow
 
     name = _experiment(experiment)
     table, experiment_tags = attempts(name)
@@ -125,8 +126,6 @@ def show_attempts(experiment, fmt, out_path, protocol_file) -> None:
         click.echo(f"Warning: {line}", err=True)
     text = render(table, fmt, warnings)
     if out_path is not None:
-        from gpucost_mlflow.core.inputs.corpus import write_atomic
-
         write_atomic(out_path, text.encode("utf-8"))
         click.echo(f"{len(table)} attempt(s) written to {out_path}")
     else:

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import torch
 
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.inputs.rocm import check_installed
 from gpucost_mlflow.execution import devices, peak
 
 KEY_PACKAGES = (
@@ -138,8 +140,6 @@ def rocm_matrix(hip_version: str, torch_version: str) -> dict:
     """The installed ROCm / PyTorch pair checked against the newest matrix snapshot, the snapshot named."""
     from dataclasses import asdict
 
-    from gpucost_mlflow.core.errors import GpucostError
-    from gpucost_mlflow.core.inputs.rocm import check_installed
 
     try:
         return asdict(check_installed(hip_version, torch_version))

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from gpucost_mlflow.core.kinds import engines, registry
+from gpucost_mlflow.execution import runner
 
 ENV = "GPUCOST_FORK_SERVER"
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
@@ -126,7 +127,6 @@ def _run_pass(request: dict, fds: list[int]) -> None:
 
         child.die_with_parent()  # SIGKILL if the supervisor dies, as a plain child gets it when its launcher dies
         _threads_from_env()
-        from gpucost_mlflow.execution import runner
 
         code = runner.main(request["argv"])
     except BaseException:  # noqa: BLE001 - a pass that cannot start still ends with an exit code

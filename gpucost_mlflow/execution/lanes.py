@@ -54,7 +54,7 @@ def layout(lanes: int, device) -> Layout:
     """The lanes of a pass on `device` (a torch.device): N GPUs, or the CPU N times; refuses more lanes than GPUs."""
     import torch
 
-    from gpucost_mlflow.execution import devices
+    from gpucost_mlflow.execution import devices  # deferred: imports torch
 
     threads = max(1, torch.get_num_threads() // lanes)
     if device.type != "cuda":

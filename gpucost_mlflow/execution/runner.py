@@ -25,7 +25,10 @@ from gpucost_mlflow.core.names import (
     LOAD_S,
     WARMUP_S,
 )
+from gpucost_mlflow.execution import faults, gate, timing
+from gpucost_mlflow.execution.batch_counter import BatchCounter
 from gpucost_mlflow.execution.outcome import PassFailure, PassOutcome
+from gpucost_mlflow.execution.timing import Stopwatch, no_sync
 
 WARMUP_RULE = {
     "inputs": 32,
@@ -84,7 +87,6 @@ def measure(corpus_path, tokenizer, model, settings, device, sync, on_batch=None
     with the clock's time to it. `clock` (a timing.Stopwatch) keeps its two reads for the caller; `repeats` (the
     protocol's min_measured_s) makes the clock read and process the corpus again until it ran that long, keeping
     the later repetitions' outputs, and the seconds returned are then the clock's whole span."""
-    from gpucost_mlflow.execution import timing
 
     clock = clock if clock is not None else timing.Stopwatch(sync)
     events = events if events is not None else timing.DeviceEvents()
@@ -135,8 +137,7 @@ def load(spec: PassSpec, started_ns: int) -> tuple[Loaded, PassOutcome]:
     far (load, cooldown and warm-up times)."""
     import torch
 
-    from gpucost_mlflow.execution import energy, faults, models
-    from gpucost_mlflow.execution.timing import no_sync
+    from gpucost_mlflow.execution import energy, faults, models  # deferred: imports torch
 
     settings = spec.settings
     outcome = PassOutcome(tokenizer_parallelism=tokenizer_parallelism(settings))
@@ -164,8 +165,14 @@ def run(spec: PassSpec, started_ns: int) -> PassOutcome:
 def measure_corpus(spec: PassSpec, loaded: Loaded, corpus_path: str, workdir: Path, outcome: PassOutcome
                    ) -> PassOutcome:
     """One corpus through the loaded workload: the measured part and what is read around it, its export."""
-    from gpucost_mlflow.execution import board_state, contention, energy, memory, repetitions, timing
-    from gpucost_mlflow.execution.batch_counter import BatchCounter
+    from gpucost_mlflow.execution import (  # deferred: imports torch
+        board_state,
+        contention,
+        energy,
+        memory,
+        repetitions,
+        timing,
+    )
 
     work, device, sync, board, fault = loaded.work, loaded.device, loaded.sync, loaded.board, loaded.fault
     memory.reset_peaks(device)
@@ -181,8 +188,6 @@ def measure_corpus(spec: PassSpec, loaded: Loaded, corpus_path: str, workdir: Pa
     facts = board.facts()
     probe = energy.EnergyProbe(board)
     if spec.gate:
-        from gpucost_mlflow.execution import gate
-
         gate.wait(workdir)
     clock = timing.Stopwatch(sync)
     repeats = repetitions.Repeats(spec.min_measured_s)
@@ -213,7 +218,6 @@ def measure_corpus(spec: PassSpec, loaded: Loaded, corpus_path: str, workdir: Pa
 
 def _warm_up(spec: PassSpec, work, device, sync) -> float:
     """The warm-up passes on the first inputs of the corpus, with the variant's own batching; their seconds."""
-    from gpucost_mlflow.execution.timing import Stopwatch
 
     tokenizer, model, settings = work.tokenizer, work.model, spec.settings
     ids, texts = read_texts(spec.corpus_path)
@@ -227,7 +231,6 @@ def _warm_up(spec: PassSpec, work, device, sync) -> float:
 def _failed(outcome: PassOutcome, failure: PassFailure, work) -> tuple[object, bool]:
     """Record a failed pass's reason, time to the failure and traceback; its finished batches' outputs (the kind's
     empty outputs when it failed before its first batch) and whether it ran out of memory."""
-    from gpucost_mlflow.execution import faults
 
     predictions = failure.partial if failure.partial is not None else work.empty()
     out_of_memory = faults.is_out_of_memory(failure.cause)
@@ -241,7 +244,7 @@ def _after_pass(outcome: PassOutcome, work, predictions, device, out_of_memory: 
                 repetitions: int = 1) -> None:
     """What is read once the clock stopped: entries completed, memory peaks (after releasing the cache an out of
     memory left), utilisation, energy and the device-event time (the last two per corpus: over the repetitions)."""
-    from gpucost_mlflow.execution import energy, memory, timing
+    from gpucost_mlflow.execution import energy, memory, timing  # deferred: imports torch
 
     if out_of_memory:
         memory.release(device)
@@ -259,7 +262,6 @@ def _after_pass(outcome: PassOutcome, work, predictions, device, out_of_memory: 
 
 def _export(work, workdir: Path, predictions, fault, sync) -> float:
     """Write the deliverable files (a `dupid` fault duplicates one line); the seconds it took."""
-    from gpucost_mlflow.execution.timing import Stopwatch
 
     export = Stopwatch(sync)
     export.start()
@@ -306,7 +308,6 @@ def main(argv: list[str]) -> int:
             measure_corpus(spec, loaded, corpus_path, workdir, outcome).write(workdir)
             written.append(outcome)
     except BaseException as exc:  # noqa: BLE001 - the launcher reads every ending as an outcome
-        from gpucost_mlflow.execution import faults
 
         cause = exc.cause if isinstance(exc, PassFailure) else exc  # a workload failing in warm-up
         failed = PassOutcome(reason=faults.reason(cause), error="".join(traceback.format_exception(cause)))

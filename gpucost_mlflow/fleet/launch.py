@@ -106,7 +106,7 @@ def _launch(request: FleetRequest, configs: dict[str, dict], secrets: dict[str, 
             echo: Callable[[str], None]) -> Launched:
     """Record the fleet run, then launch each job and record its id as it comes."""
     require("mlflow", "fleet")  # a venv with SkyPilot alone (.venv-market) prices and writes, but records no run
-    from gpucost_mlflow.tracking import experiments, fleet_run, store
+    from gpucost_mlflow.tracking import experiments, fleet_run, store  # deferred: imports mlflow
 
     store.bound_http_retries()
     store.check()

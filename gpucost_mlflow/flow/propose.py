@@ -35,7 +35,7 @@ def _finished_campaigns(client: MlflowClient, experiment_id: str) -> list[str]:
 
 
 def _cached_peaks(device_choice: str) -> dict:
-    from gpucost_mlflow.execution import models, peak
+    from gpucost_mlflow.execution import models, peak  # deferred: imports torch
 
     peak.load_cache()
     return peak.cached_for(models.resolve_device(device_choice))["peaks"]
@@ -137,7 +137,7 @@ def run(experiment: str, variants_path: Path, out: Path, client: MlflowClient | 
         raise GpucostError(f"{out} exists: a proposal is never overwritten (choose another --out); nothing written")
     reference, found, campaigns = changes(experiment, variants_path, client)
     variants = load_variants(variants_path)
-    from gpucost_mlflow.execution.models import resolve_device
+    from gpucost_mlflow.execution.models import resolve_device  # deferred: imports torch
 
     gpu = resolve_device("auto").type == "cuda"
     proposal = propose(variants[reference], found, SERIES_NAME, slow_precisions(), gpu=gpu)

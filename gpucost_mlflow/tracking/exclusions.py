@@ -26,6 +26,7 @@ from gpucost_mlflow.core.inputs import yaml_text
 from gpucost_mlflow.core.judging.status import EXCLUDABLE, Status, excludable_failure, interrupted
 from gpucost_mlflow.tracking import limits, schema, search, writer
 from gpucost_mlflow.tracking.exclusion_record import details, encoded
+from gpucost_mlflow.tracking.run_records import RunRecord
 
 EXCLUDED = Status.EXCLUDED
 @dataclass(frozen=True)
@@ -124,7 +125,6 @@ def _refuse_results(run: Run) -> None:
     """Refuse a pass that is not an accepted or pending one, with its status as the attempts table reads it
     (a run left RUNNING is still running, or failed: interrupted once its launcher or heartbeat is gone)."""
     from gpucost_mlflow.tracking.reader import attempt_row  # the reader imports this module
-    from gpucost_mlflow.tracking.run_records import RunRecord
 
     row = attempt_row(RunRecord.of(run))
     status, reason, run_id = row["status"], row["reason"][:MESSAGE_LIMIT], run.info.run_id

@@ -16,6 +16,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import GpucostError, one_line
+from gpucost_mlflow.tracking.spool import public_uri
 
 HTTP_TIMEOUT_S = 5
 # Both probes (/health, then an authenticated call) share one deadline, so an unreachable server
@@ -66,8 +67,6 @@ def check(uri: str | None = None) -> str:
     parsed = urlparse(uri)
     started = time.monotonic()
     if parsed.scheme in ("http", "https"):
-        from gpucost_mlflow.tracking.spool import public_uri
-
         uri = public_uri(uri)
         base = uri.rstrip("/")
         for path, headers in (("/health", {}), (AUTH_PROBE, _auth_header())):
@@ -118,7 +117,6 @@ def is_store_error(exc: BaseException) -> bool:
 def describe_error(exc: BaseException) -> str:
     """One line for a tracking-store error (is_store_error): credentials refused, the server unreachable, or what
     the store said."""
-    from gpucost_mlflow.tracking.spool import public_uri
 
     text = " ".join(str(exc).split())
     uri = public_uri(mlflow.get_tracking_uri())

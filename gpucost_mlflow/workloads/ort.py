@@ -113,7 +113,7 @@ def session(path: Path, provider_name: str):
 
 def memory(device) -> dict:
     """Memory peaks of an ORT pass (execution/memory.outside_torch)."""
-    from gpucost_mlflow.execution import memory as counters
+    from gpucost_mlflow.execution import memory as counters  # deferred: imports torch
 
     return counters.outside_torch("onnxruntime", device)
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from gpucost_mlflow.core.errors import GpucostError
+
 DEFAULT_SEED = 0
 
 
 def parse(path: str, value) -> tuple[int, ...]:
     """seeds: a list of distinct whole numbers >= 0; () when absent (every pass at DEFAULT_SEED)."""
-    from gpucost_mlflow.core.errors import GpucostError
 
     if value is None:
         return ()

@@ -15,6 +15,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Protocol
 
+from gpucost_mlflow.core.kinds import engines
+
 
 @dataclass
 class Work:
@@ -69,7 +71,6 @@ class Kind:
     def child(self, engine: str = "torch") -> ModuleType:
         """The child-process side on an engine (core/kinds/engines.py): `load(spec, device) -> Work`; torch's is
         `<package>.child`, another engine's `<package>.with_<engine>`."""
-        from gpucost_mlflow.core.kinds import engines
 
         return engines.engine(engine).implementation(self.package)
 

@@ -12,6 +12,7 @@ from gpucost_mlflow.core.inputs import corpus as corpora
 from gpucost_mlflow.core.inputs import sources
 from gpucost_mlflow.core.inputs.fingerprints import sha256_file, stable_rank
 from gpucost_mlflow.core.inputs.method_fields import CONFIRMATION_FILE
+from gpucost_mlflow.core.judging.quality import evaluate, majority_baseline
 
 COMPARISON = "comparison.jsonl"
 TUNING = "tuning.jsonl"
@@ -50,7 +51,7 @@ def build_corpus(
     bytes. `mix`: the buckets (names, shortest first, and their counts or ratios) a protocol declares;
     short/medium/long otherwise. `confirmation_size`: the confirmation corpus's (the comparison's size when None; 0
     writes none)."""
-    from gpucost_mlflow.execution import models
+    from gpucost_mlflow.execution import models  # deferred: imports torch
 
     if size < 10 or tuning_size < 10:
         raise GpucostError("--size and --tuning-size must each be at least 10")
@@ -136,7 +137,6 @@ def prepare_model(out_dir: Path, tuning_path: Path, *, seed: int, validation_fra
     """
     from transformers.utils import logging as hf_logging
 
-    from gpucost_mlflow.core.judging.quality import evaluate, majority_baseline
     from gpucost_mlflow.execution import models  # torch, as the model
     from gpucost_mlflow.workloads.classification import model as classifier_model  # torch: only to fine-tune
     from gpucost_mlflow.workloads.classification import training  # torch and transformers, as the model

@@ -16,7 +16,7 @@ def default_model(root: Path) -> Path:
 
 def describe(workload, variant, model_path: Path, protocol, record: dict) -> Described:
     """The classifier folder's revision, tokenizer, labels, architecture and provenance."""
-    from gpucost_mlflow.execution import models
+    from gpucost_mlflow.execution import models  # deferred: imports torch
 
     model = models.describe_model(model_path)
     return Described(workload, {

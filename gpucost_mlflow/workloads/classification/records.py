@@ -8,6 +8,8 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.measurement import flops
 from gpucost_mlflow.core.names import MFU_PADDED, MFU_USEFUL, TOKENS_INPUT, USEFUL_FLOP_PER_S
 
 
@@ -29,9 +31,7 @@ def utilisation(config: dict, settings: dict, device, predictions, pass_s: float
 
     Runs after the clock stopped. Every measurement left out has its reason in `missing_measurements`.
     """
-    from gpucost_mlflow.core.errors import GpucostError
-    from gpucost_mlflow.core.measurement import flops
-    from gpucost_mlflow.execution import peak
+    from gpucost_mlflow.execution import peak  # deferred: imports torch
 
     if pass_s is None:
         return {"missing_measurements": {key: "pass did not complete" for key in MFU_METRICS}}

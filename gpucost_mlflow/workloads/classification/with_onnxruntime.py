@@ -13,6 +13,7 @@ from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.execution.batching import padded, tokenized
 from gpucost_mlflow.execution.outcome import PassFailure
 from gpucost_mlflow.workloads import engine_cache, ort
+from gpucost_mlflow.workloads.classification import records
 
 OUTPUT = "logits"
 
@@ -78,6 +79,5 @@ def process(ids, texts, tokenizer, session, settings, device, on_batch: Callable
 
 def _utilisation(config: dict, settings: dict, device, convert_s: float | None, predictions, pass_s) -> dict:
     """The classifier's FLOP count (the same arithmetic as on torch) and the export's seconds when it ran here."""
-    from gpucost_mlflow.workloads.classification import records
 
     return engine_cache.with_conversion(records.utilisation(config, settings, device, predictions, pass_s), convert_s)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.kinds.base import Work
+from gpucost_mlflow.core.measurement import flops
 from gpucost_mlflow.core.names import MFU_PADDED, MFU_USEFUL, TOKENS_INPUT, USEFUL_FLOP_PER_S
 from gpucost_mlflow.execution.batching import padded, tokenized
 from gpucost_mlflow.execution.outcome import PassFailure
@@ -60,7 +61,7 @@ def pooling(path: Path) -> dict:
 
 def load(spec, device) -> Work:
     """The encoder and its tokenizer, loaded with the variant's precision, quantization, attention and compile."""
-    from gpucost_mlflow.execution import models
+    from gpucost_mlflow.execution import models  # deferred: imports torch
 
     path, settings = Path(spec.model_path), spec.settings
     model = models.load_encoder(path, device, settings["precision"], settings["quantization"], settings["attention"],
@@ -112,8 +113,7 @@ def utilisation(config: dict, settings: dict, device, outputs: Embedded, pass_s:
     """FLOPs as core/measurement/flops.py counts an encoder, without a classifier head (the pooler is counted: it runs)."""
     from dataclasses import asdict
 
-    from gpucost_mlflow.core.measurement import flops
-    from gpucost_mlflow.execution import peak
+    from gpucost_mlflow.execution import peak  # deferred: imports torch
 
     keys = (MFU_USEFUL, MFU_PADDED)
     if pass_s is None:
@@ -136,7 +136,7 @@ def export(folder: Path, outputs, duplicate_at: int = 0) -> None:
     """embeddings.npy (float16), embedding_ids.txt and embeddings.json; a failed pass exports what it finished."""
     import numpy as np
 
-    from gpucost_mlflow.workloads.embeddings.output import write_embeddings
+    from gpucost_mlflow.workloads.embeddings.output import write_embeddings  # deferred: imports numpy
 
     ids = list(outputs.ids)
     vectors = getattr(outputs, "vectors", None)
@@ -149,7 +149,7 @@ def export(folder: Path, outputs, duplicate_at: int = 0) -> None:
 
 def describe(path: Path) -> dict:
     """What the manifest records of an encoder folder: revisions, architecture, pooling (checked before any run)."""
-    from gpucost_mlflow.execution import models
+    from gpucost_mlflow.execution import models  # deferred: imports torch
 
     _, described = models.read_folder(path, "model directory not found (an encoder folder, e.g. the all-MiniLM-L6-v2 files)")
     return {**described, "pooling": pooling(path)}

@@ -6,18 +6,18 @@ from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.kinds.base import Described
+from gpucost_mlflow.workloads.classification.demo_inputs import base_model_dir, model_sources
+from gpucost_mlflow.workloads.embeddings import child
 
 
 def default_model(root: Path) -> Path:
     """`--model auto` under an embeddings protocol: the packaged all-MiniLM-L6-v2 files."""
-    from gpucost_mlflow.workloads.classification.demo_inputs import base_model_dir
 
     return base_model_dir()
 
 
 def describe(workload, variant, model_path: Path, protocol, record: dict) -> Described:
     """The encoder's revision, tokenizer and architecture, its pooling, and the package it came from."""
-    from gpucost_mlflow.workloads.embeddings import child
 
     info = child.describe(model_path)
     labels = list(protocol.labels)
@@ -30,7 +30,6 @@ def describe(workload, variant, model_path: Path, protocol, record: dict) -> Des
 
 def _packaged_sources(model_path: Path) -> list[dict]:
     """The package records of the all-MiniLM-L6-v2 files when the encoder is that packaged folder."""
-    from gpucost_mlflow.workloads.classification.demo_inputs import base_model_dir, model_sources
 
     try:
         packaged = base_model_dir().resolve() == model_path.resolve()

@@ -26,7 +26,7 @@ def load(spec, device) -> Work:
     """The encoder exported (or read from the engine cache) and its session."""
     import torch
 
-    from gpucost_mlflow.execution import models
+    from gpucost_mlflow.execution import models  # deferred: imports torch
 
     record, settings, path = spec.workload_settings["engine"], spec.settings, Path(spec.model_path)
     encoder = models.load_encoder(path, torch.device("cpu"), "fp32", "none", "sdpa", False)

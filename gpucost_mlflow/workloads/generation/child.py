@@ -25,8 +25,11 @@ from functools import partial
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.inputs import sources
+from gpucost_mlflow.core.inputs.fingerprints import sha256_file
 from gpucost_mlflow.core.inputs.generation import GenerationSettings, render
 from gpucost_mlflow.core.kinds.base import Work
+from gpucost_mlflow.core.measurement import decoder_flops, flops
 from gpucost_mlflow.core.names import (
     DECODE_S,
     MFU_PADDED,
@@ -39,6 +42,7 @@ from gpucost_mlflow.core.names import (
 )
 from gpucost_mlflow.execution.batching import batches
 from gpucost_mlflow.execution.outcome import PassFailure
+from gpucost_mlflow.workloads.generation.output import GENERATIONS, write_generations
 
 CACHE_ENV = "GPUCOST_MODEL_CACHE"
 CACHE_MARKER = "gpucost_gguf.json"
@@ -113,7 +117,7 @@ def dequantised(gguf: Path, sha256: str, folder: Path) -> Path:
 def load(spec, device) -> Work:
     """The causal LM and its tokenizer with the variant's precision, attention and compile; a GGUF file through its
     dequantised cache."""
-    from gpucost_mlflow.execution import models
+    from gpucost_mlflow.execution import models  # deferred: imports torch
 
     settings, extra = spec.settings, spec.workload_settings
     generation = GenerationSettings.from_record(extra["generation"])
@@ -232,8 +236,7 @@ def utilisation(config: dict, settings: dict, device, outputs, pass_s: float | N
     decode, useful and padded) and MFU against the cached peak (core/measurement/decoder_flops.py)."""
     from dataclasses import asdict
 
-    from gpucost_mlflow.core.measurement import decoder_flops, flops
-    from gpucost_mlflow.execution import peak
+    from gpucost_mlflow.execution import peak  # deferred: imports torch
 
     if pass_s is None:
         return {"missing_measurements": {key: "pass did not complete" for key in (*TIMED, *FLOP_KEYS)}}
@@ -259,7 +262,6 @@ def utilisation(config: dict, settings: dict, device, outputs, pass_s: float | N
 
 def export(folder: Path, outputs, duplicate_at: int = 0) -> None:
     """generations.jsonl.gz: id, text and new tokens per input; a failed pass exports what it finished."""
-    from gpucost_mlflow.workloads.generation.output import GENERATIONS, write_generations
 
     write_generations(folder / GENERATIONS, list(outputs.ids), list(getattr(outputs, "texts", [])),
                       list(getattr(outputs, "tokens", [])), duplicate_at)
@@ -268,9 +270,7 @@ def export(folder: Path, outputs, duplicate_at: int = 0) -> None:
 def describe(model_path: Path, task: GenerationSettings | None, labels: list[str]) -> tuple[dict, dict]:
     """What the manifest records (checked before any run): the model section, and the workload section's generation
     task, model file and cache, which the child is given as they are. A GGUF file is hashed here, once per pass."""
-    from gpucost_mlflow.core.inputs import sources
-    from gpucost_mlflow.core.inputs.fingerprints import sha256_file
-    from gpucost_mlflow.execution import models
+    from gpucost_mlflow.execution import models  # deferred: imports torch
 
     if task is None:
         raise GpucostError("workload generation needs a protocol with a generation section "

@@ -6,19 +6,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.inputs import sources
 from gpucost_mlflow.core.kinds.base import Described
+from gpucost_mlflow.workloads.generation import child
 
 
 def default_model(root: Path) -> Path:
     """`--model auto` under a generations protocol: the packaged SmolLM2-135M-Instruct GGUF file."""
-    from gpucost_mlflow.core.inputs import sources
 
     return sources.package_path(*sources.DEFAULT_GENERATION_PACKAGE)
 
 
 def describe(workload, variant, model_path: Path, protocol, record: dict) -> Described:
     """The model and the task; compile is refused (generate() would run the uncompiled model under its name)."""
-    from gpucost_mlflow.workloads.generation import child
 
     if variant.compile:
         raise GpucostError(f"variant '{variant.name}': compile is not available for workload generation "

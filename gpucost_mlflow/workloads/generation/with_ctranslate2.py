@@ -53,7 +53,7 @@ def load(spec, device) -> Work:
     harness tokenizer; a GGUF file through its dequantised cache first, as on torch."""
     import ctranslate2
 
-    from gpucost_mlflow.execution import memory, models
+    from gpucost_mlflow.execution import memory, models  # deferred: imports torch
 
     extra, settings = spec.workload_settings, spec.settings
     record = extra["engine"]

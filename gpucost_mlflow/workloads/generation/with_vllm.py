@@ -39,7 +39,7 @@ def load(spec, device) -> Work:
 
     import vllm
 
-    from gpucost_mlflow.execution import memory, models
+    from gpucost_mlflow.execution import memory, models  # deferred: imports torch
 
     extra, settings = spec.workload_settings, spec.settings
     chosen = extra["engine"]["options"]

@@ -75,7 +75,7 @@ def import_user_module(code: str):
 
 def load(spec, device) -> Work:
     """Import the user's module and call its load(settings, device); the harness tokenizer only where it is needed."""
-    from gpucost_mlflow.execution import models
+    from gpucost_mlflow.execution import models  # deferred: imports torch
 
     module = import_user_module(spec.workload_code)
     for name in ("load", "infer"):
@@ -149,7 +149,7 @@ def utilisation(module, tokenizer, settings: dict, device, outputs: UserOutputs,
     """The pass's FLOPs from the module's own flops(batch_token_counts), or empty with the reason."""
     from dataclasses import asdict
 
-    from gpucost_mlflow.execution import peak
+    from gpucost_mlflow.execution import peak  # deferred: imports torch
 
     keys = (USEFUL_FLOP_PER_S, MFU_USEFUL, MFU_PADDED)
     if pass_s is None:
@@ -184,7 +184,7 @@ def export(folder: Path, outputs, duplicate_at: int = 0) -> None:
         ids.insert(duplicate_at, ids[duplicate_at - 1])
         values.insert(duplicate_at, values[duplicate_at - 1])
     if getattr(outputs, "kind", "") == "embeddings":
-        from gpucost_mlflow.workloads.embeddings.output import write_embeddings
+        from gpucost_mlflow.workloads.embeddings.output import write_embeddings  # deferred: imports numpy
 
         write_embeddings(folder, ids, values)
         return

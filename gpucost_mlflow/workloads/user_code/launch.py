@@ -20,7 +20,7 @@ def default_model(root: Path) -> Path:
 def describe(workload, variant, model_path: Path, protocol, record: dict) -> Described:
     """Its digest and the model folder it is given make the revision; the harness tokenizer comes from the folder
     (needed for length grouping and for the module's flops())."""
-    from gpucost_mlflow.execution import models
+    from gpucost_mlflow.execution import models  # deferred: imports torch
 
     labels = list(protocol.labels)
     if not model_path.is_dir():
