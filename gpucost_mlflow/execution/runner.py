@@ -28,7 +28,6 @@ from gpucost_mlflow.core.names import (
 from gpucost_mlflow.execution import faults, gate, timing
 from gpucost_mlflow.execution.batch_counter import BatchCounter
 from gpucost_mlflow.execution.outcome import PassFailure, PassOutcome
-from gpucost_mlflow.execution.timing import Stopwatch, no_sync
 
 WARMUP_RULE = {
     "inputs": 32,
@@ -144,7 +143,7 @@ def load(spec: PassSpec, started_ns: int) -> tuple[Loaded, PassOutcome]:
     fault = faults.parse(spec.fault)
     torch.manual_seed(spec.seed)
     device = models.resolve_device(settings["device"])
-    sync = torch.cuda.synchronize if device.type == "cuda" else no_sync
+    sync = torch.cuda.synchronize if device.type == "cuda" else timing.no_sync
     work = load_workload(spec, device)
     sync()
     outcome.load_s = _seconds(started_ns)
@@ -221,7 +220,7 @@ def _warm_up(spec: PassSpec, work, device, sync) -> float:
 
     tokenizer, model, settings = work.tokenizer, work.model, spec.settings
     ids, texts = read_texts(spec.corpus_path)
-    warm = Stopwatch(sync)
+    warm = timing.Stopwatch(sync)
     warm.start()
     for _ in range(spec.warmup["passes"]):
         work.process(ids[: spec.warmup["inputs"]], texts[: spec.warmup["inputs"]], tokenizer, model, settings, device)
@@ -263,7 +262,7 @@ def _after_pass(outcome: PassOutcome, work, predictions, device, out_of_memory: 
 def _export(work, workdir: Path, predictions, fault, sync) -> float:
     """Write the deliverable files (a `dupid` fault duplicates one line); the seconds it took."""
 
-    export = Stopwatch(sync)
+    export = timing.Stopwatch(sync)
     export.start()
     work.export(workdir, predictions, fault.dupid_at)
     return export.stop()
