@@ -198,13 +198,17 @@ def test_passes_other_than_the_protocols_are_refused(store, corpus_dir, model_di
 
 
 @pytest.mark.integration
-def test_a_campaign_rejudges_its_pending_passes_once_its_reference_passes(store, tmp_path, corpus_dir, model_dir):
+def test_a_campaign_rejudges_its_pending_passes_once_its_reference_passes(store, tmp_path, corpus_dir, model_dir,
+                                                                        monkeypatch):
     protocol = write_protocol(tmp_path / "protocol.yaml", max_diff=1.0, min_agreement=0.0)
     protocol.write_text(protocol.read_text().replace("passes_per_variant: 5", "passes_per_variant: 1"))
     command = _campaign_cmd(corpus_dir, model_dir, protocol)
     command[command.index("batch1,batch8")] = "batch8-bf16,batch8"
+    reads, read_text = [], Path.read_text
+    monkeypatch.setattr(Path, "read_text", lambda path, *a, **k: reads.append(path) or read_text(path, *a, **k))
     result = CliRunner().invoke(main, command[1:] + ["--passes", "1"])
     assert result.exit_code == 0, result.output
+    assert reads.count(VARIANTS) == 1  # parsed once into a Declaration, handed down to every slot and pass
     table, _ = attempts("camp")
     assert list(table["variant"]) == ["batch8-bf16", "batch8"]
     assert list(table["status"]) == ["accepted", "accepted"]  # bf16 ran first, pending, then judged

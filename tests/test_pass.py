@@ -13,7 +13,7 @@ from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.inputs.manifest import differences
-from gpucost_mlflow.core.inputs.variants import get_variant, load_variants
+from gpucost_mlflow.core.inputs.variants import get_variant, load_variants, read_declaration
 from gpucost_mlflow.execution import forkserver
 from gpucost_mlflow.flow.launcher import PassRequest, prepare
 from gpucost_mlflow.tracking import schema
@@ -105,7 +105,7 @@ def test_predictions_are_read_back_from_the_written_file(accepted_batch8, corpus
 def test_manifests_of_batch1_and_batch8_differ_only_in_batch_size(corpus_dir, model_dir, protocol_file):
     def manifest(name):
         request = PassRequest(get_variant(VARIANTS, name), corpus_dir / "comparison.jsonl", model_dir, "t",
-                              protocol_path=protocol_file, variants_path=VARIANTS, code_root=ROOT)
+                              protocol_path=protocol_file, declared=read_declaration(VARIANTS), code_root=ROOT)
         return prepare(request).manifest
 
     diff = differences(manifest("batch1"), manifest("batch8"))

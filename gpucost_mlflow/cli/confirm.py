@@ -10,6 +10,7 @@ from gpucost_mlflow.cli.options import AUTO_MODEL, EXPERIMENT_HELP, MODEL_HELP, 
 from gpucost_mlflow.cli.passes import CODE_ROOT
 from gpucost_mlflow.cli.report import _build_report
 from gpucost_mlflow.core.inputs import shipped
+from gpucost_mlflow.core.inputs.variants import read_declaration
 from gpucost_mlflow.core.measurement.confirmation import NOT_YET
 
 
@@ -30,10 +31,11 @@ def confirm(experiment, protocol_file, variants_file, catalog_file, corpus_path,
     from gpucost_mlflow.core.inputs.protocol import load_protocol  # deferred: imports numpy
     from gpucost_mlflow.flow import confirm as confirming  # deferred: imports torch
 
-    name, protocol_path, variants_path = _experiment(experiment), _file(protocol_file, root), _file(variants_file, root)
+    name, protocol_path = _experiment(experiment), _file(protocol_file, root)
+    declared = read_declaration(_file(variants_file, root))
     catalogs = tuple(_under(root, p) for p in catalog_file)
     protocol = load_protocol(protocol_path)
-    built, _, _, _ = _build_report(name, protocol_path, catalogs, variants_path, what_if=False)
+    built, _, _, _ = _build_report(name, protocol_path, catalogs, declared, what_if=False)
     if not built.choice.decided:
         click.echo(f"nothing to confirm: {built.decision}")
         return
@@ -44,7 +46,7 @@ def confirm(experiment, protocol_file, variants_file, catalog_file, corpus_path,
             click.echo(f"{a.configuration.name}: already {found.verdict} ({found.figures})")
     if waiting:
         plan = confirming.ConfirmPlan(
-            experiment=name, protocol=protocol, protocol_path=protocol_path, variants_path=variants_path,
+            experiment=name, protocol=protocol, protocol_path=protocol_path, declared=declared,
             corpus_path=_under(root, corpus_path) if corpus_path else confirming.corpus_of(root, protocol),
             model_path=_model(root, model_path, protocol_path), code_root=CODE_ROOT)
         confirming.check(waiting, plan)
@@ -52,7 +54,7 @@ def confirm(experiment, protocol_file, variants_file, catalog_file, corpus_path,
                    f"{protocol.confirmation[1]:g} s each (confirmation.min_s)")
         confirming.run(waiting, plan, lambda variant, result, why: click.echo(
             f"{why}: {variant} {result.status} ({result.reason}); run {result.run_id}"))
-        built, _, _, _ = _build_report(name, protocol_path, catalogs, variants_path, what_if=False)
+        built, _, _, _ = _build_report(name, protocol_path, catalogs, declared, what_if=False)
     for a in built.choice.chosen + built.choice.unconfirmed:
         found = built.confirmations[a.configuration.name]
         click.echo(f"{a.configuration.name}: {found.verdict} ({found.figures})")

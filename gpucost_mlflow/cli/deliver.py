@@ -10,7 +10,7 @@ import click
 from gpucost_mlflow.cli.options import AUTO_MODEL, EXPERIMENT_HELP, MODEL_HELP, _experiment, _file, _model, _under
 from gpucost_mlflow.cli.passes import CODE_ROOT
 from gpucost_mlflow.core.inputs import shipped
-from gpucost_mlflow.core.inputs.variants import get_variant
+from gpucost_mlflow.core.inputs.variants import read_declaration
 from gpucost_mlflow.core.judging.status import Status
 
 
@@ -29,12 +29,12 @@ def deliver(corpora_dir, variant_name, variants_file, model_path, experiment, pr
     from gpucost_mlflow.core.inputs.protocol import load_protocol  # deferred: imports numpy
     from gpucost_mlflow.flow import deliver as delivering  # deferred: imports torch
 
-    protocol_path, variants_path = _file(protocol_file, root), _file(variants_file, root)
+    protocol_path, declared = _file(protocol_file, root), read_declaration(_file(variants_file, root))
     protocol = load_protocol(protocol_path)
     plan = delivering.DeliveryPlan(
-        variant=get_variant(variants_path, variant_name), corpora=delivering.corpora_in(_under(root, corpora_dir)),
+        variant=declared.variant(variant_name), corpora=delivering.corpora_in(_under(root, corpora_dir)),
         model_path=_model(root, model_path, protocol_path), experiment=_experiment(experiment),
-        protocol_path=protocol_path, variants_path=variants_path, code_root=CODE_ROOT,
+        protocol_path=protocol_path, declared=declared, code_root=CODE_ROOT,
         per_child=protocol.deliverables["per_child"])
 
     def said(number: int, results) -> None:

@@ -25,7 +25,7 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.fleet.jobs import new_fleet_id, parse_gpus
 from gpucost_mlflow.core.fleet.task import Campaign
 from gpucost_mlflow.core.inputs import shipped
-from gpucost_mlflow.core.inputs.variants import get_variant, load_series
+from gpucost_mlflow.core.inputs.variants import read_declaration
 from gpucost_mlflow.core.money.market import Interruptions
 from gpucost_mlflow.core.money.plans import parse_positive
 from gpucost_mlflow.fleet.launch import FleetRequest, launch
@@ -91,14 +91,12 @@ def launch_cmd(gpus, clouds, spot, interruptions_per_day, interruptions_source, 
 
     root = Path(".")
     protocol_path, variants_path = _file(protocol_file, root), _file(variants_file, root)
+    declared = read_declaration(variants_path)
     if series_name:
-        declared = load_series(variants_path)
-        if series_name not in declared:
-            raise GpucostError(f"no series '{series_name}' in {variants_file}; declared: {', '.join(declared)}")
-        names = list(declared[series_name].members)
+        names = declared.members(series_name)
     else:
         names = [name.strip() for name in variant_names.split(",") if name.strip()]
-    lanes = max(get_variant(variants_path, name).lanes for name in names)
+    lanes = max(declared.variant(name).lanes for name in names)
     if spot and interruptions_per_day is None:
         raise GpucostError("--spot needs --interruptions-per-day (your expectation for these offers): without it a spot "
                            "fleet's worst case cannot be priced; nothing launched")

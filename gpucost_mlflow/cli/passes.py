@@ -25,7 +25,7 @@ from gpucost_mlflow.cli.report import _build_report
 from gpucost_mlflow.core.campaign.settle import STAGE, second_stage
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import shipped
-from gpucost_mlflow.core.inputs.variants import get_variant, load_series
+from gpucost_mlflow.core.inputs.variants import read_declaration
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.names import PASS_S
@@ -68,15 +68,14 @@ def _pass_request(variant_name, corpus_path, model_path, variants_file, experime
     """The launcher's PassRequest from the options of `gpucost pass`, every path resolved under root."""
     from gpucost_mlflow.flow.launcher import PassRequest  # deferred: imports torch
 
-    variants_path, protocol_path = _file(variants_file, root), _file(protocol_file, root)
-    variant = get_variant(variants_path, variant_name)
+    declared, protocol_path = read_declaration(_file(variants_file, root)), _file(protocol_file, root)
     return PassRequest(
-        variant=variant,
+        variant=declared.variant(variant_name),
         corpus_path=_corpus(root, corpus_path, protocol_path),
         model_path=_model(root, model_path, protocol_path),
         experiment=_experiment(experiment),
         protocol_path=protocol_path,
-        variants_path=variants_path,
+        declared=declared,
         role=role,
         code_root=CODE_ROOT,
     )
@@ -141,13 +140,10 @@ def _campaign_plan(variant_names, passes, resume, experiment, corpus_path, model
     from gpucost_mlflow.core.inputs.protocol import load_protocol  # deferred: imports numpy
     from gpucost_mlflow.flow.campaign import CampaignPlan  # deferred: imports torch
 
-    protocol_path, variants_path = _file(protocol_file, root), _file(variants_file, root)
+    protocol_path, declared = _file(protocol_file, root), read_declaration(_file(variants_file, root))
     names = [name.strip() for name in variant_names.split(",") if name.strip()]
     if series_name is not None:
-        declared = load_series(variants_path)
-        if series_name not in declared:
-            raise GpucostError(f"no series '{series_name}' in {variants_file}; declared: {', '.join(declared)}")
-        names = list(declared[series_name].members)
+        names = declared.members(series_name)
     return CampaignPlan(
         variants=names,
         passes=passes if passes is not None else load_protocol(protocol_path).passes_per_variant,
@@ -155,7 +151,7 @@ def _campaign_plan(variant_names, passes, resume, experiment, corpus_path, model
         corpus_path=_corpus(root, corpus_path, protocol_path),
         model_path=_model(root, model_path, protocol_path),
         protocol_path=protocol_path,
-        variants_path=variants_path,
+        declared=declared,
         code_root=CODE_ROOT,
         resume=resume or "",
     )
@@ -172,7 +168,7 @@ def _second_stage(plan, resume: str | None, catalog_file: tuple[Path, ...], root
         return plan
     protocol = load_protocol(plan.protocol_path)
     built, _, _, _ = _build_report(plan.experiment, plan.protocol_path, tuple(_under(root, p) for p in catalog_file),
-                                   plan.variants_path, what_if=False)
+                                   plan.declared, what_if=False)
     undecided = built.choice.undecided
     if not undecided:
         click.echo(f"nothing to settle: {built.decision}")
@@ -190,7 +186,7 @@ def _settled_decision(plan, catalog_file: tuple[Path, ...], root: Path):
     """The decision over the catalog once the second stage has run: read once, here, never round by round."""
 
     built, _, _, _ = _build_report(plan.experiment, plan.protocol_path, tuple(_under(root, p) for p in catalog_file),
-                                   plan.variants_path, what_if=False)
+                                   plan.declared, what_if=False)
     return built
 
 

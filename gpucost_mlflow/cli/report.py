@@ -19,7 +19,7 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import shipped
 from gpucost_mlflow.core.inputs.corpus import write_atomic
 from gpucost_mlflow.core.inputs.protocol_diff import against_lock
-from gpucost_mlflow.core.inputs.variants import load_variants
+from gpucost_mlflow.core.inputs.variants import Declaration, read_declaration
 
 
 @click.command("report")
@@ -52,7 +52,7 @@ def report(ctx, experiment, out_dir, catalog_file, protocol_file, what_if_file, 
     name = _experiment(experiment)
     protocol_path = _under(root, what_if_file) if what_if_file is not None else _file(protocol_file, root)
     catalog_path = tuple(_under(root, path) for path in catalog_file)
-    built, balance, client, experiment_id = _build_report(name, protocol_path, catalog_path, _file(variants_file, root),
+    built, balance, client, experiment_id = _build_report(name, protocol_path, catalog_path, read_declaration(_file(variants_file, root)),
                                                           what_if=what_if_file is not None,
                                                           allow_stale=allow_stale_prices)
     for line in built.warnings:
@@ -66,7 +66,7 @@ def report(ctx, experiment, out_dir, catalog_file, protocol_file, what_if_file, 
     _echo_ui_link(experiment_id)
 
 
-def _build_report(name: str, protocol_path: Path, catalog_path: tuple[Path, ...], variants_path: Path, what_if: bool,
+def _build_report(name: str, protocol_path: Path, catalog_path: tuple[Path, ...], declared: Declaration, what_if: bool,
                   allow_stale: bool = False):
     """Load the protocol, catalog and variants, check the protocol against the one locked on the experiment (a
     what-if one is let through, marked), judge the pending passes first, and build the report; returns the built
@@ -78,7 +78,6 @@ def _build_report(name: str, protocol_path: Path, catalog_path: tuple[Path, ...]
 
     protocol = load_protocol(protocol_path)
     catalog = _catalog(catalog_path)
-    variants = load_variants(variants_path)
     store.bound_http_retries()
     client = store.client()
     found = experiments.named(client, name)
@@ -86,8 +85,8 @@ def _build_report(name: str, protocol_path: Path, catalog_path: tuple[Path, ...]
                            found.tags.get(schema.PROTOCOL_DIGEST, ""), found.tags.get(schema.PROTOCOL_TEXT, ""),
                            what_if=what_if)
     rejudged = _rejudge_first(name, protocol, found.tags if changes else None, client)
-    built, balance = build(name, protocol, protocol_path, catalog, variants, client, rejudged=rejudged, what_if=changes,
-                           variants_path=variants_path,
+    built, balance = build(name, protocol, protocol_path, catalog, declared.variants, client, rejudged=rejudged, what_if=changes,
+                           variants_path=declared.path,
                            allow_stale=allow_stale)
     return built, balance, client, found.experiment_id
 

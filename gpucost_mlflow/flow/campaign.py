@@ -18,7 +18,7 @@ from gpucost_mlflow.core.campaign.settle import STAGE
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.corpus import read_corpus
 from gpucost_mlflow.core.inputs.protocol import Protocol, load_protocol
-from gpucost_mlflow.core.inputs.variants import Variant, get_variant, load_variants
+from gpucost_mlflow.core.inputs.variants import Declaration, Variant
 from gpucost_mlflow.core.judging.seeds import DEFAULT_SEED
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement import lanes as lane_rules
@@ -46,7 +46,7 @@ class CampaignPlan:
     corpus_path: Path
     model_path: Path
     protocol_path: Path
-    variants_path: Path
+    declared: Declaration  # the variants file, read once for the whole campaign
     code_root: Path
     resume: str = ""
     tags: dict[str, str] = field(default_factory=dict)  # on the campaign run and every pass (a fleet's ids)
@@ -119,13 +119,13 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
     shown = Shown(opened.campaign_id, opened.variants, opened.passes, protocol.digest,
                   {key: rows[-1] for key, rows in existing.items() if key and rows})
     shown.update(opened, "running")
-    declared = load_variants(plan.variants_path)
+    declared = plan.declared.variants
     started = time.time()
     try:
         for slot, state in todo:
             if slot.variant in result.skipped:
                 continue
-            variant = get_variant(plan.variants_path, slot.variant)
+            variant = plan.declared.variant(slot.variant)
             display.on_pass_start(slot, lane_rules.batches(corpus_size, variant.batch_size, variant.lanes), None)
             try:
                 outcome = execute(_request(plan, opened, experiment_name, slot, state, variant, display))
@@ -184,7 +184,7 @@ def _open(client, experiment_id: str, experiment_name: str, plan: CampaignPlan, 
     if len(set(variants)) != len(variants):
         raise GpucostError(f"variant listed twice in {','.join(variants)}")
     for name in variants:
-        get_variant(plan.variants_path, name)
+        plan.declared.variant(name)
     experiments.lock(client, experiment_id, experiment_name, protocol, plan.protocol_path.read_text(encoding="utf-8"))
     campaign_id = "c" + uuid.uuid4().hex[:10]
     return CampaignRun.open(client, experiment_id, campaign_id, descriptions.campaign_name(campaign_id, variants),
@@ -206,7 +206,7 @@ def _request(plan: CampaignPlan, opened: CampaignRun, experiment_name: str, slot
         model_path=plan.model_path,
         experiment=experiment_name,
         protocol_path=plan.protocol_path,
-        variants_path=plan.variants_path,
+        declared=plan.declared,
         campaign_id=opened.campaign_id,
         pass_index=str(slot.index),
         code_root=plan.code_root,

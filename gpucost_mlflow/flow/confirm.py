@@ -16,7 +16,7 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.corpus import read_corpus
 from gpucost_mlflow.core.inputs.method_fields import CONFIRMATION_FILE
 from gpucost_mlflow.core.inputs.protocol import Protocol
-from gpucost_mlflow.core.inputs.variants import Variant, get_variant
+from gpucost_mlflow.core.inputs.variants import Declaration, Variant
 from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.money.decision import Assessment
 from gpucost_mlflow.flow.launcher import PassResult, execute
@@ -31,7 +31,7 @@ class ConfirmPlan:
     experiment: str
     protocol: Protocol
     protocol_path: Path
-    variants_path: Path
+    declared: Declaration
     corpus_path: Path
     model_path: Path
     code_root: Path
@@ -57,14 +57,14 @@ def check(chosen: list[Assessment], plan: ConfirmPlan) -> None:
         if identity is not None and identity.corpus_fingerprint == fingerprint:
             raise GpucostError(f"{plan.corpus_path} is the corpus {a.configuration.name} was compared on: a "
                                "confirmation runs on a disjoint corpus")
-        if get_variant(plan.variants_path, a.configuration.variant).lanes > 1:
+        if plan.declared.variant(a.configuration.variant).lanes > 1:
             raise GpucostError(f"{a.configuration.name} runs in lanes, whose clocks cannot repeat the corpus: it "
                                "cannot be confirmed for confirmation.min_s")
 
 
 def _request(variant: Variant, plan: ConfirmPlan, repeat: bool) -> PassRequest:
     return PassRequest(variant=variant, corpus_path=plan.corpus_path, model_path=plan.model_path,
-                       experiment=plan.experiment, protocol_path=plan.protocol_path, variants_path=plan.variants_path,
+                       experiment=plan.experiment, protocol_path=plan.protocol_path, declared=plan.declared,
                        role=schema.CONFIRMATION_ROLE, code_root=plan.code_root, repeat=repeat)
 
 
@@ -73,7 +73,7 @@ def _reference_outputs(a: Assessment, variant: Variant, plan: ConfirmPlan, finge
     """The reference variant's outputs on the confirmation corpus, run once when the variant is judged against them
     and no accepted one of the same model exists yet."""
     protocol = plan.protocol
-    reference = get_variant(plan.variants_path, protocol.acceptance.reference_variant)
+    reference = plan.declared.variant(protocol.acceptance.reference_variant)
     differs = registry.output(protocol.acceptance.output).needs_reference
     if variant.name == reference.name or not differs(variant.settings(), reference.settings()):
         return
@@ -89,6 +89,6 @@ def run(chosen: list[Assessment], plan: ConfirmPlan, on_pass: Callable[[str, Pas
     confirmation run."""
     fingerprint = read_corpus(plan.corpus_path).fingerprint
     for a in chosen:
-        variant = get_variant(plan.variants_path, a.configuration.variant)
+        variant = plan.declared.variant(a.configuration.variant)
         _reference_outputs(a, variant, plan, fingerprint, on_pass)
         on_pass(variant.name, execute(_request(variant, plan, repeat=True)), "confirmation")

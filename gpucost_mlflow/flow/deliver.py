@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.inputs.variants import Variant, load_series, load_variants
+from gpucost_mlflow.core.inputs.variants import Declaration, Variant
 from gpucost_mlflow.execution import child
 from gpucost_mlflow.flow import launcher
 from gpucost_mlflow.flow.preparation import PassRequest, Prepared, prepare
@@ -30,7 +30,7 @@ class DeliveryPlan:
     model_path: Path
     experiment: str
     protocol_path: Path
-    variants_path: Path
+    declared: Declaration
     code_root: Path
     per_child: int | None = None
 
@@ -61,7 +61,7 @@ def deliver(plan: DeliveryPlan, on_child: Callable[[int, list[launcher.PassResul
                            "deliverable` (one child per lane)")
     requests = [PassRequest(variant=plan.variant, corpus_path=corpus, model_path=plan.model_path,
                             experiment=plan.experiment, protocol_path=plan.protocol_path,
-                            variants_path=plan.variants_path, role="deliverable", code_root=plan.code_root)
+                            declared=plan.declared, role="deliverable", code_root=plan.code_root)
                 for corpus in plan.corpora]
     prepared = [prepare(request) for request in requests]
     store.bound_http_retries()
@@ -70,8 +70,8 @@ def deliver(plan: DeliveryPlan, on_child: Callable[[int, list[launcher.PassResul
     experiment_id, name = experiments.resolve(client, plan.experiment, create=True)
     locked_now = experiments.lock(client, experiment_id, name, prepared[0].protocol, prepared[0].protocol_text)
     if plan.variant.series:
-        series = load_series(plan.variants_path)[plan.variant.series]
-        experiments.lock_series(client, experiment_id, name, series.declaration(load_variants(plan.variants_path)))
+        series = plan.declared.series[plan.variant.series]
+        experiments.lock_series(client, experiment_id, name, series.declaration(plan.declared.variants))
     run_id = delivery_run.open_delivery(client, experiment_id, plan.variant.name, len(requests), plan.per_child)
     requests = [replace(request, parent_run_id=run_id) for request in requests]
     delivered, state = Delivered(run_id, [], 0), "FAILED"

@@ -19,7 +19,6 @@ from mlflow.entities import Run, RunTag
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import one_line
-from gpucost_mlflow.core.inputs.variants import load_series, load_variants
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.measurement.board import starved
@@ -69,9 +68,9 @@ def execute(request: PassRequest) -> PassResult:
         experiments.lock_corpus(client, experiment_id, experiment_name, prepared.manifest["corpus"]["fingerprint"],
                                 prepared.protocol.corpus_fingerprint)
     if request.variant.series:
-        series = load_series(request.variants_path)[request.variant.series]
+        series = request.declared.series[request.variant.series]
         experiments.lock_series(client, experiment_id, experiment_name,
-                                series.declaration(load_variants(request.variants_path)))
+                                series.declaration(request.declared.variants))
     with tempfile.TemporaryDirectory(prefix="gpucost-pass-") as temp:
         run = pass_run.open_run(client, experiment_id, request.variant.name, request.parent_run_id)
         beat = heartbeat.Heartbeat(client, run.info.run_id).start()

@@ -17,7 +17,7 @@ from gpucost_mlflow.core.inputs.corpus import Corpus, corpus_metadata, read_corp
 from gpucost_mlflow.core.inputs.fingerprints import sha256_file
 from gpucost_mlflow.core.inputs.manifest import build_manifest
 from gpucost_mlflow.core.inputs.protocol import Protocol, load_protocol
-from gpucost_mlflow.core.inputs.variants import Variant, get_variant
+from gpucost_mlflow.core.inputs.variants import Declaration, Variant
 from gpucost_mlflow.core.judging.seeds import DEFAULT_SEED
 from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.execution import environment, faults, lanes, models, runner
@@ -34,7 +34,7 @@ class PassRequest:
     model_path: Path
     experiment: str
     protocol_path: Path
-    variants_path: Path
+    declared: Declaration  # the variants file the variant came from, read once
     role: str = "benchmark"
     campaign_id: str = ""
     pass_index: str = ""
@@ -96,8 +96,8 @@ def prepare(request: PassRequest) -> Prepared:
         raise GpucostError(f"unknown role '{request.role}'; valid roles: {', '.join(schema.ROLES)}")
     faults.parse(os.environ.get(faults.ENV, ""))
     protocol = load_protocol(request.protocol_path)
-    reference = get_variant(request.variants_path, protocol.acceptance.reference_variant)
-    described = workloads.describe(request.variant, request.variants_path, request.model_path, protocol)
+    reference = request.declared.variant(protocol.acceptance.reference_variant)
+    described = workloads.describe(request.variant, request.declared.path, request.model_path, protocol)
     labelled = request.role in ("benchmark", schema.CONFIRMATION_ROLE)
     corpus = read_corpus(request.corpus_path, labels=described.labels, labelled=labelled)
     if request.role == "benchmark":

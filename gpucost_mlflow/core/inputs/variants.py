@@ -166,15 +166,30 @@ def _check_series(series: Series, variants: dict[str, Variant], source: Path) ->
                                f"the series declares {declares} ({rule})")
 
 
-def load_series(path: Path) -> dict[str, Series]:
-    """Every declared series of the file (checked the same way load_variants checks them)."""
-    load_variants(path)
-    document = yaml_text.safe_load(path.read_text(encoding="utf-8")) or {}
-    return {name: _series(name, spec, path) for name, spec in (document.get("series") or {}).items()}
+@dataclass(frozen=True)
+class Declaration:
+    """A variants file read and checked once: its variants (defaults applied, each labelled with its series), its
+    series, and where it came from. A campaign reads it once and hands it down to every slot and pass."""
+
+    path: Path
+    variants: dict[str, Variant]
+    series: dict[str, Series]
+
+    def variant(self, name: str) -> Variant:
+        """The named variant, or a one-line error listing the valid names."""
+        if name not in self.variants:
+            raise GpucostError(f"unknown variant '{name}'; valid variants: {', '.join(self.variants)}")
+        return self.variants[name]
+
+    def members(self, series: str) -> list[str]:
+        """The members of a declared series, or a one-line error listing the declared ones."""
+        if series not in self.series:
+            raise GpucostError(f"no series '{series}' in {self.path}; declared: {', '.join(self.series)}")
+        return list(self.series[series].members)
 
 
-def load_variants(path: Path) -> dict[str, Variant]:
-    """All declared variants, defaults applied and every field checked; every series checked against them."""
+def read_declaration(path: Path) -> Declaration:
+    """The variants file, parsed once: every variant's fields and every series checked against them."""
     try:
         document = yaml_text.safe_load(path.read_text(encoding="utf-8")) or {}
     except FileNotFoundError:
@@ -188,21 +203,30 @@ def load_variants(path: Path) -> dict[str, Variant]:
         name: _build(name, {**defaults, **(values or {})}, "", path)
         for name, values in document["variants"].items()
     }
+    series = {name: _series(name, spec, path) for name, spec in (document.get("series") or {}).items()}
     member_of: dict[str, Series] = {}
-    for series in (_series(name, spec, path) for name, spec in (document.get("series") or {}).items()):
-        _check_series(series, variants, path)
-        for member in series.members:
+    for declared in series.values():
+        _check_series(declared, variants, path)
+        for member in declared.members:
             if member in member_of:
                 raise GpucostError(f"{path}: variant '{member}' is listed in two series, "
-                                   f"'{member_of[member].name}' and '{series.name}'")
-            member_of[member] = series
-    return {name: replace(variant, series=member_of[name].name, reference=member_of[name].reference)
-            if name in member_of else variant for name, variant in variants.items()}
+                                   f"'{member_of[member].name}' and '{declared.name}'")
+            member_of[member] = declared
+    labelled = {name: replace(variant, series=member_of[name].name, reference=member_of[name].reference)
+                if name in member_of else variant for name, variant in variants.items()}
+    return Declaration(path, labelled, series)
+
+
+def load_series(path: Path) -> dict[str, Series]:
+    """Every declared series of the file (checked the same way load_variants checks them)."""
+    return read_declaration(path).series
+
+
+def load_variants(path: Path) -> dict[str, Variant]:
+    """All declared variants, defaults applied and every field checked; every series checked against them."""
+    return read_declaration(path).variants
 
 
 def get_variant(path: Path, name: str) -> Variant:
     """The named variant, or a one-line error listing the valid names."""
-    variants = load_variants(path)
-    if name not in variants:
-        raise GpucostError(f"unknown variant '{name}'; valid variants: {', '.join(variants)}")
-    return variants[name]
+    return read_declaration(path).variant(name)
