@@ -119,7 +119,8 @@ class Output(Protocol):
 
     def judge_pass(self, *, completed: bool, failure_reason: str, corpus, back, protocol, labels: list[str],
                    needs_reference: bool, reference, reference_name: str, audit=None) -> object:
-        """The pass's judgement (core/judging/judge.Judgement) from its files as read back."""
+        """The pass's judgement (core/judging/judge.Judgement) from its files as read back; its counts carry the expected
+        and observed ids (core/judging/verdicts.basic_checks gives them with the format, ids and coverage checks)."""
 
     def judge_against_reference(self, prior: list, metrics: dict, back, reference, acceptance) -> object:
         """A pending pass judged again once its reference exists (core/judging/judge.rejudged)."""

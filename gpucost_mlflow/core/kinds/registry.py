@@ -55,8 +55,8 @@ def kind(name: str) -> Kind:
 
 
 def for_output(output: str) -> Kind:
-    """The shipped kind that delivers this output: whose model `--model auto` loads under such a protocol."""
-    return next(kind for kind in shipped() if kind.output == output)
+    """The first kind that delivers this output: whose model `--model auto` loads under such a protocol."""
+    return next(kind for kind in kinds() if kind.output == output)
 
 
 def of_settings(settings: dict) -> Kind:
@@ -72,8 +72,8 @@ def implementation(settings: dict) -> str:
 
 
 def output_names() -> tuple[str, ...]:
-    """What a protocol may judge (`acceptance.output`): every output a shipped kind delivers, in their order."""
-    return tuple(dict.fromkeys(kind.output for kind in shipped() if kind.output))
+    """What a protocol may judge (`acceptance.output`): every output a kind delivers, the shipped kinds' first."""
+    return tuple(dict.fromkeys(kind.output for kind in kinds() if kind.output))
 
 
 def sections() -> dict[str, str]:
@@ -87,8 +87,10 @@ def exported_files() -> tuple[str, ...]:
 
 
 def output(name: str) -> ModuleType:
-    """The pure rules of an output (base.Output), from the shipped kind that delivers it; KeyError for another."""
-    owner = next((kind for kind in shipped() if kind.output == name), None)
+    """The pure rules of an output (base.Output), from the first kind that delivers it (a shipped kind's before a
+    plug-in's: a new kind delivering labels is judged by the classifier's rules; a kind bringing a new output brings
+    its `output.py`); KeyError for an output no kind delivers."""
+    owner = next((kind for kind in kinds() if kind.output == name), None)
     if owner is None:
         raise KeyError(name)
     return owner.output_rules()
