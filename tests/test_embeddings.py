@@ -19,6 +19,7 @@ from mlflow.tracking import MlflowClient
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.protocol import load_protocol
+from gpucost_mlflow.core.judging.judge import Judging
 from gpucost_mlflow.tracking import schema
 from gpucost_mlflow.workloads.embeddings import output as ev
 from tests.helpers import ROOT, VARIANTS, checks_of
@@ -121,9 +122,8 @@ def test_recall_at_k_counts_same_label_neighbours_capped_by_how_many_exist():
 def test_an_embeddings_pass_waits_for_its_reference_then_is_judged_by_cosine(tmp_path):
     protocol = loaded(tmp_path, acceptance(k=1, recall=0.9))
     mine = exported(tmp_path / "m", list("abcd"), CLUSTERS)
-    pending = ev.judge_embeddings(completed=True, failure_reason="", rows=ROWS, back=mine,
-                                  acceptance=protocol.acceptance, needs_reference=True, reference=None,
-                                  reference_name="embed-batch8")
+    pending = ev.judge_embeddings(Judging(completed=True, failure_reason="", rows=ROWS, back=mine, protocol=protocol,
+                                          needs_reference=True, reference=None, reference_name="embed-batch8"))
     assert pending.status == "pending" and pending.quality["recall_at_k"] == pytest.approx(1.0)
     reference = ev.EmbeddingReference("ref1", exported(tmp_path / "r", list("abcd"), CLUSTERS))
     judged = ev.judge_against_reference(pending.checks, pending.quality, mine, reference, protocol.acceptance)
@@ -136,9 +136,8 @@ def test_one_input_drifting_from_the_reference_rejects_the_pass_on_quality(tmp_p
     protocol = loaded(tmp_path, acceptance(k=None))
     reference = ev.EmbeddingReference("ref1", exported(tmp_path / "r", list("abcd"), CLUSTERS))
     drifted = exported(tmp_path / "m", list("abcd"), [CLUSTERS[0], CLUSTERS[1], [0.3, 1, 0], CLUSTERS[3]])
-    judged = ev.judge_embeddings(completed=True, failure_reason="", rows=ROWS, back=drifted,
-                                 acceptance=protocol.acceptance, needs_reference=True, reference=reference,
-                                 reference_name="embed-batch8")
+    judged = ev.judge_embeddings(Judging(completed=True, failure_reason="", rows=ROWS, back=drifted, protocol=protocol,
+                                         needs_reference=True, reference=reference, reference_name="embed-batch8"))
     assert judged.status == "rejected" and judged.quality_verdict == "failed: reference_cosine"
     assert "1 input(s) below 0.99, first c" in judged.reason and judged.quality["cosine_min"] < 0.99
 

@@ -18,6 +18,7 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import generation, sources
 from gpucost_mlflow.core.inputs.corpus import bucket_slice, jsonl_bytes, read_corpus
 from gpucost_mlflow.core.inputs.protocol import load_protocol
+from gpucost_mlflow.core.judging.judge import Judging
 from gpucost_mlflow.core.measurement import decoder_flops
 from gpucost_mlflow.tracking import schema
 from gpucost_mlflow.workloads.generation import output as gv
@@ -113,9 +114,8 @@ def test_the_label_is_the_first_label_word_of_an_output_and_none_is_unparsable()
 def test_an_unparsable_output_is_scored_as_a_wrong_answer_never_dropped(tmp_path):
     protocol = loaded(tmp_path, protocol_text(size=4, buckets="{short: 4}"))
     back = read_back({"a": "fresh", "b": "Awesome!", "c": "plot", "d": "Fresh."}, {i: [1, 2] for i in "abcd"})
-    judged = gv.judge_generations(completed=True, failure_reason="", rows=ROWS, back=back,
-                                  acceptance=protocol.acceptance, generation=protocol.generation, labels=LABELS,
-                                  needs_reference=False, reference=None, reference_name="gen-batch8")
+    judged = gv.judge_generations(Judging(completed=True, failure_reason="", rows=ROWS, back=back, protocol=protocol,
+                                          labels=LABELS, needs_reference=False, reference_name="gen-batch8"))
     assert judged.status == "accepted" and judged.quality["accuracy"] == pytest.approx(0.75)
     assert judged.quality["unparsed_outputs"] == 1 and back.labels["b"] == gv.UNPARSED
     assert judged.counts["observed_ids"] == 4
@@ -127,9 +127,8 @@ def test_a_pass_is_judged_by_exact_match_and_token_agreement_with_the_reference(
     reference = gv.GenerationReference("ref1", read_back({i: "fresh" for i in "abcd"}, {i: [7, 2] for i in "abcd"}))
     mine = read_back({"a": "fresh", "b": "fresh", "c": "fresh", "d": "rotten, sadly"},
                      {"a": [7, 2], "b": [7, 2], "c": [7, 2], "d": [9, 4, 2]})
-    pending = gv.judge_generations(completed=True, failure_reason="", rows=ROWS, back=mine,
-                                   acceptance=protocol.acceptance, generation=protocol.generation, labels=LABELS,
-                                   needs_reference=True, reference=None, reference_name="gen-batch8")
+    pending = gv.judge_generations(Judging(completed=True, failure_reason="", rows=ROWS, back=mine, protocol=protocol,
+                                           labels=LABELS, needs_reference=True, reference_name="gen-batch8"))
     assert pending.status == "pending"
     judged = gv.judge_against_reference(pending.checks, pending.quality, mine, reference, protocol.acceptance)
     # 3 of 4 outputs identical; tokens: 6 of the 6 positions of a, b, c, none of d's 3 positions -> 6 / 9.

@@ -122,14 +122,13 @@ def reference(run_id, metrics, folder, protocol, labels):
     return None
 
 
-def judge_pass(*, completed, failure_reason, corpus, back, protocol, labels, needs_reference, reference,
-               reference_name, audit=None):
-    truth = {row["id"]: len(row["text"].split()) for row in corpus.rows}
+def judge_pass(given):
+    back = given.back
+    truth = {row["id"]: len(row["text"].split()) for row in given.rows}
     exact = sum(back.counts.get(i) == n for i, n in truth.items()) / len(truth)
     checks, counts = basic_checks(list(truth), back)  # format, exact ids, coverage: the core's, as every output's
     checks.append(Check("counts", exact == 1.0, f"{100 * exact:g} % of counts exact"))
-    return judge.conclude(completed, failure_reason, checks, counts, {MAIN_METRIC: exact}, needs_reference=False,
-                          reference_name=reference_name, compare=None, gold_labels=True)
+    return judge.conclude(given, checks, counts, {MAIN_METRIC: exact})
 
 
 def judge_against_reference(prior, metrics, back, reference, acceptance):

@@ -54,9 +54,10 @@ def judge_outcome(request: PassRequest, prepared: Prepared, outcome: PassOutcome
     audit, audit_record = None, {}
     if rules.AUDITED and not corpus.gold_labels and protocol.deliverables["audit"] and outcome.completed:
         audit, audit_record = _audit(request, prepared, rules, back, workdir)
-    judged = rules.judge_pass(completed=outcome.completed, failure_reason=outcome.reason, corpus=corpus, back=back,
-                              protocol=protocol, labels=labels, needs_reference=needs_reference, reference=reference,
-                              reference_name=prepared.reference.name, audit=audit)
+    judged = rules.judge_pass(judge.Judging(
+        completed=outcome.completed, failure_reason=outcome.reason, rows=corpus.rows, back=back, protocol=protocol,
+        labels=labels, needs_reference=needs_reference, reference=reference, reference_name=prepared.reference.name,
+        gold_labels=corpus.gold_labels, audit=audit))
     return judged, back, audit_record
 
 

@@ -13,7 +13,7 @@ from gpucost_mlflow.core.inputs.fingerprints import stable_rank
 from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.core.judging.quality import evaluate
 from gpucost_mlflow.core.judging.status import Status
-from gpucost_mlflow.core.judging.verdicts import Check, ReadBack
+from gpucost_mlflow.core.judging.verdicts import Check
 from gpucost_mlflow.core.names import COMPLETED_ENTRIES
 
 QUALITY_CHECKS = ("quality", "buckets", "reference_agreement", "reference_metric", "retrieval", "reference_cosine",
@@ -71,46 +71,65 @@ def pending_reason(reference_name: str) -> str:
     return f"pending reference: no accepted {reference_name} pass on this corpus and model yet"
 
 
-def judge(*, completed: bool, failure_reason: str, rows: Sequence[dict], back: ReadBack, labels: Sequence[str],
-          acceptance, needs_reference: bool, reference: Reference | None, reference_name: str,
-          gold_labels: bool = True, audit: Check | None = None) -> Judgement:
-    """Judge a pass from its predictions as read back from the written file.
+@dataclass(frozen=True)
+class Judging:
+    """One pass as its output's judge reads it: whether it completed (and why not), the corpus's rows and whether
+    they carry gold labels, its files as read back, the protocol (its bar: `acceptance`), the model's labels, the
+    reference it is compared with (None while none exists) and, for a deliverable without gold labels, its audit."""
+
+    completed: bool
+    failure_reason: str
+    rows: Sequence[dict]
+    back: object
+    protocol: object
+    labels: Sequence[str] = ()
+    needs_reference: bool = False
+    reference: object = None
+    reference_name: str = ""
+    gold_labels: bool = True
+    audit: Check | None = None
+
+    @property
+    def acceptance(self):
+        return self.protocol.acceptance
+
+
+def judge(given: Judging) -> Judgement:
+    """Judge a labels pass from its predictions as read back from the written file.
 
     A corpus without gold labels (a production deliverable) is judged by ids, format and coverage, and
     by the audit against the reference variant when the protocol declares one; quality is not measured."""
-    expected = [row["id"] for row in rows]
-    checks, counts = verdicts.basic_checks(expected, back)
-    quality = evaluate(rows, back.labels, labels) if gold_labels else {}
-    if gold_labels:
-        checks += verdicts.quality_checks(quality if back.ids else {}, acceptance)
+    back, reference, audit = given.back, given.reference, given.audit
+    checks, counts = verdicts.basic_checks([row["id"] for row in given.rows], back)
+    quality = evaluate(given.rows, back.labels, given.labels) if given.gold_labels else {}
+    if given.gold_labels:
+        checks += verdicts.quality_checks(quality if back.ids else {}, given.acceptance)
     if audit is not None:
         checks.append(audit)
     compare = None
     if reference is not None:
         def compare():
             found, comparison = verdicts.reference_checks(
-                quality, back.labels, reference.metrics, reference.labels, acceptance, reference.run_id)
+                quality, back.labels, reference.metrics, reference.labels, given.acceptance, reference.run_id)
             return found, comparison, {}
     no_gold = NO_GOLD if audit is None else f"no gold labels: audit {'passed' if audit.passed else 'failed'}"
-    return conclude(completed, failure_reason, checks, counts, quality if back.ids else {}, needs_reference=needs_reference,
-                    reference_name=reference_name, compare=compare, gold_labels=gold_labels, no_gold=no_gold)
+    return conclude(given, checks, counts, quality if back.ids else {}, compare, no_gold)
 
 
-def conclude(completed: bool, failure_reason: str, checks: Sequence[Check], counts: dict, quality: dict, *,
-             needs_reference: bool, reference_name: str, compare: Callable[[], tuple[list, dict, dict]] | None,
-             gold_labels: bool, no_gold: str = NO_GOLD) -> Judgement:
+def conclude(given: Judging, checks: Sequence[Check], counts: dict, quality: dict,
+             compare: Callable[[], tuple[list, dict, dict]] | None = None, no_gold: str = NO_GOLD) -> Judgement:
     """The end every workload's verdict shares: the comparison with the reference (pending while none exists;
     `compare` gives its checks, comparison and measured figures), then `settle`."""
     checks, quality, comparison, pending = list(checks), dict(quality), {}, ""
-    if needs_reference:
+    if given.needs_reference:
         if compare is None:
-            pending = pending_reason(reference_name)
+            pending = pending_reason(given.reference_name)
         else:
             found, comparison, measured = compare()
             checks += found
             quality.update(measured)
-    status, reason, quality_verdict = settle(completed, failure_reason, checks, pending)
-    if completed and not gold_labels:
+    status, reason, quality_verdict = settle(given.completed, given.failure_reason, checks, pending)
+    if given.completed and not given.gold_labels:
         quality_verdict = no_gold
     return Judgement(status, reason, quality_verdict, checks, counts, quality, comparison)
 

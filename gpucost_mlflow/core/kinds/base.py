@@ -117,10 +117,9 @@ class Output(Protocol):
     def reference(self, run_id: str, metrics: dict, folder: Path, protocol, labels: list[str]) -> object:
         """The accepted reference pass as this output's judge needs it, from its files fetched into `folder`."""
 
-    def judge_pass(self, *, completed: bool, failure_reason: str, corpus, back, protocol, labels: list[str],
-                   needs_reference: bool, reference, reference_name: str, audit=None) -> object:
-        """The pass's judgement (core/judging/judge.Judgement) from its files as read back; its counts carry the expected
-        and observed ids (core/judging/verdicts.basic_checks gives them with the format, ids and coverage checks)."""
+    def judge_pass(self, given) -> object:
+        """The pass's judgement (core/judging/judge.Judgement) from `given` (core/judging/judge.Judging: the pass, its
+        files as read back, the protocol, the reference); its counts carry the expected and observed ids (core/judging/verdicts.basic_checks gives them with the format, ids and coverage checks)."""
 
     def judge_against_reference(self, prior: list, metrics: dict, back, reference, acceptance) -> object:
         """A pending pass judged again once its reference exists (core/judging/judge.rejudged)."""

@@ -58,13 +58,9 @@ def reference(run_id: str, metrics: dict, folder: Path, protocol, labels: list[s
     return judge.Reference(run_id, dict(metrics), read_back(folder, protocol, labels).labels)
 
 
-def judge_pass(*, completed: bool, failure_reason: str, corpus, back: verdicts.ReadBack, protocol, labels: list[str],
-               needs_reference: bool, reference: judge.Reference | None, reference_name: str,
-               audit: verdicts.Check | None = None) -> judge.Judgement:
+def judge_pass(given: judge.Judging) -> judge.Judgement:
     """A labels pass judged by the core's judge: ids, format, coverage, quality, the reference, the audit."""
-    return judge.judge(completed=completed, failure_reason=failure_reason, rows=corpus.rows, back=back, labels=labels,
-                       acceptance=protocol.acceptance, needs_reference=needs_reference, reference=reference,
-                       reference_name=reference_name, gold_labels=corpus.gold_labels, audit=audit)
+    return judge.judge(given)
 
 
 def judge_against_reference(prior: list, metrics: dict, back: verdicts.ReadBack, reference: judge.Reference,

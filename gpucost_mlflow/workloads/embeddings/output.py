@@ -195,21 +195,19 @@ def reference_checks(back: EmbeddingReadBack, reference: EmbeddingReference, acc
     return [Check(REFERENCE_CHECK, passed, reason)], comparison, metrics
 
 
-def judge_embeddings(*, completed: bool, failure_reason: str, rows: Sequence[dict], back: EmbeddingReadBack,
-                     acceptance, needs_reference: bool, reference: EmbeddingReference | None, reference_name: str,
-                     gold_labels: bool = True) -> judge.Judgement:
+def judge_embeddings(given: judge.Judging) -> judge.Judgement:
     """Judge an embeddings pass from its files as read back: ids, format, coverage, retrieval, cosine vs reference.
 
     Statuses and the quality verdict come from `judge.settle`, so they mean what they mean for labels."""
-    checks, counts = verdicts.basic_checks([row["id"] for row in rows], back)
+    back, reference, acceptance = given.back, given.reference, given.acceptance
+    checks, counts = verdicts.basic_checks([row["id"] for row in given.rows], back)
     checks[0] = format_check(back)
     quality: dict = {}
-    if gold_labels and acceptance.embeddings.retrieval_k is not None:
-        found, quality = retrieval(back, rows, acceptance)
+    if given.gold_labels and acceptance.embeddings.retrieval_k is not None:
+        found, quality = retrieval(back, given.rows, acceptance)
         checks += found
     compare = None if reference is None else (lambda: reference_checks(back, reference, acceptance))
-    return judge.conclude(completed, failure_reason, checks, counts, quality, needs_reference=needs_reference,
-                          reference_name=reference_name, compare=compare, gold_labels=gold_labels)
+    return judge.conclude(given, checks, counts, quality, compare)
 
 
 
@@ -259,13 +257,9 @@ def reference(run_id: str, metrics: dict, folder: Path, protocol, labels: list[s
     return EmbeddingReference(run_id, read_embeddings(folder))
 
 
-def judge_pass(*, completed: bool, failure_reason: str, corpus, back: EmbeddingReadBack, protocol, labels: list[str],
-               needs_reference: bool, reference: EmbeddingReference | None, reference_name: str,
-               audit=None) -> judge.Judgement:
+def judge_pass(given: judge.Judging) -> judge.Judgement:
     """An embeddings pass judged from its files (`judge_embeddings`); an embedding has no audit."""
-    return judge_embeddings(completed=completed, failure_reason=failure_reason, rows=corpus.rows, back=back,
-                            acceptance=protocol.acceptance, needs_reference=needs_reference, reference=reference,
-                            reference_name=reference_name, gold_labels=corpus.gold_labels)
+    return judge_embeddings(given)
 
 
 def judge_against_reference(prior: Sequence[Check], metrics: dict, back: EmbeddingReadBack,

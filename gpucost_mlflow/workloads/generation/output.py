@@ -15,7 +15,7 @@ import gzip
 import json
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
@@ -169,26 +169,23 @@ def length_check(back: GenerationReadBack, reference: GenerationReference, share
     return Check(LENGTH_CHECK, True, f"outputs within the band: {detail}"), change
 
 
-def judge_generations(*, completed: bool, failure_reason: str, rows: Sequence[dict], back: GenerationReadBack,
-                      acceptance, generation: GenerationSettings, labels: Sequence[str], needs_reference: bool,
-                      reference: GenerationReference | None, reference_name: str,
-                      gold_labels: bool = True) -> judge.Judgement:
+def judge_generations(given: judge.Judging) -> judge.Judgement:
     """Judge a generation pass from its file as read back: ids, format, coverage, the label read from each output
     against the gold labels (when the prompt asks for one), exact match and token agreement with the reference.
 
     Statuses and the quality verdict come from `judge.settle`, so they mean what they mean for labels."""
-    checks, counts = verdicts.basic_checks([row["id"] for row in rows], back)
+    back, reference, acceptance, labels = given.back, given.reference, given.acceptance, given.labels
+    checks, counts = verdicts.basic_checks([row["id"] for row in given.rows], back)
     checks[0] = format_check(back)
     quality: dict = {}
-    if generation.answer == "label" and gold_labels:
+    if given.protocol.generation.answer == "label" and given.gold_labels:
         back.labels = labels_read(back, labels)
         if back.ids:
-            quality = evaluate(rows, back.labels, labels)
+            quality = evaluate(given.rows, back.labels, labels)
             quality["unparsed_outputs"] = float(sum(1 for label in back.labels.values() if label == UNPARSED))
         checks += verdicts.quality_checks(quality, acceptance)
     compare = None if reference is None else (lambda: reference_checks(back, reference, acceptance))
-    return judge.conclude(completed, failure_reason, checks, counts, quality, needs_reference=needs_reference,
-                          reference_name=reference_name, compare=compare, gold_labels=gold_labels)
+    return judge.conclude(given, checks, counts, quality, compare)
 
 
 def needs_reference(settings: dict, reference_settings: dict) -> bool:
@@ -243,14 +240,9 @@ def reference(run_id: str, metrics: dict, folder: Path, protocol, labels: list[s
     return GenerationReference(run_id, read_back(folder, protocol, labels))
 
 
-def judge_pass(*, completed: bool, failure_reason: str, corpus, back: GenerationReadBack, protocol,
-               labels: list[str], needs_reference: bool, reference: GenerationReference | None, reference_name: str,
-               audit=None) -> judge.Judgement:
+def judge_pass(given: judge.Judging) -> judge.Judgement:
     """A generation pass judged from its file (`judge_generations`), against the protocol's labels."""
-    return judge_generations(completed=completed, failure_reason=failure_reason, rows=corpus.rows, back=back,
-                             acceptance=protocol.acceptance, generation=protocol.generation,
-                             labels=list(protocol.labels), needs_reference=needs_reference, reference=reference,
-                             reference_name=reference_name, gold_labels=corpus.gold_labels)
+    return judge_generations(replace(given, labels=list(given.protocol.labels)))
 
 
 def judge_against_reference(prior: Sequence[Check], metrics: dict, back: GenerationReadBack,
