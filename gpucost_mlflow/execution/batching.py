@@ -1,6 +1,12 @@
-"""The harness's batching order, the same for every workload: corpus order, or sorted by token length."""
+"""The harness's batching, the same for every workload and engine: the order (corpus order, or sorted by token
+length), the padding, and the loop over the batches with its progress and its failure kept as a row."""
 
 from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+
+from gpucost_mlflow.execution.outcome import PassFailure
 
 
 def batches(lengths: list[int], batch_size: int, grouping: str) -> list[list[int]]:
@@ -31,3 +37,21 @@ def padded(batch: list[int], encoded: list[list[int]], lengths: list[int], pad_i
         input_ids[row, : lengths[index]] = encoded[index]
         mask[row, : lengths[index]] = 1
     return input_ids, mask
+
+
+def each_batch(plan: list[list[int]], on_batch: Callable[[int, int], None] | None,
+               step: Callable[[list[int]], None], outputs: Callable[[bool], object]) -> object:
+    """Run `step(batch)` on every batch of the plan, telling `on_batch(number, inputs done before it)` first; return
+    `outputs(False)`. On an exception the traceback's frames are cleared (a device that ran out of memory gets the
+    failed batch's tensors back) and PassFailure carries `outputs(True)`: the finished batches' outputs."""
+    done = 0
+    try:
+        for number, batch in enumerate(plan, start=1):
+            if on_batch is not None:
+                on_batch(number, done)
+            step(batch)
+            done += len(batch)
+        return outputs(False)
+    except BaseException as exc:
+        traceback.clear_frames(exc.__traceback__)
+        raise PassFailure(exc, outputs(True)) from exc

@@ -3,14 +3,12 @@ infer, bring labels and scores to the host; what they deliver (`Predictions`) an
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
 
-from gpucost_mlflow.execution.batching import padded, tokenized
-from gpucost_mlflow.execution.outcome import PassFailure
+from gpucost_mlflow.execution.batching import each_batch, padded, tokenized
 
 
 @dataclass
@@ -34,29 +32,26 @@ def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[
     """
     encoded, lengths, plan, pad_id = tokenized(tokenizer, texts, settings)
     done_labels, done_scores, done_order = [], [], []
-    try:
-        with torch.inference_mode():
-            for number, batch in enumerate(plan, start=1):
-                if on_batch is not None:
-                    on_batch(number, len(done_order))
-                input_ids, mask = padded(batch, encoded, lengths, pad_id)
-                logits = model(
-                    input_ids=torch.from_numpy(input_ids).to(device, non_blocking=True),
-                    attention_mask=torch.from_numpy(mask).to(device, non_blocking=True),
-                ).logits
-                score, label = logits.float().softmax(dim=-1).max(dim=-1)
-                done_labels.append(label)
-                done_scores.append(score)
-                done_order.extend(batch)
-        return _to_host(ids, done_order, done_labels, done_scores, lengths, plan)
-    except BaseException as exc:
-        # Drop the failed batch's tensors held by the traceback's frames (an out-of-memory error would
-        # otherwise keep them alive), then copy the finished batches to the host one by one: no new
-        # device allocation on a device that just ran out of memory.
-        traceback.clear_frames(exc.__traceback__)
-        partial = _to_host(ids, done_order[: sum(len(t) for t in done_labels)], done_labels, done_scores, lengths, plan,
-                           each_first=True)
-        raise PassFailure(exc, partial) from exc
+
+    def step(batch: list[int]) -> None:
+        input_ids, mask = padded(batch, encoded, lengths, pad_id)
+        logits = model(
+            input_ids=torch.from_numpy(input_ids).to(device, non_blocking=True),
+            attention_mask=torch.from_numpy(mask).to(device, non_blocking=True),
+        ).logits
+        score, label = logits.float().softmax(dim=-1).max(dim=-1)
+        done_labels.append(label)
+        done_scores.append(score)
+        done_order.extend(batch)
+
+    def outputs(failed: bool) -> Predictions:
+        # After a failure the finished batches are copied to the host one by one: no new device allocation on a
+        # device that just ran out of memory.
+        return _to_host(ids, done_order[: sum(len(t) for t in done_labels)], done_labels, done_scores, lengths, plan,
+                        each_first=failed)
+
+    with torch.inference_mode():
+        return each_batch(plan, on_batch, step, outputs)
 
 
 def _to_host(ids, order, labels, scores, lengths, plan, each_first: bool = False) -> Predictions:

@@ -3,15 +3,13 @@ on torch (execution/runner.py), the forward pass run by an optimised ORT session
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
 from gpucost_mlflow.core.judging.verdicts import PREDICTIONS
 from gpucost_mlflow.core.kinds.base import Work
-from gpucost_mlflow.execution.batching import padded, tokenized
-from gpucost_mlflow.execution.outcome import PassFailure
+from gpucost_mlflow.execution.batching import each_batch, padded, tokenized
 from gpucost_mlflow.workloads import engine_cache, ort
 from gpucost_mlflow.workloads.classification import records
 
@@ -57,24 +55,20 @@ def process(ids, texts, tokenizer, session, settings, device, on_batch: Callable
     from gpucost_mlflow.workloads.classification.batches import Predictions, Shapes  # torch, as in load
 
     encoded, lengths, plan, pad_id = tokenized(tokenizer, texts, settings)
-    labels, scores, order, finished = [], [], [], 0
-    try:
-        for number, batch in enumerate(plan, start=1):
-            if on_batch is not None:
-                on_batch(number, len(order))
-            input_ids, mask = padded(batch, encoded, lengths, pad_id)
-            logits = session.run([OUTPUT], {"input_ids": input_ids, "attention_mask": mask})[0].astype(np.float32)
-            shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
-            probabilities = shifted / shifted.sum(axis=-1, keepdims=True)
-            labels.extend(int(i) for i in probabilities.argmax(axis=-1))
-            scores.extend(float(p) for p in probabilities.max(axis=-1))
-            order.extend(batch)
-            finished = number
-        return Predictions([ids[i] for i in order], labels, scores, Shapes(lengths, plan))
-    except BaseException as exc:
-        traceback.clear_frames(exc.__traceback__)
-        partial_predictions = Predictions([ids[i] for i in order], labels, scores, Shapes(lengths, plan[:finished]))
-        raise PassFailure(exc, partial_predictions) from exc
+    labels, scores, order, finished = [], [], [], []
+
+    def step(batch: list[int]) -> None:
+        input_ids, mask = padded(batch, encoded, lengths, pad_id)
+        logits = session.run([OUTPUT], {"input_ids": input_ids, "attention_mask": mask})[0].astype(np.float32)
+        shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        probabilities = shifted / shifted.sum(axis=-1, keepdims=True)
+        labels.extend(int(i) for i in probabilities.argmax(axis=-1))
+        scores.extend(float(p) for p in probabilities.max(axis=-1))
+        order.extend(batch)
+        finished.append(batch)
+
+    return each_batch(plan, on_batch, step, lambda failed: Predictions([ids[i] for i in order], labels, scores,
+                                                                      Shapes(lengths, finished)))
 
 
 def _utilisation(config: dict, settings: dict, device, convert_s: float | None, predictions, pass_s) -> dict:

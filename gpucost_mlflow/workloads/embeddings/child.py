@@ -9,7 +9,6 @@ precision). A folder that declares another pooling is refused rather than embedd
 from __future__ import annotations
 
 import json
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -19,8 +18,7 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.core.measurement import flops
 from gpucost_mlflow.core.names import MFU_PADDED, MFU_USEFUL, TOKENS_INPUT, USEFUL_FLOP_PER_S
-from gpucost_mlflow.execution.batching import padded, tokenized
-from gpucost_mlflow.execution.outcome import PassFailure
+from gpucost_mlflow.execution.batching import each_batch, padded, tokenized
 
 NORMALIZE = "sentence_transformers.models.Normalize"
 POOLING = "sentence_transformers.models.Pooling"
@@ -79,26 +77,26 @@ def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[
 
     encoded, lengths, plan, pad_id = tokenized(tokenizer, texts, settings)
     done, order = [], []
-    try:
-        with torch.inference_mode():
-            for number, batch in enumerate(plan, start=1):
-                if on_batch is not None:
-                    on_batch(number, len(order))
-                input_ids, mask = padded(batch, encoded, lengths, pad_id)
-                attention = torch.from_numpy(mask).to(device, non_blocking=True)
-                hidden = model(input_ids=torch.from_numpy(input_ids).to(device, non_blocking=True),
-                               attention_mask=attention).last_hidden_state.float()
-                weights = attention.unsqueeze(-1).float()
-                pooled = (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
-                if normalize:
-                    pooled = torch.nn.functional.normalize(pooled, dim=-1)
-                done.append(pooled)
-                order.extend(batch)
-        return _to_host(ids, order, done, lengths, plan)
-    except BaseException as exc:
-        traceback.clear_frames(exc.__traceback__)
-        partial = _to_host(ids, order[: sum(len(t) for t in done)], [t.cpu() for t in done], lengths, plan)
-        raise PassFailure(exc, partial) from exc
+
+    def step(batch: list[int]) -> None:
+        input_ids, mask = padded(batch, encoded, lengths, pad_id)
+        attention = torch.from_numpy(mask).to(device, non_blocking=True)
+        hidden = model(input_ids=torch.from_numpy(input_ids).to(device, non_blocking=True),
+                       attention_mask=attention).last_hidden_state.float()
+        weights = attention.unsqueeze(-1).float()
+        pooled = (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
+        if normalize:
+            pooled = torch.nn.functional.normalize(pooled, dim=-1)
+        done.append(pooled)
+        order.extend(batch)
+
+    def outputs(failed: bool) -> Embedded:
+        # After a failure each finished batch is copied to the host apart: no new allocation on the device.
+        finished = [t.cpu() for t in done] if failed else done
+        return _to_host(ids, order[: sum(len(t) for t in done)], finished, lengths, plan)
+
+    with torch.inference_mode():
+        return each_batch(plan, on_batch, step, outputs)
 
 
 def _to_host(ids, order, done, lengths, plan) -> Embedded:

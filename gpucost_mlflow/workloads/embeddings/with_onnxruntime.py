@@ -3,14 +3,12 @@ when the folder says so), FLOP count and export as on torch (child.py), the enco
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
 from gpucost_mlflow.core.kinds.base import Work
-from gpucost_mlflow.execution.batching import padded, tokenized
-from gpucost_mlflow.execution.outcome import PassFailure
+from gpucost_mlflow.execution.batching import each_batch, padded, tokenized
 from gpucost_mlflow.workloads import engine_cache, ort
 from gpucost_mlflow.workloads.embeddings import child
 
@@ -46,22 +44,18 @@ def process(ids, texts, tokenizer, session, settings, device, on_batch: Callable
 
     encoded, lengths, plan, pad_id = tokenized(tokenizer, texts, settings)
     done, order = [], []
-    try:
-        for number, batch in enumerate(plan, start=1):
-            if on_batch is not None:
-                on_batch(number, len(order))
-            input_ids, mask = padded(batch, encoded, lengths, pad_id)
-            hidden = session.run([OUTPUT], {"input_ids": input_ids, "attention_mask": mask})[0].astype(np.float32)
-            weights = mask[..., None].astype(np.float32)
-            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1.0, None)
-            if normalize:
-                pooled = pooled / np.clip(np.linalg.norm(pooled, axis=-1, keepdims=True), 1e-12, None)
-            done.append(pooled)
-            order.extend(batch)
-        return _embedded(ids, order, done, lengths, plan)
-    except BaseException as exc:
-        traceback.clear_frames(exc.__traceback__)
-        raise PassFailure(exc, _embedded(ids, order, done, lengths, plan)) from exc
+
+    def step(batch: list[int]) -> None:
+        input_ids, mask = padded(batch, encoded, lengths, pad_id)
+        hidden = session.run([OUTPUT], {"input_ids": input_ids, "attention_mask": mask})[0].astype(np.float32)
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1.0, None)
+        if normalize:
+            pooled = pooled / np.clip(np.linalg.norm(pooled, axis=-1, keepdims=True), 1e-12, None)
+        done.append(pooled)
+        order.extend(batch)
+
+    return each_batch(plan, on_batch, step, lambda failed: _embedded(ids, order, done, lengths, plan))
 
 
 def _embedded(ids, order, done, lengths, plan) -> child.Embedded:

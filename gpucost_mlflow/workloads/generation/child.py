@@ -18,7 +18,6 @@ import os
 import shutil
 import tempfile
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -40,8 +39,7 @@ from gpucost_mlflow.core.names import (
     TOKENS_PROMPT,
     USEFUL_FLOP_PER_S,
 )
-from gpucost_mlflow.execution.batching import batches
-from gpucost_mlflow.execution.outcome import PassFailure
+from gpucost_mlflow.execution.batching import batches, each_batch
 from gpucost_mlflow.workloads.generation.output import GENERATIONS, write_generations
 
 CACHE_ENV = "GPUCOST_MODEL_CACHE"
@@ -60,6 +58,16 @@ class Generated:
     shapes: list[tuple[list[int], list[int]]] = field(default_factory=list)  # per batch: prompt lengths, new counts
     prefill_s: list[float] = field(default_factory=list)  # per batch: start to first new token
     decode_s: list[float] = field(default_factory=list)  # per batch: first new token to the new tokens on the host
+
+    def add(self, tokenizer, ids: list[str], prompt_lengths: list[int], new: list[list[int]], prefill_s: float,
+            decode_s: float) -> None:
+        """One finished batch: its new tokens decoded (after the batch's clock reads), its shapes and timings."""
+        self.texts.extend(tokenizer.batch_decode(new, skip_special_tokens=True))
+        self.tokens.extend(new)
+        self.ids.extend(ids)
+        self.shapes.append((prompt_lengths, [len(row) for row in new]))
+        self.prefill_s.append(prefill_s)
+        self.decode_s.append(decode_s)
 
 
 def cache_root() -> Path:
@@ -180,6 +188,17 @@ def first_token_clock(sync: Callable[[], None]):
     return FirstToken()
 
 
+def encoded_prompts(texts: list[str], tokenizer, settings: dict, generation: GenerationSettings,
+                    labels: list[str]) -> tuple[list[list[int]], list[int], list[list[int]]]:
+    """Every input's prompt as token ids (the chat template's own special tokens, or the tokenizer's), their lengths
+    and the harness's batch plan over them: the same for every engine."""
+    prompts = prompts_of(texts, tokenizer, settings["max_length"], generation, labels)
+    encoded = tokenizer(prompts, add_special_tokens=not generation.chat_template, return_attention_mask=False,
+                        return_token_type_ids=False)["input_ids"]
+    lengths = [len(seq) for seq in encoded]
+    return encoded, lengths, batches(lengths, settings["batch_size"], settings["length_grouping"])
+
+
 def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[int, int], None] | None = None, *,
             generation: GenerationSettings, labels: list[str]) -> Generated:
     """Prompts, batches in the harness's order, each left-padded to its longest prompt, transferred, generated
@@ -189,46 +208,33 @@ def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[
     import torch
     from transformers import GenerationConfig, StoppingCriteriaList
 
-    prompts = prompts_of(texts, tokenizer, settings["max_length"], generation, labels)
-    encoded = tokenizer(prompts, add_special_tokens=not generation.chat_template, return_attention_mask=False,
-                        return_token_type_ids=False)["input_ids"]
-    lengths = [len(seq) for seq in encoded]
-    plan = batches(lengths, settings["batch_size"], settings["length_grouping"])
+    encoded, lengths, plan = encoded_prompts(texts, tokenizer, settings, generation, labels)
     ends = end_tokens(model, tokenizer)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(ends, default=0)
     config = GenerationConfig(max_new_tokens=generation.max_new_tokens, do_sample=False, num_beams=1, use_cache=True,
                               pad_token_id=pad_id, eos_token_id=sorted(ends) or None)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     done = Generated()
-    try:
-        with torch.inference_mode():
-            for number, batch in enumerate(plan, start=1):
-                if on_batch is not None:
-                    on_batch(number, len(done.ids))
-                started = time.perf_counter()
-                width = max(lengths[i] for i in batch)
-                input_ids = np.full((len(batch), width), pad_id, dtype=np.int64)
-                mask = np.zeros((len(batch), width), dtype=np.int64)
-                for row, index in enumerate(batch):
-                    input_ids[row, width - lengths[index]:] = encoded[index]
-                    mask[row, width - lengths[index]:] = 1
-                clock = first_token_clock(sync)
-                out = model.generate(input_ids=torch.from_numpy(input_ids).to(device, non_blocking=True),
-                                     attention_mask=torch.from_numpy(mask).to(device, non_blocking=True),
-                                     generation_config=config, stopping_criteria=StoppingCriteriaList([clock]))
-                new = [trimmed(row, ends) for row in out[:, width:].cpu().tolist()]
-                ended = time.perf_counter()
-                done.texts.extend(tokenizer.batch_decode(new, skip_special_tokens=True))
-                done.tokens.extend(new)
-                done.ids.extend(ids[i] for i in batch)
-                done.shapes.append(([lengths[i] for i in batch], [len(row) for row in new]))
-                first = clock.at if clock.at is not None else ended
-                done.prefill_s.append(first - started)
-                done.decode_s.append(ended - first)
-        return done
-    except BaseException as exc:
-        traceback.clear_frames(exc.__traceback__)
-        raise PassFailure(exc, done) from exc
+
+    def step(batch: list[int]) -> None:
+        started = time.perf_counter()
+        width = max(lengths[i] for i in batch)
+        input_ids = np.full((len(batch), width), pad_id, dtype=np.int64)
+        mask = np.zeros((len(batch), width), dtype=np.int64)
+        for row, index in enumerate(batch):
+            input_ids[row, width - lengths[index]:] = encoded[index]
+            mask[row, width - lengths[index]:] = 1
+        clock = first_token_clock(sync)
+        out = model.generate(input_ids=torch.from_numpy(input_ids).to(device, non_blocking=True),
+                             attention_mask=torch.from_numpy(mask).to(device, non_blocking=True),
+                             generation_config=config, stopping_criteria=StoppingCriteriaList([clock]))
+        new = [trimmed(row, ends) for row in out[:, width:].cpu().tolist()]
+        ended = time.perf_counter()
+        first = clock.at if clock.at is not None else ended
+        done.add(tokenizer, [ids[i] for i in batch], [lengths[i] for i in batch], new, first - started, ended - first)
+
+    with torch.inference_mode():
+        return each_batch(plan, on_batch, step, lambda failed: done)
 
 
 def utilisation(config: dict, settings: dict, device, outputs, pass_s: float | None) -> dict:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import time
-import traceback
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -19,8 +18,7 @@ from pathlib import Path
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.generation import GenerationSettings
 from gpucost_mlflow.core.kinds.base import Work
-from gpucost_mlflow.execution.batching import batches
-from gpucost_mlflow.execution.outcome import PassFailure
+from gpucost_mlflow.execution.batching import each_batch
 from gpucost_mlflow.workloads import engine_cache
 from gpucost_mlflow.workloads.generation import child
 
@@ -103,41 +101,28 @@ def process(ids, texts, tokenizer, generator, settings, device, on_batch: Callab
     """Prompts, batches in the harness's order, each decoded greedily by the Generator to the protocol's new-token
     budget, its new tokens (end token included) decoded. On an exception it raises PassFailure carrying the outputs
     of the batches finished before."""
-    prompts = child.prompts_of(texts, tokenizer, settings["max_length"], generation, labels)
-    encoded = tokenizer(prompts, add_special_tokens=not generation.chat_template, return_attention_mask=False,
-                        return_token_type_ids=False)["input_ids"]
-    lengths = [len(seq) for seq in encoded]
-    plan = batches(lengths, settings["batch_size"], settings["length_grouping"])
+    encoded, lengths, plan = child.encoded_prompts(texts, tokenizer, settings, generation, labels)
     done = child.Generated()
-    try:
-        for number, batch in enumerate(plan, start=1):
-            if on_batch is not None:
-                on_batch(number, len(done.ids))
-            first: list[float] = []
 
-            def step(_result, first=first) -> bool:
-                if not first:
-                    first.append(time.perf_counter())
-                return False
+    def step(batch: list[int]) -> None:
+        first: list[float] = []
 
-            started = time.perf_counter()
-            results = generator.generate_batch(
-                [tokenizer.convert_ids_to_tokens(encoded[i]) for i in batch], max_length=generation.max_new_tokens,
-                sampling_topk=1, beam_size=1, include_prompt_in_result=False, end_token=ends or None,
-                return_end_token=True, callback=step)
-            new = [list(result.sequences_ids[0]) for result in results]
-            ended = time.perf_counter()
-            done.texts.extend(tokenizer.batch_decode(new, skip_special_tokens=True))
-            done.tokens.extend(new)
-            done.ids.extend(ids[i] for i in batch)
-            done.shapes.append(([lengths[i] for i in batch], [len(row) for row in new]))
-            at = first[0] if first else ended
-            done.prefill_s.append(at - started)
-            done.decode_s.append(ended - at)
-        return done
-    except BaseException as exc:
-        traceback.clear_frames(exc.__traceback__)
-        raise PassFailure(exc, done) from exc
+        def first_token(_result) -> bool:
+            if not first:
+                first.append(time.perf_counter())
+            return False
+
+        started = time.perf_counter()
+        results = generator.generate_batch(
+            [tokenizer.convert_ids_to_tokens(encoded[i]) for i in batch], max_length=generation.max_new_tokens,
+            sampling_topk=1, beam_size=1, include_prompt_in_result=False, end_token=ends or None,
+            return_end_token=True, callback=first_token)
+        new = [list(result.sequences_ids[0]) for result in results]
+        ended = time.perf_counter()
+        at = first[0] if first else ended
+        done.add(tokenizer, [ids[i] for i in batch], [lengths[i] for i in batch], new, at - started, ended - at)
+
+    return each_batch(plan, on_batch, step, lambda failed: done)
 
 
 def _utilisation(config: dict, settings: dict, device, convert_s: float | None, outputs, pass_s) -> dict:

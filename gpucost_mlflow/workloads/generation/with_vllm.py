@@ -9,7 +9,6 @@ outputs, so prefill and decode are not timed apart, and the empty cells say so.
 from __future__ import annotations
 
 import time
-import traceback
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -17,8 +16,7 @@ from pathlib import Path
 from gpucost_mlflow.core.inputs.generation import GenerationSettings
 from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.core.names import CONVERT_S, DECODE_S, PREFILL_S
-from gpucost_mlflow.execution.batching import batches
-from gpucost_mlflow.execution.outcome import PassFailure
+from gpucost_mlflow.execution.batching import each_batch
 from gpucost_mlflow.workloads.generation import child
 from gpucost_mlflow.workloads.generation.with_ctranslate2 import _end_tokens
 
@@ -62,31 +60,17 @@ def process(ids, texts, tokenizer, llm, settings, device, on_batch: Callable[[in
     On an exception it raises PassFailure carrying the outputs of the batches finished before."""
     import vllm
 
-    prompts = child.prompts_of(texts, tokenizer, settings["max_length"], generation, labels)
-    encoded = tokenizer(prompts, add_special_tokens=not generation.chat_template, return_attention_mask=False,
-                        return_token_type_ids=False)["input_ids"]
-    lengths = [len(seq) for seq in encoded]
-    plan = batches(lengths, settings["batch_size"], settings["length_grouping"])
+    encoded, lengths, plan = child.encoded_prompts(texts, tokenizer, settings, generation, labels)
     sampling = vllm.SamplingParams(temperature=0.0, max_tokens=generation.max_new_tokens, stop_token_ids=ends or None)
     done = child.Generated()
-    try:
-        for number, batch in enumerate(plan, start=1):
-            if on_batch is not None:
-                on_batch(number, len(done.ids))
-            started = time.perf_counter()
-            results = llm.generate([{"prompt_token_ids": encoded[i]} for i in batch], sampling, use_tqdm=False)
-            new = [list(result.outputs[0].token_ids) for result in results]
-            ended = time.perf_counter()
-            done.texts.extend(tokenizer.batch_decode(new, skip_special_tokens=True))
-            done.tokens.extend(new)
-            done.ids.extend(ids[i] for i in batch)
-            done.shapes.append(([lengths[i] for i in batch], [len(row) for row in new]))
-            done.prefill_s.append(ended - started)
-            done.decode_s.append(0.0)
-        return done
-    except BaseException as exc:
-        traceback.clear_frames(exc.__traceback__)
-        raise PassFailure(exc, done) from exc
+
+    def step(batch: list[int]) -> None:
+        started = time.perf_counter()
+        results = llm.generate([{"prompt_token_ids": encoded[i]} for i in batch], sampling, use_tqdm=False)
+        new = [list(result.outputs[0].token_ids) for result in results]
+        done.add(tokenizer, [ids[i] for i in batch], [lengths[i] for i in batch], new, time.perf_counter() - started, 0.0)
+
+    return each_batch(plan, on_batch, step, lambda failed: done)
 
 
 def _utilisation(config: dict, settings: dict, device, outputs, pass_s) -> dict:

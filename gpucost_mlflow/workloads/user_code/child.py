@@ -26,8 +26,7 @@ from gpucost_mlflow.core.errors import one_line
 from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.core.names import MFU_PADDED, MFU_USEFUL, USEFUL_FLOP_PER_S
-from gpucost_mlflow.execution.batching import batches
-from gpucost_mlflow.execution.outcome import PassFailure
+from gpucost_mlflow.execution.batching import batches, each_batch
 
 UNKNOWN_FLOPS = "FLOPs unknown for user code"
 
@@ -98,18 +97,15 @@ def process(ids, texts, tokenizer, state, settings, device, on_batch: Callable[[
     lengths = token_counts(tokenizer, texts, settings) if grouping == "sorted" else None
     plan = batches(lengths if lengths is not None else [0] * len(texts), settings["batch_size"], grouping)
     done = UserOutputs(texts=texts, lengths=lengths)
-    try:
-        for number, batch in enumerate(plan, start=1):
-            if on_batch is not None:
-                on_batch(number, len(done.ids))
-            result = infer(state, [texts[i] for i in batch])
-            done.kind = _checked(result, len(batch), number, done.kind)
-            done.outputs.extend(result)
-            done.ids.extend(ids[i] for i in batch)
-            done.plan.append(batch)
-        return done
-    except BaseException as exc:
-        raise PassFailure(exc, done) from exc
+
+    def step(batch: list[int]) -> None:
+        result = infer(state, [texts[i] for i in batch])
+        done.kind = _checked(result, len(batch), len(done.plan) + 1, done.kind)
+        done.outputs.extend(result)
+        done.ids.extend(ids[i] for i in batch)
+        done.plan.append(batch)
+
+    return each_batch(plan, on_batch, step, lambda failed: done)
 
 
 def _checked(result, expected: int, number: int, kind: str) -> str:
