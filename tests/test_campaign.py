@@ -25,7 +25,7 @@ from gpucost_mlflow.core.inputs.protocol import load_protocol
 from gpucost_mlflow.core.inputs.variants import load_variants
 from gpucost_mlflow.core.money.catalog import load_catalog
 from gpucost_mlflow.report.build import build
-from gpucost_mlflow.tracking import schema
+from gpucost_mlflow.tracking import experiments, schema
 from gpucost_mlflow.tracking import store as tracking_store
 from gpucost_mlflow.tracking.reader import attempts
 from tests.helpers import ROOT, VARIANTS, write_protocol
@@ -206,9 +206,12 @@ def test_a_campaign_rejudges_its_pending_passes_once_its_reference_passes(store,
     command[command.index("batch1,batch8")] = "batch8-bf16,batch8"
     reads, read_text = [], Path.read_text
     monkeypatch.setattr(Path, "read_text", lambda path, *a, **k: reads.append(path) or read_text(path, *a, **k))
+    locks, lock = [], experiments.lock
+    monkeypatch.setattr(experiments, "lock", lambda *a, **k: locks.append(a[2]) or lock(*a, **k))
     result = CliRunner().invoke(main, command[1:] + ["--passes", "1"])
     assert result.exit_code == 0, result.output
     assert reads.count(VARIANTS) == 1  # parsed once into a Declaration, handed down to every slot and pass
+    assert reads.count(protocol) == 1 and locks == ["camp"]  # read and locked by the campaign, once for its passes
     table, _ = attempts("camp")
     assert list(table["variant"]) == ["batch8-bf16", "batch8"]
     assert list(table["status"]) == ["accepted", "accepted"]  # bf16 ran first, pending, then judged

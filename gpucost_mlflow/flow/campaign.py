@@ -24,7 +24,8 @@ from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement import lanes as lane_rules
 from gpucost_mlflow.core.measurement.repetitions import timed_seconds
 from gpucost_mlflow.core.names import PASS_S
-from gpucost_mlflow.flow.launcher import PassRequest, PassResult, execute
+from gpucost_mlflow.flow.launcher import PassRequest, PassResult, execute, lock_series
+from gpucost_mlflow.flow.preparation import Locked
 from gpucost_mlflow.tracking import descriptions, experiments, schema, spool, store
 from gpucost_mlflow.tracking.campaign_run import CampaignRun, experiment_of_run
 from gpucost_mlflow.tracking.rejudge import Rejudged, rejudge
@@ -105,10 +106,12 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
         experiment_id, experiment_name = experiment_of_run(client, parent_from_mlflow_run)
     else:
         experiment_id, experiment_name = experiments.resolve(client, plan.experiment, create=True)
+    # Resolved and locked once, protocol and series alike, before the campaign run opens: its passes carry it.
+    locked = Locked(experiment_id, protocol, plan.protocol_path.read_text(encoding="utf-8"))
     if plan.resume:
-        opened = _resume(client, experiment_id, plan, protocol)
+        opened = _resume(client, experiment_name, plan, locked)
     else:
-        opened = _open(client, experiment_id, experiment_name, plan, protocol, parent_from_mlflow_run)
+        opened = _open(client, experiment_name, plan, locked, parent_from_mlflow_run)
 
     slots = rotated(opened.variants, opened.passes, protocol.seeds)
     existing = opened.attempts_by_slot()
@@ -128,7 +131,7 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
             variant = plan.declared.variant(slot.variant)
             display.on_pass_start(slot, lane_rules.batches(corpus_size, variant.batch_size, variant.lanes), None)
             try:
-                outcome = execute(_request(plan, opened, experiment_name, slot, state, variant, display))
+                outcome = execute(_request(plan, opened, experiment_name, slot, state, variant, display, locked))
             except GpucostError as exc:
                 raise _with_spool_hint(exc, opened.campaign_id, len(result.results), len(todo)) from None
             result.results.append((slot, outcome))
@@ -151,7 +154,7 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
     return result
 
 
-def _resume(client, experiment_id: str, plan: CampaignPlan, protocol: Protocol) -> CampaignRun:
+def _resume(client, experiment_name: str, plan: CampaignPlan, locked: Locked) -> CampaignRun:
     """The campaign run of plan.resume, running again: refused while its passes wait in the spool, or under
     another protocol."""
     waiting = spool.of_campaign(plan.resume)
@@ -160,18 +163,19 @@ def _resume(client, experiment_id: str, plan: CampaignPlan, protocol: Protocol) 
             f"{len(waiting)} pass(es) of campaign '{plan.resume}' wait in the spool {spool.spool_dir()}; "
             "run `gpucost sync` first, or resume would run their slots again"
         )
-    run, digest = CampaignRun.find(client, experiment_id, plan.resume)
-    if digest != protocol.digest:
+    run, digest = CampaignRun.find(client, locked.experiment_id, plan.resume)
+    if digest != locked.protocol.digest:
         raise GpucostError(f"campaign '{plan.resume}' ran under another protocol than {plan.protocol_path}; it cannot be resumed under this one")
+    _lock(client, experiment_name, plan, locked, list(run.variants))
     run.reopen()
     return run
 
 
-def _open(client, experiment_id: str, experiment_name: str, plan: CampaignPlan, protocol: Protocol,
-          parent_from_mlflow_run: str | None) -> CampaignRun:
+def _open(client, experiment_name: str, plan: CampaignPlan, locked: Locked, parent_from_mlflow_run: str | None
+          ) -> CampaignRun:
     """A new campaign run (or the `mlflow run` one) after checking the plan against the protocol: its params, tags
     and schedule.json."""
-    variants, passes = plan.variants, plan.passes
+    variants, passes, protocol, experiment_id = plan.variants, plan.passes, locked.protocol, locked.experiment_id
     if plan.stage == STAGE:
         most = (protocol.settle_max_passes or 0) - protocol.passes_per_variant
         if passes > most:
@@ -185,7 +189,7 @@ def _open(client, experiment_id: str, experiment_name: str, plan: CampaignPlan, 
         raise GpucostError(f"variant listed twice in {','.join(variants)}")
     for name in variants:
         plan.declared.variant(name)
-    experiments.lock(client, experiment_id, experiment_name, protocol, plan.protocol_path.read_text(encoding="utf-8"))
+    _lock(client, experiment_name, plan, locked, variants)
     campaign_id = "c" + uuid.uuid4().hex[:10]
     return CampaignRun.open(client, experiment_id, campaign_id, descriptions.campaign_name(campaign_id, variants),
                             variants, passes, protocol.digest, CACHE_POLICY,
@@ -193,8 +197,14 @@ def _open(client, experiment_id: str, experiment_name: str, plan: CampaignPlan, 
                             plan.tags)
 
 
+def _lock(client, experiment_name: str, plan: CampaignPlan, locked: Locked, variants: list[str]) -> None:
+    """The experiment locked to the protocol and to the series of the campaign's variants, once for all its passes."""
+    experiments.lock(client, locked.experiment_id, experiment_name, locked.protocol, locked.protocol_text)
+    lock_series(client, locked.experiment_id, experiment_name, plan.declared, variants)
+
+
 def _request(plan: CampaignPlan, opened: CampaignRun, experiment_name: str, slot: Slot, state: SlotState, variant: Variant,
-             display: Display) -> PassRequest:
+             display: Display, locked: Locked) -> PassRequest:
     """One slot's pass, nested under the campaign run and tagged with its place in the rotation."""
     tags = {schema.ROUND: slot.round, schema.POSITION: slot.position, schema.SLOT: slot.key,
             schema.ATTEMPT: state.attempts + 1, schema.CACHE_POLICY: CACHE_POLICY, **plan.tags}
@@ -214,6 +224,7 @@ def _request(plan: CampaignPlan, opened: CampaignRun, experiment_name: str, slot
         slot_tags=tags,
         on_child_start=display.on_child_start,
         seed=slot.seed if slot.seed is not None else DEFAULT_SEED,
+        locked=locked,
     )
 
 

@@ -19,6 +19,7 @@ from mlflow.entities import Run, RunTag
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import one_line
+from gpucost_mlflow.core.inputs.variants import Declaration
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.measurement.board import starved
@@ -62,15 +63,15 @@ def execute(request: PassRequest) -> PassResult:
     store.bound_http_retries()
     store.check()
     client = store.client()
-    experiment_id, experiment_name = experiments.resolve(client, request.experiment, create=True)
-    locked_now = experiments.lock(client, experiment_id, experiment_name, prepared.protocol, prepared.protocol_text)
-    if request.role == "benchmark":
+    if request.locked is not None:  # its campaign resolved the experiment and locked protocol and series, once
+        experiment_id, experiment_name, locked_now = request.locked.experiment_id, request.experiment, False
+    else:
+        experiment_id, experiment_name = experiments.resolve(client, request.experiment, create=True)
+        locked_now = experiments.lock(client, experiment_id, experiment_name, prepared.protocol, prepared.protocol_text)
+        lock_series(client, experiment_id, experiment_name, request.declared, [request.variant.name])
+    if request.role == "benchmark":  # every pass's corpus is checked against the experiment's: the file may change
         experiments.lock_corpus(client, experiment_id, experiment_name, prepared.manifest["corpus"]["fingerprint"],
                                 prepared.protocol.corpus_fingerprint)
-    if request.variant.series:
-        series = request.declared.series[request.variant.series]
-        experiments.lock_series(client, experiment_id, experiment_name,
-                                series.declaration(request.declared.variants))
     with tempfile.TemporaryDirectory(prefix="gpucost-pass-") as temp:
         run = pass_run.open_run(client, experiment_id, request.variant.name, request.parent_run_id)
         beat = heartbeat.Heartbeat(client, run.info.run_id).start()
@@ -84,6 +85,13 @@ def execute(request: PassRequest) -> PassResult:
     if interrupted:
         raise KeyboardInterrupt
     return result
+
+
+def lock_series(client, experiment_id: str, experiment_name: str, declared: Declaration, names: list[str]) -> None:
+    """Lock, on the experiment, each series these variants belong to, as the variants file declares it."""
+    for series in dict.fromkeys(declared.variant(name).series for name in names if declared.variant(name).series):
+        experiments.lock_series(client, experiment_id, experiment_name,
+                                declared.series[series].declaration(declared.variants))
 
 
 def close_unrecorded(client, run_id: str, exc: BaseException) -> None:

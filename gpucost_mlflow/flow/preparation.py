@@ -25,6 +25,16 @@ from gpucost_mlflow.flow import workloads
 from gpucost_mlflow.tracking import schema
 
 
+@dataclass(frozen=True)
+class Locked:
+    """What a campaign resolved and locked once for all its passes: the experiment, and the protocol it locked (parsed,
+    with the text its digest is taken over). A pass carrying it neither reads the protocol file nor locks again."""
+
+    experiment_id: str
+    protocol: Protocol
+    protocol_text: str
+
+
 @dataclass
 class PassRequest:
     """What the user asked for, paths already resolved."""
@@ -44,6 +54,7 @@ class PassRequest:
     on_child_start: Callable[[Path], None] | None = None
     repeat: bool = True  # a confirmation pass repeats its clock for confirmation.min_s unless it only gives outputs
     seed: int = DEFAULT_SEED  # the seed its child runs with: one of the protocol's seeds (core/judging/seeds.py)
+    locked: Locked | None = None  # a campaign's pass: the experiment and protocol its campaign resolved and locked
 
 
 @dataclass
@@ -95,7 +106,7 @@ def prepare(request: PassRequest) -> Prepared:
     if request.role not in schema.ROLES:
         raise GpucostError(f"unknown role '{request.role}'; valid roles: {', '.join(schema.ROLES)}")
     faults.parse(os.environ.get(faults.ENV, ""))
-    protocol = load_protocol(request.protocol_path)
+    protocol = request.locked.protocol if request.locked else load_protocol(request.protocol_path)
     reference = request.declared.variant(protocol.acceptance.reference_variant)
     described = workloads.describe(request.variant, request.declared.path, request.model_path, protocol)
     labelled = request.role in ("benchmark", schema.CONFIRMATION_ROLE)
@@ -151,5 +162,5 @@ def prepare(request: PassRequest) -> Prepared:
     if request.variant.lanes > 1:
         layout = lanes.layout(request.variant.lanes, device)
         manifest["lanes"] = lanes.manifest_record(corpus.rows, layout)
-    text = request.protocol_path.read_text(encoding="utf-8")
+    text = request.locked.protocol_text if request.locked else request.protocol_path.read_text(encoding="utf-8")
     return Prepared(manifest, corpus, protocol, text, reference, layout)
