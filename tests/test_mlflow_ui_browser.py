@@ -21,7 +21,8 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.names import PASS_S
-from gpucost_mlflow.tracking import descriptions, schema, ui
+from gpucost_mlflow.report import decision_text
+from gpucost_mlflow.tracking import schema, ui
 from gpucost_mlflow.tracking.ui import LOCAL_UI
 from tests.browser import chromium, keep
 from tests.helpers import VARIANTS, write_protocol
@@ -125,7 +126,7 @@ def _decision_run_page_shows_its_description(served, tmp_path):
     assert note, "the decision run has no description (mlflow.note.content)"
     dom = _show(tmp_path, f"{server.uri}/{ui.run_path(decision.info.experiment_id, decision.info.run_id)}",
                 "decision-run")
-    assert decision.info.run_name in _text(dom) and len(decision.info.run_name) <= descriptions.DECISION_NAME
+    assert decision.info.run_name in _text(dom) and len(decision.info.run_name) <= decision_text.DECISION_NAME
     found = re.search(r'data-testid="note-editor-preview-content"[^>]*>(.*?)</div>', dom, re.DOTALL)
     assert found, f"no description on the decision run's page: {_text(dom)[:3000]}"
     shown = _text(found.group(1))

@@ -15,7 +15,7 @@ from gpucost_mlflow.core.judging.preview import preview
 from gpucost_mlflow.core.measurement.stats import Durations
 from gpucost_mlflow.core.money.choice import Choice, choose
 from gpucost_mlflow.core.money.decision import Assessment, Configuration
-from gpucost_mlflow.report import short
+from gpucost_mlflow.report import decision_text, short
 from gpucost_mlflow.tracking import (
     decision_run,
     descriptions,
@@ -72,15 +72,15 @@ def _assessment(variant: str, committed: str | None) -> Assessment:
 @pytest.mark.unit
 def test_the_decision_run_is_named_for_the_chosen_configuration_or_the_reason_there_is_none():
     chosen = Choice([_assessment("batch8", "110.00")])
-    assert descriptions.decision_name(chosen, example_prices=False) == "batch8 · chosen"
-    assert descriptions.decision_name(chosen, example_prices=True) == "batch8 · chosen · what-if"
-    assert descriptions.decision_name(chosen, True, what_if_protocol=True) == "batch8 · chosen · what-if protocol"
+    assert decision_text.decision_name(chosen, example_prices=False) == "batch8 · chosen"
+    assert decision_text.decision_name(chosen, example_prices=True) == "batch8 · chosen · what-if"
+    assert decision_text.decision_name(chosen, True, what_if_protocol=True) == "batch8 · chosen · what-if protocol"
     tied = Choice([_assessment("batch4", "110.00"), _assessment("batch8", "110.00")])
-    assert descriptions.decision_name(tied, False) == "batch4 +1 · tied"
-    assert descriptions.decision_name(choose([]), False) == "no benchmark pass in this experiment · no decision"
+    assert decision_text.decision_name(tied, False) == "batch4 +1 · tied"
+    assert decision_text.decision_name(choose([]), False) == "no benchmark pass in this experiment · no decision"
     unpriced = _assessment("batch8", None)
     unpriced.priced = "not priced: NVIDIA B200 has no package"
-    assert descriptions.decision_name(choose([unpriced]), False) == "nothing priced · no decision"
+    assert decision_text.decision_name(choose([unpriced]), False) == "nothing priced · no decision"
 
 
 @pytest.mark.unit
@@ -88,12 +88,12 @@ def test_a_decision_run_name_fits_sixty_characters_with_the_reports_short_names(
     variants = ["batch64-bf16-lengthgrouped", "batch8-lengthgrouped", "batch8-bf16", "batch4", "batch1", "batch8"]
     tie = Choice([_assessment(v, "0.50") for v in variants])
     named = short.names([a.configuration for a in tie.chosen]).of
-    assert descriptions.decision_name(tie, True, named=named) == "batch64-bf16-lg +5 · tied · what-if"
+    assert decision_text.decision_name(tie, True, named=named) == "batch64-bf16-lg +5 · tied · what-if"
     long = Choice([_assessment("batch64-bf16-lengthgrouped-compiled-" + "x" * 60, "1.00")] * 6)
-    for name in (descriptions.decision_name(long, True, True), descriptions.decision_name(tie, True, True)):
-        assert len(name) <= descriptions.DECISION_NAME and name.endswith(" · what-if protocol")
-    assert descriptions.decision_name(long, False).endswith(" +5 · tied")
-    assert len(descriptions.decision_name(choose([]), True, True)) <= descriptions.DECISION_NAME
+    for name in (decision_text.decision_name(long, True, True), decision_text.decision_name(tie, True, True)):
+        assert len(name) <= decision_text.DECISION_NAME and name.endswith(" · what-if protocol")
+    assert decision_text.decision_name(long, False).endswith(" +5 · tied")
+    assert len(decision_text.decision_name(choose([]), True, True)) <= decision_text.DECISION_NAME
 
 
 @pytest.mark.unit
@@ -294,7 +294,7 @@ def test_after_a_campaign_and_its_report_every_run_has_a_unique_name_and_a_descr
     assert schema.SUPERSEDED_BY not in decided.data.tags
     name = decided.info.run_name
     assert (" · tied" in name or " · chosen" in name) and name.endswith(" · what-if")
-    assert len(name) <= descriptions.DECISION_NAME
+    assert len(name) <= decision_text.DECISION_NAME
     chosen = decided.data.tags[schema.DECISION_VARIANT].split(" or ")  # two configurations at one cost may tie
     assert set(chosen) <= {"batch1", "batch8"} and chosen[0] in name
     currency = decided.data.tags[schema.DECISION_CURRENCY].lower()

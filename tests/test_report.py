@@ -122,6 +122,8 @@ def test_report_command_writes_four_files_and_logs_a_decision_run(experiment, tm
     assert {a.path for a in client.list_artifacts(runs[0].info.run_id)} == {"report.md", "report.html", "attempts.csv",
                                                                             "balance.csv", "cost-volume.png", "durations.png",
                                                                             "memory.png"}
+    note = runs[0].data.tags["mlflow.note.content"]  # the description names every file the run holds
+    assert all(f"`{name}`" in note for name in ("report.html", "cost-volume.png", "durations.png", "memory.png"))
 
 
 def test_report_strings_from_runs_are_escaped_in_html(experiment):

@@ -19,12 +19,21 @@ from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.money.catalog import Catalog, dated
 from gpucost_mlflow.core.money.choice import Choice, break_evens, choose, decide, doubt, hold
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, Assessment, Configuration, assess, feasibility
-from gpucost_mlflow.report import alternatives, confirmations, model, plots, render, short, standing, tables
+from gpucost_mlflow.report import (
+    alternatives,
+    confirmations,
+    decision_text,
+    model,
+    plots,
+    render,
+    short,
+    standing,
+    tables,
+)
 from gpucost_mlflow.report.bill import bill_lines
 from gpucost_mlflow.tracking import (
     campaign_run,
     decision_run,
-    descriptions,
     exclusions,
     experiments,
     limits,
@@ -251,7 +260,7 @@ def log(experiment: str, report: model.Report, paths: dict[str, Path], client: M
     ids = [cid for cid in dict.fromkeys(report.attempts["campaign_id"].fillna("")) if cid] if len(report.attempts) else []
     campaigns = decision_run.campaign_runs(client, experiment_id, ids)
     outside = int((report.attempts["campaign_id"].fillna("") == "").sum()) if len(report.attempts) else 0
-    note = descriptions.decision_note(report.decision, choice, report.assessments, campaigns, experiment_id, outside,
+    note = decision_text.decision_note(report.decision, choice, report.assessments, campaigns, experiment_id, outside,
                                       report.protocol_digest, report.catalog, report.example_prices,
                                       what_if=report.what_if, what_if_digest=report.what_if_digest,
                                       standings={a.configuration.name: standing.role(a, choice)
@@ -271,7 +280,7 @@ def log(experiment: str, report: model.Report, paths: dict[str, Path], client: M
                                                   found.in_doubt if found else None))
     params = {schema.DECISION_CATALOG: report.catalog[:limits.PARAM_VALUE], schema.DECISION_DEADLINE: report.deadline,
               schema.DECISION_EXPERIMENT: experiment}
-    name = descriptions.decision_name(choice, report.example_prices, bool(report.what_if), named)
+    name = decision_text.decision_name(choice, report.example_prices, bool(report.what_if), named)
     run_id = decision_run.log_decision(client, experiment_id, name, report.what_if_digest or report.protocol_digest,
                                        tags, params, metrics, list(paths.values()), _standings(report))
     decision_run.price(client, experiment_id, _committed(report))
@@ -299,6 +308,6 @@ def _standings(report: model.Report) -> dict[str, str]:
         return {}
     found = {}
     for a in report.assessments:
-        word = descriptions.standing(standing.role(a, report.choice), report.example_prices)
+        word = decision_text.standing(standing.role(a, report.choice), report.example_prices)
         found.update(dict.fromkeys(tables.rows_of(report.attempts, a.configuration)["run_id"], word))
     return found

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timezone
 
 from gpucost_mlflow.core.inputs.protocol import Protocol
@@ -17,19 +17,13 @@ from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.measurement.overlap import describe as describe_overlap
-from gpucost_mlflow.core.money import costs
-from gpucost_mlflow.core.money.choice import Choice
-from gpucost_mlflow.core.money.decision import Assessment, Configuration
 from gpucost_mlflow.core.names import MACRO_F1, PASS_S, REPETITIONS
 from gpucost_mlflow.tracking import exclusion_record, limits, schema, ui
 
 SEP = " · "
 SHORT = 100  # a short tag value: short enough for the UI's tag list; the description holds the whole reason
 NAME = 200
-DECISION_NAME = 60  # a decision run's name: its title and the runs table's cell show it whole
 NOTE = limits.TAG_VALUE  # a description is a tag: kept under the tag value limit MLflow checks
-WHAT_IF = "what-if"  # ends the name of a decision priced with example prices
-WHAT_IF_PROTOCOL = "what-if protocol"
 
 
 def short(text: str, limit: int = SHORT) -> str:
@@ -47,7 +41,7 @@ def short(text: str, limit: int = SHORT) -> str:
     return f"{head} … {end}"
 
 
-def _bounded(lines: Sequence[str]) -> str:
+def bounded(lines: Sequence[str]) -> str:
     text = "\n".join(lines)
     return text if len(text) <= NOTE else text[: NOTE - 2] + " …"
 
@@ -56,12 +50,12 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|")
 
 
-def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+def markdown_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     return lines + ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
 
 
-def _number(value: float | None, digits: int, unit: str = "") -> str:
+def number(value: float | None, digits: int, unit: str = "") -> str:
     return "(empty)" if value is None else f"{value:,.{digits}f}{unit}"
 
 
@@ -86,42 +80,7 @@ def campaign_name(campaign_id: str, variants: Sequence[str]) -> str:
     return short(f"campaign {campaign_id}: {', '.join(variants)}", NAME)
 
 
-def _chosen(choice: Choice) -> str:
-    if not choice.decided:
-        return f"none ({choice.none})"
-    return " or ".join(a.configuration.name for a in choice.chosen)
-
-
-def _decision_head(choice: Choice) -> str:
-    return "decision (tied)" if len(choice.chosen) > 1 else "decision"
-
-
-def decision_name(choice: Choice, example_prices: bool, what_if_protocol: bool = False,
-                  named: Callable[[Configuration], str] | None = None) -> str:
-    """At most DECISION_NAME characters, so the runs table and the run's title show it whole, and starting with what
-    tells two decisions apart: `batch8 · chosen`, `batch64-bf16-lg +5 · tied · what-if`, `batch16-lg +2 · undecided`,
-    `nothing priced · no decision`. named gives a configuration's short name (the report's, device left out when all
-    share it; the variant alone by default); `what-if` ends the name of a decision priced with example prices or made
-    under a what-if protocol."""
-    named = named or (lambda config: config.label)
-    ending = f"{SEP}{WHAT_IF_PROTOCOL}" if what_if_protocol else (f"{SEP}{WHAT_IF}" if example_prices else "")
-    group = choice.chosen or choice.undecided
-    if not group:
-        tail = f"{SEP}no decision{ending}"
-        return short(choice.none, DECISION_NAME - len(tail)) + tail
-    state = "chosen" if len(choice.chosen) == 1 else "tied" if choice.chosen else "undecided"
-    more = f" +{len(group) - 1}" if len(group) > 1 else ""
-    tail = f"{more}{SEP}{state}{ending}"
-    return f"{short(named(group[0].configuration), DECISION_NAME - len(tail))}{tail}"
-
-
 # Short tags ------------------------------------------------------------------------------------------------
-
-def standing(role: str, example_prices: bool) -> str:
-    """A pass's `gpucost.standing`: its configuration's role in the latest decision, `chosen · what-if` when that
-    decision was priced with example prices."""
-    return f"{role}{SEP}{WHAT_IF}" if example_prices else role
-
 
 def missing_tags(missing: dict[str, str]) -> dict[str, str]:
     """`gpucost.missing.<metric>` = the short reason a measurement is absent from the pass."""
@@ -165,10 +124,10 @@ def pass_note(tags: dict, metrics: dict) -> str:
         lines += [short(reason, 400), ""]
     if status == Status.RUNNING:
         return "\n".join(lines + ["The pass is running; this description is completed when it ends."])
-    lines += _table([PASS_S, main, schema.ACCEPTED, "inputs/s", "tokens/s"], [[
-        _number(metrics.get(PASS_S), 3, " s"), _number(metrics.get(main), 4),
-        _number(metrics.get(schema.ACCEPTED), 0), _number(metrics.get(schema.INPUTS_PER_S), 1),
-        _number(metrics.get(schema.TOKENS_PER_S), 0)]]) + [""]
+    lines += markdown_table([PASS_S, main, schema.ACCEPTED, "inputs/s", "tokens/s"], [[
+        number(metrics.get(PASS_S), 3, " s"), number(metrics.get(main), 4),
+        number(metrics.get(schema.ACCEPTED), 0), number(metrics.get(schema.INPUTS_PER_S), 1),
+        number(metrics.get(schema.TOKENS_PER_S), 0)]]) + [""]
     facts = []
     if tags.get(schema.CAMPAIGN_ID):
         where = (f"campaign `{tags[schema.CAMPAIGN_ID]}`, round {tags.get(schema.ROUND, '?')}, position "
@@ -215,7 +174,7 @@ def pass_note(tags: dict, metrics: dict) -> str:
     files = (f"`{schema.PREDICTIONS}` (every prediction), `{schema.PREVIEW}` (failed predictions first, then a "
              f"sample), `{schema.VERDICT}`, `{schema.MANIFEST}`")
     facts.append(f"**Files:** {files}")
-    return _bounded(lines + [f"- {fact}" for fact in facts])
+    return bounded(lines + [f"- {fact}" for fact in facts])
 
 
 def _median(values: list[float]) -> float | None:
@@ -254,8 +213,8 @@ def campaign_note(campaign_id: str, variants: Sequence[str], passes: int, attemp
         statuses = {s: sum(1 for a in mine if a["status"] == s) for s in dict.fromkeys(a["status"] for a in mine)}
         median = _median(_durations(attempts, variant))
         rows.append([variant, f"{len(mine)} of {passes}",
-                     ", ".join(f"{n} {s}" for s, n in statuses.items()) or "none yet", _number(median, 3, " s")])
-    lines += _table(["variant", "finished", "statuses", "median pass_s"], rows) + [""]
+                     ", ".join(f"{n} {s}" for s, n in statuses.items()) or "none yet", number(median, 3, " s")])
+    lines += markdown_table(["variant", "finished", "statuses", "median pass_s"], rows) + [""]
     for name, why in (skipped or {}).items():
         lines.append(f"- **Not tried:** {name} ({short(why, 240)})")
     if overhead_s_per_pass is not None:
@@ -264,7 +223,7 @@ def campaign_note(campaign_id: str, variants: Sequence[str], passes: int, attemp
                  f"`{schema.VARIANT}`. The metrics `{schema.MEDIAN_PASS_S_PREFIX}<variant>`, `{schema.PASSES_FINISHED}` "
                  f"and `{schema.PASSES_ACCEPTED}` are logged once, when the campaign finishes; this table follows "
                  "the passes as they finish.")
-    return _bounded(lines)
+    return bounded(lines)
 
 
 def experiment_note(protocol: Protocol) -> str:
@@ -291,46 +250,7 @@ def experiment_note(protocol: Protocol) -> str:
         f"- **Digest:** `{protocol.digest}`",
         "", runs,
     ]
-    return _bounded(lines)
-
-
-def _balance_row(a: Assessment, standing_word: str) -> list[str]:
-    c = a.configuration
-    committed = costs.money(a.committed, a.currency) if a.committed is not None else short(a.priced, 80)
-    feasible = (f"yes, {a.unstable}" if a.unstable else "yes") if a.feasible else f"no: {short(a.feasibility, 80)}"
-    return [c.name, standing_word or "-", feasible,
-            _number(c.durations.median, 3, " s"), _number(a.forecast_hours, 1, " h"), committed,
-            short(a.deadline_status, 60) or "-"]
-
-
-def decision_note(decision: str, choice: Choice, assessments: Sequence[Assessment], campaigns: dict[str, str],
-                  experiment_id: str, outside: int, protocol_digest: str, catalog: str, example_prices: bool,
-                  what_if: str = "", what_if_digest: str = "", standings: dict[str, str] | None = None) -> str:
-    """The decision run's description: the decision note, the balance in short (one row per configuration, with its
-    standing by configuration name: report/standing.py's words), the campaigns it read (links to their runs) and what
-    it was priced with; a what-if protocol says so first."""
-    head = f"{_decision_head(choice).capitalize()}: {_chosen(choice)}"
-    lines = [f"### {WHAT_IF_PROTOCOL.capitalize()}: {head[0].lower()}{head[1:]}" if what_if else f"### {head}", "",
-             decision, ""]
-    if what_if:
-        lines += [(f"**What-if:** decided under {what_if} (`{what_if_digest[:12]}`), not the protocol locked on the "
-                   f"experiment (`{protocol_digest[:12]}`)."), ""]
-    if example_prices:
-        lines += [f"**What-if:** priced with example prices ({catalog}), not a provider's quote.", ""]
-    if assessments:
-        lines += _table(["configuration", "standing", "feasible", "median pass_s", "forecast", "committed", "deadline"],
-                        [_balance_row(a, (standings or {}).get(a.configuration.name, "")) for a in assessments]) + [""]
-    read = [f"[{cid}]({ui.run_path(experiment_id, run_id)})" if run_id else f"`{cid}`"
-            for cid, run_id in campaigns.items()]
-    lines.append(f"- **Campaigns read:** {', '.join(read) or 'none'}"
-                 + (f"; {outside} pass(es) outside any campaign" if outside else ""))
-    lines.append(f"- **Passes:** [{ui.PASSES_VIEW_NAME}]({ui.runs_path(experiment_id)}), each with its "
-                 f"configuration's standing in the latest decision (`{schema.STANDING}`)")
-    lines.append(f"- **Protocol:** `{protocol_digest[:12]}`; **catalog:** {catalog}")
-    lines.append("- **Files:** `report.html` (the full report), `report.md`, `attempts.csv`, `balance.csv`, "
-                 f"`{schema.COST_VOLUME_FIGURE}` (committed cost against volume), `{schema.DURATIONS_FIGURE}` (every "
-                 "pass's duration)")
-    return _bounded(lines)
+    return bounded(lines)
 
 
 SUPERSEDED = "**Superseded**"
@@ -344,4 +264,4 @@ def superseded_note(note: str, by_run_id: str, by_name: str, experiment_id: str,
     when = (at or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%MZ")
     line = (f"{SUPERSEDED} at {when} by the decision run [{by_run_id[:8]}]({ui.run_path(experiment_id, by_run_id)}) "
             f"(`{by_name}`): this decision is kept for the record; the newest decision run is the current one.")
-    return _bounded([line, "", note])
+    return bounded([line, "", note])
