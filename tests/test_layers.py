@@ -154,9 +154,6 @@ WIDE_FUNCTIONS = {
     "workloads/classification/demo_inputs.py:build_corpus": 9,
     "workloads/classification/training.py:_train": 10,
     "workloads/classification/training.py:train_classifier": 13,
-    "workloads/generation/child.py:process": 9,
-    "workloads/generation/with_ctranslate2.py:process": 10,
-    "workloads/generation/with_vllm.py:process": 10,
 }
 
 

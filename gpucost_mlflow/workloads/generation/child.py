@@ -137,7 +137,7 @@ def load(spec, device) -> Work:
         raise GpucostError(f"{folder}: the tokenizer has no chat template, and generation.chat_template is true")
     model = models.load_causal_lm(folder, device, settings["precision"], settings["quantization"],
                                   settings["attention"], settings["compile"])
-    return Work(tokenizer, model, partial(process, generation=generation, labels=extra.get("labels", [])),
+    return Work(tokenizer, model, partial(process, prompting=Prompting(generation, extra.get("labels", []))),
                 partial(utilisation, model.config.to_dict(), settings, device), export, empty=Generated)
 
 
@@ -188,11 +188,22 @@ def first_token_clock(sync: Callable[[], None]):
     return FirstToken()
 
 
-def encoded_prompts(texts: list[str], tokenizer, settings: dict, generation: GenerationSettings,
-                    labels: list[str]) -> tuple[list[list[int]], list[int], list[list[int]]]:
+@dataclass(frozen=True)
+class Prompting:
+    """What a generation pass asks of every input beyond the harness's settings: the protocol's task, the labels its
+    prompt may offer, and the end tokens an engine stops at (torch reads them off its model)."""
+
+    generation: GenerationSettings
+    labels: list[str]
+    ends: list[int] = field(default_factory=list)
+
+
+def encoded_prompts(texts: list[str], tokenizer, settings: dict, prompting: Prompting
+                    ) -> tuple[list[list[int]], list[int], list[list[int]]]:
     """Every input's prompt as token ids (the chat template's own special tokens, or the tokenizer's), their lengths
     and the harness's batch plan over them: the same for every engine."""
-    prompts = prompts_of(texts, tokenizer, settings["max_length"], generation, labels)
+    generation = prompting.generation
+    prompts = prompts_of(texts, tokenizer, settings["max_length"], generation, prompting.labels)
     encoded = tokenizer(prompts, add_special_tokens=not generation.chat_template, return_attention_mask=False,
                         return_token_type_ids=False)["input_ids"]
     lengths = [len(seq) for seq in encoded]
@@ -200,7 +211,7 @@ def encoded_prompts(texts: list[str], tokenizer, settings: dict, generation: Gen
 
 
 def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[int, int], None] | None = None, *,
-            generation: GenerationSettings, labels: list[str]) -> Generated:
+            prompting: Prompting) -> Generated:
     """Prompts, batches in the harness's order, each left-padded to its longest prompt, transferred, generated
     greedily with the KV cache, brought to the host and decoded. On an exception it raises PassFailure carrying the
     outputs of the batches finished before."""
@@ -208,7 +219,8 @@ def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[
     import torch
     from transformers import GenerationConfig, StoppingCriteriaList
 
-    encoded, lengths, plan = encoded_prompts(texts, tokenizer, settings, generation, labels)
+    generation = prompting.generation
+    encoded, lengths, plan = encoded_prompts(texts, tokenizer, settings, prompting)
     ends = end_tokens(model, tokenizer)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(ends, default=0)
     config = GenerationConfig(max_new_tokens=generation.max_new_tokens, do_sample=False, num_beams=1, use_cache=True,

@@ -65,7 +65,7 @@ def load(spec, device) -> Work:
                                       compute_type=record["options"]["compute_type"])
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     ends = _end_tokens(folder, tokenizer)
-    return Work(tokenizer, generator, partial(process, generation=generation, labels=extra.get("labels", []), ends=ends),
+    return Work(tokenizer, generator, partial(process, prompting=child.Prompting(generation, extra.get("labels", []), ends)),
                 partial(_utilisation, config, settings, device, convert_s), child.export,
                 memory=partial(memory.outside_torch, "ctranslate2"), empty=child.Generated)
 
@@ -97,11 +97,12 @@ def _end_tokens(folder: Path, tokenizer) -> list[int]:
 
 
 def process(ids, texts, tokenizer, generator, settings, device, on_batch: Callable[[int, int], None] | None = None, *,
-            generation: GenerationSettings, labels: list[str], ends: list[int]) -> child.Generated:
+            prompting: child.Prompting) -> child.Generated:
     """Prompts, batches in the harness's order, each decoded greedily by the Generator to the protocol's new-token
     budget, its new tokens (end token included) decoded. On an exception it raises PassFailure carrying the outputs
     of the batches finished before."""
-    encoded, lengths, plan = child.encoded_prompts(texts, tokenizer, settings, generation, labels)
+    generation, ends = prompting.generation, prompting.ends
+    encoded, lengths, plan = child.encoded_prompts(texts, tokenizer, settings, prompting)
     done = child.Generated()
 
     def step(batch: list[int]) -> None:

@@ -50,17 +50,18 @@ def load(spec, device) -> Work:
                    enforce_eager=chosen["enforce_eager"], gpu_memory_utilization=chosen["gpu_memory_utilization"])
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     ends = _end_tokens(folder, tokenizer)
-    return Work(tokenizer, llm, partial(process, generation=generation, labels=extra.get("labels", []), ends=ends),
+    return Work(tokenizer, llm, partial(process, prompting=child.Prompting(generation, extra.get("labels", []), ends)),
                 partial(_utilisation, config, settings, device), child.export, memory=partial(memory.outside_torch, "vllm"), empty=child.Generated)
 
 
 def process(ids, texts, tokenizer, llm, settings, device, on_batch: Callable[[int, int], None] | None = None, *,
-            generation: GenerationSettings, labels: list[str], ends: list[int]) -> child.Generated:
+            prompting: child.Prompting) -> child.Generated:
     """Prompts, batches in the harness's order, each one greedy `generate` call to the protocol's new-token budget.
     On an exception it raises PassFailure carrying the outputs of the batches finished before."""
     import vllm
 
-    encoded, lengths, plan = child.encoded_prompts(texts, tokenizer, settings, generation, labels)
+    generation, ends = prompting.generation, prompting.ends
+    encoded, lengths, plan = child.encoded_prompts(texts, tokenizer, settings, prompting)
     sampling = vllm.SamplingParams(temperature=0.0, max_tokens=generation.max_new_tokens, stop_token_ids=ends or None)
     done = child.Generated()
 
