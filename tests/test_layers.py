@@ -144,7 +144,6 @@ WIDE_FUNCTIONS = {
     "core/inputs/manifest.py:build_manifest": 9,
     "core/money/decision.py:assess": 13,
     "core/money/forecast.py:forecast": 9,
-    "execution/runner.py:_after_pass": 9,
     "execution/runner.py:measure": 12,
     "report/build.py:build": 11,
     "report/decision_text.py:decision_note": 12,

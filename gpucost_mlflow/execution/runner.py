@@ -208,7 +208,7 @@ def measure_corpus(spec: PassSpec, loaded: Loaded, corpus_path: str, workdir: Pa
     outcome.merge(board_state.state_fields(board, state_before, state_after, outcome.measured_from_epoch_s,
                                       outcome.measured_until_epoch_s, measured_s))
     outcome.clock_started_ns, outcome.clock_stopped_ns = clock.started_ns, clock.stopped_ns
-    _after_pass(outcome, work, predictions, device, out_of_memory, events, probe, facts, repeats.count)
+    _after_pass(outcome, loaded, predictions, out_of_memory, events, probe, facts, repeats.count)
     outcome.export_s = _export(work, workdir, predictions, fault, sync)
     if outcome.completed:
         outcome.merge(repetitions.compared(repeats, measured_s, work, workdir, fault))
@@ -239,12 +239,13 @@ def _failed(outcome: PassOutcome, failure: PassFailure, work) -> tuple[object, b
     return predictions, out_of_memory
 
 
-def _after_pass(outcome: PassOutcome, work, predictions, device, out_of_memory: bool, events, probe, facts,
+def _after_pass(outcome: PassOutcome, loaded: Loaded, predictions, out_of_memory: bool, events, probe, facts,
                 repetitions: int = 1) -> None:
     """What is read once the clock stopped: entries completed, memory peaks (after releasing the cache an out of
     memory left), utilisation, energy and the device-event time (the last two per corpus: over the repetitions)."""
     from gpucost_mlflow.execution import energy, memory, timing  # deferred: imports torch
 
+    work, device = loaded.work, loaded.device
     if out_of_memory:
         memory.release(device)
     outcome.completed_entries = len(predictions.ids)
