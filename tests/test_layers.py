@@ -146,7 +146,6 @@ WIDE_FUNCTIONS = {
     "core/money/forecast.py:forecast": 9,
     "execution/runner.py:measure": 12,
     "report/build.py:build": 11,
-    "report/decision_text.py:decision_note": 12,
     "tracking/campaign_run.py:open": 11,
     "tracking/decision_run.py:log_decision": 9,
     "tracking/writer.py:start_tags": 10,

@@ -260,11 +260,7 @@ def log(experiment: str, report: model.Report, paths: dict[str, Path], client: M
     ids = [cid for cid in dict.fromkeys(report.attempts["campaign_id"].fillna("")) if cid] if len(report.attempts) else []
     campaigns = decision_run.campaign_runs(client, experiment_id, ids)
     outside = int((report.attempts["campaign_id"].fillna("") == "").sum()) if len(report.attempts) else 0
-    note = decision_text.decision_note(report.decision, choice, report.assessments, campaigns, experiment_id, outside,
-                                      report.protocol_digest, report.catalog, report.example_prices,
-                                      what_if=report.what_if, what_if_digest=report.what_if_digest,
-                                      standings={a.configuration.name: standing.role(a, choice)
-                                                 for a in report.assessments})
+    note = decision_text.decision_note(report, campaigns, experiment_id, outside)
     tags = {schema.NOTE: note, schema.DECISION: "decided" if choice.decided else "none",
             schema.DECISION_CAMPAIGNS: ",".join(campaigns)[:limits.TAG_VALUE]}
     metrics = {}
@@ -308,6 +304,6 @@ def _standings(report: model.Report) -> dict[str, str]:
         return {}
     found = {}
     for a in report.assessments:
-        word = decision_text.standing(standing.role(a, report.choice), report.example_prices)
+        word = decision_text.standing_tag(standing.role(a, report.choice), report.example_prices)
         found.update(dict.fromkeys(tables.rows_of(report.attempts, a.configuration)["run_id"], word))
     return found

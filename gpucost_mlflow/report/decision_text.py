@@ -5,11 +5,13 @@ the decision's words, the report's; tracking/decision_run.py stores them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from gpucost_mlflow.core.money import costs
 from gpucost_mlflow.core.money.choice import Choice
 from gpucost_mlflow.core.money.decision import Assessment, Configuration
+from gpucost_mlflow.report import standing
+from gpucost_mlflow.report.model import Report
 from gpucost_mlflow.tracking import schema, ui
 from gpucost_mlflow.tracking.descriptions import SEP, bounded, markdown_table, number, short
 
@@ -47,7 +49,7 @@ def decision_name(choice: Choice, example_prices: bool, what_if_protocol: bool =
     return f"{short(named(group[0].configuration), DECISION_NAME - len(tail))}{tail}"
 
 
-def standing(role: str, example_prices: bool) -> str:
+def standing_tag(role: str, example_prices: bool) -> str:
     """A pass's `gpucost.standing`: its configuration's role in the latest decision, `chosen · what-if` when that
     decision was priced with example prices."""
     return f"{role}{SEP}{WHAT_IF}" if example_prices else role
@@ -62,23 +64,24 @@ def _balance_row(a: Assessment, standing_word: str) -> list[str]:
             short(a.deadline_status, 60) or "-"]
 
 
-def decision_note(decision: str, choice: Choice, assessments: Sequence[Assessment], campaigns: dict[str, str],
-                  experiment_id: str, outside: int, protocol_digest: str, catalog: str, example_prices: bool,
-                  what_if: str = "", what_if_digest: str = "", standings: dict[str, str] | None = None) -> str:
+def decision_note(report: Report, campaigns: dict[str, str], experiment_id: str, outside: int) -> str:
     """The decision run's description: the decision note, the balance in short (one row per configuration, with its
-    standing by configuration name: report/standing.py's words), the campaigns it read (links to their runs) and what
-    it was priced with; a what-if protocol says so first."""
+    standing: report/standing.py's words), the campaigns it read (links to their runs; `outside`: the passes of
+    none) and what it was priced with; a what-if protocol says so first."""
+    choice, assessments, what_if, catalog = report.choice, report.assessments, report.what_if, report.catalog
+    decision, protocol_digest = report.decision, report.protocol_digest
+    standings = {a.configuration.name: standing.role(a, choice) for a in assessments}
     head = f"{_decision_head(choice).capitalize()}: {_chosen(choice)}"
     lines = [f"### {WHAT_IF_PROTOCOL.capitalize()}: {head[0].lower()}{head[1:]}" if what_if else f"### {head}", "",
              decision, ""]
     if what_if:
-        lines += [(f"**What-if:** decided under {what_if} (`{what_if_digest[:12]}`), not the protocol locked on the "
+        lines += [(f"**What-if:** decided under {what_if} (`{report.what_if_digest[:12]}`), not the protocol locked on the "
                    f"experiment (`{protocol_digest[:12]}`)."), ""]
-    if example_prices:
+    if report.example_prices:
         lines += [f"**What-if:** priced with example prices ({catalog}), not a provider's quote.", ""]
     if assessments:
         lines += markdown_table(["configuration", "standing", "feasible", "median pass_s", "forecast", "committed", "deadline"],
-                        [_balance_row(a, (standings or {}).get(a.configuration.name, "")) for a in assessments]) + [""]
+                        [_balance_row(a, standings.get(a.configuration.name, "")) for a in assessments]) + [""]
     read = [f"[{cid}]({ui.run_path(experiment_id, run_id)})" if run_id else f"`{cid}`"
             for cid, run_id in campaigns.items()]
     lines.append(f"- **Campaigns read:** {', '.join(read) or 'none'}"
