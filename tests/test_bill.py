@@ -67,7 +67,7 @@ def logged(name: str, *, decision: str = schema.DECIDED, currency: str = "USD", 
     if decision == schema.DECIDED:
         tags.update({schema.DECISION_VARIANT: "batch8", schema.DECISION_DEVICE: RTX, schema.DECISION_CURRENCY: currency})
         metrics = {schema.in_currency(schema.COMMITTED_COST, currency): committed}
-    return decision_run.log_decision(client, eid, "decision: batch8", "d" * 64, tags, {}, metrics, [])
+    return decision_run.log_decision(client, eid, decision_run.Decided("decision: batch8", "d" * 64, tags, {}, metrics))
 
 
 # Pure: the amount, the difference and the report's line.

@@ -147,7 +147,6 @@ WIDE_FUNCTIONS = {
     "execution/runner.py:measure": 12,
     "report/build.py:build": 11,
     "tracking/campaign_run.py:open": 11,
-    "tracking/decision_run.py:log_decision": 9,
     "tracking/writer.py:start_tags": 10,
     "workloads/classification/demo_inputs.py:build_corpus": 9,
     "workloads/classification/training.py:_train": 10,

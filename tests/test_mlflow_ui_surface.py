@@ -386,8 +386,8 @@ def test_decision_metrics_carry_their_unit_and_are_rounded_as_the_ui_shows_them(
 
 def _decision(client: MlflowClient, experiment_id: str, name: str, note: str, standings=None) -> str:
     tags = {schema.NOTE: note, schema.DECISION: schema.DECIDED, schema.DECISION_CURRENCY: "USD"}
-    return decision_run.log_decision(client, experiment_id, name, "d" * 64, tags, {},
-                                     {"committed_cost_usd": 110.0}, [], standings)
+    return decision_run.log_decision(client, experiment_id, decision_run.Decided(
+        name, "d" * 64, tags, metrics={"committed_cost_usd": 110.0}, standings=standings or {}))
 
 
 @pytest.mark.unit
@@ -414,9 +414,9 @@ def test_a_new_decision_run_marks_the_older_ones_superseded_and_keeps_their_bill
 def test_a_decision_run_logged_before_the_unit_was_named_still_gives_its_committed_cost(store):
     client = MlflowClient()
     experiment_id = client.create_experiment("legacy")
-    run_id = decision_run.log_decision(client, experiment_id, "decision: batch8", "d" * 64,
-                                       {schema.DECISION: schema.DECIDED, schema.DECISION_CURRENCY: "USD",
-                                        schema.BILL_PAID: "118.40"}, {}, {schema.COMMITTED_COST: 110.0}, [])
+    run_id = decision_run.log_decision(client, experiment_id, decision_run.Decided(
+        "decision: batch8", "d" * 64, {schema.DECISION: schema.DECIDED, schema.DECISION_CURRENCY: "USD",
+                                       schema.BILL_PAID: "118.40"}, metrics={schema.COMMITTED_COST: 110.0}))
     assert decision_run.bill_of(client.get_run(run_id)).committed == Decimal("110.00")
 
 

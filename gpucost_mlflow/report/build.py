@@ -277,8 +277,9 @@ def log(experiment: str, report: model.Report, paths: dict[str, Path], client: M
     params = {schema.DECISION_CATALOG: report.catalog[:limits.PARAM_VALUE], schema.DECISION_DEADLINE: report.deadline,
               schema.DECISION_EXPERIMENT: experiment}
     name = decision_text.decision_name(choice, report.example_prices, bool(report.what_if), named)
-    run_id = decision_run.log_decision(client, experiment_id, name, report.what_if_digest or report.protocol_digest,
-                                       tags, params, metrics, list(paths.values()), _standings(report))
+    run_id = decision_run.log_decision(client, experiment_id, decision_run.Decided(
+        name, report.what_if_digest or report.protocol_digest, tags, params, metrics, list(paths.values()),
+        _standings(report)))
     decision_run.price(client, experiment_id, _committed(report))
     return run_id
 

@@ -15,6 +15,7 @@ the run's description keeps every bill under "Bill history"; `latest_bill` reads
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from pathlib import Path
 
@@ -87,23 +88,35 @@ def candidate_figures(candidates: dict[str, Assessment], in_doubt=None) -> dict[
     return found
 
 
-def log_decision(client: MlflowClient, experiment_id: str, name: str, protocol_digest: str, tags: dict[str, str],
-                 params: dict[str, str], metrics: dict[str, float], files: list[Path],
-                 standings: dict[str, str] | None = None) -> str:
+@dataclass(frozen=True)
+class Decided:
+    """What a decision run records: its name, the protocol digest it decided under, its tags, params and metrics, its
+    files, and each pass's standing in it (run id -> its configuration's standing)."""
+
+    name: str
+    protocol_digest: str
+    tags: dict[str, str]
+    params: dict[str, str] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
+    files: list[Path] = field(default_factory=list)
+    standings: dict[str, str] = field(default_factory=dict)
+
+
+def log_decision(client: MlflowClient, experiment_id: str, decided: Decided) -> str:
     """Create the decision run, log its tags, params and metrics (one log_batch) and its files; then mark the
-    experiment's older decision runs superseded and tag each pass of standings (run id -> its configuration's
-    standing in this decision). Returns the new run's id."""
-    run = client.create_run(experiment_id, run_name=name, tags={
-        schema.ROLE: schema.DECISION_ROLE, schema.PROTOCOL_DIGEST: protocol_digest,
+    experiment's older decision runs superseded and tag each pass with its standing. Returns the new run's id."""
+    run = client.create_run(experiment_id, run_name=decided.name, tags={
+        schema.ROLE: schema.DECISION_ROLE, schema.PROTOCOL_DIGEST: decided.protocol_digest,
     })
     now = run.info.start_time
-    client.log_batch(run.info.run_id, metrics=[Metric(k, v, now, 0) for k, v in metrics.items()],
-                     params=[Param(k, v) for k, v in params.items()], tags=[RunTag(k, v) for k, v in tags.items()])
-    for path in files:
+    client.log_batch(run.info.run_id, metrics=[Metric(k, v, now, 0) for k, v in decided.metrics.items()],
+                     params=[Param(k, v) for k, v in decided.params.items()],
+                     tags=[RunTag(k, v) for k, v in decided.tags.items()])
+    for path in decided.files:
         client.log_artifact(run.info.run_id, str(path))
     client.set_terminated(run.info.run_id, "FINISHED")
-    supersede(client, experiment_id, run.info.run_id, name)
-    stand(client, experiment_id, standings or {})
+    supersede(client, experiment_id, run.info.run_id, decided.name)
+    stand(client, experiment_id, decided.standings)
     experiments.present(client, experiment_id)
     return run.info.run_id
 
