@@ -146,7 +146,6 @@ WIDE_FUNCTIONS = {
     "core/money/forecast.py:forecast": 9,
     "execution/runner.py:measure": 12,
     "report/build.py:build": 11,
-    "tracking/campaign_run.py:open": 11,
     "tracking/writer.py:start_tags": 10,
     "workloads/classification/demo_inputs.py:build_corpus": 9,
     "workloads/classification/training.py:_train": 10,

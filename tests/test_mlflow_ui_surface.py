@@ -464,11 +464,11 @@ def test_a_pass_standing_is_written_only_where_it_changed(store):
 
 @pytest.mark.unit
 def test_campaign_medians_are_logged_once_when_it_finishes_not_as_a_running_series(store):
-    from gpucost_mlflow.tracking.campaign_run import CampaignRun
+    from gpucost_mlflow.tracking.campaign_run import CampaignRun, Opening
 
     client = MlflowClient()
     experiment_id = client.create_experiment("campaign")
-    run = CampaignRun.open(client, experiment_id, "c1", "campaign c1: batch1", ["batch1"], 3, "p", "warm", [])
+    run = CampaignRun.open(client, experiment_id, Opening("c1", "campaign c1: batch1", ["batch1"], 3, "p", "warm", []))
     for done in (1, 2, 3):
         attempts = [{"variant": "batch1", "status": "accepted", "pass_s": 3.0 + i} for i in range(done)]
         run.show(descriptions.campaign_note("c1", ["batch1"], 3, attempts, "running"),

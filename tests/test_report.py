@@ -327,13 +327,13 @@ def test_two_passes_measured_at_once_on_one_host_are_both_flagged_naming_each_ot
 
 
 def test_the_report_states_the_campaigns_own_harness_overhead_per_pass_one_definition(experiment):
-    from gpucost_mlflow.tracking.campaign_run import CampaignRun
+    from gpucost_mlflow.tracking.campaign_run import CampaignRun, Opening
 
     client = MlflowClient()
     experiment_id = client.get_experiment_by_name("scenario").experiment_id
     figures = {"c1": 0.9, "c2": 0.3}  # as each campaign printed and logged it
     for cid, seconds in figures.items():
-        run = CampaignRun.open(client, experiment_id, cid, f"campaign {cid}", ["batch8"], 3, "d" * 64, "policy", [])
+        run = CampaignRun.open(client, experiment_id, Opening(cid, f"campaign {cid}", ["batch8"], 3, "d" * 64, "policy", []))
         run.record_end(seconds, {})
         run.finish()
     for cid, passes in (("c1", 3), ("c2", 1)):

@@ -27,7 +27,7 @@ from gpucost_mlflow.core.names import PASS_S
 from gpucost_mlflow.flow.launcher import PassRequest, PassResult, execute, lock_series
 from gpucost_mlflow.flow.preparation import Locked
 from gpucost_mlflow.tracking import descriptions, experiments, schema, spool, store
-from gpucost_mlflow.tracking.campaign_run import CampaignRun, experiment_of_run
+from gpucost_mlflow.tracking.campaign_run import CampaignRun, Opening, experiment_of_run
 from gpucost_mlflow.tracking.rejudge import Rejudged, rejudge
 
 # What every pass of a campaign shares: recorded on the parent run.
@@ -191,10 +191,9 @@ def _open(client, experiment_name: str, plan: CampaignPlan, locked: Locked, pare
         plan.declared.variant(name)
     _lock(client, experiment_name, plan, locked, variants)
     campaign_id = "c" + uuid.uuid4().hex[:10]
-    return CampaignRun.open(client, experiment_id, campaign_id, descriptions.campaign_name(campaign_id, variants),
-                            variants, passes, protocol.digest, CACHE_POLICY,
-                            [slot.record() for slot in rotated(variants, passes, protocol.seeds)], parent_from_mlflow_run,
-                            plan.tags)
+    return CampaignRun.open(client, experiment_id, Opening(
+        campaign_id, descriptions.campaign_name(campaign_id, variants), variants, passes, protocol.digest, CACHE_POLICY,
+        [slot.record() for slot in rotated(variants, passes, protocol.seeds)], plan.tags), parent_from_mlflow_run)
 
 
 def _lock(client, experiment_name: str, plan: CampaignPlan, locked: Locked, variants: list[str]) -> None:

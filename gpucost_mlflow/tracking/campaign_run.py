@@ -34,6 +34,21 @@ def experiment_of_run(client: MlflowClient, run_id: str) -> tuple[str, str]:
     return experiment_id, client.get_experiment(experiment_id).name
 
 
+@dataclass(frozen=True)
+class Opening:
+    """What a new campaign run records: its id and name, its variants and passes per variant, the protocol digest and
+    cache policy it runs under, its rotated schedule (schedule.json) and any further tags (a fleet's ids)."""
+
+    campaign_id: str
+    name: str
+    variants: list[str]
+    passes: int
+    protocol_digest: str
+    cache_policy: str
+    schedule: list[dict]
+    tags: dict[str, str] = field(default_factory=dict)
+
+
 @dataclass
 class CampaignRun:
     """One campaign's run: its id, its campaign id and the schedule it was opened with."""
@@ -47,11 +62,11 @@ class CampaignRun:
     progress: dict[str, float] = field(default_factory=dict)  # the latest figures shown, logged once at the finish
 
     @classmethod
-    def open(cls, client: MlflowClient, experiment_id: str, campaign_id: str, name: str, variants: list[str],
-             passes: int, protocol_digest: str, cache_policy: str, schedule: list[dict],
-             adopted_run_id: str | None = None, tags: dict[str, str] | None = None) -> CampaignRun:
-        """A new campaign run (or the run `mlflow run` opened): its params, tags (`tags`: a fleet's ids) and
+    def open(cls, client: MlflowClient, experiment_id: str, opening: Opening, adopted_run_id: str | None = None
+             ) -> CampaignRun:
+        """A new campaign run (or the run `mlflow run` opened): its params, tags (`opening.tags`: a fleet's ids) and
         schedule.json."""
+        campaign_id, name, variants, passes = opening.campaign_id, opening.name, opening.variants, opening.passes
         run_id = adopted_run_id or client.create_run(experiment_id, run_name=name).info.run_id
         client.log_batch(
             run_id,
@@ -59,15 +74,15 @@ class CampaignRun:
             tags=[
                 RunTag(schema.CAMPAIGN_ID, campaign_id),
                 RunTag(schema.ROLE, schema.CAMPAIGN_ROLE),
-                RunTag(schema.PROTOCOL_DIGEST, protocol_digest),
-                RunTag(schema.CACHE_POLICY, cache_policy),
+                RunTag(schema.PROTOCOL_DIGEST, opening.protocol_digest),
+                RunTag(schema.CACHE_POLICY, opening.cache_policy),
                 RunTag(schema.RUN_NAME, name),
-                *(RunTag(key, value) for key, value in (tags or {}).items()),
+                *(RunTag(key, value) for key, value in opening.tags.items()),
             ],
         )
         with tempfile.TemporaryDirectory() as temp:
             path = Path(temp) / "schedule.json"
-            path.write_text(json.dumps(schedule, indent=2), encoding="utf-8")
+            path.write_text(json.dumps(opening.schedule, indent=2), encoding="utf-8")
             client.log_artifact(run_id, str(path))
         return cls(client, experiment_id, run_id, campaign_id, list(variants), passes)
 
