@@ -15,7 +15,7 @@ from itertools import combinations
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.variants import Variant
 from gpucost_mlflow.core.judging.verdicts import WORK_FIELDS
-from gpucost_mlflow.core.kinds import engines, registry
+from gpucost_mlflow.core.kinds import registry
 
 SWEEP = (8, 16, 32, 64)
 TAGS = {
@@ -66,7 +66,7 @@ def changes_of(reference: Variant, member: Variant) -> dict:
 def _refusal(settings: dict) -> str:
     """Why the settings' engine cannot run them ('' when it can)."""
     try:
-        engines.check_settings(settings["engine"], registry.of_settings(settings).name, settings, "proposed")
+        registry.check_engine(settings["engine"], registry.of_settings(settings).name, settings, "proposed")
     except GpucostError as exc:
         return str(exc).removeprefix("proposed: ")
     return ""

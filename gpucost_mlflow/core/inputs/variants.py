@@ -9,7 +9,7 @@ import yaml
 
 from gpucost_mlflow.core.errors import GpucostError, one_line
 from gpucost_mlflow.core.inputs import workloads, yaml_text
-from gpucost_mlflow.core.kinds import engines
+from gpucost_mlflow.core.kinds import engines, registry
 
 CHOICES = {
     "precision": ("fp32", "bf16", "fp16"),
@@ -81,7 +81,7 @@ def _build(name: str, values: dict, series: str, source: Path) -> Variant:
     if values["engine"] not in engines.names():
         raise GpucostError(f"{source}: variant '{name}' has engine={values['engine']!r} "
                            f"(allowed: {', '.join(engines.names())})")
-    engines.check_settings(values["engine"], workload.kind, values, f"{source}: variant '{name}'")
+    registry.check_engine(values["engine"], workload.kind, values, f"{source}: variant '{name}'")
     return Variant(name=name, series=series, **values)
 
 

@@ -30,7 +30,9 @@ class Engine:
     modules: tuple[str, ...]
     distributions: tuple[str, ...]
     install: str
-    kinds: tuple[str, ...]  # () for every kind, a team's own included (torch)
+    # The kinds it serves when it names them (a plug-in's); () for every kind whose folder holds its implementation
+    # (`with_<engine>.py`, torch's `child.py`): registry.served_by reads them off the folders.
+    kinds: tuple[str, ...] = ()
     precisions: tuple[str, ...] = ("fp32", "bf16", "fp16")
     quantizations: tuple[str, ...] = ("none", "dynamic-int8")
 
@@ -60,13 +62,13 @@ class Engine:
 
 
 ENGINES = (
-    Engine(DEFAULT, ("torch",), ("torch",), "pip install torch", ()),
+    Engine(DEFAULT, ("torch",), ("torch",), "pip install torch"),
     Engine("onnxruntime", ("onnxruntime", "onnx", "onnxscript"), ("onnxruntime", "onnxruntime-gpu", "onnxruntime-rocm"),
            "pip install onnxruntime onnx onnxscript (CUDA: onnxruntime-gpu; ROCm: onnxruntime-rocm)",
-           ("classification", "embeddings"), precisions=("fp32",)),
+           precisions=("fp32",)),
     Engine("ctranslate2", ("ctranslate2",), ("ctranslate2",), "pip install ctranslate2 (its wheels carry CPU and CUDA)",
-           ("generation",), precisions=("fp32", "bf16", "fp16")),
-    Engine("vllm", ("vllm",), ("vllm",), "pip install vllm (CUDA or ROCm machines)", ("generation",),
+           precisions=("fp32", "bf16", "fp16")),
+    Engine("vllm", ("vllm",), ("vllm",), "pip install vllm (CUDA or ROCm machines)",
            precisions=("fp32", "bf16", "fp16"), quantizations=("none",)),
 )
 
@@ -86,13 +88,10 @@ def engine(name: str) -> Engine:
     return {engine.name: engine for engine in known()}[name]
 
 
-def check_settings(name: str, kind: str, settings: dict, where: str) -> None:
-    """Refuse, in one line, a variant whose engine does not serve its workload kind or its precision, quantization
-    or compile (torch.compile is torch's own)."""
+def check_settings(name: str, settings: dict, where: str) -> None:
+    """Refuse, in one line, a variant whose engine does not take its precision, quantization or compile
+    (torch.compile is torch's own); whether it serves the variant's kind is registry.check_engine's."""
     chosen = engine(name)
-    if chosen.kinds and kind not in chosen.kinds:
-        served = ", ".join(chosen.kinds)
-        raise GpucostError(f"{where}: engine {name} does not serve workload {kind} (it serves {served})")
     if name == DEFAULT:
         return
     if settings.get("compile"):

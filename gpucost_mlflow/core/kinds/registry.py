@@ -9,6 +9,7 @@ registry imports each kind's `__init__` only: no torch, no child code.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from types import ModuleType
 
@@ -69,6 +70,31 @@ def implementation(settings: dict) -> str:
     """The module a pass's child loads its workload from (`load(spec, device) -> Work`): the kind the settings name, on
     their engine. The launcher writes it into the pass's spec, so the harness never asks the registry."""
     return engines.engine(settings.get("engine", engines.DEFAULT)).module(of_settings(settings).package)
+
+
+def served_by(engine_name: str) -> tuple[str, ...]:
+    """The kinds an engine serves: those it names, else every kind whose folder holds its implementation."""
+    chosen = engines.engine(engine_name)
+    if chosen.kinds:
+        return chosen.kinds
+    return tuple(kind.name for kind in kinds() if _present(chosen.module(kind.package)))
+
+
+def _present(module: str) -> bool:
+    """Whether a module can be found, without importing it (its package's light `__init__` is)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:  # its package is not importable here: nothing to serve
+        return False
+
+
+def check_engine(name: str, kind: str, settings: dict, where: str) -> None:
+    """Refuse, in one line, a variant whose engine does not serve its workload kind, or does not take its precision,
+    quantization or compile (engines.check_settings)."""
+    served = served_by(name)
+    if kind not in served:
+        raise GpucostError(f"{where}: engine {name} does not serve workload {kind} (it serves {', '.join(served)})")
+    engines.check_settings(name, settings, where)
 
 
 def output_names() -> tuple[str, ...]:
