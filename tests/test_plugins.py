@@ -64,3 +64,26 @@ def test_a_malformed_gpucost_workloads_item_is_refused_in_one_line_never_dropped
 def test_gpucost_workloads_still_declares_a_kind_beside_the_shipped_ones(monkeypatch):
     monkeypatch.setenv(plugins.ENVIRONMENT, "toy:labels:toy_kind")
     assert registry.kind("toy").output == "labels" and registry.kinds()[: len(registry.shipped())] == registry.shipped()
+
+
+def test_run_from_a_checkout_without_installing_reads_its_own_kinds_from_setup_cfg(monkeypatch):
+    """benchmarks/device_check.sh runs the package by PYTHONPATH on an offline GPU machine: no metadata, no entry
+    points; the checkout's setup.cfg declares the same kinds, read the same way."""
+    monkeypatch.setattr(plugins.importlib.metadata, "entry_points", lambda group: [])
+    plugins.declared.cache_clear()
+    try:
+        assert [kind.name for kind in registry.shipped()] == ["classification", "embeddings", "generation", "python"]
+        assert registry.served_by("onnxruntime") == ("classification", "embeddings")
+    finally:
+        plugins.declared.cache_clear()
+
+
+def test_outside_a_checkout_and_uninstalled_the_kinds_are_missing_in_one_line(monkeypatch, tmp_path):
+    monkeypatch.setattr(plugins.importlib.metadata, "entry_points", lambda group: [])
+    monkeypatch.setattr(plugins, "SETUP_CFG", tmp_path / "setup.cfg")
+    plugins.declared.cache_clear()
+    try:
+        with pytest.raises(GpucostError, match="^no built-in workload kind is declared: gpucost-mlflow's entry points"):
+            registry.shipped()
+    finally:
+        plugins.declared.cache_clear()

@@ -10,8 +10,10 @@ is not of that form, never silently dropped.
 
 from __future__ import annotations
 
+import configparser
 import functools
 import importlib.metadata
+from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
 
@@ -21,6 +23,9 @@ ENVIRONMENT = "GPUCOST_WORKLOADS"
 
 
 OWN = "gpucost-mlflow"  # this package's distribution: the kinds it ships are declared like any other's
+# Where the package runs from its checkout without being installed (PYTHONPATH, as benchmarks/device_check.sh does
+# on an offline GPU machine), its own entry points are read from the same lines of the checkout's setup.cfg.
+SETUP_CFG = Path(__file__).resolve().parents[3] / "setup.cfg"
 
 
 def _distribution(point: importlib.metadata.EntryPoint) -> str:
@@ -35,6 +40,8 @@ def declared(group: str, of: type, own: bool = False) -> tuple:
     A point that does not load is refused in one line."""
     found = []
     points = [point for point in importlib.metadata.entry_points(group=group) if (_distribution(point) == OWN) == own]
+    if own and not points:
+        points = checkout_points(group)
     for point in sorted(points, key=lambda point: point.name):
         try:
             value = point.load()
@@ -45,6 +52,18 @@ def declared(group: str, of: type, own: bool = False) -> tuple:
                                f"not a {of.__name__}")
         found.append(value)
     return tuple(found)
+
+
+def checkout_points(group: str) -> list[importlib.metadata.EntryPoint]:
+    """This package's entry points of a group as its checkout's setup.cfg declares them; none outside a checkout."""
+    setup = SETUP_CFG
+    if not setup.is_file():
+        return []
+    parser = configparser.ConfigParser()
+    parser.read(setup, encoding="utf-8")
+    lines = parser.get("options.entry_points", group, fallback="").splitlines()
+    return [importlib.metadata.EntryPoint(name.strip(), value.strip(), group)
+            for name, _, value in (line.partition("=") for line in lines) if value.strip()]
 
 
 def environment_items(text: str) -> list[tuple[str, str, str]]:
