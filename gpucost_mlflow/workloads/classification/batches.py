@@ -47,8 +47,8 @@ def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[
     def outputs(failed: bool) -> Predictions:
         # After a failure the finished batches are copied to the host one by one: no new device allocation on a
         # device that just ran out of memory.
-        return _to_host(ids, done_order[: sum(len(t) for t in done_labels)], done_labels, done_scores, lengths, plan,
-                        each_first=failed)
+        order = done_order[: sum(len(t) for t in done_labels)] if failed else done_order
+        return _to_host(ids, order, done_labels, done_scores, lengths, plan, each_first=failed)
 
     with torch.inference_mode():
         return each_batch(plan, on_batch, step, outputs)

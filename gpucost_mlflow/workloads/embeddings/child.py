@@ -92,8 +92,9 @@ def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[
 
     def outputs(failed: bool) -> Embedded:
         # After a failure each finished batch is copied to the host apart: no new allocation on the device.
-        finished = [t.cpu() for t in done] if failed else done
-        return _to_host(ids, order[: sum(len(t) for t in done)], finished, lengths, plan)
+        if not failed:
+            return _to_host(ids, order, done, lengths, plan)
+        return _to_host(ids, order[: sum(len(t) for t in done)], [t.cpu() for t in done], lengths, plan)
 
     with torch.inference_mode():
         return each_batch(plan, on_batch, step, outputs)
