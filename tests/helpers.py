@@ -132,3 +132,25 @@ def checks_of(run: Run) -> dict[str, str]:
                                                    dst_path=folder)
         verdict = json.loads(Path(path).read_text(encoding="utf-8"))
     return {c["name"]: f"{'pass' if c['passed'] else 'fail'}: {c['reason']}" for c in verdict["checks"]}
+
+
+TOY_LAUNCH = '''
+"""A test kind for the launcher: a made-up model section named NAME; the protocol's labels, which the corpus carries."""
+from gpucost_mlflow.core.kinds.base import Described
+
+
+def default_model(root):
+    return root
+
+
+def describe(workload, variant, model_path, protocol, record):
+    labels = list(protocol.labels)
+    return Described(workload, {"path": str(model_path), "revision": "NAME-1", "tokenizer_revision": "",
+                                "labels": labels, "architecture": "NAME", "sources": [], "trained_on": {}},
+                     record, labels)
+'''
+
+
+def toy_launch(name: str) -> str:
+    """The `launch.py` of a test kind outside the package (tests/test_toy_workload.py, tests/test_toy_output.py)."""
+    return TOY_LAUNCH.replace("NAME", name)

@@ -18,7 +18,7 @@ from gpucost_mlflow.core.money.catalog import load_catalog
 from gpucost_mlflow.report.build import build
 from gpucost_mlflow.tracking import schema
 from gpucost_mlflow.tracking.reader import attempts
-from tests.helpers import CATALOG, VARIANTS, run_pass, write_protocol
+from tests.helpers import CATALOG, VARIANTS, run_pass, toy_launch, write_protocol
 
 pytestmark = pytest.mark.integration
 
@@ -59,21 +59,7 @@ def load(spec, device):
     return Work(None, None, process, lambda outputs, pass_s: {"missing_measurements": {"useful_flop_per_s": "toy"}},
                 export, empty=Counted)
 '''
-LAUNCH = '''
-"""The kind for the launcher: a made-up model section; the protocol's labels, which the corpus carries."""
-from gpucost_mlflow.core.kinds.base import Described
-
-
-def default_model(root):
-    return root
-
-
-def describe(workload, variant, model_path, protocol, record):
-    labels = list(protocol.labels)
-    return Described(workload, {"path": str(model_path), "revision": "counter-1", "tokenizer_revision": "",
-                                "labels": labels, "architecture": "counter", "sources": [], "trained_on": {}},
-                     record, labels)
-'''
+LAUNCH = toy_launch("counter")
 OUTPUT = '''
 """The rules of `counts`: every expected id once, each count the input's true number of words."""
 import json

@@ -16,7 +16,7 @@ from gpucost_mlflow.core.money.catalog import load_catalog
 from gpucost_mlflow.report.build import build
 from gpucost_mlflow.tracking import schema
 from gpucost_mlflow.tracking.reader import attempts
-from tests.helpers import CATALOG, VARIANTS, run_pass
+from tests.helpers import CATALOG, VARIANTS, run_pass, toy_launch
 
 pytestmark = pytest.mark.integration
 
@@ -44,21 +44,7 @@ def load(spec, device):
                 lambda folder, outputs, duplicate_at: records.write_predictions(folder / PREDICTIONS, outputs,
                                                                                labels, duplicate_at))
 '''
-LAUNCH = '''
-"""The toy kind for the launcher: a made-up model section, the protocol's labels."""
-from gpucost_mlflow.core.kinds.base import Described
-
-
-def default_model(root):
-    return root
-
-
-def describe(workload, variant, model_path, protocol, record):
-    labels = list(protocol.labels)
-    return Described(workload, {"path": str(model_path), "revision": "toy-1", "tokenizer_revision": "",
-                                "labels": labels, "architecture": "toy", "sources": [], "trained_on": {}},
-                     record, labels)
-'''
+LAUNCH = toy_launch("toy")
 
 
 @pytest.fixture
