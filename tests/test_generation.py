@@ -19,8 +19,8 @@ from gpucost_mlflow.core.inputs import generation, sources
 from gpucost_mlflow.core.inputs.corpus import bucket_slice, jsonl_bytes, read_corpus
 from gpucost_mlflow.core.inputs.protocol import load_protocol
 from gpucost_mlflow.core.judging.judge import Judging
-from gpucost_mlflow.core.measurement import decoder_flops
 from gpucost_mlflow.tracking import schema
+from gpucost_mlflow.workloads.generation import decoder_flops
 from gpucost_mlflow.workloads.generation import output as gv
 from tests.helpers import LABELS, ROOT, VARIANTS, checks_of
 

@@ -28,7 +28,7 @@ from gpucost_mlflow.core.inputs import sources
 from gpucost_mlflow.core.inputs.fingerprints import sha256_file
 from gpucost_mlflow.core.inputs.generation import GenerationSettings, render
 from gpucost_mlflow.core.kinds.base import Work
-from gpucost_mlflow.core.measurement import decoder_flops, flops
+from gpucost_mlflow.core.measurement import flops
 from gpucost_mlflow.core.names import (
     DECODE_S,
     MFU_PADDED,
@@ -40,6 +40,7 @@ from gpucost_mlflow.core.names import (
     USEFUL_FLOP_PER_S,
 )
 from gpucost_mlflow.execution.batching import batches, each_batch
+from gpucost_mlflow.workloads.generation import decoder_flops
 from gpucost_mlflow.workloads.generation.output import GENERATIONS, write_generations
 
 CACHE_ENV = "GPUCOST_MODEL_CACHE"
@@ -251,7 +252,7 @@ def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[
 
 def utilisation(config: dict, settings: dict, device, outputs, pass_s: float | None) -> dict:
     """Token counts, output tokens per second, the prefill / decode split, and FLOPs with the KV cache (prefill and
-    decode, useful and padded) and MFU against the cached peak (core/measurement/decoder_flops.py)."""
+    decode, useful and padded) and MFU against the cached peak (decoder_flops.py)."""
     from dataclasses import asdict
 
     from gpucost_mlflow.execution import peak  # deferred: imports torch
