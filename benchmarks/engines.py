@@ -73,7 +73,6 @@ from vs_pipeline import pipeline_pass  # the same baseline pass vs_pipeline.py t
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import sources
 from gpucost_mlflow.core.inputs.corpus import read_corpus
-from gpucost_mlflow.core.inputs.generation import render
 from gpucost_mlflow.core.inputs.protocol import load_protocol
 from gpucost_mlflow.core.inputs.variants import Variant, get_variant
 from gpucost_mlflow.core.judging import verdicts
@@ -86,6 +85,7 @@ from gpucost_mlflow.execution.timing import Stopwatch, no_sync
 from gpucost_mlflow.flow import workloads
 from gpucost_mlflow.workloads import engine_cache
 from gpucost_mlflow.workloads.generation import output as gen_output
+from gpucost_mlflow.workloads.generation.task import render
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "projects/variants.yaml"
@@ -292,7 +292,7 @@ def generation_pipeline_pass(pipe, corpus: Path, settings: dict, task, labels: l
 def generation(args) -> None:
     """Section (2)."""
     protocol = load_protocol(args.gen_protocol)
-    task = protocol.generation
+    task = protocol.task
     source = ROOT / "data/corpus/generation-200.jsonl"
     source = source if source.exists() else args.corpus
     workdir = Path(tempfile.mkdtemp(prefix="gpucost-engines-gen-"))
@@ -610,7 +610,7 @@ class Worker:
         lines = [line for line in self.corpus.read_text(encoding="utf-8").splitlines() if line.strip()]
         warm = Path(tempfile.mkdtemp(prefix="gpucost-engines-warm-")) / "warm.jsonl"
         warm.write_text("\n".join(lines[: self.warm]) + "\n", encoding="utf-8")
-        generation_pipeline_pass(self.pipe, warm, settings, self.protocol.generation, list(self.protocol.labels),
+        generation_pipeline_pass(self.pipe, warm, settings, self.protocol.task, list(self.protocol.labels),
                                  self.sync)
 
     def measure(self, name: str):
@@ -622,7 +622,7 @@ class Worker:
             if self.section == "classification":
                 return pipeline_pass(self.pipe, self.corpus, settings["batch_size"], settings["max_length"],
                                      self.sync)[::-1]
-            return generation_pipeline_pass(self.pipe, self.corpus, settings, self.protocol.generation,
+            return generation_pipeline_pass(self.pipe, self.corpus, settings, self.protocol.task,
                                             list(self.protocol.labels), self.sync)[::-1]
         result, seconds = runner.measure(str(self.corpus), self.work.tokenizer, self.work.model, self.settings[name],
                                          self.device, self.sync, work=self.work.process)

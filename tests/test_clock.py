@@ -52,8 +52,8 @@ def test_nothing_but_the_work_runs_between_the_two_clock_reads(tmp_path, corpus_
     monkeypatch.setattr(timing, "Stopwatch", RecordingStopwatch)
     spec = runner.PassSpec(
         corpus_path=str(corpus_dir / "comparison.jsonl"), model_path=str(model_dir), workdir=str(tmp_path),
-        settings=get_variant(VARIANTS, "batch8").settings(),
-        implementation=registry.implementation(get_variant(VARIANTS, "batch8").settings()),
+        settings=get_variant(VARIANTS, "batch8").settings,
+        implementation=registry.implementation(get_variant(VARIANTS, "batch8").settings),
     )
     sys.setprofile(profile)
     try:

@@ -29,8 +29,8 @@ VARIANTS = Path(__file__).resolve().parents[1] / "projects" / "variants.yaml"
 def spec_for(tmp_path, corpus_dir, model_dir) -> runner.PassSpec:
     return runner.PassSpec(
         corpus_path=str(corpus_dir / "comparison.jsonl"), model_path=str(model_dir), workdir=str(tmp_path),
-        settings=get_variant(VARIANTS, "batch8").settings(),
-        implementation=registry.implementation(get_variant(VARIANTS, "batch8").settings()),
+        settings=get_variant(VARIANTS, "batch8").settings,
+        implementation=registry.implementation(get_variant(VARIANTS, "batch8").settings),
     )
 
 

@@ -252,8 +252,8 @@ def test_energy_and_device_events_bracket_the_clock_in_a_real_pass(tmp_path, cor
     monkeypatch.setattr(timing.DeviceEvents, "for_device", classmethod(lambda cls, device: cls(LoggedEvent)))
 
     spec = runner.PassSpec(corpus_path=str(corpus_dir / "comparison.jsonl"), model_path=str(minilm_dir),
-                           workdir=str(tmp_path), settings=get_variant(VARIANTS, "batch8").settings(),
-                           implementation=registry.implementation(get_variant(VARIANTS, "batch8").settings()))
+                           workdir=str(tmp_path), settings=get_variant(VARIANTS, "batch8").settings,
+                           implementation=registry.implementation(get_variant(VARIANTS, "batch8").settings))
     outcome = runner.run(spec, time.perf_counter_ns())
 
     assert outcome.status == "completed"

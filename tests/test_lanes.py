@@ -22,7 +22,7 @@ from gpucost_mlflow.core.inputs.variants import load_variants
 from gpucost_mlflow.core.judging.verdicts import PREDICTIONS
 from gpucost_mlflow.core.measurement import lanes as rules
 from gpucost_mlflow.core.money.catalog import load_catalog
-from gpucost_mlflow.core.money.decision import assess
+from gpucost_mlflow.core.money.decision import Rules, assess
 from gpucost_mlflow.execution import lanes
 from gpucost_mlflow.execution.batch_counter import BatchCounter
 from gpucost_mlflow.execution.outcome import PassOutcome
@@ -135,7 +135,7 @@ def test_lanes_is_a_positive_whole_number_listed_only_when_a_pass_splits(tmp_pat
                 "series": {"lanes": {"field": "lanes", "reference": "batch8", "variants": ["batch8-lanes2"]}}}
     path.write_text(yaml.safe_dump(document))
     variants = load_variants(path)
-    assert "lanes" not in variants["batch8"].settings() and variants["batch8-lanes2"].settings()["lanes"] == 2
+    assert "lanes" not in variants["batch8"].settings.record() and variants["batch8-lanes2"].settings.record()["lanes"] == 2
     for wrong in (0, "2", True):
         document["variants"]["batch8-lanes2"] = {"lanes": wrong}
         path.write_text(yaml.safe_dump(document))
@@ -165,7 +165,7 @@ def test_the_report_prices_a_two_lane_configuration_as_two_gpus():
     plan = {"start": dt.datetime(2026, 11, 30, 9, tzinfo=dt.timezone.utc), "setup_hours": 4, "waiting_hours": 0,
             "planned_restarts": 1}
     assessed = {(a.configuration.variant, a.configuration.device): a.plan
-                for a in assess(list(configs.values()), load_catalog(CATALOG), plan, None, 1)}
+                for a in assess(list(configs.values()), Rules(load_catalog(CATALOG), plan, None, 1))}
     one_lane, two_lanes = assessed["batch8", "NVIDIA B200"], assessed["batch8-lanes2", "NVIDIA B200"]
     assert (one_lane.gpus, one_lane.lots, one_lane.unused_gpus) == (1, 1, 1)
     assert (two_lanes.gpus, two_lanes.lots, two_lanes.unused_gpus) == (2, 1, 0)

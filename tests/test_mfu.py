@@ -11,6 +11,7 @@ import torch
 from click.testing import CliRunner
 
 from gpucost_mlflow.cli import main
+from gpucost_mlflow.core.inputs.variants import get_variant
 from gpucost_mlflow.execution import devices, environment, peak
 from gpucost_mlflow.tracking.reader import attempts, render
 from gpucost_mlflow.workloads.classification import batches
@@ -66,7 +67,8 @@ def test_a_peak_holds_for_one_device_torch_version_thread_count_and_precision(ca
     assert peak.lookup(cpu, "fp32")[0].flop_per_s == 1e11 and peak.lookup(cpu, "bf16")[0].flop_per_s == 2e11
     missing, why = peak.lookup(cpu, "int8-dynamic")
     assert missing is None and "doctor --peak" in why
-    assert peak.precision_of({"precision": "fp32", "quantization": "dynamic-int8"}) == "int8-dynamic"
+    int8 = get_variant(VARIANTS, "batch8").settings.changed(quantization="dynamic-int8")
+    assert peak.precision_of(int8) == "int8-dynamic"
     other = planted_peak("fp32")
     assert peak.cache_key(other.device, "0.0", other.threads, "fp32") not in peak.load_cache()
 
@@ -108,11 +110,10 @@ def test_without_a_cached_peak_mfu_is_an_empty_cell_with_its_reason(store, corpu
 @pytest.mark.unit
 def test_length_grouping_leaves_less_padding_than_corpus_order(corpus_dir, model_dir, cache):
     from gpucost_mlflow.core.inputs.corpus import read_corpus
-    from gpucost_mlflow.core.inputs.variants import get_variant
     from gpucost_mlflow.execution import models
     from gpucost_mlflow.workloads.classification import records
 
-    settings = {name: get_variant(VARIANTS, name).settings() for name in ("batch8", "batch8-lengthgrouped")}
+    settings = {name: get_variant(VARIANTS, name).settings for name in ("batch8", "batch8-lengthgrouped")}
     tokenizer = models.load_tokenizer(model_dir)
     model = classifier_model.load_classifier(model_dir, torch.device("cpu"), "fp32", "none", "sdpa", False)
     rows = read_corpus(corpus_dir / "comparison.jsonl").rows

@@ -116,9 +116,9 @@ def test_manifests_of_batch1_and_batch8_differ_only_in_batch_size(corpus_dir, mo
 @pytest.mark.unit
 def test_first_series_differs_in_batch_size_only():
     variants = load_variants(VARIANTS)
-    settings = [variants[name].settings() for name in ("batch1", "batch4", "batch8")]
+    settings = [variants[name].settings for name in ("batch1", "batch4", "batch8")]
     for other in settings[1:]:
-        assert {k for k in other if other[k] != settings[0][k]} == {"batch_size"}
+        assert other.differing(settings[0]) == ["batch_size"]
     assert set(variants) >= {"batch8-bf16", "batch8-int8", "batch8-lengthgrouped"}
 
 

@@ -33,7 +33,7 @@ def test_only_accepted_changes_are_combined_and_the_sweep_runs_under_all_of_them
     assert proposal.combined == ("batch8-bf16", "batch8-lengthgrouped")
     assert proposal.left_out == {"batch8-int8": "not accepted (5 rejected attempt(s))"}
     assert proposal.fields == ("batch_size", "length_grouping", "precision")
-    assert all(s["quantization"] == "none" for s in proposal.variants.values())
+    assert all(s.quantization == "none" for s in proposal.variants.values())
 
 
 @pytest.mark.unit
@@ -85,7 +85,7 @@ def test_an_accepted_engine_is_one_more_change_to_combine_where_it_can_run_the_o
                Change("batch8-bf16", {"precision": "bf16"}, True)]
     proposal = propose(v["batch8"], changes, "combined")
     assert "batch8-lengthgrouped-ort" in proposal.variants and "batch64-lengthgrouped-ort" not in proposal.variants
-    assert proposal.variants["batch8-lengthgrouped-ort"]["engine"] == "onnxruntime"
+    assert proposal.variants["batch8-lengthgrouped-ort"].engine == "onnxruntime"
     assert "engine onnxruntime takes precision fp32, not bf16" in proposal.left_out["batch8-bf16-ort"]
     assert "batch8-bf16-lengthgrouped" in proposal.variants and "engine" in proposal.fields
 
@@ -112,8 +112,8 @@ def finished_campaign(store, protocol_file):
     experiments.lock(client, experiment_id, "t", protocol, protocol_file.read_text())
     parent = client.create_run(experiment_id, tags={schema.ROLE: schema.CAMPAIGN_ROLE, schema.CAMPAIGN_ID: "c1"})
     for variant, status in (("batch8", "accepted"), ("batch8-bf16", "accepted"), ("batch8-lengthgrouped", "rejected")):
-        tags = writer.start_tags(role="benchmark", variant=variant, device="cpu", backend="cpu", corpus_fingerprint="a" * 64,
-                                 protocol_digest=protocol.digest, campaign_id="c1")
+        tags = writer.start_tags(role="benchmark", variant=variant,
+                                 basis=writer.Basis("cpu", "cpu", "a" * 64, protocol.digest), campaign_id="c1")
         run = client.create_run(experiment_id, tags=tags)
         writer.log_outcome(client, run.info.run_id, status=status, reason="r", metrics={"pass_s": 1.0},
                            quality_verdict="passed")

@@ -79,8 +79,8 @@ def test_missing_predictions_file_is_a_format_failure(tmp_path):
 
 def test_a_max_length_32_variant_is_judged_against_the_full_length_reference():
     """Truncating at 32 tokens changes the work: never judged on the absolute bars alone (PROTOCOL.md §2)."""
-    full = load_variants(VARIANTS)["batch8"].settings()
-    assert full["max_length"] == 256
-    assert verdicts.needs_reference({**full, "max_length": 32}, full)
+    full = load_variants(VARIANTS)["batch8"].settings
+    assert full.max_length == 256
+    assert verdicts.needs_reference(full.changed(max_length=32), full)
     assert verdicts.judged_against_reference("passed: ids, format, coverage, quality, reference_agreement")
     assert not verdicts.judged_against_reference("passed: ids, format, coverage, quality, buckets")

@@ -77,6 +77,7 @@ COLUMNS = ()
 FIELDS = ()
 AUDITED = False
 SECTION = ""
+NO_SAMPLING = ""
 FROM_USER_CODE = False
 EXAMPLE_PROTOCOL = ""
 
@@ -89,7 +90,7 @@ def acceptance(f, metric):
                       max_metric_difference=None, min_label_agreement=None, output=NAME)
 
 
-def scored(generation):
+def scored(task):
     return False
 
 

@@ -60,7 +60,7 @@ def test_the_shipped_series_declare_what_their_variants_change():
         "ct2-gen-batch8-int8": ("generation-engine-types", "ct2-gen-batch8"),
         "ct2-gen-batch8-bf16": ("generation-engine-types", "ct2-gen-batch8"),
     }
-    assert "series" not in variants["batch8-int8"].settings() and "reference" not in variants["batch8-int8"].settings()
+    assert "series" not in variants["batch8-int8"].settings.record() and "reference" not in variants["batch8-int8"].settings.record()
 
 
 def test_a_series_whose_member_differs_in_an_undeclared_field_is_refused(tmp_path):

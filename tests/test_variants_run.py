@@ -21,17 +21,17 @@ VARIANTS = load_variants(SHIPPED)
 # Generation variants need a causal LM and the protocol's prompt and token budget: tests/test_generation.py runs them.
 # Variants on another engine than torch need the launcher's engine record: tests/test_engines.py runs them end to end.
 ENCODER_VARIANTS = sorted(name for name, variant in VARIANTS.items()
-                          if workloads.parse(variant.workload, SHIPPED.parent).kind != "generation"
-                          and variant.engine == "torch")
+                          if workloads.parse(variant.settings.workload, SHIPPED.parent).kind != "generation"
+                          and variant.settings.engine == "torch")
 
 
 @pytest.mark.parametrize("name", ENCODER_VARIANTS)
 def test_each_declared_variant_completes_on_cpu(tmp_path, corpus_dir, model_dir, name):
-    workload = workloads.parse(VARIANTS[name].workload, SHIPPED.parent)
+    workload = workloads.parse(VARIANTS[name].settings.workload, SHIPPED.parent)
     spec = runner.PassSpec(
         corpus_path=str(corpus_dir / "comparison.jsonl"), model_path=str(model_dir),
-        workdir=str(tmp_path), settings=VARIANTS[name].settings(),
-        implementation=registry.implementation(VARIANTS[name].settings()), workload_code=workload.module or workload.source,
+        workdir=str(tmp_path), settings=VARIANTS[name].settings,
+        implementation=registry.implementation(VARIANTS[name].settings), workload_code=workload.module or workload.source,
     )
     outcome = runner.run(spec, time.perf_counter_ns())
     assert outcome.status == "completed", outcome.error

@@ -55,17 +55,17 @@ def refusal(path: Path) -> str:
 @pytest.mark.unit
 def test_a_variant_without_workload_is_the_built_in_classifier(tmp_path):
     variants = load_variants(variants_file(tmp_path, {}))
-    assert variants["batch8"].workload == "classification"
-    assert variants["batch8"].settings()["workload"] == "classification"
+    assert variants["batch8"].settings.workload == "classification"
+    assert variants["batch8"].settings.workload == "classification"
 
 
 @pytest.mark.unit
 def test_the_shipped_variants_declare_embeddings_and_the_example_user_code():
     variants = load_variants(SHIPPED)
-    assert {variants[name].workload for name in ("embed-batch1", "embed-batch4", "embed-batch8", "embed-batch8-bf16")} \
+    assert {variants[name].settings.workload for name in ("embed-batch1", "embed-batch4", "embed-batch8", "embed-batch8-bf16")} \
         == {"embeddings"}
     assert variants["embed-batch8-bf16"].reference == "embed-batch8"
-    parsed = workloads.parse(variants["my-workload"].workload, SHIPPED.parent)
+    parsed = workloads.parse(variants["my-workload"].settings.workload, SHIPPED.parent)
     assert parsed.kind == "python" and Path(parsed.source) == EXAMPLE and not parsed.declares_flops
 
 
@@ -143,14 +143,14 @@ def test_labels_with_or_without_score_and_embeddings_are_both_outputs():
 @pytest.mark.unit
 def test_flops_of_user_code_are_unknown_unless_its_module_counts_them():
     outputs = user_code.UserOutputs(ids=["a", "b"], outputs=[{}, {}], lengths=[5, 7], plan=[[0, 1]])
-    without = user_code.utilisation(SimpleNamespace(), None, {"precision": "fp32"}, "cpu", outputs, 2.0)
+    settings = load_variants(SHIPPED)["batch8"].settings
+    without = user_code.utilisation(SimpleNamespace(), None, settings, "cpu", outputs, 2.0)
     assert without["missing_measurements"]["useful_flop_per_s"].startswith("FLOPs unknown for user code")
     seen = []
     counting = SimpleNamespace(flops=lambda counts: seen.append(counts) or 4e9)
     import torch
 
-    measured = user_code.utilisation(counting, None, {"precision": "fp32", "quantization": "none"},
-                                     torch.device("cpu"), outputs, 2.0)
+    measured = user_code.utilisation(counting, None, settings, torch.device("cpu"), outputs, 2.0)
     assert seen == [[[5, 7]]]
     assert measured["metrics"]["useful_flop_per_s"] == 2e9 and "mfu_padded" in measured["missing_measurements"]
 

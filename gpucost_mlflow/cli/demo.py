@@ -37,7 +37,7 @@ def demo_variants(names, variants_file, device, as_list) -> None:
     unknown = [name for name in wanted if name not in declared]
     if not wanted or unknown:
         raise GpucostError(f"unknown demo variant(s) {', '.join(unknown) or '(none given)'} in {variants_file}")
-    fitted = fit({name: declared[name].precision for name in wanted}, slow_precisions(device))
+    fitted = fit({name: declared[name].settings.precision for name in wanted}, slow_precisions(device))
     if not fitted.kept:
         raise GpucostError("every demo variant was left out on this machine: " + fitted.line())
     notes = [fitted.line()] if fitted.left_out else []

@@ -20,7 +20,7 @@ from gpucost_mlflow.cli.options import (
     _file,
     _model,
 )
-from gpucost_mlflow.cli.passes import _campaign_plan, _echo_campaign
+from gpucost_mlflow.cli.passes import InputFiles, _campaign_plan, _echo_campaign
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.fleet.jobs import new_fleet_id, parse_gpus
 from gpucost_mlflow.core.fleet.task import Campaign
@@ -96,7 +96,7 @@ def launch_cmd(gpus, clouds, spot, interruptions_per_day, interruptions_source, 
         names = declared.members(series_name)
     else:
         names = [name.strip() for name in variant_names.split(",") if name.strip()]
-    lanes = max(declared.variant(name).lanes for name in names)
+    lanes = max(declared.variant(name).settings.lanes for name in names)
     if spot and interruptions_per_day is None:
         raise GpucostError("--spot needs --interruptions-per-day (your expectation for these offers): without it a spot "
                            "fleet's worst case cannot be priced; nothing launched")
@@ -169,8 +169,8 @@ def job_cmd(fleet_id, gpu, variant_names, series_name, passes, experiment, corpu
     from gpucost_mlflow.cli.progress import CampaignProgress  # deferred: imports torch
     from gpucost_mlflow.fleet.job import run_job  # deferred: imports torch
 
-    plan = _campaign_plan(variant_names, passes, None, experiment, corpus_path, model_path, variants_file,
-                          protocol_file, Path("."), series_name)
+    plan = _campaign_plan(variant_names, passes, None, experiment, series_name,
+                          InputFiles(corpus_path, model_path, variants_file, protocol_file, Path(".")))
     progress = CampaignProgress()
     try:
         done = run_job(fleet_id, gpu, plan, progress.display())

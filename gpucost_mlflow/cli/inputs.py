@@ -24,8 +24,9 @@ from gpucost_mlflow.core.inputs.corpus import (
     write_atomic,
 )
 from gpucost_mlflow.core.inputs.variants import load_variants
+from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.names import ACCURACY, MACRO_F1
-from gpucost_mlflow.workloads.classification.demo_inputs import TUNING, build_corpus, prepare_model
+from gpucost_mlflow.workloads.classification.demo_inputs import TUNING, Sizes, build_corpus, prepare_model
 
 
 @click.group()
@@ -59,7 +60,7 @@ def corpus_build(source, labels, tokenizer_dir, size, protocol_file, tuning_size
         mix, size = dict(declared.buckets) or None, size or declared.corpus_size
     meta = build_corpus(
         out_dir, source=source, labels=allowed, tokenizer_dir=tokenizer_dir,
-        size=size or 1000, tuning_size=tuning_size, seed=seed, mix=mix, confirmation_size=confirmation_size,
+        sizes=Sizes(size or 1000, tuning_size, mix, confirmation_size), seed=seed,
     )
     bounds = meta["buckets"]["bounds_tokens"]
     click.echo(
@@ -129,7 +130,7 @@ def list_variants(ctx, variants_file) -> None:
         return
 
     for variant in load_variants(_file(variants_file)).values():
-        settings = ", ".join(f"{k}={v}" for k, v in variant.settings().items())
+        settings = ", ".join(f"{k}={v}" for k, v in variant.settings.record().items())
         click.echo(f"{variant.name:22} [{variant.series or '-'}] {settings}")
 
 
@@ -172,8 +173,8 @@ def protocol_show(protocol_file) -> None:
     for key, value in asdict(loaded.acceptance).items():
         if value not in (None, ""):  # an embeddings protocol has no label fields, a labels protocol no embeddings bar
             click.echo(f"  {key}: {value}")
-    if loaded.generation is not None:
-        click.echo(f"generation: {loaded.generation.record()}")
+    if loaded.task is not None:
+        click.echo(f"{registry.output(loaded.acceptance.output).SECTION}: {loaded.task.record()}")
     deadline = loaded.deadline.isoformat() if loaded.deadline else "no deadline declared"
     click.echo(f"passes per variant: {loaded.passes_per_variant}; warm-up: {loaded.warmup}; deadline: {deadline}")
     side = "side by side on a lot's idle GPUs" if loaded.deliverables.get("side_by_side") else "one after another"

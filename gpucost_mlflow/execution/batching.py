@@ -6,6 +6,7 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable
 
+from gpucost_mlflow.core.inputs.settings import Settings
 from gpucost_mlflow.execution.outcome import PassFailure
 
 
@@ -17,13 +18,13 @@ def batches(lengths: list[int], batch_size: int, grouping: str) -> list[list[int
     return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
 
-def tokenized(tokenizer, texts: list[str], settings: dict) -> tuple[list[list[int]], list[int], list[list[int]], int]:
+def tokenized(tokenizer, texts: list[str], settings: Settings) -> tuple[list[list[int]], list[int], list[list[int]], int]:
     """Every text's token ids (truncated at max_length, no padding yet), their lengths, the batch plan, the pad id."""
     encoded = tokenizer(
-        texts, truncation=True, max_length=settings["max_length"], return_attention_mask=False, return_token_type_ids=False
+        texts, truncation=True, max_length=settings.max_length, return_attention_mask=False, return_token_type_ids=False
     )["input_ids"]
     lengths = [len(seq) for seq in encoded]
-    return encoded, lengths, batches(lengths, settings["batch_size"], settings["length_grouping"]), tokenizer.pad_token_id or 0
+    return encoded, lengths, batches(lengths, settings.batch_size, settings.length_grouping), tokenizer.pad_token_id or 0
 
 
 def padded(batch: list[int], encoded: list[list[int]], lengths: list[int], pad_id: int):

@@ -6,7 +6,6 @@ a failed outcome whose completed count comes from its progress counter.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -31,7 +30,7 @@ def start(spec: runner.PassSpec, workdir: Path, env: dict[str, str] | None = Non
     """Start a child on its spec (written to its work folder), with `env` added to the launcher's environment;
     a gated child (a lane) gets a pipe on stdin for its go."""
     spec_path = workdir / "spec.json"
-    spec_path.write_text(json.dumps(spec.__dict__), encoding="utf-8")
+    spec_path.write_text(spec.document(), encoding="utf-8")
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false", **(env or {}))
     return subprocess.Popen(
         forkserver.command(str(spec_path)) or [sys.executable, "-m", "gpucost_mlflow.execution.runner", str(spec_path)],

@@ -19,6 +19,7 @@ import torch
 
 from gpucost_mlflow.core.errors import GpucostError, one_line
 from gpucost_mlflow.core.inputs.corpus import write_atomic
+from gpucost_mlflow.core.inputs.settings import Settings
 from gpucost_mlflow.execution.devices import device_names
 
 ENV = "GPUCOST_PEAK_CACHE"
@@ -89,9 +90,9 @@ def save(peaks: list[Peak], path: Path | None = None) -> Path:
     return path
 
 
-def precision_of(settings: dict) -> str:
+def precision_of(settings: Settings) -> str:
     """The peak a pass is compared with: its precision, or int8-dynamic when its linears are quantized."""
-    return "int8-dynamic" if settings.get("quantization") == "dynamic-int8" else settings["precision"]
+    return "int8-dynamic" if settings.quantization == "dynamic-int8" else settings.precision
 
 
 def _where(device: torch.device) -> tuple[str, int | None]:

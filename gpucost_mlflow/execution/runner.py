@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpucost_mlflow.core.inputs.settings import Settings
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement.repetitions import again, per_corpus
 from gpucost_mlflow.core.names import (
@@ -45,7 +46,7 @@ class PassSpec:
     corpus_path: str
     model_path: str
     workdir: str
-    settings: dict
+    settings: Settings
     warmup: dict = field(default_factory=lambda: {k: WARMUP_RULE[k] for k in ("inputs", "passes")})
     seed: int = SEED
     fault: str = ""
@@ -61,6 +62,16 @@ class PassSpec:
     # child with the workload it loaded and warmed up once; each corpus's outcome is written to its own workdir.
     more: list = field(default_factory=list)
 
+    def document(self) -> str:
+        """The spec as the JSON the child reads (its settings in their recorded form)."""
+        return json.dumps({**self.__dict__, "settings": self.settings.record()})
+
+    @classmethod
+    def read(cls, path: Path) -> PassSpec:
+        """The spec a launcher wrote (`document`), its settings typed again."""
+        values = json.loads(path.read_text(encoding="utf-8"))
+        return cls(**{**values, "settings": Settings.from_record(values["settings"])})
+
 
 def read_texts(corpus_path: str) -> tuple[list[str], list[str]]:
     """Ids and texts of the corpus file, in file order (the launcher validated it already)."""
@@ -69,16 +80,31 @@ def read_texts(corpus_path: str) -> tuple[list[str], list[str]]:
     return [r["id"] for r in records], [r["text"] for r in records]
 
 
-def tokenizer_parallelism(settings: dict) -> bool:
+def tokenizer_parallelism(settings: Settings) -> bool:
     """Let the fast tokenizer encode the corpus on every core (this child never forks while it tokenizes),
     except under torch.compile, whose compile workers fork; returns the choice, the same for every variant."""
-    parallel = not settings.get("compile")
+    parallel = not settings.compile
     os.environ["TOKENIZERS_PARALLELISM"] = "true" if parallel else "false"
     return parallel
 
 
-def measure(corpus_path, tokenizer, model, settings, device, sync, on_batch=None, energy=None,
-            events=None, *, work: Callable, clock=None, repeats=None) -> tuple[object, float]:
+@dataclass(frozen=True)
+class Processing:
+    """One corpus's worth of work as the measured clock calls it: the kind's `process` with what it runs on."""
+
+    process: Callable  # Work.process: (ids, texts, tokenizer, model, settings, device, on_batch) -> outputs
+    tokenizer: object
+    model: object
+    settings: Settings
+    device: object
+    on_batch: Callable | None = None
+
+    def __call__(self, ids: list[str], texts: list[str]) -> object:
+        return self.process(ids, texts, self.tokenizer, self.model, self.settings, self.device, self.on_batch)
+
+
+def measure(corpus_path: str, work: Processing, sync: Callable, energy=None, events=None, *, clock=None,
+            repeats=None) -> tuple[object, float]:
     """The measured pass: synchronise, read the energy counter, start the clock, record the start event,
     read, tokenize, transfer, infer, bring to host, record the end event, synchronise, stop, read the
     energy counter. Nothing else happens between the two clock reads; the counter reads are adjacent to
@@ -96,12 +122,12 @@ def measure(corpus_path, tokenizer, model, settings, device, sync, on_batch=None
     events.record_start()
     try:
         ids, texts = read_texts(corpus_path)
-        predictions = work(ids, texts, tokenizer, model, settings, device, on_batch)
+        predictions = work(ids, texts)
         # Without min_measured_s nothing more happens inside the clock: no lap, no extra device synchronisation.
         while repeats is not None and repeats.min_measured_s is not None and again(repeats.lapped(clock),
                                                                                     repeats.min_measured_s):
             ids, texts = read_texts(corpus_path)
-            repeats.later.append(work(ids, texts, tokenizer, model, settings, device, on_batch))
+            repeats.later.append(work(ids, texts))
             repeats.count += 1
     except BaseException as exc:  # noqa: BLE001 - raised again as PassFailure, with the clock's time to it
         failure = PassFailure.of(exc, clock.stop())
@@ -142,7 +168,7 @@ def load(spec: PassSpec, started_ns: int) -> tuple[Loaded, PassOutcome]:
     outcome = PassOutcome(tokenizer_parallelism=tokenizer_parallelism(settings))
     fault = faults.parse(spec.fault)
     torch.manual_seed(spec.seed)
-    device = models.resolve_device(settings["device"])
+    device = models.resolve_device(settings.device)
     sync = torch.cuda.synchronize if device.type == "cuda" else timing.no_sync
     work = load_workload(spec, device)
     sync()
@@ -196,8 +222,8 @@ def measure_corpus(spec: PassSpec, loaded: Loaded, corpus_path: str, workdir: Pa
     before = contention.sample()  # other processes' CPU time: read just outside the clock, like the epoch bounds
     measured_s = None
     try:
-        predictions, measured_s = measure(corpus_path, work.tokenizer, work.model, spec.settings, device, sync,
-                                          on_batch, probe, events, work=work.process, clock=clock, repeats=repeats)
+        processing = Processing(work.process, work.tokenizer, work.model, spec.settings, device, on_batch)
+        predictions, measured_s = measure(corpus_path, processing, sync, probe, events, clock=clock, repeats=repeats)
         outcome.status, outcome.pass_s = Status.COMPLETED, per_corpus(measured_s, repeats.count)
     except PassFailure as failure:  # every failure is kept as a row with its reason
         predictions, out_of_memory = _failed(outcome, failure, work)
@@ -295,7 +321,7 @@ def main(argv: list[str]) -> int:
     """Run the spec's corpus, then any further ones of a delivery, each outcome written to its work folder as it
     ends; a failure outside a measured part (loading, warm-up) is written as the outcome of every corpus left."""
     started_ns = time.perf_counter_ns()
-    spec = PassSpec(**json.loads(Path(argv[0]).read_text(encoding="utf-8")))
+    spec = PassSpec.read(Path(argv[0]))
     corpora = [(spec.corpus_path, Path(spec.workdir))] + [(m["corpus_path"], Path(m["workdir"])) for m in spec.more]
     written: list[PassOutcome] = []
     try:

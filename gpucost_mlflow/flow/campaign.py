@@ -129,7 +129,7 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
             if slot.variant in result.skipped:
                 continue
             variant = plan.declared.variant(slot.variant)
-            display.on_pass_start(slot, lane_rules.batches(corpus_size, variant.batch_size, variant.lanes), None)
+            display.on_pass_start(slot, lane_rules.batches(corpus_size, variant.settings.batch_size, variant.settings.lanes), None)
             try:
                 outcome = execute(_request(plan, opened, experiment_name, slot, state, variant, display, locked))
             except GpucostError as exc:
@@ -139,7 +139,7 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
             _record(protocol, experiment_name, opened, shown, result, slot, outcome)
             if outcome.status == Status.FAILED and outcome.reason.startswith("out of memory"):
                 for larger in larger_batches(declared, variant, opened.variants):
-                    result.skipped.setdefault(larger, f"{variant.name} ran out of memory at batch {variant.batch_size}: "
+                    result.skipped.setdefault(larger, f"{variant.name} ran out of memory at batch {variant.settings.batch_size}: "
                                                       "larger batch sizes of its sweep are not tried, no smaller one "
                                                       "is substituted")
     except KeyboardInterrupt:
@@ -260,9 +260,9 @@ def harness_overhead(elapsed_s: float, metrics: list[dict]) -> float | None:
 
 def larger_batches(declared: dict[str, Variant], failed: Variant, scheduled: list[str]) -> list[str]:
     """The scheduled variants identical to one that ran out of memory but for a larger batch size (PROTOCOL.md §5)."""
-    base = {k: v for k, v in failed.settings().items() if k != "batch_size"}
-    return [name for name in scheduled if name != failed.name and declared[name].batch_size > failed.batch_size
-            and {k: v for k, v in declared[name].settings().items() if k != "batch_size"} == base]
+    return [name for name in scheduled if name != failed.name
+            and declared[name].settings.batch_size > failed.settings.batch_size
+            and declared[name].settings.differing(failed.settings) == ["batch_size"]]
 
 
 def _with_spool_hint(exc: GpucostError, campaign_id: str, done: int, todo: int) -> GpucostError:

@@ -57,7 +57,7 @@ def check(chosen: list[Assessment], plan: ConfirmPlan) -> None:
         if identity is not None and identity.corpus_fingerprint == fingerprint:
             raise GpucostError(f"{plan.corpus_path} is the corpus {a.configuration.name} was compared on: a "
                                "confirmation runs on a disjoint corpus")
-        if plan.declared.variant(a.configuration.variant).lanes > 1:
+        if plan.declared.variant(a.configuration.variant).settings.lanes > 1:
             raise GpucostError(f"{a.configuration.name} runs in lanes, whose clocks cannot repeat the corpus: it "
                                "cannot be confirmed for confirmation.min_s")
 
@@ -75,7 +75,7 @@ def _reference_outputs(a: Assessment, variant: Variant, plan: ConfirmPlan, finge
     protocol = plan.protocol
     reference = plan.declared.variant(protocol.acceptance.reference_variant)
     differs = registry.output(protocol.acceptance.output).needs_reference
-    if variant.name == reference.name or not differs(variant.settings(), reference.settings()):
+    if variant.name == reference.name or not differs(variant.settings, reference.settings):
         return
     client = store.client()
     experiment_id = experiments.named(client, plan.experiment).experiment_id

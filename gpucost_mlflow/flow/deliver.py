@@ -56,7 +56,7 @@ def corpora_in(folder: Path) -> tuple[Path, ...]:
 
 def deliver(plan: DeliveryPlan, on_child: Callable[[int, list[launcher.PassResult]], None] | None = None) -> Delivered:
     """Every corpus checked, the experiment locked once, then one child per `per_child` corpora."""
-    if plan.variant.lanes > 1:
+    if plan.variant.settings.lanes > 1:
         raise GpucostError(f"{plan.variant.name} runs in lanes: deliver it corpus by corpus with `gpucost pass --role "
                            "deliverable` (one child per lane)")
     requests = [PassRequest(variant=plan.variant, corpus_path=corpus, model_path=plan.model_path,

@@ -28,7 +28,7 @@ def reference_needed(request: PassRequest, prepared: Prepared) -> bool:
     """Whether the pass is compared with a reference pass: gold labels exist and its settings differ from the
     reference variant's in what its output's rules say matters."""
     differs = registry.output(prepared.protocol.acceptance.output).needs_reference
-    return bool(prepared.corpus.gold_labels) and differs(request.variant.settings(), prepared.reference.settings())
+    return bool(prepared.corpus.gold_labels) and differs(request.variant.settings, prepared.reference.settings)
 
 
 def reference_pass(client: MlflowClient, experiment_id: str, prepared: Prepared, workdir: Path):
@@ -75,8 +75,8 @@ def _audit(request: PassRequest, prepared: Prepared, rules, back: verdicts.ReadB
     sample_path.write_text("".join(json.dumps({"id": row["id"], "text": row["text"]}, ensure_ascii=False) + "\n"
                                    for row in corpus.rows if row["id"] in chosen), encoding="utf-8")
     spec = runner.PassSpec(corpus_path=str(sample_path), model_path=str(request.model_path.resolve()), workdir=str(folder),
-                           settings=prepared.reference.settings(), warmup=dict(prepared.protocol.warmup), fault="",
-                           implementation=registry.implementation(prepared.reference.settings()))
+                           settings=prepared.reference.settings, warmup=dict(prepared.protocol.warmup), fault="",
+                           implementation=registry.implementation(prepared.reference.settings))
     returncode, interrupted = child.run(spec, folder)
     if interrupted:
         raise KeyboardInterrupt

@@ -182,7 +182,7 @@ def _flags(request: PassRequest, prepared: Prepared, outcome: PassOutcome, metri
     than the protocol's min_utilisation during the measured part)."""
     protocol, board = prepared.protocol, outcome.device_facts.get("board") or {}
     busy = contended(metrics.get(OTHER_CPU_S), metrics.get(OTHER_CPU_SHARE), protocol.max_other_cpu_share)
-    if request.variant.lanes > 1:  # a pass split over lanes counts its own other lanes as other processes
+    if request.variant.settings.lanes > 1:  # a pass split over lanes counts its own other lanes as other processes
         busy = ""
     busy = "; ".join(filter(None, [busy, board.get("other_processes", "")]))
     on_gpu = GPU_UTILISATION in metrics or bool(board)
@@ -198,8 +198,8 @@ def spec_of(request: PassRequest, prepared: Prepared, workdir: Path) -> runner.P
         corpus_path=str(request.corpus_path.resolve()),
         model_path=str(request.model_path.resolve()),
         workdir=str(workdir),
-        settings=request.variant.settings(),
-        implementation=registry.implementation(request.variant.settings()),
+        settings=request.variant.settings,
+        implementation=registry.implementation(request.variant.settings),
         warmup=dict(prepared.protocol.warmup),
         fault=os.environ.get(faults.ENV, ""),
         workload_code=prepared.manifest["workload"].get("code", ""),

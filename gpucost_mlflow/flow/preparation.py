@@ -15,7 +15,7 @@ from pathlib import Path
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.corpus import Corpus, corpus_metadata, read_corpus
 from gpucost_mlflow.core.inputs.fingerprints import sha256_file
-from gpucost_mlflow.core.inputs.manifest import build_manifest
+from gpucost_mlflow.core.inputs.manifest import Environment, build_manifest
 from gpucost_mlflow.core.inputs.protocol import Protocol, load_protocol
 from gpucost_mlflow.core.inputs.variants import Declaration, Variant
 from gpucost_mlflow.core.judging.seeds import DEFAULT_SEED
@@ -116,7 +116,7 @@ def prepare(request: PassRequest) -> Prepared:
     elif request.role == schema.CONFIRMATION_ROLE:
         check_confirmation_corpus(corpus, protocol)
     meta = corpus_metadata(request.corpus_path)
-    device = models.resolve_device(request.variant.device)
+    device = models.resolve_device(request.variant.settings.device)
     import torch
 
     corpus_record = {
@@ -132,19 +132,17 @@ def prepare(request: PassRequest) -> Prepared:
     }
     model_record = described.model
     stack = environment.stack(device)
-    stack["compilation"] = "torch.compile" if request.variant.compile else "none (eager)"
-    stack["attention_backend"] = request.variant.attention
+    stack["compilation"] = "torch.compile" if request.variant.settings.compile else "none (eager)"
+    stack["attention_backend"] = request.variant.settings.attention
     manifest = build_manifest(
         variant=request.variant,
         corpus=corpus_record,
         model=model_record,
-        stack=stack,
-        code=environment.code_version(request.code_root),
-        dependencies=environment.package_versions(),
+        environment=Environment(stack, environment.code_version(request.code_root), environment.package_versions()),
         warmup={**runner.WARMUP_RULE, **protocol.warmup},
         seeds={
             "torch": request.seed,
-            "workload_deterministic": registry.of_settings(request.variant.settings()).deterministic,
+            "workload_deterministic": registry.of_settings(request.variant.settings).deterministic,
             "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
             "cudnn_deterministic": bool(torch.backends.cudnn.deterministic),
             "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
@@ -159,8 +157,8 @@ def prepare(request: PassRequest) -> Prepared:
                              gpucost_version=manifest["dependencies"].get("gpucost-mlflow", ""))
     manifest["workload"] = {**described.record, "engine": manifest["engine"]}
     layout = None
-    if request.variant.lanes > 1:
-        layout = lanes.layout(request.variant.lanes, device)
+    if request.variant.settings.lanes > 1:
+        layout = lanes.layout(request.variant.settings.lanes, device)
         manifest["lanes"] = lanes.manifest_record(corpus.rows, layout)
     text = request.locked.protocol_text if request.locked else request.protocol_path.read_text(encoding="utf-8")
     return Prepared(manifest, corpus, protocol, text, reference, layout)

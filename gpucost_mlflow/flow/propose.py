@@ -104,7 +104,8 @@ def text(proposal: Proposal, variants_path: Path, campaigns: str, out_folder: Pa
     if clash:
         raise GpucostError(f"{variants_path} already declares {', '.join(clash)}; nothing written")
     for name, settings in proposal.variants.items():
-        declared[name] = {k: v for k, v in settings.items() if defaults.get(k) != v} or {"batch_size": settings["batch_size"]}
+        values = {**settings.record(), "engine": settings.engine}  # the engine named even when it is torch
+        declared[name] = {k: v for k, v in values.items() if defaults.get(k) != v} or {"batch_size": settings.batch_size}
     series[proposal.series] = {"field": list(proposal.fields), "reference": proposal.reference, "combines": True,
                                "proposed_from": campaigns, "variants": list(proposal.variants)}
     left = "".join(f"#   {name}: {why}\n" for name, why in proposal.left_out.items()) or "#   (none)\n"

@@ -26,7 +26,7 @@ def default_model(output: str, root: Path) -> Path:
 
 def describe(variant: Variant, variants_path: Path, model_path: Path, protocol: Protocol) -> Described:
     """Check the workload against the protocol's output and describe its model and code (before anything is recorded)."""
-    workload = workloads.parse(variant.workload, variants_path.parent, f"{variants_path}: variant '{variant.name}'")
+    workload = workloads.parse(variant.settings.workload, variants_path.parent, f"{variants_path}: variant '{variant.name}'")
     workloads.check_output(workload, protocol.acceptance.output, protocol.path)
     record = {"declared": workload.declared, "kind": workload.kind,
               "output": workload.output or "labels or embeddings, as its infer() returns them"}
@@ -37,12 +37,12 @@ def engine_record(variant: Variant, model_revision: str, device_type: str) -> di
     """What the manifest records of the engine that runs the pass: its name and version, and for an engine other
     than torch its export or conversion options (the execution provider among them), the cache folder they are
     kept in and whether it held them when the pass started. Refuses an engine that is not installed, in one line."""
-    chosen = engines.engine(variant.engine)
+    chosen = engines.engine(variant.settings.engine)
     if chosen.name == engines.DEFAULT:
         return {"name": chosen.name, "version": chosen.version()}
     engines.check_installed(chosen.name, variant.name)
-    implementation = registry.of_settings(variant.settings()).child(chosen.name)
-    options = implementation.options(variant.settings(), device_type)
+    implementation = registry.of_settings(variant.settings).child(chosen.name)
+    options = implementation.options(variant.settings, device_type)
     if not getattr(implementation, "CACHED", True):  # nothing exported or converted: the engine loads the folder
         return {"name": chosen.name, "version": chosen.version(), "options": options}
     folder = engine_cache.cache_folder(chosen.name, model_revision, chosen.version(), engine_cache.keyed(implementation, options))

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from gpucost_mlflow.core.inputs import shipped, sources
-from gpucost_mlflow.core.inputs.generation import DECODING
 from gpucost_mlflow.core.judging.seeds import DEFAULT_SEED
+from gpucost_mlflow.core.kinds import registry
 
 TITLE = "What this decision covers"
 LICENCES_DOC = "docs/licences.md"
@@ -110,13 +110,21 @@ NOT_MLPERF = ("Not an MLPerf result nor a certification: it keeps MLPerf Inferen
 NOT_OTHER_USES = ("Not an interactive service (arrival pattern, concurrency and acceptable latency were not tested), not "
                   "training, not another corpus or model: each needs its useful unit and checks defined again and a new "
                   "comparison (PROTOCOL.md §12).")
-SEED_FLAGS = ("(torch.manual_seed in the child) and records, in its manifest (`seeds`), its verdict.json "
-              "(`deterministic`) and its run params (`seed.*`), whether torch's deterministic algorithms, cuDNN "
-              "deterministic mode and cuDNN benchmark were on; a pass does not force them. The built-in workloads are "
-              f"deterministic (no sampling: a forward pass, or generation decoding {DECODING['decoding']}), so their "
-              "outputs do not depend on the seed (`seed.workload_deterministic`); user code is not known to be. The demo "
-              "classifier is trained with torch.use_deterministic_algorithms(True) and gives bit-identical weights "
-              "(docs/model.md).")
+def no_sampling() -> str:
+    """How the built-in workloads avoid sampling, each way once, as the outputs' rules say it (base.Output)."""
+    ways = (registry.output(name).NO_SAMPLING for name in registry.output_names())
+    return ", or ".join(dict.fromkeys(way for way in ways if way))
+
+
+def seed_flags() -> str:
+    """What a pass seeds and records of its deterministic flags, and why the built-in workloads need no seed."""
+    return ("(torch.manual_seed in the child) and records, in its manifest (`seeds`), its verdict.json "
+            "(`deterministic`) and its run params (`seed.*`), whether torch's deterministic algorithms, cuDNN "
+            "deterministic mode and cuDNN benchmark were on; a pass does not force them. The built-in workloads are "
+            f"deterministic (no sampling: {no_sampling()}), so their "
+            "outputs do not depend on the seed (`seed.workload_deterministic`); user code is not known to be. The demo "
+            "classifier is trained with torch.use_deterministic_algorithms(True) and gives bit-identical weights "
+            "(docs/model.md).")
 
 
 def seeds_line(seeds: tuple[int, ...]) -> str:
@@ -125,9 +133,9 @@ def seeds_line(seeds: tuple[int, ...]) -> str:
         return (f"Seeds and deterministic flags: the protocol declares seeds {', '.join(map(str, seeds))}; every variant "
                 "ran its passes at each, each seed's passes are a configuration of their own judged against the "
                 "reference at the same seed, and a configuration is chosen only when every seed holds; each pass seeds "
-                f"torch with its seed {SEED_FLAGS}")
+                f"torch with its seed {seed_flags()}")
     return (f"Seeds and deterministic flags: the protocol declares no seeds, so every pass seeds torch with "
-            f"{DEFAULT_SEED} {SEED_FLAGS}")
+            f"{DEFAULT_SEED} {seed_flags()}")
 MANIFEST_STACK = ("The manifest's stack (manifest.json, run params `stack.*`, environment.txt): backend, torch build, CUDA "
                   "or HIP runtime, cuDNN, driver, device names and properties, CPU, threads, platform and Python, beside "
                   "the corpus fingerprint and order, the model and tokenizer revisions, the code commit and every "

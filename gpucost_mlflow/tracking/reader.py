@@ -134,9 +134,9 @@ def attempt_row(run: RunRecord, now: dt.datetime | None = None) -> dict:
         "length_grouping": params.get(f"{schema.SETTING_PREFIX}length_grouping"),
         # Passes recorded before workloads existed all ran the built-in classifier.
         "workload": params.get(f"{schema.SETTING_PREFIX}workload", registry.DEFAULT),
-        # A torch pass records no `setting.engine` (core/inputs/variants.py), nor did passes before engines existed.
+        # A torch pass records no `setting.engine` (core/inputs/settings.py), nor did passes before engines existed.
         "engine": params.get(f"{schema.SETTING_PREFIX}engine", engines.DEFAULT),
-        # A one-lane pass records no `setting.lanes` (core/inputs/variants.py), nor did passes before lanes existed.
+        # A one-lane pass records no `setting.lanes` (core/inputs/settings.py), nor did passes before lanes existed.
         "lanes": int(params.get(f"{schema.SETTING_PREFIX}lanes", 1)),
         "model_revision": params.get(schema.MODEL_REVISION, ""),
         "host": tags.get(schema.HOST, ""),
@@ -254,7 +254,7 @@ def energy_reason(tags: dict, metrics: dict, status: str, reason: str) -> str:
 def _exported_before_the_tag(workload: str) -> str:
     """A pass recorded before `gpucost.exported` existed: what its workload wrote (user code: labels then)."""
     try:
-        delivered = registry.of_settings({"workload": workload}).output
+        delivered = registry.of_workload(workload).output
     except KeyError:
         delivered = ""
     return registry.output(delivered or DEFAULT_OUTPUT).FILE

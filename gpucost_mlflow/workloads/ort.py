@@ -17,6 +17,7 @@ import warnings
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.inputs.settings import Settings
 from gpucost_mlflow.workloads import engine_cache
 
 OPSET = 18
@@ -41,12 +42,12 @@ def provider(device_type: str) -> str:
     return found
 
 
-def options(settings: dict, device_type: str, output: str) -> dict:
+def options(settings: Settings, device_type: str, output: str) -> dict:
     """What the export depends on (its cache key, recorded in the manifest): exporter, opset, the torch that
     exported, the graph the session runs, the quantisation, and the provider."""
     import torch
 
-    int8 = settings.get("quantization") == "dynamic-int8"
+    int8 = settings.quantization == "dynamic-int8"
     return {"exporter": "torch.onnx.export (dynamo)", "opset": OPSET, "exported_by_torch": torch.__version__,
             "output": output, "graph_optimization": "ORT_ENABLE_ALL",
             "quantization": "ORT dynamic int8 (QInt8 weights)" if int8 else "none",

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from itertools import combinations
 
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.inputs.settings import Settings
 from gpucost_mlflow.core.inputs.variants import Variant
 from gpucost_mlflow.core.judging.verdicts import WORK_FIELDS
 from gpucost_mlflow.core.kinds import registry
@@ -36,7 +37,7 @@ class Change:
     """What one second-series member changed against the reference, and whether it was accepted."""
 
     variant: str
-    settings: dict
+    changes: dict  # setting -> the member's value, for the settings it changes
     accepted: bool
     why: str = ""
     against_reference: bool = True  # its accepted passes were compared with the reference pass
@@ -47,35 +48,28 @@ class Proposal:
     series: str
     reference: str
     fields: tuple[str, ...]
-    variants: dict[str, dict]  # name -> settings that differ from the defaults of the reference
+    variants: dict[str, Settings]  # name -> its settings
     combined: tuple[str, ...]  # the accepted changes combined (variant names)
     left_out: dict[str, str]  # change -> why it is not combined
 
 
-def _settings(variant: Variant) -> dict:
-    """A variant's settings with its engine named even when it is torch (settings() leaves torch out)."""
-    return {**variant.settings(), "engine": variant.engine}
-
-
 def changes_of(reference: Variant, member: Variant) -> dict:
     """The settings a member changes against the reference."""
-    base, mine = _settings(reference), _settings(member)
-    return {key: value for key, value in mine.items() if base[key] != value}
+    return {key: getattr(member.settings, key) for key in member.settings.differing(reference.settings)}
 
 
-def _refusal(settings: dict) -> str:
+def _refusal(settings: Settings) -> str:
     """Why the settings' engine cannot run them ('' when it can)."""
     try:
-        registry.check_engine(settings["engine"], registry.of_settings(settings).name, settings, "proposed")
+        registry.check_engine(settings.engine, registry.of_settings(settings).name, settings, "proposed")
     except GpucostError as exc:
         return str(exc).removeprefix("proposed: ")
     return ""
 
 
-def _name(settings: dict, reference: Variant) -> str:
-    base = _settings(reference)
-    parts = [f"batch{settings['batch_size']}"]
-    parts += [TAGS[key](value) for key, value in settings.items() if key != "batch_size" and base[key] != value]
+def _name(settings: Settings, reference: Variant) -> str:
+    parts = [f"batch{settings.batch_size}"]
+    parts += [TAGS[key](getattr(settings, key)) for key in settings.differing(reference.settings) if key != "batch_size"]
     return "-".join(parts)
 
 
@@ -90,25 +84,25 @@ def propose(reference: Variant, changes: list[Change], series: str, slow_precisi
     for change in changes:
         if not change.accepted:
             left_out[change.variant] = f"not accepted ({change.why})" if change.why else "not accepted"
-        elif "batch_size" in change.settings:
+        elif "batch_size" in change.changes:
             left_out[change.variant] = "changes the batch size (the sweep covers it)"
-        elif set(change.settings) & set(WORK_FIELDS) and not change.against_reference:
-            changed = ", ".join(sorted(set(change.settings) & set(WORK_FIELDS)))
+        elif set(change.changes) & set(WORK_FIELDS) and not change.against_reference:
+            changed = ", ".join(sorted(set(change.changes) & set(WORK_FIELDS)))
             left_out[change.variant] = (f"changes the work ({changed}) and was accepted on the absolute bars alone, "
                                         "never compared with the reference")
-        elif change.settings.get("precision") in slow:
-            left_out[change.variant] = slow[change.settings["precision"]]
-        elif any(set(change.settings) & set(other.settings) for other in usable):
+        elif change.changes.get("precision") in slow:
+            left_out[change.variant] = slow[change.changes["precision"]]
+        elif any(set(change.changes) & set(other.changes) for other in usable):
             left_out[change.variant] = "changes a field another accepted change already changes"
         else:
             usable.append(change)
     if not usable:
         raise GpucostError("no accepted change to combine (" + "; ".join(f"{k}: {v}" for k, v in left_out.items())
                            + ")" if left_out else "no accepted change to combine")
-    base = _settings(reference)
-    proposed: dict[str, dict] = {}
+    base = reference.settings
+    proposed: dict[str, Settings] = {}
 
-    def offer(settings: dict) -> None:
+    def offer(settings: Settings) -> None:
         name = _name(settings, reference)
         refused = _refusal(settings)
         if refused:
@@ -118,22 +112,17 @@ def propose(reference: Variant, changes: list[Change], series: str, slow_precisi
 
     for size in range(2, len(usable) + 1):
         for group in combinations(usable, size):
-            settings = dict(base)
-            for change in group:
-                settings.update(change.settings)
-            offer(settings)
-    best = dict(base)
-    for change in usable:
-        best.update(change.settings)
+            offer(base.changed(**{k: v for change in group for k, v in change.changes.items()}))
+    best = base.changed(**{k: v for change in usable for k, v in change.changes.items()})
     for batch in sweep:
-        settings = {**best, "batch_size": batch}
-        if settings != base and not (len(usable) == 1 and batch == base["batch_size"]):
+        settings = best.changed(batch_size=batch)
+        if settings != base and not (len(usable) == 1 and batch == base.batch_size):
             offer(settings)
     if gpu:
         offers = [{"compile": True}] + ([{"precision": "fp16"}] if "fp16" not in slow else [])
         for extra in offers:
-            settings = {**best, **extra}
+            settings = best.changed(**extra)
             if settings != best:
                 offer(settings)
-    fields = tuple(sorted({key for settings in proposed.values() for key, value in settings.items() if base[key] != value}))
+    fields = tuple(sorted({key for settings in proposed.values() for key in settings.differing(base)}))
     return Proposal(series, reference.name, fields, proposed, tuple(c.variant for c in usable), left_out)

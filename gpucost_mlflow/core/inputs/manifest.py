@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from gpucost_mlflow.core.inputs.variants import Variant
@@ -11,14 +12,21 @@ SCHEMA_VERSION = 1
 RUN_SPECIFIC = ("run",)
 
 
+@dataclass(frozen=True)
+class Environment:
+    """Where a pass runs: the device stack actually present, the code's version, the installed packages."""
+
+    stack: dict
+    code: dict
+    dependencies: dict
+
+
 def build_manifest(
     *,
     variant: Variant,
     corpus: dict,
     model: dict,
-    stack: dict,
-    code: dict,
-    dependencies: dict,
+    environment: Environment,
     warmup: dict,
     seeds: dict,
     run: dict,
@@ -27,12 +35,12 @@ def build_manifest(
     return {
         "schema_version": SCHEMA_VERSION,
         "run": {"variant": variant.name, "series": variant.series, **run},
-        "settings": variant.settings(),
+        "settings": variant.settings.record(),
         "corpus": corpus,
         "model": model,
-        "stack": stack,
-        "code": code,
-        "dependencies": dependencies,
+        "stack": environment.stack,
+        "code": environment.code,
+        "dependencies": environment.dependencies,
         "warmup": warmup,
         "seeds": seeds,
     }

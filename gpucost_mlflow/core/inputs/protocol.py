@@ -16,8 +16,6 @@ from gpucost_mlflow.core.errors import GpucostError, one_line
 from gpucost_mlflow.core.inputs import method_fields as method
 from gpucost_mlflow.core.inputs import yaml_text
 from gpucost_mlflow.core.inputs.acceptance import DEFAULT_OUTPUT, Acceptance
-from gpucost_mlflow.core.inputs.generation import GenerationSettings
-from gpucost_mlflow.core.inputs.generation import parse as parse_generation
 from gpucost_mlflow.core.inputs.protocol_fields import refuse_other_outputs, refuse_unknown
 from gpucost_mlflow.core.judging import seeds as seed_rules
 from gpucost_mlflow.core.kinds import registry
@@ -56,7 +54,9 @@ class Protocol:
     deliverables: dict
     plan: dict | None
     other_costs: tuple[OtherCost, ...] = ()
-    generation: GenerationSettings | None = None  # the generation task (prompt, new tokens) of a generations protocol
+    # The task its output's protocol section fixes (base.Output.task: a generations protocol's prompt and new tokens;
+    # its record() is what the manifest and the child get), None when the output has no section.
+    task: object | None = None
     # The largest max/min ratio of a configuration's own pass durations before the report calls it unstable.
     max_spread_ratio: float = DEFAULT_SPREAD_RATIO
     max_price_age_days: int | None = None  # a catalog price older than this is stale: not priced unless allowed
@@ -135,8 +135,8 @@ def load_protocol(path: Path) -> Protocol:
         raise GpucostError(f"{path}: field 'acceptance.output' must be one of {', '.join(registry.output_names())}")
     rules = registry.output(output)
     refuse_other_outputs(path, document, output)
-    generation = _generation(f, output, rules.SECTION)
-    scored = rules.scored(generation)
+    task = _task(f, output, rules)
+    scored = rules.scored(task)
     metric = f.get("acceptance.main_metric", str) if scored else ""
     if scored and metric not in METRICS:
         raise GpucostError(f"{path}: field 'acceptance.main_metric' must be one of {', '.join(METRICS)}")
@@ -169,7 +169,7 @@ def load_protocol(path: Path) -> Protocol:
                       "per_child": method.per_child(path, document["deliverables"].get("per_child"))},
         plan=_plan(path, document["plan"]) if document.get("plan") is not None else None,
         other_costs=_other_costs(path, document.get("other_costs")),
-        generation=generation,
+        task=task,
         corpus_slice_of=f.get("corpus.slice_of", str) if document["corpus"].get("slice_of") is not None else "",
         corpus_fingerprint=_fingerprint(path, document["corpus"].get("fingerprint")),
         confidence=method.confidence(path, document.get("confidence")),
@@ -255,19 +255,13 @@ def _spread_ratio(path: Path, value) -> float:
     return float(value)
 
 
-def _generation(f: _Fields, output: str, own: str) -> GenerationSettings | None:
-    """The generation task's section: required by the protocol whose output declares it (`own`), refused by any
-    other."""
+def _task(f: _Fields, output: str, rules) -> object | None:
+    """The task the output's own section fixes, read by its rules (`base.Output.task`), which also refuse it missing;
+    another output's section is refused by that output's rules; None when the output has no section."""
     for name, owner in registry.sections().items():
-        if name != own and f.document.get(name) is not None:
-            raise GpucostError(f"{f.path}: field '{name}' declares a generation task; this protocol's output is "
-                               f"{output} (acceptance.output: {owner} judges generated text)")
-    if not own:
-        return None
-    section = f.document.get(own)
-    if section is None:
-        raise GpucostError(f"{f.path}: missing field '{own}' (prompt with {{text}} and max_new_tokens)")
-    return parse_generation(section, str(f.path))
+        if owner != output and f.document.get(name) is not None:
+            registry.output(owner).task(f.document[name], str(f.path), output)  # refuses it: not this output's task
+    return rules.task(f.document.get(rules.SECTION), str(f.path), output) if rules.SECTION else None
 
 
 def _side_by_side(path: Path, value) -> bool:

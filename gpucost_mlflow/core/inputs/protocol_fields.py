@@ -7,7 +7,6 @@ import difflib
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.inputs.generation import KEYS as GENERATION_KEYS
 from gpucost_mlflow.core.kinds import registry
 
 # Every field a protocol may hold, as a tree: a mapping is a section whose keys are checked, FREE one whose keys are
@@ -47,7 +46,7 @@ FIELDS: dict = {
     "deliverables": {"expected": None, "description": None, "side_by_side": None, "per_child": None,
                      "audit": {"sample": None, "min_label_agreement": None}},
     "other_costs": None,
-    **{name: dict.fromkeys(GENERATION_KEYS) for name in registry.sections()},
+    **{name: dict.fromkeys(registry.output(owner).SECTION_KEYS) for name, owner in registry.sections().items()},
 }
 def refuse_unknown(path: Path, document: dict) -> None:
     """Refuse the first field the protocol does not know, at any level, naming the nearest known one."""

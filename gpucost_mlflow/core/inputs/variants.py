@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
 
 from gpucost_mlflow.core.errors import GpucostError, one_line
+from gpucost_mlflow.core.inputs import settings as settings_record
 from gpucost_mlflow.core.inputs import workloads, yaml_text
+from gpucost_mlflow.core.inputs.settings import Settings
 from gpucost_mlflow.core.kinds import engines, registry
 
 CHOICES = {
@@ -23,44 +25,19 @@ CHOICES = {
 
 @dataclass(frozen=True)
 class Variant:
-    """One variant's settings; everything a pass needs to know about how to process the corpus."""
+    """One declared variant: its name, its settings, and the series it belongs to."""
 
     name: str
-    batch_size: int
-    precision: str
-    quantization: str
-    compile: bool
-    attention: str
-    padding: str
-    max_length: int
-    length_grouping: str
-    device: str
-    workload: str = workloads.DEFAULT  # classification | embeddings | python:PATH_OR_MODULE (core/inputs/workloads.py)
-    engine: str = engines.DEFAULT  # what runs the workload: torch, onnxruntime, ctranslate2, vllm (core/kinds/engines.py)
-    lanes: int = 1  # devices one pass splits its corpus over, each running a fixed slice at once (core/measurement/lanes.py)
+    settings: Settings
     series: str = ""
     reference: str = ""  # the reference variant its series names ("" when none)
 
-    def settings(self) -> dict:
-        """The settings without the name: what the manifest compares between variants. `lanes` is listed only when a
-        pass splits (lanes > 1), so one-lane variants keep the settings, params and series locks they had before it;
-        `engine` likewise only when it is not torch."""
-        values = asdict(self)
-        for label in LABELS:
-            values.pop(label)
-        if values["lanes"] == 1:
-            values.pop("lanes")
-        if values["engine"] == engines.DEFAULT:
-            values.pop("engine")
-        return values
 
-
-LABELS = ("name", "series", "reference")  # what a variant is called and where it belongs, not a setting
 
 
 def _build(name: str, values: dict, series: str, source: Path) -> Variant:
     values = {"workload": workloads.DEFAULT, "engine": engines.DEFAULT, "lanes": 1, **values}
-    known = {f.name for f in fields(Variant)} - set(LABELS)
+    known = set(settings_record.names())
     unknown = sorted(set(values) - known)
     if unknown:
         raise GpucostError(f"{source}: variant '{name}' has unknown field(s) {', '.join(unknown)}")
@@ -81,8 +58,9 @@ def _build(name: str, values: dict, series: str, source: Path) -> Variant:
     if values["engine"] not in engines.names():
         raise GpucostError(f"{source}: variant '{name}' has engine={values['engine']!r} "
                            f"(allowed: {', '.join(engines.names())})")
-    registry.check_engine(values["engine"], workload.kind, values, f"{source}: variant '{name}'")
-    return Variant(name=name, series=series, **values)
+    settings = Settings(**values)
+    registry.check_engine(settings.engine, workload.kind, settings, f"{source}: variant '{name}'")
+    return Variant(name, settings, series)
 
 
 @dataclass(frozen=True)
@@ -100,8 +78,8 @@ class Series:
     def declaration(self, variants: dict[str, Variant]) -> dict:
         """What the series declares, members' settings included: the text its lock digest is taken over."""
         return {"name": self.name, "fields": list(self.fields), "reference": self.reference, "together": self.together,
-                "combines": self.combines, "members": {m: variants[m].settings() for m in self.members},
-                "reference_settings": variants[self.reference].settings() if self.reference else {}}
+                "combines": self.combines, "members": {m: variants[m].settings.record() for m in self.members},
+                "reference_settings": variants[self.reference].settings.record() if self.reference else {}}
 
 
 SERIES_KEYS = ("field", "reference", "together", "combines", "proposed_from", "variants")
@@ -116,7 +94,7 @@ def _series(name: str, spec, source: Path) -> Series:
         raise GpucostError(f"{where}: unknown key(s) {', '.join(unknown)} (allowed: {', '.join(SERIES_KEYS)})")
     declared = spec.get("field")
     declared = [declared] if isinstance(declared, str) else declared
-    settings = [f.name for f in fields(Variant) if f.name not in LABELS]
+    settings = settings_record.names()
     if not declared or not isinstance(declared, list) or any(f not in settings for f in declared):
         raise GpucostError(f"{where}: 'field' must name one or more of {', '.join(settings)}")
     members = spec.get("variants")
@@ -142,7 +120,7 @@ def _check_series(series: Series, variants: dict[str, Variant], source: Path) ->
             raise GpucostError(f"{where}: '{name}' is not a declared variant; declared: {', '.join(variants)}")
     if series.reference in series.members:
         raise GpucostError(f"{where}: the reference {series.reference} is also listed among its variants")
-    kinds = sorted({variants[name].workload for name in (series.reference, *series.members) if name})
+    kinds = sorted({variants[name].settings.workload for name in (series.reference, *series.members) if name})
     if len(kinds) > 1:
         raise GpucostError(f"{where}: mixes workloads {', '.join(kinds)}; a series compares variants of one workload")
     declares = ", ".join(series.fields)
@@ -159,8 +137,7 @@ def _check_series(series: Series, variants: dict[str, Variant], source: Path) ->
         pairs = [(a, b) for i, a in enumerate(series.members) for b in series.members[i + 1:]]
         rule, fits = "the only fields that may differ", lambda d: d and set(d) <= set(series.fields)
     for first, second in pairs:
-        a, b = variants[first], variants[second]
-        differ = [f.name for f in fields(Variant) if f.name not in LABELS and getattr(a, f.name) != getattr(b, f.name)]
+        differ = variants[first].settings.differing(variants[second].settings)
         if not fits(differ):
             raise GpucostError(f"{where}: {second} differs from {first} in {', '.join(differ) or 'nothing'}; "
                                f"the series declares {declares} ({rule})")

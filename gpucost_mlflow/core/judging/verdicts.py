@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from gpucost_mlflow.core.inputs.settings import Settings
 from gpucost_mlflow.core.names import EXPECTED_IDS, OBSERVED_IDS
 
 PREDICTIONS = "predictions.jsonl.gz"  # the labels file a pass exports: one JSON object per input
@@ -150,11 +151,11 @@ WORK_FIELDS = ("max_length",)
 REFERENCE_CHECK_PREFIX = "reference_"  # every kind's checks against the reference pass are named so
 
 
-def needs_reference(settings: dict, reference_settings: dict) -> bool:
+def needs_reference(settings: Settings, reference_settings: Settings) -> bool:
     """A variant whose numerics differ from the reference (precision, quantization, attention, compile, or the
     engine that runs it), or whose work does (max_length), is judged against the reference's stored predictions,
     never against the absolute bars alone."""
-    return any(settings.get(key) != reference_settings.get(key) for key in NUMERIC_FIELDS + WORK_FIELDS)
+    return bool(set(settings.differing(reference_settings)) & set(NUMERIC_FIELDS + WORK_FIELDS))
 
 
 def judged_against_reference(checks_line: str) -> bool:

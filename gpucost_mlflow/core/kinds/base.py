@@ -3,7 +3,8 @@
 A kind is named data plus modules found by convention and imported only when needed, so reading the registry
 imports neither torch nor the child's code: `<package>.child.load(spec, device) -> Work` in the pass's child,
 `<package>.launch.describe(...)` / `.default_model(root)` in the launcher, and, for the kind that first delivers an
-output, `<package>.output`: that output's pure rules (`Output` below), shared by every kind delivering it.
+output, `<package>.output`: that output's pure rules (`Output` below), shared by every kind delivering it. Whatever
+names one output (its protocol section and task, its bar's fields, its judge) lives there, never in core/.
 """
 
 from __future__ import annotations
@@ -99,14 +100,23 @@ class Output(Protocol):
     FIELDS: tuple[str, ...]  # acceptance fields only this output's protocols may declare
     AUDITED: bool  # whether a deliverable without gold labels is audited by the reference variant
     SECTION: str  # the protocol section its task needs (`generation:`), "" when none
+    SECTION_KEYS: tuple[str, ...]  # the keys that section may hold (the protocol's field tree); only with a SECTION
+    NO_SAMPLING: str  # how the built-in kinds deliver it without sampling, for the report's scope ("a forward pass");
+    # "" when it names none
     FROM_USER_CODE: bool  # whether a user's module may deliver it
     EXAMPLE_PROTOCOL: str  # a shipped protocol judging it ("" when the default one does)
 
     def acceptance(self, fields, metric: str) -> object:
         """The protocol's `acceptance:` bar for this output (core/inputs/protocol.Acceptance), refused in one line."""
 
-    def scored(self, generation) -> bool:
-        """Whether the protocol scores labels against gold (and so needs acceptance.main_metric)."""
+    def task(self, section, where: str, output: str) -> object:
+        """Its `SECTION` of the protocol read into the task record (`record() -> dict`: what the manifest and the
+        child get); refused in one line when missing or malformed, or declared by a protocol whose output (`output`)
+        is another. Only an output with a SECTION is asked."""
+
+    def scored(self, task) -> bool:
+        """Whether the protocol scores labels against gold (and so needs acceptance.main_metric); `task` is the one
+        its section fixed, None without one."""
 
     def needs_reference(self, settings: dict, reference_settings: dict) -> bool:
         """Whether a variant with these settings is compared with the reference variant's outputs."""

@@ -14,9 +14,13 @@ import importlib.metadata
 import importlib.util
 from dataclasses import dataclass
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.kinds import plugins
+
+if TYPE_CHECKING:  # the settings record imports this module for its defaults
+    from gpucost_mlflow.core.inputs.settings import Settings
 
 DEFAULT = "torch"
 
@@ -88,20 +92,20 @@ def engine(name: str) -> Engine:
     return {engine.name: engine for engine in known()}[name]
 
 
-def check_settings(name: str, settings: dict, where: str) -> None:
+def check_settings(name: str, settings: Settings, where: str) -> None:
     """Refuse, in one line, a variant whose engine does not take its precision, quantization or compile
     (torch.compile is torch's own); whether it serves the variant's kind is registry.check_engine's."""
     chosen = engine(name)
     if name == DEFAULT:
         return
-    if settings.get("compile"):
+    if settings.compile:
         raise GpucostError(f"{where}: compile is torch.compile, which engine {name} does not run; set compile: false")
-    if settings.get("precision") not in chosen.precisions:
+    if settings.precision not in chosen.precisions:
         raise GpucostError(f"{where}: engine {name} takes precision {' or '.join(chosen.precisions)}, not "
-                           f"{settings.get('precision')}")
-    if settings.get("quantization") not in chosen.quantizations:
+                           f"{settings.precision}")
+    if settings.quantization not in chosen.quantizations:
         raise GpucostError(f"{where}: engine {name} takes quantization {' or '.join(chosen.quantizations)}, not "
-                           f"{settings.get('quantization')}")
+                           f"{settings.quantization}")
 
 
 def check_installed(name: str, variant: str) -> None:

@@ -12,10 +12,14 @@ from __future__ import annotations
 import importlib.util
 import os
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.kinds import engines, plugins
 from gpucost_mlflow.core.kinds.base import Kind
+
+if TYPE_CHECKING:  # the settings record imports this module for its defaults
+    from gpucost_mlflow.core.inputs.settings import Settings
 
 ENVIRONMENT = plugins.ENVIRONMENT
 
@@ -60,16 +64,20 @@ def for_output(output: str) -> Kind:
     return next(kind for kind in kinds() if kind.output == output)
 
 
-def of_settings(settings: dict) -> Kind:
-    """The kind a pass's settings name (`workload`: a kind's name, or python:... for user code)."""
-    declared = str(settings.get("workload", DEFAULT))
+def of_workload(declared: str) -> Kind:
+    """The kind a declared workload names (a kind's name, or python:... for user code)."""
     return kind(PYTHON if declared.startswith(f"{PYTHON}:") else declared)
 
 
-def implementation(settings: dict) -> str:
+def of_settings(settings: Settings) -> Kind:
+    """The kind a pass's settings name."""
+    return of_workload(settings.workload)
+
+
+def implementation(settings: Settings) -> str:
     """The module a pass's child loads its workload from (`load(spec, device) -> Work`): the kind the settings name, on
     their engine. The launcher writes it into the pass's spec, so the harness never asks the registry."""
-    return engines.engine(settings.get("engine", engines.DEFAULT)).module(of_settings(settings).package)
+    return engines.engine(settings.engine).module(of_settings(settings).package)
 
 
 def served_by(engine_name: str) -> tuple[str, ...]:
@@ -88,7 +96,7 @@ def _present(module: str) -> bool:
         return False
 
 
-def check_engine(name: str, kind: str, settings: dict, where: str) -> None:
+def check_engine(name: str, kind: str, settings: Settings, where: str) -> None:
     """Refuse, in one line, a variant whose engine does not serve its workload kind, or does not take its precision,
     quantization or compile (engines.check_settings)."""
     served = served_by(name)

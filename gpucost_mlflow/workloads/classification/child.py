@@ -19,8 +19,8 @@ def load(spec, device) -> Work:
     settings = spec.settings
     tokenizer = models.load_tokenizer(Path(spec.model_path))
     model = classifier_model.load_classifier(
-        Path(spec.model_path), device, settings["precision"], settings["quantization"],
-        settings["attention"], settings["compile"],
+        Path(spec.model_path), device, settings.precision, settings.quantization,
+        settings.attention, settings.compile,
     )
     label_names = [model.config.id2label[i] for i in range(model.config.num_labels)]
     return Work(

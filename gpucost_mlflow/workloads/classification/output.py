@@ -23,6 +23,7 @@ COLUMNS = (ACCURACY, MACRO_F1)
 FIELDS: tuple[str, ...] = ()  # the label fields other outputs refuse are checked by their own acceptance()
 AUDITED = True
 SECTION = ""
+NO_SAMPLING = "a forward pass"
 FROM_USER_CODE = True
 EXAMPLE_PROTOCOL = ""
 
@@ -40,7 +41,7 @@ def acceptance(f, metric: str) -> Acceptance:
     )
 
 
-def scored(generation) -> bool:
+def scored(task) -> bool:
     """Labels are always scored against the gold labels (where the corpus has them)."""
     return True
 

@@ -9,6 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.inputs.settings import Settings
 from gpucost_mlflow.core.measurement import flops
 from gpucost_mlflow.core.names import MFU_PADDED, MFU_USEFUL, TOKENS_INPUT, USEFUL_FLOP_PER_S
 
@@ -26,7 +27,7 @@ def write_predictions(path: Path, predictions, label_names: list[str], duplicate
 MFU_METRICS = (MFU_USEFUL, MFU_PADDED)
 
 
-def utilisation(config: dict, settings: dict, device, predictions, pass_s: float | None) -> dict:
+def utilisation(config: dict, settings: Settings, device, predictions, pass_s: float | None) -> dict:
     """FLOP counts and rates of a completed pass, and MFU against the cached peak of its device and precision.
 
     Runs after the clock stopped. Every measurement left out has its reason in `missing_measurements`.

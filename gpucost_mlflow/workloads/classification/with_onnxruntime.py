@@ -7,6 +7,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
+from gpucost_mlflow.core.inputs.settings import Settings
 from gpucost_mlflow.core.judging.verdicts import PREDICTIONS
 from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.execution.batching import each_batch, padded, tokenized
@@ -16,7 +17,7 @@ from gpucost_mlflow.workloads.classification import records
 OUTPUT = "logits"
 
 
-def options(settings: dict, device_type: str) -> dict:
+def options(settings: Settings, device_type: str) -> dict:
     """What its export depends on (workloads/ort.py)."""
     return ort.options(settings, device_type, OUTPUT)
 
@@ -30,7 +31,7 @@ def load(spec, device) -> Work:
     from gpucost_mlflow.workloads.classification import batches, records  # torch, as models
     from gpucost_mlflow.workloads.classification import model as classifier_model  # torch, as models
 
-    record, settings = spec.workload_settings["engine"], spec.settings
+    record, settings = spec.workload_settings.engine, spec.settings
     torch_model = classifier_model.load_classifier(Path(spec.model_path), torch.device("cpu"), "fp32", "none", "sdpa", False)
     config = torch_model.config.to_dict()
     label_names = [torch_model.config.id2label[i] for i in range(torch_model.config.num_labels)]
@@ -71,7 +72,7 @@ def process(ids, texts, tokenizer, session, settings, device, on_batch: Callable
                                                                       Shapes(lengths, finished)))
 
 
-def _utilisation(config: dict, settings: dict, device, convert_s: float | None, predictions, pass_s) -> dict:
+def _utilisation(config: dict, settings: Settings, device, convert_s: float | None, predictions, pass_s) -> dict:
     """The classifier's FLOP count (the same arithmetic as on torch) and the export's seconds when it ran here."""
 
     return engine_cache.with_conversion(records.utilisation(config, settings, device, predictions, pass_s), convert_s)

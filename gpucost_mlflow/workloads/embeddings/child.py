@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.inputs.settings import Settings
 from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.core.measurement import flops
 from gpucost_mlflow.core.names import MFU_PADDED, MFU_USEFUL, TOKENS_INPUT, USEFUL_FLOP_PER_S
@@ -62,8 +63,8 @@ def load(spec, device) -> Work:
     from gpucost_mlflow.execution import models  # deferred: imports torch
 
     path, settings = Path(spec.model_path), spec.settings
-    model = models.load_encoder(path, device, settings["precision"], settings["quantization"], settings["attention"],
-                                settings["compile"])
+    model = models.load_encoder(path, device, settings.precision, settings.quantization, settings.attention,
+                                settings.compile)
     normalize = pooling(path)["normalize"]
     return Work(models.load_tokenizer(path), model, partial(process, normalize=normalize),
                 partial(utilisation, model.config.to_dict(), settings, device), export, empty=Embedded)
@@ -108,7 +109,7 @@ def _to_host(ids, order, done, lengths, plan) -> Embedded:
     return Embedded([ids[i] for i in order], torch.cat(done).cpu().numpy(), lengths, plan[: len(done)])
 
 
-def utilisation(config: dict, settings: dict, device, outputs: Embedded, pass_s: float | None) -> dict:
+def utilisation(config: dict, settings: Settings, device, outputs: Embedded, pass_s: float | None) -> dict:
     """FLOPs as core/measurement/flops.py counts an encoder, without a classifier head (the pooler is counted: it runs)."""
     from dataclasses import asdict
 

@@ -40,6 +40,7 @@ REFERENCE_CHECKS = (REFERENCE_CHECK,)
 FIELDS = ("acceptance.reference.cosine_min", "acceptance.reference.cosine_median", "acceptance.retrieval")
 AUDITED = False
 SECTION = ""
+NO_SAMPLING = "a forward pass"
 FROM_USER_CODE = True
 EXAMPLE_PROTOCOL = "projects/protocol-embeddings.yaml"
 
@@ -239,7 +240,7 @@ def acceptance(f, metric: str) -> Acceptance:
     )
 
 
-def scored(generation) -> bool:
+def scored(task) -> bool:
     """An embedding has no label to score (retrieval, when declared, reads the gold labels by itself)."""
     return False
 

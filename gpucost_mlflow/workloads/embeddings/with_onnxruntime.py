@@ -7,6 +7,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
+from gpucost_mlflow.core.inputs.settings import Settings
 from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.execution.batching import each_batch, padded, tokenized
 from gpucost_mlflow.workloads import engine_cache, ort
@@ -15,7 +16,7 @@ from gpucost_mlflow.workloads.embeddings import child
 OUTPUT = "last_hidden_state"
 
 
-def options(settings: dict, device_type: str) -> dict:
+def options(settings: Settings, device_type: str) -> dict:
     """What its export depends on (workloads/ort.py)."""
     return ort.options(settings, device_type, OUTPUT)
 
@@ -26,7 +27,7 @@ def load(spec, device) -> Work:
 
     from gpucost_mlflow.execution import models  # deferred: imports torch
 
-    record, settings, path = spec.workload_settings["engine"], spec.settings, Path(spec.model_path)
+    record, settings, path = spec.workload_settings.engine, spec.settings, Path(spec.model_path)
     encoder = models.load_encoder(path, torch.device("cpu"), "fp32", "none", "sdpa", False)
     config = encoder.config.to_dict()
     onnx_file, convert_s = ort.exported(encoder, record, OUTPUT)
@@ -66,6 +67,6 @@ def _embedded(ids, order, done, lengths, plan) -> child.Embedded:
     return child.Embedded([ids[i] for i in order], np.concatenate(done), lengths, plan[: len(done)])
 
 
-def _utilisation(config: dict, settings: dict, device, convert_s: float | None, outputs, pass_s) -> dict:
+def _utilisation(config: dict, settings: Settings, device, convert_s: float | None, outputs, pass_s) -> dict:
     """The encoder's FLOP count (the same arithmetic as on torch) and the export's seconds when it ran here."""
     return engine_cache.with_conversion(child.utilisation(config, settings, device, outputs, pass_s), convert_s)

@@ -26,7 +26,6 @@ from pathlib import Path
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import sources
 from gpucost_mlflow.core.inputs.fingerprints import sha256_file
-from gpucost_mlflow.core.inputs.generation import GenerationSettings, render
 from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.core.measurement import flops
 from gpucost_mlflow.core.names import (
@@ -42,6 +41,7 @@ from gpucost_mlflow.core.names import (
 from gpucost_mlflow.execution.batching import batches, each_batch
 from gpucost_mlflow.workloads.generation import decoder_flops
 from gpucost_mlflow.workloads.generation.output import GENERATIONS, write_generations
+from gpucost_mlflow.workloads.generation.task import GenerationSettings, render
 
 CACHE_ENV = "GPUCOST_MODEL_CACHE"
 CACHE_MARKER = "gpucost_gguf.json"

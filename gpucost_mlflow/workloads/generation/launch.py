@@ -24,5 +24,5 @@ def describe(workload, variant, model_path: Path, protocol, record: dict) -> Des
         raise GpucostError(f"variant '{variant.name}': compile is not available for workload generation "
                            "(generate() would run the uncompiled model under a compiled variant's name)")
     labels = list(protocol.labels)
-    model, run = child.describe(model_path, protocol.generation, labels)
+    model, run = child.describe(model_path, protocol.task, labels)
     return Described(workload, model, {**record, **run}, labels)

@@ -20,12 +20,12 @@ from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.acceptance import Acceptance, GenerationAcceptance
-from gpucost_mlflow.core.inputs.generation import GenerationSettings, parse_label
 from gpucost_mlflow.core.judging import judge, verdicts
 from gpucost_mlflow.core.judging.preview import preview as preview_rows
 from gpucost_mlflow.core.judging.quality import evaluate
 from gpucost_mlflow.core.judging.verdicts import Check
 from gpucost_mlflow.core.names import OUTPUT_TOKENS_PER_S
+from gpucost_mlflow.workloads.generation.task import DECODING, KEYS, TEXT, GenerationSettings, parse, parse_label
 
 GENERATIONS = "generations.jsonl.gz"
 FILES = (GENERATIONS,)
@@ -43,6 +43,8 @@ FIELDS = ("acceptance.reference.min_exact_match", "acceptance.reference.min_toke
           "acceptance.reference.max_length_change")
 AUDITED = False
 SECTION = "generation"  # the protocol section of its task: prompt, max_new_tokens, answer
+SECTION_KEYS = KEYS
+NO_SAMPLING = f"generation decoding {DECODING['decoding']}"
 FROM_USER_CODE = False
 EXAMPLE_PROTOCOL = "projects/protocol-generation.yaml"
 UNPARSED = "(no label)"  # what an output without a label word is scored as: never a corpus label, so always wrong
@@ -178,7 +180,7 @@ def judge_generations(given: judge.Judging) -> judge.Judgement:
     checks, counts = verdicts.basic_checks([row["id"] for row in given.rows], back)
     checks[0] = format_check(back)
     quality: dict = {}
-    if given.protocol.generation.answer == "label" and given.gold_labels:
+    if given.protocol.task.answer == "label" and given.gold_labels:
         back.labels = labels_read(back, labels)
         if back.ids:
             quality = evaluate(given.rows, back.labels, labels)
@@ -225,14 +227,25 @@ def acceptance(f, metric: str) -> Acceptance:
     )
 
 
-def scored(generation: GenerationSettings | None) -> bool:
+def task(section, where: str, output: str) -> GenerationSettings:
+    """The `generation:` section as the task every variant runs (task.parse); refused in one line when a protocol
+    judging another output declares it, or when a generations protocol lacks it."""
+    if output != NAME:
+        raise GpucostError(f"{where}: field '{SECTION}' declares a generation task; this protocol's output is "
+                           f"{output} (acceptance.output: {NAME} judges generated text)")
+    if section is None:
+        raise GpucostError(f"{where}: missing field '{SECTION}' (prompt with {TEXT} and max_new_tokens)")
+    return parse(section, where)
+
+
+def scored(task: GenerationSettings | None) -> bool:
     """Generated text is scored against gold labels only when the prompt asks for a label."""
-    return generation is not None and generation.answer == "label"
+    return task is not None and task.answer == "label"
 
 
 def read_back(folder: Path, protocol, labels: list[str]) -> GenerationReadBack:
     """The generations file read back, no output longer than the protocol's max_new_tokens."""
-    return read_generations(folder / GENERATIONS, protocol.generation.max_new_tokens)
+    return read_generations(folder / GENERATIONS, protocol.task.max_new_tokens)
 
 
 def reference(run_id: str, metrics: dict, folder: Path, protocol, labels: list[str]) -> GenerationReference:

@@ -16,11 +16,11 @@ from functools import partial
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.inputs.generation import GenerationSettings
 from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.execution.batching import each_batch
 from gpucost_mlflow.workloads import engine_cache
 from gpucost_mlflow.workloads.generation import child
+from gpucost_mlflow.workloads.generation.task import GenerationSettings
 
 KEYED = ("converter", "weights")  # what the conversion depends on; the compute type is chosen at load
 

@@ -13,11 +13,11 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from gpucost_mlflow.core.inputs.generation import GenerationSettings
 from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.core.names import CONVERT_S, DECODE_S, PREFILL_S
 from gpucost_mlflow.execution.batching import each_batch
 from gpucost_mlflow.workloads.generation import child
+from gpucost_mlflow.workloads.generation.task import GenerationSettings
 from gpucost_mlflow.workloads.generation.with_ctranslate2 import _end_tokens
 
 CACHED = False  # vLLM reads the model folder as it is

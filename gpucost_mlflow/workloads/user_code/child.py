@@ -23,6 +23,7 @@ from functools import partial
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import one_line
+from gpucost_mlflow.core.inputs.settings import Settings
 from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.core.names import MFU_PADDED, MFU_USEFUL, USEFUL_FLOP_PER_S
@@ -46,15 +47,15 @@ class UserOutputs:
     lengths: list[int] | None = None  # token counts, when the batching order needed them inside the clock
     plan: list[list[int]] = field(default_factory=list)  # the batches that completed
 
-    def batch_lengths(self, tokenizer, settings: dict) -> list[list[int]]:
+    def batch_lengths(self, tokenizer, settings: Settings) -> list[list[int]]:
         """Harness token counts per completed batch (counted now when the batching order did not need them)."""
         lengths = self.lengths if self.lengths is not None else token_counts(tokenizer, self.texts, settings)
         return [[lengths[i] for i in batch] for batch in self.plan]
 
 
-def token_counts(tokenizer, texts: list[str], settings: dict) -> list[int]:
+def token_counts(tokenizer, texts: list[str], settings: Settings) -> list[int]:
     """Tokens per text with the harness tokenizer, special tokens included, truncated at the variant's max_length."""
-    encoded = tokenizer(texts, truncation=True, max_length=settings["max_length"], return_attention_mask=False,
+    encoded = tokenizer(texts, truncation=True, max_length=settings.max_length, return_attention_mask=False,
                         return_token_type_ids=False)["input_ids"]
     return [len(seq) for seq in encoded]
 
@@ -82,8 +83,8 @@ def load(spec, device) -> Work:
             raise OutputError(f"user code {spec.workload_code} has no callable {name}()")
     settings = spec.settings
     counting = callable(getattr(module, "flops", None))
-    tokenizer = models.load_tokenizer(Path(spec.model_path)) if counting or settings["length_grouping"] == "sorted" else None
-    state = module.load({**settings, "model_path": spec.model_path}, str(device))
+    tokenizer = models.load_tokenizer(Path(spec.model_path)) if counting or settings.length_grouping == "sorted" else None
+    state = module.load({**settings.record(), "model_path": spec.model_path}, str(device))
     return Work(tokenizer, state, partial(process, infer=module.infer),
                 partial(utilisation, module, tokenizer, settings, device), export, empty=UserOutputs)
 
@@ -93,9 +94,9 @@ def process(ids, texts, tokenizer, state, settings, device, on_batch: Callable[[
     """Batch the texts in the harness's order and call infer once per batch; every batch's outputs are checked.
 
     On an exception it raises PassFailure carrying the outputs of the finished batches."""
-    grouping = settings["length_grouping"]
+    grouping = settings.length_grouping
     lengths = token_counts(tokenizer, texts, settings) if grouping == "sorted" else None
-    plan = batches(lengths if lengths is not None else [0] * len(texts), settings["batch_size"], grouping)
+    plan = batches(lengths if lengths is not None else [0] * len(texts), settings.batch_size, grouping)
     done = UserOutputs(texts=texts, lengths=lengths)
 
     def step(batch: list[int]) -> None:
@@ -141,7 +142,7 @@ def _checked(result, expected: int, number: int, kind: str) -> str:
     return kind
 
 
-def utilisation(module, tokenizer, settings: dict, device, outputs: UserOutputs, pass_s: float | None) -> dict:
+def utilisation(module, tokenizer, settings: Settings, device, outputs: UserOutputs, pass_s: float | None) -> dict:
     """The pass's FLOPs from the module's own flops(batch_token_counts), or empty with the reason."""
     from dataclasses import asdict
 

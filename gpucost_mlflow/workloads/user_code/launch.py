@@ -29,7 +29,7 @@ def describe(workload, variant, model_path: Path, protocol, record: dict) -> Des
     try:
         tokenizer = models.describe_tokenizer(model_path)
     except GpucostError:
-        if variant.length_grouping == "sorted" or workload.declares_flops:
+        if variant.settings.length_grouping == "sorted" or workload.declares_flops:
             raise GpucostError(f"{model_path}: no tokenizer files; {variant.name} needs the harness tokenizer "
                                "(length grouping or the module's flops() count its tokens)") from None
         tokenizer = {"revision": "", "files": []}

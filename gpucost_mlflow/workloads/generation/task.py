@@ -5,7 +5,8 @@ The protocol's `generation:` section fixes the task before any timing, the same 
 placeholder, `max_new_tokens`, whether the model's chat template wraps the prompt, and whether the prompt
 asks for one of the corpus labels (then the label read from each output is scored against the gold labels).
 Decoding is always greedy with the KV cache on and left padding: deterministic, and the same for every
-variant. Pure Python on plain data.
+variant. Pure Python on plain data. The protocol's loader reaches it only through this output's rules
+(`output.py`: `SECTION`, `SECTION_KEYS`, `task`), found by the registry: core/ never names a kind.
 """
 
 from __future__ import annotations
