@@ -320,7 +320,7 @@ def generation(args) -> None:
     ref_back = gen_output.GenerationReadBack(list(ref.ids), dict(zip(ref.ids, ref.texts)),
                                              dict(zip(ref.ids, ref.tokens)))
     reference_pass = gen_output.GenerationReference("gen-batch8", ref_back)
-    bar = protocol.acceptance.generations
+    bar = protocol.acceptance.bar
     tokenizer = models.load_tokenizer(Path(workloads.describe(configs[0].variant, SHIPPED, gguf, protocol)
                                            .record["cache"]))
     print(f"\n  {len(lines)} prompts, {args.repeats} repetitions; {versions()}")

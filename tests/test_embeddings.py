@@ -146,7 +146,7 @@ def test_one_input_drifting_from_the_reference_rejects_the_pass_on_quality(tmp_p
 def test_the_embeddings_protocol_declares_cosine_bars_and_refuses_label_fields(tmp_path):
     shipped = load_protocol(ROOT / "projects" / "protocol-embeddings.yaml")
     assert shipped.acceptance.output == "embeddings" and shipped.acceptance.reference_variant == "embed-batch8"
-    assert (shipped.acceptance.embeddings.cosine_min, shipped.acceptance.embeddings.retrieval_k) == (0.99, 10)
+    assert (shipped.acceptance.bar.cosine_min, shipped.acceptance.bar.retrieval_k) == (0.99, 10)
     with pytest.raises(GpucostError, match="'acceptance.main_metric' judges labels"):
         loaded(tmp_path, PROTOCOL.replace("  coverage: 1.0\n", "  coverage: 1.0\n  main_metric: macro_f1\n"))
     with pytest.raises(GpucostError, match="missing field 'acceptance.reference.cosine_median'"):

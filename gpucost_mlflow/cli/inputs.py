@@ -171,8 +171,8 @@ def protocol_show(protocol_file) -> None:
     click.echo(f"protocol {protocol_file}: digest {loaded.digest}")
     click.echo(f"question: {loaded.question}")
     for key, value in asdict(loaded.acceptance).items():
-        if value not in (None, ""):  # an embeddings protocol has no label fields, a labels protocol no embeddings bar
-            click.echo(f"  {key}: {value}")
+        if value not in (None, ""):  # an embeddings protocol has no label fields, a labels protocol no bar of its own
+            click.echo(f"  {loaded.acceptance.output if key == 'bar' else key}: {value}")  # the bar under its output
     if loaded.task is not None:
         click.echo(f"{registry.output(loaded.acceptance.output).SECTION}: {loaded.task.record()}")
     deadline = loaded.deadline.isoformat() if loaded.deadline else "no deadline declared"

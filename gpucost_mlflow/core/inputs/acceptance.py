@@ -1,7 +1,9 @@
-"""The quality bar a protocol fixes before any timing is seen, one record per kind of output it judges.
+"""The quality bar a protocol fixes before any timing is seen: the fields every output shares, and its own bar.
 
-Each output's rules (`workloads/<kind>/output.py`) read their part of `acceptance:` into these records; the judges
-read them back. Kept apart from the protocol's loader so those rules can import it while the loader imports them.
+Each output's rules (`workloads/<kind>/output.py`) read `acceptance:` into `Acceptance`, their own fields (cosine for
+embeddings, exact match for generated text) into a record of their own held in `bar`, so an output with a new bar
+needs no edit here; the judges read them back. Kept apart from the protocol's loader so those rules can import it
+while the loader imports them.
 """
 
 from __future__ import annotations
@@ -9,29 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 DEFAULT_OUTPUT = "labels"  # a protocol that names no acceptance.output judges labels
+# Acceptance's fields that judge labels (the core's judge scores labels, whichever kind delivers them): an output
+# that reads no label from its deliverable refuses them.
 LABEL_FIELDS = ("main_metric", "threshold", "per_bucket_threshold", "reference.max_metric_difference",
                 "reference.min_label_agreement")
-
-
-@dataclass(frozen=True)
-class EmbeddingAcceptance:
-    """The bar for embeddings: cosine with the reference's embedding of the same input, and optional retrieval."""
-
-    cosine_min: float  # every input's cosine with the reference at or above
-    cosine_median: float  # the median over the inputs at or above
-    retrieval_k: int | None = None  # recall@k of same-label neighbours (needs gold labels), when declared
-    retrieval_min_recall: float | None = None
-
-
-@dataclass(frozen=True)
-class GenerationAcceptance:
-    """The bar for generated text against the fp32 reference pass's outputs of the same inputs."""
-
-    min_exact_match: float  # share of outputs identical to the reference's, at or above
-    min_token_agreement: float  # share of new-token positions holding the reference's token, at or above
-    # The median new tokens per input may differ from the reference's by at most this share (MLPerf's +-10 %): a
-    # variant that writes less is not faster for the same result.
-    max_length_change: float = 0.10
 
 
 @dataclass(frozen=True)
@@ -46,5 +29,6 @@ class Acceptance:
     max_metric_difference: float | None
     min_label_agreement: float | None
     output: str = DEFAULT_OUTPUT  # what a pass delivers and is judged on: labels, embeddings or generations
-    embeddings: EmbeddingAcceptance | None = None
-    generations: GenerationAcceptance | None = None
+    # The output's own bar, a record of its rules (embeddings' cosine, generated text's exact match); None when the
+    # fields above are all it has.
+    bar: object | None = None

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from gpucost_mlflow.core.errors import GpucostError, one_line
-from gpucost_mlflow.core.inputs.acceptance import LABEL_FIELDS, Acceptance, EmbeddingAcceptance
+from gpucost_mlflow.core.inputs.acceptance import LABEL_FIELDS, Acceptance
 from gpucost_mlflow.core.inputs.fingerprints import order_digest, sha256_file
 from gpucost_mlflow.core.judging import judge, verdicts
 from gpucost_mlflow.core.judging.verdicts import Check
@@ -54,6 +54,16 @@ class EmbeddingReadBack:
     format_errors: list[str] = field(default_factory=list)
     fingerprint: dict = field(default_factory=dict)
     labels: dict = field(default_factory=dict)  # none: an embedding has no label (read as ReadBack.labels is)
+
+
+@dataclass(frozen=True)
+class EmbeddingAcceptance:
+    """The bar for embeddings: cosine with the reference's embedding of the same input, and optional retrieval."""
+
+    cosine_min: float  # every input's cosine with the reference at or above
+    cosine_median: float  # the median over the inputs at or above
+    retrieval_k: int | None = None  # recall@k of same-label neighbours (needs gold labels), when declared
+    retrieval_min_recall: float | None = None
 
 
 @dataclass(frozen=True)
@@ -158,7 +168,7 @@ def format_check(back: EmbeddingReadBack) -> Check:
 
 def retrieval(back: EmbeddingReadBack, rows: Sequence[dict], acceptance) -> tuple[list[Check], dict]:
     """recall@k of same-label neighbours over the inputs the pass embedded once, against the protocol's bar."""
-    bar = acceptance.embeddings
+    bar = acceptance.bar
     gold = {row["id"]: row["label"] for row in rows if row.get("label")}
     first = {}
     for row, ident in enumerate(back.ids):
@@ -177,7 +187,7 @@ def retrieval(back: EmbeddingReadBack, rows: Sequence[dict], acceptance) -> tupl
 
 def reference_checks(back: EmbeddingReadBack, reference: EmbeddingReference, acceptance) -> tuple[list[Check], dict, dict]:
     """Cosine per input with the reference's embedding: (checks, comparison for the verdict, metrics)."""
-    bar = acceptance.embeddings
+    bar = acceptance.bar
     shared, values = cosines(back, reference.back)
     if not shared:
         why = ("embedding widths differ" if back.ids and reference.back.ids else "no input embedded by both")
@@ -204,7 +214,7 @@ def judge_embeddings(given: judge.Judging) -> judge.Judgement:
     checks, counts = verdicts.basic_checks([row["id"] for row in given.rows], back)
     checks[0] = format_check(back)
     quality: dict = {}
-    if given.gold_labels and acceptance.embeddings.retrieval_k is not None:
+    if given.gold_labels and acceptance.bar.retrieval_k is not None:
         found, quality = retrieval(back, given.rows, acceptance)
         checks += found
     compare = None if reference is None else (lambda: reference_checks(back, reference, acceptance))
@@ -231,7 +241,7 @@ def acceptance(f, metric: str) -> Acceptance:
         coverage=f.fraction("acceptance.coverage"), main_metric="", threshold=None, per_bucket_threshold=None,
         reference_variant=f.get("acceptance.reference.variant", str), max_metric_difference=None,
         min_label_agreement=None, output=NAME,
-        embeddings=EmbeddingAcceptance(
+        bar=EmbeddingAcceptance(
             cosine_min=f.fraction("acceptance.reference.cosine_min"),
             cosine_median=f.fraction("acceptance.reference.cosine_median"),
             retrieval_k=f.positive("acceptance.retrieval.k") if retrieval is not None else None,
@@ -296,7 +306,7 @@ def figures(metrics: dict) -> str:
 
 def bar(a: Acceptance) -> str:
     """An embeddings protocol's bar in words: ids and coverage, retrieval when declared, cosine against the reference."""
-    e = a.embeddings
+    e = a.bar
     retrieval = (f"; recall@{e.retrieval_k} of same-label neighbours at least {e.retrieval_min_recall:g}"
                  if e.retrieval_k is not None else "")
     return (f"exactly the expected ids, coverage {100 * a.coverage:g} %{retrieval}; a variant with other numerics than "
