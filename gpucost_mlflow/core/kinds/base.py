@@ -107,7 +107,8 @@ class Output(Protocol):
     EXAMPLE_PROTOCOL: str  # a shipped protocol judging it ("" when the default one does)
 
     def acceptance(self, fields, metric: str) -> object:
-        """The protocol's `acceptance:` bar for this output (core/inputs/protocol.Acceptance), refused in one line."""
+        """The protocol's `acceptance:` bar for this output (core/inputs/acceptance.Acceptance; fields of its own in a
+        record of its own, held in `bar`), refused in one line."""
 
     def task(self, section, where: str, output: str) -> object:
         """Its `SECTION` of the protocol read into the task record (`record() -> dict`: what the manifest and the
