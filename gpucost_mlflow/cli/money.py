@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -164,6 +165,18 @@ def catalog_import() -> None:
     """Write a gpucost catalog from a market library's own catalog (docs/catalogs.md)."""
 
 
+@dataclass(frozen=True)
+class MarketWrite:
+    """What every import is told: the CSV to write, the names and billing tables, and the spot assumption."""
+
+    out_path: Path
+    names_files: tuple[Path, ...] = ()
+    terms_file: Path | None = None
+    interruptions_per_day: str | None = None
+    restart_hours: str | None = None
+    interruptions_source: str | None = None
+
+
 def market_options(command):
     """What every import takes: where to write, the names and billing tables, and the spot assumption."""
     options = [
@@ -197,7 +210,8 @@ def import_skypilot(clouds, gpus, regions, **market) -> None:
     read = skypilot.read(_split(clouds), _split(gpus), _split(regions))
     dates = "; ".join(f"{cloud} as of {day.isoformat()} ({read.dated_by[cloud]})" for cloud, day in read.as_of.items())
     _write_market(read.offers, version=f"skypilot-{read.schema}-{max(read.as_of.values()).isoformat()}",
-                  source=f"SkyPilot {read.version} catalog {read.schema}", as_of=read.as_of, dates=dates, **market)
+                  source=f"SkyPilot {read.version} catalog {read.schema}", as_of=read.as_of, dates=dates,
+                  options=MarketWrite(**market))
 
 
 @catalog_import.command("gpuhunt")
@@ -211,24 +225,25 @@ def import_gpuhunt(providers, gpus, **market) -> None:
     read = gpuhunt.read(_split(providers), _split(gpus))
     dates = "; ".join(f"{name} as of {day.isoformat()} ({read.dated_by[name]})" for name, day in read.as_of.items())
     _write_market(read.offers, version=f"gpuhunt-{max(read.as_of.values()).isoformat()}",
-                  source=f"gpuhunt {read.version} catalog", as_of=read.as_of, dates=dates, **market)
+                  source=f"gpuhunt {read.version} catalog", as_of=read.as_of, dates=dates,
+                  options=MarketWrite(**market))
 
 
-def _write_market(offers, *, version, source, as_of, dates, out_path, names_files, terms_file, interruptions_per_day,
-                  restart_hours, interruptions_source) -> None:
+def _write_market(offers, *, version: str, source: str, as_of: dict, dates: str, options: MarketWrite) -> None:
     """Turn offers into catalog rows (core/money/market.py), write them whole, read them back, and say what was left."""
 
+    out_path = options.out_path
     if out_path.exists():
         raise GpucostError(f"{out_path} exists: remove it, or name another --out")
-    assumption = (interruptions_per_day, restart_hours, interruptions_source)
+    assumption = (options.interruptions_per_day, options.restart_hours, options.interruptions_source)
     if any(assumption) and not all(assumption):
         raise GpucostError("spot offers need all three: --interruptions-per-day, --restart-hours and "
                            "--interruptions-source")
-    interruptions = market.Interruptions(parse_positive(interruptions_per_day, "--interruptions-per-day"),
-                                         parse_positive(restart_hours, "--restart-hours"),
-                                         interruptions_source) if all(assumption) else None
-    names = market.load_device_names([shipped.shipped(shipped.DEVICE_NAMES), *names_files])
-    terms = market.load_terms(terms_file or shipped.shipped(shipped.BILLING_TERMS))
+    interruptions = market.Interruptions(parse_positive(options.interruptions_per_day, "--interruptions-per-day"),
+                                         parse_positive(options.restart_hours, "--restart-hours"),
+                                         options.interruptions_source) if all(assumption) else None
+    names = market.load_device_names([shipped.shipped(shipped.DEVICE_NAMES), *options.names_files])
+    terms = market.load_terms(options.terms_file or shipped.shipped(shipped.BILLING_TERMS))
     imported = market.catalog_text(offers, version=version, source=source, as_of=as_of, names=names, terms=terms,
                                    interruptions=interruptions)
     write_atomic(out_path, imported.text.encode("utf-8"))

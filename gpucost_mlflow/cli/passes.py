@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -35,6 +36,17 @@ from gpucost_mlflow.tracking import schema
 CODE_ROOT = Path(__file__).resolve().parents[1]
 
 
+@dataclass(frozen=True)
+class InputFiles:
+    """The files a pass or a campaign reads, as its options name them: each resolved under root when read."""
+
+    corpus_path: str | None
+    model_path: Path
+    variants_file: Path
+    protocol_file: Path
+    root: Path = Path(".")
+
+
 @click.command("pass")
 @click.option("--variant", "variant_name", required=True, help="A variant name from the variants file.")
 @click.option("--corpus", "corpus_path", type=click.Path(), default=None, help=CORPUS_HELP)
@@ -48,7 +60,8 @@ def run_pass(variant_name, corpus_path, model_path, variants_file, experiment, p
     """Run one pass of a variant over the corpus as one MLflow run."""
     from gpucost_mlflow.flow.launcher import execute  # deferred: imports torch
 
-    request = _pass_request(variant_name, corpus_path, model_path, variants_file, experiment, protocol_file, role, root)
+    request = _pass_request(variant_name, experiment, role,
+                            InputFiles(corpus_path, model_path, variants_file, protocol_file, root))
     try:
         result = execute(request)
     except KeyboardInterrupt:
@@ -64,15 +77,16 @@ def run_pass(variant_name, corpus_path, model_path, variants_file, experiment, p
         sys.exit(1)
 
 
-def _pass_request(variant_name, corpus_path, model_path, variants_file, experiment, protocol_file, role, root):
+def _pass_request(variant_name: str, experiment: str | None, role: str, files: InputFiles):
     """The launcher's PassRequest from the options of `gpucost pass`, every path resolved under root."""
     from gpucost_mlflow.flow.launcher import PassRequest  # deferred: imports torch
 
-    declared, protocol_path = read_declaration(_file(variants_file, root)), _file(protocol_file, root)
+    root = files.root
+    declared, protocol_path = read_declaration(_file(files.variants_file, root)), _file(files.protocol_file, root)
     return PassRequest(
         variant=declared.variant(variant_name),
-        corpus_path=_corpus(root, corpus_path, protocol_path),
-        model_path=_model(root, model_path, protocol_path),
+        corpus_path=_corpus(root, files.corpus_path, protocol_path),
+        model_path=_model(root, files.model_path, protocol_path),
         experiment=_experiment(experiment),
         protocol_path=protocol_path,
         declared=declared,
@@ -111,8 +125,8 @@ def campaign(variant_names, passes, resume, experiment, corpus_path, model_path,
 
     if catalog_file and not settle:
         raise GpucostError("--catalog goes with --settle (a campaign itself prices nothing)")
-    plan = _campaign_plan(variant_names, passes, resume, experiment, corpus_path, model_path, variants_file,
-                          protocol_file, root, series_name)
+    plan = _campaign_plan(variant_names, passes, resume, experiment, series_name,
+                          InputFiles(corpus_path, model_path, variants_file, protocol_file, root))
     if settle:
         plan = _second_stage(plan, resume, catalog_file, root)
         if plan is None:
@@ -133,14 +147,15 @@ def campaign(variant_names, passes, resume, experiment, corpus_path, model_path,
         click.echo(f"decision after the second stage (read once): {built.decision}")
 
 
-def _campaign_plan(variant_names, passes, resume, experiment, corpus_path, model_path, variants_file, protocol_file,
-                   root, series_name):
+def _campaign_plan(variant_names: str, passes: int | None, resume: str | None, experiment: str | None,
+                   series_name: str | None, files: InputFiles):
     """The CampaignPlan from the options of `gpucost campaign`: the variants named or the declared series' members,
     the protocol's passes per variant unless --passes, every path resolved under root."""
     from gpucost_mlflow.core.inputs.protocol import load_protocol  # deferred: imports numpy
     from gpucost_mlflow.flow.campaign import CampaignPlan  # deferred: imports torch
 
-    protocol_path, declared = _file(protocol_file, root), read_declaration(_file(variants_file, root))
+    root = files.root
+    protocol_path, declared = _file(files.protocol_file, root), read_declaration(_file(files.variants_file, root))
     names = [name.strip() for name in variant_names.split(",") if name.strip()]
     if series_name is not None:
         names = declared.members(series_name)
@@ -148,8 +163,8 @@ def _campaign_plan(variant_names, passes, resume, experiment, corpus_path, model
         variants=names,
         passes=passes if passes is not None else load_protocol(protocol_path).passes_per_variant,
         experiment=_experiment(experiment),
-        corpus_path=_corpus(root, corpus_path, protocol_path),
-        model_path=_model(root, model_path, protocol_path),
+        corpus_path=_corpus(root, files.corpus_path, protocol_path),
+        model_path=_model(root, files.model_path, protocol_path),
         protocol_path=protocol_path,
         declared=declared,
         code_root=CODE_ROOT,
