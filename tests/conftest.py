@@ -118,11 +118,11 @@ def plain_child_start(monkeypatch) -> None:
 @pytest.fixture(scope="session")
 def corpus_dir(tmp_path_factory) -> Path:
     """A 30-input comparison corpus and 30-input tuning corpus built from the real default source."""
-    from gpucost_mlflow.workloads.classification.demo_inputs import build_corpus
+    from gpucost_mlflow.workloads.classification.demo_inputs import Sizes, build_corpus
     from tests.kept import copy_of
 
     def build(out: Path) -> None:
-        build_corpus(out, source=None, labels=None, tokenizer_dir=None, size=30, tuning_size=30, seed=0)
+        build_corpus(out, source=None, labels=None, tokenizer_dir=None, sizes=Sizes(30, 30), seed=0)
 
     return copy_of("corpus", build, tmp_path_factory.mktemp("corpus"))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
@@ -35,24 +35,23 @@ def model_sources() -> list[dict]:
     ]
 
 
-def build_corpus(
-    out_dir: Path,
-    *,
-    source: Path | None,
-    labels: Sequence[str] | None,
-    tokenizer_dir: Path | None,
-    size: int,
-    tuning_size: int,
-    seed: int,
-    mix: dict[str, int] | None = None,
-    confirmation_size: int | None = None,
-) -> dict:
+@dataclass(frozen=True)
+class Sizes:
+    """The corpora a build writes: the comparison's size and bucket mix, the tuning's and the confirmation's sizes."""
+
+    size: int
+    tuning_size: int
+    mix: dict[str, int] | None = None  # a protocol's buckets, shortest first, with counts or ratios
+    confirmation_size: int | None = None  # the comparison's size when None; 0 writes none
+
+
+def build_corpus(out_dir: Path, *, source: Path | None, labels: Sequence[str] | None, tokenizer_dir: Path | None,
+                 sizes: Sizes, seed: int) -> dict:
     """Write comparison.jsonl, tuning.jsonl, confirmation.jsonl and corpus.json; the same arguments give the same
-    bytes. `mix`: the buckets (names, shortest first, and their counts or ratios) a protocol declares;
-    short/medium/long otherwise. `confirmation_size`: the confirmation corpus's (the comparison's size when None; 0
-    writes none)."""
+    bytes. The buckets are those a protocol declares (`sizes.mix`), short/medium/long otherwise."""
     from gpucost_mlflow.execution import models  # deferred: imports torch
 
+    size, tuning_size, mix = sizes.size, sizes.tuning_size, sizes.mix
     if size < 10 or tuning_size < 10:
         raise GpucostError("--size and --tuning-size must each be at least 10")
     if source is None:
@@ -72,7 +71,7 @@ def build_corpus(
     def count_tokens(texts: list[str]) -> list[int]:
         return [len(ids) for ids in tokenizer(texts, add_special_tokens=True, truncation=False)["input_ids"]]
 
-    confirmation_size = size if confirmation_size is None else confirmation_size
+    confirmation_size = size if sizes.confirmation_size is None else sizes.confirmation_size
     needed = size + tuning_size + confirmation_size
     if len(rows) < needed:
         raise GpucostError(f"the source has {len(rows)} usable rows, {needed} needed for --size, --tuning-size and "
@@ -146,7 +145,8 @@ def prepare_model(out_dir: Path, tuning_path: Path, *, seed: int, validation_fra
     tuning = corpora.read_corpus(tuning_path)
     labels = tuning.labels
     train_rows, validation_rows = validation_split(tuning.rows, validation_fraction, seed)
-    result = training.train_classifier(train_rows, labels, base_model_dir(), out_dir, seed=seed)
+    result = training.train_classifier(train_rows, labels, base_model_dir(), out_dir,
+                                       training.Hyperparameters(seed=seed))
     predicted = classifier_model.predict_labels(
         out_dir, [row["text"] for row in validation_rows], max_length=EVALUATION_MAX_LENGTH
     )

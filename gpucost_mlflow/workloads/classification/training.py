@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -39,6 +39,21 @@ class TrainingResult:
     settings: dict
 
 
+@dataclass(frozen=True)
+class Hyperparameters:
+    """Every setting of one fine-tuning run, the demo classifier's by default."""
+
+    seed: int = 0
+    max_length: int = 64
+    threads: int = 2
+    epochs: int = 2
+    batch_size: int = 16
+    learning_rate: float = 8e-5
+    weight_decay: float = 0.01
+    warmup_ratio: float = 0.1
+    freeze_embeddings: bool = True
+
+
 def _batches(lengths: list[int], batch_size: int, generator: torch.Generator) -> list[list[int]]:
     """Shuffle, sort by length inside chunks of 50 batches, then shuffle the batches.
 
@@ -54,22 +69,8 @@ def _batches(lengths: list[int], batch_size: int, generator: torch.Generator) ->
     return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
 
 
-def train_classifier(
-    rows: list[dict],
-    labels: list[str],
-    base_model: Path,
-    out_dir: Path,
-    *,
-    seed: int = 0,
-    max_length: int = 64,
-    threads: int = 2,
-    epochs: int = 2,
-    batch_size: int = 16,
-    learning_rate: float = 8e-5,
-    weight_decay: float = 0.01,
-    warmup_ratio: float = 0.1,
-    freeze_embeddings: bool = True,
-) -> TrainingResult:
+def train_classifier(rows: list[dict], labels: list[str], base_model: Path, out_dir: Path,
+                     settings: Hyperparameters = Hyperparameters()) -> TrainingResult:
     """Fine-tune a sequence classifier from `base_model` on `rows` and save it to `out_dir`.
 
     `rows` are dicts with keys id, text and label (one of `labels`). The saved
@@ -77,38 +78,31 @@ def train_classifier(
     transformers Auto classes.
     """
     started = time.perf_counter()
-    settings = {
-        "seed": seed, "max_length": max_length, "threads": threads, "epochs": epochs,
-        "batch_size": batch_size, "learning_rate": learning_rate, "weight_decay": weight_decay,
-        "warmup_ratio": warmup_ratio, "freeze_embeddings": freeze_embeddings,
-    }
     label2id = {label: i for i, label in enumerate(labels)}
     unknown = sorted({str(row["label"]) for row in rows} - set(label2id))
     if not rows or unknown:
         raise ValueError(f"need at least one row, all labelled from {labels}; unknown labels: {unknown}")
     tokenizer = AutoTokenizer.from_pretrained(base_model)
-    encoded = tokenizer([row["text"] for row in rows], truncation=True, max_length=max_length)["input_ids"]
+    encoded = tokenizer([row["text"] for row in rows], truncation=True, max_length=settings.max_length)["input_ids"]
     tokens = [torch.tensor(ids) for ids in encoded]
     targets = torch.tensor([label2id[row["label"]] for row in rows])
 
-    with _deterministic(threads), torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    with _deterministic(settings.threads), torch.random.fork_rng(devices=[]):
+        torch.manual_seed(settings.seed)
         model = AutoModelForSequenceClassification.from_pretrained(
             base_model, num_labels=len(labels), id2label=dict(enumerate(labels)), label2id=label2id,
         )
-        if freeze_embeddings:
+        if settings.freeze_embeddings:
             model.base_model.embeddings.requires_grad_(False)
-        steps, final_loss = _train(model, tokens, targets, tokenizer.pad_token_id, seed=seed, epochs=epochs,
-                                   batch_size=batch_size, learning_rate=learning_rate, weight_decay=weight_decay,
-                                   warmup_ratio=warmup_ratio)
+        steps, final_loss = _train(model, tokens, targets, tokenizer.pad_token_id, settings)
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
     return TrainingResult(
-        steps=steps, examples=len(rows), epochs=epochs, train_seconds=round(time.perf_counter() - started, 3),
-        final_loss=final_loss, settings=settings,
+        steps=steps, examples=len(rows), epochs=settings.epochs, train_seconds=round(time.perf_counter() - started, 3),
+        final_loss=final_loss, settings=asdict(settings),
     )
 
 
@@ -126,19 +120,20 @@ def _deterministic(threads: int) -> Iterator[None]:
         torch.use_deterministic_algorithms(previous_deterministic)
 
 
-def _train(model, tokens: list[torch.Tensor], targets: torch.Tensor, pad_id: int, *, seed: int, epochs: int,
-           batch_size: int, learning_rate: float, weight_decay: float, warmup_ratio: float) -> tuple[int, float]:
+def _train(model, tokens: list[torch.Tensor], targets: torch.Tensor, pad_id: int,
+           settings: Hyperparameters) -> tuple[int, float]:
     """AdamW (no weight decay on biases and norms) with linear warm-up and decay, gradients clipped at 1;
     returns the optimizer steps taken and the mean loss of the last epoch."""
+    epochs, batch_size = settings.epochs, settings.batch_size
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(
-        [{"params": [p for p in params if p.ndim > 1], "weight_decay": weight_decay},
+        [{"params": [p for p in params if p.ndim > 1], "weight_decay": settings.weight_decay},
          {"params": [p for p in params if p.ndim <= 1], "weight_decay": 0.0}],
-        lr=learning_rate,
+        lr=settings.learning_rate,
     )
     total_steps = -(-len(tokens) // batch_size) * epochs
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(warmup_ratio * total_steps), total_steps)
-    generator = torch.Generator().manual_seed(seed)
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(settings.warmup_ratio * total_steps), total_steps)
+    generator = torch.Generator().manual_seed(settings.seed)
     model.train()
     steps, final_loss = 0, float("nan")
     for _ in range(epochs):
