@@ -119,7 +119,7 @@ def decided_report(expected: int = 2000, deadline_h: float = 20.0, changed: dict
     device the catalog prices (another one: nothing priced)."""
     from gpucost_mlflow.core.money.catalog import Catalog
     from gpucost_mlflow.core.money.choice import decide
-    from gpucost_mlflow.core.money.decision import assess
+    from gpucost_mlflow.core.money.decision import Rules, assess
 
     passes = {**DEMO_PASSES, **(changed or {})}
     medians = {"load_s": 3.0, "warmup_s": 0.5, "eval_s": 0.1, "export_s": 0.2}
@@ -142,8 +142,8 @@ def decided_report(expected: int = 2000, deadline_h: float = 20.0, changed: dict
     catalog = Catalog("catalog/this-machine.csv", "example", "USD", (package,))
     plan = {"setup_hours": 4.0, "waiting_hours": 0.0, "planned_restarts": 0, "start": DEMO_START}
     deadline = DEMO_START + dt.timedelta(hours=deadline_h)
-    assessments = assess(configs, catalog, plan, deadline, expected, required_passes=5, max_spread_ratio=1.5,
-                         inputs_per_deliverable=1000, today=DEMO_START.date())
+    assessments = assess(configs, Rules(catalog, plan, deadline, expected, required_passes=5, max_spread_ratio=1.5,
+                                        inputs_per_deliverable=1000, today=DEMO_START.date()))
     choice = choose(assessments)
     summaries = [Summary(c, {"mem_peak_rss_bytes": 700 * 2**20}, COUNTER, 0.71, {"passed": len(c.statuses)})
                  for c in configs]

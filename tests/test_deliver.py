@@ -32,13 +32,13 @@ def _corpora(corpus_dir: Path, folder: Path) -> Path:
 @pytest.mark.unit
 def test_the_forecast_counts_one_start_up_per_child_of_per_child_corpora():
     from gpucost_mlflow.core.measurement.stats import Durations
-    from gpucost_mlflow.core.money.forecast import forecast
+    from gpucost_mlflow.core.money.forecast import Delivery, forecast
 
     plan = {"setup_hours": 0.0, "waiting_hours": 0.0, "planned_restarts": 1}
     medians = {LOAD_S: 30.0, WARMUP_S: 6.0}  # 36 s a start-up, 0.01 h
     one = forecast(plan, 2000, Durations((1.8,) * 5), medians, ())
-    each = forecast(plan, 2000, Durations((1.8,) * 5), medians, (), per_child=1)
-    fifty = forecast(plan, 2000, Durations((1.8,) * 5), medians, (), per_child=500)
+    each = forecast(plan, 2000, Durations((1.8,) * 5), medians, (), delivery=Delivery(per_child=1))
+    fifty = forecast(plan, 2000, Durations((1.8,) * 5), medians, (), delivery=Delivery(per_child=500))
     assert (one.startup_h, each.startup_h, fifty.startup_h) == pytest.approx((0.02, 20.01, 0.05))
     assert "(1 + 1 restarts) x load + warm-up" in one.terms()
     assert "20.0 h start-up ((2,000 children of 1 corpus + 1 restarts) x load + warm-up)" in each.terms()
@@ -49,7 +49,7 @@ def test_the_forecast_counts_one_start_up_per_child_of_per_child_corpora():
 @pytest.mark.integration
 def test_a_three_corpus_delivery_runs_as_the_forecast_counts_it(store, corpus_dir, model_dir, tmp_path):
     from gpucost_mlflow.core.inputs.protocol import load_protocol
-    from gpucost_mlflow.core.money.forecast import forecast
+    from gpucost_mlflow.core.money.forecast import Delivery, forecast
     from gpucost_mlflow.report.tables import configurations
     from gpucost_mlflow.tracking.reader import attempts
 
@@ -86,7 +86,7 @@ def test_a_three_corpus_delivery_runs_as_the_forecast_counts_it(store, corpus_di
     (config,) = configurations(table, declared.corpus_size)
     assert config.accepted_deliverables == 3
     f = forecast(declared.plan, 3, config.durations, config.medians, config.attempt_spans,
-                 per_child=declared.deliverables["per_child"])
+                 delivery=Delivery(per_child=declared.deliverables["per_child"]))
     assert f.children(3) == delivery.data.metrics["delivery_children"] == len(loaded)
     assert f.startup_h == pytest.approx(2 * (config.medians[LOAD_S] + config.medians[WARMUP_S]) / 3600)
     assert "(2 children of 2 corpora + 0 restarts) x load + warm-up" in f.terms()

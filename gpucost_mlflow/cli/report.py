@@ -73,7 +73,7 @@ def _build_report(name: str, protocol_path: Path, catalog_path: tuple[Path, ...]
     report, its balance, the client and the experiment id."""
 
     from gpucost_mlflow.core.inputs.protocol import load_protocol  # deferred: imports numpy
-    from gpucost_mlflow.report.build import build  # deferred: imports mlflow and matplotlib
+    from gpucost_mlflow.report.build import Options, build  # deferred: imports mlflow and matplotlib
     from gpucost_mlflow.tracking import experiments, schema, store  # deferred: imports mlflow
 
     protocol = load_protocol(protocol_path)
@@ -85,9 +85,9 @@ def _build_report(name: str, protocol_path: Path, catalog_path: tuple[Path, ...]
                            found.tags.get(schema.PROTOCOL_DIGEST, ""), found.tags.get(schema.PROTOCOL_TEXT, ""),
                            what_if=what_if)
     rejudged = _rejudge_first(name, protocol, found.tags if changes else None, client)
-    built, balance = build(name, protocol, protocol_path, catalog, declared.variants, client, rejudged=rejudged, what_if=changes,
-                           variants_path=declared.path,
-                           allow_stale=allow_stale)
+    built, balance = build(name, protocol, protocol_path, catalog, declared.variants, client,
+                           Options(rejudged=tuple(rejudged), what_if=changes, allow_stale=allow_stale,
+                                   variants_path=declared.path))
     return built, balance, client, found.experiment_id
 
 

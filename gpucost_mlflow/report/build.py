@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -18,7 +19,7 @@ from gpucost_mlflow.core.judging.seeds import every_seed
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.money.catalog import Catalog, dated
 from gpucost_mlflow.core.money.choice import Choice, break_evens, choose, decide, doubt, hold
-from gpucost_mlflow.core.money.decision import NO_DEADLINE, Assessment, Configuration, assess, feasibility
+from gpucost_mlflow.core.money.decision import NO_DEADLINE, Assessment, Configuration, Rules, assess, feasibility
 from gpucost_mlflow.report import (
     alternatives,
     confirmations,
@@ -59,31 +60,38 @@ CONFIRMATION_TEXT = ("Each chosen configuration run on the disjoint confirmation
 CHANGED_PROTOCOL = "protocol changed after results"  # reader.protocol_warnings' warning, which a what-if supersedes
 
 
+@dataclass(frozen=True)
+class Options:
+    """How one report is asked for: the passes re-judged first, a what-if's changes, its date, stale prices."""
+
+    rejudged: tuple[str, ...] = ()  # the pending passes judged just before (their lines), said near the top
+    what_if: str = ""  # what this protocol changes against the locked one (`changed deadline`), allowed as a what-if
+    today: dt.date | None = None  # the date prices are aged against (the UTC date when not given)
+    allow_stale: bool = False  # price rows older than the protocol's max_price_age_days anyway
+    variants_path: Path | None = None  # the variants file the report's exact commands name
+
+
 def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Catalog,
-          variants: dict[str, Variant], client: MlflowClient | None = None, *, rejudged: list[str] | None = None,
-          what_if: str = "", today: dt.date | None = None, allow_stale: bool = False, variants_path: Path | None = None
+          variants: dict[str, Variant], client: MlflowClient | None = None, options: Options = Options()
           ) -> tuple[model.Report, pd.DataFrame]:
     """Read every attempt back and assess every configuration against the protocol and the catalog.
 
-    rejudged: the pending passes judged just before (their lines), said near the top; what_if: what this protocol
-    changes against the one locked on the experiment (`changed deadline`) when the caller allowed it as a what-if,
-    said in the title, the digest line and the decision note's first words (which replace the changed-protocol
-    warning); today: the date prices are aged against (the UTC date when not given); allow_stale: price rows older
-    than the protocol's max_price_age_days anyway."""
+    A what-if's changes are said in the title, the digest line and the decision note's first words (which replace
+    the changed-protocol warning)."""
     _one_currency(protocol, catalog)
-    today = today or dt.datetime.now(dt.timezone.utc).date()
-    catalog, prices = dated(catalog, today, protocol.max_price_age_days, allow_stale)
+    today = options.today or dt.datetime.now(dt.timezone.utc).date()
+    catalog, prices = dated(catalog, today, protocol.max_price_age_days, options.allow_stale)
     client = client or store.client()
     table, experiment_tags = attempts(experiment, client)
     warnings = [w for w in protocol_warnings(table, experiment_tags, protocol_path)
-                if not (what_if and w.startswith(CHANGED_PROTOCOL))]
+                if not (options.what_if and w.startswith(CHANGED_PROTOCOL))]
     configs = every_seed(tables.configurations(table, protocol.corpus_size), protocol.seeds,
                          lambda config: feasibility(config, protocol.passes_per_variant))
     warnings += tables.identity_notes(configs)
     warnings += stage_notes(table, configs, protocol.settle_max_passes)
     assessments, choice, decision, confirmed = _decided(configs, protocol, catalog, today, table)
-    if what_if:
-        decision = f"What-if protocol ({what_if}): {decision}"
+    if options.what_if:
+        decision = f"What-if protocol ({options.what_if}): {decision}"
     summaries = tables.summaries(table, configs)
     report = model.Report(
         experiment=experiment,
@@ -106,20 +114,20 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         exclusions=excluded_per_variant(table, client, experiment),
         exclusion_rule=protocol.exclusion_rule,
         passes_per_variant=protocol.passes_per_variant,
-        settle=settle_command(experiment, protocol, protocol_path, catalog, variants_path, choice.undecided),
+        settle=settle_command(experiment, protocol, protocol_path, catalog, options.variants_path, choice.undecided),
         reproduce=protocol.reproduce,
         confirmations=confirmed,
         seeds=protocol.seeds,
         written=today,
-        confirm=command("confirm", experiment, protocol_path, variants_path, catalog),
+        confirm=command("confirm", experiment, protocol_path, options.variants_path, catalog),
         experiment_id=experiments.named(client, experiment).experiment_id,
         ui_root=ui.root(client.tracking_uri),
-        rejudged=list(rejudged or []),
-        what_if=f"what-if protocol {protocol_path.name} ({what_if})" if what_if else "",
-        what_if_digest=protocol.digest if what_if else "",
+        rejudged=list(options.rejudged),
+        what_if=f"what-if protocol {protocol_path.name} ({options.what_if})" if options.what_if else "",
+        what_if_digest=protocol.digest if options.what_if else "",
         lists=[(PRICES_TITLE, PRICES_TEXT, prices),
                (alternatives.TITLE, alternatives.TEXT,
-                alternatives.endpoint_lines(assessments, choice, protocol, today, allow_stale)),
+                alternatives.endpoint_lines(assessments, choice, protocol, today, options.allow_stale)),
                (NOT_MEASURED_TITLE, NOT_MEASURED_TEXT, _not_measured(catalog, {c.device for c in configs})),
                (CONFIRMATION_TITLE, CONFIRMATION_TEXT, [f"{name}: {found.verdict} ({found.figures})"
                                                         for name, found in confirmed.items()])],
@@ -205,12 +213,12 @@ def _decided(configs: list[Configuration], protocol: Protocol, catalog: Catalog,
     """Every configuration assessed against the protocol and the catalog, the one choice made of them (read by the
     tables, the note and the decision run alike) once its confirmation runs are read, the decision note, and the
     chosen configurations' confirmation verdicts."""
-    assessments = assess(configs, catalog, protocol.plan, protocol.deadline, protocol.deliverables["expected"],
-                         required_passes=protocol.passes_per_variant, max_spread_ratio=protocol.max_spread_ratio,
-                         side_by_side=bool(protocol.deliverables.get("side_by_side")),
-                         inputs_per_deliverable=protocol.corpus_size, today=today,
-                         max_price_age_days=protocol.max_price_age_days, confidence=protocol.confidence,
-                         per_child=protocol.deliverables["per_child"])
+    assessments = assess(configs, Rules(
+        catalog, protocol.plan, protocol.deadline, protocol.deliverables["expected"],
+        required_passes=protocol.passes_per_variant, max_spread_ratio=protocol.max_spread_ratio,
+        side_by_side=bool(protocol.deliverables.get("side_by_side")), inputs_per_deliverable=protocol.corpus_size,
+        today=today, max_price_age_days=protocol.max_price_age_days, confidence=protocol.confidence,
+        per_child=protocol.deliverables["per_child"]))
     choice = choose(assessments, deadline_declared=protocol.deadline is not None)
     confirmed = confirmations.verdicts(table, choice.chosen, protocol.corpus_size, protocol.confirmation[1])
     choice = hold(choice, confirmed)

@@ -14,7 +14,7 @@ from gpucost_mlflow.core.measurement.stats import DEFAULT_CONFIDENCE, Durations,
 from gpucost_mlflow.core.measurement.timeline import Span
 from gpucost_mlflow.core.money import costs, units
 from gpucost_mlflow.core.money.catalog import Catalog
-from gpucost_mlflow.core.money.forecast import Forecast, forecast
+from gpucost_mlflow.core.money.forecast import Delivery, Forecast, forecast
 from gpucost_mlflow.core.money.plans import Plan, covering_plans, to_hours
 
 
@@ -308,7 +308,7 @@ def assess_one(config: Configuration, rules: Rules) -> Assessment:
     else:
         count, note = streams(rules, offers, config.gpus)
         item.forecast = forecast(rules.plan, rules.expected_deliverables, config.durations, config.medians,
-                                 config.attempt_spans, config.walls_estimated, count, note, rules.per_child)
+                                 config.attempt_spans, config.walls_estimated, Delivery(count, note, rules.per_child))
         if item.forecast is None:
             item.forecast_note = "no completed pass to size the window"
     _deadline(item, rules.plan or {}, rules.deadline)
@@ -330,12 +330,6 @@ def assess_one(config: Configuration, rules: Rules) -> Assessment:
     return item
 
 
-def assess(configs: list[Configuration], catalog: Catalog, plan: dict | None, deadline: dt.datetime | None,
-           expected_deliverables: int, *, required_passes: int | None = None, max_spread_ratio: float | None = None,
-           side_by_side: bool = False, inputs_per_deliverable: int | None = None, today: dt.date | None = None,
-           max_price_age_days: int | None = None, confidence: float = DEFAULT_CONFIDENCE,
-           per_child: int | None = None) -> list[Assessment]:
+def assess(configs: list[Configuration], rules: Rules) -> list[Assessment]:
     """Feasibility, stability, forecast, deadline and every covering plan of each configuration (its device's rows)."""
-    rules = Rules(catalog, plan, deadline, expected_deliverables, required_passes, max_spread_ratio, side_by_side,
-                  inputs_per_deliverable, today, max_price_age_days, confidence, per_child)
     return [assess_one(config, rules) for config in configs]

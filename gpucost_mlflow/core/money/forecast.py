@@ -112,15 +112,23 @@ def _h(hours: float) -> str:
     return f"{hours:.3f} h" if hours < 10 else f"{hours:,.1f} h"
 
 
+@dataclass(frozen=True)
+class Delivery:
+    """How the deliverables run: how many side by side, that assumption in words, and the corpora one child takes."""
+
+    streams: int = 1
+    streams_note: str = "one deliverable after another"
+    per_child: int | None = None  # deliverables.per_child (None: all of a stream's)
+
+
 def forecast(plan: dict, expected_deliverables: int, durations: Durations, medians: dict,
-             attempts: tuple[Span, ...], estimated: int = 0, streams: int = 1,
-             streams_note: str = "one deliverable after another", per_child: int | None = None) -> Forecast | None:
+             attempts: tuple[Span, ...], estimated: int = 0, delivery: Delivery = Delivery()) -> Forecast | None:
     """The forecast from the plan's assumptions and the measurements; None without a completed pass to size it."""
     if not durations.values:
         return None
+    streams, per_child = max(1, delivery.streams), delivery.per_child
     startup_s = medians.get(LOAD_S, 0.0) + medians.get(WARMUP_S, 0.0)
-    shape = Forecast(0, 0, 0, 0, 0, 0, 0, expected_deliverables, (0, 0, 0), streams=max(1, streams),
-                     per_child=per_child)
+    shape = Forecast(0, 0, 0, 0, 0, 0, 0, expected_deliverables, (0, 0, 0), streams=streams, per_child=per_child)
     after_s = medians.get(EVAL_S, 0.0) + medians.get(EXPORT_S, 0.0)
     return Forecast(
         setup_h=float(plan["setup_hours"]),
@@ -133,8 +141,8 @@ def forecast(plan: dict, expected_deliverables: int, durations: Durations, media
         deliverables=expected_deliverables,
         per_deliverable_h=tuple((value + after_s) / 3600 for value in (durations.minimum, durations.median, durations.maximum)),
         comparisons_sum_h=sum_seconds(attempts) / 3600,
-        streams=max(1, streams),
-        streams_note=streams_note,
+        streams=streams,
+        streams_note=delivery.streams_note,
         conversion_h=medians.get(CONVERT_S, 0.0) / 3600,
         per_child=per_child,
         startup_each_h=startup_s / 3600,
