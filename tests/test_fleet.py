@@ -25,7 +25,7 @@ import yaml
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.fleet import budget, tracking_uri
 from gpucost_mlflow.core.fleet.jobs import Job, parse_gpus
-from gpucost_mlflow.core.fleet.task import Campaign, Inputs, task_config
+from gpucost_mlflow.core.fleet.task import Campaign, Inputs, Machine, task_config
 from gpucost_mlflow.core.money.market import Interruptions, Offer
 from tests.helpers import ROOT, cli_runner, write_protocol
 
@@ -119,9 +119,9 @@ def _inputs(tmp_path: Path) -> Inputs:
 
 @pytest.mark.unit
 def test_a_job_task_installs_this_wheel_mounts_the_inputs_and_runs_peak_then_the_campaign_under_its_limit(tmp_path):
-    config = task_config("f0123456789", Job("MI300X", 2), clouds=["aws", "gcp"], spot=True, inputs=_inputs(tmp_path),
-                         campaign=Campaign("fleet", series="batch"), torch_version="2.13.0",
-                         setup_hours=Decimal("0.5"), max_hours=Decimal("1.5"), secret_names=["MLFLOW_TRACKING_URI"])
+    machine = Machine(("aws", "gcp"), True, "2.13.0", setup_hours=Decimal("0.5"), max_hours=Decimal("1.5"))
+    config = task_config("f0123456789", Job("MI300X", 2), machine=machine, inputs=_inputs(tmp_path),
+                         campaign=Campaign("fleet", series="batch"), secret_names=["MLFLOW_TRACKING_URI"])
     assert config["name"] == "gpucost-f0123456789-mi300x"
     assert config["resources"] == {"accelerators": "MI300X:2", "use_spot": True,
                                    "any_of": [{"infra": "aws"}, {"infra": "gcp"}]}

@@ -15,7 +15,7 @@ import yaml
 from gpucost_mlflow.core.errors import GpucostError, one_line
 from gpucost_mlflow.core.fleet import budget, tracking_uri
 from gpucost_mlflow.core.fleet.jobs import Job
-from gpucost_mlflow.core.fleet.task import Campaign, Inputs, task_config, user_code
+from gpucost_mlflow.core.fleet.task import Campaign, Inputs, Machine, task_config, user_code
 from gpucost_mlflow.core.inputs.variants import load_variants
 from gpucost_mlflow.core.money.market import Interruptions
 from gpucost_mlflow.fleet import skypilot, wheel
@@ -84,9 +84,9 @@ def launch(request: FleetRequest, echo: Callable[[str], None] = print) -> Launch
                     user_code(load_variants(request.variants), request.variants))
     inputs.check()
     secrets = tracking_uri.secrets(request.environ)
-    configs = {job.gpu: task_config(request.fleet_id, job, clouds=request.clouds, spot=request.spot, inputs=inputs,
-                                    campaign=request.campaign, torch_version=request.torch_version,
-                                    setup_hours=request.setup_hours, max_hours=request.max_hours,
+    machine = Machine(tuple(request.clouds), request.spot, request.torch_version, request.setup_hours,
+                      request.max_hours)
+    configs = {job.gpu: task_config(request.fleet_id, job, machine=machine, inputs=inputs, campaign=request.campaign,
                                     secret_names=sorted(secrets))
                for job in request.jobs}
     for config in configs.values():

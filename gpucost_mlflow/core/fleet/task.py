@@ -90,6 +90,17 @@ class Campaign:
         return ["--experiment", self.experiment, *chosen, *(["--passes", str(self.passes)] if self.passes else [])]
 
 
+@dataclass(frozen=True)
+class Machine:
+    """Each job's machine: the clouds it may run on, spot or not, its torch build, and the setup and campaign limits."""
+
+    clouds: tuple[str, ...]
+    spot: bool
+    torch_version: str
+    setup_hours: Decimal
+    max_hours: Decimal
+
+
 def user_code(variants: dict, variants_path: Path) -> tuple[tuple[str, Path], ...]:
     """The .py files the variants' `python:` workloads name, relative to the variants file: each job mounts them so
     the file reads the same there. A module name (found on this machine's path) or an absolute path cannot travel:
@@ -149,10 +160,11 @@ def run_script(fleet_id: str, job: Job, inputs: Inputs, campaign: Campaign, max_
     ])
 
 
-def task_config(fleet_id: str, job: Job, *, clouds: list[str], spot: bool, inputs: Inputs, campaign: Campaign,
-                torch_version: str, setup_hours: Decimal, max_hours: Decimal, secret_names: list[str]) -> dict:
+def task_config(fleet_id: str, job: Job, *, machine: Machine, inputs: Inputs, campaign: Campaign,
+                secret_names: list[str]) -> dict:
     """The job's SkyPilot task: accelerators, infra, mounts, setup, run, and the secrets it is given at launch."""
-    resources: dict = {"accelerators": job.accelerators, "use_spot": spot}
+    resources: dict = {"accelerators": job.accelerators, "use_spot": machine.spot}
+    clouds = machine.clouds
     if len(clouds) == 1:
         resources["infra"] = clouds[0]
     elif clouds:
@@ -161,8 +173,8 @@ def task_config(fleet_id: str, job: Job, *, clouds: list[str], spot: bool, input
         "name": job.name(fleet_id),
         "resources": resources,
         "file_mounts": inputs.mounts(),
-        "setup": setup_script(job, inputs, torch_version, setup_hours),
-        "run": run_script(fleet_id, job, inputs, campaign, max_hours),
+        "setup": setup_script(job, inputs, machine.torch_version, machine.setup_hours),
+        "run": run_script(fleet_id, job, inputs, campaign, machine.max_hours),
     }
     if secret_names:
         config["secrets"] = {name: None for name in secret_names}
