@@ -32,8 +32,8 @@ def attempt_writer() -> Callable[..., str]:
                 span=None, host=None, beside=None, tags_extra=None, metrics_extra=None):
         """One attempt; its run lasts wall_s (default: 1 s start + load + warm-up + pass + eval + export). `beside`: the
         run id of an attempt this one started with, side by side on another GPU of the same lot."""
-        tags = writer.start_tags(role=role, variant=variant, device=device, backend="cuda",
-                                 corpus_fingerprint=fingerprint, protocol_digest=protocol.digest)
+        tags = writer.start_tags(role=role, variant=variant,
+                                 basis=writer.Basis(device, "cuda", fingerprint, protocol.digest))
         if note:
             tags["mlflow.note.content"] = note
         if host:

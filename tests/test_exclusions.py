@@ -166,8 +166,7 @@ def test_a_pass_failed_from_outside_may_be_excluded_and_undone(attempt, reason, 
 def test_exclude_refuses_a_pass_left_running_whose_heartbeat_stopped(experiment):
     client = MlflowClient()
     experiment_id = client.get_experiment_by_name("scenario").experiment_id
-    tags = writer.start_tags(role="benchmark", variant="batch8", device=B200, backend="cuda",
-                             corpus_fingerprint="a" * 64, protocol_digest="d" * 64)
+    tags = writer.start_tags(role="benchmark", variant="batch8", basis=writer.Basis(B200, "cuda", "a" * 64, "d" * 64))
     tags.update({schema.HOST: "host-b", schema.LAUNCHER: "host-b:4242", schema.HEARTBEAT: "2025-12-01T10:00:00+00:00"})
     stale = client.create_run(experiment_id, tags=tags, start_time=1_764_583_200_000).info.run_id
     before = client.get_run(stale).data.tags

@@ -27,8 +27,7 @@ def running_pass(*, started: dt.datetime, beat: dt.datetime | None, host: str = 
                  interval: str | None = None) -> str:
     """A pass opened with the writer's start tags by a launcher elsewhere, never ended; returns its run id."""
     client = MlflowClient()
-    tags = writer.start_tags(role="benchmark", variant="batch8", device=B200, backend="cuda",
-                             corpus_fingerprint="a" * 64, protocol_digest="d" * 64)
+    tags = writer.start_tags(role="benchmark", variant="batch8", basis=writer.Basis(B200, "cuda", "a" * 64, "d" * 64))
     tags.update({schema.HOST: host, schema.LAUNCHER: launcher})
     if beat is None:
         del tags[schema.HEARTBEAT]  # a run written before heartbeats existed
@@ -50,8 +49,7 @@ def row(run_id: str, now: dt.datetime | None = None) -> dict:
 
 @pytest.mark.unit
 def test_a_pass_opens_with_its_first_heartbeat_and_the_writers_interval():
-    tags = writer.start_tags(role="benchmark", variant="batch8", device=B200, backend="cuda",
-                             corpus_fingerprint="a" * 64, protocol_digest="d" * 64)
+    tags = writer.start_tags(role="benchmark", variant="batch8", basis=writer.Basis(B200, "cuda", "a" * 64, "d" * 64))
     assert tags[schema.HEARTBEAT_INTERVAL] == "60" and heartbeat.INTERVAL_S == 60
     beat = dt.datetime.fromisoformat(tags[schema.HEARTBEAT])
     assert beat.utcoffset() == dt.timedelta(0) and beat.microsecond == 0

@@ -34,8 +34,8 @@ PEAK_REASON = ("no dense-matmul peak cached for 'cpu|fp32|Some CPU' in /home/som
 
 
 def _slot_tags(variant: str, campaign: str, index: int, round_: int, position: int, attempt: int = 1) -> dict:
-    return writer.start_tags(role="benchmark", variant=variant, device="cpu", backend="cpu", corpus_fingerprint="f",
-                             protocol_digest="p", campaign_id=campaign, pass_index=str(index),
+    return writer.start_tags(role="benchmark", variant=variant, basis=writer.Basis("cpu", "cpu", "f", "p"),
+                             campaign_id=campaign, pass_index=str(index),
                              extra={schema.ROUND: round_, schema.POSITION: position, schema.ATTEMPT: attempt})
 
 
@@ -50,8 +50,7 @@ def test_pass_runs_are_named_by_variant_round_position_index_and_campaign():
 
 @pytest.mark.unit
 def test_a_pass_outside_any_campaign_is_named_by_its_run_id():
-    tags = writer.start_tags(role="benchmark", variant="batch8", device="cpu", backend="cpu", corpus_fingerprint="f",
-                             protocol_digest="p")
+    tags = writer.start_tags(role="benchmark", variant="batch8", basis=writer.Basis("cpu", "cpu", "f", "p"))
     assert descriptions.pass_name(tags, "a1b2c3d4e5") == "batch8 · pass a1b2c3"
     tags[schema.ROLE] = "deliverable"
     assert descriptions.pass_name(tags, "ffee00") == "batch8 · deliverable ffee00"
@@ -210,8 +209,7 @@ def test_excluding_a_pass_sets_accepted_to_0_and_says_so_in_its_description_undo
     experiment_id, _ = experiments.resolve(client, "ui", create=True)
     experiments.lock(client, experiment_id, "ui", protocol, (SHIPPED_PROTOCOL).read_text())
     assert "Quality bar:** macro_f1 at least 0.8" in client.get_experiment(experiment_id).tags[schema.NOTE]
-    tags = writer.start_tags(role="benchmark", variant="batch8", device="cpu", backend="cpu", corpus_fingerprint="f",
-                             protocol_digest=protocol.digest)
+    tags = writer.start_tags(role="benchmark", variant="batch8", basis=writer.Basis("cpu", "cpu", "f", protocol.digest))
     run_id = client.create_run(experiment_id, tags=tags).info.run_id
     writer.log_outcome(client, run_id, status="accepted", reason="every check passed",
                        metrics={"pass_s": 1.0, "completed_entries": 30}, quality_verdict="passed")

@@ -25,8 +25,8 @@ BUDGET = 8
 def _campaign_pass_tags() -> tuple[dict[str, str], dict[str, str]]:
     """Every tag a campaign pass's launcher composes (start, slot, outcome, flags, energy, spool), parted as the
     record parts them: (tags, params)."""
-    tags = writer.start_tags(role="benchmark", variant="batch8-bf16", device="NVIDIA H200", backend="cuda",
-                             corpus_fingerprint="f" * 64, protocol_digest="d" * 64, campaign_id="c0ffee",
+    tags = writer.start_tags(role="benchmark", variant="batch8-bf16",
+                             basis=writer.Basis("NVIDIA H200", "cuda", "f" * 64, "d" * 64), campaign_id="c0ffee",
                              pass_index="7", main_metric="macro_f1",
                              extra={schema.ROUND: 2, schema.POSITION: 3, schema.SLOT: "r2p3", schema.ATTEMPT: 2,
                                     schema.RETRY_OF: "0" * 32, schema.CACHE_POLICY: "warm", schema.EXPORTED: "x.gz"})

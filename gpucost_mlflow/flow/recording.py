@@ -60,10 +60,9 @@ def _tags(request: PassRequest, manifest: dict, main_metric: str, exported: str)
     return writer.start_tags(
         role=request.role,
         variant=request.variant.name,
-        device=", ".join(stack["device_names"]),
-        backend=stack["backend"],
-        corpus_fingerprint=manifest["corpus"]["fingerprint"],
-        protocol_digest=manifest["protocol"]["digest"],
+        basis=writer.Basis(device=", ".join(stack["device_names"]), backend=stack["backend"],
+                           corpus_fingerprint=manifest["corpus"]["fingerprint"],
+                           protocol_digest=manifest["protocol"]["digest"]),
         campaign_id=request.campaign_id,
         pass_index=request.pass_index,
         extra={**request.slot_tags, schema.EXPORTED: exported},

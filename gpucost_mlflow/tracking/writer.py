@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+from dataclasses import dataclass
 
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
@@ -19,9 +20,18 @@ from gpucost_mlflow.core.names import COMPLETED_ENTRIES, PASS_S, shown, split_st
 from gpucost_mlflow.tracking import descriptions, heartbeat, limits, schema
 
 
-def start_tags(*, role: str, variant: str, device: str, backend: str, corpus_fingerprint: str, protocol_digest: str,
-               campaign_id: str = "", pass_index: str = "", extra: dict | None = None, main_metric: str = ""
-               ) -> dict[str, str]:
+@dataclass(frozen=True)
+class Basis:
+    """What a pass runs on and against: its device names and backend, its corpus fingerprint and protocol digest."""
+
+    device: str
+    backend: str
+    corpus_fingerprint: str
+    protocol_digest: str
+
+
+def start_tags(*, role: str, variant: str, basis: Basis, campaign_id: str = "", pass_index: str = "",
+               extra: dict | None = None, main_metric: str = "") -> dict[str, str]:
     """The tags a pass run gets when it opens (status `running`, launcher host:pid, first heartbeat and its interval)."""
     tags = {
         schema.ROLE: role,
@@ -29,10 +39,10 @@ def start_tags(*, role: str, variant: str, device: str, backend: str, corpus_fin
         schema.STATUS: str(Status.RUNNING),
         schema.LAUNCHER: f"{socket.gethostname()}:{os.getpid()}",
         schema.HOST: socket.gethostname(),
-        schema.DEVICE_NAME: device,
-        schema.BACKEND: backend,
-        schema.CORPUS_FINGERPRINT: corpus_fingerprint,
-        schema.PROTOCOL_DIGEST: protocol_digest,
+        schema.DEVICE_NAME: basis.device,
+        schema.BACKEND: basis.backend,
+        schema.CORPUS_FINGERPRINT: basis.corpus_fingerprint,
+        schema.PROTOCOL_DIGEST: basis.protocol_digest,
         **heartbeat.start_tags(),
     }
     if campaign_id:
