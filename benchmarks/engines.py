@@ -74,6 +74,7 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import sources
 from gpucost_mlflow.core.inputs.corpus import read_corpus
 from gpucost_mlflow.core.inputs.protocol import load_protocol
+from gpucost_mlflow.core.inputs.settings import Settings
 from gpucost_mlflow.core.inputs.variants import Variant, get_variant
 from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.core.judging.quality import evaluate
@@ -113,7 +114,8 @@ def variant_named(variants_file: Path, name: str, base: str, **changes) -> Confi
     try:
         return Config(name, get_variant(variants_file, name), variants_file.name)
     except GpucostError:
-        built = replace(get_variant(SHIPPED, base), name=name, series="", reference="", **changes)
+        shipped = get_variant(SHIPPED, base)
+        built = replace(shipped, name=name, series="", reference="", settings=shipped.settings.changed(**changes))
         return Config(name, built, f"{base} + {', '.join(f'{k}={v}' for k, v in changes.items())}")
 
 
@@ -125,8 +127,8 @@ def load(config: Config, variants_file: Path, model_path: Path, protocol, corpus
     described = workloads.describe(variant, variants_file, model_path, protocol)
     record = workloads.engine_record(variant, described.model["revision"], device.type)
     spec = runner.PassSpec(corpus_path=str(corpus), model_path=str(model_path.resolve()), workdir=str(workdir),
-                           settings=variant.settings(), warmup=dict(protocol.warmup),
-                           implementation=registry.implementation(variant.settings()),
+                           settings=variant.settings, warmup=dict(protocol.warmup),
+                           implementation=registry.implementation(variant.settings),
                            workload_settings={**described.record, "engine": record})
     started = time.perf_counter()
     work = runner.load_workload(spec, device)
@@ -205,7 +207,7 @@ def classification(args) -> dict:
         variant_named(v, "ort-batch64-lengthgrouped-int8", "ort-batch8-int8", batch_size=64,
                       length_grouping="sorted"),
     ]
-    settings = {c.name: c.variant.settings() for c in configs}
+    settings = {c.name: c.variant.settings for c in configs}
     reference = settings["batch8"]
     model = args.model.relative_to(ROOT) if args.model.is_relative_to(ROOT) else args.model
     print(f"== (1) classification: {model} on {args.corpus.name} ({len(rows)} inputs), protocol "
@@ -237,7 +239,7 @@ def classification(args) -> dict:
             "engine": "pipeline" if name == PIPELINE else settings[name].get("engine", "torch"),
         }
 
-    print(f"\n  {len(predicted[PIPELINE])} inputs, {args.repeats} repetitions, max length {reference['max_length']}; "
+    print(f"\n  {len(predicted[PIPELINE])} inputs, {args.repeats} repetitions, max length {reference.max_length}; "
           f"{versions()}")
     print(f"  bars ({args.protocol.name}): {metric} >= {acceptance.threshold}, every bucket >= "
           f"{acceptance.per_bucket_threshold}; vs torch batch8 fp32: agreement >= {acceptance.min_label_agreement}, "
@@ -274,15 +276,15 @@ def cut_texts(texts: list[str], tokenizer, max_length: int) -> list[str]:
     return [tokenizer.decode(ids[:max_length]) if len(ids) > max_length else text for text, ids in zip(texts, counted)]
 
 
-def generation_pipeline_pass(pipe, corpus: Path, settings: dict, task, labels: list[str], sync):
+def generation_pipeline_pass(pipe, corpus: Path, settings: Settings, task, labels: list[str], sync):
     """What a user would write: read the file, put each text in the prompt (one chat message when the protocol says
     so), generate greedily with the pipeline at the same batch size and new-token budget, keep the new text."""
     clock = Stopwatch(sync)
     clock.start()
     ids, texts = runner.read_texts(str(corpus))
-    prompts = [render(task.prompt, text, labels) for text in cut_texts(texts, pipe.tokenizer, settings["max_length"])]
+    prompts = [render(task.prompt, text, labels) for text in cut_texts(texts, pipe.tokenizer, settings.max_length)]
     inputs = [[{"role": "user", "content": p}] for p in prompts] if task.chat_template else prompts
-    outputs = pipe(inputs, batch_size=settings["batch_size"], max_new_tokens=task.max_new_tokens, do_sample=False,
+    outputs = pipe(inputs, batch_size=settings.batch_size, max_new_tokens=task.max_new_tokens, do_sample=False,
                    num_beams=1, return_full_text=False)
     generated = [output[0]["generated_text"] for output in outputs]
     seconds = clock.stop()
@@ -453,8 +455,8 @@ def bound(row: dict, settings: dict, work, result, record: dict, model_config: d
     shape = flops.encoder_shape(model_config)
     count = flops.count(shape, result.batch_lengths())
     engine = settings.get("engine", "torch")
-    print(f"\n  {title}: {name} ({engine}, {row['precision']}, batch {settings['batch_size']}, "
-          f"grouping {settings['length_grouping']})")
+    print(f"\n  {title}: {name} ({engine}, {row['precision']}, batch {settings.batch_size}, "
+          f"grouping {settings.length_grouping})")
     print(f"    median {row['median']:.3f} s, {row['ratio']:.2f} x the pipeline, agreement "
           f"{100 * row['agreement']:.2f} %, macro-F1 difference {row['difference']:+.4f}, bars "
           f"{'passed' if row['passes'] else 'failed'}")
@@ -502,7 +504,7 @@ def bound(row: dict, settings: dict, work, result, record: dict, model_config: d
                      if attention else ""))
     if any(seconds < 0 for seconds in parts.values()):
         print("    (a negative share: those kernels run faster than the cached peak, which torch's F.linear / mm set)")
-    if settings["quantization"] != "none":
+    if settings.quantization != "none":
         print("    (no product timing alone: the probe runs unquantized products)")
     else:
         square = probe_products(engine, row["precision"], count, shape, found, device)
@@ -564,7 +566,7 @@ class Worker:
         self.corpus, self.device = Path(job["corpus"]), models.resolve_device(job["device"])
         self.model_path = Path(job["model"])
         self.sync = sync_of(self.device)
-        self.settings = {name: c.variant.settings() for name, c in self.configs.items()}
+        self.settings = {name: c.variant.settings for name, c in self.configs.items()}
         self.protocol = load_protocol(Path(job["protocol"]))
         first = next(iter(self.configs.values()))
         runner.tokenizer_parallelism(self.settings[first.name])  # as in the pass's child
@@ -572,7 +574,7 @@ class Worker:
         self.work, self.record, seconds, described = load(first, Path(job["variants"]), Path(job["model"]),
                                                           self.protocol, self.corpus, self.device, workdir)
         s = self.settings[first.name]
-        self.loaded = (f"{s.get('engine', 'torch')} {s['precision']} quantization {s['quantization']} (pid "
+        self.loaded = (f"{s.engine} {s.precision} quantization {s.quantization} (pid "
                        f"{os.getpid()}, for {', '.join(self.configs)}): loaded in {seconds:.1f} s")
         if self.record.get("cache"):
             marker = engine_cache.cached(Path(self.record["cache"])) or {}
@@ -601,7 +603,7 @@ class Worker:
             self.pipe = pipeline("text-classification", model=self.work.model, tokenizer=self.work.tokenizer,
                                  device=self.device)
             texts = runner.read_texts(str(self.corpus))[1][: self.warm]
-            self.pipe(texts, batch_size=settings["batch_size"], truncation=True, max_length=settings["max_length"])
+            self.pipe(texts, batch_size=settings.batch_size, truncation=True, max_length=settings.max_length)
             return
         # the folder the causal LM was loaded from: a GGUF file's dequantised cache, else the model folder
         tokenizer = models.load_tokenizer(Path(described["cache"]) if described.get("gguf") else self.model_path)
@@ -620,12 +622,13 @@ class Worker:
         if name == PIPELINE:
             settings = self.settings[next(iter(self.configs))]
             if self.section == "classification":
-                return pipeline_pass(self.pipe, self.corpus, settings["batch_size"], settings["max_length"],
+                return pipeline_pass(self.pipe, self.corpus, settings.batch_size, settings.max_length,
                                      self.sync)[::-1]
             return generation_pipeline_pass(self.pipe, self.corpus, settings, self.protocol.task,
                                             list(self.protocol.labels), self.sync)[::-1]
-        result, seconds = runner.measure(str(self.corpus), self.work.tokenizer, self.work.model, self.settings[name],
-                                         self.device, self.sync, work=self.work.process)
+        processing = runner.Processing(self.work.process, self.work.tokenizer, self.work.model, self.settings[name],
+                                       self.device)
+        result, seconds = runner.measure(str(self.corpus), processing, self.sync)
         self.results.setdefault(name, result)
         if self.section == "classification":
             return seconds, {ident: self.labels[k] for ident, k in zip(result.ids, result.labels)}
@@ -699,8 +702,8 @@ def start_workers(section: str, configs: list[Config], pipeline_with: str, args,
     not load."""
     groups: dict[tuple, list[Config]] = {}
     for config in configs:
-        s = config.variant.settings()
-        key = (s.get("engine", "torch"), s["precision"], s["quantization"], s["attention"], s["compile"])
+        s = config.variant.settings
+        key = (s.engine, s.precision, s.quantization, s.attention, s.compile)
         groups.setdefault(key, []).append(config)
     remotes = [Remote({"section": section, "configs": members, "pipeline": pipeline_with in [c.name for c in members],
                        "variants": str(variants), "model": str(model), "protocol": str(protocol),

@@ -52,24 +52,25 @@ def main() -> None:
     parser.add_argument("--model", type=Path, default=ROOT / "data/model")
     args = parser.parse_args()
 
-    settings = get_variant(ROOT / "projects/variants.yaml", args.variant).settings()
+    settings = get_variant(ROOT / "projects/variants.yaml", args.variant).settings
     runner.tokenizer_parallelism(settings)  # as the pass's child sets it
     device = torch.device("cpu")
     tokenizer = models.load_tokenizer(args.model)
-    model = classifier_model.load_classifier(args.model, device, "fp32", "none", settings["attention"], False)
+    model = classifier_model.load_classifier(args.model, device, "fp32", "none", settings.attention, False)
     ids, texts = runner.read_texts(str(args.corpus))
     n = runner.WARMUP_RULE["inputs"]
     batches.process(ids[:n], texts[:n], tokenizer, model, settings, device)
-    bare_loop(args.corpus, tokenizer, model, settings["batch_size"], settings["max_length"])
+    bare_loop(args.corpus, tokenizer, model, settings.batch_size, settings.max_length)
 
+    processing = runner.Processing(batches.process, tokenizer, model, settings, device)
     pass_times, bare_times = [], []
     for repeat in range(args.repeats):
         for which in (("pass", "bare") if repeat % 2 == 0 else ("bare", "pass")):
             if which == "pass":
-                predictions, seconds = runner.measure(str(args.corpus), tokenizer, model, settings, device, no_sync)
+                predictions, seconds = runner.measure(str(args.corpus), processing, no_sync)
                 pass_times.append(seconds)
             else:
-                bare_ids, bare_labels, seconds = bare_loop(args.corpus, tokenizer, model, settings["batch_size"], settings["max_length"])
+                bare_ids, bare_labels, seconds = bare_loop(args.corpus, tokenizer, model, settings.batch_size, settings.max_length)
                 bare_times.append(seconds)
         same = dict(zip(predictions.ids, predictions.labels)) == dict(zip(bare_ids, bare_labels))
         print(f"repeat {repeat + 1}: pass_s {pass_times[-1]:.3f}  bare_s {bare_times[-1]:.3f}  "

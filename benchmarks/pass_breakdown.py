@@ -46,15 +46,15 @@ def stages(corpus: Path, tokenizer, model, settings: dict) -> dict[str, float]:
     started = time.perf_counter()
     _, texts = runner.read_texts(str(corpus))
     times["read"] = time.perf_counter() - started
-    times["tokenize serial"] = tokenize_s(tokenizer, texts, settings["max_length"], False)
-    times["tokenize parallel"] = tokenize_s(tokenizer, texts, settings["max_length"], True)
-    encoded = tokenizer(texts, truncation=True, max_length=settings["max_length"], return_attention_mask=False,
+    times["tokenize serial"] = tokenize_s(tokenizer, texts, settings.max_length, False)
+    times["tokenize parallel"] = tokenize_s(tokenizer, texts, settings.max_length, True)
+    encoded = tokenizer(texts, truncation=True, max_length=settings.max_length, return_attention_mask=False,
                         return_token_type_ids=False)["input_ids"]
     lengths = [len(seq) for seq in encoded]
     pad = forward = post = 0.0
     labels = []
     with torch.inference_mode():
-        for batch in batching.batches(lengths, settings["batch_size"], settings["length_grouping"]):
+        for batch in batching.batches(lengths, settings.batch_size, settings.length_grouping):
             t0 = time.perf_counter()
             width = max(lengths[i] for i in batch)
             input_ids = np.full((len(batch), width), tokenizer.pad_token_id or 0, dtype=np.int64)
@@ -75,7 +75,8 @@ def stages(corpus: Path, tokenizer, model, settings: dict) -> dict[str, float]:
     times.update({"pad + tensors": pad, "model forward": forward, "softmax + argmax": post,
                   "to host": time.perf_counter() - started})
     runner.tokenizer_parallelism(settings)
-    times["runner.measure"] = runner.measure(str(corpus), tokenizer, model, settings, torch.device("cpu"), no_sync)[1]
+    times["runner.measure"] = runner.measure(str(corpus), runner.Processing(batches.process, tokenizer, model, settings,
+                                                                         torch.device("cpu")), no_sync)[1]
     return times
 
 
@@ -89,9 +90,9 @@ def main() -> None:
     tokenizer = models.load_tokenizer(args.model)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs; medians of {args.repeats}")
     for name in args.variants.split(","):
-        settings = get_variant(ROOT / "projects/variants.yaml", name).settings()
-        model = classifier_model.load_classifier(args.model, torch.device("cpu"), settings["precision"], settings["quantization"],
-                                       settings["attention"], False)
+        settings = get_variant(ROOT / "projects/variants.yaml", name).settings
+        model = classifier_model.load_classifier(args.model, torch.device("cpu"), settings.precision, settings.quantization,
+                                       settings.attention, False)
         ids, texts = runner.read_texts(str(args.corpus))
         batches.process(ids[:32], texts[:32], tokenizer, model, settings, torch.device("cpu"))
         runs = [stages(args.corpus, tokenizer, model, settings) for _ in range(args.repeats)]

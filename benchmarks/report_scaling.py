@@ -81,7 +81,7 @@ class Shape:
         self.fingerprint = _hex(rng)
         self.model_revision, self.tokenizer_revision, self.order_digest = _hex(rng), _hex(rng), _hex(rng)
         self.params = {
-            name: {f"setting.{k}": str(v) for k, v in variant.settings().items()}
+            name: {f"setting.{k}": str(v) for k, v in variant.settings.record().items()}
             | {
                 "model.revision": self.model_revision,
                 "model.tokenizer_revision": self.tokenizer_revision,
@@ -163,7 +163,7 @@ def _plan(rng: random.Random, n: int, variants) -> list[dict]:
     while len(passes) < n:
         device = list(DEVICES)[campaign % len(DEVICES)]
         campaign_id = uuid.UUID(int=rng.getrandbits(128)).hex[:11]
-        allowed = [v for v in variants if not (variants[v].device == "cpu" and DEVICES[device][0] != "cpu")]
+        allowed = [v for v in variants if not (variants[v].settings.device == "cpu" and DEVICES[device][0] != "cpu")]
         index = 0
         for round_ in range(1, PASSES_PER_VARIANT + 1):
             order = allowed[:]

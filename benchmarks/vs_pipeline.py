@@ -96,20 +96,21 @@ def main() -> None:
         member for series in load_series(args.variants).values() if series.reference == args.reference
         for member in series.members]
     names = [args.reference] + candidates
-    settings = {name: get_variant(args.variants, name).settings() for name in names}
+    settings = {name: get_variant(args.variants, name).settings for name in names}
     chosen = models.resolve_device(args.device)
     for name in names:
-        settings[name]["device"] = "cpu" if settings[name]["quantization"] == "dynamic-int8" else str(chosen)
+        settings[name] = settings[name].changed(device="cpu" if settings[name].quantization == "dynamic-int8"
+                                                else str(chosen))
     sync = torch.cuda.synchronize if chosen.type == "cuda" else no_sync
     tokenizer = models.load_tokenizer(args.model)
     loaded: dict[tuple, object] = {}
 
     def model_for(name: str):
         s = settings[name]
-        key = (s["device"], s["precision"], s["quantization"], s["attention"], s["compile"])
+        key = (s.device, s.precision, s.quantization, s.attention, s.compile)
         if key not in loaded:
-            loaded[key] = classifier_model.load_classifier(args.model, torch.device(s["device"]), s["precision"], s["quantization"],
-                                                 s["attention"], s["compile"])
+            loaded[key] = classifier_model.load_classifier(args.model, torch.device(s.device), s.precision, s.quantization,
+                                                 s.attention, s.compile)
         return loaded[key]
 
     reference = settings[args.reference]
@@ -118,9 +119,9 @@ def main() -> None:
     pipe = pipeline("text-classification", model=model_for(args.reference), tokenizer=tokenizer, device=chosen)
     ids, texts = runner.read_texts(str(args.corpus))
     warm = protocol.warmup["inputs"]
-    pipe(texts[:warm], batch_size=reference["batch_size"], truncation=True, max_length=reference["max_length"])
+    pipe(texts[:warm], batch_size=reference.batch_size, truncation=True, max_length=reference.max_length)
     for name in names:
-        batches.process(ids[:warm], texts[:warm], tokenizer, model_for(name), settings[name], torch.device(settings[name]["device"]))
+        batches.process(ids[:warm], texts[:warm], tokenizer, model_for(name), settings[name], torch.device(settings[name].device))
 
     times: dict[str, list[float]] = {name: [] for name in [PIPELINE] + names}
     predicted: dict[str, dict[str, str]] = {}
@@ -131,11 +132,12 @@ def main() -> None:
         turn = order[repeat % len(order):] + order[: repeat % len(order)]
         for name in turn:
             if name == PIPELINE:
-                labels, seconds = pipeline_pass(pipe, args.corpus, reference["batch_size"], reference["max_length"], sync)
+                labels, seconds = pipeline_pass(pipe, args.corpus, reference.batch_size, reference.max_length, sync)
             else:
-                device = torch.device(settings[name]["device"])
+                device = torch.device(settings[name].device)
                 run_sync = torch.cuda.synchronize if device.type == "cuda" else no_sync
-                result, seconds = runner.measure(str(args.corpus), tokenizer, model_for(name), settings[name], device, run_sync)
+                result, seconds = runner.measure(str(args.corpus), runner.Processing(
+                    batches.process, tokenizer, model_for(name), settings[name], device), run_sync)
                 labels = {i: info.labels[k] for i, k in zip(result.ids, result.labels)}
                 shapes[name] = result.batch_lengths()
             times[name].append(seconds)
@@ -154,7 +156,7 @@ def main() -> None:
           f"{'padded GFLOP/s':>15} {'MFU useful':>10} {'MFU padded':>10}")
     for name in order:
         count = flops.count(shape, shapes[name]) if name in shapes else None
-        found = peak.lookup(torch.device(settings[name]["device"]), peak.precision_of(settings[name]))[0] if count else None
+        found = peak.lookup(torch.device(settings[name].device), peak.precision_of(settings[name]))[0] if count else None
         rate = flops.rates(count, median[name], found.flop_per_s if found else None) if count else {}
         cells = [f"{rate[k] / 1e9:15.1f}" if k in rate else f"{'':>15}" for k in ("useful_flop_per_s", "padded_flop_per_s")]
         cells += [f"{rate[k]:10.3f}" if k in rate else f"{'':>10}" for k in ("mfu_useful", "mfu_padded")]
@@ -162,8 +164,8 @@ def main() -> None:
               f"{median[PIPELINE] / median[name]:10.3f} {' '.join(cells)}")
 
     ref_quality, ref_checks = judge(rows, info.labels, predicted[args.reference], {}, {}, reference, reference, protocol.acceptance)
-    print(f"\n(a) identical settings ({args.reference}: batch {reference['batch_size']}, {reference['precision']}, "
-          f"corpus order, max length {reference['max_length']}):")
+    print(f"\n(a) identical settings ({args.reference}: batch {reference.batch_size}, {reference.precision}, "
+          f"corpus order, max length {reference.max_length}):")
     print(f"    pipeline_s / pass_s = {median[PIPELINE] / median[args.reference]:.3f} (target >= 1.0); "
           f"identical predictions in every repetition: {all(identical)} "
           f"(label agreement {100 * verdicts.agreement(predicted[args.reference], predicted[PIPELINE]):.2f} %)")

@@ -19,6 +19,7 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import sources
 from gpucost_mlflow.core.inputs.corpus import bucket_slice, jsonl_bytes, read_corpus
 from gpucost_mlflow.core.inputs.protocol import load_protocol
+from gpucost_mlflow.core.inputs.variants import load_variants
 from gpucost_mlflow.core.judging.judge import Judging
 from gpucost_mlflow.tracking import schema
 from gpucost_mlflow.workloads.generation import decoder_flops
@@ -177,10 +178,10 @@ def test_outputs_20_percent_shorter_than_the_reference_are_rejected_and_10_perce
 
 @pytest.mark.unit
 def test_every_setting_that_differs_from_the_reference_makes_a_generation_pass_need_it():
-    reference = {"batch_size": 8, "precision": "fp32", "length_grouping": "none", "workload": "generation"}
-    assert not gv.needs_reference(dict(reference), reference)
-    assert gv.needs_reference({**reference, "batch_size": 16}, reference)
-    assert gv.needs_reference({**reference, "length_grouping": "sorted"}, reference)
+    reference = load_variants(VARIANTS)["gen-batch8"].settings
+    assert not gv.needs_reference(reference.changed(), reference)
+    assert gv.needs_reference(reference.changed(batch_size=16), reference)
+    assert gv.needs_reference(reference.changed(length_grouping="sorted"), reference)
 
 
 @pytest.mark.unit

@@ -107,14 +107,14 @@ def user_code(variants: dict, variants_path: Path) -> tuple[tuple[str, Path], ..
     refused in one line."""
     found = {}
     for name, variant in variants.items():
-        if not variant.workload.startswith(PYTHON):
+        if not variant.settings.workload.startswith(PYTHON):
             continue
-        target = variant.workload[len(PYTHON):].strip()
+        target = variant.settings.workload[len(PYTHON):].strip()
         if not (target.endswith(".py") or "/" in target or "\\" in target):
-            raise GpucostError(f"variant '{name}' has workload {variant.workload}: a module importable here is not on the "
+            raise GpucostError(f"variant '{name}' has workload {variant.settings.workload}: a module importable here is not on the "
                                "fleet's machines; name its .py file relative to the variants file")
         if Path(target).is_absolute():
-            raise GpucostError(f"variant '{name}' has workload {variant.workload}: an absolute path does not exist on "
+            raise GpucostError(f"variant '{name}' has workload {variant.settings.workload}: an absolute path does not exist on "
                                "the fleet's machines; write it relative to the variants file")
         found[PurePosixPath(Path(target).as_posix()).as_posix()] = (variants_path.parent / target).resolve()
     return tuple(sorted(found.items()))

@@ -14,9 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from gpucost_mlflow.core.kinds import engines
+
+if TYPE_CHECKING:  # the settings record imports the registry, which imports this module
+    from gpucost_mlflow.core.inputs.settings import Settings
 
 
 @dataclass
@@ -29,8 +32,8 @@ class Work:
 
     tokenizer: object  # the harness tokenizer (None where the workload needs none)
     model: object  # what `process` runs: a model, or the state the user's load() returned
-    process: Callable  # (ids, texts, tokenizer, model, settings, device, on_batch) -> outputs with .ids; on a failure
-    # it raises outcome.PassFailure carrying the finished batches' outputs
+    process: Callable  # (ids, texts, tokenizer, model, settings: Settings, device, on_batch) -> outputs with .ids;
+    # on a failure it raises outcome.PassFailure carrying the finished batches' outputs
     utilisation: Callable  # (outputs, pass_s or None) -> FLOP metrics, or their missing reasons
     export: Callable  # (folder, outputs, duplicate_at) -> None: the deliverable files
     memory: Callable | None = None  # (device) -> memory peaks as execution/memory.peaks gives them; None: torch's
@@ -119,7 +122,7 @@ class Output(Protocol):
         """Whether the protocol scores labels against gold (and so needs acceptance.main_metric); `task` is the one
         its section fixed, None without one."""
 
-    def needs_reference(self, settings: dict, reference_settings: dict) -> bool:
+    def needs_reference(self, settings: Settings, reference_settings: Settings) -> bool:
         """Whether a variant with these settings is compared with the reference variant's outputs."""
 
     def read_back(self, folder: Path, protocol, labels: list[str]) -> object:

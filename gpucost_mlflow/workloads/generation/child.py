@@ -26,6 +26,7 @@ from pathlib import Path
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import sources
 from gpucost_mlflow.core.inputs.fingerprints import sha256_file
+from gpucost_mlflow.core.inputs.settings import Settings
 from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.core.measurement import flops
 from gpucost_mlflow.core.names import (
@@ -136,8 +137,8 @@ def load(spec, device) -> Work:
     tokenizer = models.load_tokenizer(folder)
     if generation.chat_template and not getattr(tokenizer, "chat_template", None):
         raise GpucostError(f"{folder}: the tokenizer has no chat template, and generation.chat_template is true")
-    model = models.load_causal_lm(folder, device, settings["precision"], settings["quantization"],
-                                  settings["attention"], settings["compile"])
+    model = models.load_causal_lm(folder, device, settings.precision, settings.quantization,
+                                  settings.attention, settings.compile)
     return Work(tokenizer, model, partial(process, prompting=Prompting(generation, extra.get("labels", []))),
                 partial(utilisation, model.config.to_dict(), settings, device), export, empty=Generated)
 
@@ -199,16 +200,16 @@ class Prompting:
     ends: list[int] = field(default_factory=list)
 
 
-def encoded_prompts(texts: list[str], tokenizer, settings: dict, prompting: Prompting
+def encoded_prompts(texts: list[str], tokenizer, settings: Settings, prompting: Prompting
                     ) -> tuple[list[list[int]], list[int], list[list[int]]]:
     """Every input's prompt as token ids (the chat template's own special tokens, or the tokenizer's), their lengths
     and the harness's batch plan over them: the same for every engine."""
     generation = prompting.generation
-    prompts = prompts_of(texts, tokenizer, settings["max_length"], generation, prompting.labels)
+    prompts = prompts_of(texts, tokenizer, settings.max_length, generation, prompting.labels)
     encoded = tokenizer(prompts, add_special_tokens=not generation.chat_template, return_attention_mask=False,
                         return_token_type_ids=False)["input_ids"]
     lengths = [len(seq) for seq in encoded]
-    return encoded, lengths, batches(lengths, settings["batch_size"], settings["length_grouping"])
+    return encoded, lengths, batches(lengths, settings.batch_size, settings.length_grouping)
 
 
 def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[int, int], None] | None = None, *,
@@ -250,7 +251,7 @@ def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[
         return each_batch(plan, on_batch, step, lambda failed: done)
 
 
-def utilisation(config: dict, settings: dict, device, outputs, pass_s: float | None) -> dict:
+def utilisation(config: dict, settings: Settings, device, outputs, pass_s: float | None) -> dict:
     """Token counts, output tokens per second, the prefill / decode split, and FLOPs with the KV cache (prefill and
     decode, useful and padded) and MFU against the cached peak (decoder_flops.py)."""
     from dataclasses import asdict

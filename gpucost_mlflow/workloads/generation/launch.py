@@ -20,7 +20,7 @@ def default_model(root: Path) -> Path:
 def describe(workload, variant, model_path: Path, protocol, record: dict) -> Described:
     """The model and the task; compile is refused (generate() would run the uncompiled model under its name)."""
 
-    if variant.compile:
+    if variant.settings.compile:
         raise GpucostError(f"variant '{variant.name}': compile is not available for workload generation "
                            "(generate() would run the uncompiled model under a compiled variant's name)")
     labels = list(protocol.labels)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.acceptance import Acceptance
+from gpucost_mlflow.core.inputs.settings import Settings
 from gpucost_mlflow.core.judging import judge, verdicts
 from gpucost_mlflow.core.judging.preview import preview as preview_rows
 from gpucost_mlflow.core.judging.quality import evaluate
@@ -201,7 +202,7 @@ def judge_generations(given: judge.Judging) -> judge.Judgement:
     return judge.conclude(given, checks, counts, quality, compare)
 
 
-def needs_reference(settings: dict, reference_settings: dict) -> bool:
+def needs_reference(settings: Settings, reference_settings: Settings) -> bool:
     """Generated text is judged against the reference whenever any setting differs from the reference's: a new
     batch size or grouping changes the padded shapes and with them the arithmetic greedy decoding follows."""
     return settings != reference_settings

@@ -16,6 +16,7 @@ from functools import partial
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.inputs.settings import Settings
 from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.execution.batching import each_batch
 from gpucost_mlflow.workloads import engine_cache
@@ -25,14 +26,14 @@ from gpucost_mlflow.workloads.generation.task import GenerationSettings
 KEYED = ("converter", "weights")  # what the conversion depends on; the compute type is chosen at load
 
 
-def compute_type(settings: dict) -> str:
+def compute_type(settings: Settings) -> str:
     """The variant's precision and quantization as a CTranslate2 compute type."""
-    if settings.get("quantization") == "dynamic-int8":
+    if settings.quantization == "dynamic-int8":
         return "int8"
-    return {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}[settings["precision"]]
+    return {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}[settings.precision]
 
 
-def options(settings: dict, device_type: str) -> dict:
+def options(settings: Settings, device_type: str) -> dict:
     """The conversion (keyed: converter and weights) and how the Generator runs it (compute type, device); a compute
     type this CTranslate2 build does not run on the device is refused before any run exists."""
     import ctranslate2
@@ -126,7 +127,7 @@ def process(ids, texts, tokenizer, generator, settings, device, on_batch: Callab
     return each_batch(plan, on_batch, step, lambda failed: done)
 
 
-def _utilisation(config: dict, settings: dict, device, convert_s: float | None, outputs, pass_s) -> dict:
+def _utilisation(config: dict, settings: Settings, device, convert_s: float | None, outputs, pass_s) -> dict:
     """Tokens, the prefill / decode split and the FLOPs with the KV cache as on torch, and the conversion's seconds
     when it ran in this pass."""
     return engine_cache.with_conversion(child.utilisation(config, settings, device, outputs, pass_s), convert_s)

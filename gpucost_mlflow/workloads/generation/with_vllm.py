@@ -13,6 +13,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
+from gpucost_mlflow.core.inputs.settings import Settings
 from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.core.names import CONVERT_S, DECODE_S, PREFILL_S
 from gpucost_mlflow.execution.batching import each_batch
@@ -25,9 +26,9 @@ DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 NOT_SPLIT = "vLLM's offline generate returns whole outputs: prefill and decode are not timed apart"
 
 
-def options(settings: dict, device_type: str) -> dict:
+def options(settings: Settings, device_type: str) -> dict:
     """How the LLM is built: its dtype, eager or graphs, and the share of GPU memory it may take."""
-    return {"api": "vllm.LLM.generate (offline)", "dtype": DTYPES[settings["precision"]], "enforce_eager": False,
+    return {"api": "vllm.LLM.generate (offline)", "dtype": DTYPES[settings.precision], "enforce_eager": False,
             "gpu_memory_utilization": 0.9, "sampling": "greedy (temperature 0)"}
 
 
@@ -74,7 +75,7 @@ def process(ids, texts, tokenizer, llm, settings, device, on_batch: Callable[[in
     return each_batch(plan, on_batch, step, lambda failed: done)
 
 
-def _utilisation(config: dict, settings: dict, device, outputs, pass_s) -> dict:
+def _utilisation(config: dict, settings: Settings, device, outputs, pass_s) -> dict:
     """Tokens and FLOPs as on torch; the prefill / decode split left empty with its reason, and no conversion."""
     result = child.utilisation(config, settings, device, outputs, pass_s)
     metrics = {key: value for key, value in result.get("metrics", {}).items() if key not in (PREFILL_S, DECODE_S)}
