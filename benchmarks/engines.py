@@ -79,12 +79,11 @@ from gpucost_mlflow.core.inputs.variants import Variant, get_variant
 from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.core.judging.quality import evaluate
 from gpucost_mlflow.core.kinds import registry
-from gpucost_mlflow.core.measurement import flops
 from gpucost_mlflow.core.names import MFU_USEFUL, OUTPUT_TOKENS_PER_S, USEFUL_FLOP_PER_S
 from gpucost_mlflow.execution import models, peak, runner
 from gpucost_mlflow.execution.timing import Stopwatch, no_sync
 from gpucost_mlflow.flow import workloads
-from gpucost_mlflow.workloads import engine_cache
+from gpucost_mlflow.workloads import encoder_flops, engine_cache
 from gpucost_mlflow.workloads.generation import output as gen_output
 from gpucost_mlflow.workloads.generation.task import render
 
@@ -452,8 +451,8 @@ def bound(row: dict, settings: dict, work, result, record: dict, model_config: d
     pass's mean padded batch shape."""
     name = row["name"]
     metrics = row["utilisation"].get("metrics", {})
-    shape = flops.encoder_shape(model_config)
-    count = flops.count(shape, result.batch_lengths())
+    shape = encoder_flops.encoder_shape(model_config)
+    count = encoder_flops.count(shape, result.batch_lengths())
     engine = settings.get("engine", "torch")
     print(f"\n  {title}: {name} ({engine}, {row['precision']}, batch {settings.batch_size}, "
           f"grouping {settings.length_grouping})")
@@ -479,7 +478,7 @@ def bound(row: dict, settings: dict, work, result, record: dict, model_config: d
     print(f"    profiled pass {wall:.3f} s; top {engine} ops by self time: "
           + ", ".join(f"{op} {seconds:.3f} s" for op, seconds in top))
     scale = row["median"] / wall  # the profile's shares applied to the median pass
-    linear_flops = count.padded_tokens * flops.per_token_flops(shape) + count.sequences * (
+    linear_flops = count.padded_tokens * encoder_flops.per_token_flops(shape) + count.sequences * (
         2 * shape.hidden * shape.hidden + 2 * shape.hidden * shape.labels)
     attention_flops = count.padded - linear_flops
     if engine == "onnxruntime":

@@ -43,6 +43,7 @@ from gpucost_mlflow.core.judging.quality import evaluate
 from gpucost_mlflow.core.measurement import flops
 from gpucost_mlflow.execution import models, peak, runner
 from gpucost_mlflow.execution.timing import Stopwatch, no_sync
+from gpucost_mlflow.workloads import encoder_flops
 from gpucost_mlflow.workloads.classification import batches
 from gpucost_mlflow.workloads.classification import model as classifier_model
 
@@ -149,13 +150,13 @@ def main() -> None:
               + "  ".join(f"{name} {times[name][-1]:.3f}" for name in order))
 
     median = {name: statistics.median(values) for name, values in times.items()}
-    shape = flops.encoder_shape(model_for(args.reference).config.to_dict())
+    shape = encoder_flops.encoder_shape(model_for(args.reference).config.to_dict())
     print(f"\n{len(ids)} inputs, {args.repeats} repetitions, device {chosen}, torch {torch.__version__}, "
           f"{torch.get_num_threads()} threads, transformers {__import__('transformers').__version__}")
     print(f"{'configuration':24} {'median s':>9} {'min':>8} {'max':>8} {'pipeline/x':>10} {'useful GFLOP/s':>15} "
           f"{'padded GFLOP/s':>15} {'MFU useful':>10} {'MFU padded':>10}")
     for name in order:
-        count = flops.count(shape, shapes[name]) if name in shapes else None
+        count = encoder_flops.count(shape, shapes[name]) if name in shapes else None
         found = peak.lookup(torch.device(settings[name].device), peak.precision_of(settings[name]))[0] if count else None
         rate = flops.rates(count, median[name], found.flop_per_s if found else None) if count else {}
         cells = [f"{rate[k] / 1e9:15.1f}" if k in rate else f"{'':>15}" for k in ("useful_flop_per_s", "padded_flop_per_s")]

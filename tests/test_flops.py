@@ -7,13 +7,8 @@ import json
 import pytest
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.measurement.flops import (
-    EncoderShape,
-    count,
-    encoder_shape,
-    rates,
-    sequence_flops,
-)
+from gpucost_mlflow.core.measurement.flops import rates
+from gpucost_mlflow.workloads.encoder_flops import EncoderShape, count, encoder_shape, sequence_flops
 
 pytestmark = pytest.mark.unit
 

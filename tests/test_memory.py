@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.inputs.rocm import FIRST_MATRIX, check, load_matrix
-from gpucost_mlflow.core.measurement.memory_estimate import estimate, safetensors_parameters
+from gpucost_mlflow.workloads.encoder_memory import estimate, safetensors_parameters
 from tests.helpers import ROOT
 
 SMALL = {"hidden_size": 4, "num_attention_heads": 2, "intermediate_size": 8}

@@ -8,7 +8,7 @@ import click
 
 from gpucost_mlflow.cli.options import DEFAULT_MODEL_DIR
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.measurement.memory_estimate import estimate, safetensors_parameters
+from gpucost_mlflow.workloads.encoder_memory import estimate, safetensors_parameters
 
 
 @click.group()

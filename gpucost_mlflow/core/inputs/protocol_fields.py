@@ -3,15 +3,17 @@ the nearest known one, a field of another output's bar naming the output it belo
 
 from __future__ import annotations
 
+import copy
 import difflib
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.kinds import registry
 
-# Every field a protocol may hold, as a tree: a mapping is a section whose keys are checked, FREE one whose keys are
-# the user's own names (the buckets), None a value (other_costs checks its entries itself). An unknown field is
-# refused at any level, so a misspelt rule is never silently dropped.
+# The kind-neutral fields a protocol may hold, as a tree: a mapping is a section whose keys are checked, FREE one
+# whose keys are the user's own names (the buckets), None a value (other_costs checks its entries itself). Each
+# output adds its own bar's fields (`FIELDS`) and its section (`SECTION_KEYS`) through the registry (`tree()`). An
+# unknown field is refused at any level, so a misspelt rule is never silently dropped.
 FREE = "free"
 FIELDS: dict = {
     "question": None,
@@ -20,10 +22,7 @@ FIELDS: dict = {
     "acceptance": {
         "output": None, "ids": None, "format": None, "coverage": None, "main_metric": None, "threshold": None,
         "per_bucket_threshold": None,
-        "reference": {"variant": None, "max_metric_difference": None, "min_label_agreement": None, "cosine_min": None,
-                      "cosine_median": None, "min_exact_match": None, "min_token_agreement": None,
-                      "max_length_change": None},
-        "retrieval": {"k": None, "min_recall": None},
+        "reference": {"variant": None, "max_metric_difference": None, "min_label_agreement": None},
     },
     "passes_per_variant": None,
     "max_spread_ratio": None,
@@ -46,32 +45,51 @@ FIELDS: dict = {
     "deliverables": {"expected": None, "description": None, "side_by_side": None, "per_child": None,
                      "audit": {"sample": None, "min_label_agreement": None}},
     "other_costs": None,
-    **{name: dict.fromkeys(registry.output(owner).SECTION_KEYS) for name, owner in registry.sections().items()},
 }
+
+
+def tree() -> dict:
+    """Every field a protocol may hold: the kind-neutral ones, then each output's bar fields and its section, asked
+    of the outputs the registry knows now (a plug-in's too), in their order."""
+    known = copy.deepcopy(FIELDS)
+    for name in registry.output_names():
+        for dotted, inner in registry.output(name).FIELDS.items():
+            *sections, leaf = dotted.split(".")
+            node = known
+            for section in sections:
+                node = node.setdefault(section, {})
+            node[leaf] = copy.deepcopy(inner)
+    known.update({name: dict.fromkeys(registry.output(owner).SECTION_KEYS)
+                  for name, owner in registry.sections().items()})
+    return known
+
+
 def refuse_unknown(path: Path, document: dict) -> None:
     """Refuse the first field the protocol does not know, at any level, naming the nearest known one."""
-    _refuse_unknown(path, document, FIELDS, "")
+    known = tree()
+    _refuse_unknown(path, document, known, "", known)
 
 
-def _refuse_unknown(path: Path, node: dict, known: dict, prefix: str) -> None:
-    """Refuse the first field of this section (its known fields: known) or of a section beneath it."""
+def _refuse_unknown(path: Path, node: dict, known: dict, prefix: str, whole: dict) -> None:
+    """Refuse the first field of this section (its known fields: known; the protocol's: whole) or of a section
+    beneath it."""
     for key, value in node.items():
         dotted = f"{prefix}{key}"
         if str(key) not in known:
-            raise GpucostError(f"{path}: unknown field '{dotted}'{_nearest(str(key), known, prefix)}")
+            raise GpucostError(f"{path}: unknown field '{dotted}'{_nearest(str(key), known, prefix, whole)}")
         inner = known[str(key)]
         if isinstance(inner, dict) and isinstance(value, dict):
-            _refuse_unknown(path, value, inner, f"{dotted}.")
+            _refuse_unknown(path, value, inner, f"{dotted}.", whole)
 
 
-def _nearest(key: str, known: dict, prefix: str) -> str:
-    """The hint after an unknown field: the closest name beside it, else anywhere in the protocol, else the names
-    known where it stands."""
+def _nearest(key: str, known: dict, prefix: str, whole: dict) -> str:
+    """The hint after an unknown field: the closest name beside it, else anywhere in the protocol (`whole`), else
+    the names known where it stands."""
     beside = difflib.get_close_matches(key, list(known), n=1)
     if beside:
         return f" (did you mean '{prefix}{beside[0]}'?)"
     anywhere = {}
-    for dotted in _dotted(FIELDS, ""):
+    for dotted in _dotted(whole, ""):
         anywhere.setdefault(dotted.rpartition(".")[2], dotted)
     elsewhere = difflib.get_close_matches(key, list(anywhere), n=1)
     if elsewhere:

@@ -14,11 +14,18 @@ from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.core.judging.quality import evaluate
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.judging.verdicts import Check
+from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.names import COMPLETED_ENTRIES
 
-QUALITY_CHECKS = ("quality", "buckets", "reference_agreement", "reference_metric", "retrieval", "reference_cosine",
-                  "reference_exact_match", "reference_tokens", "output_length")
 REFERENCE_CHECKS = ("reference_agreement", "reference_metric")
+# The kind-neutral checks whose failure the quality verdict names: the labels' (scored for every output read as
+# labels); each output adds its own (`QUALITY_CHECKS` of its rules, asked through the registry).
+QUALITY_CHECKS = ("quality", "buckets", *REFERENCE_CHECKS)
+
+
+def quality_checks() -> frozenset[str]:
+    """Every check whose failure the quality verdict names: the labels' and those of each output the registry knows."""
+    return frozenset(QUALITY_CHECKS).union(*(registry.output(name).QUALITY_CHECKS for name in registry.output_names()))
 
 
 @dataclass(frozen=True)
@@ -62,7 +69,8 @@ def settle(completed: bool, failure_reason: str, checks: Sequence[Check], pendin
         status, reason = Status.PENDING, pending
     else:
         status, reason = Status.ACCEPTED, "every check passed"
-    failed_quality = [c.name for c in failed if c.name in QUALITY_CHECKS]
+    quality_names = quality_checks()
+    failed_quality = [c.name for c in failed if c.name in quality_names]
     quality = "failed: " + ", ".join(failed_quality) if failed_quality else "pending reference" if pending else "passed"
     return status, reason, quality
 

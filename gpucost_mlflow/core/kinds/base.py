@@ -99,8 +99,12 @@ class Output(Protocol):
     FILES: tuple[str, ...]  # every file a pass exports for it: what a reference is read back from
     MAIN_METRIC: str  # the metric a run's tags name when the protocol declares no main_metric
     REFERENCE_CHECKS: tuple[str, ...]  # the checks a comparison with the reference adds or replaces
+    QUALITY_CHECKS: tuple[str, ...]  # its checks whose failure the quality verdict names (core/judging/judge.py);
+    # the label checks every output read as labels shares are the judge's own
     COLUMNS: tuple[str, ...]  # its quality metrics the attempts table shows a column for
-    FIELDS: tuple[str, ...]  # acceptance fields only this output's protocols may declare
+    FIELDS: dict[str, dict | None]  # its bar's protocol fields, which only its protocols may declare: each dotted
+    # name (acceptance.reference.cosine_min) with what it holds, None a value, a mapping a section and its fields
+    # (core/inputs/protocol_fields.py's tree); another output's protocol setting one is refused
     AUDITED: bool  # whether a deliverable without gold labels is audited by the reference variant
     SECTION: str  # the protocol section its task needs (`generation:`), "" when none
     SECTION_KEYS: tuple[str, ...]  # the keys that section may hold (the protocol's field tree); only with a SECTION

@@ -12,6 +12,7 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.settings import Settings
 from gpucost_mlflow.core.measurement import flops
 from gpucost_mlflow.core.names import MFU_PADDED, MFU_USEFUL, TOKENS_INPUT, USEFUL_FLOP_PER_S
+from gpucost_mlflow.workloads import encoder_flops
 
 
 def write_predictions(path: Path, predictions, label_names: list[str], duplicate_at: int = 0) -> None:
@@ -37,13 +38,13 @@ def utilisation(config: dict, settings: Settings, device, predictions, pass_s: f
     if pass_s is None:
         return {"missing_measurements": {key: "pass did not complete" for key in MFU_METRICS}}
     try:
-        shape = flops.encoder_shape(config)
+        shape = encoder_flops.encoder_shape(config)
     except GpucostError as exc:
         return {"missing_measurements": {key: str(exc) for key in MFU_METRICS + (USEFUL_FLOP_PER_S,)}}
     precision = peak.precision_of(settings)
     found, why = peak.lookup(device, precision)
     result = {
-        "metrics": {**flops.rates(flops.count(shape, predictions.batch_lengths()), pass_s,
+        "metrics": {**flops.rates(encoder_flops.count(shape, predictions.batch_lengths()), pass_s,
                                   found.flop_per_s if found else None),
                     TOKENS_INPUT: float(sum(map(sum, predictions.batch_lengths())))},
         "peak": asdict(found) if found else {},

@@ -20,6 +20,7 @@ from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.core.measurement import flops
 from gpucost_mlflow.core.names import MFU_PADDED, MFU_USEFUL, TOKENS_INPUT, USEFUL_FLOP_PER_S
 from gpucost_mlflow.execution.batching import each_batch, padded, tokenized
+from gpucost_mlflow.workloads import encoder_flops
 
 NORMALIZE = "sentence_transformers.models.Normalize"
 POOLING = "sentence_transformers.models.Pooling"
@@ -110,7 +111,7 @@ def _to_host(ids, order, done, lengths, plan) -> Embedded:
 
 
 def utilisation(config: dict, settings: Settings, device, outputs: Embedded, pass_s: float | None) -> dict:
-    """FLOPs as core/measurement/flops.py counts an encoder, without a classifier head (the pooler is counted: it runs)."""
+    """FLOPs as workloads/encoder_flops.py counts an encoder, without a classifier head (the pooler is counted: it runs)."""
     from dataclasses import asdict
 
     from gpucost_mlflow.execution import peak  # deferred: imports torch
@@ -119,11 +120,11 @@ def utilisation(config: dict, settings: Settings, device, outputs: Embedded, pas
     if pass_s is None:
         return {"missing_measurements": {key: "pass did not complete" for key in keys}}
     try:
-        shape = replace(flops.encoder_shape(config), labels=0)
+        shape = replace(encoder_flops.encoder_shape(config), labels=0)
     except GpucostError as exc:
         return {"missing_measurements": {key: str(exc) for key in (*keys, USEFUL_FLOP_PER_S)}}
     found, why = peak.lookup(device, peak.precision_of(settings))
-    result = {"metrics": {**flops.rates(flops.count(shape, outputs.batch_lengths()), pass_s,
+    result = {"metrics": {**flops.rates(encoder_flops.count(shape, outputs.batch_lengths()), pass_s,
                                         found.flop_per_s if found else None),
                           TOKENS_INPUT: float(sum(map(sum, outputs.batch_lengths())))},
               "peak": asdict(found) if found else {}}

@@ -37,7 +37,9 @@ MEDIAN = "cosine_median"
 RECALL = "recall_at_k"
 COLUMNS = (MAIN_METRIC, MEDIAN, RECALL)
 REFERENCE_CHECKS = (REFERENCE_CHECK,)
-FIELDS = ("acceptance.reference.cosine_min", "acceptance.reference.cosine_median", "acceptance.retrieval")
+QUALITY_CHECKS = (RETRIEVAL_CHECK, REFERENCE_CHECK)
+FIELDS = {"acceptance.reference.cosine_min": None, "acceptance.reference.cosine_median": None,
+          "acceptance.retrieval": {"k": None, "min_recall": None}}
 AUDITED = False
 SECTION = ""
 NO_SAMPLING = "a forward pass"

@@ -40,8 +40,9 @@ MAIN_METRIC = EXACT_CHECK
 TOKEN_AGREEMENT = "reference_token_agreement"
 LENGTH_CHANGE = "reference_length_change"  # relative change of the median new tokens per input
 COLUMNS: tuple[str, ...] = ()  # its figures are in the report's own generation columns
-FIELDS = ("acceptance.reference.min_exact_match", "acceptance.reference.min_token_agreement",
-          "acceptance.reference.max_length_change")
+QUALITY_CHECKS = REFERENCE_CHECKS
+FIELDS = dict.fromkeys(("acceptance.reference.min_exact_match", "acceptance.reference.min_token_agreement",
+                        "acceptance.reference.max_length_change"))
 AUDITED = False
 SECTION = "generation"  # the protocol section of its task: prompt, max_new_tokens, answer
 SECTION_KEYS = KEYS

@@ -1,4 +1,5 @@
-"""Memory estimate for inference of an encoder classifier: every part labelled an estimate, with its formula.
+"""Memory estimate for inference of a BERT-style encoder (the classifier's, the embedder's): every part labelled an
+estimate, with its formula (`gpucost memory estimate`).
 
 It never claims throughput, interconnect or automatic splitting over GPUs, and never replaces
 measuring the model (`gpucost memory measure`).
