@@ -74,11 +74,11 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import sources
 from gpucost_mlflow.core.inputs.corpus import read_corpus
 from gpucost_mlflow.core.inputs.protocol import load_protocol
-from gpucost_mlflow.core.inputs.settings import Settings
 from gpucost_mlflow.core.inputs.variants import Variant, get_variant
 from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.core.judging.quality import evaluate
 from gpucost_mlflow.core.kinds import registry
+from gpucost_mlflow.core.kinds.settings import Settings
 from gpucost_mlflow.core.names import MFU_USEFUL, OUTPUT_TOKENS_PER_S, USEFUL_FLOP_PER_S
 from gpucost_mlflow.execution import models, peak, runner
 from gpucost_mlflow.execution.timing import Stopwatch, no_sync

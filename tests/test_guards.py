@@ -148,7 +148,7 @@ def test_a_throttled_pass_on_a_shared_gpu_is_flagged_and_its_energy_is_net_of_id
     assert "energy" in outcome.device_facts  # the energy record joins the board's, never replaces it
 
     prepared = types.SimpleNamespace(protocol=load_protocol(protocol_file))
-    request = types.SimpleNamespace(variant=types.SimpleNamespace(lanes=1))
+    request = types.SimpleNamespace(variant=get_variant(VARIANTS, "batch8"))
     flags = {tag.key: tag.value for tag in launcher._flags(request, prepared, outcome, metrics)}
     assert flags[schema.THROTTLED].startswith("software power cap")
     assert flags[schema.CONTENDED].endswith("other processes on the GPU during the measured pass: pid 4242 (3.0 GiB)")

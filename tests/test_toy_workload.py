@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import gzip
+import json
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -10,6 +13,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
+from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.protocol import load_protocol
 from gpucost_mlflow.core.inputs.variants import load_variants
 from gpucost_mlflow.core.money.catalog import load_catalog
@@ -34,7 +38,7 @@ def load(spec, device):
         done = batches.Predictions()
         for index, ident in enumerate(ids):
             done.ids.append(ident)
-            done.labels.append(0)
+            done.labels.append(settings.label)  # the kind's own setting
             done.scores.append(1.0)
             if on_batch:
                 on_batch(index + 1, index + 1)
@@ -45,6 +49,22 @@ def load(spec, device):
                                                                                labels, duplicate_at))
 '''
 LAUNCH = toy_launch("toy")
+SETTINGS = '''
+"""The toy kind's own setting, declared beside the shared ones: which label every input gets."""
+from dataclasses import dataclass
+
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.kinds import settings
+
+
+@dataclass(frozen=True)
+class Settings(settings.Settings):
+    label: int = 0  # the index of the label every input gets
+
+    def __post_init__(self):
+        if self.label not in (0, 1, 2):
+            raise GpucostError(f"has label={self.label!r} (allowed: 0, 1, 2)")
+'''
 
 
 @pytest.fixture
@@ -55,12 +75,14 @@ def toy_kind(tmp_path, monkeypatch) -> Path:
     (package / "__init__.py").write_text('"""A toy workload kind."""\n')
     (package / "child.py").write_text(textwrap.dedent(CHILD))
     (package / "launch.py").write_text(textwrap.dedent(LAUNCH))
+    (package / "settings.py").write_text(textwrap.dedent(SETTINGS))
     monkeypatch.syspath_prepend(str(package.parent))
     monkeypatch.setenv("PYTHONPATH", str(package.parent) + ":" + ":".join(sys.path))
     monkeypatch.setenv("GPUCOST_WORKLOADS", "toy:labels:toy_kind")
     variants = tmp_path / "variants.yaml"
     defaults = VARIANTS.read_text().split("\nseries:")[0]  # the shipped defaults block, every field given
-    variants.write_text(defaults + "\nvariants:\n  batch8: {batch_size: 8}\n  toy8: {batch_size: 8, workload: toy}\n")
+    variants.write_text(defaults + "\nvariants:\n  batch8: {batch_size: 8}\n  toy8: {batch_size: 8, workload: toy}\n"
+                        "  toy8-rotten: {batch_size: 8, workload: toy, label: 2}\n")
     return variants
 
 
@@ -78,3 +100,30 @@ def test_a_toy_kind_runs_a_real_pass_judged_recorded_read_back_and_reported(stor
     built, _ = build("t", load_protocol(protocol_file), protocol_file, load_catalog(CATALOG), load_variants(toy_kind))
     assert [a.configuration.variant for a in built.assessments] == ["toy8"]
     assert built.assessments[0].configuration.identity.workload == "toy"
+
+
+def test_a_kind_declares_settings_of_its_own_which_only_its_variants_take(toy_kind, tmp_path):
+    """The toy kind's record adds `label`: its variants take it (default 0) and it is recorded with the shared
+    settings; a classifier variant naming it, or a toy variant giving it a value its record refuses, is refused."""
+    variants = load_variants(toy_kind)
+    assert variants["toy8"].settings.label == 0 and variants["toy8-rotten"].settings.label == 2
+    assert variants["toy8-rotten"].settings.record()["label"] == 2 and "label" not in variants["batch8"].settings.record()
+    assert variants["toy8-rotten"].settings.differing(variants["toy8"].settings) == ["label"]
+    for line, refused in (("  batch8-label: {batch_size: 8, label: 2}\n", "variant 'batch8-label' has unknown field(s) label"),
+                          ("  toy8-odd: {batch_size: 8, workload: toy, label: 7}\n", "variant 'toy8-odd' has label=7")):
+        wrong = tmp_path / "wrong.yaml"
+        wrong.write_text(toy_kind.read_text() + line)
+        with pytest.raises(GpucostError, match=re.escape(refused)):
+            load_variants(wrong)
+
+
+def test_a_kinds_own_setting_reaches_its_child_and_the_run_params(store, toy_kind, corpus_dir, model_dir,
+                                                                  protocol_file):
+    result = run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol_file, "toy8-rotten", variants=toy_kind)
+    assert result.exit_code == 0 or "rejected" in result.output, result.output + repr(result.exception)
+    (row,) = attempts("t")[0].to_dict("records")
+    run = MlflowClient().get_run(row["run_id"])
+    assert run.data.params["setting.label"] == "2"
+    predictions = Path(MlflowClient().download_artifacts(row["run_id"], "predictions.jsonl.gz"))
+    with gzip.open(predictions, "rt") as handle:
+        assert {json.loads(line)["label"] for line in handle} == {"rotten"}

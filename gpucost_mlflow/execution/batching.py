@@ -6,7 +6,7 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable
 
-from gpucost_mlflow.core.inputs.settings import Settings
+from gpucost_mlflow.core.kinds.settings import Settings
 from gpucost_mlflow.execution.outcome import PassFailure
 
 

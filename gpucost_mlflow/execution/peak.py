@@ -19,7 +19,7 @@ import torch
 
 from gpucost_mlflow.core.errors import GpucostError, one_line
 from gpucost_mlflow.core.inputs.corpus import write_atomic
-from gpucost_mlflow.core.inputs.settings import Settings
+from gpucost_mlflow.core.kinds.settings import Settings
 from gpucost_mlflow.execution.devices import device_names
 
 ENV = "GPUCOST_PEAK_CACHE"

@@ -18,8 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpucost_mlflow.core.inputs.settings import Settings
 from gpucost_mlflow.core.judging.status import Status
+from gpucost_mlflow.core.kinds import registry
+from gpucost_mlflow.core.kinds.settings import Settings
 from gpucost_mlflow.core.measurement.repetitions import again, per_corpus
 from gpucost_mlflow.core.names import (
     IDLE_POWER_W,
@@ -70,7 +71,7 @@ class PassSpec:
     def read(cls, path: Path) -> PassSpec:
         """The spec a launcher wrote (`document`), its settings typed again."""
         values = json.loads(path.read_text(encoding="utf-8"))
-        return cls(**{**values, "settings": Settings.from_record(values["settings"])})
+        return cls(**{**values, "settings": registry.settings_of(values["settings"])})
 
 
 def read_texts(corpus_path: str) -> tuple[list[str], list[str]]:

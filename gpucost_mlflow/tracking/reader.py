@@ -134,9 +134,9 @@ def attempt_row(run: RunRecord, now: dt.datetime | None = None) -> dict:
         "length_grouping": params.get(f"{schema.SETTING_PREFIX}length_grouping"),
         # Passes recorded before workloads existed all ran the built-in classifier.
         "workload": params.get(f"{schema.SETTING_PREFIX}workload", registry.DEFAULT),
-        # A torch pass records no `setting.engine` (core/inputs/settings.py), nor did passes before engines existed.
+        # A torch pass records no `setting.engine` (core/kinds/settings.py), nor did passes before engines existed.
         "engine": params.get(f"{schema.SETTING_PREFIX}engine", engines.DEFAULT),
-        # A one-lane pass records no `setting.lanes` (core/inputs/settings.py), nor did passes before lanes existed.
+        # A one-lane pass records no `setting.lanes` (core/kinds/settings.py), nor did passes before lanes existed.
         "lanes": int(params.get(f"{schema.SETTING_PREFIX}lanes", 1)),
         "model_revision": params.get(schema.MODEL_REVISION, ""),
         "host": tags.get(schema.HOST, ""),

@@ -17,7 +17,7 @@ import warnings
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.inputs.settings import Settings
+from gpucost_mlflow.core.kinds.settings import Settings
 from gpucost_mlflow.workloads import engine_cache
 
 OPSET = 18

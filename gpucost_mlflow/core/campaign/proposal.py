@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from itertools import combinations
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.inputs.settings import Settings
 from gpucost_mlflow.core.inputs.variants import Variant
 from gpucost_mlflow.core.judging.verdicts import WORK_FIELDS
 from gpucost_mlflow.core.kinds import registry
+from gpucost_mlflow.core.kinds.settings import Settings
 
 SWEEP = (8, 16, 32, 64)
 TAGS = {

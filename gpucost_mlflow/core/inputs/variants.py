@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import MISSING, dataclass, fields, replace
 from pathlib import Path
 
 import yaml
 
 from gpucost_mlflow.core.errors import GpucostError, one_line
-from gpucost_mlflow.core.inputs import settings as settings_record
 from gpucost_mlflow.core.inputs import workloads, yaml_text
-from gpucost_mlflow.core.inputs.settings import Settings
 from gpucost_mlflow.core.kinds import engines, registry
+from gpucost_mlflow.core.kinds import settings as settings_record
+from gpucost_mlflow.core.kinds.settings import Settings
 
 CHOICES = {
     "precision": ("fp32", "bf16", "fp16"),
@@ -35,9 +35,16 @@ class Variant:
 
 
 
+def _defaults(record: type[Settings]) -> dict:
+    """The settings a variant may leave out: those its record gives a default (lanes, engine, a kind's own)."""
+    return {f.name: f.default for f in fields(record) if f.default is not MISSING}
+
+
 def _build(name: str, values: dict, series: str, source: Path) -> Variant:
-    values = {"workload": workloads.DEFAULT, "engine": engines.DEFAULT, "lanes": 1, **values}
-    known = set(settings_record.names())
+    workload = workloads.parse(values.get("workload", workloads.DEFAULT), source.parent, f"{source}: variant '{name}'")
+    record = registry.kind(workload.kind).settings_record()
+    values = {**_defaults(record), **values}
+    known = set(settings_record.names(record))
     unknown = sorted(set(values) - known)
     if unknown:
         raise GpucostError(f"{source}: variant '{name}' has unknown field(s) {', '.join(unknown)}")
@@ -54,11 +61,13 @@ def _build(name: str, values: dict, series: str, source: Path) -> Variant:
             raise GpucostError(f"{source}: variant '{name}' needs {key} as a positive whole number")
     if not isinstance(values["compile"], bool):
         raise GpucostError(f"{source}: variant '{name}' needs compile as true or false")
-    workload = workloads.parse(values["workload"], source.parent, f"{source}: variant '{name}'")
     if values["engine"] not in engines.names():
         raise GpucostError(f"{source}: variant '{name}' has engine={values['engine']!r} "
                            f"(allowed: {', '.join(engines.names())})")
-    settings = Settings(**values)
+    try:
+        settings = record(**values)  # a kind's own record checks its own fields
+    except GpucostError as exc:
+        raise GpucostError(f"{source}: variant '{name}' {exc}") from None
     registry.check_engine(settings.engine, workload.kind, settings, f"{source}: variant '{name}'")
     return Variant(name, settings, series)
 
@@ -94,7 +103,7 @@ def _series(name: str, spec, source: Path) -> Series:
         raise GpucostError(f"{where}: unknown key(s) {', '.join(unknown)} (allowed: {', '.join(SERIES_KEYS)})")
     declared = spec.get("field")
     declared = [declared] if isinstance(declared, str) else declared
-    settings = settings_record.names()
+    settings = registry.setting_names()
     if not declared or not isinstance(declared, list) or any(f not in settings for f in declared):
         raise GpucostError(f"{where}: 'field' must name one or more of {', '.join(settings)}")
     members = spec.get("variants")

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from gpucost_mlflow.core.inputs.settings import Settings
+from gpucost_mlflow.core.kinds.settings import Settings
 from gpucost_mlflow.core.names import EXPECTED_IDS, OBSERVED_IDS
 
 PREDICTIONS = "predictions.jsonl.gz"  # the labels file a pass exports: one JSON object per input

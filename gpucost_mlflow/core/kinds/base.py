@@ -10,16 +10,15 @@ names one output (its protocol section and task, its bar's fields, its judge) li
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from gpucost_mlflow.core.kinds import engines
-
-if TYPE_CHECKING:  # the settings record imports the registry, which imports this module
-    from gpucost_mlflow.core.inputs.settings import Settings
+from gpucost_mlflow.core.kinds.settings import Settings
 
 
 @dataclass
@@ -85,6 +84,17 @@ class Kind:
     def output_rules(self) -> ModuleType:
         """The pure rules of what this kind delivers (`Output`); only the kind that owns the output has them."""
         return importlib.import_module(f"{self.package}.output")
+
+    def settings_record(self) -> type[Settings]:
+        """The settings its variants declare: `<package>.settings.Settings` where the kind brings settings of its own
+        (a subclass of core/kinds/settings.Settings), else the record every built-in kind reads."""
+        module = f"{self.package}.settings"
+        if importlib.util.find_spec(module) is None:
+            return Settings
+        record = importlib.import_module(module).Settings
+        if not (isinstance(record, type) and issubclass(record, Settings)):
+            raise TypeError(f"{module}.Settings must subclass gpucost_mlflow.core.kinds.settings.Settings")
+        return record
 
 
 class Output(Protocol):

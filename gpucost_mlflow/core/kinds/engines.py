@@ -14,15 +14,12 @@ import importlib.metadata
 import importlib.util
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.kinds import plugins
+from gpucost_mlflow.core.kinds.settings import DEFAULT_ENGINE, Settings
 
-if TYPE_CHECKING:  # the settings record imports this module for its defaults
-    from gpucost_mlflow.core.inputs.settings import Settings
-
-DEFAULT = "torch"
+DEFAULT = DEFAULT_ENGINE
 
 
 @dataclass(frozen=True)

@@ -11,20 +11,18 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Mapping
 from types import ModuleType
-from typing import TYPE_CHECKING
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.kinds import engines, plugins
+from gpucost_mlflow.core.kinds import engines, plugins, settings
 from gpucost_mlflow.core.kinds.base import Kind
-
-if TYPE_CHECKING:  # the settings record imports this module for its defaults
-    from gpucost_mlflow.core.inputs.settings import Settings
+from gpucost_mlflow.core.kinds.settings import DEFAULT_WORKLOAD, Settings
 
 ENVIRONMENT = plugins.ENVIRONMENT
 
 
-DEFAULT = "classification"  # a variant that names no workload runs the built-in classifier
+DEFAULT = DEFAULT_WORKLOAD
 PYTHON = "python"  # user code, declared as python:PATH_OR_MODULE (core/inputs/workloads.py)
 
 
@@ -72,6 +70,16 @@ def of_workload(declared: str) -> Kind:
 def of_settings(settings: Settings) -> Kind:
     """The kind a pass's settings name."""
     return of_workload(settings.workload)
+
+
+def settings_of(record: Mapping) -> Settings:
+    """A pass's settings read back from their recorded form (a spec), typed by the record of the kind they name."""
+    return of_workload(str(record.get("workload", DEFAULT))).settings_record().from_record(record)
+
+
+def setting_names() -> tuple[str, ...]:
+    """Every setting a variant of any kind may declare: the shared ones, then each kind's own."""
+    return tuple(dict.fromkeys(name for kind in kinds() for name in settings.names(kind.settings_record())))
 
 
 def implementation(settings: Settings) -> str:

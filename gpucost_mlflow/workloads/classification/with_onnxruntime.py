@@ -7,9 +7,9 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from gpucost_mlflow.core.inputs.settings import Settings
 from gpucost_mlflow.core.judging.verdicts import PREDICTIONS
 from gpucost_mlflow.core.kinds.base import Work
+from gpucost_mlflow.core.kinds.settings import Settings
 from gpucost_mlflow.execution.batching import each_batch, padded, tokenized
 from gpucost_mlflow.workloads import engine_cache, ort
 from gpucost_mlflow.workloads.classification import records
@@ -31,7 +31,7 @@ def load(spec, device) -> Work:
     from gpucost_mlflow.workloads.classification import batches, records  # torch, as models
     from gpucost_mlflow.workloads.classification import model as classifier_model  # torch, as models
 
-    record, settings = spec.workload_settings.engine, spec.settings
+    record, settings = spec.workload_settings["engine"], spec.settings
     torch_model = classifier_model.load_classifier(Path(spec.model_path), torch.device("cpu"), "fp32", "none", "sdpa", False)
     config = torch_model.config.to_dict()
     label_names = [torch_model.config.id2label[i] for i in range(torch_model.config.num_labels)]

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from gpucost_mlflow.core.inputs.settings import Settings
 from gpucost_mlflow.core.kinds.base import Work
+from gpucost_mlflow.core.kinds.settings import Settings
 from gpucost_mlflow.execution.batching import each_batch, padded, tokenized
 from gpucost_mlflow.workloads import engine_cache, ort
 from gpucost_mlflow.workloads.embeddings import child
@@ -27,7 +27,7 @@ def load(spec, device) -> Work:
 
     from gpucost_mlflow.execution import models  # deferred: imports torch
 
-    record, settings, path = spec.workload_settings.engine, spec.settings, Path(spec.model_path)
+    record, settings, path = spec.workload_settings["engine"], spec.settings, Path(spec.model_path)
     encoder = models.load_encoder(path, torch.device("cpu"), "fp32", "none", "sdpa", False)
     config = encoder.config.to_dict()
     onnx_file, convert_s = ort.exported(encoder, record, OUTPUT)

@@ -20,11 +20,11 @@ from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.acceptance import Acceptance
-from gpucost_mlflow.core.inputs.settings import Settings
 from gpucost_mlflow.core.judging import judge, verdicts
 from gpucost_mlflow.core.judging.preview import preview as preview_rows
 from gpucost_mlflow.core.judging.quality import evaluate
 from gpucost_mlflow.core.judging.verdicts import Check
+from gpucost_mlflow.core.kinds.settings import Settings
 from gpucost_mlflow.core.names import OUTPUT_TOKENS_PER_S
 from gpucost_mlflow.workloads.generation.task import DECODING, KEYS, TEXT, GenerationSettings, parse, parse_label
 

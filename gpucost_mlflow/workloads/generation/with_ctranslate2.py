@@ -16,8 +16,8 @@ from functools import partial
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.inputs.settings import Settings
 from gpucost_mlflow.core.kinds.base import Work
+from gpucost_mlflow.core.kinds.settings import Settings
 from gpucost_mlflow.execution.batching import each_batch
 from gpucost_mlflow.workloads import engine_cache
 from gpucost_mlflow.workloads.generation import child

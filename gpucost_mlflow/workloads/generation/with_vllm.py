@@ -13,8 +13,8 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from gpucost_mlflow.core.inputs.settings import Settings
 from gpucost_mlflow.core.kinds.base import Work
+from gpucost_mlflow.core.kinds.settings import Settings
 from gpucost_mlflow.core.names import CONVERT_S, DECODE_S, PREFILL_S
 from gpucost_mlflow.execution.batching import each_batch
 from gpucost_mlflow.workloads.generation import child

@@ -23,9 +23,9 @@ from functools import partial
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import one_line
-from gpucost_mlflow.core.inputs.settings import Settings
 from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.core.kinds.base import Work
+from gpucost_mlflow.core.kinds.settings import Settings
 from gpucost_mlflow.core.names import MFU_PADDED, MFU_USEFUL, USEFUL_FLOP_PER_S
 from gpucost_mlflow.execution.batching import batches, each_batch
 

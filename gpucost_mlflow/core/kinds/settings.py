@@ -1,7 +1,9 @@
 """A pass's settings as one typed, frozen record: how a variant processes the corpus.
 
 The variants file declares them, the launcher writes them into the pass's spec and manifest, the child and the
-rules read them by attribute. Their recorded form (`record()`) is what the manifest, the params and the series locks
+rules read them by attribute. Every built-in kind reads this record; a kind with settings of its own declares a
+subclass adding them (`<package>/settings.py`, `Settings`: fields with defaults, checked in `__post_init__`), found
+by `Kind.settings_record()`. The recorded form (`record()`) is what the manifest, the params and the series locks
 hold: `lanes` only when a pass splits, `engine` only when it is not torch, so records written before either existed
 read back the same. Pure: no torch, no mlflow.
 """
@@ -11,16 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 
-from gpucost_mlflow.core.kinds import engines, registry
-
-DEFAULT_WORKLOAD = registry.DEFAULT
-DEFAULT_ENGINE = engines.DEFAULT
+DEFAULT_WORKLOAD = "classification"  # a variant that names no workload runs the built-in classifier
+DEFAULT_ENGINE = "torch"  # a variant that names no engine runs on PyTorch
 
 
 @dataclass(frozen=True)
 class Settings:
-    """Everything a pass needs to know about how to process the corpus; every built-in kind reads the same record
-    (none declares a setting of its own: a generation's task is the protocol's, not a variant's)."""
+    """Everything a pass needs to know about how to process the corpus."""
 
     batch_size: int
     precision: str  # fp32 | bf16 | fp16
@@ -31,7 +30,7 @@ class Settings:
     max_length: int  # tokens an input is truncated to
     length_grouping: str  # none | sorted
     device: str  # auto | cpu | cuda
-    workload: str = DEFAULT_WORKLOAD  # classification | embeddings | python:PATH_OR_MODULE (core/inputs/workloads.py)
+    workload: str = DEFAULT_WORKLOAD  # a kind's name, or python:PATH_OR_MODULE (core/inputs/workloads.py)
     engine: str = DEFAULT_ENGINE  # what runs the workload: torch, onnxruntime, ctranslate2, vllm (core/kinds/engines.py)
     lanes: int = 1  # devices one pass splits its corpus over, each running a fixed slice at once (core/measurement/lanes.py)
 
@@ -47,17 +46,18 @@ class Settings:
     @classmethod
     def from_record(cls, record: Mapping) -> Settings:
         """The record back from its recorded form (a spec, a manifest); a field it lacks takes its default."""
-        return cls(**{key: record[key] for key in names() if key in record})
+        return cls(**{key: record[key] for key in names(cls) if key in record})
 
     def changed(self, **values) -> Settings:
         """The same settings with some fields set otherwise."""
         return replace(self, **values)
 
     def differing(self, other: Settings) -> list[str]:
-        """The fields, in declaration order, whose values differ from the other's."""
-        return [name for name in names() if getattr(self, name) != getattr(other, name)]
+        """The fields, in declaration order, whose values differ from the other's (a kind's own fields included)."""
+        every = dict.fromkeys(names(type(self)) + names(type(other)))
+        return [name for name in every if getattr(self, name, None) != getattr(other, name, None)]
 
 
-def names() -> tuple[str, ...]:
-    """Every setting a variant declares, in declaration order."""
-    return tuple(f.name for f in fields(Settings))
+def names(record: type[Settings] = Settings) -> tuple[str, ...]:
+    """Every setting a variant of this record declares, in declaration order."""
+    return tuple(f.name for f in fields(record))
