@@ -283,8 +283,10 @@ def generation_slice(corpus_dir, tmp_path_factory) -> tuple[Path, Path]:
 @pytest.fixture(scope="module")
 def model_cache(tmp_path_factory) -> Path:
     """The dequantised GGUF goes to a folder of this test session, never to the developer's own cache; the session's
-    workers share it (the cache is written whole and renamed, so a worker reads it whole or writes its own)."""
-    shared = tmp_path_factory.getbasetemp().parent / "model-cache"
+    workers share it (the cache is written whole and renamed, so a worker reads it whole or writes its own). Only a
+    worker's base folder has the session's as its parent: a run without workers keeps the cache in its own."""
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "model-cache"
     shared.mkdir(exist_ok=True)
     return shared
 
