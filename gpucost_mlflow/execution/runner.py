@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpucost_mlflow.core.judging.status import Status
-from gpucost_mlflow.core.kinds import registry
+from gpucost_mlflow.core.kinds import base
 from gpucost_mlflow.core.kinds.settings import Settings
 from gpucost_mlflow.core.measurement.repetitions import again, per_corpus
 from gpucost_mlflow.core.names import (
@@ -69,9 +69,11 @@ class PassSpec:
 
     @classmethod
     def read(cls, path: Path) -> PassSpec:
-        """The spec a launcher wrote (`document`), its settings typed again."""
+        """The spec a launcher wrote (`document`), its settings typed again by the record of the kind whose module it
+        names (no registry read in the child: its kind's package is the implementation's)."""
         values = json.loads(path.read_text(encoding="utf-8"))
-        return cls(**{**values, "settings": registry.settings_of(values["settings"])})
+        record = base.settings_record(values.get("implementation", "").rpartition(".")[0])
+        return cls(**{**values, "settings": record.from_record(values["settings"])})
 
 
 def read_texts(corpus_path: str) -> tuple[list[str], list[str]]:

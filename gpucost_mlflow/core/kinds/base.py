@@ -86,15 +86,20 @@ class Kind:
         return importlib.import_module(f"{self.package}.output")
 
     def settings_record(self) -> type[Settings]:
-        """The settings its variants declare: `<package>.settings.Settings` where the kind brings settings of its own
-        (a subclass of core/kinds/settings.Settings), else the record every built-in kind reads."""
-        module = f"{self.package}.settings"
-        if importlib.util.find_spec(module) is None:
-            return Settings
-        record = importlib.import_module(module).Settings
-        if not (isinstance(record, type) and issubclass(record, Settings)):
-            raise TypeError(f"{module}.Settings must subclass gpucost_mlflow.core.kinds.settings.Settings")
-        return record
+        """The settings its variants declare (`settings_record` of its package)."""
+        return settings_record(self.package)
+
+
+def settings_record(package: str) -> type[Settings]:
+    """The settings a kind's package declares: `<package>.settings.Settings` where the kind brings settings of its own
+    (a subclass of core/kinds/settings.Settings), else the record every built-in kind reads."""
+    module = f"{package}.settings"
+    if not package or importlib.util.find_spec(module) is None:
+        return Settings
+    record = importlib.import_module(module).Settings
+    if not (isinstance(record, type) and issubclass(record, Settings)):
+        raise TypeError(f"{module}.Settings must subclass gpucost_mlflow.core.kinds.settings.Settings")
+    return record
 
 
 class Output(Protocol):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Mapping
 from types import ModuleType
 
 from gpucost_mlflow.core.errors import GpucostError
@@ -70,11 +69,6 @@ def of_workload(declared: str) -> Kind:
 def of_settings(settings: Settings) -> Kind:
     """The kind a pass's settings name."""
     return of_workload(settings.workload)
-
-
-def settings_of(record: Mapping) -> Settings:
-    """A pass's settings read back from their recorded form (a spec), typed by the record of the kind they name."""
-    return of_workload(str(record.get("workload", DEFAULT))).settings_record().from_record(record)
 
 
 def setting_names() -> tuple[str, ...]:
