@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, replace
+
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -13,6 +15,7 @@ from gpucost_mlflow.core.campaign.proposal import Change, propose
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.protocol import load_protocol
 from gpucost_mlflow.core.inputs.variants import load_series, load_variants
+from gpucost_mlflow.core.kinds.settings import Settings
 from gpucost_mlflow.flow.campaign import larger_batches
 from gpucost_mlflow.tracking import experiments, schema, writer
 from tests.helpers import VARIANTS, run_pass
@@ -20,6 +23,23 @@ from tests.helpers import VARIANTS, run_pass
 
 def shipped():
     return load_variants(VARIANTS)
+
+
+@dataclass(frozen=True)
+class WithTopK(Settings):
+    """A kind's own settings record (core/kinds/settings.py): one more field."""
+
+    top_k: int = 1
+
+
+@pytest.mark.unit
+def test_a_kinds_own_setting_combined_into_a_proposal_is_named_by_key_and_value():
+    batch8 = shipped()["batch8"]
+    reference = replace(batch8, settings=WithTopK(**asdict(batch8.settings)))
+    proposal = propose(reference, [Change("batch8-bf16", {"precision": "bf16"}, True),
+                                   Change("batch8-top5", {"top_k": 5}, True)], "combined", sweep=(16,))
+    assert list(proposal.variants) == ["batch8-bf16-top_k-5", "batch16-bf16-top_k-5"]
+    assert proposal.variants["batch8-bf16-top_k-5"].top_k == 5 and proposal.fields == ("batch_size", "precision", "top_k")
 
 
 @pytest.mark.unit

@@ -32,6 +32,11 @@ TAGS = {
 }
 
 
+def _tag(key: str, value) -> str:
+    """A changed setting in a proposed variant's name; a kind's own setting, which TAGS does not know, as key-value."""
+    return TAGS[key](value) if key in TAGS else f"{key}-{value}"
+
+
 @dataclass(frozen=True)
 class Change:
     """What one second-series member changed against the reference, and whether it was accepted."""
@@ -69,7 +74,7 @@ def _refusal(settings: Settings) -> str:
 
 def _name(settings: Settings, reference: Variant) -> str:
     parts = [f"batch{settings.batch_size}"]
-    parts += [TAGS[key](getattr(settings, key)) for key in settings.differing(reference.settings) if key != "batch_size"]
+    parts += [_tag(key, getattr(settings, key)) for key in settings.differing(reference.settings) if key != "batch_size"]
     return "-".join(parts)
 
 
