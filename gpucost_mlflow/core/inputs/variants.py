@@ -40,7 +40,7 @@ def _defaults(record: type[Settings]) -> dict:
     return {f.name: f.default for f in fields(record) if f.default is not MISSING}
 
 
-def _build(name: str, values: dict, series: str, source: Path) -> Variant:
+def _build(name: str, values: dict, source: Path) -> Variant:
     workload = workloads.parse(values.get("workload", workloads.DEFAULT), source.parent, f"{source}: variant '{name}'")
     record = registry.kind(workload.kind).settings_record()
     values = {**_defaults(record), **values}
@@ -69,7 +69,7 @@ def _build(name: str, values: dict, series: str, source: Path) -> Variant:
     except GpucostError as exc:
         raise GpucostError(f"{source}: variant '{name}' {exc}") from None
     registry.check_engine(settings.engine, workload.kind, settings, f"{source}: variant '{name}'")
-    return Variant(name, settings, series)
+    return Variant(name, settings)
 
 
 @dataclass(frozen=True)
@@ -186,7 +186,7 @@ def read_declaration(path: Path) -> Declaration:
         raise GpucostError(f"{path}: expected a mapping with a 'variants' section")
     defaults = document.get("defaults") or {}
     variants = {
-        name: _build(name, {**defaults, **(values or {})}, "", path)
+        name: _build(name, {**defaults, **(values or {})}, path)
         for name, values in document["variants"].items()
     }
     series = {name: _series(name, spec, path) for name, spec in (document.get("series") or {}).items()}
