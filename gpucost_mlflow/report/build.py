@@ -280,6 +280,10 @@ def log(experiment: str, report: model.Report, paths: dict[str, Path], client: M
         metrics = decision_run.figures(chosen[0])
     named = short.names([a.configuration for a in report.assessments]).of
     found = doubt(choice.undecided)
+    if found is not None:
+        tags[schema.DECISION_RENT_DEVICE] = found.rent.configuration.device
+        tags[schema.DECISION_RENT_OFFER] = found.plan.describe()[:limits.TAG_VALUE]
+        tags[schema.DECISION_RUN] = found.fastest.configuration.name
     metrics.update(decision_run.candidate_figures({named(a.configuration): a for a in choice.chosen or choice.undecided},
                                                   found.in_doubt if found else None))
     params = {schema.DECISION_CATALOG: report.catalog[:limits.PARAM_VALUE], schema.DECISION_DEADLINE: report.deadline,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from gpucost_mlflow.core.measurement.confirmation import NOT_YET
 from gpucost_mlflow.core.measurement.stats import DEFAULT_CONFIDENCE, repetitions_needed, separate
 from gpucost_mlflow.core.money import costs, units
-from gpucost_mlflow.core.money.choice import NOT_HELD, doubt
+from gpucost_mlflow.core.money.choice import NOT_HELD, Doubt, doubt
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, NO_PLAN, Assessment
 from gpucost_mlflow.core.money.plans import Plan
 from gpucost_mlflow.report import short, standing
@@ -148,6 +148,35 @@ def _changes(report: Report, names: short.Names) -> str:
     return "; ".join(words) or "nothing: no other timely configuration to compare with"
 
 
+def _rent_run_doubt(found: Doubt, group: list[Assessment], names: short.Names) -> list[tuple[str, str]]:
+    """Rent, Run and In doubt of an undecided group, all on one device: the rented plan covers that device's
+    undecided configurations only, Run names one of them, the money in doubt is against their own plans; the
+    group's other devices are named with what each would commit."""
+    currency = found.rent.currency
+    example = "; an example price, not a quote" if found.plan.offer.example else ""
+    mine = [a for a in group if a.configuration.device == found.rent.configuration.device]
+    cheapest = min(mine, key=lambda a: a.committed)
+    if not found.elsewhere:
+        covered, run_any, against = "every undecided configuration", "or any of them", "their own plans"
+    else:
+        where = short.device(found.rent.configuration.device)
+        covered = f"every undecided configuration on {where}"
+        run_any, against = f"or any of them on {where}", f"their own plans on {where}"
+        others = "; ".join(
+            f"{', '.join(names.of(a.configuration) for a in d.members)} would commit "
+            f"{costs.money(d.plan.total, currency)} ({_plan(d.plan)})" for d in found.elsewhere)
+        covered += f"; on the group's other device{'s' if len(found.elsewhere) > 1 else ''}, {others}"
+    return [
+        ("Rent", (f"{costs.money(found.plan.total, currency)} committed for {_plan(found.plan)}: it covers the "
+                  f"slowest pass of {covered}{example}")),
+        ("Run", (f"{names.of(found.fastest.configuration)}, the fastest median "
+                 f"({found.fastest.configuration.durations.median:,.3f} s), {run_any}: the plan covers each")),
+        ("In doubt", (f"{costs.money(found.in_doubt, currency)}: the rent beyond the cheapest of {against} "
+                      f"({names.of(cheapest.configuration)} at {costs.money(cheapest.committed, currency)}), "
+                      "while it is not known which is really faster")),
+    ]
+
+
 def _undecided(report: Report, names: short.Names) -> list[tuple[str, str]]:
     """An undecided choice still answers: the plan that covers every undecided configuration's slowest pass (Rent),
     the fastest median among them (Run), the money that depends on which is really faster (In doubt), and whether and
@@ -159,18 +188,7 @@ def _undecided(report: Report, names: short.Names) -> list[tuple[str, str]]:
                               "plans differ in price (PROTOCOL.md §6)"))]
     found = doubt(group)
     if found is not None:
-        currency = found.rent.currency
-        example = "; an example price, not a quote" if found.plan.offer.example else ""
-        cheapest = min(group, key=lambda a: a.committed)
-        result += [
-            ("Rent", (f"{costs.money(found.plan.total, currency)} committed for {_plan(found.plan)}: it covers the "
-                     f"slowest pass of every undecided configuration{example}")),
-            ("Run", (f"{names.of(found.fastest.configuration)}, the fastest median "
-                    f"({found.fastest.configuration.durations.median:,.3f} s), or any of them: the plan covers each")),
-            ("In doubt", (f"{costs.money(found.in_doubt, currency)}: the rent beyond the cheapest of their own plans "
-                         f"({names.of(cheapest.configuration)} at {costs.money(cheapest.committed, currency)}), "
-                         "while it is not known which is really faster")),
-        ]
+        result += _rent_run_doubt(found, group, names)
     settle = []
     for other in group[1:]:
         if separate(first.configuration.name, first.configuration.durations.values, other.configuration.name,

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from gpucost_mlflow.core.money import costs
 from gpucost_mlflow.core.money.choice import Choice
 from gpucost_mlflow.core.money.decision import Assessment, Configuration
-from gpucost_mlflow.report import standing
+from gpucost_mlflow.report import card, standing
 from gpucost_mlflow.report.model import Report
 from gpucost_mlflow.tracking import schema, ui
 from gpucost_mlflow.tracking.descriptions import SEP, bounded, markdown_table, number, short
@@ -74,6 +74,8 @@ def decision_note(report: Report, campaigns: dict[str, str], experiment_id: str,
     head = f"{_decision_head(choice).capitalize()}: {_chosen(choice)}"
     lines = [f"### {WHAT_IF_PROTOCOL.capitalize()}: {head[0].lower()}{head[1:]}" if what_if else f"### {head}", "",
              decision, ""]
+    if choice.undecided:  # what an undecided decision still answers, on one device, as the card says it
+        lines += [f"- **{label}:** {text}" for label, text in card.lines(report)[1:]] + [""]
     if what_if:
         lines += [(f"**What-if:** decided under {what_if} (`{report.what_if_digest[:12]}`), not the protocol locked on the "
                    f"experiment (`{protocol_digest[:12]}`)."), ""]

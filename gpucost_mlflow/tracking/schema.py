@@ -85,6 +85,11 @@ DECISION_VARIANT = "gpucost.decision.variant"
 DECISION_DEVICE = "gpucost.decision.device"
 DECISION_CURRENCY = "gpucost.decision.currency"
 DECISION_CAMPAIGNS = "gpucost.decision.campaigns"
+# An undecided decision still answers on one device (core/money/choice.py `doubt`): the device its Rent line rents,
+# the offer of that plan, and the configuration its Run line runs there.
+DECISION_RENT_DEVICE = "gpucost.decision.rent_device"
+DECISION_RENT_OFFER = "gpucost.decision.rent_offer"
+DECISION_RUN = "gpucost.decision.run"
 DECIDED = "decided"  # gpucost.decision when a plan was chosen ("none" when nothing was)
 # Decision-run metrics carry their unit in the name: a money metric ends in the plan's currency code
 # (`in_currency`: committed_cost_usd), hours in _h; tracking/decision_run.py rounds them as the UI shows them.

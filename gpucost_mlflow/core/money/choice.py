@@ -76,17 +76,26 @@ def _plan_at(a: Assessment, slowest_h: float):
     return plans[0] if plans else None
 
 
-def _cost_at(a: Assessment, slowest_h: float) -> Decimal:
-    """The committed cost of a had its slowest deliverable taken slowest_h hours (another configuration's)."""
-    return _plan_at(a, slowest_h).total
+def _cost_at(a: Assessment, slowest_h: float) -> Decimal | None:
+    """The committed cost of a had its slowest deliverable taken slowest_h hours (another configuration's); None when
+    no row covers that window."""
+    plan = _plan_at(a, slowest_h)
+    return plan.total if plan is not None else None
 
 
 def _noise_priced(cheap: Assessment, dear: Assessment) -> bool:
-    """Whether the price difference is bought by noise: their durations do not separate, and the cheaper one's plan
-    would not cover the costlier one's slowest pass, which it cannot be told apart from."""
+    """Whether the price difference is bought by noise (docs/costs.md, "Noise across devices"): their durations do
+    not separate, and the cheaper one, priced at the slowest pass of the two, costs more than its own plan and no
+    less than the other's. On one device at one price the second condition is the first (both are priced from the
+    same rows at the same slowest pass), so only the first is asked there."""
     if _separation(cheap, dear).decided:
         return False
-    return _cost_at(cheap, max(cheap.forecast.per_deliverable_h[2], dear.forecast.per_deliverable_h[2])) > cheap.committed
+    at_slowest = _cost_at(cheap, max(cheap.forecast.per_deliverable_h[2], dear.forecast.per_deliverable_h[2]))
+    if at_slowest is None:
+        return True  # no row covers the cheaper one at the slowest pass: its price there is unknown
+    if at_slowest <= cheap.committed:
+        return False
+    return cheap.configuration.device == dear.configuration.device or at_slowest >= dear.committed
 
 
 def _rank(timely: list[Assessment]) -> Choice:
@@ -168,28 +177,62 @@ def choose(assessments: list[Assessment], deadline_declared: bool = True) -> Cho
 
 
 @dataclass(frozen=True)
+class DevicePlan:
+    """One device of an undecided group: its configurations in the group and the cheapest plan that covers the
+    slowest pass of each of them (never another device's pass: a plan rents one device)."""
+
+    device: str
+    members: tuple[Assessment, ...]
+    plan: object  # core/money/plans.Plan
+    via: Assessment  # the member whose covering plan it is
+
+    @property
+    def fastest(self) -> Assessment:
+        return min(self.members, key=lambda a: a.configuration.durations.median)
+
+
+@dataclass(frozen=True)
 class Doubt:
-    """What an undecided choice still answers: the plan that covers the slowest pass of every undecided
-    configuration (whichever is really faster), the fastest median among them, and the money that depends on which
-    is really faster (that plan against the cheapest of their own plans)."""
+    """What an undecided choice still answers, on one device: the plan that covers the slowest pass of every
+    undecided configuration on it (whichever is really faster), the fastest median among them, and the money that
+    depends on which is really faster (that plan against the cheapest of their own plans). Rent is the device whose
+    plan is the cheapest; the group's other devices, with what each would commit, are `elsewhere`."""
 
     rent: Assessment  # the configuration whose covering plan is rented
-    plan: object  # core/money/plans.Plan: that plan, sized at the group's slowest pass
-    fastest: Assessment
+    plan: object  # core/money/plans.Plan: that plan, sized at its device's slowest undecided pass
+    fastest: Assessment  # on the rented device
     in_doubt: Decimal
+    elsewhere: tuple[DevicePlan, ...] = ()  # the group's other devices, cheapest plan first
+
+
+def device_plans(undecided: list[Assessment]) -> list[DevicePlan]:
+    """Per device of the group (in the group's order), the cheapest plan covering its own members' slowest passes;
+    a device no row covers that far is left out."""
+    by_device: dict[str, list[Assessment]] = {}
+    for a in undecided:
+        by_device.setdefault(a.configuration.device, []).append(a)
+    found = []
+    for device, members in by_device.items():
+        slowest_h = max(a.forecast.per_deliverable_h[2] for a in members)
+        covering = [(plan.total, a, plan) for a in members if (plan := _plan_at(a, slowest_h)) is not None]
+        if covering:
+            _, via, plan = min(covering, key=lambda item: item[0])
+            found.append(DevicePlan(device, tuple(members), plan, via))
+    return found
 
 
 def doubt(undecided: list[Assessment]) -> Doubt | None:
-    """The undecided group's Rent / Run / In doubt (None without a group, or without a plan that covers it)."""
+    """The undecided group's Rent / Run / In doubt, on the device whose own plan is the cheapest (None without a
+    group, or without a plan that covers it)."""
     if not undecided:
         return None
-    slowest_h = max(a.forecast.per_deliverable_h[2] for a in undecided)
-    covering = [(plan.total, a, plan) for a in undecided if (plan := _plan_at(a, slowest_h)) is not None]
-    if not covering:
+    plans = device_plans(undecided)
+    if not plans:
         return None
-    total, rent, plan = min(covering, key=lambda found: found[0])
-    fastest = min(undecided, key=lambda a: a.configuration.durations.median)
-    return Doubt(rent, plan, fastest, total - min(a.committed for a in undecided))
+    rented = min(plans, key=lambda d: d.plan.total)
+    in_doubt = rented.plan.total - min(a.committed for a in rented.members)
+    elsewhere = tuple(sorted((d for d in plans if d is not rented), key=lambda d: d.plan.total))
+    return Doubt(rented.via, rented.plan, rented.fastest, in_doubt, elsewhere)
 
 
 NOT_HELD = "the choice did not hold on the confirmation run"

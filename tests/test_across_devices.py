@@ -1,0 +1,151 @@
+"""One decision over several GPU types (issue 50, docs/costs.md "Noise across devices"): stores written through the
+project's own writer, priced from a SkyPilot import (per-second billing, a 60 s minimum), each with a known answer.
+The cheaper configuration is undecided only when, priced at the slowest pass of the two, it costs more than its own
+plan and no less than the other's; an undecided card rents one device and runs a configuration of that device."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from gpucost_mlflow.core.inputs import shipped
+from gpucost_mlflow.core.money import market
+from gpucost_mlflow.core.money.choice import doubt
+from gpucost_mlflow.core.money.market import Offer
+from gpucost_mlflow.report import build, card
+from gpucost_mlflow.tracking import schema
+from tests.scenario import EXPERIMENT, report
+from tests.test_report import protocol_like_shipped
+
+pytestmark = pytest.mark.unit
+
+L4, A10G, T4, H100 = "NVIDIA L4", "NVIDIA A10G", "Tesla T4", "NVIDIA H100 80GB HBM3"
+OFFERS = {
+    L4: Offer("aws", "g6.xlarge", "us-east-1", "L4", 1, 24.0, Decimal("0.8048"), None),
+    A10G: Offer("aws", "g5.xlarge", "us-east-1", "A10G", 1, 24.0, Decimal("1.006"), None),
+    T4: Offer("aws", "g4dn.xlarge", "us-east-1", "T4", 1, 16.0, Decimal("0.526"), None),
+    H100: Offer("aws", "p5.4xlarge", "us-east-1", "H100", 1, 80.0, Decimal("6.88"), None),
+}
+# The issue's store: the same variant on two GPU types, five passes each, durations overlapping, 2,000 corpora.
+L4_PASSES = (10.0, 10.2, 10.4, 10.6, 10.8)
+A10G_PASSES = (9.8, 10.2, 10.6, 10.9, 11.2)
+
+
+def sky_catalog(tmp_path: Path, *devices: str, prices: dict[str, str] | None = None) -> Path:
+    """A catalog imported from SkyPilot's AWS offers of these devices, on AWS's billing terms (per second, 60 s
+    minimum); `prices`: another on-demand price per device."""
+    offers = [Offer(**{**OFFERS[d].__dict__, "price": Decimal(prices[d])}) if prices and d in prices else OFFERS[d]
+              for d in devices]
+    text = market.catalog_text(offers, version="skypilot-v8-2026-11-28", source="SkyPilot catalog",
+                               as_of={"aws": dt.date(2026, 11, 28)},
+                               names=market.load_device_names([shipped.shipped(shipped.DEVICE_NAMES)]),
+                               terms=market.load_terms(shipped.shipped(shipped.BILLING_TERMS)), interruptions=None)
+    path = tmp_path / "sky.csv"
+    path.write_text(text.text)
+    return path
+
+
+def protocol(tmp_path: Path) -> Path:
+    """The shipped protocol for 2,000 corpora, half an hour of setup, no deadline."""
+    path = protocol_like_shipped(tmp_path, drop_deadline=True, expected=2000)
+    path.write_text(path.read_text().replace("setup_hours: 4 ", "setup_hours: 0.5 ").replace(
+        "planned_restarts: 1 ", "planned_restarts: 0 "))
+    return path
+
+
+def write(experiment, passes: dict[tuple[str, str], tuple[float, ...]]) -> None:
+    """Every configuration's passes in rotated rounds, one attempt after another."""
+    for index in range(max(len(values) for values in passes.values())):
+        for (variant, device), values in passes.items():
+            if index < len(values):
+                experiment(variant, device, values[index])
+
+
+def committed(built) -> dict[str, Decimal]:
+    return {a.configuration.name: a.committed for a in built.assessments}
+
+
+def rented_and_run(built) -> tuple[tuple[str, ...], str]:
+    """The devices the card's Rent plan is a row for, and the device of the configuration its Run line names."""
+    choice = built.choice
+    if choice.decided:
+        return choice.chosen[0].plan.offer.device_names, choice.chosen[0].configuration.device
+    found = doubt(choice.undecided)
+    return found.plan.offer.device_names, found.fastest.configuration.device
+
+
+def test_a_gpu_cheaper_whatever_the_noise_is_decided(experiment, tmp_path):
+    # L4 at A10G's slowest pass (11.2 s + 0.3 s of evaluation and export per corpus): 0.52 h + 2,000 x 11.5 s =
+    # 6.91 h x 0.8048 = 5.56 USD, below A10G's own plan (6.91 h x 1.006 = 6.95): cheaper whatever the noise.
+    write(experiment, {("batch8", L4): L4_PASSES, ("batch8", A10G): A10G_PASSES})
+    built, _ = report(sky_catalog(tmp_path, L4, A10G), protocol(tmp_path))
+    assert committed(built) == {f"batch8 on {L4}": Decimal("5.38"), f"batch8 on {A10G}": Decimal("6.95")}
+    assert not built.separations or not any(s.decided for _, s in built.separations)
+    assert built.decision.startswith(f"Decision: batch8 on {L4}, l4 hourly, 1 lot, 6.6889 h billed (min 60 s, per 1 s) "
+                                     "on aws g6.xlarge in us-east-1: 5.38 USD")
+    lines = dict(card.lines(built))
+    assert lines["Rent"].endswith("on aws g6.xlarge in us-east-1") and lines["Run"].startswith("batch8 on L4: ")
+    assert lines["Runner-up"] == "batch8 on A10G at 6.95 USD (1.57 USD more, +29.2 %)"
+    devices, run = rented_and_run(built)
+    assert run == L4 and L4 in devices
+
+
+def test_a_close_call_across_devices_is_undecided_and_its_card_keeps_to_one_device(experiment, tmp_path):
+    # At 0.80 USD/h the A10G plan commits 6.91 h x 0.80 = 5.53 USD; the L4, priced at the A10G's slowest pass, 5.56:
+    # not less, so which is cheaper depends on noise. Rent: the L4, whose own plan (5.38) is the cheaper of the two.
+    write(experiment, {("batch8", L4): L4_PASSES, ("batch8", A10G): A10G_PASSES})
+    built, _ = report(sky_catalog(tmp_path, L4, A10G, prices={A10G: "0.80"}), protocol(tmp_path))
+    assert built.decision.startswith(f"No decision: undecided between batch8 on {L4} at 5.38 USD and batch8 on {A10G} "
+                                     "at 5.53 USD")
+    lines = card.lines(built)
+    assert lines[1:4] == [
+        ("Rent", ("5.38 USD committed for l4 hourly, 1 lot, 6.6889 h billed (min 60 s, per 1 s) on aws g6.xlarge in "
+                  "us-east-1: it covers the slowest pass of every undecided configuration on L4; on the group's other "
+                  "device, batch8 on A10G would commit 5.53 USD (a10g hourly, 1 lot, 6.9114 h billed (min 60 s, per 1 s) "
+                  "on aws g5.xlarge in us-east-1)")),
+        ("Run", "batch8 on L4, the fastest median (10.400 s), or any of them on L4: the plan covers each"),
+        ("In doubt", ("0.00 USD: the rent beyond the cheapest of their own plans on L4 (batch8 on L4 at 5.38 USD), while "
+                      "it is not known which is really faster")),
+    ]
+    devices, run = rented_and_run(built)
+    assert run == L4 and L4 in devices
+    # The decision run says the same: its tags, its money in doubt and its description keep to the L4.
+    client = MlflowClient()
+    run = client.get_run(build.log(EXPERIMENT, built, {}, client))
+    assert run.data.tags[schema.DECISION_RENT_DEVICE] == L4 and run.data.tags[schema.DECISION_RUN] == f"batch8 on {L4}"
+    assert run.data.tags[schema.DECISION_RENT_OFFER].endswith("on aws g6.xlarge in us-east-1: 5.38 USD")
+    assert run.data.metrics["in_doubt_usd"] == 0.0
+    note = run.data.tags[schema.NOTE]
+    assert f"- **Rent:** {lines[1][1]}" in note and f"- **Run:** {lines[2][1]}" in note
+
+
+def test_three_devices_one_undecided_group_rents_the_device_whose_own_plan_is_cheapest(experiment, tmp_path):
+    # T4 at 0.80 USD/h (slowest 11.0 s): 5.44 USD; the L4 at that pass 5.47, not less: T4 joins the group, as the A10G.
+    write(experiment, {("batch8", L4): L4_PASSES, ("batch8", A10G): A10G_PASSES,
+                       ("batch8", T4): (10.0, 10.3, 10.5, 10.7, 11.0)})
+    built, _ = report(sky_catalog(tmp_path, L4, A10G, T4, prices={A10G: "0.80", T4: "0.80"}), protocol(tmp_path))
+    assert {a.configuration.device for a in built.choice.undecided} == {L4, T4, A10G}
+    found = doubt(built.choice.undecided)
+    assert found.rent.configuration.device == L4 and found.plan.total == Decimal("5.38")
+    assert [(d.device, d.plan.total) for d in found.elsewhere] == [(T4, Decimal("5.44")), (A10G, Decimal("5.53"))]
+    rent = dict(card.lines(built))["Rent"]
+    assert ("on the group's other devices, batch8 on Tesla T4 would commit 5.44 USD (t4 hourly" in rent
+            and "; batch8 on A10G would commit 5.53 USD (a10g hourly" in rent)
+    devices, run = rented_and_run(built)
+    assert run == L4 and L4 in devices
+
+
+def test_a_faster_but_dearer_device_whose_durations_separate_is_not_chosen_and_costs_more(experiment, tmp_path):
+    # H100 at 6.88 USD/h: five times faster (2.0-2.1 s), yet 12.69 USD; it separates from both, the L4 is chosen.
+    write(experiment, {("batch8", L4): L4_PASSES, ("batch8", A10G): A10G_PASSES,
+                       ("batch8", H100): (2.0, 2.1, 2.05, 2.02, 2.08)})
+    built, _ = report(sky_catalog(tmp_path, L4, A10G, H100), protocol(tmp_path))
+    assert committed(built)[f"batch8 on {H100}"] == Decimal("12.69")
+    assert built.decision.startswith(f"Decision: batch8 on {L4},")
+    assert [a.configuration.device for a in built.choice.others] == [A10G, H100]
+    devices, run = rented_and_run(built)
+    assert run == L4 and L4 in devices
