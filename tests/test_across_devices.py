@@ -6,6 +6,8 @@ plan and no less than the other's; an undecided card rents one device and runs a
 from __future__ import annotations
 
 import datetime as dt
+import re
+import shlex
 from decimal import Decimal
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from gpucost_mlflow.core.money.market import Offer
 from gpucost_mlflow.report import build, card
 from gpucost_mlflow.tracking import schema
 from tests.scenario import EXPERIMENT, report
+from tests.test_fleet import fake_sky  # noqa: F401 - the stand-in `sky`, a fixture
 from tests.test_report import protocol_like_shipped
 
 pytestmark = pytest.mark.unit
@@ -149,3 +152,138 @@ def test_a_faster_but_dearer_device_whose_durations_separate_is_not_chosen_and_c
     assert [a.configuration.device for a in built.choice.others] == [A10G, H100]
     devices, run = rented_and_run(built)
     assert run == L4 and L4 in devices
+
+
+def test_a_settle_that_spans_two_devices_runs_each_devices_share_and_reads_the_decision_once_both_reported(
+        experiment, tmp_path, monkeypatch):
+    """`gpucost campaign --settle` on each machine of the group: the campaign stands in (real passes elsewhere),
+    writing each device's next passes with the tags the stage gives them."""
+    from gpucost_mlflow.cli import main, passes
+    from gpucost_mlflow.flow import campaign
+    from tests.helpers import VARIANTS, cli_runner
+    from tests.scenario import lock_to
+
+    path = protocol(tmp_path)
+    path.write_text(path.read_text() + "settle: {max_passes_per_variant: 8}\n")
+    experiment_id = lock_to(path)
+    write(experiment, {("batch8", L4): L4_PASSES, ("batch8", A10G): A10G_PASSES})
+    catalog = sky_catalog(tmp_path, L4, A10G, prices={A10G: "0.80"})
+    runs, here = [], {"device": L4}
+    later = {L4: (10.1, 10.3, 10.5), A10G: (11.0, 11.1, 11.2)}
+
+    def stage_campaign(plan, display=None):
+        runs.append((here["device"], list(plan.variants), plan.passes))
+        for seconds in later[here["device"]][:plan.passes]:
+            experiment("batch8", here["device"], seconds, tags_extra=dict(plan.tags))
+        return campaign.CampaignResult("c" + here["device"][-2:].lower(), "", experiment_id=experiment_id)
+
+    monkeypatch.setattr(campaign, "run_campaign", stage_campaign)
+    monkeypatch.setattr(passes, "_device_here", lambda: here["device"])
+    (tmp_path / "corpus.jsonl").write_text('{"id": "1", "text": "a", "label": "fresh"}\n')
+    (tmp_path / "model").mkdir()
+    args = ["campaign", "--settle", "--experiment", EXPERIMENT, "--protocol", str(path), "--variants-file",
+            str(VARIANTS), "--catalog", str(catalog), "--corpus", str(tmp_path / "corpus.jsonl"), "--model",
+            str(tmp_path / "model")]
+
+    on_l4 = cli_runner().invoke(main, args)
+    assert on_l4.exit_code == 0, on_l4.output
+    assert runs == [(L4, ["batch8"], 3)]  # only the L4's configuration, to the stage's 8 passes
+    (elsewhere,) = [line for line in on_l4.output.splitlines() if line.startswith(f"on {A10G}: ")]
+    assert f"`gpucost campaign --settle --experiment scenario --protocol {path}" in elsewhere
+    assert "runs batch8 there (3 more pass(es) each)" in elsewhere
+    (read,) = [line for line in on_l4.output.splitlines() if line.startswith("decision after the second stage")]
+    assert f"No decision: the second stage has not reported from every device (no result yet from {A10G}" in read
+    built, _ = report(catalog, path)
+    assert dict(card.lines(built))["No decision"].startswith(
+        f"the second stage has not reported from every device (no result yet from {A10G}: its stage is still running")
+
+    here["device"] = A10G
+    on_a10g = cli_runner().invoke(main, args)
+    assert on_a10g.exit_code == 0, on_a10g.output
+    assert on_a10g.output.startswith(f"second stage in progress: 8 passes per configuration on {L4}, {A10G}")
+    assert runs[1] == (A10G, ["batch8"], 3)
+    (read,) = [line for line in on_a10g.output.splitlines() if line.startswith("decision after the second stage")]
+    assert f"(read once): No decision: undecided between batch8 on {L4} at " in read  # 8 passes each still overlap
+
+    again = cli_runner().invoke(main, args)  # the stage has run to the protocol's ceiling: nothing more to run
+    assert again.exit_code == 0 and "nothing to settle: " in again.output and "already have 8 passes" in again.output
+    assert len(runs) == 2
+
+
+@pytest.mark.usefixtures("fake_sky")
+def test_a_fleet_settle_launches_one_job_per_device_each_running_its_share_and_the_decision_waits_for_both(
+        experiment, store, tmp_path, monkeypatch):
+    """`gpucost fleet launch --settle` through the stand-in `sky` (launches recorded, not run); each job's side is
+    `gpucost fleet job` with the campaign standing in, writing the device's next passes with the tags it is given."""
+    import yaml
+
+    from gpucost_mlflow.cli import main
+    from gpucost_mlflow.fleet import job
+    from gpucost_mlflow.flow import campaign
+    from gpucost_mlflow.tracking import store as store_module
+    from tests.helpers import cli_runner
+    from tests.scenario import lock_to
+    from tests.test_fleet import calls, launch_args, plain_inputs
+
+    path = protocol(tmp_path)
+    path.write_text(path.read_text() + "settle: {max_passes_per_variant: 8}\n")
+    experiment_id = lock_to(path)
+    write(experiment, {("batch8", L4): L4_PASSES, ("batch8", A10G): A10G_PASSES})
+    catalog = sky_catalog(tmp_path, L4, A10G, prices={A10G: "0.80"})
+    monkeypatch.setenv("FAKE_SKY_HOLD", "1")
+    monkeypatch.setattr(store_module, "check", lambda: None)
+    monkeypatch.setattr(store_module, "client", lambda: MlflowClient(tracking_uri=store))
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "https://mlflow.example.com")
+    corpus, model, _ = plain_inputs(tmp_path)
+    args = launch_args(tmp_path, corpus, model, path, "--settle", "--catalog", str(catalog))
+    args[args.index("--gpus"):args.index("--gpus") + 2] = []
+    args[args.index("--experiment") + 1] = EXPERIMENT
+    launched = cli_runner().invoke(main, args)
+    assert launched.exit_code == 0, launched.output
+    assert f"{L4} (L4): batch8, 3 more pass(es) each" in launched.output
+    assert f"{A10G} (A10G): batch8, 3 more pass(es) each" in launched.output
+    assert [c["job_name"].rsplit("-", 1)[1] for c in calls(tmp_path / "sky") if c["call"] == "jobs.launch"] == ["l4", "a10g"]
+    runs = {p.stem.rsplit("-", 1)[1]: yaml.safe_load(p.read_text())["run"] for p in (tmp_path / "out").glob("*.yaml")}
+    assert "--gpu L4 --experiment scenario --variants batch8 --passes 3 --settle-plan" in runs["l4"]
+    assert "--gpu A10G --experiment scenario --variants batch8 --passes 3 --settle-plan" in runs["a10g"]
+    fleet_id = re.search(r"fleet (f[0-9a-f]{10}) launched", launched.output).group(1)
+    words = shlex.split(next(line for line in runs["l4"].splitlines() if "fleet job" in line))
+    settle_plan = words[words.index("--settle-plan") + 1]
+
+    planned = []
+
+    def stage_campaign(plan, display=None):
+        device = {"L4": L4, "A10G": A10G}[plan.tags[schema.FLEET_GPU]]
+        planned.append((device, list(plan.variants), plan.passes, plan.stage))
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
+        for seconds in {L4: (10.1, 10.3, 10.5), A10G: (11.0, 11.1, 11.2)}[device][:plan.passes]:
+            experiment("batch8", device, seconds, tags_extra=dict(plan.tags))
+        return campaign.CampaignResult("c" + device[-2:].lower(), "", experiment_id=experiment_id)
+
+    monkeypatch.setattr(job, "run_campaign", stage_campaign)
+    for gpu in ("L4", "A10G"):
+        ran = cli_runner().invoke(main, ["fleet", "job", "--fleet", fleet_id, "--gpu", gpu, "--settle-plan", settle_plan,
+                                         "--variants", "batch8", "--passes", "3", "--experiment", EXPERIMENT,
+                                         "--protocol", str(path), "--corpus", str(corpus), "--model", str(model)])
+        assert ran.exit_code == 0, ran.output
+        built, _ = report(catalog, path)
+        if gpu == "L4":  # the A10G's share has not reported: no decision is read
+            assert built.decision.startswith(f"No decision: the second stage has not reported from every device (no "
+                                             f"result yet from {A10G}")
+    assert [p[:3] for p in planned] == [(L4, ["batch8"], 3), (A10G, ["batch8"], 3)] and planned[0][3] == "settle"
+    assert built.decision.startswith(f"No decision: undecided between batch8 on {L4} at ")  # read once, both in
+    assert "has not reported" not in built.decision
+
+
+def test_an_undecided_group_across_devices_says_how_to_settle_on_each(experiment, tmp_path):
+    path = protocol(tmp_path)
+    path.write_text(path.read_text() + "settle: {max_passes_per_variant: 8}\n")
+    from tests.scenario import lock_to
+
+    lock_to(path)
+    write(experiment, {("batch8", L4): L4_PASSES, ("batch8", A10G): A10G_PASSES})
+    catalog = sky_catalog(tmp_path, L4, A10G, prices={A10G: "0.80"})
+    built, _ = report(catalog, path)
+    assert built.settle.startswith(f"`gpucost fleet launch --settle --experiment scenario --protocol {path} --catalog "
+                                   f"{catalog} --max-hours H --max-cost USD` runs each device's own configurations on "
+                                   f"its GPU type ({L4}, {A10G}), or `gpucost campaign --settle")

@@ -51,7 +51,7 @@ def test_settle_on_an_undecided_store_runs_only_the_undecided_to_equal_counts_wi
     the same two populations' next passes, so the test follows what the stage plans and how the decision is read."""
     from mlflow.tracking import MlflowClient
 
-    from gpucost_mlflow.cli import main
+    from gpucost_mlflow.cli import main, passes
     from gpucost_mlflow.core.inputs.protocol import load_protocol
     from gpucost_mlflow.core.money.catalog import load_catalog
     from gpucost_mlflow.flow import campaign
@@ -84,13 +84,15 @@ def test_settle_on_an_undecided_store_runs_only_the_undecided_to_equal_counts_wi
         return campaign.CampaignResult("csettle", "", experiment_id=experiment_id)
 
     monkeypatch.setattr(campaign, "run_campaign", stage_campaign)
+    monkeypatch.setattr(passes, "_device_here", lambda: RTX)  # the stage runs on the machine it settles
     (tmp_path / "corpus.jsonl").write_text('{"id": "1", "text": "a", "label": "fresh"}\n')
     (tmp_path / "model").mkdir()
     result = cli_runner().invoke(main, ["campaign", "--settle", "--experiment", EXPERIMENT, "--protocol", str(protocol),
                                         "--variants-file", str(VARIANTS), "--catalog", str(CATALOG), "--corpus",
                                         str(tmp_path / "corpus.jsonl"), "--model", str(tmp_path / "model")])
     assert result.exit_code == 0, result.output
-    assert stages == [(["batch4", "batch8"], 3, "settle", {schema.STAGE: "settle"})]  # 5 + 3 = the protocol's 8
+    assert [stage[:3] for stage in stages] == [(["batch4", "batch8"], 3, "settle")]  # 5 + 3 = the protocol's 8
+    assert stages[0][3][schema.STAGE] == "settle"
     assert "second stage: 3 more pass(es) each of batch4, batch8, to 8 per configuration" in result.output
     decided = [line for line in result.output.splitlines() if line.startswith("decision after the second stage")]
     assert len(decided) == 1 and "(read once): Decision: batch4 on NVIDIA GeForce RTX 4090" in decided[0]

@@ -19,16 +19,21 @@ from gpucost_mlflow.cli.options import (
     _experiment,
     _file,
     _model,
+    _under,
 )
 from gpucost_mlflow.cli.passes import InputFiles, _campaign_plan, _echo_campaign
+from gpucost_mlflow.core.campaign.settle import STAGE, Member, StagePlan, plan_stage
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.fleet.jobs import new_fleet_id, parse_gpus
+from gpucost_mlflow.core.fleet.jobs import Job, new_fleet_id, parse_gpus
 from gpucost_mlflow.core.fleet.task import Campaign
 from gpucost_mlflow.core.inputs import shipped
 from gpucost_mlflow.core.inputs.variants import read_declaration
+from gpucost_mlflow.core.money import market
+from gpucost_mlflow.core.money.choice import STAGE_OPEN
 from gpucost_mlflow.core.money.market import Interruptions
 from gpucost_mlflow.core.money.plans import parse_positive
 from gpucost_mlflow.fleet.launch import FleetRequest, launch
+from gpucost_mlflow.tracking import schema
 
 
 @click.group("fleet")
@@ -68,7 +73,12 @@ def _torch_version(given: str | None) -> str:
 
 
 @fleet_group.command("launch")
-@click.option("--gpus", required=True, help="GPU types, one campaign each, as SkyPilot names them: L4,A10G,A100.")
+@click.option("--gpus", default=None, help="GPU types, one campaign each, as SkyPilot names them: L4,A10G,A100 "
+              "(with --settle: the undecided group's devices, not named).")
+@click.option("--settle", is_flag=True, help="The protocol's second stage on every device of the undecided group: one "
+              "job per device, each running its own undecided configurations (docs/fleet.md).")
+@click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), multiple=True,
+              help="With --settle: the price catalog(s) the decision is read over, as `gpucost report --catalog`.")
 @click.option("--clouds", default="", help="Clouds SkyPilot may choose from (default: any it is set up for).")
 @click.option("--spot", is_flag=True, help="Spot machines; SkyPilot relaunches a preempted job, which resumes.")
 @click.option("--interruptions-per-day", default=None, help="With --spot: interruptions you expect per day.")
@@ -84,10 +94,11 @@ def _torch_version(given: str | None) -> str:
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Where the tasks and the wheel are written (default: fleets/<fleet id>).")
 @_campaign_options
-def launch_cmd(gpus, clouds, spot, interruptions_per_day, interruptions_source, max_hours, setup_hours, max_cost, wheel,
-               torch_version, dry_run, out, variant_names, series_name, passes, experiment, corpus_path, model_path,
-               variants_file, protocol_file) -> None:
-    """Launch one managed SkyPilot job per GPU type, each running the same campaign into one tracking server."""
+def launch_cmd(gpus, settle, catalog_file, clouds, spot, interruptions_per_day, interruptions_source, max_hours,
+               setup_hours, max_cost, wheel, torch_version, dry_run, out, variant_names, series_name, passes, experiment,
+               corpus_path, model_path, variants_file, protocol_file) -> None:
+    """Launch one managed SkyPilot job per GPU type, each running the same campaign into one tracking server; with
+    --settle, one job per device of the undecided group, each running its own share of the second stage."""
 
     root = Path(".")
     protocol_path, variants_path = _file(protocol_file, root), _file(variants_file, root)
@@ -96,6 +107,17 @@ def launch_cmd(gpus, clouds, spot, interruptions_per_day, interruptions_source, 
         names = declared.members(series_name)
     else:
         names = [name.strip() for name in variant_names.split(",") if name.strip()]
+    if catalog_file and not settle:
+        raise GpucostError("--catalog goes with --settle (a fleet itself prices nothing but its worst case)")
+    own: dict[str, Campaign] = {}
+    if settle:
+        if gpus:
+            raise GpucostError("--settle launches on the undecided group's devices: leave --gpus out")
+        jobs, own = _settle_jobs(_experiment(experiment), protocol_path, declared,
+                                 tuple(_under(root, path) for path in catalog_file))
+        names = [name for campaign in own.values() for name in campaign.variants.split(",")]
+    elif not gpus:
+        raise GpucostError("--gpus names the GPU types to launch on (or --settle, the undecided group's)")
     lanes = max(declared.variant(name).settings.lanes for name in names)
     if spot and interruptions_per_day is None:
         raise GpucostError("--spot needs --interruptions-per-day (your expectation for these offers): without it a spot "
@@ -105,7 +127,7 @@ def launch_cmd(gpus, clouds, spot, interruptions_per_day, interruptions_source, 
     fleet_id = new_fleet_id()
     request = FleetRequest(
         fleet_id=fleet_id,
-        jobs=parse_gpus(gpus, lanes),
+        jobs=jobs if settle else parse_gpus(gpus, lanes),
         clouds=[c.strip().lower() for c in clouds.split(",") if c.strip()],
         spot=spot,
         interruptions=Interruptions(parse_positive(interruptions_per_day, "--interruptions-per-day"), Decimal(0),
@@ -123,6 +145,7 @@ def launch_cmd(gpus, clouds, spot, interruptions_per_day, interruptions_source, 
         wheel=wheel,
         dry_run=dry_run,
         environ=dict(os.environ),
+        campaigns=own,
     )
     done = launch(request, click.echo)
     for gpu, path in done.files.items():
@@ -132,6 +155,44 @@ def launch_cmd(gpus, clouds, spot, interruptions_per_day, interruptions_source, 
         return
     click.echo(f"fleet {fleet_id} launched: {len(done.job_ids)} job(s); `gpucost fleet status --fleet {fleet_id}` "
                "follows them, `gpucost fleet down` cancels them")
+
+
+def _settle_jobs(experiment: str, protocol_path: Path, declared, catalogs: tuple[Path, ...]
+                 ) -> tuple[list[Job], dict[str, Campaign]]:
+    """The second stage over the catalogs' decision as one job per device of the undecided group (its SkyPilot
+    accelerator name from the device-names table, its lanes' GPU count) and each job's campaign: its own variants,
+    the passes that bring them to the stage's count, the stage's plan on every pass."""
+    from gpucost_mlflow.cli.report import _build_report  # deferred: imports mlflow
+    from gpucost_mlflow.core.inputs.protocol import load_protocol  # deferred: imports numpy
+
+    built, _, _, _ = _build_report(experiment, protocol_path, catalogs, declared, what_if=False)
+    if built.choice.none == STAGE_OPEN:
+        raise GpucostError(f"a second stage is already under way: {built.decision.removeprefix('No decision: ')} "
+                           "(`gpucost fleet status` follows its jobs); nothing launched")
+    undecided = built.choice.undecided
+    if not undecided:
+        raise GpucostError(f"nothing to settle: {built.decision}; nothing launched")
+    protocol = load_protocol(protocol_path)
+    stage, plan = plan_stage([Member(a.configuration.device, a.configuration.variant, a.configuration.durations.values)
+                              for a in undecided], protocol.settle_max_passes, protocol.confidence)
+    if plan is None:
+        raise GpucostError(f"{stage.line()}; nothing launched")
+    click.echo(stage.line())
+    table = market.load_device_names([shipped.shipped(shipped.DEVICE_NAMES)])
+    jobs, own = [], {}
+    for share in plan.shares:
+        if share.more <= 0:
+            continue
+        gpu = market.accelerator_for(table, share.device)
+        if gpu is None:
+            raise GpucostError(f"{share.device} has no SkyPilot accelerator name in the device-names table "
+                               f"({shipped.DEVICE_NAMES}): its share cannot be launched; run it there with "
+                               "`gpucost campaign --settle`; nothing launched")
+        lanes = max(declared.variant(name).settings.lanes for name in share.variants)
+        jobs.append(Job(gpu, lanes))
+        own[gpu] = Campaign(experiment, ",".join(share.variants), "", share.more, plan.record())
+        click.echo(f"{share.device} ({gpu}): {', '.join(share.variants)}, {share.more} more pass(es) each")
+    return jobs, own
 
 
 @fleet_group.command("status")
@@ -162,15 +223,19 @@ def down_cmd(fleet_id, experiment) -> None:
 @fleet_group.command("job", hidden=True)
 @click.option("--fleet", "fleet_id", required=True)
 @click.option("--gpu", required=True)
+@click.option("--settle-plan", default="", help="A second stage's plan (its passes carry it).")
 @_campaign_options
-def job_cmd(fleet_id, gpu, variant_names, series_name, passes, experiment, corpus_path, model_path, variants_file,
-            protocol_file) -> None:
+def job_cmd(fleet_id, gpu, settle_plan, variant_names, series_name, passes, experiment, corpus_path, model_path,
+            variants_file, protocol_file) -> None:
     """A fleet job's campaign on its machine (the task's `run` calls it): started, or resumed after a relaunch."""
     from gpucost_mlflow.cli.progress import CampaignProgress  # deferred: imports torch
     from gpucost_mlflow.fleet.job import run_job  # deferred: imports torch
 
     plan = _campaign_plan(variant_names, passes, None, experiment, series_name,
                           InputFiles(corpus_path, model_path, variants_file, protocol_file, Path(".")))
+    if settle_plan:
+        plan.stage = STAGE
+        plan.tags = {**plan.tags, schema.STAGE: STAGE, schema.SETTLE_PLAN: StagePlan.from_record(settle_plan).record()}
     progress = CampaignProgress()
     try:
         done = run_job(fleet_id, gpu, plan, progress.display())

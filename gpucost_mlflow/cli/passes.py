@@ -14,6 +14,7 @@ from gpucost_mlflow.cli.options import (
     EXPERIMENT_HELP,
     MODEL_HELP,
     WholeNumber,
+    _catalog,
     _corpus,
     _echo_rejudged,
     _echo_ui_link,
@@ -23,12 +24,13 @@ from gpucost_mlflow.cli.options import (
     _under,
 )
 from gpucost_mlflow.cli.report import _build_report
-from gpucost_mlflow.core.campaign.settle import STAGE, second_stage
+from gpucost_mlflow.core.campaign.settle import STAGE, Member, plan_stage
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import shipped
 from gpucost_mlflow.core.inputs.variants import read_declaration
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.kinds import registry
+from gpucost_mlflow.core.money.choice import STAGE_OPEN
 from gpucost_mlflow.core.names import PASS_S
 from gpucost_mlflow.tracking import schema
 
@@ -172,28 +174,60 @@ def _campaign_plan(variant_names: str, passes: int | None, resume: str | None, e
     )
 
 
+def _device_here() -> str:
+    """The device a pass started here runs on, as its manifest names it (the GPU torch sees, else the CPU)."""
+    from gpucost_mlflow.execution.devices import device_names  # deferred: imports torch
+    from gpucost_mlflow.execution.models import resolve_device  # deferred: imports torch
+
+    return device_names(resolve_device("auto"))[0]
+
+
 def _second_stage(plan, resume: str | None, catalog_file: tuple[Path, ...], root: Path):
-    """The campaign plan of the protocol's second stage: the configurations the decision over the catalog leaves
-    undecided, each given the same number of further passes (None, said in one line, when nothing is undecided)."""
+    """The campaign plan of the protocol's second stage on this machine: the undecided configurations of the device
+    it runs on, each brought to the stage's passes; one line per other device of the group with the command that
+    settles there (None, said in one line, when nothing runs here). A stage another device already began is joined,
+    never planned again."""
     from gpucost_mlflow.core.inputs.protocol import load_protocol  # deferred: imports numpy
+    from gpucost_mlflow.report.build import command, ended  # deferred: imports mlflow
 
     plan.stage, plan.tags = STAGE, {**plan.tags, schema.STAGE: STAGE}
     if resume:
         plan.passes = 0  # read back from the campaign run being resumed
         return plan
     protocol = load_protocol(plan.protocol_path)
-    built, _, _, _ = _build_report(plan.experiment, plan.protocol_path, tuple(_under(root, p) for p in catalog_file),
-                                   plan.declared, what_if=False)
-    undecided = built.choice.undecided
-    if not undecided:
-        click.echo(f"nothing to settle: {built.decision}")
+    catalogs = tuple(_under(root, p) for p in catalog_file)
+    built, _, _, _ = _build_report(plan.experiment, plan.protocol_path, catalogs, plan.declared, what_if=False)
+    if built.choice.none == STAGE_OPEN and built.stage is not None:
+        stage_plan = built.stage
+        click.echo(f"second stage in progress: {stage_plan.target} passes per configuration on "
+                   f"{', '.join(s.device for s in stage_plan.shares)}; this machine runs its share")
+    else:
+        undecided = built.choice.undecided
+        if not undecided:
+            click.echo(f"nothing to settle: {built.decision}")
+            return None
+        stage, stage_plan = plan_stage([Member(a.configuration.device, a.configuration.variant,
+                                               a.configuration.durations.values) for a in undecided],
+                                       protocol.settle_max_passes, protocol.confidence)
+        click.echo(stage.line())
+        if stage_plan is None:
+            return None
+    here = _device_here()
+    settles = command("campaign --settle", plan.experiment, plan.protocol_path, plan.declared.path,
+                      _catalog(catalogs))
+    for other in stage_plan.shares:
+        if other.device != here:
+            click.echo(f"on {other.device}: `{settles}` on a machine with it runs {', '.join(other.variants)} "
+                       f"there ({other.more} more pass(es) each), or `gpucost fleet launch --settle` on every device")
+    share = stage_plan.share(here)
+    done = ended(built.assessments)
+    more = stage_plan.target - max((done.get((here, v), 0) for v in share.variants), default=0) if share else 0
+    if more <= 0:
+        click.echo(f"nothing of the stage runs on this machine ({here}): " +
+                   ("its share has run" if share else "no undecided configuration ran on it"))
         return None
-    stage = second_stage([(a.configuration.variant, a.configuration.durations.values) for a in undecided],
-                         protocol.settle_max_passes, protocol.confidence)
-    click.echo(stage.line())
-    if not stage.more:
-        return None
-    plan.variants, plan.passes = list(stage.variants), stage.more
+    plan.variants, plan.passes = list(share.variants), more
+    plan.tags[schema.SETTLE_PLAN] = stage_plan.record()
     return plan
 
 

@@ -28,7 +28,7 @@ def run_job(fleet_id: str, gpu: str, plan: CampaignPlan, display: Display | None
     client = store.client()
     experiment_id, _ = experiments.resolve(client, plan.experiment, create=True)
     job_id = os.environ.get(MANAGED_JOB_ID, "")
-    plan.tags = {schema.FLEET_ID: fleet_id, schema.FLEET_GPU: gpu, schema.FLEET_JOB: job_id}
+    plan.tags = {**plan.tags, schema.FLEET_ID: fleet_id, schema.FLEET_GPU: gpu, schema.FLEET_JOB: job_id}
     found = fleet_run.campaign_of(client, experiment_id, fleet_id, gpu)
     interrupted: list[str] = []
     if found is not None:

@@ -44,6 +44,11 @@ class FleetRequest:
     wheel: Path | None = None
     dry_run: bool = False
     environ: dict[str, str] = field(default_factory=dict)
+    campaigns: dict[str, Campaign] = field(default_factory=dict)  # a job's own campaign (a second stage's share)
+
+    def campaign_of(self, job: Job) -> Campaign:
+        """The campaign this job runs: its own, else the fleet's."""
+        return self.campaigns.get(job.gpu, self.campaign)
 
 
 @dataclass
@@ -86,8 +91,8 @@ def launch(request: FleetRequest, echo: Callable[[str], None] = print) -> Launch
     secrets = tracking_uri.secrets(request.environ)
     machine = Machine(tuple(request.clouds), request.spot, request.torch_version, request.setup_hours,
                       request.max_hours)
-    configs = {job.gpu: task_config(request.fleet_id, job, machine=machine, inputs=inputs, campaign=request.campaign,
-                                    secret_names=sorted(secrets))
+    configs = {job.gpu: task_config(request.fleet_id, job, machine=machine, inputs=inputs,
+                                    campaign=request.campaign_of(job), secret_names=sorted(secrets))
                for job in request.jobs}
     for config in configs.values():
         skypilot.task(config)  # SkyPilot itself accepts it (secrets named, their values given only at launch)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from gpucost_mlflow.core.campaign.settle import STAGE
+from gpucost_mlflow.core.campaign.settle import STAGE, StagePlan, unreported
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.corpus import write_atomic
 from gpucost_mlflow.core.inputs.protocol import Protocol
@@ -18,7 +18,7 @@ from gpucost_mlflow.core.inputs.variants import Variant
 from gpucost_mlflow.core.judging.seeds import every_seed
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.money.catalog import Catalog, dated
-from gpucost_mlflow.core.money.choice import Choice, break_evens, choose, decide, doubt, hold
+from gpucost_mlflow.core.money.choice import Choice, await_stage, break_evens, choose, decide, doubt, hold
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, Assessment, Configuration, Rules, assess, feasibility
 from gpucost_mlflow.report import (
     alternatives,
@@ -89,7 +89,7 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
                          lambda config: feasibility(config, protocol.passes_per_variant))
     warnings += tables.identity_notes(configs)
     warnings += stage_notes(table, configs, protocol.settle_max_passes)
-    assessments, choice, decision, confirmed = _decided(configs, protocol, catalog, today, table)
+    assessments, choice, decision, confirmed, stage = _decided(configs, protocol, catalog, today, table)
     if options.what_if:
         decision = f"What-if protocol ({options.what_if}): {decision}"
     summaries = tables.summaries(table, configs)
@@ -115,6 +115,7 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         exclusion_rule=protocol.exclusion_rule,
         passes_per_variant=protocol.passes_per_variant,
         settle=settle_command(experiment, protocol, protocol_path, catalog, options.variants_path, choice.undecided),
+        stage=stage,
         reproduce=protocol.reproduce,
         confirmations=confirmed,
         seeds=protocol.seeds,
@@ -176,7 +177,15 @@ def settle_command(experiment: str, protocol: Protocol, protocol_path: Path, cat
     if done >= protocol.settle_max_passes:
         return (f"the protocol's second stage has run them to its {protocol.settle_max_passes} passes per "
                 "configuration: more under this protocol would be peeking; a new protocol, in a new experiment, would")
-    return (f"`{command('campaign --settle', experiment, protocol_path, variants_path, catalog)}` runs them, up to the protocol's {protocol.settle_max_passes} passes per "
+    settles = command("campaign --settle", experiment, protocol_path, variants_path, catalog)
+    devices = list(dict.fromkeys(a.configuration.device for a in undecided))
+    if len(devices) > 1:
+        fleet = command("fleet launch --settle", experiment, protocol_path, variants_path, catalog)
+        return (f"`{fleet} --max-hours H --max-cost USD` runs each device's own configurations on its GPU type "
+                f"({', '.join(devices)}), or `{settles}` on a machine with each; up to the protocol's "
+                f"{protocol.settle_max_passes} passes per configuration, the decision read once every device has "
+                "reported")
+    return (f"`{settles}` runs them, up to the protocol's {protocol.settle_max_passes} passes per "
             "configuration, and reads the decision once")
 
 
@@ -209,10 +218,10 @@ def _one_currency(protocol: Protocol, catalog: Catalog) -> None:
 
 
 def _decided(configs: list[Configuration], protocol: Protocol, catalog: Catalog, today: dt.date, table: pd.DataFrame
-             ) -> tuple[list[Assessment], Choice, str, dict]:
+             ) -> tuple[list[Assessment], Choice, str, dict, StagePlan | None]:
     """Every configuration assessed against the protocol and the catalog, the one choice made of them (read by the
-    tables, the note and the decision run alike) once its confirmation runs are read, the decision note, and the
-    chosen configurations' confirmation verdicts."""
+    tables, the note and the decision run alike) once its confirmation runs are read and every device of a second
+    stage has reported, the decision note, the chosen configurations' confirmation verdicts and the latest stage."""
     assessments = assess(configs, Rules(
         catalog, protocol.plan, protocol.deadline, protocol.deliverables["expected"],
         required_passes=protocol.passes_per_variant, max_spread_ratio=protocol.max_spread_ratio,
@@ -220,11 +229,34 @@ def _decided(configs: list[Configuration], protocol: Protocol, catalog: Catalog,
         today=today, max_price_age_days=protocol.max_price_age_days, confidence=protocol.confidence,
         per_child=protocol.deliverables["per_child"]))
     choice = choose(assessments, deadline_declared=protocol.deadline is not None)
+    stage = latest_stage(table)
+    if stage is not None:
+        missing = unreported(stage, ended(assessments))
+        choice = await_stage(choice, assessments, {s.device: s.variants for s in stage.shares}, missing)
     confirmed = confirmations.verdicts(table, choice.chosen, protocol.corpus_size, protocol.confirmation[1])
     choice = hold(choice, confirmed)
     decision = decide(assessments, protocol.deliverables["expected"], protocol.corpus_size,
                       deadline_declared=protocol.deadline is not None, choice=choice)
-    return assessments, choice, decision, confirmed
+    return assessments, choice, decision, confirmed, stage
+
+
+def latest_stage(table: pd.DataFrame) -> StagePlan | None:
+    """The latest second stage recorded on the passes (its plan over every device of its group), or None."""
+    if "settle_plan" not in table or not (table["settle_plan"].fillna("") != "").any():
+        return None
+    rows = table[table["settle_plan"].fillna("") != ""].sort_values("start_time")
+    return StagePlan.from_record(rows["settle_plan"].iloc[-1])
+
+
+def ended(assessments: list[Assessment]) -> dict[tuple[str, str], int]:
+    """Per (device, variant), the attempts that ended (accepted, rejected, failed; not running nor interrupted): the
+    fewest of its configurations' when it has several."""
+    found: dict[tuple[str, str], int] = {}
+    for a in assessments:
+        key = (a.configuration.device, a.configuration.variant)
+        done = sum(1 for s in a.configuration.statuses if s not in (Status.RUNNING, Status.INTERRUPTED))
+        found[key] = min(found.get(key, done), done)
+    return found
 
 
 def excluded_per_variant(table, client: MlflowClient, experiment: str) -> list[model.VariantExclusions]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from gpucost_mlflow.core.measurement.confirmation import NOT_YET
 from gpucost_mlflow.core.measurement.stats import DEFAULT_CONFIDENCE, repetitions_needed, separate
 from gpucost_mlflow.core.money import costs, units
-from gpucost_mlflow.core.money.choice import NOT_HELD, Doubt, doubt
+from gpucost_mlflow.core.money.choice import NOT_HELD, STAGE_OPEN, Doubt, doubt
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, NO_PLAN, Assessment
 from gpucost_mlflow.core.money.plans import Plan
 from gpucost_mlflow.report import short, standing
@@ -26,6 +26,8 @@ HINTS = {
     "deadline missed": "a later deadline, or a configuration fast enough to meet it",
     "no stable configuration": "re-measuring: every timely configuration's durations spread beyond max_spread_ratio",
     NOT_HELD: "a new protocol, in a new experiment: the rate or the quality measured in five short passes did not last",
+    STAGE_OPEN: ("every device of the second stage reporting (`gpucost fleet status` follows a fleet's jobs), then "
+                 "`gpucost report`"),
 }
 
 
@@ -226,7 +228,8 @@ def lines(report: Report) -> list[tuple[str, str]]:
     elif choice.none == "undecided" and choice.undecided:
         result = _undecided(report, names)
     else:
-        result = [("No decision", choice.none or "nothing to decide"),
+        said = choice.none + choice.detail if choice.none == STAGE_OPEN else choice.none
+        result = [("No decision", said or "nothing to decide"),
                   ("Would change it", HINTS.get(choice.none, "see the decision note below"))]
         if choice.none == NOT_HELD:
             result.insert(1, ("Confirmation", "; ".join(f"{name} not confirmed: {found.figures}"

@@ -54,7 +54,7 @@ from gpucost_mlflow.tracking import exclusions, heartbeat, schema
 from gpucost_mlflow.tracking.run_records import RunRecord, tagged
 
 COLUMNS = [
-    "run_id", "campaign_id", "stage", "pass_index", "round", "position", "attempt", "variant", "role", "corpus_fingerprint", "device", "backend",
+    "run_id", "campaign_id", "stage", "settle_plan", "pass_index", "round", "position", "attempt", "variant", "role", "corpus_fingerprint", "device", "backend",
     "batch_size", "precision", "quantization", "length_grouping", "workload", "engine", "lanes", "model_revision", *schema.STACK_IDENTITY, "seed",
     "status", "reason", "status_before_exclusion",
     LOAD_S, WARMUP_S, PASS_S, REPETITIONS, FIRST_LAP_S, MEASURED_TOTAL_S, REPETITIONS_IDENTICAL, COOLDOWN_S, EVAL_S,
@@ -152,6 +152,7 @@ def attempt_row(run: RunRecord, now: dt.datetime | None = None) -> dict:
         "ids_match": ids_matched(tags),
         "against_reference": compared_with_reference(tags),
         "stage": tags.get(schema.STAGE, ""),
+        "settle_plan": tags.get(schema.SETTLE_PLAN, ""),
         # The status says it; passes recorded before carried the tag too.
         "corpus_accepted": status == Status.ACCEPTED and tags.get(schema.CORPUS_ACCEPTED, "true") == "true",
         "protocol_digest": tags.get(schema.PROTOCOL_DIGEST, ""),

@@ -50,6 +50,9 @@ SYSTEM_METRICS_INTERVAL = "gpucost.system_metrics_interval_s"  # MLflow's system
 HARNESS_OVERHEAD = "harness_overhead_s_per_pass"  # campaign metric: wall time outside the timed parts, per pass
 NOT_TRIED = "gpucost.not_tried"  # on a campaign run: variants of a sweep skipped after a smaller batch ran out of memory
 STAGE = "gpucost.stage"  # "settle" on a pre-registered second stage's campaign run and passes (core/campaign/settle.py)
+# On a second stage's campaign run and passes: the stage fixed once over every device of the undecided group
+# (core/campaign/settle.py `StagePlan.record`), so the report knows which device has not reported yet.
+SETTLE_PLAN = "gpucost.settle.plan"
 CORPUS_LOCK = "gpucost.corpus_lock"  # experiment tag: the corpus fingerprint of its first benchmark pass
 SERIES_LOCK_PREFIX = "gpucost.series."  # experiment tag per series: the digest of its declaration at its first pass
 OVERLAPPED_WITH = "gpucost.overlapped_with"

@@ -5,7 +5,8 @@ protocol's `settle.max_passes_per_variant`. The decision is read once, when the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gpucost_mlflow.core.errors import GpucostError
@@ -59,3 +60,74 @@ def second_stage(undecided: Sequence[tuple[str, Sequence[float]]], ceiling: int 
                            f"{', '.join(names)} already have {done} passes, the most the protocol's "
                            f"settle.max_passes_per_variant ({ceiling}) allows or the estimate ({needed}) asks")
     return SecondStage(tuple(names), target - done, target, needed, ceiling)
+
+
+@dataclass(frozen=True)
+class DeviceShare:
+    """What one device runs in a stage: its undecided variants and how many more passes each."""
+
+    device: str
+    variants: tuple[str, ...]
+    more: int
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    """A second stage fixed once, over every device of the undecided group: the passes per configuration it runs to,
+    and each device's share. Recorded on each of its passes, so the report knows which device has not reported."""
+
+    target: int
+    shares: tuple[DeviceShare, ...]
+
+    def share(self, device: str) -> DeviceShare | None:
+        return next((s for s in self.shares if s.device == device), None)
+
+    def record(self) -> str:
+        """The plan as the JSON a tag holds."""
+        return json.dumps({"target": self.target, "devices": [
+            {"device": s.device, "variants": list(s.variants), "more": s.more} for s in self.shares]})
+
+    @classmethod
+    def from_record(cls, text: str) -> StagePlan:
+        data = json.loads(text)
+        return cls(int(data["target"]), tuple(DeviceShare(share["device"], tuple(share["variants"]),
+                                                          int(share["more"])) for share in data["devices"]))
+
+
+@dataclass(frozen=True)
+class Member:
+    """One undecided configuration as the stage sees it: its device, its variant and its durations so far."""
+
+    device: str
+    variant: str
+    durations: tuple[float, ...]
+
+
+def plan_stage(group: Sequence[Member], ceiling: int | None, confidence: float) -> tuple[SecondStage, StagePlan | None]:
+    """The stage for an undecided group that may span devices: one target for every configuration (the separation
+    test's estimate within the ceiling, as `second_stage`), and per device its variants and the passes that bring them
+    to the target (None when nothing is to run). A device whose configurations share a variant name (they differ in
+    stack) is refused in one line: one campaign on it cannot run each of them."""
+    devices = list(dict.fromkeys(m.device for m in group))
+    for device in devices:
+        names = [m.variant for m in group if m.device == device]
+        if len(set(names)) != len(names):
+            raise GpucostError(f"the undecided configurations on {device} share a variant name ({', '.join(names)}): "
+                               "they differ in stack, and one campaign on that machine cannot run each of them")
+    label = (lambda m: m.variant) if len(devices) == 1 else (lambda m: f"{m.variant} on {m.device}")
+    stage = second_stage([(label(m), m.durations) for m in group], ceiling, confidence)
+    if not stage.more:
+        return stage, None
+    shares = []
+    for device in devices:
+        mine = [m for m in group if m.device == device]
+        more = stage.target - max(len(m.durations) for m in mine)
+        shares.append(DeviceShare(device, tuple(m.variant for m in mine), max(more, 0)))
+    return stage, StagePlan(stage.target, tuple(shares))
+
+
+def unreported(plan: StagePlan, ended: Mapping[tuple[str, str], int]) -> list[str]:
+    """The devices of the stage whose variants do not all have the stage's passes ended yet (`ended`: per (device,
+    variant), its attempts that ended: accepted, rejected or failed; a running or interrupted one has not): the stage
+    is still running there, or its machine was lost."""
+    return [s.device for s in plan.shares if any(ended.get((s.device, v), 0) < plan.target for v in s.variants)]

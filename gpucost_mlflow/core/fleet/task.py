@@ -78,16 +78,20 @@ class Inputs:
 
 @dataclass(frozen=True)
 class Campaign:
-    """What each job's campaign runs: the experiment, the variants named or a declared series, the passes."""
+    """What each job's campaign runs: the experiment, the variants named or a declared series, the passes; in a
+    second stage, the stage's plan its passes carry."""
 
     experiment: str
     variants: str = ""
     series: str = ""
     passes: int | None = None
+    settle_plan: str = ""  # a second stage's plan over every device (core/campaign/settle.StagePlan.record)
 
     def args(self) -> list[str]:
         chosen = ["--series", self.series] if self.series else ["--variants", self.variants]
-        return ["--experiment", self.experiment, *chosen, *(["--passes", str(self.passes)] if self.passes else [])]
+        stage = ["--settle-plan", self.settle_plan] if self.settle_plan else []
+        return ["--experiment", self.experiment, *chosen, *(["--passes", str(self.passes)] if self.passes else []),
+                *stage]
 
 
 @dataclass(frozen=True)

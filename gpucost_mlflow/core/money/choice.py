@@ -235,6 +235,23 @@ def doubt(undecided: list[Assessment]) -> Doubt | None:
     return Doubt(rented.via, rented.plan, rented.fastest, in_doubt, elsewhere)
 
 
+STAGE_OPEN = "the second stage has not reported from every device"
+
+
+def await_stage(choice: Choice, assessments: list[Assessment], stage: dict[str, tuple[str, ...]],
+                missing: list[str]) -> Choice:
+    """A decision read before every device of a second stage has reported is not read (the stage is read once, as a
+    whole): undecided among the stage's configurations, naming the devices still missing (`stage`: each device's
+    variants in the stage; `missing`: the devices whose passes have not all ended)."""
+    if not missing:
+        return choice
+    group = [a for a in assessments if a.configuration.variant in stage.get(a.configuration.device, ())]
+    return Choice(none=STAGE_OPEN, undecided=group, notes=choice.notes,
+                  others=[a for a in choice.chosen + choice.others if not any(a is g for g in group)],
+                  detail=(f" (no result yet from {', '.join(missing)}: its stage is still running there, or its machine "
+                          "was lost; the decision is read once, when every device of the stage has reported)"))
+
+
 NOT_HELD = "the choice did not hold on the confirmation run"
 
 

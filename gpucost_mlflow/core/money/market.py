@@ -102,6 +102,12 @@ def load_device_names(paths: Iterable[Path]) -> list[NamesRow]:
     return list(rows.values())
 
 
+def accelerator_for(table: list[NamesRow], device: str) -> str | None:
+    """The market's accelerator name of a device as its driver names it (`NVIDIA L4` -> `L4`): the table's first row
+    naming it; None when no row does (never a guess)."""
+    return next((row.accelerator for row in table if device in row.device_names), None)
+
+
 def names_for(table: list[NamesRow], accelerator: str, memory_gib: float | None) -> NamesRow | None:
     """The table's row for this accelerator: the one of its memory when the offer says it, else the one that names
     no memory; None when the table cannot map it (never a guess)."""
