@@ -393,7 +393,12 @@ def test_two_gpu_types_make_two_campaigns_in_one_store_a_preempted_one_resumes_a
         monkeypatch.setenv("MLFLOW_TRACKING_URI", server.uri)
         monkeypatch.setenv("FAKE_SKY_DEVICE_NAMES", json.dumps(names))
         monkeypatch.setenv("HOME", str(tmp_path / "home"))
+        # With a plan, so the report prices and decides; two jobs share this CPU, so a pass of a few milliseconds may
+        # take forty times another: the spread rule is left wide, the decision is about the money.
         protocol = write_protocol(tmp_path / "protocol.yaml")
+        protocol.write_text(protocol.read_text().replace("max_spread_ratio: 10 ", "max_spread_ratio: 1000 ")
+                            + "plan: {start: '2026-12-03T09:00:00+01:00', setup_hours: 0.5, waiting_hours: 0, "
+                            "planned_restarts: 0}\n")
         launched = subprocess.run([str(Path(sys.executable).parent / "gpucost"),
                                    *launch_args(tmp_path, corpus_dir / "comparison.jsonl", model_dir, protocol)],
                                   capture_output=True, text=True, timeout=120, check=False)
@@ -466,6 +471,14 @@ def test_two_gpu_types_make_two_campaigns_in_one_store_a_preempted_one_resumes_a
         page = (tmp_path / "report" / "report.md").read_text()
         assert "NVIDIA L4" in page and "NVIDIA A10G" in page
         assert "on aws g6.xlarge in us-east-1" in page and "on aws g5.xlarge in us-east-1" in page
+        # The same work on CPUs named L4 and A10G: durations alike, the A10G 25 % dearer an hour and its lost pass
+        # billed too. The L4 is cheaper whatever the noise: decided, and the card rents and runs the L4, nothing else.
+        card = {line.split(":**")[0][4:]: line.split(":** ", 1)[1] for line in page.splitlines()
+                if line.startswith("- **") and ":** " in line}
+        assert "Decision: batch8 on NVIDIA L4, l4 hourly" in page, page[:3000]
+        assert card["Rent"].endswith("on aws g6.xlarge in us-east-1") and card["Run"].startswith("batch8 on L4: ")
+        assert "A10G" not in card["Rent"] + card["Run"]
+        assert card["Runner-up"].startswith("batch8 on A10G at "), card["Runner-up"]
 
         down = subprocess.run([gpucost, "fleet", "down", "--fleet", fleet_id, "--experiment", "fleet"], env=env,
                               capture_output=True, text=True, timeout=120, check=False)
