@@ -18,6 +18,8 @@ ROCM_MATRICES = Path("catalog")  # rocm-framework-matrix-<date>.csv, side by sid
 # What `gpucost catalog import` maps and bills by (docs/catalogs.md): dated, editable, extended with the user's own.
 DEVICE_NAMES = Path("catalog/device-names-2026-12-02.csv")
 BILLING_TERMS = Path("catalog/billing-terms-2026-12-02.csv")
+# What `gpucost fleet plan` bounds an offer by (docs/catalogs.md): each GPU type's dense peaks, memory and bandwidth.
+DEVICE_SPECS = Path("catalog/device-specs-2026-12-03.csv")
 DEFAULTS = (CATALOG, PROTOCOL, VARIANTS)
 
 
