@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from gpucost_mlflow.cli.fleet_plan import plan_cmd
 from gpucost_mlflow.cli.options import (
     AUTO_MODEL,
     CORPUS_HELP,
@@ -193,6 +194,9 @@ def _settle_jobs(experiment: str, protocol_path: Path, declared, catalogs: tuple
         own[gpu] = Campaign(experiment, ",".join(share.variants), "", share.more, plan.record())
         click.echo(f"{share.device} ({gpu}): {', '.join(share.variants)}, {share.more} more pass(es) each")
     return jobs, own
+
+
+fleet_group.add_command(plan_cmd)
 
 
 @fleet_group.command("status")
