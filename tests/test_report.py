@@ -103,6 +103,19 @@ def test_an_unpriced_device_is_never_priced_as_another(experiment):
     assert built.decision.startswith("No decision: nothing priced (not priced: AMD EPYC has no package in 2026-09-24")
 
 
+def test_a_first_report_with_nothing_priced_names_what_the_catalog_prices_and_points_to_fleet_plan(experiment):
+    from gpucost_mlflow.report import card
+
+    for seconds in (7.5, 7.6, 7.7, 7.4, 7.8):
+        experiment("batch1", "AMD EPYC", seconds)
+    built, _ = report()
+    said = (f"Catalog 2026-09-24 prices b200 (2 GPUs per lot), rtx-4090 (1 GPU per lot): `gpucost fleet plan "
+            f"--experiment scenario --protocol {SHIPPED_PROTOCOL} --catalog {CATALOG}` says which of them are worth "
+            "measuring (a bound and an estimate per offer, never a decision).")
+    assert built.decision.endswith(said)
+    assert dict(card.lines(built))["Would change it"].endswith(said)
+
+
 def test_report_command_writes_four_files_and_logs_a_decision_run(experiment, tmp_path):
     for seconds in (10.0, 10.1, 10.2, 10.1, 10.0):
         experiment("batch8", B200, seconds)

@@ -12,13 +12,23 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.campaign.settle import STAGE, StagePlan, unreported
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.fleet.plan import priced_devices_hint
 from gpucost_mlflow.core.inputs.corpus import write_atomic
 from gpucost_mlflow.core.inputs.protocol import Protocol
 from gpucost_mlflow.core.inputs.variants import Variant
 from gpucost_mlflow.core.judging.seeds import every_seed
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.money.catalog import Catalog, dated
-from gpucost_mlflow.core.money.choice import Choice, await_stage, break_evens, choose, decide, doubt, hold
+from gpucost_mlflow.core.money.choice import (
+    NOTHING_PRICED,
+    Choice,
+    await_stage,
+    break_evens,
+    choose,
+    decide,
+    doubt,
+    hold,
+)
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, Assessment, Configuration, Rules, assess, feasibility
 from gpucost_mlflow.report import (
     alternatives,
@@ -90,6 +100,11 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
     warnings += tables.identity_notes(configs)
     warnings += stage_notes(table, configs, protocol.settle_max_passes)
     assessments, choice, decision, confirmed, stage = _decided(configs, protocol, catalog, today, table)
+    priced_hint = ""
+    if choice.none == NOTHING_PRICED:  # what to do next: the devices the catalog does price, and how to weigh them
+        priced_hint = priced_devices_hint(catalog, experiment, [p for p in catalog.path.split(", ") if p],
+                                          protocol_path=protocol_path, variants_path=options.variants_path)
+        decision = f"{decision} {priced_hint}" if priced_hint else decision
     if options.what_if:
         decision = f"What-if protocol ({options.what_if}): {decision}"
     summaries = tables.summaries(table, configs)
@@ -116,6 +131,7 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         passes_per_variant=protocol.passes_per_variant,
         settle=settle_command(experiment, protocol, protocol_path, catalog, options.variants_path, choice.undecided),
         stage=stage,
+        priced_hint=priced_hint,
         reproduce=protocol.reproduce,
         confirmations=confirmed,
         seeds=protocol.seeds,

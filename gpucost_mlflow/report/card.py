@@ -8,7 +8,7 @@ from __future__ import annotations
 from gpucost_mlflow.core.measurement.confirmation import NOT_YET
 from gpucost_mlflow.core.measurement.stats import DEFAULT_CONFIDENCE, repetitions_needed, separate
 from gpucost_mlflow.core.money import costs, units
-from gpucost_mlflow.core.money.choice import NOT_HELD, STAGE_OPEN, Doubt, doubt
+from gpucost_mlflow.core.money.choice import NOT_HELD, NOTHING_PRICED, STAGE_OPEN, Doubt, doubt
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, NO_PLAN, Assessment
 from gpucost_mlflow.core.money.plans import Plan
 from gpucost_mlflow.report import short, standing
@@ -21,7 +21,7 @@ HINTS = {
     "nothing accepted": "a pass that completes the corpus with every check passed",
     "no configuration is feasible": "configurations whose every counted pass is accepted (see the standing column)",
     NO_PLAN: "a `plan:` in the protocol (setup and waiting hours, restarts, start)",
-    "nothing priced": "a catalog row for the device measured, or a what-if catalog (`gpucost catalog example`)",
+    NOTHING_PRICED: "a catalog row for the device measured, or a what-if catalog (`gpucost catalog example`)",
     "the deadline cannot be checked": "a `plan.start` in the protocol",
     "deadline missed": "a later deadline, or a configuration fast enough to meet it",
     "no stable configuration": "re-measuring: every timely configuration's durations spread beyond max_spread_ratio",
@@ -229,8 +229,9 @@ def lines(report: Report) -> list[tuple[str, str]]:
         result = _undecided(report, names)
     else:
         said = choice.none + choice.detail if choice.none == STAGE_OPEN else choice.none
+        hint = HINTS.get(choice.none, "see the decision note below")
         result = [("No decision", said or "nothing to decide"),
-                  ("Would change it", HINTS.get(choice.none, "see the decision note below"))]
+                  ("Would change it", f"{hint}. {report.priced_hint}" if report.priced_hint else hint)]
         if choice.none == NOT_HELD:
             result.insert(1, ("Confirmation", "; ".join(f"{name} not confirmed: {found.figures}"
                                                          for name, found in report.confirmations.items()

@@ -45,6 +45,7 @@ class Report:
     experiment_id: str = ""  # for run links; without it they use the UI's direct route #/runs/<id>
     # The command that runs the protocol's second stage (`gpucost campaign --settle ...`, its ceiling), or why none can
     settle: str = ""
+    priced_hint: str = ""  # nothing priced: which devices the catalog prices, and the `gpucost fleet plan` command
     stage: object = None  # core/campaign/settle.StagePlan: the latest second stage recorded on the passes, if any
     reproduce: str = "bounded-deviation"  # what the protocol declares a repetition is to reproduce
     confirmations: dict = field(default_factory=dict)  # the chosen configurations' Confirmation, by name

@@ -14,6 +14,8 @@ from gpucost_mlflow.core.money.breakeven import BreakEven, Priced, break_even
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, NO_PLAN, Assessment, assess_one
 from gpucost_mlflow.core.money.plans import covering_plans, to_hours
 
+NOTHING_PRICED = "nothing priced"  # the short reason when no feasible configuration has a covering plan
+
 
 def decidable(a: Assessment) -> bool:
     """Feasible, priced and stable: a configuration the decision may weigh."""
@@ -157,7 +159,7 @@ def choose(assessments: list[Assessment], deadline_declared: bool = True) -> Cho
         return Choice(none=NO_PLAN, detail=" (declare `plan:` in the protocol: setup and waiting hours, restarts, start)")
     priced = [a for a in feasible if a.plan is not None]
     if not priced:
-        return Choice(none="nothing priced", detail=" (" + "; ".join(sorted({a.priced for a in feasible})) + ")")
+        return Choice(none=NOTHING_PRICED, detail=" (" + "; ".join(sorted({a.priced for a in feasible})) + ")")
     if deadline_declared and all(a.forecast_end is None for a in priced):
         return Choice(none="the deadline cannot be checked", detail=" (no plan.start declared in the protocol)")
     timely = _timely(priced, deadline_declared)
