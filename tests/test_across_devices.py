@@ -111,8 +111,8 @@ def test_a_close_call_across_devices_is_undecided_and_its_card_keeps_to_one_devi
                   "device, batch8 on A10G would commit 5.53 USD (a10g hourly, 1 lot, 6.9114 h billed (min 60 s, per 1 s) "
                   "on aws g5.xlarge in us-east-1)")),
         ("Run", "batch8 on L4, the fastest median (10.400 s), or any of them on L4: the plan covers each"),
-        ("In doubt", ("0.00 USD: the rent beyond the cheapest of their own plans on L4 (batch8 on L4 at 5.38 USD), while "
-                      "it is not known which is really faster")),
+        ("In doubt", ("0.00 USD on L4: the plan is its one undecided configuration's own (batch8 on L4 at 5.38 USD); "
+                      "every other device's covering plan costs more")),
     ]
     devices, run = rented_and_run(built)
     assert run == L4 and L4 in devices
@@ -287,3 +287,15 @@ def test_an_undecided_group_across_devices_says_how_to_settle_on_each(experiment
     assert built.settle.startswith(f"`gpucost fleet launch --settle --experiment scenario --protocol {path} --catalog "
                                    f"{catalog} --max-hours H --max-cost USD` runs each device's own configurations on "
                                    f"its GPU type ({L4}, {A10G}), or `gpucost campaign --settle")
+
+
+def test_a_stage_left_open_holds_only_its_choosable_configurations_undecided_and_names_the_missing_device():
+    from gpucost_mlflow.core.money.choice import STAGE_OPEN, await_stage
+    from tests.synthetic_report import CPU, decided_report
+
+    report_ = decided_report(figures=False)
+    held = await_stage(report_.choice, report_.assessments, {CPU: ("batch8", "batch8-int8"), A10G: ("batch8",)}, [A10G])
+    assert held.none == STAGE_OPEN and not held.decided
+    assert [a.configuration.variant for a in held.undecided] == ["batch8"]  # batch8-int8 was rejected: never held
+    assert f"no result yet from {A10G}" in held.detail
+    assert await_stage(report_.choice, report_.assessments, {CPU: ("batch8",)}, []) is report_.choice

@@ -173,10 +173,20 @@ def _rent_run_doubt(found: Doubt, group: list[Assessment], names: short.Names) -
                   f"slowest pass of {covered}{example}")),
         ("Run", (f"{names.of(found.fastest.configuration)}, the fastest median "
                  f"({found.fastest.configuration.durations.median:,.3f} s), {run_any}: the plan covers each")),
-        ("In doubt", (f"{costs.money(found.in_doubt, currency)}: the rent beyond the cheapest of {against} "
-                      f"({names.of(cheapest.configuration)} at {costs.money(cheapest.committed, currency)}), "
-                      "while it is not known which is really faster")),
+        ("In doubt", _in_doubt(found, mine, cheapest, against, names)),
     ]
+
+
+def _in_doubt(found: Doubt, mine: list[Assessment], cheapest: Assessment, against: str, names: short.Names) -> str:
+    """The rent beyond the cheapest of the rented device's own plans; with one undecided configuration there, its own
+    plan is the rent and the other devices' plans are dearer (the Rent line names them)."""
+    currency = found.rent.currency
+    own = f"{names.of(cheapest.configuration)} at {costs.money(cheapest.committed, currency)}"
+    if len(mine) == 1 and found.elsewhere:
+        return (f"{costs.money(found.in_doubt, currency)} on {short.device(cheapest.configuration.device)}: the plan "
+                f"is its one undecided configuration's own ({own}); every other device's covering plan costs more")
+    return (f"{costs.money(found.in_doubt, currency)}: the rent beyond the cheapest of {against} ({own}), while it is "
+            "not known which is really faster")
 
 
 def _undecided(report: Report, names: short.Names) -> list[tuple[str, str]]:

@@ -247,7 +247,8 @@ def await_stage(choice: Choice, assessments: list[Assessment], stage: dict[str, 
     variants in the stage; `missing`: the devices whose passes have not all ended)."""
     if not missing:
         return choice
-    group = [a for a in assessments if a.configuration.variant in stage.get(a.configuration.device, ())]
+    group = [a for a in assessments if a.configuration.variant in stage.get(a.configuration.device, ())
+             and decidable(a)]
     return Choice(none=STAGE_OPEN, undecided=group, notes=choice.notes,
                   others=[a for a in choice.chosen + choice.others if not any(a is g for g in group)],
                   detail=(f" (no result yet from {', '.join(missing)}: its stage is still running there, or its machine "
