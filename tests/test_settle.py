@@ -116,3 +116,18 @@ def test_settle_on_an_undecided_store_runs_only_the_undecided_to_equal_counts_wi
                                        str(tmp_path / "corpus.jsonl"), "--model", str(tmp_path / "model")])
     assert again.exit_code == 0 and again.output.startswith("nothing to settle: Decision: batch4"), again.output
     assert len(stages) == 1
+
+
+@pytest.mark.unit
+def test_a_device_has_reported_when_its_share_is_counted_or_out_and_nothing_of_it_still_runs():
+    from gpucost_mlflow.core.campaign.settle import DeviceShare, Progress, StagePlan, unreported
+
+    plan = StagePlan(8, (DeviceShare("NVIDIA L4", ("batch8", "batch16"), 3), DeviceShare("NVIDIA A10G", ("batch8",), 3)))
+    assert plan == StagePlan.from_record(plan.record())
+    counted = {("NVIDIA L4", "batch8"): Progress(8), ("NVIDIA L4", "batch16"): Progress(8),
+               ("NVIDIA A10G", "batch8"): Progress(8)}
+    assert unreported(plan, counted) == []
+    assert unreported(plan, {**counted, ("NVIDIA A10G", "batch8"): Progress(7)}) == ["NVIDIA A10G"]  # lost or running
+    assert unreported(plan, {**counted, ("NVIDIA L4", "batch16"): Progress(8, running=True)}) == ["NVIDIA L4"]
+    assert unreported(plan, {**counted, ("NVIDIA A10G", "batch8"): Progress(6, out=True)}) == []  # rejected: over
+    assert unreported(plan, {k: v for k, v in counted.items() if k[0] != "NVIDIA A10G"}) == ["NVIDIA A10G"]

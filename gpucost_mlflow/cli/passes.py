@@ -188,7 +188,7 @@ def _second_stage(plan, resume: str | None, catalog_file: tuple[Path, ...], root
     settles there (None, said in one line, when nothing runs here). A stage another device already began is joined,
     never planned again."""
     from gpucost_mlflow.core.inputs.protocol import load_protocol  # deferred: imports numpy
-    from gpucost_mlflow.report.build import command, ended  # deferred: imports mlflow
+    from gpucost_mlflow.report.build import command, progress  # deferred: imports mlflow
 
     plan.stage, plan.tags = STAGE, {**plan.tags, schema.STAGE: STAGE}
     if resume:
@@ -220,8 +220,9 @@ def _second_stage(plan, resume: str | None, catalog_file: tuple[Path, ...], root
             click.echo(f"on {other.device}: `{settles}` on a machine with it runs {', '.join(other.variants)} "
                        f"there ({other.more} more pass(es) each), or `gpucost fleet launch --settle` on every device")
     share = stage_plan.share(here)
-    done = ended(built.assessments)
-    more = stage_plan.target - max((done.get((here, v), 0) for v in share.variants), default=0) if share else 0
+    found = progress(built.assessments)
+    more = (stage_plan.target - max((found[(here, v)].counted for v in share.variants if (here, v) in found),
+                                    default=0)) if share else 0
     if more <= 0:
         click.echo(f"nothing of the stage runs on this machine ({here}): " +
                    ("its share has run" if share else "no undecided configuration ran on it"))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from gpucost_mlflow.core.campaign.settle import STAGE, StagePlan, unreported
+from gpucost_mlflow.core.campaign.settle import STAGE, Progress, StagePlan, unreported
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.fleet.plan import priced_devices_hint
 from gpucost_mlflow.core.inputs.corpus import write_atomic
@@ -247,7 +247,7 @@ def _decided(configs: list[Configuration], protocol: Protocol, catalog: Catalog,
     choice = choose(assessments, deadline_declared=protocol.deadline is not None)
     stage = latest_stage(table)
     if stage is not None:
-        missing = unreported(stage, ended(assessments))
+        missing = unreported(stage, progress(assessments))
         choice = await_stage(choice, assessments, {s.device: s.variants for s in stage.shares}, missing)
     confirmed = confirmations.verdicts(table, choice.chosen, protocol.corpus_size, protocol.confirmation[1])
     choice = hold(choice, confirmed)
@@ -264,14 +264,16 @@ def latest_stage(table: pd.DataFrame) -> StagePlan | None:
     return StagePlan.from_record(rows["settle_plan"].iloc[-1])
 
 
-def ended(assessments: list[Assessment]) -> dict[tuple[str, str], int]:
-    """Per (device, variant), the attempts that ended (accepted, rejected, failed; not running nor interrupted): the
-    fewest of its configurations' when it has several."""
-    found: dict[tuple[str, str], int] = {}
+def progress(assessments: list[Assessment]) -> dict[tuple[str, str], Progress]:
+    """Per (device, variant), where its configuration stands in a second stage (the least advanced one when the
+    variant has several configurations on the device): counted passes, one running, one failed or rejected."""
+    found: dict[tuple[str, str], Progress] = {}
     for a in assessments:
+        statuses = a.configuration.statuses
+        mine = Progress(len(a.configuration.durations.values), Status.RUNNING in statuses,
+                        Status.FAILED in statuses or Status.REJECTED in statuses)
         key = (a.configuration.device, a.configuration.variant)
-        done = sum(1 for s in a.configuration.statuses if s not in (Status.RUNNING, Status.INTERRUPTED))
-        found[key] = min(found.get(key, done), done)
+        found[key] = min(found.get(key, mine), mine, key=lambda p: (not p.running, p.counted))
     return found
 
 

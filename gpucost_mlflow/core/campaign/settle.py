@@ -126,8 +126,21 @@ def plan_stage(group: Sequence[Member], ceiling: int | None, confidence: float) 
     return stage, StagePlan(stage.target, tuple(shares))
 
 
-def unreported(plan: StagePlan, ended: Mapping[tuple[str, str], int]) -> list[str]:
-    """The devices of the stage whose variants do not all have the stage's passes ended yet (`ended`: per (device,
-    variant), its attempts that ended: accepted, rejected or failed; a running or interrupted one has not): the stage
-    is still running there, or its machine was lost."""
-    return [s.device for s in plan.shares if any(ended.get((s.device, v), 0) < plan.target for v in s.variants)]
+@dataclass(frozen=True)
+class Progress:
+    """Where one configuration of a stage stands: its counted passes, whether one is still running, whether one failed
+    or was rejected (it cannot be chosen whatever more passes show: its share is over)."""
+
+    counted: int
+    running: bool = False
+    out: bool = False
+
+
+def unreported(plan: StagePlan, progress: Mapping[tuple[str, str], Progress]) -> list[str]:
+    """The devices of the stage that have not reported (`progress`: per (device, variant)): a share has reported when
+    none of its passes is still running and each of its variants has the stage's passes counted, or is out (failed or
+    rejected); otherwise its stage is still running there, or its machine was lost."""
+    def done(found: Progress | None) -> bool:
+        return found is not None and not found.running and (found.counted >= plan.target or found.out)
+
+    return [s.device for s in plan.shares if not all(done(progress.get((s.device, v))) for v in s.variants)]
