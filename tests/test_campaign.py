@@ -218,6 +218,9 @@ def test_a_campaign_rejudges_its_pending_passes_once_its_reference_passes(store,
     bf16 = MlflowClient().get_run(table["run_id"][0]).data.tags
     assert f"against reference run {table['run_id'][1]} (first pending)" in bf16[schema.REJUDGED]
     assert f"re-judged batch8-bf16 run {table['run_id'][0]}: pending -> accepted" in result.output
+    judged = MlflowClient().get_run(table["run_id"][0]).data.metrics  # flips counted on re-judging, from both
+    assert {"flips_lost", "flips_gained"} <= set(judged)  # verdicts' correct ids (the corpus is not read again)
+    assert "flips_lost" not in MlflowClient().get_run(table["run_id"][1]).data.metrics  # the reference: none
     parent = MlflowClient().search_runs([MlflowClient().get_experiment_by_name("camp").experiment_id],
                                         filter_string=f"tags.`{schema.ROLE}` = 'campaign'")[0]
     assert parent.data.metrics[schema.HARNESS_OVERHEAD] >= 0 and "harness overhead:" in result.output

@@ -39,6 +39,11 @@ ELAPSED_UNTIL_FAILURE_S = "elapsed_until_failure_s"
 # Quality against gold labels (core/judging/quality.py): what a protocol's main_metric may name.
 ACCURACY = "accuracy"
 MACRO_F1 = "macro_f1"
+# Answers that changed against the reference, where gold labels exist (core/judging/flips.py): right in the
+# reference and wrong in the pass (lost), the reverse (gained), and the exact McNemar p-value (absent when none changed).
+FLIPS_LOST = "flips_lost"
+FLIPS_GAINED = "flips_gained"
+FLIPS_P = "flips_mcnemar_p"
 # A generation pass's measured clock split: prompt processing to the first new token, then the decoding.
 PREFILL_S = "prefill_s"
 DECODE_S = "decode_s"

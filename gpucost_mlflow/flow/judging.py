@@ -126,6 +126,7 @@ def verdict(prepared: Prepared, outcome: PassOutcome, judged: judge.Judgement, m
         "quality_verdict": judged.quality_verdict,
         "reference": judged.comparison,
         "gold_labels": prepared.corpus.gold_labels,
+        **({"correct_ids": judged.correct} if judged.correct is not None else {}),
         "audit": audit_record,
         "protocol_digest": prepared.protocol.digest,
         "missing_measurements": judge.missing_measurements(

@@ -8,6 +8,7 @@ import pandas as pd
 
 from gpucost_mlflow.core.inputs.identity import Identity
 from gpucost_mlflow.core.inputs.variants import Variant
+from gpucost_mlflow.core.judging import flips
 from gpucost_mlflow.core.judging.status import Status, interrupted
 from gpucost_mlflow.core.kinds import engines
 from gpucost_mlflow.core.measurement import energy
@@ -23,6 +24,8 @@ from gpucost_mlflow.core.names import (
     EXPECTED_IDS,
     EXPORT_S,
     FIRST_LAP_S,
+    FLIPS_GAINED,
+    FLIPS_LOST,
     GPU_UTILISATION,
     LOAD_S,
     MACRO_F1,
@@ -216,6 +219,7 @@ class Summary:
     energy_reason: str = ""  # why either is empty, or the counter's flag
     joules_net_per_pass: float | None = None  # median energy_net_j: energy less the idle power over pass_s
     net_reason: str = ""  # why it is empty: no cooldown_s (no idle power), or no energy
+    flips: str = ""  # answers changed against the reference by direction ('3 lost, 1 gained ...'), '' when not counted
 
 
 def summaries(table: pd.DataFrame, configs: list[Configuration]) -> list[Summary]:
@@ -243,8 +247,26 @@ def summaries(table: pd.DataFrame, configs: list[Configuration]) -> list[Summary
                           {key: float(completed[key].mean()) for key in (CPU_UTILISATION, GPU_UTILISATION)
                            if key in completed and completed[key].notna().any()})
         _energy(summary, completed)
+        summary.flips = flips_text(rows)
         result.append(summary)
     return result
+
+
+def flips_text(rows: pd.DataFrame) -> str:
+    """The answers its accepted passes changed against the reference, by direction, with the exact McNemar p-value:
+    one figure when every pass changed the same ones (a deterministic configuration), else their range; '' when
+    none was counted (no gold labels, the reference itself, or passes recorded before flips were counted)."""
+    if FLIPS_LOST not in rows:
+        return ""
+    counted = rows[(rows["status"] == Status.ACCEPTED) & rows[FLIPS_LOST].notna()]
+    if not len(counted):
+        return ""
+    lost, gained = counted[FLIPS_LOST].astype(int), counted[FLIPS_GAINED].astype(int)
+    if lost.nunique() == 1 and gained.nunique() == 1:
+        inputs = int(counted[EXPECTED_IDS].iloc[-1]) if EXPECTED_IDS in counted else len(rows)
+        return flips.Flips(int(lost.iloc[-1]), int(gained.iloc[-1]), inputs).line()
+    return (f"{lost.min()}-{lost.max()} lost, {gained.min()}-{gained.max()} gained over {len(counted)} passes "
+            "(the passes changed different answers)")
 
 
 def _flagged(rows: pd.DataFrame, flag: str) -> int:

@@ -23,7 +23,7 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.protocol import Protocol, load_protocol
-from gpucost_mlflow.core.judging import judge, verdicts
+from gpucost_mlflow.core.judging import flips, judge, verdicts
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.tracking import descriptions, experiments, schema, search, writer
@@ -151,10 +151,20 @@ def rejudge(experiment: str, protocol: Protocol, client: MlflowClient | None = N
             result = rules.judge_against_reference(_checks(first, run.data.tags), dict(run.data.metrics), back,
                                                    load_reference(reference_run, rules, protocol, labels, folder),
                                                    protocol.acceptance)
+            _add_flips(result, first, _verdict(reference_run.info.run_id, folder))
             _record(client, run, result, reference_run.info.run_id, first, folder)
             judged.append(Rejudged(run.info.run_id, run.data.tags.get(schema.VARIANT, ""), result.status,
                                    result.reason, reference_run.info.run_id))
     return judged
+
+
+def _add_flips(result: judge.Judgement, first: dict, reference: dict) -> None:
+    """The answers that changed against the reference, by direction, where both verdicts recorded their correct ids:
+    in the comparison verdict.json keeps and among the figures the new verdict logs."""
+    changed = flips.from_verdicts(first, reference)
+    if changed is not None:
+        result.comparison = {**result.comparison, "flips": changed.record(),
+                             "metrics": {**(result.comparison.get("metrics") or {}), **judge.flip_metrics(changed)}}
 
 
 def _record(client: MlflowClient, run, result: judge.Judgement, reference_run: str, first: dict,

@@ -10,12 +10,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from gpucost_mlflow.core.inputs.fingerprints import stable_rank
-from gpucost_mlflow.core.judging import verdicts
+from gpucost_mlflow.core.judging import flips, verdicts
 from gpucost_mlflow.core.judging.quality import evaluate
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.judging.verdicts import Check
 from gpucost_mlflow.core.kinds import registry
-from gpucost_mlflow.core.names import COMPLETED_ENTRIES
+from gpucost_mlflow.core.names import COMPLETED_ENTRIES, FLIPS_GAINED, FLIPS_LOST, FLIPS_P
 
 REFERENCE_CHECKS = ("reference_agreement", "reference_metric")
 # The kind-neutral checks whose failure the quality verdict names: the labels' (scored for every output read as
@@ -48,6 +48,7 @@ class Judgement:
     counts: dict = field(default_factory=dict)
     quality: dict = field(default_factory=dict)
     comparison: dict = field(default_factory=dict)
+    correct: list[str] | None = None  # the ids labelled as gold, where gold labels exist (flips count from them)
 
     @property
     def ids_match(self) -> bool:
@@ -114,14 +115,29 @@ def judge(given: Judging) -> Judgement:
         checks += verdicts.quality_checks(quality if back.ids else {}, given.acceptance)
     if audit is not None:
         checks.append(audit)
+    gold = {row["id"]: row["label"] for row in given.rows} if given.gold_labels else None
+    correct = flips.correct_ids(gold, back.labels) if gold is not None else None
     compare = None
     if reference is not None:
         def compare():
             found, comparison = verdicts.reference_checks(
                 quality, back.labels, reference.metrics, reference.labels, given.acceptance, reference.run_id)
-            return found, comparison, {}
+            if correct is None:
+                return found, comparison, {}
+            changed = flips.count(sorted(reference.labels), correct, flips.correct_ids(gold, reference.labels))
+            return found, {**comparison, "flips": changed.record()}, flip_metrics(changed)
     no_gold = NO_GOLD if audit is None else f"no gold labels: audit {'passed' if audit.passed else 'failed'}"
-    return conclude(given, checks, counts, quality if back.ids else {}, compare, no_gold)
+    judged = conclude(given, checks, counts, quality if back.ids else {}, compare, no_gold)
+    judged.correct = correct
+    return judged
+
+
+def flip_metrics(changed: flips.Flips) -> dict[str, float]:
+    """The flips as a pass's metrics (the p-value absent when no answer changed)."""
+    found = {FLIPS_LOST: float(changed.lost), FLIPS_GAINED: float(changed.gained)}
+    if changed.p_value is not None:
+        found[FLIPS_P] = changed.p_value
+    return found
 
 
 def conclude(given: Judging, checks: Sequence[Check], counts: dict, quality: dict,
