@@ -4,6 +4,7 @@ minimum bill."""
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from gpucost_mlflow.core.inputs.protocol import load_protocol
 from gpucost_mlflow.core.inputs.protocol_diff import changed_fields
 from gpucost_mlflow.core.money.catalog import example_catalog
+from gpucost_mlflow.core.names import FIRST_LAP_S, MEASURED_TOTAL_S, REPETITIONS
 from tests.helpers import ROOT, SHIPPED_PROTOCOL
 from tests.scenario import report
 
@@ -36,13 +38,22 @@ def test_the_demo_protocol_is_the_shipped_one_on_a_slice_with_a_job_of_4000_corp
                                               "corpus.file", "corpus.slice_of", "corpus.size", "corpus.buckets.short",
                                               "corpus.buckets.medium", "corpus.buckets.long",
                                               "settle.max_passes_per_variant",  # the demo's second stage
-                                              "confirmation.min_s"}
+                                              "confirmation.min_s",
+                                              "min_measured_s"}  # its bf16 passes last under a second
+    assert demo.min_measured_s == 3
+
+
+def repeated(first_lap: float, min_measured_s: float = 3.0) -> dict:
+    """What a pass under the demo's min_measured_s records of a corpus whose one lap takes first_lap seconds: the laps
+    inside one clock of at least min_measured_s, their total and the first lap (pass_s, their mean, is first_lap)."""
+    laps = max(1, math.ceil(min_measured_s / first_lap))
+    return {REPETITIONS: laps, MEASURED_TOTAL_S: laps * first_lap, FIRST_LAP_S: first_lap}
 
 
 def test_the_demo_job_priced_by_the_hour_separates_configurations_by_committed_cost(experiment, tmp_path):
     for variant, seconds in DURATIONS.items():
         for value in seconds:
-            experiment(variant, "AMD EPYC", value)
+            experiment(variant, "AMD EPYC", value, metrics_extra=repeated(value))
     catalog = tmp_path / "this-machine.csv"
     catalog.write_text(example_catalog("AMD EPYC", Decimal("0.10"), "usd", Decimal(1), Decimal(1), "2026-12-01"))
 
@@ -54,6 +65,25 @@ def test_the_demo_job_priced_by_the_hour_separates_configurations_by_committed_c
     assert committed == {"batch8-bf16": "0.60", "batch8-lengthgrouped": "0.80", "batch8": "1.10"}
     assert built.decision.startswith("Decision: batch8-bf16 on AMD EPYC, this-machine hourly, 1 lot, 6 h billed")
     assert "covers 4,000 corpus(es) of 500 inputs" in built.decision
+
+
+def test_a_store_whose_fastest_configuration_has_only_sub_second_passes_is_not_decided_on_them(experiment, tmp_path):
+    # The same durations, each pass timing one corpus alone: batch8-bf16's 0.90-0.95 s are too short to time, so it
+    # is not separated from batch8-lengthgrouped, whose slowest pass would price it at 0.80: undecided, and more
+    # passes do not help.
+    for variant, seconds in DURATIONS.items():
+        for value in seconds:
+            experiment(variant, "AMD EPYC", value)
+    catalog = tmp_path / "this-machine.csv"
+    catalog.write_text(example_catalog("AMD EPYC", Decimal("0.10"), "usd", Decimal(1), Decimal(1), "2026-12-01"))
+    built, _ = report(catalog=catalog, protocol_path=DEMO_PROTOCOL)
+    assert built.decision.startswith("No decision: undecided between batch8-bf16 on AMD EPYC at 0.60 USD and ")
+    assert ("undecided: too short to time: set min_measured_s (batch8-bf16 on AMD EPYC too short to time reliably "
+            "(0.900 s < 1 s))") in built.decision
+    assert "more passes of durations the clock cannot time do not settle it" in built.decision
+    from gpucost_mlflow.report import card
+
+    assert "too short to time: set min_measured_s to separate batch8-bf16 from" in dict(card.lines(built))["Settle"]
 
 
 # The demo's undecided store (issue 41): three length-grouped configurations whose durations overlap, priced by the

@@ -206,9 +206,9 @@ def _second_stage(plan, resume: str | None, catalog_file: tuple[Path, ...], root
         if not undecided:
             click.echo(f"nothing to settle: {built.decision}")
             return None
-        stage, stage_plan = plan_stage([Member(a.configuration.device, a.configuration.variant,
-                                               a.configuration.durations.values) for a in undecided],
-                                       protocol.settle_max_passes, protocol.confidence)
+        members = [Member(a.configuration.device, a.configuration.variant, a.configuration.durations.values,
+                          a.configuration.too_short) for a in undecided]
+        stage, stage_plan = plan_stage(members, protocol.settle_max_passes, protocol.confidence)
         click.echo(stage.line())
         if stage_plan is None:
             return None

@@ -6,7 +6,13 @@ deadline, the runner-up and its margin, and what would change the decision. Name
 from __future__ import annotations
 
 from gpucost_mlflow.core.measurement.confirmation import NOT_YET
-from gpucost_mlflow.core.measurement.stats import DEFAULT_CONFIDENCE, repetitions_needed, separate
+from gpucost_mlflow.core.measurement.stats import (
+    DEFAULT_CONFIDENCE,
+    NOT_BY_PASSES,
+    TOO_SHORT_TO_TIME,
+    repetitions_needed,
+    separate,
+)
 from gpucost_mlflow.core.money import costs, units
 from gpucost_mlflow.core.money.choice import NOT_HELD, NOTHING_PRICED, STAGE_OPEN, Doubt, doubt
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, NO_PLAN, Assessment
@@ -119,6 +125,8 @@ def _tie_words(chosen: list[Assessment], names: short.Names) -> str:
     a, b = chosen[0], chosen[1]
     needed = repetitions_needed(a.configuration.durations.values, b.configuration.durations.values, _confidence(a))
     pair = f"{names.of(a.configuration)} from {names.of(b.configuration)}"
+    if a.configuration.too_short or b.configuration.too_short:
+        return f"{TOO_SHORT_TO_TIME} to separate {pair}: {NOT_BY_PASSES}"
     if needed is None:
         return f"no median difference separates {pair}: more passes are unlikely to settle the tie"
     return (f"about {needed} passes per configuration would separate {pair} (Noether's estimate for the separation "
@@ -204,7 +212,12 @@ def _undecided(report: Report, names: short.Names) -> list[tuple[str, str]]:
     settle = []
     for other in group[1:]:
         if separate(first.configuration.name, first.configuration.durations.values, other.configuration.name,
-                    other.configuration.durations.values, confidence=_confidence(first)).decided:
+                    other.configuration.durations.values, confidence=_confidence(first),
+                    too_short_to_time=(first.configuration.too_short, other.configuration.too_short)).decided:
+            continue
+        if first.configuration.too_short or other.configuration.too_short:
+            settle.append(f"{TOO_SHORT_TO_TIME} to separate {names.of(first.configuration)} from "
+                          f"{names.of(other.configuration)}: {NOT_BY_PASSES}")
             continue
         needed = repetitions_needed(first.configuration.durations.values, other.configuration.durations.values,
                                     _confidence(first))

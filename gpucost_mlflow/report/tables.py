@@ -151,6 +151,8 @@ def configurations(table: pd.DataFrame, corpus_size: int | None = None) -> list[
                            for row in excluded.itertuples(index=False)),
             output_tokens_per_input=tokens_per_input(rows, (TOKENS_GENERATED,)),
             input_tokens_per_input=tokens_per_input(rows, (TOKENS_INPUT, TOKENS_PROMPT)),
+            measured_s=tuple(float(v) for v in (completed[MEASURED_TOTAL_S].fillna(completed[PASS_S])
+                                                if MEASURED_TOTAL_S in completed else completed[PASS_S])),
         ))
     return configs
 
@@ -322,7 +324,8 @@ def separations(configs: list[Configuration], variants: dict[str, Variant],
                 if (device, frozenset((first, second))) not in seen:
                     seen.add((device, frozenset((first, second))))
                     pairs.append((label, separate(first, present[first].durations.values,
-                                                  second, present[second].durations.values, required, confidence)))
+                                                  second, present[second].durations.values, required, confidence,
+                                                  (present[first].too_short, present[second].too_short))))
     return pairs
 
 

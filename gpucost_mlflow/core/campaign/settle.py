@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.measurement.stats import repetitions_needed
+from gpucost_mlflow.core.measurement.stats import NOT_BY_PASSES, repetitions_needed
 
 STAGE = "settle"  # the campaign stage tag of a second stage's campaign and passes
 
@@ -101,6 +101,7 @@ class Member:
     device: str
     variant: str
     durations: tuple[float, ...]
+    too_short: str = ""  # its durations were measured under the floor (core/measurement/stats.py `too_short`)
 
 
 def plan_stage(group: Sequence[Member], ceiling: int | None, confidence: float) -> tuple[SecondStage, StagePlan | None]:
@@ -116,6 +117,11 @@ def plan_stage(group: Sequence[Member], ceiling: int | None, confidence: float) 
                                "they differ in stack, and one campaign on that machine cannot run each of them")
     label = (lambda m: m.variant) if len(devices) == 1 else (lambda m: f"{m.variant} on {m.device}")
     stage = second_stage([(label(m), m.durations) for m in group], ceiling, confidence)
+    untimed = [f"{label(m)} {m.too_short}" for m in group if m.too_short]
+    if untimed and stage.more:
+        done = max(len(m.durations) for m in group)
+        return SecondStage(stage.variants, 0, done, stage.needed, ceiling,
+                           f"{', '.join(untimed)}: {NOT_BY_PASSES}"), None
     if not stage.more:
         return stage, None
     shares = []

@@ -144,10 +144,11 @@ def under_sampled(count: int, required: int | None) -> str:
 
 
 def separate(name_a: str, a: Sequence[float], name_b: str, b: Sequence[float], required: int | None = None,
-             confidence: float = DEFAULT_CONFIDENCE) -> Separation:
-    """Decided only when both have the required passes (one pass never beats five, PROTOCOL.md §5) and the
-    Hodges-Lehmann interval of the shift at `confidence` excludes zero (a spread comparable to the difference does not
-    decide, §6)."""
+             confidence: float = DEFAULT_CONFIDENCE, too_short_to_time: tuple[str, str] = ("", "")) -> Separation:
+    """Decided only when both have the required passes (one pass never beats five, PROTOCOL.md §5), neither side's
+    durations were measured under the floor (`too_short_to_time`: each side's `too_short` reason, '' when it was not)
+    and the Hodges-Lehmann interval of the shift at `confidence` excludes zero (a spread comparable to the difference
+    does not decide, §6)."""
     da, db = Durations(tuple(a)), Durations(tuple(b))
     if not da.values or not db.values:
         missing = name_a if not da.values else name_b
@@ -161,13 +162,17 @@ def separate(name_a: str, a: Sequence[float], name_b: str, b: Sequence[float], r
     spread = max(da.spread, db.spread)
     overlap = fast.maximum >= slow.minimum
     interval = shift_interval(fast.values, slow.values, confidence)
-    decided = interval is not None and interval[0] > 0 and not short
+    untimed = [f"{name} {reason}" for name, reason in zip((name_a, name_b), too_short_to_time) if reason]
+    decided = interval is not None and interval[0] > 0 and not short and not untimed
     p_value = permutation_p_value(a, b)
     level = f"{100 * confidence:g} %"
     shown = f"{interval[0]:.3f} to {interval[1]:.3f} s" if interval else "not computable from so few passes"
     if short:
         verdict = (f"undecided: {' and '.join(short)} (median difference {difference:.3f} s); run the missing passes "
                    "under the same protocol")
+    elif untimed:
+        verdict = (f"undecided: {TOO_SHORT_TO_TIME} ({', '.join(untimed)}); the median difference {difference:.3f} s "
+                   "is not read on durations the clock cannot time")
     elif decided:
         verdict = (f"{faster} faster than {slower} by {difference:.3f} s (median); the {level} interval of the "
                    f"difference, {shown}, excludes zero")
@@ -225,6 +230,9 @@ def repetitions_needed(a: Sequence[float], b: Sequence[float], confidence: float
 
 
 SHORTEST_RELIABLE_S = 1.0  # a measured part under a second times clock noise and boost behaviour more than the work
+TOO_SHORT_TO_TIME = "too short to time: set min_measured_s"  # why durations under it separate nothing
+NOT_BY_PASSES = ("more passes of durations the clock cannot time do not settle it: a protocol with min_measured_s "
+                 "(the corpus repeated inside the clock), in a new experiment, would")
 
 
 def too_short(pass_s: float | None, floor: float = SHORTEST_RELIABLE_S) -> str:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 from gpucost_mlflow.core.judging.status import Status
-from gpucost_mlflow.core.measurement.stats import DEFAULT_CONFIDENCE, repetitions_needed, separate
+from gpucost_mlflow.core.measurement.stats import DEFAULT_CONFIDENCE, NOT_BY_PASSES, repetitions_needed, separate
 from gpucost_mlflow.core.money import costs, units
 from gpucost_mlflow.core.money.breakeven import BreakEven, Priced, break_even
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, NO_PLAN, Assessment, assess_one
@@ -66,7 +66,8 @@ def _confidence(a: Assessment) -> float:
 def _separation(a: Assessment, b: Assessment):
     required = a.rules.required_passes if a.rules else None
     return separate(a.configuration.name, a.configuration.durations.values,
-                    b.configuration.name, b.configuration.durations.values, required, _confidence(a))
+                    b.configuration.name, b.configuration.durations.values, required, _confidence(a),
+                    (a.configuration.too_short, b.configuration.too_short))
 
 
 def _plan_at(a: Assessment, slowest_h: float):
@@ -132,6 +133,8 @@ def _undecided_detail(tied: list[Assessment], dearer: list[Assessment]) -> str:
         more = (f"about {needed} passes per configuration would let the separation test find the observed difference "
                 f"(Noether's estimate for it, 80 % power)" if needed else
                 "no median difference was observed: more passes are unlikely to separate them")
+        if first.configuration.too_short or other.configuration.too_short:
+            more = NOT_BY_PASSES
         parts.append(f"{other.configuration.name} at {costs.money(other.committed, other.currency)}: "
                      f"{_separation(first, other).verdict.split('; ')[0]}; {more}")
     return (f" between {first.configuration.name} at {costs.money(first.committed, first.currency)} and "

@@ -10,7 +10,14 @@ from decimal import Decimal
 
 from gpucost_mlflow.core.inputs.identity import Identity
 from gpucost_mlflow.core.judging.status import JUDGED, Status
-from gpucost_mlflow.core.measurement.stats import DEFAULT_CONFIDENCE, Durations, Stability, stability, under_sampled
+from gpucost_mlflow.core.measurement.stats import (
+    DEFAULT_CONFIDENCE,
+    Durations,
+    Stability,
+    stability,
+    too_short,
+    under_sampled,
+)
 from gpucost_mlflow.core.measurement.timeline import Span
 from gpucost_mlflow.core.money import costs, units
 from gpucost_mlflow.core.money.catalog import Catalog
@@ -49,6 +56,13 @@ class Configuration:
     output_tokens_per_input: float | None = None  # median over accepted passes (generation); None for other outputs
     seeds_missing: str = ""  # a declared seed of its variant without a feasible configuration (core/judging/seeds.py)
     input_tokens_per_input: float | None = None  # median over accepted passes: the tokens an endpoint bills as input
+    measured_s: tuple[float, ...] = ()  # each counted pass's measured clock (its repetitions' total), in order
+
+    @property
+    def too_short(self) -> str:
+        """Why its durations cannot be read against another's: the shortest measured clock of its counted passes
+        under the floor ('too short to time reliably (0.942 s < 1 s)'); '' when each ran long enough."""
+        return too_short(min(self.measured_s)) if self.measured_s else ""
 
     @property
     def label(self) -> str:
