@@ -51,12 +51,13 @@ def five_batch8(experiment) -> list[str]:
 
 
 def with_predictions(run_id: str, folder: Path, manifest: bool = False) -> str:
-    """Log the run's predictions (every input labelled as by the reference) and, for a pending pass, its manifest."""
+    """Log the run's predictions (every input labelled as by the reference) and, for a pending pass, its manifest: the
+    shipped protocol's 1,000 inputs, enough to show its 0.97 label agreement (30 could not: issue 51)."""
     client = MlflowClient()
     target = folder / run_id
     target.mkdir(parents=True)
     with gzip.open(target / "predictions.jsonl.gz", "wt", encoding="utf-8") as handle:
-        for index in range(30):
+        for index in range(1000):
             handle.write(json.dumps({"id": f"t{index}", "label": LABELS[index % 3], "score": 0.9}) + "\n")
     client.log_artifact(run_id, str(target / "predictions.jsonl.gz"))
     if manifest:

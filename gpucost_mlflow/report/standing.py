@@ -12,13 +12,14 @@ from dataclasses import dataclass
 from gpucost_mlflow.core.money.breakeven import BreakEven, break_even
 from gpucost_mlflow.core.money.choice import Choice
 from gpucost_mlflow.core.money.curve import priced
-from gpucost_mlflow.core.money.decision import Assessment
+from gpucost_mlflow.core.money.decision import QUALITY_NOT_SHOWN, Assessment
 
 CHOSEN, TIED, UNDECIDED, NOT_CONFIRMED = "chosen", "tied", "undecided", "not confirmed"
 COSTS_MORE, SAME_COST = "costs more", "slower at the same cost"
 INFEASIBLE, NOT_PRICED, UNSTABLE, LATE = "infeasible", "not priced", "unstable", "misses the deadline"
 UNDER_SAMPLED, LEFT_OUT = "under-sampled", "left out"
-OUT = (INFEASIBLE, NOT_PRICED, UNSTABLE, LATE, UNDER_SAMPLED, LEFT_OUT, NOT_CONFIRMED)  # what the decision left out
+NOT_SHOWN = QUALITY_NOT_SHOWN  # its bar judged by its interval could not tell on this corpus (core/judging/bounds.py)
+OUT = (INFEASIBLE, NOT_SHOWN, NOT_PRICED, UNSTABLE, LATE, UNDER_SAMPLED, LEFT_OUT, NOT_CONFIRMED)  # left out
 WORDS = (CHOSEN, TIED, UNDECIDED, COSTS_MORE, SAME_COST, *OUT)  # every standing word, and no other
 DRAWN_TIED = 3  # tied configurations drawn at most (they share one cost; more lines would hide each other)
 
@@ -41,7 +42,7 @@ def role(a: Assessment, choice: Choice) -> str:
     if a.under_sampled:
         return UNDER_SAMPLED
     if not a.feasible:
-        return INFEASIBLE
+        return NOT_SHOWN if a.feasibility.startswith(QUALITY_NOT_SHOWN) else INFEASIBLE
     if a.plan is None:
         return NOT_PRICED
     if not a.stable:

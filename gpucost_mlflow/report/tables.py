@@ -9,13 +9,14 @@ import pandas as pd
 from gpucost_mlflow.core.inputs.identity import Identity
 from gpucost_mlflow.core.inputs.variants import Variant
 from gpucost_mlflow.core.judging import flips
+from gpucost_mlflow.core.judging.bounds import NOT_SHOWN
 from gpucost_mlflow.core.judging.status import Status, interrupted
 from gpucost_mlflow.core.kinds import engines
 from gpucost_mlflow.core.measurement import energy
 from gpucost_mlflow.core.measurement.repetitions import one_corpus_each
 from gpucost_mlflow.core.measurement.stats import DEFAULT_CONFIDENCE, Durations, Separation, separate, too_short
 from gpucost_mlflow.core.measurement.timeline import Span, concurrent
-from gpucost_mlflow.core.money.decision import Assessment, Configuration, ExcludedPass
+from gpucost_mlflow.core.money.decision import QUALITY_NOT_SHOWN, Assessment, Configuration, ExcludedPass
 from gpucost_mlflow.core.names import (
     CONVERT_S,
     CPU_UTILISATION,
@@ -153,8 +154,20 @@ def configurations(table: pd.DataFrame, corpus_size: int | None = None) -> list[
             input_tokens_per_input=tokens_per_input(rows, (TOKENS_INPUT, TOKENS_PROMPT)),
             measured_s=tuple(float(v) for v in (completed[MEASURED_TOTAL_S].fillna(completed[PASS_S])
                                                 if MEASURED_TOTAL_S in completed else completed[PASS_S])),
+            not_shown=not_shown(rows),
         ))
     return configs
+
+
+def not_shown(rows: pd.DataFrame) -> tuple[str, ...]:
+    """Each rejected row whose quality bar was not shown (and none failed): ' on 500 inputs: about 2,131 needed at this
+    rate (reference_agreement 98.60 % of 500 ...)', what follows 'quality not shown' in the feasibility."""
+    found = []
+    for verdict, reason in zip(rows["quality_verdict"].fillna(""), rows["reason"].fillna("")):
+        if str(verdict).startswith(f"{NOT_SHOWN}:"):
+            head, _, tail = str(reason).partition(f": {QUALITY_NOT_SHOWN}")
+            found.append(f"{tail} ({head.split(': ', 1)[0]})" if tail else f": {reason}")
+    return tuple(found)
 
 
 def tokens_per_input(rows: pd.DataFrame, names: tuple[str, ...]) -> float | None:

@@ -29,6 +29,7 @@ class Acceptance:
     max_metric_difference: float | None
     min_label_agreement: float | None
     output: str = DEFAULT_OUTPUT  # what a pass delivers and is judged on: labels, embeddings or generations
+    confidence: float = 0.95  # the protocol's: a share's bar is judged by its exact interval at it (judging/bounds.py)
     # The output's own bar, a record of its rules (embeddings' cosine, generated text's exact match); None when the
     # fields above are all it has.
     bar: object | None = None

@@ -6,7 +6,7 @@ import datetime as dt
 import hashlib
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from pathlib import Path
 
@@ -158,7 +158,7 @@ def load_protocol(path: Path) -> Protocol:
         corpus_size=f.positive("corpus.size"),
         buckets=dict(buckets),
         labels=list(f.get("corpus.labels", list)),
-        acceptance=rules.acceptance(f, metric),
+        acceptance=replace(rules.acceptance(f, metric), confidence=method.confidence(path, document.get("confidence"))),
         passes_per_variant=f.positive("passes_per_variant"),
         warmup=warmup,
         exclusion_rule=" ".join(f.get("exclusion_rule", str).split()),

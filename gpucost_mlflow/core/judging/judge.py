@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from gpucost_mlflow.core.inputs.fingerprints import stable_rank
 from gpucost_mlflow.core.judging import flips, verdicts
+from gpucost_mlflow.core.judging.bounds import NOT_SHOWN
 from gpucost_mlflow.core.judging.quality import evaluate
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.judging.verdicts import Check
@@ -63,16 +64,20 @@ def settle(completed: bool, failure_reason: str, checks: Sequence[Check], pendin
     pending without its reference, accepted otherwise. The quality verdict is empty when nothing was judged."""
     if not completed:
         return Status.FAILED, failure_reason or "failed without a reason", ""
-    failed = [check for check in checks if not check.passed]
-    if failed:
-        status, reason = Status.REJECTED, "; ".join(f"{c.name}: {c.reason}" for c in failed)
+    failed = [check for check in checks if not check.passed and check.shown]
+    unshown = [check for check in checks if not check.shown]
+    if failed or unshown:  # a bar not shown is not met: the corpus is not validated (never chosen, combined, confirmed)
+        status, reason = Status.REJECTED, "; ".join(f"{c.name}: {c.reason}" for c in failed + unshown)
     elif pending:
         status, reason = Status.PENDING, pending
     else:
         status, reason = Status.ACCEPTED, "every check passed"
     quality_names = quality_checks()
     failed_quality = [c.name for c in failed if c.name in quality_names]
-    quality = "failed: " + ", ".join(failed_quality) if failed_quality else "pending reference" if pending else "passed"
+    unshown_quality = [c.name for c in unshown if c.name in quality_names]
+    quality = ("failed: " + ", ".join(failed_quality) if failed_quality else
+               f"{NOT_SHOWN}: " + ", ".join(unshown_quality) if unshown_quality else
+               "pending reference" if pending else "passed")
     return status, reason, quality
 
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from gpucost_mlflow.core.judging.bounds import NOT_SHOWN, PASSED, ShareBound, share_bound
 from gpucost_mlflow.core.kinds.settings import Settings
 from gpucost_mlflow.core.names import EXPECTED_IDS, OBSERVED_IDS
 
@@ -17,20 +18,29 @@ PREDICTIONS = "predictions.jsonl.gz"  # the labels file a pass exports: one JSON
 
 @dataclass
 class Check:
+    """One check: passed, failed, or not shown (`shown` False: its bar judged with its interval could not tell, the
+    corpus too small for it; not passed either, core/judging/bounds.py)."""
+
     name: str
     passed: bool
     reason: str
+    shown: bool = True
 
     def record(self) -> dict:
-        return asdict(self)
+        found = asdict(self)
+        if self.shown:
+            del found["shown"]  # verdict.json as before for every check that was shown
+        return found
 
 
 def summary(checks: Sequence[Check]) -> str:
-    """The checks' names in one short line, failed first: `failed: quality · passed: ids, format, coverage`
-    (each reason stays in verdict.json); '' without checks."""
-    failed = [check.name for check in checks if not check.passed]
+    """The checks' names in one short line, failed first: `failed: quality · not shown: reference_agreement · passed:
+    ids, format, coverage` (each reason stays in verdict.json); '' without checks."""
+    failed = [check.name for check in checks if not check.passed and check.shown]
+    unshown = [check.name for check in checks if not check.shown]
     passed = [check.name for check in checks if check.passed]
     parts = [f"failed: {', '.join(failed)}"] if failed else []
+    parts += [f"{NOT_SHOWN}: {', '.join(unshown)}"] if unshown else []
     return " · ".join(parts + ([f"passed: {', '.join(passed)}"] if passed else []))
 
 
@@ -46,7 +56,8 @@ def outcomes(text: str) -> dict[str, bool]:
 
 def from_records(records: Sequence[dict]) -> list[Check]:
     """The checks as verdict.json keeps them (`Check.record`)."""
-    return [Check(str(item["name"]), bool(item["passed"]), str(item.get("reason", ""))) for item in records]
+    return [Check(str(item["name"]), bool(item["passed"]), str(item.get("reason", "")), bool(item.get("shown", True)))
+            for item in records]
 
 
 @dataclass
@@ -195,28 +206,39 @@ def agreement(labels: dict[str, str], reference: dict[str, str]) -> float:
     return sum(1 for ident, label in reference.items() if labels.get(ident) == label) / len(reference)
 
 
+def agreement_check(labels: dict[str, str], reference: dict[str, str], bar: float, confidence: float,
+                    reference_run: str) -> tuple[Check, ShareBound]:
+    """Label agreement with the reference judged by its exact interval (issue 51): passed when the lower bound
+    reaches `min_label_agreement`, failed when the upper bound is below it, else not shown, with the inputs needed."""
+    hits = sum(1 for ident, label in reference.items() if labels.get(ident) == label)
+    bound = share_bound(hits, len(reference), bar, confidence)
+    return Check("reference_agreement", bound.outcome == PASSED,
+                 f"labels agree with reference run {reference_run}: {bound.words()}",
+                 bound.outcome != NOT_SHOWN), bound
+
+
 def reference_checks(metrics: dict, labels: dict[str, str], reference_metrics: dict, reference_labels: dict[str, str],
                      acceptance, reference_run: str) -> tuple[list[Check], dict]:
-    """Label agreement and metric difference (whole corpus and buckets) against the reference pass."""
+    """Label agreement (by its exact interval, at the acceptance's confidence) and metric difference (whole corpus
+    and buckets) against the reference pass."""
     name = acceptance.main_metric
     share = agreement(labels, reference_labels)
+    agreed, bound = agreement_check(labels, reference_labels, acceptance.min_label_agreement, acceptance.confidence,
+                                    reference_run)
     keys = [name] + sorted(k for k in reference_metrics if k.startswith("bucket_") and k.endswith("_" + name))
     differences = {key: abs(metrics.get(key, float("nan")) - reference_metrics[key]) for key in keys}
     worst_key = max(differences, key=lambda k: differences[k])
     worst = differences[worst_key]
     checks = [
-        Check(
-            "reference_agreement",
-            share >= acceptance.min_label_agreement,
-            f"{100 * share:.2f} % of labels agree with reference run {reference_run} (minimum {100 * acceptance.min_label_agreement:.2f} %)",
-        ),
+        agreed,
         Check(
             "reference_metric",
             worst <= acceptance.max_metric_difference,
             f"largest |{name} difference| {worst:.4f} ({worst_key}) vs reference run {reference_run} (maximum {acceptance.max_metric_difference})",
         ),
     ]
-    return checks, {"run_id": reference_run, "label_agreement": share, "metric_differences": differences}
+    return checks, {"run_id": reference_run, "label_agreement": share, "label_agreement_bound": bound.record(),
+                    "metric_differences": differences}
 
 
 def merge_json_lines(name: str, folders: Sequence[Path], workdir: Path) -> None:

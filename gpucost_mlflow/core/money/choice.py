@@ -11,7 +11,7 @@ from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement.stats import DEFAULT_CONFIDENCE, NOT_BY_PASSES, repetitions_needed, separate
 from gpucost_mlflow.core.money import costs, units
 from gpucost_mlflow.core.money.breakeven import BreakEven, Priced, break_even
-from gpucost_mlflow.core.money.decision import NO_DEADLINE, NO_PLAN, Assessment, assess_one
+from gpucost_mlflow.core.money.decision import NO_DEADLINE, NO_PLAN, QUALITY_NOT_SHOWN, Assessment, assess_one
 from gpucost_mlflow.core.money.plans import covering_plans, to_hours
 
 NOTHING_PRICED = "nothing priced"  # the short reason when no feasible configuration has a covering plan
@@ -154,7 +154,7 @@ def choose(assessments: list[Assessment], deadline_declared: bool = True) -> Cho
     if not any(Status.ACCEPTED in a.configuration.statuses for a in assessments):
         return Choice(none="nothing accepted", detail=" (no pass completed the corpus with every check passed)")
     feasible = [a for a in assessments if a.feasible]
-    notes = _under_sampled_notes(assessments, deadline_declared)
+    notes = _under_sampled_notes(assessments, deadline_declared) + _not_shown_notes(assessments, deadline_declared)
     if not feasible:
         return Choice(none="no configuration is feasible", notes=notes,
                       detail=" (" + "; ".join(f"{a.configuration.name}: {a.feasibility}" for a in assessments) + ")")
@@ -292,6 +292,23 @@ def _under_sampled_notes(assessments: list[Assessment], deadline_declared: bool)
     return [f"Under-sampled, not chosen: {a.configuration.name} is {a.under_sampled}; its passes so far would make it "
             "the choice, but one pass never beats five (PROTOCOL.md §5): run its remaining passes"
             for a in (would.chosen or would.undecided) if a.under_sampled]
+
+
+def _not_shown_notes(assessments: list[Assessment], deadline_declared: bool) -> list[str]:
+    """Name a configuration whose quality was not shown (its bar's interval could not tell on this corpus) that its
+    passes would otherwise have made the choice (or tied, or undecided), with the corpus that would show it."""
+    unshown = [a for a in assessments if a.feasibility.startswith(QUALITY_NOT_SHOWN)]
+    if not unshown:
+        return []
+    candidates = [a for a in assessments if (a.feasible or a in unshown) and a.plan is not None and a.stable]
+    timely = _timely(candidates, deadline_declared)
+    if not timely:
+        return []
+    would = _rank(timely)
+    return [f"Quality not shown, not chosen: {a.configuration.name}, {a.feasibility}; its passes so far would make it "
+            "the choice, but a bar the corpus cannot show is not met (issue 51): a larger comparison corpus (`gpucost "
+            "corpus build --size N`), in a new protocol and experiment, would show it or not"
+            for a in (would.chosen or would.undecided) if any(a is u for u in unshown)]
 
 
 def _exclusion_notes(choice: Choice, assessments: list[Assessment], deadline_declared: bool) -> list[str]:

@@ -57,6 +57,8 @@ class Configuration:
     seeds_missing: str = ""  # a declared seed of its variant without a feasible configuration (core/judging/seeds.py)
     input_tokens_per_input: float | None = None  # median over accepted passes: the tokens an endpoint bills as input
     measured_s: tuple[float, ...] = ()  # each counted pass's measured clock (its repetitions' total), in order
+    not_shown: tuple[str, ...] = ()  # each rejected pass whose quality bar was not shown: why (its interval, the
+    # inputs that would show it), core/judging/bounds.py
 
     @property
     def too_short(self) -> str:
@@ -244,6 +246,9 @@ NO_CAUSE = "no cause recorded: no other pass ran beside it; load from other proc
 NOT_COUNTED = (Status.EXCLUDED, Status.INTERRUPTED)  # neither a result of the configuration nor a countable pass
 
 
+QUALITY_NOT_SHOWN = "quality not shown"  # a configuration whose only rejections are bars its corpus could not show
+
+
 def feasibility(config: Configuration, required: int | None = None) -> tuple[bool, str]:
     """Eligible only if it completed the whole corpus with every check passed in every attempt that counts (not
     excluded, not interrupted by its launcher: a resume runs that slot again), and (given the protocol's
@@ -256,6 +261,8 @@ def feasibility(config: Configuration, required: int | None = None) -> tuple[boo
     if Status.FAILED in counted:
         return False, f"{counted.count(Status.FAILED)} failed attempt(s) (did not complete the corpus)"
     if Status.REJECTED in counted:
+        if counted.count(Status.REJECTED) == len(config.not_shown):
+            return False, f"{QUALITY_NOT_SHOWN}{config.not_shown[-1]}"
         return False, f"{counted.count(Status.REJECTED)} rejected attempt(s) (a check failed)"
     if Status.PENDING in counted:
         return False, "pending reference: not judged against the reference yet"
