@@ -279,36 +279,36 @@ def hold(choice: Choice, confirmations: dict) -> Choice:
                                           for a in failed) + ")")
 
 
-def _under_sampled_notes(assessments: list[Assessment], deadline_declared: bool) -> list[str]:
-    """Name an under-sampled configuration that its passes so far would have made the choice (or tied)."""
-    short = [a for a in assessments if a.under_sampled]
-    if not short:
+def _would_be_chosen(assessments: list[Assessment], held: list[Assessment], deadline_declared: bool) -> list[Assessment]:
+    """Of the configurations held out of the choice (under-sampled, quality not shown), those its passes so far would
+    have made the choice (or tied, or undecided) were they feasible."""
+    if not held:
         return []
-    candidates = [a for a in assessments if (a.feasible or a.under_sampled) and a.plan is not None and a.stable]
+    candidates = [a for a in assessments
+                  if (a.feasible or any(a is h for h in held)) and a.plan is not None and a.stable]
     timely = _timely(candidates, deadline_declared)
     if not timely:
         return []
     would = _rank(timely)
+    return [a for a in (would.chosen or would.undecided) if any(a is h for h in held)]
+
+
+def _under_sampled_notes(assessments: list[Assessment], deadline_declared: bool) -> list[str]:
+    """Name an under-sampled configuration that its passes so far would have made the choice (or tied)."""
+    short = [a for a in assessments if a.under_sampled]
     return [f"Under-sampled, not chosen: {a.configuration.name} is {a.under_sampled}; its passes so far would make it "
             "the choice, but one pass never beats five (PROTOCOL.md §5): run its remaining passes"
-            for a in (would.chosen or would.undecided) if a.under_sampled]
+            for a in _would_be_chosen(assessments, short, deadline_declared)]
 
 
 def _not_shown_notes(assessments: list[Assessment], deadline_declared: bool) -> list[str]:
     """Name a configuration whose quality was not shown (its bar's interval could not tell on this corpus) that its
     passes would otherwise have made the choice (or tied, or undecided), with the corpus that would show it."""
     unshown = [a for a in assessments if a.feasibility.startswith(QUALITY_NOT_SHOWN)]
-    if not unshown:
-        return []
-    candidates = [a for a in assessments if (a.feasible or a in unshown) and a.plan is not None and a.stable]
-    timely = _timely(candidates, deadline_declared)
-    if not timely:
-        return []
-    would = _rank(timely)
     return [f"Quality not shown, not chosen: {a.configuration.name}, {a.feasibility}; its passes so far would make it "
             "the choice, but a bar the corpus cannot show is not met (issue 51): a larger comparison corpus (`gpucost "
             "corpus build --size N`), in a new protocol and experiment, would show it or not"
-            for a in (would.chosen or would.undecided) if any(a is u for u in unshown)]
+            for a in _would_be_chosen(assessments, unshown, deadline_declared)]
 
 
 def _exclusion_notes(choice: Choice, assessments: list[Assessment], deadline_declared: bool) -> list[str]:
