@@ -13,7 +13,7 @@ from gpucost_mlflow.core.inputs.protocol import load_protocol
 from gpucost_mlflow.core.judging import flips, judge
 from gpucost_mlflow.core.judging.verdicts import ReadBack
 from gpucost_mlflow.core.names import FLIPS_GAINED, FLIPS_LOST, FLIPS_P
-from gpucost_mlflow.report.tables import flips_text
+from gpucost_mlflow.report.tables import agreement_text, flips_text
 from tests.helpers import LABELS, SHIPPED_PROTOCOL
 
 pytestmark = pytest.mark.unit
@@ -54,6 +54,8 @@ def test_a_variant_that_loses_correct_answers_while_its_f1_holds_is_counted_agai
         reference_name="batch8"))
     assert judged.comparison["flips"] == {"lost": 3, "gained": 0, "inputs": 30, "mcnemar_p": 0.25}
     assert judged.quality[FLIPS_LOST] == 3 and judged.quality[FLIPS_GAINED] == 0 and judged.quality[FLIPS_P] == 0.25
+    assert judged.quality["label_agreement"] == 0.9  # 27 of 30, and its exact interval beside it
+    assert judged.quality["label_agreement_low"] == pytest.approx(0.7347, abs=1e-4)
     assert len(judged.correct) == 27  # what verdict.json keeps, so a re-judge counts flips without the corpus
 
 
@@ -71,3 +73,10 @@ def test_the_report_says_per_configuration_how_many_answers_changed_and_in_which
     rows.loc[1, FLIPS_LOST] = 11.0  # passes that changed different answers: the range, never one figure
     assert flips_text(rows) == "11-12 lost, 3-3 gained over 3 passes (the passes changed different answers)"
     assert flips_text(pd.DataFrame({"status": ["accepted"], "expected_ids": [500]})) == ""
+
+
+def test_the_report_says_each_accepted_configurations_agreement_with_its_exact_interval():
+    rows = pd.DataFrame({"status": ["accepted", "accepted"], "label_agreement": [0.986, 0.986],
+                         "label_agreement_low": [0.9714, 0.9714], "label_agreement_high": [0.9944, 0.9944]})
+    assert agreement_text(rows) == "agreement 98.60 % (exact interval 97.14-99.44 %)"
+    assert agreement_text(pd.DataFrame({"status": ["accepted"]})) == ""

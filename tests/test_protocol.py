@@ -228,8 +228,8 @@ def test_rejudge_accepts_a_pending_pass_once_its_reference_exists_and_twice_chan
     assert list(table["status"]) == ["accepted", "accepted"] and bool(table["corpus_accepted"][0])
     run = client.get_run(pending_id)
     measured = {key: value for key, value in run.data.metrics.items() if key != "accepted"}
-    compared = {key for key in measured if key.startswith("flips_")}  # the comparison's figures, added (issue 51)
-    assert {"flips_lost", "flips_gained"} <= compared
+    compared = {key for key in measured if key.startswith(("flips_", "label_agreement"))}  # the comparison's figures
+    assert {"flips_lost", "flips_gained", "label_agreement", "label_agreement_low"} <= compared  # added (issue 51)
     assert {k: v for k, v in measured.items() if k not in compared} == {
         key: value for key, value in metrics_before.items() if key != "accepted"}  # raw measurements untouched
     assert metrics_before["accepted"] == 0 and run.data.metrics["accepted"] == 1

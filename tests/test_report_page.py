@@ -53,7 +53,7 @@ def test_a_string_repeated_down_a_table_is_one_footnote_never_a_cell_on_every_ro
     assert page.count(html.escape(UNPRICED)) == 2  # once under the decision table, once under the plan table
     summary = sections.summary_table(report)
     assert [row[8] for row in summary.rows] == ["900 MiB RSS [1]", "600 MiB RSS [1]", "2,100 MiB allocated; 2,400 MiB reserved [4]"]
-    assert [row[11] for row in summary.rows] == ["empty [2]"] * 3  # no flips counted: one footnote says why
+    assert [row[11] for row in summary.rows] == ["empty [2]"] * 3  # none compared with the reference: one footnote
     assert [row[13] for row in summary.rows][:2] == ["empty [3]", "empty [3]"]
 
 

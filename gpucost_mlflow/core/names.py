@@ -41,6 +41,10 @@ ACCURACY = "accuracy"
 MACRO_F1 = "macro_f1"
 # Answers that changed against the reference, where gold labels exist (core/judging/flips.py): right in the
 # reference and wrong in the pass (lost), the reverse (gained), and the exact McNemar p-value (absent when none changed).
+# Label agreement with the reference and its exact interval at the protocol's confidence (core/judging/bounds.py).
+LABEL_AGREEMENT = "label_agreement"
+LABEL_AGREEMENT_LOW = "label_agreement_low"
+LABEL_AGREEMENT_HIGH = "label_agreement_high"
 FLIPS_LOST = "flips_lost"
 FLIPS_GAINED = "flips_gained"
 FLIPS_P = "flips_mcnemar_p"

@@ -59,7 +59,7 @@ def durations_text(report: Report) -> str:
 
 
 SUMMARY_HEAD = ["device", "variant", "raw pass_s", "median", "min", "max", "overlapped", "attempts", "memory peak",
-                "macro-F1 (median)", "quality verdicts", "answers changed vs the reference",
+                "macro-F1 (median)", "quality verdicts", "against the reference: agreement, answers changed",
                 "GFLOP/s useful / padded (median)",
                 "MFU useful / padded (median)"]
 SUMMARY_TEXT = ("Overlapped: durations measured while another pass ran on the same host; contended: while other "
@@ -70,10 +70,11 @@ SUMMARY_TEXT = ("Overlapped: durations measured while another pass ran on the sa
                 "where clock noise and boost behaviour weigh more than the work (the protocol's min_measured_s repeats "
                 "the corpus inside the clock). Throttled: the board reported a power or thermal slowdown at the start "
                 "or end of the measured pass. Busy: the mean utilisation of the pass's device while measured (the "
-                "pass's own share of the CPU, or the GPU's); starved: under the protocol's min_utilisation. Answers "
-                "changed: on gold labels, the inputs right in the reference and wrong here (lost) and the reverse "
-                "(gained), with the exact McNemar p-value (docs/protocol.md): a variant can lose correct answers while "
-                "its macro-F1 holds.")
+                "pass's own share of the CPU, or the GPU's); starved: under the protocol's min_utilisation. Against "
+                "the reference: the share of labels it agrees on, with its exact interval (the bar is judged on its "
+                "lower bound), and on gold labels the inputs right in the reference and wrong here (lost) and the "
+                "reverse (gained), with the exact McNemar p-value (docs/protocol.md): a variant can lose correct answers "
+                "while its macro-F1 holds.")
 
 
 def flags_text(s, counted: int) -> str:
@@ -104,7 +105,7 @@ def summary_table(report: Report) -> Table:
             c.device, c.label, " ".join(f"{v:.3f}" for v in d.values), cell(d.median), cell(d.minimum), cell(d.maximum),
             f"{s.overlapped} of {len(d.values)}" + flags_text(s, len(d.values)),
             _attempt_counts(c.counts), memory, cell(s.macro_f1), verdicts,
-            s.flips or empty(table, "not counted: no accepted pass compared with the reference on gold labels"),
+            s.against_reference or empty(table, "not compared: no accepted pass judged against the reference"),
             pair(table, s.utilisation, USEFUL_FLOP_PER_S, PADDED_FLOP_PER_S, lambda v: f"{v / 1e9:,.1f}", s.mfu_reason),
             pair(table, s.utilisation, MFU_USEFUL, MFU_PADDED, lambda v: f"{100 * v:.1f} %", s.mfu_reason),
         ])

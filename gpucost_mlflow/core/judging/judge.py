@@ -127,10 +127,11 @@ def judge(given: Judging) -> Judgement:
         def compare():
             found, comparison = verdicts.reference_checks(
                 quality, back.labels, reference.metrics, reference.labels, given.acceptance, reference.run_id)
+            measured = dict(comparison.get("metrics") or {})
             if correct is None:
-                return found, comparison, {}
+                return found, comparison, measured
             changed = flips.count(sorted(reference.labels), correct, flips.correct_ids(gold, reference.labels))
-            return found, {**comparison, "flips": changed.record()}, flip_metrics(changed)
+            return found, {**comparison, "flips": changed.record()}, {**measured, **flip_metrics(changed)}
     no_gold = NO_GOLD if audit is None else f"no gold labels: audit {'passed' if audit.passed else 'failed'}"
     judged = conclude(given, checks, counts, quality if back.ids else {}, compare, no_gold)
     judged.correct = correct

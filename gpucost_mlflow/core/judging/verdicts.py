@@ -11,7 +11,13 @@ from pathlib import Path
 
 from gpucost_mlflow.core.judging.bounds import NOT_SHOWN, PASSED, ShareBound, share_bound
 from gpucost_mlflow.core.kinds.settings import Settings
-from gpucost_mlflow.core.names import EXPECTED_IDS, OBSERVED_IDS
+from gpucost_mlflow.core.names import (
+    EXPECTED_IDS,
+    LABEL_AGREEMENT,
+    LABEL_AGREEMENT_HIGH,
+    LABEL_AGREEMENT_LOW,
+    OBSERVED_IDS,
+)
 
 PREDICTIONS = "predictions.jsonl.gz"  # the labels file a pass exports: one JSON object per input
 
@@ -237,8 +243,9 @@ def reference_checks(metrics: dict, labels: dict[str, str], reference_metrics: d
             f"largest |{name} difference| {worst:.4f} ({worst_key}) vs reference run {reference_run} (maximum {acceptance.max_metric_difference})",
         ),
     ]
-    return checks, {"run_id": reference_run, "label_agreement": share, "label_agreement_bound": bound.record(),
-                    "metric_differences": differences}
+    return checks, {"run_id": reference_run, LABEL_AGREEMENT: share, f"{LABEL_AGREEMENT}_bound": bound.record(),
+                    "metric_differences": differences,
+                    "metrics": {LABEL_AGREEMENT: share, LABEL_AGREEMENT_LOW: bound.low, LABEL_AGREEMENT_HIGH: bound.high}}
 
 
 def merge_json_lines(name: str, folders: Sequence[Path], workdir: Path) -> None:

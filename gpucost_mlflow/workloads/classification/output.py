@@ -12,14 +12,24 @@ from pathlib import Path
 from gpucost_mlflow.core.inputs.acceptance import Acceptance
 from gpucost_mlflow.core.judging import judge, verdicts
 from gpucost_mlflow.core.judging.preview import preview as preview_rows
-from gpucost_mlflow.core.names import ACCURACY, FLIPS_GAINED, FLIPS_LOST, FLIPS_P, MACRO_F1
+from gpucost_mlflow.core.names import (
+    ACCURACY,
+    FLIPS_GAINED,
+    FLIPS_LOST,
+    FLIPS_P,
+    LABEL_AGREEMENT,
+    LABEL_AGREEMENT_HIGH,
+    LABEL_AGREEMENT_LOW,
+    MACRO_F1,
+)
 
 NAME = "labels"
 FILE = verdicts.PREDICTIONS
 FILES = (FILE,)
 MAIN_METRIC = ""  # a labels protocol always declares its main metric
 REFERENCE_CHECKS = judge.REFERENCE_CHECKS
-COLUMNS = (ACCURACY, MACRO_F1, FLIPS_LOST, FLIPS_GAINED, FLIPS_P)  # flips: against the reference, gold labels
+# Against the reference: agreement and its interval; flips where gold labels exist.
+COLUMNS = (ACCURACY, MACRO_F1, LABEL_AGREEMENT, LABEL_AGREEMENT_LOW, LABEL_AGREEMENT_HIGH, FLIPS_LOST, FLIPS_GAINED, FLIPS_P)
 QUALITY_CHECKS: tuple[str, ...] = ()  # the label checks are the judge's own (judge.QUALITY_CHECKS)
 FIELDS: dict = {}  # the label fields other outputs refuse are checked by their own acceptance()
 AUDITED = True
