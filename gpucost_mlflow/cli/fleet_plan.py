@@ -27,13 +27,22 @@ from gpucost_mlflow.core.inputs import shipped
 from gpucost_mlflow.core.inputs.protocol_diff import against_lock
 from gpucost_mlflow.core.inputs.variants import Declaration, read_declaration
 from gpucost_mlflow.core.judging.status import Status
+from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.money.catalog import dated
 from gpucost_mlflow.core.money.market import load_device_names
 from gpucost_mlflow.core.money.plans import parse_positive
 from gpucost_mlflow.core.names import MFU_USEFUL, PASS_S, USEFUL_FLOP_PER_S
 from gpucost_mlflow.workloads.encoder_memory import estimate, safetensors_parameters
 
-ENCODER_KINDS = ("classification", "embeddings")  # the kinds whose model workloads/encoder_memory.py estimates
+
+def _encoder(workload: str) -> bool:
+    """Whether the workload's kind declares a BERT-style encoder, whose memory workloads/encoder_memory.py estimates."""
+    try:
+        return registry.of_workload(workload).encoder_memory
+    except KeyError:  # a workload recorded by a kind no longer installed
+        return False
+
+
 GPU_MEMORY = ("mem_peak_reserved_bytes", "mem_peak_allocated_bytes")  # a GPU pass's peaks (reader.COLUMNS), largest first
 
 
@@ -183,7 +192,7 @@ def _memory(accepted, declared: Declaration, config, precision: str, model_dir: 
         if peak is not None and peak > 0:  # an empty column's max is NaN, never > 0
             return float(peak), f"measured: {column} on {config.device}"
     workload = str(_setting(accepted, declared, config.variant, "workload") or "")
-    if workload not in ENCODER_KINDS:
+    if not _encoder(workload):
         return None, (f"no GPU memory peak measured and no estimate for a {workload or 'unknown'} workload (only "
                       "the encoder kinds have one: `gpucost memory estimate`)")
     variant = declared.variants.get(config.variant)

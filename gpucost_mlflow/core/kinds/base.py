@@ -70,6 +70,9 @@ class Kind:
     # Whether its outputs depend on no seed: the built-in kinds are (no sampling: a classifier's and an embedder's
     # forward pass, greedy generation); user code is not known to be, so a protocol's seeds matter there.
     deterministic: bool = True
+    # Whether its model is a BERT-style encoder whose memory workloads/encoder_memory.py estimates (`gpucost memory
+    # estimate`, the fleet plan's memory fit where no GPU peak was measured).
+    encoder_memory: bool = False
 
     def child(self, engine: str = "torch") -> ModuleType:
         """The child-process side on an engine (core/kinds/engines.py): `load(spec, device) -> Work`; torch's is

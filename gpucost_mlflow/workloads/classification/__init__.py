@@ -2,4 +2,4 @@
 
 from gpucost_mlflow.core.kinds.base import Kind
 
-KIND = Kind("classification", "labels", __name__)  # declared in setup.cfg's entry points (gpucost.workloads)
+KIND = Kind("classification", "labels", __name__, encoder_memory=True)  # declared in setup.cfg's entry points (gpucost.workloads)
