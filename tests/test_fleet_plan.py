@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from gpucost_mlflow.cli import Gpucost
 from gpucost_mlflow.cli.fleet_plan import plan_cmd
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.fleet import plan
+from gpucost_mlflow.core.fleet import devices, plan
 from gpucost_mlflow.core.inputs import shipped
 from gpucost_mlflow.core.money import market
 from gpucost_mlflow.core.money.catalog import example_catalog, load_catalog
@@ -26,9 +26,9 @@ from tests.helpers import CATALOG, SHIPPED_PROTOCOL, VARIANTS
 from tests.scenario import EXPERIMENT
 from tests.skypilot_home import AWS_VMS
 
-SPECS = plan.load_device_specs([shipped.shipped(shipped.DEVICE_SPECS)])
+SPECS = devices.load_device_specs([shipped.shipped(shipped.DEVICE_SPECS)])
 NAMES = market.load_device_names([shipped.shipped(shipped.DEVICE_NAMES)])
-TABLES = plan.Tables(SPECS, NAMES)
+TABLES = devices.Tables(SPECS, NAMES)
 L4, XEON = "NVIDIA L4", "Intel(R) Xeon(R) CPU @ 2.20GHz"
 # A median pass of 10 s doing 1e12 useful FLOP/s: 1e13 useful FLOPs per corpus; the shipped protocol wants 1 corpus after
 # 4 h of setup. GPU peaks as measured there: 2e9 bytes reserved (1.86 GiB).
@@ -242,33 +242,33 @@ def test_the_device_table_names_a_dated_public_source_for_every_row_and_leaves_m
 
 @pytest.mark.unit
 def test_a_peak_of_zero_is_refused_a_missing_one_is_an_empty_cell(tmp_path):
-    head = ",".join(plan.SPEC_COLUMNS)
+    head = ",".join(devices.SPEC_COLUMNS)
     (tmp_path / "zero.csv").write_text(f"{head}\nX1,24,0,,,,,,300,2026-12-03,a datasheet\n")
     with pytest.raises(GpucostError, match=r"zero.csv:2: fp32_tflops '0' must be > 0 \(leave the cell empty"):
-        plan.load_device_specs([tmp_path / "zero.csv"])
+        devices.load_device_specs([tmp_path / "zero.csv"])
     (tmp_path / "mine.csv").write_text(f"{head}\nL4,24,31,,,,,,300,2026-12-03,our own measurement\n")
-    mine = plan.load_device_specs([shipped.shipped(shipped.DEVICE_SPECS), tmp_path / "mine.csv"])
+    mine = devices.load_device_specs([shipped.shipped(shipped.DEVICE_SPECS), tmp_path / "mine.csv"])
     assert next(s for s in mine if s.accelerator == "L4").peak("fp32") == 31.0  # the user's row replaces the shipped
 
 
 @pytest.mark.unit
 def test_the_names_table_tells_which_a100_a_row_is_and_an_unnamed_a100_is_not_guessed():
-    assert plan.spec_for(TABLES, "a100", ("NVIDIA A100-SXM4-40GB",))[0].bandwidth_gbps == 1555
-    assert plan.spec_for(TABLES, "a100-80gb", ("NVIDIA A100-SXM4-80GB",))[0].memory_gib == 80
-    assert plan.spec_for(TABLES, "rtx-4090", ("NVIDIA GeForce RTX 4090",))[0].accelerator == "RTX4090"
-    assert plan.spec_for(TABLES, "mi300x", ())[0].memory_gib == 192  # no driver names: by its GPU id
-    found, why = plan.spec_for(TABLES, "a100", ())
+    assert devices.spec_for(TABLES, "a100", ("NVIDIA A100-SXM4-40GB",))[0].bandwidth_gbps == 1555
+    assert devices.spec_for(TABLES, "a100-80gb", ("NVIDIA A100-SXM4-80GB",))[0].memory_gib == 80
+    assert devices.spec_for(TABLES, "rtx-4090", ("NVIDIA GeForce RTX 4090",))[0].accelerator == "RTX4090"
+    assert devices.spec_for(TABLES, "mi300x", ())[0].memory_gib == 192  # no driver names: by its GPU id
+    found, why = devices.spec_for(TABLES, "a100", ())
     assert found is None and "several devices in the device table (40 GiB and 80 GiB)" in why
 
 
 @pytest.mark.unit
 def test_dynamic_int8_has_no_gpu_peak_and_fp32_is_the_peak_without_tf32():
     a10g = next(s for s in SPECS if s.accelerator == "A10G")
-    peak, why = plan.peak_for(a10g, "fp32", "dynamic-int8")
+    peak, why = devices.peak_for(a10g, "fp32", "dynamic-int8")
     assert peak is None and "no GPU analogue here (dynamic int8 quantization runs on the CPU only)" in why
     fp32 = ("the fp32 dense peak 31.2 TFLOP/s (no TF32: torch's default float32 matmul precision 'highest')")
-    assert plan.peak_for(a10g, "fp32", "none") == (31.2e12, fp32)
-    assert plan.peak_for(a10g, "bf16", "none")[0] == 125e12
+    assert devices.peak_for(a10g, "fp32", "none") == (31.2e12, fp32)
+    assert devices.peak_for(a10g, "bf16", "none")[0] == 125e12
 
 
 @pytest.mark.unit

@@ -22,6 +22,7 @@ from gpucost_mlflow.cli.options import (
     _under,
 )
 from gpucost_mlflow.core.errors import GpucostError, one_line
+from gpucost_mlflow.core.fleet import devices
 from gpucost_mlflow.core.fleet import plan as rules
 from gpucost_mlflow.core.inputs import shipped
 from gpucost_mlflow.core.inputs.protocol_diff import against_lock
@@ -76,7 +77,7 @@ def plan_cmd(experiment, catalog_file, protocol_file, variants_file, model_path,
     protocol = load_protocol(protocol_path)
     declared = read_declaration(_file(variants_file, root))
     catalog = _catalog(tuple(_under(root, path) for path in catalog_file))
-    tables = rules.Tables(rules.load_device_specs([shipped.shipped(shipped.DEVICE_SPECS), *device_tables]),
+    tables = devices.Tables(devices.load_device_specs([shipped.shipped(shipped.DEVICE_SPECS), *device_tables]),
                           load_device_names([shipped.shipped(shipped.DEVICE_NAMES)]))
     limits = rules.Launch(name, "", str(protocol_file), None if variants_file == shipped.VARIANTS else str(variants_file),
                           parse_positive(max_hours, "--max-hours"), parse_positive(setup_hours, "--setup-hours"),
@@ -144,7 +145,7 @@ def _setting(rows, declared: Declaration, variant: str, key: str):
     return getattr(found.settings, key, None) if found else None
 
 
-def _candidate(assessment, table, declared: Declaration, model_dir: Path, tables: rules.Tables):
+def _candidate(assessment, table, declared: Declaration, model_dir: Path, tables: devices.Tables):
     """A configuration with an accepted pass, as the plan may carry it: its FLOPs, its fraction of its own device's
     peak, its memory per GPU, its committed cost; None without an accepted pass."""
     from gpucost_mlflow.report.tables import rows_of  # deferred: imports pandas
@@ -155,7 +156,7 @@ def _candidate(assessment, table, declared: Declaration, model_dir: Path, tables
     if accepted.empty:
         return None
     precision = str(_setting(accepted, declared, config.variant, "precision") or "fp32")
-    quantization = str(_setting(accepted, declared, config.variant, "quantization") or rules.NO_QUANTIZATION)
+    quantization = str(_setting(accepted, declared, config.variant, "quantization") or devices.NO_QUANTIZATION)
     count = len(accepted)
     flops = _median(accepted.assign(flops=accepted.get(USEFUL_FLOP_PER_S) * accepted[PASS_S]), "flops") \
         if USEFUL_FLOP_PER_S in accepted else None
@@ -169,15 +170,15 @@ def _candidate(assessment, table, declared: Declaration, model_dir: Path, tables
                            assessment.priced, config.durations.median, assessment.meets_deadline)
 
 
-def _fraction(accepted, device: str, setting: tuple[str, str], tables: rules.Tables) -> tuple[float | None, str]:
+def _fraction(accepted, device: str, setting: tuple[str, str], tables: devices.Tables) -> tuple[float | None, str]:
     """Its achieved share of its own device's dense peak: mfu_useful (against the peak `gpucost doctor --peak`
     measured there), else its useful FLOP rate over its device's datasheet peak in the device table; else why not."""
     mfu = _median(accepted, MFU_USEFUL)
     if mfu is not None:
         return mfu, "mfu_useful, its useful FLOP rate over the dense-matmul peak measured on its device"
     rate = _median(accepted, USEFUL_FLOP_PER_S)
-    spec, _ = rules.spec_for(tables, "", [device])
-    peak, words = rules.peak_for(spec, *setting) if spec else (None, "")
+    spec, _ = devices.spec_for(tables, "", [device])
+    peak, words = devices.peak_for(spec, *setting) if spec else (None, "")
     if rate is not None and peak:
         return rate / peak, f"its useful FLOP rate over {words} of {spec.label} in {spec.table}"
     reasons = [r for r in accepted.get("mfu_reason", []) if isinstance(r, str) and r]
