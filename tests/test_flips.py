@@ -13,7 +13,7 @@ from gpucost_mlflow.core.inputs.protocol import load_protocol
 from gpucost_mlflow.core.judging import flips, judge
 from gpucost_mlflow.core.judging.verdicts import ReadBack
 from gpucost_mlflow.core.names import FLIPS_GAINED, FLIPS_LOST, FLIPS_P
-from gpucost_mlflow.report.tables import agreement_text, flips_text
+from gpucost_mlflow.report.versus_reference import agreement_text, flips_text
 from tests.helpers import LABELS, SHIPPED_PROTOCOL
 
 pytestmark = pytest.mark.unit

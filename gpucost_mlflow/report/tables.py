@@ -8,15 +8,13 @@ import pandas as pd
 
 from gpucost_mlflow.core.inputs.identity import Identity
 from gpucost_mlflow.core.inputs.variants import Variant
-from gpucost_mlflow.core.judging import flips
-from gpucost_mlflow.core.judging.bounds import NOT_SHOWN
 from gpucost_mlflow.core.judging.status import Status, interrupted
 from gpucost_mlflow.core.kinds import engines
 from gpucost_mlflow.core.measurement import energy
 from gpucost_mlflow.core.measurement.repetitions import one_corpus_each
 from gpucost_mlflow.core.measurement.stats import DEFAULT_CONFIDENCE, Durations, Separation, separate, too_short
 from gpucost_mlflow.core.measurement.timeline import Span, concurrent
-from gpucost_mlflow.core.money.decision import QUALITY_NOT_SHOWN, Assessment, Configuration, ExcludedPass
+from gpucost_mlflow.core.money.decision import Assessment, Configuration, ExcludedPass
 from gpucost_mlflow.core.names import (
     CONVERT_S,
     CPU_UTILISATION,
@@ -25,12 +23,7 @@ from gpucost_mlflow.core.names import (
     EXPECTED_IDS,
     EXPORT_S,
     FIRST_LAP_S,
-    FLIPS_GAINED,
-    FLIPS_LOST,
     GPU_UTILISATION,
-    LABEL_AGREEMENT,
-    LABEL_AGREEMENT_HIGH,
-    LABEL_AGREEMENT_LOW,
     LOAD_S,
     MACRO_F1,
     MEASURED_TOTAL_S,
@@ -45,6 +38,7 @@ from gpucost_mlflow.core.names import (
     USEFUL_FLOP_PER_S,
     WARMUP_S,
 )
+from gpucost_mlflow.report import versus_reference
 from gpucost_mlflow.tracking.schema import TIMINGS
 
 MEMORY = ("mem_peak_allocated_bytes", "mem_peak_reserved_bytes", "mem_peak_rss_bytes")
@@ -157,20 +151,9 @@ def configurations(table: pd.DataFrame, corpus_size: int | None = None) -> list[
             input_tokens_per_input=tokens_per_input(rows, (TOKENS_INPUT, TOKENS_PROMPT)),
             measured_s=tuple(float(v) for v in (completed[MEASURED_TOTAL_S].fillna(completed[PASS_S])
                                                 if MEASURED_TOTAL_S in completed else completed[PASS_S])),
-            not_shown=not_shown(rows),
+            not_shown=versus_reference.not_shown(rows),
         ))
     return configs
-
-
-def not_shown(rows: pd.DataFrame) -> tuple[str, ...]:
-    """Each rejected row whose quality bar was not shown (and none failed): ' on 500 inputs: about 2,131 needed at this
-    rate (reference_agreement 98.60 % of 500 ...)', what follows 'quality not shown' in the feasibility."""
-    found = []
-    for verdict, reason in zip(rows["quality_verdict"].fillna(""), rows["reason"].fillna("")):
-        if str(verdict).startswith(f"{NOT_SHOWN}:"):
-            head, _, tail = str(reason).partition(f": {QUALITY_NOT_SHOWN}")
-            found.append(f"{tail} ({head.split(': ', 1)[0]})" if tail else f": {reason}")
-    return tuple(found)
 
 
 def tokens_per_input(rows: pd.DataFrame, names: tuple[str, ...]) -> float | None:
@@ -267,40 +250,9 @@ def summaries(table: pd.DataFrame, configs: list[Configuration]) -> list[Summary
                           {key: float(completed[key].mean()) for key in (CPU_UTILISATION, GPU_UTILISATION)
                            if key in completed and completed[key].notna().any()})
         _energy(summary, completed)
-        summary.against_reference = "; ".join(t for t in (agreement_text(rows), flips_text(rows)) if t)
+        summary.against_reference = versus_reference.said(rows)
         result.append(summary)
     return result
-
-
-def agreement_text(rows: pd.DataFrame) -> str:
-    """The label agreement of its accepted passes with the reference and its exact interval (the latest pass's: the
-    outputs of a deterministic configuration do not change); '' when none was compared."""
-    if LABEL_AGREEMENT not in rows:
-        return ""
-    compared = rows[(rows["status"] == Status.ACCEPTED) & rows[LABEL_AGREEMENT].notna()]
-    if not len(compared):
-        return ""
-    last = compared.iloc[-1]
-    interval = (f" (exact interval {100 * last[LABEL_AGREEMENT_LOW]:.2f}-{100 * last[LABEL_AGREEMENT_HIGH]:.2f} %)"
-                if LABEL_AGREEMENT_LOW in compared and pd.notna(last[LABEL_AGREEMENT_LOW]) else "")
-    return f"agreement {100 * last[LABEL_AGREEMENT]:.2f} %{interval}"
-
-
-def flips_text(rows: pd.DataFrame) -> str:
-    """The answers its accepted passes changed against the reference, by direction, with the exact McNemar p-value:
-    one figure when every pass changed the same ones (a deterministic configuration), else their range; '' when
-    none was counted (no gold labels, the reference itself, or passes recorded before flips were counted)."""
-    if FLIPS_LOST not in rows:
-        return ""
-    counted = rows[(rows["status"] == Status.ACCEPTED) & rows[FLIPS_LOST].notna()]
-    if not len(counted):
-        return ""
-    lost, gained = counted[FLIPS_LOST].astype(int), counted[FLIPS_GAINED].astype(int)
-    if lost.nunique() == 1 and gained.nunique() == 1:
-        inputs = int(counted[EXPECTED_IDS].iloc[-1]) if EXPECTED_IDS in counted else len(rows)
-        return flips.Flips(int(lost.iloc[-1]), int(gained.iloc[-1]), inputs).line()
-    return (f"{lost.min()}-{lost.max()} lost, {gained.min()}-{gained.max()} gained over {len(counted)} passes "
-            "(the passes changed different answers)")
 
 
 def _flagged(rows: pd.DataFrame, flag: str) -> int:
