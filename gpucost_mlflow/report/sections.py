@@ -60,8 +60,7 @@ def durations_text(report: Report) -> str:
 
 SUMMARY_HEAD = ["device", "variant", "raw pass_s", "median", "min", "max", "overlapped", "attempts", "memory peak",
                 "macro-F1 (median)", "quality verdicts", "against the reference: agreement, answers changed",
-                "GFLOP/s useful / padded (median)",
-                "MFU useful / padded (median)"]
+                "GFLOP/s useful / padded (median)", "MFU useful / padded (median)"]
 SUMMARY_TEXT = ("Overlapped: durations measured while another pass ran on the same host; contended: while other "
                 "processes used more of the machine's CPU than the protocol's max_other_cpu_share (each such pass "
                 "may be excluded with `gpucost exclude RUN_ID --cause \"...\"`, its recorded figures as the cause: "
