@@ -67,16 +67,22 @@ def test_the_demo_job_priced_by_the_hour_separates_configurations_by_committed_c
     assert "covers 4,000 corpus(es) of 500 inputs" in built.decision
 
 
+def demo_job(experiment, tmp_path, passes: dict, metrics=lambda seconds: None):
+    """Each variant's passes on one CPU (`metrics`: what a pass of that duration records besides), reported over the
+    demo's what-if hourly price at 0.10 USD; the report and its balance."""
+    for variant, seconds in passes.items():
+        for value in seconds:
+            experiment(variant, "AMD EPYC", value, metrics_extra=metrics(value))
+    catalog = tmp_path / "this-machine.csv"
+    catalog.write_text(example_catalog("AMD EPYC", Decimal("0.10"), "usd", Decimal(1), Decimal(1), "2026-12-01"))
+    return report(catalog=catalog, protocol_path=DEMO_PROTOCOL)
+
+
 def test_a_store_whose_fastest_configuration_has_only_sub_second_passes_is_not_decided_on_them(experiment, tmp_path):
     # The same durations, each pass timing one corpus alone: batch8-bf16's 0.90-0.95 s are too short to time, so it
     # is not separated from batch8-lengthgrouped, whose slowest pass would price it at 0.80: undecided, and more
     # passes do not help.
-    for variant, seconds in DURATIONS.items():
-        for value in seconds:
-            experiment(variant, "AMD EPYC", value)
-    catalog = tmp_path / "this-machine.csv"
-    catalog.write_text(example_catalog("AMD EPYC", Decimal("0.10"), "usd", Decimal(1), Decimal(1), "2026-12-01"))
-    built, _ = report(catalog=catalog, protocol_path=DEMO_PROTOCOL)
+    built, _ = demo_job(experiment, tmp_path, DURATIONS)
     assert built.decision.startswith("No decision: undecided between batch8-bf16 on AMD EPYC at 0.60 USD and ")
     assert ("undecided: too short to time: set min_measured_s (batch8-bf16 on AMD EPYC too short to time reliably "
             "(0.900 s < 1 s))") in built.decision
@@ -99,12 +105,7 @@ def test_on_the_demos_undecided_shape_the_card_rents_the_dearer_plan_runs_the_fa
         experiment, tmp_path):
     from gpucost_mlflow.report import card
 
-    for variant, seconds in UNDECIDED.items():
-        for value in seconds:
-            experiment(variant, "AMD EPYC", value)
-    catalog = tmp_path / "this-machine.csv"
-    catalog.write_text(example_catalog("AMD EPYC", Decimal("0.10"), "usd", Decimal(1), Decimal(1), "2026-12-01"))
-    built, job = report(catalog=catalog, protocol_path=DEMO_PROTOCOL)
+    built, job = demo_job(experiment, tmp_path, UNDECIDED)
     assert dict(zip(job["variant"], job["committed_cost"])) == {
         "batch16-lengthgrouped": "1.10", "batch8-lengthgrouped": "1.20", "batch32-lengthgrouped": "1.20"}
     lines = dict(card.lines(built))
