@@ -135,6 +135,7 @@ def rejudge(experiment: str, protocol: Protocol, client: MlflowClient | None = N
     reference_name = protocol.acceptance.reference_variant
     rules = registry.output(protocol.acceptance.output)
     judged, references = [], {}  # one reference lookup per corpus and model, not one per pending pass
+    reference_verdicts: dict[str, dict] = {}  # and its verdict.json fetched once
     with tempfile.TemporaryDirectory(prefix="gpucost-rejudge-") as temp:
         folder = Path(temp)
         for run in pending:
@@ -151,7 +152,9 @@ def rejudge(experiment: str, protocol: Protocol, client: MlflowClient | None = N
             result = rules.judge_against_reference(_checks(first, run.data.tags), dict(run.data.metrics), back,
                                                    load_reference(reference_run, rules, protocol, labels, folder),
                                                    protocol.acceptance)
-            _add_flips(result, first, _verdict(reference_run.info.run_id, folder))
+            if reference_run.info.run_id not in reference_verdicts:
+                reference_verdicts[reference_run.info.run_id] = _verdict(reference_run.info.run_id, folder)
+            _add_flips(result, first, reference_verdicts[reference_run.info.run_id])
             _record(client, run, result, reference_run.info.run_id, first, folder)
             judged.append(Rejudged(run.info.run_id, run.data.tags.get(schema.VARIANT, ""), result.status,
                                    result.reason, reference_run.info.run_id))
