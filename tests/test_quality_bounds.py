@@ -80,5 +80,6 @@ def test_a_configuration_whose_quality_was_not_shown_is_never_chosen_and_its_sta
     assert built.decision.startswith("Decision: batch8 on NVIDIA B200")
     assert ("Quality not shown, not chosen: batch8-bf16 on NVIDIA B200, quality not shown on 500 inputs: about 1,225 "
             "needed at this rate (reference_agreement); its passes so far would make it the choice") in built.decision
+    assert "`gpucost corpus build --size 1225`" in built.decision  # the comparison corpus that would show it
     table = sections.decision_table(built)
     assert next(row for row in table.rows if row[0] == "batch8-bf16 on NVIDIA B200")[1] == "quality not shown"

@@ -4,6 +4,7 @@ decision note and the break-even volumes between devices."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
@@ -307,8 +308,14 @@ def _not_shown_notes(assessments: list[Assessment], deadline_declared: bool) -> 
     unshown = [a for a in assessments if a.feasibility.startswith(QUALITY_NOT_SHOWN)]
     return [f"Quality not shown, not chosen: {a.configuration.name}, {a.feasibility}; its passes so far would make it "
             "the choice, but a bar the corpus cannot show is not met (issue 51): a larger comparison corpus (`gpucost "
-            "corpus build --size N`), in a new protocol and experiment, would show it or not"
+            f"corpus build --size {_needed(a.feasibility)}`), in a new protocol and experiment, would show it or not"
             for a in _would_be_chosen(assessments, unshown, deadline_declared)]
+
+
+def _needed(feasibility: str) -> str:
+    """The inputs a not-shown bar said it needs ('about 1,225 needed' -> '1225'), else N."""
+    found = re.search(r"about ([\d,]+) needed", feasibility)
+    return found.group(1).replace(",", "") if found else "N"
 
 
 def _exclusion_notes(choice: Choice, assessments: list[Assessment], deadline_declared: bool) -> list[str]:
