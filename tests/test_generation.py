@@ -159,6 +159,21 @@ def test_a_pass_is_judged_by_exact_match_and_token_agreement_with_the_reference(
 
 
 @pytest.mark.unit
+def test_exact_match_is_judged_by_its_exact_interval_four_identical_outputs_do_not_show_a_half(tmp_path):
+    # 4 of 4 identical: the 95 % exact interval is 39.8-100 %, so a 0.5 bar is not shown (6 inputs would show it at
+    # this rate) and a 0.25 bar is passed; token agreement's bar at 0 (issue 51).
+    reference = gv.GenerationReference("ref1", read_back({i: "fresh" for i in "abcd"}, {i: [7, 2] for i in "abcd"}))
+    same = read_back({i: "fresh" for i in "abcd"}, {i: [7, 2] for i in "abcd"})
+    for bar, status, verdict in ((0.5, "rejected", "not shown: reference_exact_match"), (0.25, "accepted", "passed")):
+        protocol = loaded(tmp_path, protocol_text(size=4, buckets="{short: 4}", exact=bar))
+        judged = gv.judge_against_reference([], {}, same, reference, protocol.acceptance)
+        assert (judged.status, judged.quality_verdict) == (status, verdict)
+    exact = next(c for c in judged.checks if c.name == gv.EXACT_CHECK)
+    assert exact.reason == ("outputs identical to reference run ref1's: 100.00 % of 4 (95 % interval 39.76-100.00 %; "
+                            "bar 25.00 %)")
+
+
+@pytest.mark.unit
 def test_outputs_20_percent_shorter_than_the_reference_are_rejected_and_10_percent_is_within_the_band(tmp_path):
     protocol = loaded(tmp_path, protocol_text(size=4, buckets="{short: 4}"))  # exact match and token bars at 0
     reference = gv.GenerationReference("ref1", read_back({i: "fresh" for i in "abcd"}, {i: list(range(10)) for i in "abcd"}))

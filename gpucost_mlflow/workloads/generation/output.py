@@ -21,6 +21,7 @@ from pathlib import Path
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.acceptance import Acceptance
 from gpucost_mlflow.core.judging import judge, verdicts
+from gpucost_mlflow.core.judging.bounds import NOT_SHOWN, PASSED, share_bound
 from gpucost_mlflow.core.judging.preview import preview as preview_rows
 from gpucost_mlflow.core.judging.quality import evaluate
 from gpucost_mlflow.core.judging.verdicts import Check
@@ -153,10 +154,12 @@ def reference_checks(back: GenerationReadBack, reference: GenerationReference, a
         same, compared = same + agree, compared + width
     tokens = same / compared if compared else 1.0
     run = reference.run_id
+    same_outputs = share_bound(len(shared) - len(differ), len(reference.back.texts), bar.min_exact_match,
+                               acceptance.confidence)  # judged by its exact interval, as label agreement (issue 51)
     checks = [
-        Check(EXACT_CHECK, exact >= bar.min_exact_match,
-              f"{100 * exact:.2f} % of {len(reference.back.texts)} outputs identical to reference run {run}'s "
-              f"(minimum {100 * bar.min_exact_match:.2f} %)" + (f"; first that differs: {differ[0]}" if differ else "")),
+        Check(EXACT_CHECK, same_outputs.outcome == PASSED,
+              f"outputs identical to reference run {run}'s: {same_outputs.words()}"
+              + (f"; first that differs: {differ[0]}" if differ else ""), same_outputs.outcome != NOT_SHOWN),
         Check(TOKENS_CHECK, tokens >= bar.min_token_agreement,
               f"{100 * tokens:.2f} % of {compared} new-token positions hold reference run {run}'s token "
               f"(minimum {100 * bar.min_token_agreement:.2f} %)"),
