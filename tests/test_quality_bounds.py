@@ -64,7 +64,7 @@ def test_a_bar_not_shown_rejects_the_pass_with_its_own_verdict_never_failed():
 
 def test_a_configuration_whose_quality_was_not_shown_is_never_chosen_and_its_standing_says_what_would_show_it(
         experiment):
-    from gpucost_mlflow.report import sections
+    from gpucost_mlflow.report import plots, sections, short
     from tests.scenario import B200, report
 
     unshown = ("reference_agreement: labels agree with reference run r: 98.00 % of 500 (95 % interval 96.35-99.04 %; "
@@ -82,4 +82,13 @@ def test_a_configuration_whose_quality_was_not_shown_is_never_chosen_and_its_sta
             "needed at this rate (reference_agreement); its passes so far would make it the choice") in built.decision
     assert "`gpucost corpus build --size 1225`" in built.decision  # the comparison corpus that would show it
     table = sections.decision_table(built)
-    assert next(row for row in table.rows if row[0] == "batch8-bf16 on NVIDIA B200")[1] == "quality not shown"
+    said = next(row for row in table.rows if row[0] == "batch8-bf16 on NVIDIA B200")[1]
+    assert said.startswith("quality not shown [")  # its footnote: the inputs that would show the bar
+    assert table.notes[int(said[-2]) - 1] == "on 500 inputs: about 1,225 needed at this rate (reference_agreement)"
+    assert plots.durations(built.assessments, built.choice, short.names([a.configuration for a in built.assessments]))
+
+
+def test_every_standing_word_has_its_style_in_the_figures():
+    from gpucost_mlflow.report import plots, standing
+
+    assert set(standing.WORDS) <= set(plots.STYLES)  # a word without one would fail the figures (a KeyError)

@@ -257,6 +257,7 @@ def decision_table(report: Report) -> Table:
         word = standing.role(a, choice)
         why = {standing.UNDECIDED: "does not separate from the others marked so, at another price",
                standing.INFEASIBLE: a.feasibility,
+               standing.NOT_SHOWN: a.feasibility.removeprefix(f"{standing.NOT_SHOWN} "),
                standing.NOT_PRICED: a.priced,
                standing.LEFT_OUT: f"no decision: {choice.none}"}.get(word, "")
         f = a.forecast
