@@ -64,7 +64,7 @@ def test_a_bar_not_shown_rejects_the_pass_with_its_own_verdict_never_failed():
 
 def test_a_configuration_whose_quality_was_not_shown_is_never_chosen_and_its_standing_says_what_would_show_it(
         experiment):
-    from gpucost_mlflow.report import plots, sections, short
+    from gpucost_mlflow.report import plots, sections
     from tests.scenario import B200, report
 
     unshown = ("reference_agreement: labels agree with reference run r: 98.00 % of 500 (95 % interval 96.35-99.04 %; "
@@ -85,7 +85,8 @@ def test_a_configuration_whose_quality_was_not_shown_is_never_chosen_and_its_sta
     said = next(row for row in table.rows if row[0] == "batch8-bf16 on NVIDIA B200")[1]
     assert said.startswith("quality not shown [")  # its footnote: the inputs that would show the bar
     assert table.notes[int(said[-2]) - 1] == "on 500 inputs: about 1,225 needed at this rate (reference_agreement)"
-    assert plots.durations(built.assessments, built.choice, short.names([a.configuration for a in built.assessments]))
+    assert set(plots.for_report(built.summaries, built.assessments, built.choice)) == {"cost_volume", "durations",
+                                                                                       "memory"}  # drawn, no error
 
 
 def test_every_standing_word_has_its_style_in_the_figures():
