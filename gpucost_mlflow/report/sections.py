@@ -70,10 +70,9 @@ SUMMARY_TEXT = ("Overlapped: durations measured while another pass ran on the sa
                 "the corpus inside the clock). Throttled: the board reported a power or thermal slowdown at the start "
                 "or end of the measured pass. Busy: the mean utilisation of the pass's device while measured (the "
                 "pass's own share of the CPU, or the GPU's); starved: under the protocol's min_utilisation. Against "
-                "the reference: the share of labels it agrees on, with its exact interval (the bar is judged on its "
-                "lower bound), and on gold labels the inputs right in the reference and wrong here (lost) and the "
-                "reverse (gained), with the exact McNemar p-value (docs/protocol.md): a variant can lose correct answers "
-                "while its macro-F1 holds.")
+                "the reference: the labels it agrees on, with the exact interval the bar is judged on, and on gold "
+                "labels the inputs right in the reference and wrong here (lost) and the reverse (gained), with the "
+                "exact McNemar p-value (docs/protocol.md): correct answers lost while the macro-F1 holds show.")
 
 
 def flags_text(s, counted: int) -> str:
