@@ -64,6 +64,26 @@ def test_a_spread_comparable_to_the_difference_does_not_decide_and_more_passes_c
     assert grown.decided and grown.ranges_overlap  # ranges still overlap: the interval, not the ranges, decides
 
 
+def with_u(u: int, n: int, m: int) -> tuple[list[float], list[float]]:
+    """n and m distinct durations whose Mann-Whitney U (pairs with the first's item above the second's) is exactly u."""
+    below = [min(m, max(0, u - m * i)) for i in range(n)]  # how many of the second's items each first item tops
+    return [2 * k - 1 + i * 1e-3 for i, k in enumerate(below)], [2.0 * j for j in range(m)]
+
+
+@pytest.mark.parametrize("n, m, confidence", [(5, 5, 0.95), (8, 8, 0.95), (5, 7, 0.95), (10, 10, 0.90), (6, 9, 0.99)])
+def test_the_hodges_lehmann_critical_values_are_scipys_exact_mann_whitney_quantiles(n, m, confidence):
+    """c is the largest U whose exact one-sided probability P(U <= c) stays within (1 - confidence) / 2."""
+    from scipy.stats import mannwhitneyu
+
+    def p_at_most(u: int) -> float:
+        first, second = with_u(u, n, m)
+        return mannwhitneyu(first, second, alternative="less", method="exact").pvalue
+
+    c = critical_u(n, m, confidence)
+    alpha = (1 - confidence) / 2
+    assert p_at_most(c) <= alpha < p_at_most(c + 1)
+
+
 def test_the_exact_critical_values_are_the_tables_and_two_against_two_never_decide():
     assert (critical_u(5, 5, 0.95), critical_u(8, 8, 0.95), critical_u(30, 30, 0.95)) == (2, 13, 317)
     assert critical_u(2, 2, 0.95) == -1 and separate("a", [1.0, 1.1], "b", [5.0, 5.1]).interval is None
