@@ -143,6 +143,30 @@ def test_one_input_drifting_from_the_reference_rejects_the_pass_on_quality(tmp_p
 
 
 @pytest.mark.unit
+def test_a_declared_share_at_cosine_min_is_judged_by_its_exact_interval(tmp_path):
+    """199 of 200 inputs at 0.99 or above: every input's rule fails; a 0.95 share is passed by its exact interval
+    (lower bound 97.2 %), a 0.99 share is not shown (about 1,000 inputs would show it at this rate)."""
+    ids = [f"{i:03d}" for i in range(200)]
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(200, 8))
+    reference = ev.EmbeddingReference("ref1", exported(tmp_path / "r", ids, vectors))
+    drifted = vectors.copy()
+    drifted[7] = rng.normal(size=8)
+    mine = exported(tmp_path / "m", ids, drifted)
+    every = loaded(tmp_path, acceptance(k=None, cosine_median=0.99))
+    assert ev.judge_against_reference([], {}, mine, reference, every.acceptance).quality_verdict == \
+        "failed: reference_cosine"
+    for share, verdict in ((0.95, "passed"), (0.99, "not shown: reference_cosine")):
+        text = acceptance(k=None, cosine_median=0.99).replace("cosine_median: 0.99}",
+                                                              f"cosine_median: 0.99, cosine_min_share: {share}}}")
+        declared = loaded(tmp_path, text)
+        judged = ev.judge_against_reference([], {}, mine, reference, declared.acceptance)
+        assert judged.quality_verdict == verdict
+    assert "inputs at cosine 0.99 or above: 99.50 % of 200 (95 % interval 97.25-99.99 %; bar 99.00 %)" in judged.reason
+    assert "at least 99 % of inputs' (by its exact 95 % interval) cosine" in ev.bar(declared.acceptance)
+
+
+@pytest.mark.unit
 def test_the_embeddings_protocol_declares_cosine_bars_and_refuses_label_fields(tmp_path):
     shipped = load_protocol(ROOT / "projects" / "protocol-embeddings.yaml")
     assert shipped.acceptance.output == "embeddings" and shipped.acceptance.reference_variant == "embed-batch8"

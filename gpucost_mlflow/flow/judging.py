@@ -14,7 +14,7 @@ from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
-from gpucost_mlflow.core.judging import judge, verdicts
+from gpucost_mlflow.core.judging import judge, like_for_like, verdicts
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.names import COMPLETED_ENTRIES, ELAPSED_UNTIL_FAILURE_S, EVAL_S, EXPECTED_IDS, OBSERVED_IDS
@@ -54,10 +54,12 @@ def judge_outcome(request: PassRequest, prepared: Prepared, outcome: PassOutcome
     audit, audit_record = None, {}
     if rules.AUDITED and not corpus.gold_labels and protocol.deliverables["audit"] and outcome.completed:
         audit, audit_record = _audit(request, prepared, rules, back, workdir)
+    unlike = like_for_like.check(request.variant.settings, prepared.reference.settings, prepared.reference.name,
+                                 getattr(rules, "LIKE_FOR_LIKE", ()), protocol.acceptance.changes_work)
     judged = rules.judge_pass(judge.Judging(
         completed=outcome.completed, failure_reason=outcome.reason, rows=corpus.rows, back=back, protocol=protocol,
         labels=labels, needs_reference=needs_reference, reference=reference, reference_name=prepared.reference.name,
-        gold_labels=corpus.gold_labels, audit=audit))
+        gold_labels=corpus.gold_labels, audit=audit, unlike=unlike))
     return judged, back, audit_record
 
 
@@ -127,6 +129,7 @@ def verdict(prepared: Prepared, outcome: PassOutcome, judged: judge.Judgement, m
         "reference": judged.comparison,
         "gold_labels": prepared.corpus.gold_labels,
         **({"correct_ids": judged.correct} if judged.correct is not None else {}),
+        **({"scored": judged.scored.record()} if judged.scored is not None else {}),
         "audit": audit_record,
         "protocol_digest": prepared.protocol.digest,
         "missing_measurements": judge.missing_measurements(

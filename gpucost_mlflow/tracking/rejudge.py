@@ -11,6 +11,7 @@ touched again, so re-judging twice changes nothing.
 from __future__ import annotations
 
 import datetime as dt
+import inspect
 import json
 import tempfile
 import time
@@ -151,7 +152,7 @@ def rejudge(experiment: str, protocol: Protocol, client: MlflowClient | None = N
             first = _verdict(run.info.run_id, folder)
             result = rules.judge_against_reference(_checks(first, run.data.tags), dict(run.data.metrics), back,
                                                    load_reference(reference_run, rules, protocol, labels, folder),
-                                                   protocol.acceptance)
+                                                   protocol.acceptance, **_first(rules, first))
             if reference_run.info.run_id not in reference_verdicts:
                 reference_verdicts[reference_run.info.run_id] = _verdict(reference_run.info.run_id, folder)
             _add_flips(result, first, reference_verdicts[reference_run.info.run_id])
@@ -159,6 +160,12 @@ def rejudge(experiment: str, protocol: Protocol, client: MlflowClient | None = N
             judged.append(Rejudged(run.info.run_id, run.data.tags.get(schema.VARIANT, ""), result.status,
                                    result.reason, reference_run.info.run_id))
     return judged
+
+
+def _first(rules, first: dict) -> dict:
+    """The first verdict for an output whose judge reads it (`first`: the gold labels its bootstrap resamples); an
+    output written before it existed is called as it was."""
+    return {"first": first} if "first" in inspect.signature(rules.judge_against_reference).parameters else {}
 
 
 def _add_flips(result: judge.Judgement, first: dict, reference: dict) -> None:

@@ -8,7 +8,9 @@ while the loader imports them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from gpucost_mlflow.core.judging.bootstrap import Resampling
 
 DEFAULT_OUTPUT = "labels"  # a protocol that names no acceptance.output judges labels
 # Acceptance's fields that judge labels (the core's judge scores labels, whichever kind delivers them): an output
@@ -30,6 +32,11 @@ class Acceptance:
     min_label_agreement: float | None
     output: str = DEFAULT_OUTPUT  # what a pass delivers and is judged on: labels, embeddings or generations
     confidence: float = 0.95  # the protocol's: a share's bar is judged by its exact interval at it (judging/bounds.py)
+    # a metric's bars by its bootstrap interval over inputs, drawn as declared (`acceptance.bootstrap`, judging/bootstrap.py)
+    resampling: Resampling = field(default_factory=Resampling)
+    # settings a variant may change and still be judged against the reference, declared a change of work
+    # (`acceptance.reference.changes_work`); any other difference in what is asked is not comparable (like_for_like.py)
+    changes_work: tuple[str, ...] = ()
     # The output's own bar, a record of its rules (embeddings' cosine, generated text's exact match); None when the
     # fields above are all it has.
     bar: object | None = None

@@ -1,5 +1,5 @@
 """The protocol's fields on how the method reads its results, each parsed in one line or refused in one line:
-the separation test's confidence, what a repetition reproduces, the pre-registered second stage (`settle`), the
+the separation test's confidence, the quality bars' bootstrap (`acceptance.bootstrap`), what a repetition reproduces, the pre-registered second stage (`settle`), the
 confirmation run (`confirmation`) and how many deliverable corpora one child processes (`deliverables.per_child`)."""
 
 from __future__ import annotations
@@ -8,6 +8,9 @@ import math
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.judging.bootstrap import Resampling
+
+MIN_RESAMPLES = 200  # fewer cannot place a 95 % percentile bound; scipy's default is 9,999
 
 # MLPerf's minimum duration of a performance run: a rate held for ten minutes, not for a few seconds.
 DEFAULT_CONFIRMATION_S = 600.0
@@ -23,6 +26,38 @@ def confidence(path: Path, value) -> float:
         raise GpucostError(f"{path}: confidence must be a number above 0.5 and below 1 (0.95: a 95 % interval), "
                            f"got {value!r}")
     return float(value)
+
+
+def resampling(path: Path, document: dict) -> Resampling:
+    """acceptance.bootstrap: {resamples, seed}, declared before any pass is seen (2,000 and seed 0 when absent)."""
+    declared = (document.get("acceptance") or {}).get("bootstrap")
+    if declared is None:
+        return Resampling()
+    if not isinstance(declared, dict):
+        raise GpucostError(f"{path}: field 'acceptance.bootstrap' must be a mapping with resamples and seed")
+    found = {}
+    for name, least, default in (("resamples", MIN_RESAMPLES, Resampling.resamples), ("seed", 0, Resampling.seed)):
+        value = declared.get(name, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise GpucostError(f"{path}: field 'acceptance.bootstrap.{name}' must be a whole number >= {least}, "
+                               f"got {value!r}")
+        found[name] = value
+    return Resampling(**found)
+
+
+def changes_work(path: Path, document: dict, allowed: tuple[str, ...]) -> tuple[str, ...]:
+    """acceptance.reference.changes_work: the settings, among those that decide what the output asks (`allowed`: its
+    rules' LIKE_FOR_LIKE), a variant may change and still be compared with the reference; none when absent."""
+    declared = ((document.get("acceptance") or {}).get("reference") or {}).get("changes_work")
+    if declared is None:
+        return ()
+    if not isinstance(declared, list) or not all(isinstance(item, str) for item in declared):
+        raise GpucostError(f"{path}: field 'acceptance.reference.changes_work' must be a list of setting names")
+    unknown = sorted(set(declared) - set(allowed))
+    if unknown:
+        raise GpucostError(f"{path}: field 'acceptance.reference.changes_work' names {', '.join(unknown)}; this "
+                           f"output's work is decided by {', '.join(allowed) or 'no setting'}")
+    return tuple(declared)
 
 
 def settle(path: Path, document: dict, f) -> int | None:

@@ -21,8 +21,9 @@ FIELDS: dict = {
     "corpus": {"file": None, "slice_of": None, "size": None, "buckets": FREE, "labels": None, "fingerprint": None},
     "acceptance": {
         "output": None, "ids": None, "format": None, "coverage": None, "main_metric": None, "threshold": None,
-        "per_bucket_threshold": None,
-        "reference": {"variant": None, "max_metric_difference": None, "min_label_agreement": None},
+        "per_bucket_threshold": None, "bootstrap": {"resamples": None, "seed": None},
+        "reference": {"variant": None, "max_metric_difference": None, "min_label_agreement": None,
+                      "changes_work": None},
     },
     "passes_per_variant": None,
     "max_spread_ratio": None,

@@ -10,7 +10,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from gpucost_mlflow.core.inputs.fingerprints import stable_rank
-from gpucost_mlflow.core.judging import flips, verdicts
+from gpucost_mlflow.core.judging import flips, like_for_like, verdicts
+from gpucost_mlflow.core.judging.bootstrap import Scored
 from gpucost_mlflow.core.judging.bounds import NOT_SHOWN
 from gpucost_mlflow.core.judging.quality import evaluate
 from gpucost_mlflow.core.judging.status import Status
@@ -21,7 +22,7 @@ from gpucost_mlflow.core.names import COMPLETED_ENTRIES, FLIPS_GAINED, FLIPS_LOS
 REFERENCE_CHECKS = ("reference_agreement", "reference_metric")
 # The kind-neutral checks whose failure the quality verdict names: the labels' (scored for every output read as
 # labels); each output adds its own (`QUALITY_CHECKS` of its rules, asked through the registry).
-QUALITY_CHECKS = ("quality", "buckets", *REFERENCE_CHECKS)
+QUALITY_CHECKS = ("quality", "buckets", *REFERENCE_CHECKS, like_for_like.CHECK)
 
 
 def quality_checks() -> frozenset[str]:
@@ -50,6 +51,7 @@ class Judgement:
     quality: dict = field(default_factory=dict)
     comparison: dict = field(default_factory=dict)
     correct: list[str] | None = None  # the ids labelled as gold, where gold labels exist (flips count from them)
+    scored: Scored | None = None  # the inputs' gold labels and buckets, so a re-judge resamples them without the corpus
 
     @property
     def ids_match(self) -> bool:
@@ -75,7 +77,7 @@ def settle(completed: bool, failure_reason: str, checks: Sequence[Check], pendin
     quality_names = quality_checks()
     failed_quality = [c.name for c in failed if c.name in quality_names]
     unshown_quality = [c.name for c in unshown if c.name in quality_names]
-    quality = ("failed: " + ", ".join(failed_quality) if failed_quality else
+    quality = ((like_for_like.verdict(failed) or "failed: " + ", ".join(failed_quality)) if failed_quality else
                f"{NOT_SHOWN}: " + ", ".join(unshown_quality) if unshown_quality else
                "pending reference" if pending else "passed")
     return status, reason, quality
@@ -89,7 +91,8 @@ def pending_reason(reference_name: str) -> str:
 class Judging:
     """One pass as its output's judge reads it: whether it completed (and why not), the corpus's rows and whether
     they carry gold labels, its files as read back, the protocol (its bar: `acceptance`), the model's labels, the
-    reference it is compared with (None while none exists) and, for a deliverable without gold labels, its audit."""
+    reference it is compared with (None while none exists), for a deliverable without gold labels its audit, and
+    whether it asks the reference's work (core/judging/like_for_like.py: not comparable otherwise)."""
 
     completed: bool
     failure_reason: str
@@ -102,6 +105,7 @@ class Judging:
     reference_name: str = ""
     gold_labels: bool = True
     audit: Check | None = None
+    unlike: Check | None = None  # the failed `comparable` check of a variant asking other work than the reference
 
     @property
     def acceptance(self):
@@ -116,8 +120,9 @@ def judge(given: Judging) -> Judgement:
     back, reference, audit = given.back, given.reference, given.audit
     checks, counts = verdicts.basic_checks([row["id"] for row in given.rows], back)
     quality = evaluate(given.rows, back.labels, given.labels) if given.gold_labels else {}
-    if given.gold_labels:
-        checks += verdicts.quality_checks(quality if back.ids else {}, given.acceptance)
+    scored = Scored.from_rows(given.rows) if given.gold_labels else None
+    if scored is not None:
+        checks += verdicts.quality_checks(quality if back.ids else {}, given.acceptance, scored, back.labels)
     if audit is not None:
         checks.append(audit)
     gold = {row["id"]: row["label"] for row in given.rows} if given.gold_labels else None
@@ -126,7 +131,7 @@ def judge(given: Judging) -> Judgement:
     if reference is not None:
         def compare():
             found, comparison = verdicts.reference_checks(
-                quality, back.labels, reference.metrics, reference.labels, given.acceptance, reference.run_id)
+                quality, back.labels, reference.metrics, reference.labels, given.acceptance, reference.run_id, scored)
             measured = dict(comparison.get("metrics") or {})
             if correct is None:
                 return found, comparison, measured
@@ -134,7 +139,7 @@ def judge(given: Judging) -> Judgement:
             return found, {**comparison, "flips": changed.record()}, {**measured, **flip_metrics(changed)}
     no_gold = NO_GOLD if audit is None else f"no gold labels: audit {'passed' if audit.passed else 'failed'}"
     judged = conclude(given, checks, counts, quality if back.ids else {}, compare, no_gold)
-    judged.correct = correct
+    judged.correct, judged.scored = correct, scored
     return judged
 
 
@@ -152,7 +157,9 @@ def conclude(given: Judging, checks: Sequence[Check], counts: dict, quality: dic
     `compare` gives its checks, comparison and measured figures), then `settle`."""
     checks, quality, comparison, pending = list(checks), dict(quality), {}, ""
     if given.needs_reference:
-        if compare is None:
+        if given.unlike is not None:  # other work than the reference's: its agreement would measure nothing
+            checks.append(given.unlike)
+        elif compare is None:
             pending = pending_reason(given.reference_name)
         else:
             found, comparison, measured = compare()

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from gpucost_mlflow.core.judging import bootstrap
+from gpucost_mlflow.core.judging.bootstrap import MetricBound, Scored, outcome_of
 from gpucost_mlflow.core.judging.bounds import NOT_SHOWN, PASSED, ShareBound, share_bound
 from gpucost_mlflow.core.kinds.settings import Settings
 from gpucost_mlflow.core.names import (
@@ -163,8 +165,9 @@ def basic_checks(expected: Sequence[str], back: ReadBack) -> tuple[list[Check], 
 
 NUMERIC_FIELDS = ("precision", "quantization", "attention", "compile", "engine")
 # Fields that change the work itself: a variant truncating its inputs shorter does less of it, and may pass the
-# absolute bars while answering other questions than the reference did.
-WORK_FIELDS = ("max_length",)
+# absolute bars while answering other questions than the reference did; judged against the reference, it is not
+# comparable with it unless the protocol declares the field a change of work (core/judging/like_for_like.py).
+WORK_FIELDS = ("max_length", "padding")
 REFERENCE_CHECK_PREFIX = "reference_"  # every kind's checks against the reference pass are named so
 
 
@@ -180,29 +183,25 @@ def judged_against_reference(checks_line: str) -> bool:
     return any(name.startswith(REFERENCE_CHECK_PREFIX) for name in outcomes(checks_line))
 
 
-def quality_checks(metrics: dict, acceptance) -> list[Check]:
-    """Main metric on the whole corpus and in every length bucket, against the pre-registered bars."""
+def bars_check(name: str, bounds: Sequence[MetricBound]) -> Check:
+    """Several bars judged by their intervals as one check: failed if any failed, not shown if any was not shown
+    (never passed), passed otherwise; the reason names the bars that decided it."""
+    outcome = outcome_of(bounds)
+    deciding = [bound for bound in bounds if bound.outcome == outcome]
+    return Check(name, outcome == PASSED, "; ".join(bound.words() for bound in deciding), outcome != NOT_SHOWN)
+
+
+def quality_checks(metrics: dict, acceptance, scored: Scored, labels: dict[str, str]) -> list[Check]:
+    """The main metric on the whole corpus and in every length bucket against the pre-registered bars, each by its
+    bootstrap interval over the inputs (core/judging/bootstrap.py): passed, failed or not shown."""
     name = acceptance.main_metric
-    value = metrics.get(name)
-    checks = [
-        Check(
-            "quality",
-            value is not None and value >= acceptance.threshold,
-            f"{name} {value:.4f} {'>=' if value >= acceptance.threshold else '<'} {acceptance.threshold}"
-            if value is not None else f"{name} not measured",
-        )
-    ]
-    buckets = sorted(key[len("bucket_"): -len(name) - 1] for key in metrics if key.startswith("bucket_") and key.endswith("_" + name))
-    low = [f"{b} {metrics[f'bucket_{b}_{name}']:.4f}" for b in buckets if metrics[f"bucket_{b}_{name}"] < acceptance.per_bucket_threshold]
-    checks.append(
-        Check(
-            "buckets",
-            bool(buckets) and not low,
-            f"{name} below {acceptance.per_bucket_threshold} in: {', '.join(low)}" if low
-            else f"{name} >= {acceptance.per_bucket_threshold} in every bucket ({', '.join(buckets)})",
-        )
-    )
-    return checks
+    if metrics.get(name) is None:
+        return [Check("quality", False, f"{name} not measured"), Check("buckets", False, f"{name} not measured")]
+    bounds = bootstrap.absolute_bounds(scored, labels, name, acceptance.threshold, acceptance.per_bucket_threshold,
+                                       acceptance.confidence, acceptance.resampling)
+    buckets = bounds[1:]
+    return [bars_check("quality", bounds[:1]),
+            bars_check("buckets", buckets) if buckets else Check("buckets", False, "no length bucket")]
 
 
 def agreement(labels: dict[str, str], reference: dict[str, str]) -> float:
@@ -224,28 +223,36 @@ def agreement_check(labels: dict[str, str], reference: dict[str, str], bar: floa
 
 
 def reference_checks(metrics: dict, labels: dict[str, str], reference_metrics: dict, reference_labels: dict[str, str],
-                     acceptance, reference_run: str) -> tuple[list[Check], dict]:
-    """Label agreement (by its exact interval, at the acceptance's confidence) and metric difference (whole corpus
-    and buckets) against the reference pass."""
+                     acceptance, reference_run: str, scored: Scored | None) -> tuple[list[Check], dict]:
+    """Label agreement (by its exact interval) and the main metric's difference (whole corpus and buckets, by its
+    paired bootstrap interval) against the reference pass, at the acceptance's confidence. `scored` None: a pass
+    recorded before its gold labels were kept (verdict.json `scored`) is judged on the point difference, and says so."""
     name = acceptance.main_metric
     share = agreement(labels, reference_labels)
     agreed, bound = agreement_check(labels, reference_labels, acceptance.min_label_agreement, acceptance.confidence,
                                     reference_run)
     keys = [name] + sorted(k for k in reference_metrics if k.startswith("bucket_") and k.endswith("_" + name))
     differences = {key: abs(metrics.get(key, float("nan")) - reference_metrics[key]) for key in keys}
-    worst_key = max(differences, key=lambda k: differences[k])
-    worst = differences[worst_key]
-    checks = [
-        agreed,
-        Check(
-            "reference_metric",
-            worst <= acceptance.max_metric_difference,
-            f"largest |{name} difference| {worst:.4f} ({worst_key}) vs reference run {reference_run} (maximum {acceptance.max_metric_difference})",
-        ),
-    ]
-    return checks, {"run_id": reference_run, LABEL_AGREEMENT: share, f"{LABEL_AGREEMENT}_bound": bound.record(),
-                    "metric_differences": differences,
-                    "metrics": {LABEL_AGREEMENT: share, LABEL_AGREEMENT_LOW: bound.low, LABEL_AGREEMENT_HIGH: bound.high}}
+    against = f" vs reference run {reference_run}"
+    if scored is None:
+        worst_key = max(differences, key=lambda k: differences[k])
+        worst = differences[worst_key]
+        metric = Check("reference_metric", worst <= acceptance.max_metric_difference,
+                       f"largest |{name} difference| {worst:.4f} ({worst_key}){against} (maximum "
+                       f"{acceptance.max_metric_difference}; point estimate: this pass kept no gold labels to resample)")
+        bounds: list[MetricBound] = []
+    else:
+        bounds = bootstrap.difference_bounds(scored, labels, reference_labels, name, acceptance.max_metric_difference,
+                                             acceptance.confidence, acceptance.resampling)
+        metric = bars_check("reference_metric", bounds)
+        metric.reason += against
+    comparison = {"run_id": reference_run, LABEL_AGREEMENT: share, f"{LABEL_AGREEMENT}_bound": bound.record(),
+                  "metric_differences": differences,
+                  "metrics": {LABEL_AGREEMENT: share, LABEL_AGREEMENT_LOW: bound.low, LABEL_AGREEMENT_HIGH: bound.high}}
+    if bounds:
+        comparison["metric_bounds"] = [item.record() for item in bounds]
+        comparison["bootstrap"] = acceptance.resampling.record()
+    return [agreed, metric], comparison
 
 
 def merge_json_lines(name: str, folders: Sequence[Path], workdir: Path) -> None:

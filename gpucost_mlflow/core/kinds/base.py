@@ -124,6 +124,7 @@ class Output(Protocol):
     # name (acceptance.reference.cosine_min) with what it holds, None a value, a mapping a section and its fields
     # (core/inputs/protocol_fields.py's tree); another output's protocol setting one is refused
     AUDITED: bool  # whether a deliverable without gold labels is audited by the reference variant
+    LIKE_FOR_LIKE: tuple[str, ...]  # the settings that decide what is asked: the reference's, or not comparable
     SECTION: str  # the protocol section its task needs (`generation:`), "" when none
     SECTION_KEYS: tuple[str, ...]  # the keys that section may hold (the protocol's field tree); only with a SECTION
     NO_SAMPLING: str  # how the built-in kinds deliver it without sampling, for the report's scope ("a forward pass");
@@ -157,8 +158,10 @@ class Output(Protocol):
         """The pass's judgement (core/judging/judge.Judgement) from `given` (core/judging/judge.Judging: the pass, its
         files as read back, the protocol, the reference); its counts carry the expected and observed ids (core/judging/verdicts.basic_checks gives them with the format, ids and coverage checks)."""
 
-    def judge_against_reference(self, prior: list, metrics: dict, back, reference, acceptance) -> object:
-        """A pending pass judged again once its reference exists (core/judging/judge.rejudged)."""
+    def judge_against_reference(self, prior: list, metrics: dict, back, reference, acceptance,
+                                first: dict | None = None) -> object:
+        """A pending pass judged again once its reference exists (core/judging/judge.rejudged); `first` is its first
+        verdict (verdict.json), for what it kept of the corpus (the gold labels a bootstrap resamples)."""
 
     def preview(self, rows: list[dict], back, gold_labels: bool, folder: Path) -> dict | None:
         """The MLflow UI's preview table of the pass's outputs, None when there is none to show."""

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from gpucost_mlflow.core.inputs.acceptance import Acceptance
 from gpucost_mlflow.core.judging import judge, verdicts
+from gpucost_mlflow.core.judging.bootstrap import Scored
 from gpucost_mlflow.core.judging.preview import preview as preview_rows
 from gpucost_mlflow.core.names import (
     ACCURACY,
@@ -33,6 +34,7 @@ COLUMNS = (ACCURACY, MACRO_F1, LABEL_AGREEMENT, LABEL_AGREEMENT_LOW, LABEL_AGREE
 QUALITY_CHECKS: tuple[str, ...] = ()  # the label checks are the judge's own (judge.QUALITY_CHECKS)
 FIELDS: dict = {}  # the label fields other outputs refuse are checked by their own acceptance()
 AUDITED = True
+LIKE_FOR_LIKE = verdicts.WORK_FIELDS  # what a variant asks of the model: the reference's, or not comparable
 SECTION = ""
 NO_SAMPLING = "a forward pass"
 FROM_USER_CODE = True
@@ -76,10 +78,12 @@ def judge_pass(given: judge.Judging) -> judge.Judgement:
 
 
 def judge_against_reference(prior: list, metrics: dict, back: verdicts.ReadBack, reference: judge.Reference,
-                            acceptance) -> judge.Judgement:
-    """A pending labels pass judged again: agreement and the main metric's difference with the reference added."""
+                            acceptance, first: dict | None = None) -> judge.Judgement:
+    """A pending labels pass judged again: agreement and the main metric's difference with the reference added, the
+    difference resampled over the gold labels its first verdict kept (`first`'s `scored`)."""
+    scored = Scored.from_record(first["scored"]) if first and "scored" in first else None
     found, comparison = verdicts.reference_checks(metrics, back.labels, reference.metrics, reference.labels,
-                                                  acceptance, reference.run_id)
+                                                  acceptance, reference.run_id, scored)
     return judge.rejudged(prior, REFERENCE_CHECKS, found, comparison, metrics)
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.acceptance import Acceptance
 from gpucost_mlflow.core.judging import judge, verdicts
+from gpucost_mlflow.core.judging.bootstrap import Scored
 from gpucost_mlflow.core.judging.bounds import NOT_SHOWN, PASSED, share_bound
 from gpucost_mlflow.core.judging.preview import preview as preview_rows
 from gpucost_mlflow.core.judging.quality import evaluate
@@ -45,6 +46,9 @@ QUALITY_CHECKS = REFERENCE_CHECKS
 FIELDS = dict.fromkeys(("acceptance.reference.min_exact_match", "acceptance.reference.min_token_agreement",
                         "acceptance.reference.max_length_change"))
 AUDITED = False
+# What a variant asks of the model beyond the protocol's fixed task (prompt, chat template, greedy decoding): the
+# reference's, or not comparable (core/judging/like_for_like.py).
+LIKE_FOR_LIKE = ("max_new_tokens",)
 SECTION = "generation"  # the protocol section of its task: prompt, max_new_tokens, answer
 SECTION_KEYS = KEYS
 NO_SAMPLING = f"generation decoding {DECODING['decoding']}"
@@ -201,7 +205,7 @@ def judge_generations(given: judge.Judging) -> judge.Judgement:
         if back.ids:
             quality = evaluate(given.rows, back.labels, labels)
             quality["unparsed_outputs"] = float(sum(1 for label in back.labels.values() if label == UNPARSED))
-        checks += verdicts.quality_checks(quality, acceptance)
+        checks += verdicts.quality_checks(quality, acceptance, Scored.from_rows(given.rows), back.labels)
     compare = None if reference is None else (lambda: reference_checks(back, reference, acceptance))
     return judge.conclude(given, checks, counts, quality, compare)
 
@@ -275,7 +279,7 @@ def judge_pass(given: judge.Judging) -> judge.Judgement:
 
 
 def judge_against_reference(prior: Sequence[Check], metrics: dict, back: GenerationReadBack,
-                            reference: GenerationReference, acceptance) -> judge.Judgement:
+                            reference: GenerationReference, acceptance, first: dict | None = None) -> judge.Judgement:
     """A pending generation pass judged again once its reference exists: its own checks kept, the comparison added."""
     found, comparison, measured = reference_checks(back, reference, acceptance)
     return judge.rejudged(prior, REFERENCE_CHECKS, found, comparison, {**metrics, **measured})
