@@ -287,7 +287,7 @@ def test_a_deliverable_without_labels_is_accepted_by_ids_format_coverage_and_aud
     assert list(delivered["status"]) == ["accepted", "accepted"]
     assert set(delivered["quality_verdict"]) == {"no gold labels: audit passed"}
     run = MlflowClient().get_run(delivered["run_id"].iloc[0])
-    assert checks_of(run)["audit"].startswith("pass: ") and "of 8 sampled inputs" in checks_of(run)["audit"]
+    assert checks_of(run)["audit"].startswith("pass: sampled inputs labelled as batch8 labels them: 100.00 % of 8 (")
     assert "macro_f1" not in run.data.metrics
     verdict = json.loads(Path(mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="verdict.json")).read_text())
     assert verdict["gold_labels"] is False and len(verdict["audit"]["sample_ids"]) == 8 and verdict["audit"]["variant"] == "batch8"
@@ -307,8 +307,12 @@ def test_an_audit_below_its_agreement_fails_and_the_sample_is_fixed_by_the_finge
     assert len(sample) == 5 and sample != judge.audit_sample(ids, 5, "e" * 64)
     mine = {i: "fresh" for i in ids}
     theirs = {i: ("rotten" if n < 3 else "fresh") for n, i in enumerate(sample)}
-    check = judge.audit_check(mine, theirs, sample, 0.8, "batch8")
-    assert not check.passed and check.reason.startswith("40.00 % of 5 sampled inputs")
+    check = judge.audit_check(mine, theirs, sample, 0.8, "batch8")  # 2 of 5: its exact interval reaches 85 %
+    assert not check.passed and not check.shown
+    assert check.reason.startswith("sampled inputs labelled as batch8 labels them: 40.00 % of 5 (95 % interval")
+    failed = judge.audit_check(mine, theirs, sample, 0.9, "batch8")
+    assert not failed.passed and failed.shown  # its upper bound 85.3 % is below 0.9
+    assert judge.audit_check(mine, {i: "fresh" for i in sample}, sample, 0.4, "batch8").passed  # 5 of 5: from 47.8 %
 
 
 def edited_protocol(tmp_path: Path, protocol_file: Path, edit) -> Path:

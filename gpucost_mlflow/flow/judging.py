@@ -87,7 +87,8 @@ def _audit(request: PassRequest, prepared: Prepared, rules, back: verdicts.ReadB
     if not ran.completed:
         check = verdicts.Check("audit", False, f"the {prepared.reference.name} audit pass failed: {ran.reason}")
     else:
-        check = judge.audit_check(back.labels, labels, sample, declared["min_label_agreement"], prepared.reference.name)
+        check = judge.audit_check(back.labels, labels, sample, declared["min_label_agreement"], prepared.reference.name,
+                                  prepared.protocol.acceptance.confidence)
     return check, {"variant": prepared.reference.name, "sample_ids": sample, "reference_labels": labels,
                    "check": check.record()}
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from gpucost_mlflow.core.inputs.fingerprints import stable_rank
 from gpucost_mlflow.core.judging import flips, like_for_like, verdicts
 from gpucost_mlflow.core.judging.bootstrap import Scored
-from gpucost_mlflow.core.judging.bounds import NOT_SHOWN
+from gpucost_mlflow.core.judging.bounds import NOT_SHOWN, PASSED, share_bound
 from gpucost_mlflow.core.judging.quality import evaluate
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.judging.verdicts import Check
@@ -137,7 +137,8 @@ def judge(given: Judging) -> Judgement:
                 return found, comparison, measured
             changed = flips.count(sorted(reference.labels), correct, flips.correct_ids(gold, reference.labels))
             return found, {**comparison, "flips": changed.record()}, {**measured, **flip_metrics(changed)}
-    no_gold = NO_GOLD if audit is None else f"no gold labels: audit {'passed' if audit.passed else 'failed'}"
+    said = "passed" if audit is not None and audit.passed else "failed" if audit is None or audit.shown else NOT_SHOWN
+    no_gold = NO_GOLD if audit is None else f"no gold labels: audit {said}"
     judged = conclude(given, checks, counts, quality if back.ids else {}, compare, no_gold)
     judged.correct, judged.scored = correct, scored
     return judged
@@ -178,14 +179,15 @@ def audit_sample(ids: Sequence[str], size: int, fingerprint: str) -> list[str]:
 
 
 def audit_check(labels: dict[str, str], reference_labels: dict[str, str], sample: Sequence[str], minimum: float,
-                reference_name: str) -> Check:
-    """Agreement of the deliverable's labels with the reference variant's on the audit sample."""
+                reference_name: str, confidence: float = 0.95) -> Check:
+    """Agreement of the deliverable's labels with the reference variant's on the audit sample, judged by its exact
+    interval as every share is (core/judging/bounds.py): passed, failed, or not shown on a sample too small for it."""
     if len(reference_labels) < len(sample):
         return Check("audit", False, f"the {reference_name} audit labelled {len(reference_labels)} of {len(sample)} sampled inputs")
-    share = sum(1 for ident in sample if labels.get(ident) == reference_labels.get(ident)) / max(1, len(sample))
-    return Check("audit", share >= minimum,
-                 f"{100 * share:.2f} % of {len(sample)} sampled inputs labelled as {reference_name} labels them "
-                 f"(minimum {100 * minimum:.2f} %)")
+    hits = sum(1 for ident in sample if labels.get(ident) == reference_labels.get(ident))
+    bound = share_bound(hits, len(sample), minimum, confidence)
+    return Check("audit", bound.outcome == PASSED,
+                 f"sampled inputs labelled as {reference_name} labels them: {bound.words()}", bound.outcome != NOT_SHOWN)
 
 
 def rejudged(prior: Sequence[Check], replaced: Sequence[str], found: Sequence[Check], comparison: dict,
