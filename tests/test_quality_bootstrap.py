@@ -157,3 +157,25 @@ def test_the_protocol_declares_the_bootstrap_or_takes_its_default(tmp_path):
         resampling(tmp_path, {"acceptance": {"bootstrap": {"resamples": 50}}})
     with pytest.raises(GpucostError, match="acceptance.bootstrap.seed"):
         resampling(tmp_path, {"acceptance": {"bootstrap": {"seed": "x"}}})
+
+
+def test_a_bucket_not_shown_says_the_corpus_that_would_show_it_in_the_reports_words():
+    """The report's standing reads 'quality not shown on N inputs: about M needed' whatever bar was not shown; for a
+    bucket, M is a corpus with the same bucket mix, what `gpucost corpus build --size M` would build."""
+    import pandas as pd
+
+    from gpucost_mlflow.core.judging import judge
+    from gpucost_mlflow.core.money.choice import _needed
+    from gpucost_mlflow.report.versus_reference import not_shown
+
+    rows = corpus(500, long=50)
+    labels = {**{row["id"]: row["label"] for row in rows[:450]}, **answering(rows[450:], 12, every=4)}  # 38 of 50
+    checks = verdicts.quality_checks({"accuracy": 0.976}, acceptance(per_bucket_threshold=0.65), Scored.from_rows(rows),
+                                     labels)
+    status, reason, verdict = judge.settle(True, "", checks, "")
+    assert (status, verdict) == ("rejected", "not shown: buckets")
+    said = not_shown(pd.DataFrame({"quality_verdict": [verdict], "reason": [reason]}))[0]
+    assert said.startswith(" on 500 inputs (50 in this bucket): about ") and said.endswith("needed at this value (buckets)")
+    long = bootstrap.absolute_bounds(Scored.from_rows(rows), labels, "accuracy", 0.8, 0.65, 0.95, SEEDED)[1]
+    assert (long.name, long.inputs, long.total) == ("bucket_long_accuracy", 50, 500)
+    assert int(_needed(said)) == long.needed > 500  # the long bucket's need, times ten: its share of the corpus
