@@ -93,6 +93,27 @@ def test_a_store_whose_fastest_configuration_has_only_sub_second_passes_is_not_d
     assert "too short to time: set min_measured_s to separate batch8-bf16 from" in dict(card.lines(built))["Settle"]
 
 
+
+def test_repeated_corpora_are_separated_on_their_whole_clocks_never_on_a_sub_second_lap(experiment, tmp_path):
+    """Each pass repeats its 500 inputs inside a clock of at least 3 s (min_measured_s). The first laps, one corpus
+    each, are sub-second and overlap (0.90-1.25 s against 1.00-1.15 s): read alone they would separate nothing. The
+    decision reads each pass's time over its whole clock (0.90-0.91 s against 1.10-1.11 s, each from 3.6 s or more of
+    clock), which separates them; stability still reads the laps (both within 1.5)."""
+    laps = {"batch8-bf16": (0.9, 1.25, 0.9, 1.2, 0.95), "batch8-lengthgrouped": (1.1, 1.0, 1.15, 1.05, 1.1)}
+    means = {"batch8-bf16": (0.90, 0.91, 0.90, 0.91, 0.90), "batch8-lengthgrouped": (1.10, 1.11, 1.10, 1.11, 1.10)}
+    for variant, firsts in laps.items():
+        for mean, lap in zip(means[variant], firsts):
+            experiment(variant, "AMD EPYC", mean, metrics_extra={REPETITIONS: 4, MEASURED_TOTAL_S: 4 * mean,
+                                                                  FIRST_LAP_S: lap})
+    catalog = tmp_path / "this-machine.csv"
+    catalog.write_text(example_catalog("AMD EPYC", Decimal("0.10"), "usd", Decimal(1), Decimal(1), "2026-12-01"))
+    built, _ = report(catalog=catalog, protocol_path=DEMO_PROTOCOL)
+    fast = next(a for a in built.assessments if a.configuration.variant == "batch8-bf16")
+    assert fast.configuration.durations.values == laps["batch8-bf16"] and fast.stable
+    assert fast.configuration.separated_on == means["batch8-bf16"] and not fast.configuration.too_short
+    assert built.decision.startswith("Decision: batch8-bf16 on AMD EPYC")
+    assert "the 95 % interval of the difference, 0.190 to 0.210 s, excludes zero" in built.decision
+
 # The demo's undecided store (issue 41): three length-grouped configurations whose durations overlap, priced by the
 # hour at 0.10 USD: batch16's slowest pass fits 11 billed hours, batch8's and batch32's need 12.
 UNDECIDED = {

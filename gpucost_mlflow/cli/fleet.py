@@ -174,7 +174,7 @@ def _settle_jobs(experiment: str, protocol_path: Path, declared, catalogs: tuple
     if not undecided:
         raise GpucostError(f"nothing to settle: {built.decision}; nothing launched")
     protocol = load_protocol(protocol_path)
-    stage, plan = plan_stage([Member(a.configuration.device, a.configuration.variant, a.configuration.durations.values,
+    stage, plan = plan_stage([Member(a.configuration.device, a.configuration.variant, a.configuration.separated_on,
                                      a.configuration.too_short)
                               for a in undecided], protocol.settle_max_passes, protocol.confidence)
     if plan is None:

@@ -206,7 +206,7 @@ def _second_stage(plan, resume: str | None, catalog_file: tuple[Path, ...], root
         if not undecided:
             click.echo(f"nothing to settle: {built.decision}")
             return None
-        members = [Member(a.configuration.device, a.configuration.variant, a.configuration.durations.values,
+        members = [Member(a.configuration.device, a.configuration.variant, a.configuration.separated_on,
                           a.configuration.too_short) for a in undecided]
         stage, stage_plan = plan_stage(members, protocol.settle_max_passes, protocol.confidence)
         click.echo(stage.line())

@@ -123,7 +123,7 @@ def _confidence(a: Assessment) -> float:
 def _tie_words(chosen: list[Assessment], names: short.Names) -> str:
     """The passes per configuration that would separate the first two tied configurations."""
     a, b = chosen[0], chosen[1]
-    needed = repetitions_needed(a.configuration.durations.values, b.configuration.durations.values, _confidence(a))
+    needed = repetitions_needed(a.configuration.separated_on, b.configuration.separated_on, _confidence(a))
     pair = f"{names.of(a.configuration)} from {names.of(b.configuration)}"
     if a.configuration.too_short or b.configuration.too_short:
         return f"{TOO_SHORT_TO_TIME} to separate {pair}: {NOT_BY_PASSES}"
@@ -211,15 +211,15 @@ def _undecided(report: Report, names: short.Names) -> list[tuple[str, str]]:
         result += _rent_run_doubt(found, group, names)
     settle = []
     for other in group[1:]:
-        if separate(first.configuration.name, first.configuration.durations.values, other.configuration.name,
-                    other.configuration.durations.values, confidence=_confidence(first),
+        if separate(first.configuration.name, first.configuration.separated_on, other.configuration.name,
+                    other.configuration.separated_on, confidence=_confidence(first),
                     too_short_to_time=(first.configuration.too_short, other.configuration.too_short)).decided:
             continue
         if first.configuration.too_short or other.configuration.too_short:
             settle.append(f"{TOO_SHORT_TO_TIME} to separate {names.of(first.configuration)} from "
                           f"{names.of(other.configuration)}: {NOT_BY_PASSES}")
             continue
-        needed = repetitions_needed(first.configuration.durations.values, other.configuration.durations.values,
+        needed = repetitions_needed(first.configuration.separated_on, other.configuration.separated_on,
                                     _confidence(first))
         settle.append(f"about {needed} passes per configuration would separate {names.of(first.configuration)} "
                       f"from {names.of(other.configuration)}" if needed else

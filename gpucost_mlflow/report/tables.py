@@ -152,6 +152,7 @@ def configurations(table: pd.DataFrame, corpus_size: int | None = None) -> list[
             measured_s=tuple(float(v) for v in (completed[MEASURED_TOTAL_S].fillna(completed[PASS_S])
                                                 if MEASURED_TOTAL_S in completed else completed[PASS_S])),
             not_shown=versus_reference.not_shown(rows),
+            timed_s=tuple(float(v) for v in completed[PASS_S]),
         ))
     return configs
 
@@ -307,8 +308,8 @@ def separations(configs: list[Configuration], variants: dict[str, Variant],
             for label, first, second in candidates:
                 if (device, frozenset((first, second))) not in seen:
                     seen.add((device, frozenset((first, second))))
-                    pairs.append((label, separate(first, present[first].durations.values,
-                                                  second, present[second].durations.values, required, confidence,
+                    pairs.append((label, separate(first, present[first].separated_on,
+                                                  second, present[second].separated_on, required, confidence,
                                                   (present[first].too_short, present[second].too_short))))
     return pairs
 

@@ -66,8 +66,8 @@ def _confidence(a: Assessment) -> float:
 
 def _separation(a: Assessment, b: Assessment):
     required = a.rules.required_passes if a.rules else None
-    return separate(a.configuration.name, a.configuration.durations.values,
-                    b.configuration.name, b.configuration.durations.values, required, _confidence(a),
+    return separate(a.configuration.name, a.configuration.separated_on,
+                    b.configuration.name, b.configuration.separated_on, required, _confidence(a),
                     (a.configuration.too_short, b.configuration.too_short))
 
 
@@ -129,7 +129,7 @@ def _undecided_detail(tied: list[Assessment], dearer: list[Assessment]) -> str:
     first = tied[0]
     parts = []
     for other in dearer:
-        needed = repetitions_needed(first.configuration.durations.values, other.configuration.durations.values,
+        needed = repetitions_needed(first.configuration.separated_on, other.configuration.separated_on,
                                     _confidence(first))
         more = (f"about {needed} passes per configuration would let the separation test find the observed difference "
                 f"(Noether's estimate for it, 80 % power)" if needed else

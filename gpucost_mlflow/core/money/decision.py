@@ -57,8 +57,18 @@ class Configuration:
     seeds_missing: str = ""  # a declared seed of its variant without a feasible configuration (core/judging/seeds.py)
     input_tokens_per_input: float | None = None  # median over accepted passes: the tokens an endpoint bills as input
     measured_s: tuple[float, ...] = ()  # each counted pass's measured clock (its repetitions' total), in order
+    # each counted pass's pass_s: one corpus's time over its whole measured clock (the mean of its laps where the clock
+    # repeated the corpus), in order; what separation reads, so it rests on at least min_measured_s of clock
+    timed_s: tuple[float, ...] = ()
     not_shown: tuple[str, ...] = ()  # each rejected pass whose quality bar was not shown: why (its interval, the
     # inputs that would show it), core/judging/bounds.py
+
+    @property
+    def separated_on(self) -> tuple[float, ...]:
+        """The durations two configurations are separated on: each pass's time over its whole measured clock, never a
+        single lap of a repeated corpus (a sub-second lap is as noisy as a sub-second pass); its one-corpus durations
+        where none were given (a configuration built by hand). Stability and the slowest pass read one corpus each."""
+        return self.timed_s or self.durations.values
 
     @property
     def too_short(self) -> str:
@@ -89,6 +99,7 @@ class Configuration:
         counted = excluded.pass_s is not None and excluded.status_before in JUDGED
         return replace(self, statuses=statuses, excluded=tuple(x for x in self.excluded if x != excluded),
                        durations=Durations(self.durations.values + ((excluded.pass_s,) if counted else ())),
+                       timed_s=self.timed_s + ((excluded.pass_s,) if counted and self.timed_s else ()),
                        pass_runs=self.pass_runs + ((excluded.run_id,) if counted else ()),
                        pass_causes=self.pass_causes + (("",) if counted else ()))
 
