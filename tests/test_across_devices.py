@@ -91,7 +91,7 @@ def test_a_gpu_cheaper_whatever_the_noise_is_decided(experiment, tmp_path):
     assert built.decision.startswith(f"Decision: batch8 on {L4}, l4 hourly, 1 lot, 6.6889 h billed (min 60 s, per 1 s) "
                                      "on aws g6.xlarge in us-east-1: 5.38 USD")
     lines = dict(card.lines(built))
-    assert lines["Rent"].endswith("on aws g6.xlarge in us-east-1") and lines["Run"].startswith("batch8 on L4: ")
+    assert lines["Rent"].endswith("on aws g6.xlarge in us-east-1") and lines["Run"].startswith("batch8 on L4 (no cost per result yet")
     assert lines["Runner-up"] == "batch8 on A10G at 6.95 USD (1.57 USD more, +29.2 %)"
     devices, run = rented_and_run(built)
     assert run == L4 and L4 in devices

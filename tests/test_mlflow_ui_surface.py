@@ -375,11 +375,13 @@ def _figures_of(**given):
 
 @pytest.mark.unit
 def test_decision_metrics_carry_their_unit_and_are_rounded_as_the_ui_shows_them():
-    assert _figures_of() == {"committed_cost_usd": 110.0, "cost_per_1000_inputs_usd": 0.001235, "forecast_h": 4.14,
+    assert _figures_of() == {"committed_cost_usd": 110.0, "forecast_cost_per_1000_planned_inputs_usd": 0.001235,
+                             "forecast_h": 4.14,
                              "forecast_slowest_h": 1234.57, "spare_deliverables": 12.0}
     euros = _figures_of(currency="EUR", saving=Decimal("12.5"), cost_per_million_output_tokens=Decimal("123.456"))
-    assert euros["possible_saving_eur"] == 12.5 and euros["cost_per_million_output_tokens_eur"] == 123.46
-    assert "cost_per_million_output_tokens_usd" not in _figures_of()  # a figure it lacks is absent, never 0
+    assert euros["possible_saving_eur"] == 12.5
+    assert euros["forecast_cost_per_million_planned_output_tokens_eur"] == 123.46
+    assert "forecast_cost_per_million_planned_output_tokens_usd" not in _figures_of()  # a figure it lacks is absent, never 0
 
 
 def _decision(client: MlflowClient, experiment_id: str, name: str, note: str, standings=None) -> str:

@@ -31,8 +31,8 @@ def test_the_card_says_what_to_rent_what_to_run_the_window_the_runner_up_and_wha
     assert card.lines(decided) == [
         ("Rent", ("4.00 USD committed for cpu hourly, 1 lot, 8 h billed (min 1 h, per 1 h); an example price, not a "
                  "quote")),
-        ("Run", (f"batch64-bf16-lg on {CPU}: 0.0020 USD per 1,000 inputs forecast at the committed cost (2,000 corpora of "
-                 "1,000 inputs; quality bar met on the comparison corpus, no deliverable accepted yet)")),
+        ("Run", (f"batch64-bf16-lg on {CPU} (no cost per result yet: quality bar met on the comparison corpus, no "
+                 "deliverable accepted)")),
         ("Window", ("7.5 h forecast, 7.6 h at the slowest pass, ends by 2026-10-01T16:33; deadline 2026-10-02T05:00:00 "
                    "(met)")),
         ("Runner-up", "batch8-lg at 4.50 USD (0.50 USD more, +12.5 %)"),
@@ -44,7 +44,7 @@ def test_the_card_says_what_to_rent_what_to_run_the_window_the_runner_up_and_wha
 def test_a_tie_is_said_in_the_card_with_the_passes_that_would_settle_it():
     lines = dict(card.lines(decided_report(changed=TIED, figures=False)))
     assert lines["Run"].startswith("any of 2 tied (batch64-bf16-lg, batch8-lg; their durations do not separate) on "
-                                   f"{CPU}: 0.0020 USD")
+                                   f"{CPU} (no cost per result yet")
     assert lines["Runner-up"] == "batch8 at 5.50 USD (1.50 USD more, +37.5 %)"
     assert lines["Would change it"].endswith("about 23 passes per configuration would separate batch64-bf16-lg from "
                                              "batch8-lg (Noether's estimate for the separation test, 80 % power)")

@@ -30,9 +30,13 @@ def test_110_usd_for_4_corpora_of_1000_inputs_is_27_50_per_1000_inputs():
     assert units.per_1000_inputs(Decimal("110.00"), 0, 1000) is None
 
 
-def test_a_unit_cost_below_one_cent_keeps_four_decimals_never_zero():
+def test_a_unit_cost_keeps_two_significant_digits_and_under_a_cent_is_said_per_million_planned_inputs():
     cost = units.per_1000_inputs(Decimal("0.50"), 1063, 1000)
-    assert cost == Decimal("0.0005") and units.money(cost, "USD") == "0.0005 USD"
+    assert cost == Decimal("0.00047") and units.money(cost, "USD") == "0.00047 USD"  # 0.0005 would be one digit
+    assert units.planned_inputs(cost, "USD") == "0.47 USD per million planned inputs"
+    demo = units.per_1000_inputs(Decimal("0.60"), 4000, 500)  # the demo: 0.60 USD over 2 million planned inputs
+    assert units.planned_inputs(demo, "USD") == "0.30 USD per million planned inputs"
+    assert units.planned_inputs(Decimal("27.50"), "USD") == "27.50 USD per 1,000 planned inputs"
 
 
 def test_the_cost_per_million_output_tokens_comes_from_the_measured_tokens_per_input():
@@ -46,7 +50,7 @@ def test_a_7_day_package_bought_for_4_corpora_holds_328_at_half_an_hour_each():
     plan = covering_plans(load_catalog(CATALOG).for_gpu("rtx-4090"), to_hours(6.0), 1)[0]
     found = units.spare(forecast(0.5, 4.0, deliverables=4), plan)
     assert (found.capacity, found.spare) == (328, 324)
-    assert units.per_1000_inputs(plan.total, found.capacity, 1000) == Decimal("0.3354")
+    assert units.per_1000_inputs(plan.total, found.capacity, 1000) == Decimal("0.34")
 
 
 def test_the_demo_what_if_plan_holds_1063_corpora_in_its_5_billed_hours():
@@ -66,9 +70,12 @@ def test_balance_and_decision_note_carry_unit_costs_and_spare_capacity(experimen
         experiment("batch8", RTX, seconds)
     built, balance = report(protocol_path=protocol_like_shipped(tmp_path, drop_deadline=True, expected=4))
     row = balance[balance["variant"] == "batch8"].iloc[0]
-    assert row["committed_cost"] == "110.00" and row["cost_per_1000_inputs"] == "27.50"
-    assert row["cost_per_million_output_tokens"] == ""
-    assert row["cost_per_million_output_tokens_reason"] == units.NO_TOKENS
+    assert row["committed_cost"] == "110.00" and row["forecast_cost_per_1000_planned_inputs"] == "27.50"
+    assert row["forecast_cost_per_million_planned_output_tokens"] == ""
+    assert row["forecast_cost_per_million_planned_output_tokens_reason"] == units.NO_TOKENS
     assert row["validated_cost_per_1000_inputs"] == "undefined (no accepted deliverable)"
     assert row["spare_deliverables"] > 1000 and row["plan_capacity_deliverables"] == row["spare_deliverables"] + 4
-    assert "That is 27.50 USD per 1,000 inputs; the same 110.00 USD covers up to" in built.decision
+    assert ("Planning budget, a forecast from the planned volume, not a cost per validated result (none until a "
+            "deliverable is accepted): 27.50 USD per 1,000 planned inputs; the same 110.00 USD would cover up to"
+            ) in built.decision
+    assert "per 1,000 inputs" not in built.decision.split(". Reason")[0]  # nothing of it on the result line

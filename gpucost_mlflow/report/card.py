@@ -1,5 +1,6 @@
 """The decision card: the answer in at most five short lines at the top of report.html and report.md, before the
-question: what to rent, which configuration at what cost per 1,000 validated inputs, the window against the
+question: what to rent, which configuration at what cost per 1,000 validated inputs (none yet before a deliverable
+is accepted; a planning figure is a forecast and stays in the note), the window against the
 deadline, the runner-up and its margin, and what would change the decision. Names are the short ones
 (report/short.py); the full decision note follows below the card."""
 
@@ -56,13 +57,10 @@ def _run(chosen: list[Assessment], names: short.Names) -> str:
            f"any of {len(chosen)} tied ({', '.join(names.of(a.configuration) for a in chosen)}; their durations do "
            "not separate)")
     where = f" on {names.device}" if names.device else ""
-    rules = first.rules
-    unit = ""
-    if first.cost_per_1000_inputs is not None and rules is not None:
-        unit = (f": {units.money(first.cost_per_1000_inputs, first.currency)} per 1,000 inputs forecast at the committed cost "
-                f"({rules.expected_deliverables:,} corpora of {rules.inputs_per_deliverable:,} inputs; quality bar met "
-                "on the comparison corpus, no deliverable accepted yet)")
-    return f"{who}{where}{unit}"
+    validated = first.validated_cost_per_1000_inputs
+    result = (f"{units.money(validated, first.currency)} per 1,000 validated inputs" if validated is not None
+              else "no cost per result yet: quality bar met on the comparison corpus, no deliverable accepted")
+    return f"{who}{where} ({result})"
 
 
 def _confirmed(report: Report, names: short.Names) -> str:

@@ -203,14 +203,15 @@ def _saving(a: Assessment) -> str:
 
 
 def _per_inputs(table: Table, a: Assessment) -> str:
-    """The committed cost per 1,000 inputs (and per million output tokens where they are counted), or why none."""
+    """The planning budget per 1,000 planned inputs (and per million planned output tokens where they are counted), or
+    why none: a forecast from the planned volume, never a cost per validated result."""
     if not a.feasible:
         return NOT_COMMITTED
     if a.cost_per_1000_inputs is None:
         return table.fold(a.priced) if a.committed is None else ""
     tokens = a.cost_per_million_output_tokens
-    extra = f"; {units.money(tokens, a.currency)} per million output tokens" if tokens is not None else ""
-    return f"{units.money(a.cost_per_1000_inputs, a.currency)}{extra}"
+    extra = f"; {units.money(tokens, a.currency)} per million planned output tokens" if tokens is not None else ""
+    return f"{units.planned_inputs(a.cost_per_1000_inputs, a.currency)}{extra}"
 
 
 def _capacity(a: Assessment) -> str:
@@ -218,7 +219,7 @@ def _capacity(a: Assessment) -> str:
     found = a.spare
     if found is None:
         return ""
-    then = (f", {units.money(a.spare_cost_per_1000_inputs, a.currency)} per 1,000 inputs then"
+    then = (f", {units.planned_inputs(a.spare_cost_per_1000_inputs, a.currency)} then"
             if a.spare_cost_per_1000_inputs is not None and found.spare else "")
     return f"{found.capacity:,} corpora ({found.spare:,} more){then}"
 
@@ -238,7 +239,7 @@ def plan_table(report: Report) -> Table:
 
 
 DECISION_HEAD = ["configuration", "standing", "median pass_s", "forecast window (h)", "deadline", "committed",
-                 "per 1,000 inputs", "cost per validated corpus"]
+                 "planning budget (forecast)", "cost per validated corpus"]
 
 
 def decision_table(report: Report) -> Table:

@@ -39,6 +39,8 @@ from gpucost_mlflow.core.names import (
     WARMUP_S,
 )
 from gpucost_mlflow.report import versus_reference
+from gpucost_mlflow.tracking.schema import COST_PER_1000_INPUTS as FORECAST_PER_1000
+from gpucost_mlflow.tracking.schema import COST_PER_MILLION_OUTPUT_TOKENS as FORECAST_PER_MILLION_TOKENS
 from gpucost_mlflow.tracking.schema import TIMINGS
 
 MEMORY = ("mem_peak_allocated_bytes", "mem_peak_reserved_bytes", "mem_peak_rss_bytes")
@@ -323,21 +325,21 @@ def _hours(value: float | None) -> float | None:
 
 
 def unit_costs(a: Assessment) -> dict:
-    """The unit-cost columns of balance.csv: per 1,000 inputs and per million output tokens of the declared volume
+    """The unit-cost columns of balance.csv: the forecast per 1,000 planned inputs and per million planned output tokens
     (empty with the reason where it does not apply), per 1,000 validated inputs, and the plan's spare capacity."""
     spare = a.spare
     tokens = a.cost_per_million_output_tokens
     validated = a.validated_cost_per_1000_inputs
     return {
-        "cost_per_1000_inputs": str(a.cost_per_1000_inputs) if a.cost_per_1000_inputs is not None else "",
-        "cost_per_million_output_tokens": str(tokens) if tokens is not None else "",
-        "cost_per_million_output_tokens_reason": a.tokens_reason,
+        FORECAST_PER_1000: str(a.cost_per_1000_inputs) if a.cost_per_1000_inputs is not None else "",
+        FORECAST_PER_MILLION_TOKENS: str(tokens) if tokens is not None else "",
+        f"{FORECAST_PER_MILLION_TOKENS}_reason": a.tokens_reason,
         "validated_cost_per_1000_inputs": (str(validated) if validated is not None
                                            else "undefined (no accepted deliverable)" if a.committed is not None else ""),
         "spare_deliverables": spare.spare if spare else None,
         "plan_capacity_deliverables": spare.capacity if spare else None,
-        "cost_per_1000_inputs_at_capacity": (str(a.spare_cost_per_1000_inputs)
-                                             if a.spare_cost_per_1000_inputs is not None else ""),
+        "forecast_cost_per_1000_inputs_at_capacity": (str(a.spare_cost_per_1000_inputs)
+                                                      if a.spare_cost_per_1000_inputs is not None else ""),
     }
 
 

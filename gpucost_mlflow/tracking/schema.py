@@ -98,8 +98,9 @@ DECIDED = "decided"  # gpucost.decision when a plan was chosen ("none" when noth
 # (`in_currency`: committed_cost_usd), hours in _h; tracking/decision_run.py rounds them as the UI shows them.
 COMMITTED_COST = "committed_cost"  # alone (no currency) on decision runs logged before the unit was named
 # Decision-run metrics beside the committed cost: the chosen plan's unit costs and its spare deliverables.
-COST_PER_1000_INPUTS = "cost_per_1000_inputs"
-COST_PER_MILLION_OUTPUT_TOKENS = "cost_per_million_output_tokens"
+# Unit costs from the planned volume are forecasts, named so (issue 52): never a cost per validated result.
+COST_PER_1000_INPUTS = "forecast_cost_per_1000_planned_inputs"
+COST_PER_MILLION_OUTPUT_TOKENS = "forecast_cost_per_million_planned_output_tokens"
 SPARE_DELIVERABLES = "spare_deliverables"
 FORECAST_HOURS = "forecast_h"  # the median-pass window
 FORECAST_HOURS_SLOWEST = "forecast_slowest_h"  # the slowest-pass window: what the committed plan covers

@@ -344,20 +344,25 @@ def _spare(a: Assessment) -> str:
     return f"{spare:,.1f} h of its plan spare at the slowest pass" if spare > 0 else "no spare hours in its plan"
 
 
+PLANNING = "Planning budget, a forecast from the planned volume, not a cost per validated result"
+
+
 def capacity_note(a: Assessment) -> str:
-    """' That is 27.50 USD per 1,000 inputs; the same 110.00 USD covers up to 160 corpora (156 more) at the slowest
-    pass, 0.69 USD per 1,000 inputs then.' ('' when not priced per unit)."""
+    """' Planning budget, a forecast ...: 27.50 USD per 1,000 planned inputs; the same 110.00 USD would cover up to
+    160 corpora (156 more) at the slowest pass, 0.69 USD per 1,000 planned inputs then.' ('' when not priced per
+    unit). Never on the decision's head: no deliverable is validated before it is delivered (PROTOCOL.md)."""
     if a.cost_per_1000_inputs is None:
         return ""
-    tokens = (f" and {units.money(a.cost_per_million_output_tokens, a.currency)} per million output tokens"
+    tokens = (f" and {units.money(a.cost_per_million_output_tokens, a.currency)} per million planned output tokens"
               if a.cost_per_million_output_tokens is not None else "")
     found = a.spare
     more = ""
     if found is not None and found.spare > 0:
-        more = (f"; the same {costs.money(a.committed, a.currency)} covers up to {found.capacity:,} corpora "
-                f"({found.spare:,} more) at the slowest pass, {units.money(a.spare_cost_per_1000_inputs, a.currency)} "
-                "per 1,000 inputs then")
-    return f" That is {units.money(a.cost_per_1000_inputs, a.currency)} per 1,000 inputs{tokens}{more}."
+        more = (f"; the same {costs.money(a.committed, a.currency)} would cover up to {found.capacity:,} corpora "
+                f"({found.spare:,} more) at the slowest pass, "
+                f"{units.planned_inputs(a.spare_cost_per_1000_inputs, a.currency)} then")
+    return (f" {PLANNING} (none until a deliverable is accepted): "
+            f"{units.planned_inputs(a.cost_per_1000_inputs, a.currency)}{tokens}{more}.")
 
 
 def decide(assessments: list[Assessment], expected_deliverables: int, corpus_size: int,

@@ -1,8 +1,10 @@
 """What the money buys per unit: the committed cost per 1,000 inputs and per million output tokens, and the spare
 capacity of the committed plan (how many more deliverables it holds before its end, at the slowest pass).
 
-Pure: plain numbers in, Decimal money out (rounded half up to the cent, to 0.0001 below one unit), None with a reason where a unit does not
-apply. A unit cost is of the committed total, so it falls as the volume grows inside the same plan: the spare
+Pure: plain numbers in, Decimal money out (rounded half up to the cent, to two significant digits below 0.10), None
+with a reason where a unit does not apply. A unit cost is of the committed total over the planned volume: a forecast,
+named so wherever it is shown ("planning budget per 1,000 planned inputs"), never a cost per validated result, which
+stays undefined until deliverables are accepted. It falls as the volume grows inside the same plan: the spare
 capacity says how far it could fall.
 """
 
@@ -21,20 +23,33 @@ TOKENS_UNIT = 1_000_000  # cost per million tokens
 NO_TOKENS = "not a generation workload: no output tokens measured"
 
 
-SUB_CENT = Decimal("0.0001")  # a unit cost below one currency unit keeps four decimals: 0.0005 USD, never 0.00
+TWO_DIGITS = Decimal("0.10")  # below it a unit cost keeps two significant digits: 0.00034 USD, never 0.0003
+PER_MILLION_BELOW = Decimal("0.01")  # a per-1,000 figure under a cent is said per million inputs: 0.34, not 0.00034
 
 
 def per_unit(total: Decimal, units: float, per: int) -> Decimal | None:
-    """total / units x per, to the cent (to 0.0001 below 1); None when there is no unit to divide by."""
+    """total / units x per, to the cent (to two significant digits below 0.10); None when there is no unit."""
     if units <= 0:
         return None
     value = total * Decimal(per) / Decimal(repr(units))
-    return value.quantize(CENT if value >= 1 else SUB_CENT, rounding=ROUND_HALF_UP)
+    if value >= TWO_DIGITS or value == 0:
+        return value.quantize(CENT, rounding=ROUND_HALF_UP)
+    return value.quantize(Decimal(1).scaleb(value.adjusted() - 1), rounding=ROUND_HALF_UP)
 
 
 def money(amount: Decimal, currency: str) -> str:
-    """27.50 USD, 0.0005 USD: a unit cost as it was rounded."""
+    """27.50 USD, 0.00034 USD: a unit cost as it was rounded."""
     return f"{amount:,f} {currency}"
+
+
+def planned_inputs(per_1000: Decimal, currency: str) -> str:
+    """A planning figure per 1,000 planned inputs in words with two significant digits at least: '27.50 USD per 1,000
+    planned inputs', or per million where per 1,000 is under a cent ('0.34 USD per million planned inputs')."""
+    if per_1000 < PER_MILLION_BELOW:
+        million = (per_1000 * 1000).quantize(CENT if per_1000 * 1000 >= TWO_DIGITS else per_1000.scaleb(3),
+                                              rounding=ROUND_HALF_UP)
+        return f"{money(million, currency)} per million planned inputs"
+    return f"{money(per_1000, currency)} per 1,000 planned inputs"
 
 
 def per_1000_inputs(total: Decimal, deliverables: int, inputs_per_deliverable: int) -> Decimal | None:
