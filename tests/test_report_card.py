@@ -33,8 +33,8 @@ def test_the_card_says_what_to_rent_what_to_run_the_window_the_runner_up_and_wha
                  "quote")),
         ("Run", (f"batch64-bf16-lg on {CPU} (no cost per result yet: quality bar met on the comparison corpus, no "
                  "deliverable accepted)")),
-        ("Window", ("7.5 h forecast, 7.6 h at the slowest pass, ends by 2026-10-01T16:33; deadline 2026-10-02T05:00:00 "
-                   "(met)")),
+        ("Window", ("7.5 h forecast (4.0 h declared setup and waiting, 3.5 h work), 7.6 h at the slowest pass, ends by "
+                   "2026-10-01T16:33; deadline 2026-10-02T05:00:00 (met)")),
         ("Runner-up", "batch8-lg at 4.50 USD (0.50 USD more, +12.5 %)"),
         ("Would change it", ("no break-even: it stays the cheapest wherever the others meet the deadline; above 9,340 "
                             "corpora it misses the deadline")),
@@ -222,10 +222,19 @@ def test_a_planned_start_before_the_report_is_said_to_be_past():
     import dataclasses
     import datetime as dt
 
-    report = dataclasses.replace(decided_report(figures=False), written=dt.date(2026, 12, 2))
-    assert dict(card.lines(report))["Window"].endswith("; from the declared start 2026-10-01, now past")
-    assert "(past: this report was written on 2026-12-02; the window still runs from the declared start" \
+    # Read at 14:00 on the start day, five hours after the declared 09:00 start: the window is said from the declared
+    # start as pre-registered, and also from now (7.6 h at the slowest pass: by 21:33), and so is the volume that fits.
+    read = dt.datetime(2026, 10, 1, 14, 0, tzinfo=dt.timezone.utc)
+    report = dataclasses.replace(decided_report(figures=False), written=read.date(), read_at=read)
+    lines = dict(card.lines(report))
+    assert lines["Window"].endswith("deadline 2026-10-02T05:00:00 (met); the declared start 2026-10-01T09:00 is past: "
+                                    "started now, it would end by 2026-10-01T21:33 (met)")
+    assert lines["Would change it"].endswith("above 9,340 corpora it misses the deadline from the declared start; "
+                                             "started now, above 6,389")
+    assert "(past: this report was read at 2026-10-01T14:00:00+00:00; the window still runs from the declared start" \
         in sections.plan_text(report)
+    early = dataclasses.replace(report, read_at=dt.datetime(2026, 10, 1, 8, 0, tzinfo=dt.timezone.utc))
+    assert "past" not in dict(card.lines(early))["Window"]
 
 
 def test_the_cards_colour_follows_its_state_decided_tied_undecided_or_none():

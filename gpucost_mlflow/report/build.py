@@ -77,6 +77,7 @@ class Options:
     rejudged: tuple[str, ...] = ()  # the pending passes judged just before (their lines), said near the top
     what_if: str = ""  # what this protocol changes against the locked one (`changed deadline`), allowed as a what-if
     today: dt.date | None = None  # the date prices are aged against (the UTC date when not given)
+    now: dt.datetime | None = None  # when the report is read: a start at the report is placed there (UTC now if not given)
     allow_stale: bool = False  # price rows older than the protocol's max_price_age_days anyway
     variants_path: Path | None = None  # the variants file the report's exact commands name
 
@@ -89,7 +90,10 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
     A what-if's changes are said in the title, the digest line and the decision note's first words (which replace
     the changed-protocol warning)."""
     _one_currency(protocol, catalog)
-    today = options.today or dt.datetime.now(dt.timezone.utc).date()
+    now = options.now or dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    at_report = protocol.starts_at_report
+    protocol = protocol.at(now)  # plan.start: at_report starts the window now, its deadline so many hours after
+    today = options.today or now.date()
     catalog, prices = dated(catalog, today, protocol.max_price_age_days, options.allow_stale)
     client = client or store.client()
     table, experiment_tags = attempts(experiment, client)
@@ -136,6 +140,8 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         confirmations=confirmed,
         seeds=protocol.seeds,
         written=today,
+        read_at=now,
+        start_at_report=at_report,
         confirm=command("confirm", experiment, protocol_path, options.variants_path, catalog),
         experiment_id=experiments.named(client, experiment).experiment_id,
         ui_root=ui.root(client.tracking_uri),

@@ -6,6 +6,9 @@ deadline, the runner-up and its margin, and what would change the decision. Name
 
 from __future__ import annotations
 
+import datetime as dt
+from dataclasses import replace
+
 from gpucost_mlflow.core.measurement.confirmation import NOT_YET
 from gpucost_mlflow.core.measurement.stats import (
     DEFAULT_CONFIDENCE,
@@ -16,6 +19,7 @@ from gpucost_mlflow.core.measurement.stats import (
 )
 from gpucost_mlflow.core.money import costs, units
 from gpucost_mlflow.core.money.choice import NOT_HELD, NOTHING_PRICED, STAGE_OPEN, Doubt, doubt
+from gpucost_mlflow.core.money.curve import priced
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, NO_PLAN, Assessment
 from gpucost_mlflow.core.money.plans import Plan
 from gpucost_mlflow.report import short, standing
@@ -83,16 +87,40 @@ def _confirmed(report: Report, names: short.Names) -> str:
     return said + (f" (`{report.confirm}`)" if waiting and report.confirm else "")
 
 
+def _past_start(report: Report, a: Assessment):
+    """The declared start when it is before the moment the report was read (None when it is not, or it is that
+    moment: `plan.start: at_report`)."""
+    start = (a.rules.plan or {}).get("start") if a.rules else None
+    if start is None or report.start_at_report or report.read_at is None or start >= _like(report.read_at, start):
+        return None
+    return start
+
+
+def _like(moment: dt.datetime, other: dt.datetime) -> dt.datetime:
+    """`moment` comparable with `other`: without its offset when `other` has none (a plan built by hand)."""
+    return moment.replace(tzinfo=None) if other.tzinfo is None else moment
+
+
 def _window(report: Report, a: Assessment) -> str:
-    """The forecast window, its slow end (what the plan covers), when it ends, and the deadline with its standing."""
+    """The forecast window split into declared setup and work, its slow end (what the plan covers), when it ends,
+    and the deadline with its standing; a declared start in the past is said so, with the end from now as well."""
     f = a.forecast
+    setup = f.setup_h + f.waiting_h
+    split = f" ({setup:,.1f} h declared setup and waiting, {f.hours - setup:,.1f} h work)" if setup else ""
     end = f", ends by {a.forecast_end_high.isoformat(timespec='minutes')}" if a.forecast_end_high else ""
+    if report.start_at_report and a.forecast_end_high and report.read_at:
+        end += f" from this report's reading at {report.read_at.isoformat(timespec='minutes')}"
     deadline = (NO_DEADLINE if report.deadline == NO_DEADLINE
                 else f"deadline {report.deadline} ({a.deadline_status or 'not checked'})")
-    start = (a.rules.plan or {}).get("start") if a.rules else None
-    if start is not None and report.written and start.date() < report.written:
-        deadline += f"; from the declared start {start.date().isoformat()}, now past"
-    return f"{f.hours:,.1f} h forecast, {f.high_hours:,.1f} h at the slowest pass{end}; {deadline}"
+    start = _past_start(report, a)
+    if start is not None:
+        from_now = _like(report.read_at, start) + dt.timedelta(hours=f.high_hours)
+        met = ""
+        if a.rules and a.rules.deadline is not None:
+            met = " (met)" if from_now <= a.rules.deadline else " (missed)"
+        deadline += (f"; the declared start {start.isoformat(timespec='minutes')} is past: started now, it would end "
+                     f"by {from_now.isoformat(timespec='minutes')}{met}")
+    return f"{f.hours:,.1f} h forecast{split}, {f.high_hours:,.1f} h at the slowest pass{end}; {deadline}"
 
 
 def _margin(chosen: Assessment, other: Assessment) -> str:
@@ -131,6 +159,16 @@ def _tie_words(chosen: list[Assessment], names: short.Names) -> str:
             "test, 80 % power)")
 
 
+def _reach_from_now(report: Report, a: Assessment) -> int | None:
+    """The volume whose slowest-pass forecast meets the deadline when started at the report's reading (None unless
+    the declared start is past and a deadline is declared)."""
+    found = priced(a)
+    if _past_start(report, a) is None or found is None or a.rules is None or a.rules.deadline is None:
+        return None
+    hours = (a.rules.deadline - _like(report.read_at, a.rules.deadline)).total_seconds() / 3600
+    return replace(found, deadline_h=hours).deadline_reach()
+
+
 def _changes(report: Report, names: short.Names) -> str:
     """The nearest break-even volumes against any other timely configuration, where the chosen one stops meeting the
     deadline, and for a tie the passes that would settle it."""
@@ -151,6 +189,9 @@ def _changes(report: Report, names: short.Names) -> str:
         if found.reach is not None:
             words.append(f"above {found.reach:,} corpora it misses the deadline" if found.reach else
                          "it misses the deadline at every volume")
+            now = _reach_from_now(report, chosen)
+            if now is not None:
+                words[-1] += f" from the declared start; started now, above {now:,}"
     if len(choice.chosen) > 1:
         words.append(_tie_words(choice.chosen, names))
     return "; ".join(words) or "nothing: no other timely configuration to compare with"

@@ -52,6 +52,8 @@ class Report:
     confirm: str = ""  # the exact `gpucost confirm` command of this decision
     seeds: tuple = ()  # the protocol's seeds (none: every pass at seed 0)
     written: dt.date | None = None  # the day the report was built: a planned start before it is said to be past
+    read_at: dt.datetime | None = None  # the moment it was built: a start at the report is placed there
+    start_at_report: bool = False  # the protocol's plan.start is at_report (the window runs from read_at)
     ui_root: str = LOCAL_UI  # the MLflow UI run links open: the tracking server, else where `mlflow ui` serves by default
     rejudged: list[str] = field(default_factory=list)  # pending passes `gpucost report` judged first, one line each
     what_if: str = ""  # 'what-if protocol other.yaml (changed deadline)' when decided under another protocol than the lock

@@ -369,10 +369,13 @@ def plan_text(report: Report) -> str:
     if p is None:
         return "No plan declared in the protocol: no forecast, so no window to cover and nothing priced (no plan: no forecast)."
     start = p["start"].isoformat() if p.get("start") else "not declared"
-    if p.get("start") and report.written and p["start"].date() < report.written:
-        start += (f" (past: this report was written on {report.written.isoformat()}; the window still runs from the "
-                  "declared start, as pre-registered, so the deadline is checked against the plan, not against a "
-                  "start today)")
+    if report.start_at_report:
+        start += " (plan.start: at_report: the moment this report was read; the deadline is the declared hours after it)"
+    elif p.get("start") and report.read_at and p["start"] < (
+            report.read_at.replace(tzinfo=None) if p["start"].tzinfo is None else report.read_at):
+        start += (f" (past: this report was read at {report.read_at.isoformat()}; the window still runs from the "
+                  "declared start, as pre-registered, so the deadline is checked against the plan; the card also "
+                  "gives the end and the volume that fits from now)")
     return (f"Forecast, not a measurement, and never counted as accepted deliverables: window = {p['setup_hours']:g} h setup "
             f"+ {p['waiting_hours']:g} h declared waiting + every benchmark attempt run on the device on the real schedule "
             f"(the union of their run wall times per host: attempts run side by side on one lot's GPUs count once; "

@@ -231,7 +231,7 @@ def experiment_note(protocol: Protocol) -> str:
     description's first words: words, not Markdown), then the quality bar, digest, and where to look."""
     a = protocol.acceptance
     buckets = ", ".join(f"{name} {count:,}" for name, count in protocol.buckets.items())
-    deadline = protocol.deadline.isoformat() if protocol.deadline else "not declared"
+    deadline = protocol.deadline_words or "not declared"
     bar = registry.output(a.output).bar(a)
     warmup = f"{protocol.warmup.get('inputs', '?')} inputs x {protocol.warmup.get('passes', '?')} pass(es)"
     locked = (f"Pre-registered protocol `{protocol.digest[:12]}` ({protocol.path}), locked on this experiment: a "

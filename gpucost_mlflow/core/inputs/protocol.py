@@ -14,7 +14,7 @@ import yaml
 
 from gpucost_mlflow.core.errors import GpucostError, one_line
 from gpucost_mlflow.core.inputs import method_fields as method
-from gpucost_mlflow.core.inputs import yaml_text
+from gpucost_mlflow.core.inputs import plan_start, yaml_text
 from gpucost_mlflow.core.inputs.acceptance import DEFAULT_OUTPUT, Acceptance
 from gpucost_mlflow.core.inputs.protocol_fields import refuse_other_outputs, refuse_unknown
 from gpucost_mlflow.core.judging import seeds as seed_rules
@@ -79,6 +79,24 @@ class Protocol:
     # the seconds `gpucost confirm` runs the chosen configuration on it at least
     confirmation: tuple[str, float] = ("", method.DEFAULT_CONFIRMATION_S)
     seeds: tuple[int, ...] = ()  # seeds: every variant's passes at each, kept apart (core/judging/seeds.py); () seed 0
+    # the deadline's hours after a start at the report (`plan.start: at_report`, `deadline: 96h`); None for a date
+    deadline_after_h: float | None = None
+
+    def at(self, now: dt.datetime) -> Protocol:
+        """The protocol with its window placed: a start at the report at `now`, its deadline so many hours after."""
+        plan, deadline = plan_start.resolved(self.plan, self.deadline, self.deadline_after_h, now)
+        return replace(self, plan=plan, deadline=deadline)
+
+    @property
+    def starts_at_report(self) -> bool:
+        return bool(self.plan) and self.plan.get("start") == plan_start.AT_REPORT
+
+    @property
+    def deadline_words(self) -> str:
+        """The deadline as declared: a date-time, hours after a start at the report, or '' when none is declared."""
+        if self.deadline_after_h is not None:
+            return f"{self.deadline_after_h:g} h after the report's reading (plan.start: {plan_start.AT_REPORT})"
+        return self.deadline.isoformat() if self.deadline else ""
 
 
 def digest_of(data: bytes) -> str:
@@ -147,7 +165,9 @@ def load_protocol(path: Path) -> Protocol:
     for name, count in buckets.items():
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
             raise GpucostError(f"{path}: field 'corpus.buckets.{name}' must be a whole number")
-    deadline = _moment(path, "deadline", document.get("deadline"))
+    plan = _plan(path, document["plan"]) if document.get("plan") is not None else None
+    deadline, after_h = plan_start.deadline(path, document.get("deadline"),
+                                            bool(plan) and plan["start"] == plan_start.AT_REPORT)
     warmup = {"inputs": f.positive("warmup.inputs"), "passes": f.positive("warmup.passes")}
     return Protocol(
         path=str(path),
@@ -169,7 +189,8 @@ def load_protocol(path: Path) -> Protocol:
                       "side_by_side": _side_by_side(path, document["deliverables"].get("side_by_side", False)),
                       "audit": _audit(f) if (document.get("deliverables") or {}).get("audit") is not None else None,
                       "per_child": method.per_child(path, document["deliverables"].get("per_child"))},
-        plan=_plan(path, document["plan"]) if document.get("plan") is not None else None,
+        plan=plan,
+        deadline_after_h=after_h,
         other_costs=_other_costs(path, document.get("other_costs")),
         task=task,
         corpus_slice_of=f.get("corpus.slice_of", str) if document["corpus"].get("slice_of") is not None else "",
@@ -280,19 +301,6 @@ def _audit(f: _Fields) -> dict:
             "min_label_agreement": f.fraction("deliverables.audit.min_label_agreement")}
 
 
-def _moment(path: Path, name: str, value) -> dt.datetime | None:
-    """An optional ISO date-time with its UTC offset (None when the field is absent)."""
-    if value is None:
-        return None
-    try:
-        moment = value if isinstance(value, dt.datetime) else dt.datetime.fromisoformat(str(value))
-    except ValueError:
-        raise GpucostError(f"{path}: field '{name}' must be an ISO date-time with its UTC offset") from None
-    if moment.tzinfo is None:
-        raise GpucostError(f"{path}: field '{name}' needs a UTC offset (e.g. +01:00)")
-    return moment
-
-
 def _other_costs(path: Path, entries) -> tuple[OtherCost, ...]:
     """`other_costs:` entries (label, amount, currency, basis): recorded apart, never folded into a configuration."""
     if entries is None:
@@ -335,7 +343,7 @@ def _plan(path: Path, plan: dict) -> dict:
     if isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 0:
         raise GpucostError(f"{path}: field 'plan.planned_restarts' must be a whole number >= 0")
     result["planned_restarts"] = restarts
-    result["start"] = _moment(path, "plan.start", plan.get("start"))
+    result["start"] = plan_start.start(path, plan.get("start"))
     return result
 
 
