@@ -14,6 +14,7 @@ from gpucost_mlflow.core.money.breakeven import Priced
 from gpucost_mlflow.core.money.choice import Choice
 from gpucost_mlflow.core.money.decision import Assessment
 from gpucost_mlflow.core.money.endpoints import QUALITY, load_endpoints, renting_cheaper_from
+from gpucost_mlflow.report import standing
 
 TITLE = "Hosted endpoints (the same deliverables paid per token)"
 TEXT = ("Each endpoint the protocol names under alternatives, priced for the declared deliverables from the tokens "
@@ -22,10 +23,11 @@ TEXT = ("Each endpoint the protocol names under alternatives, priced for the dec
 
 
 def _rental(assessments: list[Assessment], choice: Choice) -> Assessment | None:
-    """The rental compared: the chosen configuration, else the cheapest priced feasible one."""
+    """The rental compared: the chosen configuration, else the cheapest priced one that can be committed to (never one
+    whose price is withheld: report/standing.py)."""
     if choice.decided:
         return choice.chosen[0]
-    priced = [a for a in assessments if a.feasible and a.committed is not None]
+    priced = [a for a in assessments if a.committed is not None and not standing.withheld(a, choice)]
     return min(priced, key=lambda a: a.committed) if priced else None
 
 
@@ -39,7 +41,7 @@ def endpoint_lines(assessments: list[Assessment], choice: Choice, protocol: Prot
     endpoints = load_endpoints(Path(declared["catalog"]), declared["endpoints"])
     rental = _rental(assessments, choice)
     if rental is None:
-        return [f"{e.name}: not compared: no feasible configuration is priced" for e in endpoints]
+        return [f"{e.name}: not compared: no configuration that can be committed to is priced" for e in endpoints]
     c = rental.configuration
     inputs, deliverables = protocol.corpus_size, protocol.deliverables["expected"]
     output = c.output_tokens_per_input or declared["output_tokens_per_input"]

@@ -158,7 +158,8 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
     )
     if configs:
         report.figures = plots.Drawn(lambda: plots.for_report(summaries, assessments, choice))
-    return report, tables.balance(assessments, protocol.deadline, protocol.other_costs)
+    return report, tables.balance([standing.shown(a, choice) for a in assessments], protocol.deadline,
+                                  protocol.other_costs)
 
 
 def overhead(table: pd.DataFrame, client: MlflowClient, experiment_id: str) -> tuple[float | None, int, int]:
@@ -353,13 +354,13 @@ def log(experiment: str, report: model.Report, paths: dict[str, Path], client: M
 
 
 def _committed(report: model.Report) -> dict[str, tuple[str, float]]:
-    """Each pass's run id with its configuration's committed cost in this decision (feasible and priced ones); none
-    under a what-if protocol, which is not the experiment's decision."""
+    """Each pass's run id with its configuration's committed cost in this decision (priced ones that can be committed
+    to: report/standing.py, `withheld`); none under a what-if protocol, which is not the experiment's decision."""
     if report.what_if or not len(report.attempts):
         return {}
     found = {}
     for a in report.assessments:
-        if a.feasible and a.plan is not None:
+        if a.plan is not None and not standing.withheld(a, report.choice):
             amount = (schema.PASS_COMMITTED, float(a.committed))
             found.update(dict.fromkeys(tables.rows_of(report.attempts, a.configuration)["run_id"], amount))
     return found

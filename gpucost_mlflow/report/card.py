@@ -54,8 +54,9 @@ def _rent(chosen: Assessment) -> str:
 
 
 def _run(chosen: list[Assessment], names: short.Names) -> str:
-    """Which configuration (every tied one), the shared device once, and the committed cost per 1,000 inputs (no deliverable is
-    validated before it is delivered: the quality bar was met on the comparison corpus)."""
+    """Which configuration (every tied one) and the shared device once; no cost per result: no deliverable is validated
+    before it is delivered (the quality bar was met on the comparison corpus), and a planning figure from the planned
+    volume is a forecast, said in the note below, never here."""
     first = chosen[0]
     who = (names.of(first.configuration) if len(chosen) == 1 else
            f"any of {len(chosen)} tied ({', '.join(names.of(a.configuration) for a in chosen)}; their durations do "

@@ -56,6 +56,8 @@ def standing_tag(role: str, example_prices: bool) -> str:
 
 
 def _balance_row(a: Assessment, standing_word: str) -> list[str]:
+    """One configuration in the description's balance; `a` as standing.shown gives it: "not committed: <reason>"
+    where a configuration that cannot be committed to would show a price."""
     c = a.configuration
     committed = costs.money(a.committed, a.currency) if a.committed is not None else short(a.priced, 80)
     feasible = (f"yes, {a.unstable}" if a.unstable else "yes") if a.feasible else f"no: {short(a.feasibility, 80)}"
@@ -83,7 +85,8 @@ def decision_note(report: Report, campaigns: dict[str, str], experiment_id: str,
         lines += [f"**What-if:** priced with example prices ({catalog}), not a provider's quote.", ""]
     if assessments:
         lines += markdown_table(["configuration", "standing", "feasible", "median pass_s", "forecast", "committed", "deadline"],
-                        [_balance_row(a, standings.get(a.configuration.name, "")) for a in assessments]) + [""]
+                        [_balance_row(standing.shown(a, choice), standings.get(a.configuration.name, ""))
+                         for a in assessments]) + [""]
     read = [f"[{cid}]({ui.run_path(experiment_id, run_id)})" if run_id else f"`{cid}`"
             for cid, run_id in campaigns.items()]
     lines.append(f"- **Campaigns read:** {', '.join(read) or 'none'}"

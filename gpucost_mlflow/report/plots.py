@@ -8,6 +8,7 @@ import base64
 import functools
 import io
 import statistics
+import textwrap
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
@@ -183,6 +184,14 @@ def _marks(axes, anchor: Assessment, volume: int, found: standing.Flips | None, 
     return marked
 
 
+def _nothing_drawn(assessments: list[Assessment], choice: Choice) -> str:
+    """Why no curve is drawn: nothing priced, or nothing priced that can be committed to (each other configuration
+    infeasible, unstable or late: its price is withheld, report/standing.py)."""
+    if any(priced(a) is not None and standing.withheld(a, choice) for a in assessments):
+        return "nothing priced that can be committed to"
+    return "nothing priced"
+
+
 def cost_volume(assessments: list[Assessment], choice: Choice, names: short.Names) -> Figure:
     """Committed cost against volume (log volume axis): a step line per configuration drawn (chosen, tied, runner-up,
     those at the nearest break-evens, the fastest left out), dashed where its slowest-pass forecast misses the
@@ -192,7 +201,7 @@ def cost_volume(assessments: list[Assessment], choice: Choice, names: short.Name
     group = standing.drawn(assessments, choice, found)
     figure, axes = _axes(7, 3.8)
     if not group or volume is None:
-        why = "no declared volume" if volume is None else "nothing priced"
+        why = "no declared volume" if volume is None else _nothing_drawn(assessments, choice)
         axes.text(0.5, 0.5, f"{why}: no committed cost to draw", ha="center", va="center", transform=axes.transAxes)
         axes.set_axis_off()
         return Figure(f"{COST_VOLUME_ALT}: {why}, no committed cost to draw", f"{COST_VOLUME_ALT}: {why}",
@@ -217,30 +226,46 @@ def cost_volume(assessments: list[Assessment], choice: Choice, names: short.Name
                        "where the forecast misses the deadline", figure, COST_VOLUME_FILE)
 
 
+NOT_MEASURED = "not measured"  # a configuration's slot in the memory figure when it recorded no peak: never a 0 MiB bar
+
+
+def unmeasured(summary: Summary) -> str:
+    """Why a configuration has no memory peak to draw: what its counter said ('none: ...'), else that no pass of it
+    recorded one."""
+    said = [part.strip().removeprefix("none:").strip() for part in summary.memory_counter.split("; ")
+            if part.strip().startswith("none:")]
+    return "; ".join(said) or "no pass of it recorded a peak"
+
+
 def memory(summaries: list[Summary], names: short.Names) -> Figure:
-    """Peak memory per configuration and counter (counters side by side, never added); a peak a configuration did
-    not record is no bar and a "not recorded" mark, never a bar of 0 MiB."""
+    """Peak memory per configuration and counter (counters side by side, never added); a configuration that recorded
+    no peak is no bar (never one of 0 MiB) but "not measured" at its place, and the figure says why."""
     figure, axes = _axes(7, 3.2)
     counters = sorted({key for s in summaries for key in s.memory})
     width = 0.8 / max(1, len(counters))
-    missing = []
+    why = [f"{names.of(s.configuration)}: {unmeasured(s)}" for s in summaries if not s.memory]
+    said = f"{NOT_MEASURED}: {'; '.join(why)}"
+    axes.set_title("Peak memory (largest over passes)")
+    if not counters:
+        axes.set_axis_off()
+        axes.text(0.5, 0.5, "No memory peak recorded: no bar to draw.\n" + textwrap.fill(said, 90), ha="center",
+                  va="center", fontsize=9, transform=axes.transAxes)
+        return Figure(f"Peak memory per configuration and counter: none recorded ({said})",
+                      "Peak memory per configuration and counter", figure, MEMORY_FILE)
     for k, counter in enumerate(counters):
         shown = [(i + k * width, s.memory[counter] / 2**20) for i, s in enumerate(summaries) if counter in s.memory]
-        missing += [(i + k * width, names.of(s.configuration), counter) for i, s in enumerate(summaries)
-                    if counter not in s.memory]
         axes.bar([x for x, _ in shown], [y for _, y in shown], width=width, label=counter)
-    for x, _, _ in missing:
-        axes.text(x, 0, "not recorded", rotation=90, ha="center", va="bottom", fontsize=7, color="#7f7f7f")
-    axes.set_xticks([i + width * (len(counters) - 1) / 2 for i in range(len(summaries))],
+    centre = width * (len(counters) - 1) / 2
+    for i in (i for i, s in enumerate(summaries) if not s.memory):
+        axes.text(i + centre, 0, NOT_MEASURED, rotation=90, ha="center", va="bottom", fontsize=7, color="#7f7f7f")
+    axes.set_xticks([i + centre for i in range(len(summaries))],
                     [names.of(s.configuration) for s in summaries], rotation=20, ha="right")
+    axes.set_xlim(centre - 0.6, len(summaries) - 0.4 + centre)
     axes.set_ylabel("MiB")
-    axes.set_title("Peak memory (largest over passes)")
-    if counters:
-        axes.legend(loc="best", fontsize=8)
-    else:
-        axes.text(0.5, 0.5, "no memory peak recorded", ha="center", transform=axes.transAxes)
-    unrecorded = "; ".join(f"{name}: {counter} not recorded" for _, name, counter in missing)
-    alt = "Peak memory per configuration and counter" + (f" ({unrecorded})" if unrecorded else "")
+    axes.legend(loc="best", fontsize=8)
+    if why:
+        axes.set_xlabel(textwrap.fill(said, 100), fontsize=7, color="#555")
+    alt = "Peak memory per configuration and counter" + (f" ({said})" if why else "")
     return Figure(alt, "Peak memory per configuration and counter", figure, MEMORY_FILE)
 
 

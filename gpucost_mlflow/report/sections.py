@@ -176,13 +176,9 @@ PLAN_HEAD = ["device", "variant", "feasible", "committed plan (covers the slowes
              "cost per validated corpus"]
 
 
-NOT_COMMITTED = "not committed: infeasible"  # an infeasible configuration's would-be price is never shown as one
-
-
 def _committed(table: Table, a: Assessment) -> str:
-    """The committed cost, or why there is none (an infeasible configuration commits nothing, priced or not)."""
-    if not a.feasible:
-        return NOT_COMMITTED
+    """The committed cost, or why there is none: not priced, or not committed (`standing.shown`: a configuration
+    that cannot be committed to shows its reason, never its would-be price)."""
     return money(a.committed, a.currency) if a.committed is not None else table.fold(a.priced)
 
 
@@ -205,8 +201,6 @@ def _saving(a: Assessment) -> str:
 def _per_inputs(table: Table, a: Assessment) -> str:
     """The planning budget per 1,000 planned inputs (and per million planned output tokens where they are counted), or
     why none: a forecast from the planned volume, never a cost per validated result."""
-    if not a.feasible:
-        return NOT_COMMITTED
     if a.cost_per_1000_inputs is None:
         return table.fold(a.priced) if a.committed is None else ""
     tokens = a.cost_per_million_output_tokens
@@ -215,7 +209,7 @@ def _per_inputs(table: Table, a: Assessment) -> str:
 
 
 def _capacity(a: Assessment) -> str:
-    """'328 corpora (324 more), 0.3354 USD per 1,000 inputs then', or '' when not priced."""
+    """'328 corpora (324 more), 0.34 USD per 1,000 planned inputs then' (a forecast), or '' when not priced."""
     found = a.spare
     if found is None:
         return ""
@@ -225,13 +219,13 @@ def _capacity(a: Assessment) -> str:
 
 
 def plan_table(report: Report) -> Table:
-    """Feasibility, the committed and median-pass plans and the cost per validated corpus of each configuration."""
+    """Feasibility, the committed and median-pass plans and the cost per validated corpus of each configuration; none
+    priced for a configuration that cannot be committed to (`standing.shown`)."""
     table = Table("balance", PLAN_HEAD)
-    for a in report.assessments:
+    for a in (standing.shown(a, report.choice) for a in report.assessments):
         c = a.configuration
         table.rows.append([c.device, c.label, f"{'yes' if a.feasible else 'no'} {table.note(a.feasibility)}",
-                           ("none: infeasible" if not a.feasible else a.plan.describe() if a.plan
-                            else f"none {table.note(a.priced)}"), _committed(table, a),
+                           a.plan.describe() if a.plan else f"none {table.note(a.priced)}", _committed(table, a),
                            _saving(a), _capacity(a), "\n".join(p.describe() for p in a.plans[1:3]),
                            str(c.accepted_deliverables),
                            _per_corpus(table, a)])
@@ -244,13 +238,14 @@ DECISION_HEAD = ["configuration", "standing", "median pass_s", "forecast window 
 
 def decision_table(report: Report) -> Table:
     """Every configuration as the decision saw it, by committed cost (the ones without a committed price last), its
-    standing in report/standing.py's words with why it is out as a footnote."""
+    standing in report/standing.py's words with why it is out as a footnote; no price for one that cannot be
+    committed to, its reason instead (`standing.shown`)."""
     table = Table("decision", DECISION_HEAD)
     choice = report.choice
     rank = {id(a): i for i, a in enumerate(choice.chosen + choice.undecided + choice.others)}
 
     def order(a) -> tuple:
-        committed = a.committed if a.feasible and a.plan is not None else None
+        committed = standing.shown(a, choice).committed
         return (committed is None, committed or 0, rank.get(id(a), len(rank)))
 
     for a in sorted(report.assessments, key=order):
@@ -267,7 +262,7 @@ def decision_table(report: Report) -> Table:
         table.rows.append([a.configuration.name, said,
                            cell(a.configuration.durations.median),
                            f"{f.hours:,.3f}" if f else empty(table, a.forecast_note), table.fold(a.deadline_status),
-                           _committed(table, a), _per_inputs(table, a), _per_corpus(table, a)])
+                           *(cost(table, standing.shown(a, choice)) for cost in (_committed, _per_inputs, _per_corpus))])
     return table
 
 

@@ -2,8 +2,8 @@
 passes' `gpucost.standing` and the decision run's description (`WORDS`, listed in docs/report.md): chosen, tied,
 undecided, not confirmed, costs more or slower at the same cost (timely, priced, not a candidate), and why the others
 are out (under-sampled, infeasible, not priced, unstable, misses the deadline, left out when no decision was made for a
-reason not about them); which of them the cost-against-volume figure draws, and the chosen one's nearest
-break-evens."""
+reason not about them); whose committed price is shown (none of those that cannot be committed to); which of them the
+cost-against-volume figure draws, and the chosen one's nearest break-evens."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from gpucost_mlflow.core.money.breakeven import BreakEven, break_even
 from gpucost_mlflow.core.money.choice import Choice
 from gpucost_mlflow.core.money.curve import priced
-from gpucost_mlflow.core.money.decision import QUALITY_NOT_SHOWN, Assessment
+from gpucost_mlflow.core.money.decision import QUALITY_NOT_SHOWN, Assessment, unpriced
 
 CHOSEN, TIED, UNDECIDED, NOT_CONFIRMED = "chosen", "tied", "undecided", "not confirmed"
 COSTS_MORE, SAME_COST = "costs more", "slower at the same cost"
@@ -50,6 +50,24 @@ def role(a: Assessment, choice: Choice) -> str:
     return LATE if a.meets_deadline is False else LEFT_OUT
 
 
+def withheld(a: Assessment, choice: Choice) -> str:
+    """Why no committed price of this configuration is shown in any table, figure, tag or description ('' when it
+    is): infeasible, under-sampled, quality not shown, unstable, late (`Assessment.withheld`) or not confirmed. The
+    configurations the decision weighs (chosen, tied, undecided, the other timely ones) keep theirs."""
+    if _among(a, choice.chosen + choice.undecided + choice.others):
+        return ""
+    if _among(a, choice.unconfirmed):
+        return f"{NOT_CONFIRMED}: the choice did not hold on the confirmation run"
+    return a.withheld
+
+
+def shown(a: Assessment, choice: Choice) -> Assessment:
+    """The assessment as the report's tables, balance.csv and the decision run show it: without a plan or a price
+    where one is withheld, the reason in its place (core/money/decision.py, `unpriced`)."""
+    reason = withheld(a, choice)
+    return unpriced(a, reason) if reason else a
+
+
 def ordered(assessments: list[Assessment], choice: Choice) -> list[Assessment]:
     """Chosen (or tied) first, then undecided, then the other timely ones by cost, then the rest as assessed."""
     ranked = choice.chosen + choice.undecided + choice.others
@@ -57,8 +75,9 @@ def ordered(assessments: list[Assessment], choice: Choice) -> list[Assessment]:
 
 
 def fastest_left_out(assessments: list[Assessment], choice: Choice) -> Assessment | None:
-    """The fastest configuration the decision left out that still has a priced forecast (what speed alone buys)."""
-    out = [a for a in assessments if role(a, choice) in OUT and priced(a) is not None]
+    """The fastest configuration the decision left out that still has a priced forecast it may show (what speed alone
+    buys: feasible, stable and timely, left out for a reason not about it); none that cannot be committed to."""
+    out = [a for a in assessments if role(a, choice) in OUT and priced(a) is not None and not withheld(a, choice)]
     return min(out, key=lambda a: a.configuration.durations.median) if out else None
 
 
@@ -97,19 +116,20 @@ def flips(chosen: Assessment, others: list[Assessment], at: int) -> Flips:
 def drawn(assessments: list[Assessment], choice: Choice, found: Flips | None = None) -> list[Assessment]:
     """The configurations the cost-against-volume figure draws: the chosen one and up to two more tied, the
     runner-up, those at the nearest break-evens (`found`) and the fastest one left out; the undecided ones without
-    a choice, else the four cheapest priced."""
+    a choice, else the four cheapest priced; never one whose committed price is withheld (`withheld`)."""
     if choice.chosen:
         group = choice.chosen[:DRAWN_TIED] + choice.others[:1]
     elif choice.undecided:
         group = list(choice.undecided)
     else:
-        group = sorted((a for a in assessments if a.committed is not None), key=lambda a: a.committed)[:4]
+        group = sorted((a for a in assessments if a.committed is not None and not withheld(a, choice)),
+                       key=lambda a: a.committed)[:4]
     extra = [flip[1] for flip in ((found.below, found.above) if found else ()) if flip is not None]
     extra.append(fastest_left_out(assessments, choice))
     for other in extra:
         if other is not None and not _among(other, group):
             group.append(other)
-    return [a for a in group if priced(a) is not None]
+    return [a for a in group if priced(a) is not None and not withheld(a, choice)]
 
 
 def volume(assessments: list[Assessment]) -> int | None:

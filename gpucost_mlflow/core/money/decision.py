@@ -230,6 +230,18 @@ class Assessment:
         return self.forecast.hours if self.forecast else None
 
     @property
+    def withheld(self) -> str:
+        """Why no committed price is shown for it anywhere ('' when one may be): a plan for a configuration that
+        cannot deliver the result (infeasible, under-sampled, quality not shown, unstable, late) prices nothing."""
+        if not self.feasible:
+            return self.feasibility
+        if not self.stable:
+            return self.unstable
+        if self.meets_deadline is False:
+            return f"misses the deadline ({self.deadline_status})"
+        return ""
+
+    @property
     def stable(self) -> bool:
         return self.stability is None or self.stability.stable
 
@@ -249,6 +261,15 @@ class Assessment:
             cause = c.pass_causes[i] if i < len(c.pass_causes) and c.pass_causes[i] else NO_CAUSE
             parts.append(f"run {run} at {c.durations.values[i]:.3f} s ({cause})")
         return "; ".join(parts)
+
+
+NOT_COMMITTED = "not committed"  # what stands where a price would: a configuration that cannot be committed to
+
+
+def unpriced(a: Assessment, reason: str) -> Assessment:
+    """The assessment as every table, file and description shows a configuration that cannot be committed to: no
+    plan and no figure priced from one, "not committed: <reason>" where its plan was (nothing infeasible priced)."""
+    return replace(a, plans=[], median_plans=[], cost_per_validated=None, priced=f"{NOT_COMMITTED}: {reason}")
 
 
 NO_CAUSE = "no cause recorded: no other pass ran beside it; load from other processes is not recorded"
