@@ -1,15 +1,20 @@
-"""The confirmation run (issue 39, item 6): the chosen configuration run on a disjoint corpus for the protocol's
-confirmation.min_s; the report says confirmed or not confirmed with the figures, and a choice that did not hold
-commits nothing. Known answers: docs/costs.md, "Confirmation"."""
+"""The confirmation run (issue 39, item 6; issue 52, point 4): the chosen configuration run on a disjoint corpus for
+the protocol's confirmation.min_s; the report says confirmed or not confirmed with the figures, every confirmation run
+counts (none is retried away), and a choice that did not hold commits nothing. Known answers: docs/costs.md,
+"Confirmation"."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement.confirmation import (
     CONFIRMED,
+    EXCLUDED,
     NOT_CONFIRMED,
+    NOT_COUNTED,
     NOT_YET,
     ConfirmationRun,
     confirm,
@@ -19,23 +24,24 @@ H = 3600.0
 DURATIONS = (10.0, 10.5, 11.0, 11.5, 12.0)  # one corpus of 1,000 inputs: 83.3-100.0 inputs/s
 
 
-def _run(status=Status.ACCEPTED, pass_s=11.0, measured_s=660.0, reason="every check passed"):
-    return ConfirmationRun("r1", status, reason, 2000, pass_s and pass_s * 2, measured_s)
+def _run(status=Status.ACCEPTED, pass_s=11.0, measured_s=660.0, reason="every check passed", run_id="r1",
+         repetitions=None):
+    return ConfirmationRun(run_id, status, reason, 2000, pass_s and pass_s * 2, measured_s, repetitions)
 
 
 @pytest.mark.unit
 def test_a_rate_within_or_above_the_measured_spread_with_quality_held_is_confirmed():
     found = confirm(DURATIONS, 1000, [_run(pass_s=11.0)], 600)
     assert found.verdict == CONFIRMED
-    assert found.figures == ("90.9 inputs/s over 660 s on 2,000 confirmation inputs (benchmark passes 83.3-100.0 "
-                             "inputs/s); quality held")
+    assert found.figures == ("90.9 inputs/s: 30 repetitions of 2,000 confirmation inputs in 660 s (benchmark passes "
+                             "83.3-100.0 inputs/s); quality held")
     assert confirm(DURATIONS, 1000, [_run(pass_s=9.0)], 600).verdict == CONFIRMED  # faster: the plan still covers it
 
 
 @pytest.mark.unit
 @pytest.mark.parametrize("run, says", [
-    (_run(pass_s=13.0), ("76.9 inputs/s over 660 s on 2,000 confirmation inputs, below the slowest benchmark pass "
-                         "(benchmark passes 83.3-100.0 inputs/s); quality held")),
+    (_run(pass_s=13.0), ("76.9 inputs/s: 25 repetitions of 2,000 confirmation inputs in 660 s, below the slowest "
+                         "benchmark pass (benchmark passes 83.3-100.0 inputs/s); quality held")),
     (_run(status=Status.REJECTED, reason="macro_f1 0.61 < 0.80"), "quality did not hold: rejected (macro_f1 0.61 < 0.80)"),
     (_run(status=Status.FAILED, pass_s=None, reason="out of memory"), "quality did not hold: failed (out of memory)"),
 ])
@@ -48,9 +54,78 @@ def test_a_slowed_or_rejected_confirmation_run_is_not_confirmed(run, says):
 def test_without_a_long_enough_run_the_choice_is_not_yet_confirmed():
     assert confirm(DURATIONS, 1000, [], 600).verdict == NOT_YET
     # an accepted run shorter than min_s gave the reference's outputs for another configuration: not a confirmation
-    assert confirm(DURATIONS, 1000, [_run(measured_s=20.0)], 600).verdict == NOT_YET
+    short = confirm(DURATIONS, 1000, [_run(measured_s=20.0)], 600)
+    assert short.verdict == NOT_YET
+    assert short.figures == "no confirmation run yet; 1 not counted (each listed under Confirmation)"
+    assert short.runs[0].outcome == NOT_COUNTED and "under confirmation.min_s (600 s)" in short.runs[0].figures
     pending = confirm(DURATIONS, 1000, [_run(status=Status.PENDING, reason="no reference pass yet")], 600)
     assert (pending.verdict, pending.figures) == (NOT_YET, "its confirmation run is pending (no reference pass yet)")
+
+
+@pytest.mark.unit
+def test_the_confirmation_line_says_what_was_timed():
+    # 21 repetitions of the corpus in 31 s, as the pass recorded them (metric `repetitions`): one corpus 1.476 s
+    run = ConfirmationRun("r1", Status.ACCEPTED, "every check passed", 1000, 31.0 / 21, 31.0, 21)
+    found = confirm((1.5, 1.55, 1.6, 1.65, 1.7), 1000, [run], 30)
+    assert found.figures.startswith("677.4 inputs/s: 21 repetitions of 1,000 confirmation inputs in 31 s (")
+    # a run recorded without the count: the clock's span over one corpus's seconds gives it
+    assert "1 repetition of 2,000 confirmation inputs in 22 s" in confirm(
+        DURATIONS, 1000, [_run(measured_s=22.0)], 20).figures
+
+
+@pytest.mark.unit
+def test_a_not_confirmed_run_is_not_retried_away_by_a_later_one():
+    slowed, held = _run(pass_s=13.0, run_id="slow"), _run(pass_s=10.0, run_id="again")
+    for runs in ([slowed, held], [held, slowed]):
+        found = confirm(DURATIONS, 1000, runs, 600)
+        assert found.verdict == NOT_CONFIRMED and found.run_id == "slow"
+        assert found.figures.endswith("; 1 of 2 confirmation runs did not hold")
+        assert [(r.run_id, r.outcome) for r in found.runs] == [(r.run_id, CONFIRMED if r is held else NOT_CONFIRMED)
+                                                                for r in runs]
+    # a later pending run does not hide an earlier one that did not hold either
+    waiting = _run(status=Status.PENDING, reason="no reference pass yet", run_id="later")
+    assert confirm(DURATIONS, 1000, [slowed, waiting], 600).verdict == NOT_CONFIRMED
+    # confirmed only when every counted run held: its figures are the slowest one's
+    both = confirm(DURATIONS, 1000, [_run(pass_s=9.0, run_id="fast"), _run(pass_s=11.5, run_id="slower")], 600)
+    assert (both.verdict, both.run_id) == (CONFIRMED, "slower")
+    assert both.figures.startswith("87.0 inputs/s") and both.figures.endswith(
+        "; all 2 confirmation runs held, the slowest shown")
+
+
+@pytest.mark.unit
+def test_only_an_excluded_or_interrupted_run_is_listed_without_being_counted():
+    excluded = _run(status=Status.EXCLUDED, pass_s=13.0, run_id="x",
+                    reason="host maintenance (excluded by ana at 2026-11-30T10:00:00+00:00)")
+    cut = _run(status=Status.FAILED, pass_s=None, run_id="cut", reason="interrupted (launcher gone, run left RUNNING)")
+    held = _run(pass_s=10.0, run_id="held")
+    found = confirm(DURATIONS, 1000, [excluded, cut, held], 600)
+    assert found.verdict == CONFIRMED and found.run_id == "held"
+    assert found.figures.endswith("; 1 run excluded, 1 not counted (each listed under Confirmation)")
+    assert [(r.run_id, r.outcome, r.figures) for r in found.runs[:2]] == [
+        ("x", EXCLUDED, "host maintenance (excluded by ana at 2026-11-30T10:00:00+00:00)"),
+        ("cut", NOT_COUNTED, "interrupted (launcher gone, run left RUNNING): stopped before any rate or verdict")]
+    # a failure caused from outside counts until `gpucost exclude` sets it aside with its documented cause
+    killed = _run(status=Status.FAILED, pass_s=None, run_id="k", reason="killed by signal 9")
+    assert confirm(DURATIONS, 1000, [killed, held], 600).verdict == NOT_CONFIRMED
+    assert confirm(DURATIONS, 1000, [excluded], 600).verdict == NOT_YET
+
+
+def _slow_then_held(experiment, tmp_path):
+    """Five benchmark passes of batch4 (14.8-15.0 h a corpus), a confirmation run slower than the slowest, then one
+    that held; the protocol, and the two confirmation runs' ids."""
+    from tests.scenario import RTX, lock_to
+    from tests.test_report import protocol_like_shipped
+
+    protocol = protocol_like_shipped(tmp_path, drop_deadline=True, append="confirmation: {min_s: 600}\n")
+    lock_to(protocol)
+    for hours in (14.8, 14.85, 14.9, 14.95, 15.0):
+        experiment("batch4", RTX, hours * H)
+    confirming = {"role": "confirmation", "fingerprint": "c" * 64}
+    slowed = experiment("batch4", RTX, 16.0 * H, metrics_extra={"measured_total_s": 16.0 * H, "repetitions": 1},
+                        **confirming)
+    held = experiment("batch4", RTX, 14.9 * H, metrics_extra={"measured_total_s": 14.9 * H, "repetitions": 1},
+                      **confirming)
+    return protocol, slowed, held
 
 
 @pytest.mark.unit
@@ -73,20 +148,108 @@ def test_confirm_marks_a_slowed_configuration_not_confirmed_and_the_decision_the
     experiment("batch4", RTX, 16.0 * H, metrics_extra={"measured_total_s": 16.0 * H}, **confirming)
     after, _ = report(protocol_path=protocol)
     assert after.decision.startswith("No decision: the choice did not hold on the confirmation run (batch4 on "
-                                     f"{RTX}: 0.0174 inputs/s over 57,600 s on 1,000 confirmation inputs, below the slowest "
-                                     "benchmark pass")
+                                     f"{RTX}: 0.0174 inputs/s: 1 repetition of 1,000 confirmation inputs in 57,600 s, "
+                                     "below the slowest benchmark pass")
     lines = dict(card.lines(after))
     assert lines["No decision"] == "the choice did not hold on the confirmation run"
-    assert lines["Confirmation"].startswith(f"batch4 on {RTX} not confirmed: 0.0174 inputs/s over 57,600 s")
+    assert lines["Confirmation"].startswith(f"batch4 on {RTX} not confirmed: 0.0174 inputs/s: 1 repetition of 1,000 "
+                                            "confirmation inputs in 57,600 s")
     assert [standing.role(a, after.choice) for a in after.assessments] == [standing.NOT_CONFIRMED]
-
-    experiment("batch4", RTX, 14.9 * H, metrics_extra={"measured_total_s": 14.9 * H}, **confirming)
-    held, _ = report(protocol_path=protocol)  # the latest confirmation run is read
-    assert held.decision.startswith(f"Decision: batch4 on {RTX}")
-    assert ("; confirmed: 0.0186 inputs/s over 53,640 s on 1,000 confirmation inputs (benchmark passes 0.0185-0.0188 "
-            "inputs/s); quality held") in dict(card.lines(held))["Run"]
     # confirmation passes are not benchmark passes: the durations the decision reads are the five
-    assert len(held.assessments[0].configuration.durations.values) == 5
+    assert len(after.assessments[0].configuration.durations.values) == 5
+
+
+@pytest.mark.unit
+def test_a_later_confirmation_run_that_held_does_not_commit_a_choice_that_did_not_hold(experiment, tmp_path):
+    from gpucost_mlflow.report import build
+    from tests.scenario import RTX, report
+
+    protocol, slowed, held = _slow_then_held(experiment, tmp_path)
+    found, _ = report(protocol_path=protocol)
+    assert found.decision.startswith("No decision: the choice did not hold on the confirmation run (batch4 on "
+                                     f"{RTX}: 0.0174 inputs/s: 1 repetition of 1,000 confirmation inputs in 57,600 s")
+    assert "1 of 2 confirmation runs did not hold" in found.decision
+    listed = {title: lines for title, _, lines in found.lists}[build.CONFIRMATION_TITLE]
+    assert listed[1].startswith(f"batch4 on {RTX}, confirmation run 1 of 2 ({slowed}): not confirmed: 0.0174 inputs/s")
+    assert listed[2].startswith(f"batch4 on {RTX}, confirmation run 2 of 2 ({held}): confirmed: 0.0186 inputs/s: "
+                                "1 repetition of 1,000 confirmation inputs in 53,640 s")
+
+
+@pytest.mark.unit
+def test_a_confirmation_run_excluded_for_a_documented_cause_is_listed_with_it_and_not_counted(experiment, tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    from gpucost_mlflow.report import build, card
+    from gpucost_mlflow.tracking import exclusions
+    from tests.scenario import RTX, report
+
+    protocol, slowed, held = _slow_then_held(experiment, tmp_path)
+    exclusions.exclude(MlflowClient(), slowed, "another job shared the GPU (scheduler log 4711)", who="ana")
+    found, _ = report(protocol_path=protocol)
+    assert found.decision.startswith(f"Decision: batch4 on {RTX}")
+    assert dict(card.lines(found))["Run"].endswith(
+        "; confirmed: 0.0186 inputs/s: 1 repetition of 1,000 confirmation inputs in 53,640 s (benchmark passes "
+        "0.0185-0.0188 inputs/s); quality held; 1 run excluded (each listed under Confirmation)")
+    listed = {title: lines for title, _, lines in found.lists}[build.CONFIRMATION_TITLE]
+    assert listed[1].startswith(f"batch4 on {RTX}, confirmation run 1 of 2 ({slowed}): excluded: another job shared "
+                                "the GPU (scheduler log 4711) (excluded by ana at ")
+    assert listed[2].startswith(f"batch4 on {RTX}, confirmation run 2 of 2 ({held}): confirmed: ")
+
+
+def _chosen(variant: str, fingerprint: str):
+    """A chosen configuration of the variant, compared on the corpus with this fingerprint."""
+    from gpucost_mlflow.core.inputs.identity import Identity
+    from gpucost_mlflow.core.measurement.stats import Durations
+    from gpucost_mlflow.core.money.decision import Assessment, Configuration
+
+    device = "NVIDIA GeForce RTX 4090"
+    identity = Identity(device, variant, corpus_fingerprint=fingerprint)
+    configuration = Configuration(device, variant, ["accepted"] * 5, Durations(DURATIONS), {}, identity=identity)
+    return Assessment(configuration, feasible=True, feasibility="feasible")
+
+
+def _plan(tmp_path):
+    """A confirmation plan over a variants file with a lanes variant, on a two-input corpus; the corpus."""
+    import yaml
+
+    from gpucost_mlflow.core.inputs.corpus import read_corpus
+    from gpucost_mlflow.core.inputs.protocol import load_protocol
+    from gpucost_mlflow.core.inputs.variants import read_declaration
+    from gpucost_mlflow.flow.confirm import ConfirmPlan
+    from tests.helpers import SHIPPED_PROTOCOL, VARIANTS
+
+    variants = tmp_path / "variants.yaml"
+    variants.write_text(yaml.safe_dump({"defaults": yaml.safe_load(VARIANTS.read_text())["defaults"],
+                                        "variants": {"batch8": {}, "batch8-lanes2": {"lanes": 2}}}))
+    corpus = tmp_path / "confirmation.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"c{n}", "text": f"text {n}", "label": "fresh", "bucket": "short"})
+                              + "\n" for n in range(2)))
+    plan = ConfirmPlan("scenario", load_protocol(SHIPPED_PROTOCOL), SHIPPED_PROTOCOL, read_declaration(variants),
+                       corpus, tmp_path / "model", tmp_path)
+    return plan, read_corpus(corpus)
+
+
+@pytest.mark.unit
+def test_a_confirmation_on_the_corpus_the_configuration_was_compared_on_is_refused(tmp_path):
+    from gpucost_mlflow.core.errors import GpucostError
+    from gpucost_mlflow.flow.confirm import check
+
+    plan, corpus = _plan(tmp_path)
+    with pytest.raises(GpucostError, match=rf"^{plan.corpus_path} is the corpus batch8 on NVIDIA GeForce RTX 4090 "
+                                           "was compared on: a confirmation runs on a disjoint corpus$"):
+        check([_chosen("batch8", "a" * 64), _chosen("batch8", corpus.fingerprint)], plan)
+    check([_chosen("batch8", "a" * 64)], plan)  # a disjoint corpus: nothing refused
+
+
+@pytest.mark.unit
+def test_a_lanes_configuration_is_refused_confirmation(tmp_path):
+    from gpucost_mlflow.core.errors import GpucostError
+    from gpucost_mlflow.flow.confirm import check
+
+    plan, _ = _plan(tmp_path)
+    with pytest.raises(GpucostError, match=r"^batch8-lanes2 on NVIDIA GeForce RTX 4090 runs in lanes, whose clocks "
+                                           "cannot repeat the corpus: it cannot be confirmed for confirmation.min_s$"):
+        check([_chosen("batch8", "a" * 64), _chosen("batch8-lanes2", "a" * 64)], plan)
 
 
 @pytest.mark.unit

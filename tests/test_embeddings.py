@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -244,11 +245,22 @@ def test_an_embeddings_campaign_rejudges_bf16_by_cosine_and_the_report_decides(s
     assert "all 2 not yet confirmed (each one's rate: Confirmation, below)" in page
     assert page.count("(`gpucost confirm --experiment emb") == 1  # the exact command, said once
 
-    # Each tied configuration is confirmed on the disjoint confirmation corpus for confirmation.min_s; bf16 is judged
+    # A confirmation on the corpus the configurations were compared on is refused before anything runs.
+    refused = runner.invoke(main, ["confirm", "--experiment", "emb", "--protocol", str(embeddings_protocol),
+                                   "--variants-file", str(VARIANTS), "--catalog", str(catalog), "--corpus",
+                                   str(corpus_dir / "comparison.jsonl")])
+    assert refused.exit_code == 2 and "was compared on: a confirmation runs on a disjoint corpus" in refused.output
+
+    # Each tied configuration is confirmed on a disjoint confirmation corpus for confirmation.min_s; bf16 is judged
     # against the reference's outputs on that corpus, run first unless embed-batch8's own confirmation gave them.
+    # Its inputs are the built confirmation corpus's first three words each, so its rate is several times the one
+    # benchmark pass's however the shared CPU is loaded: the one outcome is confirmed, with what was timed.
+    confirmation = tmp_path / "confirmation-short.jsonl"
+    confirmation.write_text("".join(json.dumps({**row, "text": " ".join(row["text"].split()[:3])}) + "\n" for row in
+                                    map(json.loads, (corpus_dir / "confirmation.jsonl").read_text().splitlines())))
     confirmed = runner.invoke(main, ["confirm", "--experiment", "emb", "--protocol", str(embeddings_protocol),
                                      "--variants-file", str(VARIANTS), "--catalog", str(catalog), "--corpus",
-                                     str(corpus_dir / "confirmation.jsonl")])
+                                     str(confirmation)])
     assert confirmed.exit_code == 0, confirmed.output
     said = confirmed.output.splitlines()
     assert said[0].startswith("confirming embed-batch8") and "for at least 1 s each (confirmation.min_s)" in said[0]
@@ -256,15 +268,20 @@ def test_an_embeddings_campaign_rejudges_bf16_by_cosine_and_the_report_decides(s
     assert {"confirmation: embed-batch8 accepted (every check passed)",
             "confirmation: embed-batch8-bf16 accepted (every check passed)"} <= set(ran), "\n".join(said)
     verdicts = [line for line in said if line.startswith("embed-batch8")]
-    assert len(verdicts) == 2 and all(": confirmed (" in v or ": not confirmed (" in v for v in verdicts)
+    assert len(verdicts) == 2 and all(re.search(r": confirmed \([0-9,.]+ inputs/s: [0-9,]+ repetitions of 30 "
+                                                r"confirmation inputs in [0-9,.]+ s \(benchmark passes ", v)
+                                      for v in verdicts), "\n".join(said)
     table = pd.read_csv(_report(runner, out, catalog, embeddings_protocol) / "attempts.csv")
     confirming = table[table["role"] == "confirmation"]
     assert set(confirming["variant"]) == {"embed-batch8", "embed-batch8-bf16"}
     assert (confirming.groupby("variant")["measured_total_s"].max() >= 1.0).all()
+    runs = [line for line in (out / "report.md").read_text().splitlines() if ", confirmation run " in line]
+    assert sum("): confirmed: " in line for line in runs) == 2 and not any("not confirmed" in line for line in runs)
     again = runner.invoke(main, ["confirm", "--experiment", "emb", "--protocol", str(embeddings_protocol),
                                  "--variants-file", str(VARIANTS), "--catalog", str(catalog), "--corpus",
-                                 str(corpus_dir / "comparison.jsonl")])
-    assert again.exit_code == 0 and "confirming" not in again.output  # confirmed or not, each has its verdict
+                                 str(confirmation)])
+    assert again.exit_code == 0 and "confirming" not in again.output
+    assert again.output.count(": already confirmed (") == 2
 
 
 def _report(runner, out, catalog, protocol):

@@ -65,8 +65,11 @@ NOT_MEASURED_TEXT = ("Catalog rows for GPUs no pass here ran on: a device that w
 CONFIRMATION_TITLE = "Confirmation"
 CONFIRMATION_TEXT = ("Each chosen configuration run on the disjoint confirmation corpus for at least the protocol's "
                      "confirmation.min_s, judged by the same bars (`gpucost confirm`): confirmed when quality held and "
-                     "its rate stayed at or above its slowest benchmark pass's, the rate the committed plan is sized at; "
-                     "a choice not confirmed is not committed (docs/costs.md, \"Confirmation\").")
+                     "its rate stayed at or above its slowest benchmark pass's, the rate the committed plan is sized at, "
+                     "on every one of its confirmation runs: one that did not hold is not retried away. A run excluded "
+                     "for a documented cause (`gpucost exclude`), one interrupted before a result and the reference's "
+                     "outputs are listed, not counted. A choice not confirmed is not committed (docs/costs.md, "
+                     "\"Confirmation\").")
 CHANGED_PROTOCOL = "protocol changed after results"  # reader.protocol_warnings' warning, which a what-if supersedes
 
 
@@ -152,8 +155,7 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
                (alternatives.TITLE, alternatives.TEXT,
                 alternatives.endpoint_lines(assessments, choice, protocol, today, options.allow_stale)),
                (NOT_MEASURED_TITLE, NOT_MEASURED_TEXT, _not_measured(catalog, {c.device for c in configs})),
-               (CONFIRMATION_TITLE, CONFIRMATION_TEXT, [f"{name}: {found.verdict} ({found.figures})"
-                                                        for name, found in confirmed.items()])],
+               (CONFIRMATION_TITLE, CONFIRMATION_TEXT, confirmations.lines(confirmed))],
         bill=bill_lines(decision_run.latest_bill(client, experiments.named(client, experiment).experiment_id)),
     )
     if configs:

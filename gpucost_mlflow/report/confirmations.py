@@ -1,5 +1,5 @@
 """The confirmation runs of the chosen configurations read from the attempts table, their verdicts
-(core/measurement/confirmation.py)."""
+(core/measurement/confirmation.py), and the report's lines that list every one of them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pandas as pd
 
 from gpucost_mlflow.core.measurement.confirmation import Confirmation, ConfirmationRun, confirm
 from gpucost_mlflow.core.money.decision import Assessment, Configuration
-from gpucost_mlflow.core.names import EXPECTED_IDS, MEASURED_TOTAL_S, PASS_S
+from gpucost_mlflow.core.names import EXPECTED_IDS, MEASURED_TOTAL_S, PASS_S, REPETITIONS
 from gpucost_mlflow.report.tables import IDENTITY
 from gpucost_mlflow.tracking.schema import CONFIRMATION_ROLE
 
@@ -27,10 +27,13 @@ def runs_of(table: pd.DataFrame, config: Configuration) -> list[ConfirmationRun]
             mask &= table[key].fillna("").astype(str) == getattr(config.identity, key)
     rows = table[mask].sort_values("start_time")
     total = rows[MEASURED_TOTAL_S] if MEASURED_TOTAL_S in rows else rows[PASS_S]
+    counts = rows[REPETITIONS] if REPETITIONS in rows else pd.Series([None] * len(rows), index=rows.index)
     return [ConfirmationRun(row.run_id, str(row.status), str(row.reason or ""),
                             int(row.expected) if _number(row.expected) else None, _number(row.pass_s),
-                            _number(measured) if _number(measured) is not None else _number(row.pass_s))
-            for row, measured in zip(rows.assign(expected=rows[EXPECTED_IDS]).itertuples(index=False), total)]
+                            _number(measured) if _number(measured) is not None else _number(row.pass_s),
+                            int(count) if _number(count) else None)
+            for row, measured, count in zip(rows.assign(expected=rows[EXPECTED_IDS]).itertuples(index=False), total,
+                                            counts)]
 
 
 def verdicts(table: pd.DataFrame, chosen: list[Assessment], inputs_per_pass: int, min_s: float
@@ -38,3 +41,14 @@ def verdicts(table: pd.DataFrame, chosen: list[Assessment], inputs_per_pass: int
     """Each chosen configuration's confirmation verdict, by its name."""
     return {a.configuration.name: confirm(a.configuration.durations.values, inputs_per_pass,
                                           runs_of(table, a.configuration), min_s) for a in chosen}
+
+
+def lines(confirmed: dict[str, Confirmation]) -> list[str]:
+    """The report's Confirmation section: each configuration's verdict, then every one of its confirmation runs with
+    its outcome (an excluded run with its cause), so no run that did not hold can go unseen."""
+    found = []
+    for name, verdict in confirmed.items():
+        found.append(f"{name}: {verdict.verdict} ({verdict.figures})")
+        found += [f"{name}, confirmation run {number} of {len(verdict.runs)} ({run.run_id}): {run.outcome}: "
+                  f"{run.figures}" for number, run in enumerate(verdict.runs, 1)]
+    return found
