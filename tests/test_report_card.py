@@ -233,3 +233,23 @@ def test_the_cards_colour_follows_its_state_decided_tied_undecided_or_none():
         assert card.state(report) == state
         assert f'<ul class="decision {state}" id="card">' in render._card_html(report)
     assert ".decision.undecided{background:#fff3cd" in render.STYLE  # the amber the warnings use, never success green
+
+
+def test_the_window_says_how_long_the_rate_was_seen_to_hold_against_the_hours_committed():
+    """The method's caveat (PROTOCOL.md): short passes do not show long-run stability; the card puts the confirmation's
+    seconds beside the forecast window's hours, or, before any confirmation, one pass's clock."""
+    import dataclasses
+
+    from gpucost_mlflow.core.measurement.confirmation import CONFIRMED, Confirmation, RunOutcome
+
+    report = decided_report(figures=False)
+    chosen = report.choice.chosen[0]
+    run = RunOutcome("r1", CONFIRMED, "687.6 inputs/s", 687.6, 31.2)
+    confirmed = dataclasses.replace(report, confirmations={chosen.configuration.name: Confirmation(
+        CONFIRMED, "687.6 inputs/s", "r1", (run,))})
+    assert dict(card.lines(confirmed))["Window"].endswith(
+        "; the confirmation timed 31 s of the 7.6 h window: short runs do not show that a rate holds for hours "
+        "(PROTOCOL.md)")
+    chosen.configuration.measured_s = (3.1, 3.4)
+    assert dict(card.lines(report))["Window"].endswith("; no pass timed more than 3.4 s of the 7.6 h window: short "
+                                                       "runs do not show that a rate holds for hours (PROTOCOL.md)")

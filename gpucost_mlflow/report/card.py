@@ -88,6 +88,20 @@ def _confirmed(report: Report, names: short.Names) -> str:
     return said + (f" (`{report.confirm}`)" if waiting and report.confirm else "")
 
 
+def _lasting(report: Report, a: Assessment) -> str:
+    """The method's caveat beside the window: how long the rate was seen to hold (the confirmation's seconds, else
+    one benchmark pass's) against the hours the plan commits to; short runs do not show long-run stability."""
+    found = report.confirmations.get(a.configuration.name)
+    window = f"{a.forecast.high_hours:,.1f} h window"
+    if found is not None and found.timed_s:
+        seen = f"the confirmation timed {found.timed_s:,.0f} s of the {window}"
+    elif a.configuration.measured_s:
+        seen = f"no pass timed more than {max(a.configuration.measured_s):,.1f} s of the {window}"
+    else:
+        return ""
+    return f"; {seen}: short runs do not show that a rate holds for hours (PROTOCOL.md)"
+
+
 def _past_start(report: Report, a: Assessment):
     """The declared start when it is before the moment the report was read (None when it is not, or it is that
     moment: `plan.start: at_report`)."""
@@ -286,7 +300,8 @@ def lines(report: Report) -> list[tuple[str, str]]:
         confirmed = _confirmed(report, names)
         run = _run(choice.chosen, names) + (f"; {confirmed}" if confirmed else "")
         result = [("Rent", _rent(chosen)), ("Run", run),
-                  ("Window", _window(report, chosen)), ("Runner-up", _runner_up(report, names)),
+                  ("Window", _window(report, chosen) + _lasting(report, chosen)),
+                  ("Runner-up", _runner_up(report, names)),
                   ("Would change it", _changes(report, names))]
     elif choice.none == "undecided" and choice.undecided:
         result = _undecided(report, names)

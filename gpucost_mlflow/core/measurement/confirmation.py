@@ -51,6 +51,7 @@ class RunOutcome:
     outcome: str
     figures: str
     rate: float | None = None
+    measured_s: float | None = None  # the seconds its clock ran, where it gave a rate
 
     @property
     def counted(self) -> bool:
@@ -66,6 +67,11 @@ class Confirmation:
     figures: str
     run_id: str = ""
     runs: tuple[RunOutcome, ...] = ()
+
+    @property
+    def timed_s(self) -> float:
+        """The seconds its counted runs timed, all together: how long the rate was seen to hold."""
+        return sum(o.measured_s or 0.0 for o in self.runs if o.counted)
 
     @property
     def holds(self) -> bool:
@@ -115,8 +121,8 @@ def outcome(run: ConfirmationRun, durations: Sequence[float], inputs_per_pass: i
     over = f"{_number(held)} inputs/s: {timed(run)}"
     if held < slowest:
         return RunOutcome(run.run_id, NOT_CONFIRMED,
-                          f"{over}, below the slowest benchmark pass ({spread}); quality held", held)
-    return RunOutcome(run.run_id, CONFIRMED, f"{over} ({spread}); quality held", held)
+                          f"{over}, below the slowest benchmark pass ({spread}); quality held", held, run.measured_s)
+    return RunOutcome(run.run_id, CONFIRMED, f"{over} ({spread}); quality held", held, run.measured_s)
 
 
 def _set_aside(outcomes: Sequence[RunOutcome]) -> str:
