@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.money.catalog import dated, load_catalog
+from gpucost_mlflow.core.money.catalog import dated, example_catalog, load_catalog
 from gpucost_mlflow.core.money.interruptions import poisson_cdf, rework
 from gpucost_mlflow.core.money.plans import covering_plans, to_hours
 from tests.scenario import RTX, report
@@ -89,10 +89,18 @@ def test_a_400_day_old_price_under_max_age_90_is_not_priced_unless_allowed(tmp_p
     assert "as of 2025-10-27 (400 days)" in dated(catalog, today, None)[1][0]
 
 
-def test_an_old_catalog_without_as_of_still_reads_with_an_undated_remark():
+def test_a_catalog_without_as_of_is_dated_by_its_version_and_undated_only_where_nothing_says_when(tmp_path):
     catalog = load_catalog(Path(__file__).resolve().parents[1] / "catalog" / "labkit-2026-09-24.csv")
     _, remarks = dated(catalog, dt.date(2026, 12, 1), 90)
-    assert all(line.endswith("undated price") for line in remarks) and len(remarks) == 2
+    assert all(line.endswith("as of 2026-09-24 (68 days, the catalog version's date)") for line in remarks)
+    assert len(remarks) == 2
+    written = tmp_path / "this-machine.csv"
+    written.write_text(example_catalog("AMD EPYC", Decimal("0.10"), "usd", Decimal(1), Decimal(1), "2026-12-03"))
+    assert dated(load_catalog(written), dt.date(2026, 12, 3), None)[1][0].endswith("as of 2026-12-03 (0 days)")
+    undated = tmp_path / "undated.csv"
+    undated.write_text("provider,catalog_version,gpu,device_names,gpus_per_lot,days,price_per_lot,currency,source\n"
+                       'labkit,spring,rtx-4090,NVIDIA GeForce RTX 4090,1,7,110.00,USD,"a quote"\n', encoding="utf-8")
+    assert dated(load_catalog(undated), dt.date(2026, 12, 3), None)[1][0].endswith("undated price")
 
 
 def test_the_report_does_not_price_a_stale_row_and_says_why(experiment, tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import re
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
@@ -46,6 +47,7 @@ class Package:
     min_hours: Decimal | None = None
     increment_hours: Decimal | None = None
     as_of: dt.date | None = None  # when the price was observed (None: an undated price)
+    as_of_from_version: bool = False  # no as_of column: the date is the catalog_version's (a dated snapshot's name)
     interruptions_per_day: Decimal | None = None  # an interruptible row: the user's expectation ...
     restart_hours: Decimal | None = None  # ... what a restart costs in hours ...
     interruptions_source: str = ""  # ... and where the expectation comes from
@@ -67,9 +69,13 @@ class Package:
         return (today - self.as_of).days if self.as_of else None
 
     def dated(self, today: dt.date) -> str:
-        """'as of 2026-09-24 (68 days)' or 'undated price'."""
+        """'as of 2026-09-24 (68 days)', from a version named by its date 'as of 2026-09-24 (68 days, the catalog
+        version's date)', or 'undated price' where neither says when."""
         age = self.age_days(today)
-        return UNDATED if age is None else f"as of {self.as_of.isoformat()} ({age} days)"
+        if age is None:
+            return UNDATED
+        named = ", the catalog version's date" if self.as_of_from_version else ""
+        return f"as of {self.as_of.isoformat()} ({age} days{named})"
 
     @property
     def example(self) -> bool:
@@ -211,6 +217,17 @@ def as_of_date(path: Path, line: int, text: str) -> dt.date | None:
         raise GpucostError(f"{path}:{line}: as_of '{text}' is not a date (YYYY-MM-DD)") from None
 
 
+def version_date(version: str) -> dt.date | None:
+    """The date a catalog version is named by ('2026-09-24', 'what-if-2026-12-03'); None when it names none."""
+    found = re.search(r"(\d{4}-\d{2}-\d{2})", version)
+    if found is None:
+        return None
+    try:
+        return dt.date.fromisoformat(found.group(1))
+    except ValueError:
+        return None
+
+
 def csv_rows(path: Path, columns: tuple[str, ...], what: str = "catalog file") -> csv.DictReader:
     """A price list's rows, its required columns checked; a missing file, bytes that are not UTF-8 or a missing
     column is a one-line error naming the file (and line 1)."""
@@ -249,7 +266,8 @@ def load_catalog(path: Path) -> Catalog:
             currency=values["currency"].upper(),
             source=values["source"],
             line=line,
-            as_of=as_of_date(path, line, values["as_of"]),
+            as_of=as_of_date(path, line, values["as_of"]) or version_date(values["catalog_version"]),
+            as_of_from_version=not values["as_of"] and version_date(values["catalog_version"]) is not None,
             instance=values["instance"],
             region=values["region"],
             **_billing(path, line, values),
@@ -278,9 +296,9 @@ def example_catalog(device_name: str, price_per_hour: Decimal, currency: str, mi
         raise GpucostError(f"cannot name device '{device_name}' in a catalog row")
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(COLUMNS + HOURLY_COLUMNS)
+    writer.writerow(COLUMNS + HOURLY_COLUMNS + DATED_COLUMNS)
     source = (f"{EXAMPLE_PRICE} written by `gpucost catalog example` on {date}: not a quote; "
               "edit price_per_lot, min_hours and increment_hours to your own rate")
     writer.writerow(["this-machine", f"what-if-{date}", "this-machine", device_name.strip(), 1, "", price_per_hour,
-                     currency.upper(), source, billing.HOURLY.name, min_hours, increment_hours])
+                     currency.upper(), source, billing.HOURLY.name, min_hours, increment_hours, date])
     return out.getvalue()
