@@ -186,3 +186,18 @@ def test_an_endpoint_catalog_that_is_not_utf8_is_one_line_never_a_traceback(tmp_
     path.write_bytes(API_HEAD.encode() + b"api,h\xe9bergeur,m,0.2,0.6,EUR,2026-11-30,page\n")
     with pytest.raises(GpucostError, match="endpoints.csv: not valid UTF-8"):
         load_endpoints(path)
+
+
+def test_the_example_row_names_a_machine_one_can_order_and_is_dated(tmp_path):
+    """`gpucost catalog example` writes the machine's cores and memory as the row's instance (the card's Rent line
+    names it) and the day it wrote the price as its as_of."""
+    import os
+
+    out = tmp_path / "this-machine.csv"
+    result = CliRunner().invoke(main, ["catalog", "example", "--out", str(out), "--device", "cpu"])
+    assert result.exit_code == 0, result.output
+    (row,) = load_catalog(out).packages
+    cores = len(os.sched_getaffinity(0))
+    assert row.instance.startswith(f"{cores} vCPU ") and row.instance.endswith(" GiB")
+    assert row.as_of == dt.date.today() and not row.as_of_from_version
+    assert row.describe().endswith(f"on this-machine {row.instance}")

@@ -135,6 +135,18 @@ def catalog_group() -> None:
     """Price lists: write a what-if catalog for the machine you have."""
 
 
+def machine_shape() -> str:
+    """This machine as one would order it: its usable cores and its memory ('2 vCPU 23 GiB')."""
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 0)
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError, AttributeError):
+        return f"{cores} vCPU"
+    return f"{cores} vCPU {memory:.0f} GiB"
+
+
 @catalog_group.command("example")
 @click.option("--out", "out_path", type=click.Path(path_type=Path), required=True, help="The CSV to write (never overwritten).")
 @click.option("--price-per-hour", default="0.10", show_default=True, help="Example price of this machine for one hour.")
@@ -154,10 +166,12 @@ def catalog_example(out_path, price_per_hour, currency, min_hours, increment_hou
     price = parse_positive(price_per_hour, "--price-per-hour")
     device = device_names(resolve_device(device_choice))[0]
     text = example_catalog(device, price, currency, parse_hours(min_hours, "--min-hours"),
-                           parse_hours(increment_hours, "--increment-hours"), dt.date.today().isoformat())
+                           parse_hours(increment_hours, "--increment-hours"), dt.date.today().isoformat(),
+                           machine_shape())
     write_atomic(out_path, text.encode("utf-8"))
     load_catalog(out_path)
-    click.echo(f"{out_path}: {device} at an example price of {price} {currency.upper()} per hour; edit it to price your machine")
+    click.echo(f"{out_path}: {device} ({machine_shape()}) at an example price of {price} {currency.upper()} per hour; "
+               "edit it to price your machine")
 
 
 @catalog_group.group("import")

@@ -290,15 +290,16 @@ def load_catalog(path: Path) -> Catalog:
 
 
 def example_catalog(device_name: str, price_per_hour: Decimal, currency: str, min_hours: Decimal,
-                    increment_hours: Decimal, date: str) -> str:
-    """A what-if catalog (CSV text) pricing one device by the hour; its source says "example price"."""
+                    increment_hours: Decimal, date: str, shape: str = "") -> str:
+    """A what-if catalog (CSV text) pricing one device by the hour; its source says "example price", its date is its
+    as_of, and `shape` ('2 vCPU 23 GiB'), the machine one would order, is its instance."""
     if not device_name.strip() or ";" in device_name:
         raise GpucostError(f"cannot name device '{device_name}' in a catalog row")
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(COLUMNS + HOURLY_COLUMNS + DATED_COLUMNS)
+    writer.writerow(COLUMNS + HOURLY_COLUMNS + DATED_COLUMNS + ("instance",))
     source = (f"{EXAMPLE_PRICE} written by `gpucost catalog example` on {date}: not a quote; "
               "edit price_per_lot, min_hours and increment_hours to your own rate")
     writer.writerow(["this-machine", f"what-if-{date}", "this-machine", device_name.strip(), 1, "", price_per_hour,
-                     currency.upper(), source, billing.HOURLY.name, min_hours, increment_hours, date])
+                     currency.upper(), source, billing.HOURLY.name, min_hours, increment_hours, date, shape])
     return out.getvalue()
