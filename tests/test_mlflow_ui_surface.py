@@ -160,7 +160,7 @@ def test_a_generation_preview_adds_what_the_model_wrote_to_each_row():
 
 @pytest.mark.unit
 def test_the_ui_link_opens_the_passes_view_on_the_server_or_after_mlflow_ui():
-    route = "#/experiments/7/runs?workflowType=machine_learning&viewStateShareKey=gpucost-passes-3"
+    route = "#/experiments/7/runs?workflowType=machine_learning&viewStateShareKey=gpucost-passes-4"
     assert runs_url("https://alice:secret@mlflow.example.com/", "7") == f"https://mlflow.example.com/{route}"
     assert link_line("http://127.0.0.1:5005", "7") == f"MLflow UI: http://127.0.0.1:5005/{route}"
     local = link_line("sqlite:////data/my store/mlflow.db", "7")
@@ -178,10 +178,18 @@ def test_the_passes_view_sorts_by_pass_s_and_shows_status_standing_and_throughpu
     assert envelope["name"] == ui.PASSES_VIEW_NAME and envelope["createdAt"] == 1_700_000_000_000
     state = json.loads(envelope["state"])
     assert (state["orderByKey"], state["orderByAsc"]) == ("metrics.`pass_s`", True)
-    assert state["searchFilter"] == "tags.`gpucost.variant` LIKE '%'"  # passes only: no campaign or decision run
-    assert state["selectedColumns"] == ["tags.`gpucost.standing`", "metrics.`committed`", "tags.`gpucost.variant`",
-                                        "tags.`gpucost.status`", "metrics.`accepted`", "metrics.`pass_s`",
-                                        "metrics.`inputs_per_s`"]  # standing and committed cost first
+    # benchmark passes only: no confirmation, deliverable, campaign or decision run (each role has its own view)
+    assert state["searchFilter"] == "tags.`gpucost.variant` LIKE '%' AND params.`gpucost.role` = 'benchmark'"
+    assert state["selectedColumns"] == ["tags.`gpucost.standing`", "metrics.`committed_usd`",
+                                        "tags.`gpucost.variant`", "tags.`gpucost.status`", "metrics.`accepted`",
+                                        "metrics.`pass_s`", "metrics.`inputs_per_s`"]  # standing and cost first
+    views = ui.views(1_700_000_000_000)
+    roles = {key: json.loads(json.loads(value)["state"])["searchFilter"].rsplit("= ", 1)[1] for key, value in views.items()}
+    assert sorted(roles.values()) == ["'benchmark'", "'confirmation'", "'deliverable'"]
+    euro = json.loads(json.loads(ui.passes_view(1, currency="eur")[1])["state"])
+    assert "metrics.`committed_eur`" in euro["selectedColumns"]
+    tags = dict(views)
+    assert ui.outdated(tags, "USD") == [] and sorted(ui.outdated(tags, "EUR")) == sorted(ui.VIEWS)
 
 
 @pytest.mark.unit
@@ -440,12 +448,13 @@ def test_each_pass_shows_its_configurations_standing_in_the_latest_decision(expe
                                     filter_string=f"tags.`{schema.ROLE}` = '{schema.DECISION_ROLE}'")
     assert decided.info.run_name == "batch8 · chosen"
     assert ui.runs_path(decided.info.experiment_id) in decided.data.tags[schema.NOTE]
-    committed = {run_id: client.get_run(run_id).data.metrics.get(schema.PASS_COMMITTED) for run_id in [*fast, rejected]}
+    committed = {run_id: client.get_run(run_id).data.metrics.get(f"{schema.PASS_COMMITTED}_usd")
+                 for run_id in [*fast, rejected]}
     assert {committed[run_id] for run_id in fast} == {decided.data.metrics["committed_cost_usd"]}  # the view's column
     assert committed[rejected] is None  # infeasible: nothing committed, never 0
     # One vocabulary (report/standing.py): the passes' tags and the description's standing column use its words only.
     assert {value.split(" · ")[0] for value in standing.values()} <= set(standing_words.WORDS)
-    lines = decided.data.tags[schema.NOTE].splitlines()
+    lines = decided.data.tags[schema.NOTE].replace("&nbsp;", "").splitlines()  # its table pads each cell
     start = next(i for i, line in enumerate(lines) if line.startswith("| configuration | standing |"))
     column = [line.split("|")[2].strip() for line in itertools.takewhile(lambda line: line.startswith("|"),
                                                                           lines[start + 2:])]
@@ -478,3 +487,16 @@ def test_campaign_medians_are_logged_once_when_it_finishes_not_as_a_running_seri
     logged = client.get_run(run.run_id).data.metrics
     assert logged == {schema.PASSES_FINISHED: 3.0, schema.PASSES_ACCEPTED: 3.0, f"{schema.MEDIAN_PASS_S_PREFIX}batch1": 4.0}
     assert all(len(client.get_metric_history(run.run_id, key)) == 1 for key in logged)
+
+
+@pytest.mark.unit
+def test_the_decision_descriptions_table_is_sorted_by_cost_with_padded_cells():
+    from tests.synthetic_report import decided_report
+
+    note = decision_text.decision_note(decided_report(figures=False), {}, "1", 0)
+    rows = [line for line in note.splitlines() if line.startswith("| &nbsp;") and "configuration" not in line]
+    assert rows and all(cell.startswith("&nbsp;") and cell.endswith("&nbsp;")
+                        for row in rows for cell in (c.strip() for c in row.strip("|").split("|")))
+    costs = [row.split("|")[6].replace("&nbsp;", "").strip() for row in rows]
+    priced = [float(cost.split()[0]) for cost in costs if cost.endswith("USD")]
+    assert priced == sorted(priced) and costs[:len(priced)] == [c for c in costs if c.endswith("USD")]

@@ -352,6 +352,9 @@ def log(experiment: str, report: model.Report, paths: dict[str, Path], client: M
         name, report.what_if_digest or report.protocol_digest, tags, params, metrics, list(paths.values()),
         _standings(report)))
     decision_run.price(client, experiment_id, _committed(report))
+    currencies = {a.currency for a in report.assessments if a.plan is not None}
+    if len(currencies) == 1:
+        experiments.priced_in(client, experiment_id, currencies.pop())
     return run_id
 
 
@@ -363,7 +366,7 @@ def _committed(report: model.Report) -> dict[str, tuple[str, float]]:
     found = {}
     for a in report.assessments:
         if a.plan is not None and not standing.withheld(a, report.choice):
-            amount = (schema.PASS_COMMITTED, float(a.committed))
+            amount = (schema.in_currency(schema.PASS_COMMITTED, a.currency), float(a.committed))
             found.update(dict.fromkeys(tables.rows_of(report.attempts, a.configuration)["run_id"], amount))
     return found
 

@@ -83,10 +83,13 @@ def decision_note(report: Report, campaigns: dict[str, str], experiment_id: str,
                    f"experiment (`{protocol_digest[:12]}`)."), ""]
     if report.example_prices:
         lines += [f"**What-if:** priced with example prices ({catalog}), not a provider's quote.", ""]
-    if assessments:
-        lines += markdown_table(["configuration", "standing", "feasible", "median pass_s", "forecast", "committed", "deadline"],
-                        [_balance_row(standing.shown(a, choice), standings.get(a.configuration.name, ""))
-                         for a in assessments]) + [""]
+    if assessments:  # by committed cost, cheapest first; those with nothing committed last
+        shown = sorted((standing.shown(a, choice) for a in assessments),
+                       key=lambda a: (a.committed is None, a.committed or 0))
+        lines += markdown_table(["configuration", "standing", "feasible", "median pass_s", "forecast", "committed",
+                                 "deadline"],
+                                [_balance_row(a, standings.get(a.configuration.name, "")) for a in shown],
+                                padded=True) + [""]
     read = [f"[{cid}]({ui.run_path(experiment_id, run_id)})" if run_id else f"`{cid}`"
             for cid, run_id in campaigns.items()]
     lines.append(f"- **Campaigns read:** {', '.join(read) or 'none'}"

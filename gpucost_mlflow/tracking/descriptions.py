@@ -50,9 +50,14 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|")
 
 
-def markdown_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-    return lines + ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+PAD = "&nbsp;"  # MLflow's description table has no cell padding of its own: one space's worth each side
+
+
+def markdown_table(head: Sequence[str], rows: Sequence[Sequence[str]], padded: bool = False) -> list[str]:
+    """A Markdown table; `padded` puts a non-breaking space inside each cell's edges, which MLflow's renderer keeps."""
+    pad = PAD if padded else ""
+    lines = ["| " + " | ".join(f"{pad}{h}{pad}" for h in head) + " |", "|" + " --- |" * len(head)]
+    return lines + ["| " + " | ".join(f"{pad}{_cell(c)}{pad}" for c in row) + " |" for row in rows]
 
 
 def number(value: float | None, digits: int, unit: str = "") -> str:

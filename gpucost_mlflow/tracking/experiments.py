@@ -96,8 +96,16 @@ def lock(client: MlflowClient, experiment_id: str, name: str, protocol: Protocol
 def _presentation() -> dict[str, str]:
     """The experiment tags that make MLflow's UI present it as gpucost reads it: a model-development experiment
     (not GenAI), with the saved view of its passes that the printed link opens (tracking/ui.py)."""
-    view, state = ui.passes_view(int(time.time() * 1000))
-    return {schema.EXPERIMENT_KIND: schema.MODEL_DEVELOPMENT, view: state}
+    return {schema.EXPERIMENT_KIND: schema.MODEL_DEVELOPMENT, **ui.views(int(time.time() * 1000))}
+
+
+def priced_in(client: MlflowClient, experiment_id: str, currency: str) -> None:
+    """gpucost's own views show the committed cost in the decision's currency (committed_eur): each one whose column
+    names another is written again; a view the user renamed stands."""
+    tags = client.get_experiment(experiment_id).tags
+    for view in ui.outdated(tags, currency):
+        key, value = ui.passes_view(int(time.time() * 1000), view, currency.lower())
+        client.set_experiment_tag(experiment_id, key, value)
 
 
 def present(client: MlflowClient, experiment_id: str, tags: dict | None = None) -> None:

@@ -22,9 +22,14 @@ from gpucost_mlflow.tracking.spool import public_uri
 
 LOCAL_UI = "http://127.0.0.1:5000"
 MODEL_TRAINING = "workflowType=machine_learning"  # the UI's model-training side, not the GenAI overview
-# The saved view's id: a new id when its definition changes, so experiments get the new one at their next lock.
-PASSES_VIEW = "gpucost-passes-3"
+# The saved views' ids: a new id when a definition changes, so experiments get the new one at their next lock. The
+# passes view shows benchmark passes only; confirmation and deliverable runs have views of their own.
+PASSES_VIEW = "gpucost-passes-4"
 PASSES_VIEW_NAME = "gpucost: passes by pass_s"
+VIEWS = {PASSES_VIEW: (PASSES_VIEW_NAME, "benchmark"),
+         "gpucost-confirmations-1": ("gpucost: confirmation runs", "confirmation"),
+         "gpucost-deliverables-1": ("gpucost: deliverable runs", "deliverable")}
+CURRENCY = "usd"  # the committed column's unit until a decision in another currency names its own
 
 
 def _column(kind: str, key: str) -> str:
@@ -51,36 +56,60 @@ def _charts() -> dict:
 LEADING_COLUMNS = ("0", "attributes.`Run Name`", "runDateAndNestInfo")
 
 
-def _selected() -> list[str]:
-    """The view's columns in the order shown: standing and committed cost first, then what each pass is."""
-    return [_column("tags", schema.STANDING), _column("metrics", schema.PASS_COMMITTED),
+def _selected(currency: str = CURRENCY) -> list[str]:
+    """The view's columns in the order shown: standing and committed cost (with its unit) first, then what each
+    pass is."""
+    return [_column("tags", schema.STANDING), _column("metrics", schema.in_currency(schema.PASS_COMMITTED, currency)),
             _column("tags", schema.VARIANT), _column("tags", schema.STATUS),
             _column("metrics", schema.ACCEPTED), _column("metrics", PASS_S), _column("metrics", schema.INPUTS_PER_S)]
 
 
-def passes_view_state() -> dict:
-    """The view: every pass (a run with a variant: no campaign or decision run), fastest first, with the latest
-    decision's standing and its configuration's committed cost first, then its variant, status, accepted, pass_s and
-    inputs/s; every pass drawn in the charts, whose tab opens on pass_s and inputs/s."""
+def passes_view_state(role: str = "benchmark", currency: str = CURRENCY) -> dict:
+    """The view of one role's runs (benchmark passes by default: no confirmation, deliverable, campaign or decision
+    run), fastest first, with the latest decision's standing and its configuration's committed cost first, then its
+    variant, status, accepted, pass_s and inputs/s; every run drawn in the charts, whose tab opens on pass_s and
+    inputs/s."""
     return {
-        "searchFilter": f"{_column('tags', schema.VARIANT)} LIKE '%'",
+        "searchFilter": f"{_column('tags', schema.VARIANT)} LIKE '%' AND {_column('params', schema.ROLE)} = '{role}'",
         "orderByKey": _column("metrics", PASS_S),
         "orderByAsc": True,
-        "selectedColumns": _selected(),
+        "selectedColumns": _selected(currency),
         # MLflow groups a view's columns by kind, in alphabetical order, unless the view orders them; a width applies
         # only to a column the order names.
-        "columnOrder": [*LEADING_COLUMNS, *_selected(), "duration"],
+        "columnOrder": [*LEADING_COLUMNS, *_selected(currency), "duration"],
         "columnWidths": {_column("tags", schema.STANDING): STANDING_WIDTH_PX},
         "runsHiddenMode": "SHOW_ALL",
         **_charts(),
     }
 
 
-def passes_view(created_ms: int) -> tuple[str, str]:
-    """The experiment tag holding the view (key, value), in the envelope MLflow's saved views use."""
-    value = json.dumps({"name": PASSES_VIEW_NAME, "createdAt": created_ms, "updatedAt": created_ms,
-                        "state": json.dumps(passes_view_state())})
-    return f"{schema.SAVED_VIEW_PREFIX}{PASSES_VIEW}", value
+def passes_view(created_ms: int, view: str = PASSES_VIEW, currency: str = CURRENCY) -> tuple[str, str]:
+    """The experiment tag holding one of gpucost's views (key, value), in the envelope MLflow's saved views use."""
+    name, role = VIEWS[view]
+    value = json.dumps({"name": name, "createdAt": created_ms, "updatedAt": created_ms,
+                        "state": json.dumps(passes_view_state(role, currency))})
+    return f"{schema.SAVED_VIEW_PREFIX}{view}", value
+
+
+def views(created_ms: int, currency: str = CURRENCY) -> dict[str, str]:
+    """Every view gpucost keeps on an experiment: benchmark passes, confirmation runs, deliverable runs."""
+    return dict(passes_view(created_ms, view, currency) for view in VIEWS)
+
+
+def outdated(tags: dict, currency: str) -> list[str]:
+    """gpucost's own views on an experiment whose committed column is not in this decision's currency (a view the
+    user renamed is theirs and stands)."""
+    found = []
+    for view, (name, _) in VIEWS.items():
+        text = tags.get(f"{schema.SAVED_VIEW_PREFIX}{view}", "")
+        try:
+            envelope = json.loads(text) if text else {}
+        except ValueError:
+            continue
+        column = _column("metrics", schema.in_currency(schema.PASS_COMMITTED, currency))
+        if envelope.get("name") == name and column not in envelope.get("state", ""):
+            found.append(view)
+    return found
 
 
 def runs_path(experiment_id: str, view: bool = True) -> str:
