@@ -13,7 +13,7 @@ from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.names import LOAD_S, WARMUP_S
 from gpucost_mlflow.tracking import schema
-from tests.helpers import PROTOCOL_TEMPLATE, VARIANTS, cli_runner, run_pass
+from tests.helpers import CATALOG, PROTOCOL_TEMPLATE, VARIANTS, cli_runner, run_pass
 
 PLAN = 'plan: {start: "2026-11-30T09:00:00+01:00", setup_hours: 1}\n'
 
@@ -118,3 +118,175 @@ def test_per_child_must_be_a_whole_number_or_all(tmp_path):
     path.write_text(text.replace("deliverables:\n", "deliverables:\n  per_child: 0\n", 1))
     with pytest.raises(GpucostError, match="field 'deliverables.per_child' must be a whole number >= 1 or 'all', got 0"):
         load_protocol(path)
+
+
+def _rules(plan: dict, expected: int, **more):
+    """The decision's rules for these tests: the test catalog, no deadline."""
+    from gpucost_mlflow.core.money.catalog import load_catalog
+    from gpucost_mlflow.core.money.decision import Rules
+
+    return Rules(load_catalog(CATALOG), plan, None, expected, **more)
+
+
+def _config(device: str, variant: str, pass_s: float, load_s: float, warmup_s: float, lanes: str = "1"):
+    """A configuration of five accepted passes of pass_s, with its median load and warm-up and its lanes."""
+    from gpucost_mlflow.core.inputs.identity import Identity
+    from gpucost_mlflow.core.measurement.stats import Durations
+    from gpucost_mlflow.core.money.decision import Configuration
+
+    return Configuration(device, variant, [Status.ACCEPTED] * 5, Durations((pass_s,) * 5),
+                         {LOAD_S: load_s, WARMUP_S: warmup_s}, identity=Identity(device, variant, lanes=lanes))
+
+
+@pytest.mark.unit
+def test_a_lanes_configuration_is_forecast_with_a_fresh_start_up_per_corpus():
+    from gpucost_mlflow.core.money.decision import assess
+
+    plan = {"setup_hours": 0.0, "waiting_hours": 0.0, "planned_restarts": 1}  # 30 s load + 6 s warm-up: 0.01 h
+    one, two = assess([_config("cpu", "batch8", 1.8, 30.0, 6.0), _config("cpu", "batch8-lanes2", 1.8, 30.0, 6.0, "2")],
+                      _rules(plan, 2000, per_child=500))
+    assert one.forecast.children(2000) == 4 and one.forecast.startup_h == pytest.approx((4 + 1) * 0.01)
+    # `gpucost deliver` runs a lanes variant one corpus at a time through fresh lane children, whatever per_child says
+    assert two.forecast.children(2000) == 2000 and two.forecast.startup_h == pytest.approx((2000 + 1) * 0.01)
+    assert ("20.0 h start-up ((2,000 children of 1 corpus, a lanes configuration's fresh child per corpus + 1 "
+            "restarts) x load + warm-up)") in two.forecast.terms()
+    assert two.forecast.hours_for(10) - two.forecast.hours_for(5) == pytest.approx(5 * 0.01 + 5 * 1.8 / 3600)
+    assert two.forecast.marginal_h(2) == pytest.approx(0.01 + 1.8 / 3600)
+
+
+@pytest.mark.unit
+def test_a_declared_audit_adds_the_reference_variants_own_child_per_delivered_corpus():
+    from gpucost_mlflow.core.money.decision import assess
+    from gpucost_mlflow.core.money.startups import audit_rule
+
+    plan = {"setup_hours": 0.0, "waiting_hours": 0.0, "planned_restarts": 0}
+    configs = [_config("cpu", "batch8", 3.0, 2.0, 1.0),  # the reference: 0.1 s per input of the 30-input corpus
+               _config("cpu", "batch4", 1.5, 4.0, 2.0),
+               _config("gpu-x", "batch4", 0.6, 5.0, 1.0)]  # the reference not measured on this device
+    audit = audit_rule({"sample": 8, "min_label_agreement": 0.5}, "batch8", 30)
+    _, four, alone = assess(configs, _rules(plan, 3, audit=audit))
+    _, plain, _ = assess(configs, _rules(plan, 3))
+    each = (2.0 + 1.0 + 8 * 3.0 / 30) / 3600  # the reference's load + warm-up and 8 inputs at its per-input time
+    f = four.forecast
+    assert f.audits(3) == 3 and f.audit_h == pytest.approx(3 * each) and plain.forecast.audit_h == 0
+    assert f.hours == pytest.approx(plain.forecast.hours + 3 * each)
+    assert f.hours_for(10) - f.hours_for(5) == pytest.approx(5 * (each + 1.5 / 3600))
+    assert ("0.003 h deliverables audit (3 x batch8's own child per delivered corpus: 3 s load + warm-up + 8 inputs x "
+            "0.1 s (batch8's measured passes))") in f.terms()
+    assert alone.forecast.audit_h == pytest.approx(3 * (5.0 + 1.0 + 8 * 0.6 / 30) / 3600)
+    assert "batch8 not measured on gpu-x: batch4's own passes" in alone.forecast.terms()
+
+
+@pytest.mark.unit
+def test_the_spare_capacity_counts_each_corpus_audit_and_a_lanes_start_up_per_corpus():
+    from gpucost_mlflow.core.money import units
+    from gpucost_mlflow.core.money.catalog import load_catalog
+    from gpucost_mlflow.core.money.forecast import Audit, Forecast
+    from gpucost_mlflow.core.money.plans import covering_plans, to_hours
+
+    # a 7-day package (168 h), 4 h fixed, 0.5 h per corpus: 328 corpora; a 0.1 h audit or start-up per corpus: 273
+    plan = covering_plans(load_catalog(CATALOG).for_gpu("rtx-4090"), to_hours(6.0), 1)[0]
+    base = Forecast(4.0, 0.0, 0.0, 0, 0, 0, 0.0, 4, (0.5, 0.5, 0.5))
+    audited = Forecast(4.0, 0.0, 0.0, 0, 0, 0, 0.0, 4, (0.5, 0.5, 0.5), audit=Audit("batch8", 1, 350.0, 10.0, "x"))
+    lanes = Forecast(4.0, 0.0, 0.0, 0, 0, 0, 0.4, 4, (0.5, 0.5, 0.5), startup_each_h=0.1, lanes=2)
+    assert [units.spare(f, plan).capacity for f in (base, audited, lanes)] == [328, 273, 273]
+
+
+def _protocol(tmp_path: Path, deliverables: str) -> Path:
+    """The test protocol for three expected corpora with these deliverables fields, and a plan."""
+    protocol = tmp_path / "protocol.yaml"
+    protocol.write_text(PROTOCOL_TEMPLATE.format(threshold=0.0, max_diff=0.05, min_agreement=0.8).replace(
+        "deliverables: {expected: 1, description: the slice classified once}",
+        f"deliverables: {{expected: 3, description: three corpora, {deliverables}}}") + PLAN)
+    return protocol
+
+
+def _delivered(variant: str, corpora: Path, model_dir: Path, protocol: Path, variants: Path = VARIANTS):
+    """`gpucost deliver` of the folder's corpora; the delivery run and its nested runs, oldest first."""
+    result = cli_runner().invoke(main, [
+        "deliver", "--corpora", str(corpora), "--variant", variant, "--variants", str(variants),
+        "--model", str(model_dir), "--experiment", "t", "--protocol", str(protocol)])
+    assert result.exit_code == 0, result.output
+    client = MlflowClient()
+    experiment_id = client.get_experiment_by_name("t").experiment_id
+    (delivery,) = client.search_runs([experiment_id], f"tags.`{schema.ROLE}` = '{schema.DELIVERY_ROLE}'")
+    nested = client.search_runs([experiment_id], f"tags.`{schema.PARENT_RUN_ID}` = '{delivery.info.run_id}'",
+                                order_by=["attributes.start_time ASC"])
+    return result.output.splitlines()[-1], delivery, nested
+
+
+@pytest.mark.integration
+def test_a_lanes_variant_is_delivered_one_corpus_per_fresh_child_as_the_forecast_counts_it(store, corpus_dir,
+                                                                                          model_dir, tmp_path):
+    import yaml
+
+    from gpucost_mlflow.core.inputs.protocol import load_protocol
+    from gpucost_mlflow.core.money.decision import assess
+    from gpucost_mlflow.report.tables import configurations
+    from gpucost_mlflow.tracking.reader import attempts
+
+    variants = tmp_path / "variants.yaml"
+    variants.write_text(yaml.safe_dump({"defaults": yaml.safe_load(VARIANTS.read_text())["defaults"],
+                                        "variants": {"batch8": {}, "batch8-lanes2": {"lanes": 2}}}))
+    protocol = _protocol(tmp_path, "per_child: 2")
+    declared = load_protocol(protocol)
+    assert run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol, "batch8-lanes2",
+                    variants=variants).exit_code == 0
+
+    last, delivery, nested = _delivered("batch8-lanes2", _corpora(corpus_dir, tmp_path / "corpora"), model_dir,
+                                        protocol, variants)
+    assert last.endswith(": 3 corpora in 3 children, 3 accepted")  # per_child: 2 does not group a lanes variant
+    assert delivery.data.params["delivery.per_child"] == "1" and "lanes" in delivery.data.tags[schema.NOTE]
+    assert len(nested) == 3 and all(run.data.params["setting.lanes"] == "2" for run in nested)
+    loaded = [run for run in nested if LOAD_S in run.data.metrics]
+    assert len(loaded) == 3  # every corpus loaded and warmed up in fresh lane children
+
+    table, _ = attempts("t")
+    (config,) = configurations(table, declared.corpus_size)
+    (assessed,) = assess([config], _rules(declared.plan, 3, per_child=declared.deliverables["per_child"]))
+    f = assessed.forecast
+    assert f.children(3) == delivery.data.metrics["delivery_children"] == len(loaded) == 3
+    assert f.startup_h == pytest.approx(3 * (config.medians[LOAD_S] + config.medians[WARMUP_S]) / 3600)
+    assert "(3 children of 1 corpus, a lanes configuration's fresh child per corpus + 0 restarts)" in f.terms()
+
+
+@pytest.mark.integration
+def test_a_declared_audit_starts_a_reference_child_per_delivered_corpus_as_the_forecast_counts_it(store, corpus_dir,
+                                                                                                 model_dir, tmp_path):
+    import json
+
+    import mlflow
+
+    from gpucost_mlflow.core.inputs.protocol import load_protocol
+    from gpucost_mlflow.core.inputs.variants import load_variants
+    from gpucost_mlflow.core.money.catalog import load_catalog
+    from gpucost_mlflow.report import render
+    from gpucost_mlflow.report.build import build
+
+    protocol = _protocol(tmp_path, "audit: {sample: 8, min_label_agreement: 0.5}")
+    for variant in ("batch8", "batch4"):  # the reference, whose passes size the audit, and the delivering variant
+        assert run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol, variant).exit_code == 0
+    corpora = _corpora(corpus_dir, tmp_path / "labelled")
+    unlabelled = tmp_path / "corpora"
+    unlabelled.mkdir()
+    for path in sorted(corpora.glob("*.jsonl")):  # production corpora: no gold labels, so each is audited
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        (unlabelled / path.name).write_text("".join(json.dumps({"id": r["id"], "text": r["text"]}) + "\n" for r in rows))
+
+    last, _, nested = _delivered("batch4", unlabelled, model_dir, protocol)
+    assert last.endswith(": 3 corpora in 1 child, 3 accepted")
+    audits = [json.loads(Path(mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="verdict.json",
+                                                                   dst_path=str(tmp_path / run.info.run_id))
+                               ).read_text())["audit"] for run in nested]
+    assert [(a["variant"], len(a["sample_ids"])) for a in audits] == [("batch8", 8)] * 3
+    started = [a for a in audits if LOAD_S in a["stages"]]  # each audit a child of its own, loading the reference
+    assert len(started) == 3
+
+    built, _ = build("t", load_protocol(protocol), protocol, load_catalog(CATALOG), load_variants(VARIANTS))
+    batch8, batch4 = (next(a for a in built.assessments if a.configuration.variant == v) for v in ("batch8", "batch4"))
+    f, reference = batch4.forecast, batch8.configuration
+    assert f.audits(3) == len(started) == 3
+    each = (reference.medians[LOAD_S] + reference.medians[WARMUP_S] + 8 * reference.durations.median / 30) / 3600
+    assert f.audit_h == pytest.approx(3 * each)
+    assert "deliverables audit (3 x batch8's own child per delivered corpus" in f.terms()
+    assert "(batch8's measured passes)" in f.terms() and "deliverables audit" in render.markdown(built)

@@ -1,5 +1,6 @@
-"""Seeds for stochastic work (issue 39, item 8; PROTOCOL.md §7): a protocol's seeds are run, kept and judged apart, and
-the decision needs every seed; built-in workloads say they are deterministic."""
+"""Seeds for stochastic work (issue 39, item 8; issue 52, point 6; PROTOCOL.md §7): a protocol's seeds are run and
+judged apart, as repetitions of one configuration accepted only if every seed is and committed at its slowest seed's
+plan; a python: workload receives the seed; built-in workloads say they are deterministic."""
 
 from __future__ import annotations
 
@@ -37,30 +38,84 @@ def test_seeds_must_be_distinct_whole_numbers(tmp_path, value):
 
 
 @pytest.mark.unit
-def test_a_two_seed_protocol_keeps_seeds_apart_and_decides_only_when_every_seed_holds(experiment, tmp_path):
-    from gpucost_mlflow.report import scope
+def test_seeds_are_repetitions_committed_at_the_slowest_seeds_plan(experiment, tmp_path):
+    from dataclasses import replace
+
+    from gpucost_mlflow.core.measurement.stats import Durations
+    from gpucost_mlflow.core.money.decision import assess_one
+    from gpucost_mlflow.report import scope, tables
     from tests.scenario import RTX, lock_to, report
     from tests.test_report import protocol_like_shipped
 
-    protocol = protocol_like_shipped(tmp_path, drop_deadline=True, append="seeds: [0, 1]\n")
+    protocol = protocol_like_shipped(tmp_path, drop_deadline=True, expected=20, append="seeds: [0, 1]\n")
     lock_to(protocol)
-    for hours in (10.0, 10.1, 10.2, 10.3, 10.4):
-        experiment("batch8", RTX, hours * 3600, params={schema.SEED_TORCH: "0"})
-        experiment("batch8", RTX, (hours + 5) * 3600, params={schema.SEED_TORCH: "1"})  # seed 1 is slower: apart
+    fast, slow = (10.0, 10.1, 10.2, 10.3, 10.4), (12.0, 12.1, 12.2, 12.3, 12.4)
+    for hours_0, hours_1 in zip(fast, slow):
+        experiment("batch8", RTX, hours_0 * 3600, params={schema.SEED_TORCH: "0"})
+        experiment("batch8", RTX, hours_1 * 3600, params={schema.SEED_TORCH: "1"})  # seed 1 is slower
     built, _ = report(protocol_path=protocol)
-    assert [(a.configuration.label, a.configuration.durations.median) for a in built.assessments] == [
-        ("batch8 [seed 0]", 10.2 * 3600), ("batch8 [seed 1]", 15.2 * 3600)]  # never one median of ten
-    assert built.decision.startswith(f"Decision: batch8 [seed 0] on {RTX}")
+    (one,) = built.assessments  # one configuration, never one per seed
+    assert one.configuration.label == "batch8" and one.configuration.identity.seed == "0,1"
+    assert sorted(one.configuration.durations.values) == sorted(h * 3600 for h in fast + slow)
+    assert one.feasible and one.stable and built.decision.startswith(f"Decision: batch8 on {RTX}")
+    assert one.forecast.per_deliverable_h[2] == pytest.approx((12.4 * 3600 + 0.3) / 3600)  # its slowest seed's pass
+    alone = {seed: assess_one(replace(one.configuration, durations=Durations(tuple(h * 3600 for h in hours))), one.rules)
+             for seed, hours in (("0", fast), ("1", slow))}
+    assert one.plan == alone["1"].plan  # the slowest seed's plan, not the fastest's
+    assert (str(one.committed), str(alone["0"].committed)) == ("330.00", "220.00")
+    assert len(tables.rows_of(built.attempts, one.configuration)) == 10
+    assert (f"batch8 on {RTX} ran at seeds 0, 1: one configuration, committed at its slowest seed's passes (seed 0 5 "
+            "pass(es), median 36,720.000 s; seed 1 5 pass(es), median 43,920.000 s)") in built.warnings
     assert scope.reproducible(built.attempts, built.reproduce, built.seeds)[0].startswith(
         "Seeds and deterministic flags: the protocol declares seeds 0, 1; every variant ran its passes at each")
 
-    experiment("batch8", RTX, 15.0 * 3600, params={schema.SEED_TORCH: "1"}, status=Status.REJECTED,
+
+@pytest.mark.unit
+def test_a_configuration_is_accepted_only_if_every_seed_is(experiment, tmp_path):
+    from tests.scenario import RTX, lock_to, report
+    from tests.test_report import protocol_like_shipped
+
+    protocol = protocol_like_shipped(tmp_path, drop_deadline=True, append="seeds: [0, 1, 2]\n")
+    lock_to(protocol)
+    for hours in (10.0, 10.1, 10.2, 10.3, 10.4):
+        experiment("batch8", RTX, hours * 3600, params={schema.SEED_TORCH: "0"})
+        experiment("batch8", RTX, hours * 3600, params={schema.SEED_TORCH: "1"})
+    experiment("batch8", RTX, 10.0 * 3600, params={schema.SEED_TORCH: "1"}, status=Status.REJECTED,
                reason="macro_f1 0.61 < 0.80")
-    after, _ = report(protocol_path=protocol)
-    (seed0,) = [a for a in after.assessments if a.configuration.identity.seed == "0"]
-    assert not seed0.feasible and seed0.feasibility == ("not every seed of the protocol holds (seed 1: 1 rejected "
-                                                        "attempt(s) (a check failed))")
-    assert after.decision.startswith("No decision: no configuration is feasible")
+    built, _ = report(protocol_path=protocol)
+    (one,) = built.assessments  # seed 0 holds alone: it does not stand for seeds 1 and 2
+    assert not one.feasible and one.feasibility == ("not every seed of the protocol holds (seed 1: 1 rejected "
+                                                    "attempt(s) (a check failed); seed 2: no pass)")
+    assert built.decision.startswith("No decision: no configuration is feasible")
+
+
+@pytest.mark.unit
+def test_a_python_workload_receives_the_seed_and_numpy_and_random_are_seeded(tmp_path):
+    import random
+    import sys
+
+    import numpy
+
+    from gpucost_mlflow.core.inputs.variants import get_variant
+    from gpucost_mlflow.execution.runner import PassSpec
+    from gpucost_mlflow.workloads.user_code import child
+    from tests.helpers import VARIANTS
+
+    code = tmp_path / "seeded_user_workload.py"
+    code.write_text("import random\n\nimport numpy\n\n\ndef load(settings, device, seed):\n"
+                    "    return {'seed': seed, 'random': random.random(), 'numpy': float(numpy.random.random())}\n\n\n"
+                    "def infer(state, texts):\n    return [{'label': 'plot'} for _ in texts]\n", encoding="utf-8")
+    spec = PassSpec(corpus_path="", model_path=str(tmp_path), workdir=str(tmp_path), workload_code=str(code),
+                    settings=get_variant(VARIANTS, "batch8").settings, seed=3)
+    random.seed(99)
+    numpy.random.seed(99)
+    try:
+        state = child.load(spec, "cpu").model
+    finally:
+        sys.modules.pop(code.stem, None)
+        sys.path.remove(str(tmp_path))
+    assert state == {"seed": 3, "random": random.Random(3).random(), "numpy": numpy.random.RandomState(3).random()}
+    assert child.seed_argument(lambda settings, device: None, 3) == {}  # load(settings, device): called as before
 
 
 @pytest.mark.integration

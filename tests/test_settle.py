@@ -131,3 +131,112 @@ def test_a_device_has_reported_when_its_share_is_counted_or_out_and_nothing_of_i
     assert unreported(plan, {**counted, ("NVIDIA L4", "batch16"): Progress(8, running=True)}) == ["NVIDIA L4"]
     assert unreported(plan, {**counted, ("NVIDIA A10G", "batch8"): Progress(6, out=True)}) == []  # rejected: over
     assert unreported(plan, {k: v for k, v in counted.items() if k[0] != "NVIDIA A10G"}) == ["NVIDIA A10G"]
+
+
+class _PastTheCheck(Exception):
+    """Raised where a campaign that was not refused would lock the experiment and open its run."""
+
+
+@pytest.mark.unit
+def test_a_second_ordinary_campaign_over_the_same_variants_is_refused_with_the_settle_command(
+        experiment, tmp_path, monkeypatch):
+    """A finished campaign's passes of batch1 and batch8 on this machine: another ordinary campaign over batch8 would
+    pool its passes with them, a second look the protocol did not pre-register. It is refused in one line naming the
+    second stage's command, and nothing is recorded. New variants (the demo's third series), or the same variant on
+    another device (a fleet's other GPU type), go on to open their campaign."""
+    from mlflow.tracking import MlflowClient
+
+    from gpucost_mlflow.cli import main
+    from gpucost_mlflow.execution.devices import device_names
+    from gpucost_mlflow.execution.models import resolve_device
+    from gpucost_mlflow.flow import campaign
+    from gpucost_mlflow.tracking import schema
+    from tests.helpers import SHIPPED_PROTOCOL, VARIANTS, cli_runner
+    from tests.scenario import B200, EXPERIMENT
+
+    client = MlflowClient()
+    experiment_id = client.get_experiment_by_name(EXPERIMENT).experiment_id
+    here = ", ".join(device_names(resolve_device("auto")))  # where the shipped batch variants' passes run here
+    for device, campaign_id, variants in ((here, "c1", ("batch1", "batch8")), (B200, "c2", ("batch4",))):
+        parent = client.create_run(experiment_id, tags={schema.ROLE: schema.CAMPAIGN_ROLE,
+                                                        schema.CAMPAIGN_ID: campaign_id})
+        for _ in range(5):
+            for variant in variants:
+                experiment(variant, device, 10.0, tags_extra={schema.CAMPAIGN_ID: campaign_id})
+        client.set_terminated(parent.info.run_id, "FINISHED")
+    (tmp_path / "corpus.jsonl").write_text('{"id": "1", "text": "a", "label": "fresh"}\n')
+    (tmp_path / "model").mkdir()
+
+    def ordinary(variants: str):
+        return cli_runner().invoke(main, ["campaign", "--variants", variants, "--experiment", EXPERIMENT,
+                                          "--protocol", str(SHIPPED_PROTOCOL), "--variants-file", str(VARIANTS),
+                                          "--corpus", str(tmp_path / "corpus.jsonl"),
+                                          "--model", str(tmp_path / "model")])
+
+    def recorded():
+        runs = client.search_runs([experiment_id], max_results=1000)
+        return len(runs), dict(client.get_experiment(experiment_id).tags)
+
+    before = recorded()
+    refused = ordinary("batch4,batch8")
+    assert refused.exit_code == 2, refused.output
+    (line,) = refused.stderr.strip().splitlines()
+    assert line.startswith(f"Error: batch8 on {here} already has the benchmark passes of finished campaign "
+                           f"c1 in experiment '{EXPERIMENT}': another campaign would pool its passes with theirs"), line
+    assert (f"`gpucost campaign --settle --experiment {EXPERIMENT} --protocol {SHIPPED_PROTOCOL} --variants-file "
+            f"{VARIANTS} --catalog CATALOG`") in line and line.endswith("nothing recorded")
+    assert recorded() == before  # no campaign run, no pass, no lock
+
+    def reached(*args):
+        raise _PastTheCheck
+
+    monkeypatch.setattr(campaign, "_lock", reached)
+    for variants in ("batch4", "batch8-bf16,batch8-lengthgrouped"):  # batch4 ran on the B200 only; the others never
+        assert isinstance(ordinary(variants).exception, _PastTheCheck)
+
+
+@pytest.mark.unit
+def test_two_looks_keep_the_declared_error_rate(experiment, tmp_path):
+    """Under no difference, the first look (5 + 5 passes) and the second stage's (8 + 8) each read at 95 % find a
+    difference in about 6 % of experiments, above the declared 5 %; each at 97.5 % (Bonferroni: alpha / 2 each), in
+    about 3 %. A protocol that declares `settle` reads both looks so, and says it; one whose stage has run does too."""
+    import numpy as np
+
+    from gpucost_mlflow.core.campaign.settle import DeviceShare, StagePlan, looks
+    from gpucost_mlflow.core.measurement.stats import per_look, shift_interval
+    from gpucost_mlflow.tracking import schema
+    from tests.scenario import RTX, report
+    from tests.test_report import protocol_like_shipped
+
+    assert (looks(None), looks(8), looks(None, staged=True), per_look(0.95, 2), per_look(0.95, 1)) == (1, 2, 2, 0.975, 0.95)
+    rng = np.random.default_rng(0)
+    samples = [(rng.normal(size=8), rng.normal(size=8)) for _ in range(4000)]
+
+    def error_rate(confidence: float) -> float:
+        def found(iv):
+            return iv is not None and (iv[0] > 0 or iv[1] < 0)
+        return sum(found(shift_interval(a[:5], b[:5], confidence)) or found(shift_interval(a, b, confidence))
+                   for a, b in samples) / len(samples)
+
+    assert error_rate(0.95) > 0.05 >= error_rate(per_look(0.95, looks(8)))
+
+    # Two pairs of 25 go the other way: separated at 95 % (the 3rd to 23rd differences), not at 97.5 % (2nd to 24th).
+    runs = [experiment("batch4", RTX, s) for s in (10.0, 11.0, 12.0, 13.0, 16.0)]
+    runs += [experiment("batch8", RTX, s) for s in (14.0, 15.0, 17.0, 18.0, 19.0)]
+
+    def verdict(built) -> str:
+        (found,) = [s for label, s in built.separations if {s.faster, s.slower} == {"batch4", "batch8"}]
+        return found.verdict
+
+    alone, _ = report()
+    assert verdict(alone).startswith("batch4 faster than batch8 by 5.000 s (median); the 95 % interval of the "
+                                     "difference, 1.000 to 8.000 s, excludes zero")
+    declared, _ = report(protocol_path=protocol_like_shipped(tmp_path, append="settle: {max_passes_per_variant: 8}\n"))
+    assert verdict(declared).startswith("undecided: the 97.5 % interval (95 % over two looks) of the difference, "
+                                        "-1.000 to 8.000 s, includes zero")
+    assert all(a.rules.confidence == 0.975 and a.rules.looks == 2 for a in declared.assessments)
+    from mlflow.tracking import MlflowClient
+
+    MlflowClient().set_tag(runs[-1], schema.SETTLE_PLAN, StagePlan(5, (DeviceShare(RTX, ("batch8",), 0),)).record())
+    staged, _ = report()  # a stage has run: its looks count, whatever the protocol read now declares
+    assert verdict(staged).startswith("undecided: the 97.5 % interval (95 % over two looks)")

@@ -25,7 +25,8 @@ from gpucost_mlflow.core.judging.status import Status
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."), help="Folder that relative paths are resolved from.")
 def deliver(corpora_dir, variant_name, variants_file, model_path, experiment, protocol_file, root) -> None:
     """Deliver every corpus of the folder: one deliverable run per corpus under one delivery run, loading and warming
-    up once per child of the protocol's deliverables.per_child corpora (all of them when not declared)."""
+    up once per child of the protocol's deliverables.per_child corpora (all of them when not declared; a lanes variant:
+    fresh lane children per corpus)."""
     from gpucost_mlflow.core.inputs.protocol import load_protocol  # deferred: imports numpy
     from gpucost_mlflow.flow import deliver as delivering  # deferred: imports torch
 

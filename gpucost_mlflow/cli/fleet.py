@@ -23,12 +23,13 @@ from gpucost_mlflow.cli.options import (
     _under,
 )
 from gpucost_mlflow.cli.passes import InputFiles, _campaign_plan, _echo_campaign
-from gpucost_mlflow.core.campaign.settle import STAGE, Member, StagePlan, plan_stage
+from gpucost_mlflow.core.campaign.settle import STAGE, Member, StagePlan, looks, plan_stage
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.fleet.jobs import Job, new_fleet_id, parse_gpus
 from gpucost_mlflow.core.fleet.task import Campaign
 from gpucost_mlflow.core.inputs import shipped
 from gpucost_mlflow.core.inputs.variants import read_declaration
+from gpucost_mlflow.core.measurement.stats import per_look
 from gpucost_mlflow.core.money import market
 from gpucost_mlflow.core.money.choice import STAGE_OPEN
 from gpucost_mlflow.core.money.market import Interruptions
@@ -176,7 +177,8 @@ def _settle_jobs(experiment: str, protocol_path: Path, declared, catalogs: tuple
     protocol = load_protocol(protocol_path)
     stage, plan = plan_stage([Member(a.configuration.device, a.configuration.variant, a.configuration.separated_on,
                                      a.configuration.too_short)
-                              for a in undecided], protocol.settle_max_passes, protocol.confidence)
+                              for a in undecided], protocol.settle_max_passes,
+                             per_look(protocol.confidence, looks(protocol.settle_max_passes)))
     if plan is None:
         raise GpucostError(f"{stage.line()}; nothing launched")
     click.echo(stage.line())

@@ -24,12 +24,13 @@ from gpucost_mlflow.cli.options import (
     _under,
 )
 from gpucost_mlflow.cli.report import _build_report
-from gpucost_mlflow.core.campaign.settle import STAGE, Member, plan_stage
+from gpucost_mlflow.core.campaign.settle import STAGE, Member, looks, plan_stage
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import shipped
 from gpucost_mlflow.core.inputs.variants import read_declaration
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.kinds import registry
+from gpucost_mlflow.core.measurement.stats import per_look
 from gpucost_mlflow.core.money.choice import STAGE_OPEN
 from gpucost_mlflow.core.names import PASS_S
 from gpucost_mlflow.tracking import schema
@@ -208,7 +209,8 @@ def _second_stage(plan, resume: str | None, catalog_file: tuple[Path, ...], root
             return None
         members = [Member(a.configuration.device, a.configuration.variant, a.configuration.separated_on,
                           a.configuration.too_short) for a in undecided]
-        stage, stage_plan = plan_stage(members, protocol.settle_max_passes, protocol.confidence)
+        stage, stage_plan = plan_stage(members, protocol.settle_max_passes,
+                                       per_look(protocol.confidence, looks(protocol.settle_max_passes)))
         click.echo(stage.line())
         if stage_plan is None:
             return None

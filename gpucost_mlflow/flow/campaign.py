@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpucost_mlflow.core.campaign.schedule import Slot, SlotState, remaining, rotated
-from gpucost_mlflow.core.campaign.settle import STAGE
+from gpucost_mlflow.core.campaign.settle import STAGE, pooled, refuse_pooling
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.corpus import read_corpus
 from gpucost_mlflow.core.inputs.protocol import Protocol, load_protocol
@@ -24,10 +24,11 @@ from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement import lanes as lane_rules
 from gpucost_mlflow.core.measurement.repetitions import timed_seconds
 from gpucost_mlflow.core.names import PASS_S
+from gpucost_mlflow.execution import devices, models
 from gpucost_mlflow.flow.launcher import PassRequest, PassResult, execute, lock_series
 from gpucost_mlflow.flow.preparation import Locked
 from gpucost_mlflow.tracking import descriptions, experiments, schema, spool, store
-from gpucost_mlflow.tracking.campaign_run import CampaignRun, Opening, experiment_of_run
+from gpucost_mlflow.tracking.campaign_run import CampaignRun, Opening, experiment_of_run, measured
 from gpucost_mlflow.tracking.rejudge import Rejudged, rejudge
 
 # What every pass of a campaign shares: recorded on the parent run.
@@ -189,11 +190,27 @@ def _open(client, experiment_name: str, plan: CampaignPlan, locked: Locked, pare
         raise GpucostError(f"variant listed twice in {','.join(variants)}")
     for name in variants:
         plan.declared.variant(name)
+    earlier = measured(client, experiment_id) if plan.stage != STAGE else []
+    if earlier:
+        refuse_pooling(pooled(device_here(plan.declared, variants), earlier), experiment_name,
+                       (plan.protocol_path, plan.declared.path), protocol.settle_max_passes)
     _lock(client, experiment_name, plan, locked, variants)
     campaign_id = "c" + uuid.uuid4().hex[:10]
     return CampaignRun.open(client, experiment_id, Opening(
         campaign_id, descriptions.campaign_name(campaign_id, variants), variants, passes, protocol.digest, CACHE_POLICY,
         [slot.record() for slot in rotated(variants, passes, protocol.seeds)], plan.tags), parent_from_mlflow_run)
+
+
+def device_here(declared: Declaration, variants: list[str]) -> dict[str, str]:
+    """Each variant's device as its passes here would record it (its manifest's device names, flow/preparation.py);
+    none for a variant asking for a device this machine lacks (its pass fails and says so)."""
+    found = {}
+    for name in variants:
+        try:
+            found[name] = ", ".join(devices.device_names(models.resolve_device(declared.variant(name).settings.device)))
+        except GpucostError:
+            continue
+    return found
 
 
 def _lock(client, experiment_name: str, plan: CampaignPlan, locked: Locked, variants: list[str]) -> None:

@@ -1,5 +1,7 @@
 """A delivery (`gpucost deliver --corpora DIR`): many production corpora through one child each `per_child` of them,
-loading and warming up once per child, as the forecast counts start-up (`deliverables.per_child`).
+loading and warming up once per child, as the forecast counts start-up (`deliverables.per_child`). A lanes variant
+is delivered one corpus at a time, each through fresh lane children (a lanes pass over one corpus), whatever
+`per_child` says; the forecast counts a start-up per corpus for it.
 
 Every corpus is checked before any run exists. Each is one deliverable pass (its own nested run under the delivery's
 run, judged and exported as `gpucost pass --role deliverable` judges and exports it); its load and warm-up are the
@@ -15,7 +17,8 @@ from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.variants import Declaration, Variant
-from gpucost_mlflow.execution import child
+from gpucost_mlflow.execution import child, lanes
+from gpucost_mlflow.execution.outcome import PassOutcome
 from gpucost_mlflow.flow import launcher
 from gpucost_mlflow.flow.preparation import PassRequest, Prepared, prepare
 from gpucost_mlflow.tracking import delivery_run, experiments, heartbeat, pass_run, store, system_metrics
@@ -54,11 +57,14 @@ def corpora_in(folder: Path) -> tuple[Path, ...]:
     return found
 
 
+def per_child(plan: DeliveryPlan) -> int | None:
+    """The corpora one child processes: 1 for a lanes variant (its lanes split one corpus), else `per_child`."""
+    return 1 if plan.variant.settings.lanes > 1 else plan.per_child
+
+
 def deliver(plan: DeliveryPlan, on_child: Callable[[int, list[launcher.PassResult]], None] | None = None) -> Delivered:
-    """Every corpus checked, the experiment locked once, then one child per `per_child` corpora."""
-    if plan.variant.settings.lanes > 1:
-        raise GpucostError(f"{plan.variant.name} runs in lanes: deliver it corpus by corpus with `gpucost pass --role "
-                           "deliverable` (one child per lane)")
+    """Every corpus checked, the experiment locked once, then one child per `per_child` corpora (a lanes variant:
+    fresh lane children per corpus)."""
     requests = [PassRequest(variant=plan.variant, corpus_path=corpus, model_path=plan.model_path,
                             experiment=plan.experiment, protocol_path=plan.protocol_path,
                             declared=plan.declared, role="deliverable", code_root=plan.code_root)
@@ -72,10 +78,12 @@ def deliver(plan: DeliveryPlan, on_child: Callable[[int, list[launcher.PassResul
     if plan.variant.series:
         series = plan.declared.series[plan.variant.series]
         experiments.lock_series(client, experiment_id, name, series.declaration(plan.declared.variants))
-    run_id = delivery_run.open_delivery(client, experiment_id, plan.variant.name, len(requests), plan.per_child)
+    lanes_note = " (a lanes variant: fresh lane children per corpus)" if plan.variant.settings.lanes > 1 else ""
+    run_id = delivery_run.open_delivery(client, experiment_id, plan.variant.name, len(requests), per_child(plan),
+                                        lanes_note)
     requests = [replace(request, parent_run_id=run_id) for request in requests]
     delivered, state = Delivered(run_id, [], 0), "FAILED"
-    size = plan.per_child or len(requests)
+    size = per_child(plan) or len(requests)
     try:
         for first in range(0, len(requests), size):
             results = _one_child(requests[first:first + size], prepared[first:first + size], client,
@@ -95,8 +103,9 @@ def deliver(plan: DeliveryPlan, on_child: Callable[[int, list[launcher.PassResul
 
 def _one_child(requests: list[PassRequest], prepared: list[Prepared], client, experiment: tuple[str, str],
                locked_now: bool, delivery_id: str) -> list[launcher.PassResult]:
-    """One child for these corpora: their runs opened and started, the child run once over all of them, then each
-    corpus's outcome judged and recorded; a launcher stopped on the way closes the runs it had not recorded."""
+    """One child for these corpora (a lanes variant: its lane children for one corpus): their runs opened and started,
+    the child run once over all of them, then each corpus's outcome judged and recorded; a launcher stopped on the way
+    closes the runs it had not recorded."""
     protocol, (experiment_id, experiment_name) = prepared[0].protocol, experiment
     with tempfile.TemporaryDirectory(prefix="gpucost-delivery-") as temp:
         folders = [Path(temp) / f"{number:05d}" for number in range(len(requests))]
@@ -113,11 +122,10 @@ def _one_child(requests: list[PassRequest], prepared: list[Prepared], client, ex
                          for r, f in zip(requests[1:], folders[1:])]
             sampler = system_metrics.Sampler(client, delivery_id, protocol.system_metrics_interval_s).start()
             try:
-                code, interrupted = child.run(spec, folders[0])
+                outcomes, interrupted = _run(spec, prepared[0], folders)
             finally:
                 sampler.stop()
-            for one in opened:
-                outcome = child.read_outcome(one.workdir, code, interrupted)
+            for one, outcome in zip(opened, outcomes):
                 results.append(launcher.finish(one, client, experiment_name, outcome, interrupted, locked_now, beat))
         except BaseException as exc:
             beat.stop()
@@ -127,3 +135,13 @@ def _one_child(requests: list[PassRequest], prepared: list[Prepared], client, ex
     if interrupted:
         raise KeyboardInterrupt
     return results
+
+
+def _run(spec, prepared: Prepared, folders: list[Path]) -> tuple[list[PassOutcome], bool]:
+    """The child over these corpora, each corpus's outcome in order, and whether the launcher was interrupted; a
+    lanes variant's one corpus through its lane children, started fresh for it."""
+    if prepared.lanes is not None:
+        outcome, interrupted = lanes.run_pass(spec, prepared.corpus.rows, prepared.lanes, folders[0])
+        return [outcome], interrupted
+    code, interrupted = child.run(spec, folders[0])
+    return [child.read_outcome(folder, code, interrupted) for folder in folders], interrupted

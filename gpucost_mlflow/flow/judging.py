@@ -66,7 +66,8 @@ def judge_outcome(request: PassRequest, prepared: Prepared, outcome: PassOutcome
 def _audit(request: PassRequest, prepared: Prepared, rules, back: verdicts.ReadBack,
            workdir: Path) -> tuple[verdicts.Check, dict]:
     """A deliverable without gold labels: the reference variant re-labels the protocol's audit sample in a child
-    of its own (timed with the evaluation); returns the audit check and what the verdict records of it."""
+    of its own (timed with the evaluation; its own stage times kept in the record, the start-up the forecast counts
+    per delivered corpus); returns the audit check and what the verdict records of it."""
     declared = prepared.protocol.deliverables["audit"]
     corpus = prepared.corpus
     sample = judge.audit_sample(corpus.ids, declared["sample"], corpus.fingerprint)
@@ -90,7 +91,7 @@ def _audit(request: PassRequest, prepared: Prepared, rules, back: verdicts.ReadB
         check = judge.audit_check(back.labels, labels, sample, declared["min_label_agreement"], prepared.reference.name,
                                   prepared.protocol.acceptance.confidence)
     return check, {"variant": prepared.reference.name, "sample_ids": sample, "reference_labels": labels,
-                   "check": check.record()}
+                   "check": check.record(), "stages": ran.timings(schema.TIMINGS)}
 
 
 def preview_table(prepared: Prepared, back, workdir: Path) -> dict | None:

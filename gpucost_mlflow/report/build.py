@@ -10,14 +10,14 @@ from pathlib import Path
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from gpucost_mlflow.core.campaign.settle import STAGE, Progress, StagePlan, unreported
+from gpucost_mlflow.core.campaign.settle import STAGE, Progress, StagePlan, looks, unreported
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.fleet.plan import priced_devices_hint
 from gpucost_mlflow.core.inputs.corpus import write_atomic
 from gpucost_mlflow.core.inputs.protocol import Protocol
 from gpucost_mlflow.core.inputs.variants import Variant
-from gpucost_mlflow.core.judging.seeds import every_seed
 from gpucost_mlflow.core.judging.status import Status
+from gpucost_mlflow.core.measurement.stats import per_look
 from gpucost_mlflow.core.money.catalog import Catalog, dated
 from gpucost_mlflow.core.money.choice import (
     NOTHING_PRICED,
@@ -29,7 +29,8 @@ from gpucost_mlflow.core.money.choice import (
     doubt,
     hold,
 )
-from gpucost_mlflow.core.money.decision import NO_DEADLINE, Assessment, Configuration, Rules, assess, feasibility
+from gpucost_mlflow.core.money.decision import NO_DEADLINE, Assessment, Configuration, Rules, assess
+from gpucost_mlflow.core.money.startups import audit_rule
 from gpucost_mlflow.report import (
     alternatives,
     confirmations,
@@ -37,6 +38,7 @@ from gpucost_mlflow.report import (
     model,
     plots,
     render,
+    seeded,
     short,
     standing,
     tables,
@@ -102,9 +104,8 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
     table, experiment_tags = attempts(experiment, client)
     warnings = [w for w in protocol_warnings(table, experiment_tags, protocol_path)
                 if not (options.what_if and w.startswith(CHANGED_PROTOCOL))]
-    configs = every_seed(tables.configurations(table, protocol.corpus_size), protocol.seeds,
-                         lambda config: feasibility(config, protocol.passes_per_variant))
-    warnings += tables.identity_notes(configs)
+    configs, seed_notes = seeded.configurations(table, protocol)
+    warnings += tables.identity_notes(configs) + seed_notes
     warnings += stage_notes(table, configs, protocol.settle_max_passes)
     assessments, choice, decision, confirmed, stage = _decided(configs, protocol, catalog, today, table)
     priced_hint = ""
@@ -124,7 +125,7 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         warnings=warnings,
         attempts=table,
         summaries=summaries,
-        separations=tables.separations(configs, variants, protocol.passes_per_variant, protocol.confidence),
+        separations=tables.separations(configs, variants, protocol.passes_per_variant, *_looked(protocol, table)),
         assessments=assessments,
         deadline=protocol.deadline.isoformat() if protocol.deadline else NO_DEADLINE,
         choice=choice,
@@ -247,12 +248,15 @@ def _decided(configs: list[Configuration], protocol: Protocol, catalog: Catalog,
     """Every configuration assessed against the protocol and the catalog, the one choice made of them (read by the
     tables, the note and the decision run alike) once its confirmation runs are read and every device of a second
     stage has reported, the decision note, the chosen configurations' confirmation verdicts and the latest stage."""
+    confidence, count = _looked(protocol, table)
     assessments = assess(configs, Rules(
         catalog, protocol.plan, protocol.deadline, protocol.deliverables["expected"],
         required_passes=protocol.passes_per_variant, max_spread_ratio=protocol.max_spread_ratio,
         side_by_side=bool(protocol.deliverables.get("side_by_side")), inputs_per_deliverable=protocol.corpus_size,
-        today=today, max_price_age_days=protocol.max_price_age_days, confidence=protocol.confidence,
-        per_child=protocol.deliverables["per_child"]))
+        today=today, max_price_age_days=protocol.max_price_age_days, confidence=confidence,
+        looks=count,
+        per_child=protocol.deliverables["per_child"], audit=audit_rule(
+            protocol.deliverables["audit"], protocol.acceptance.reference_variant, protocol.corpus_size)))
     choice = choose(assessments, deadline_declared=protocol.deadline is not None)
     stage = latest_stage(table)
     if stage is not None:
@@ -263,6 +267,13 @@ def _decided(configs: list[Configuration], protocol: Protocol, catalog: Catalog,
     decision = decide(assessments, protocol.deliverables["expected"], protocol.corpus_size,
                       deadline_declared=protocol.deadline is not None, choice=choice)
     return assessments, choice, decision, confirmed, stage
+
+
+def _looked(protocol: Protocol, table: pd.DataFrame) -> tuple[float, int]:
+    """The confidence each separation is read at and the looks the protocol's is shared over: a second stage declared
+    (`settle`) or run makes two looks, each at half the error rate (docs/costs.md, "Two looks at the data")."""
+    count = looks(protocol.settle_max_passes, latest_stage(table) is not None)
+    return per_look(protocol.confidence, count), count
 
 
 def latest_stage(table: pd.DataFrame) -> StagePlan | None:

@@ -24,7 +24,7 @@ def runs_of(table: pd.DataFrame, config: Configuration) -> list[ConfirmationRun]
             & (table["variant"] == config.variant))
     for key in IDENTITY if config.identity else ():
         if key != "corpus_fingerprint" and key in table:
-            mask &= table[key].fillna("").astype(str) == getattr(config.identity, key)
+            mask &= table[key].fillna("").astype(str).isin(config.identity.held(key))
     rows = table[mask].sort_values("start_time")
     total = rows[MEASURED_TOTAL_S] if MEASURED_TOTAL_S in rows else rows[PASS_S]
     counts = rows[REPETITIONS] if REPETITIONS in rows else pd.Series([None] * len(rows), index=rows.index)

@@ -118,7 +118,8 @@ def no_sampling() -> str:
 
 def seed_flags() -> str:
     """What a pass seeds and records of its deterministic flags, and why the built-in workloads need no seed."""
-    return ("(torch.manual_seed in the child) and records, in its manifest (`seeds`), its verdict.json "
+    return ("(torch.manual_seed in the child; a python: workload's Python and numpy generators too, and its load gets the "
+            "seed where it takes one) and records, in its manifest (`seeds`), its verdict.json "
             "(`deterministic`) and its run params (`seed.*`), whether torch's deterministic algorithms, cuDNN "
             "deterministic mode and cuDNN benchmark were on; a pass does not force them. The built-in workloads are "
             f"deterministic (no sampling: {no_sampling()}), so their "
@@ -128,12 +129,12 @@ def seed_flags() -> str:
 
 
 def seeds_line(seeds: tuple[int, ...]) -> str:
-    """The seeds the passes ran with: the protocol's, each kept apart, or seed 0 for every pass."""
+    """The seeds the passes ran with: the protocol's, repetitions of each configuration, or seed 0 for every pass."""
     if seeds:
         return (f"Seeds and deterministic flags: the protocol declares seeds {', '.join(map(str, seeds))}; every variant "
-                "ran its passes at each, each seed's passes are a configuration of their own judged against the "
-                "reference at the same seed, and a configuration is chosen only when every seed holds; each pass seeds "
-                f"torch with its seed {seed_flags()}")
+                "ran its passes at each, each judged against the reference at the same seed; the seeds are repetitions "
+                "of one configuration, accepted only when every seed's passes are and committed at its slowest seed's "
+                f"passes (its durations pool every seed's); each pass seeds torch with its seed {seed_flags()}")
     return (f"Seeds and deterministic flags: the protocol declares no seeds, so every pass seeds torch with "
             f"{DEFAULT_SEED} {seed_flags()}")
 MANIFEST_STACK = ("The manifest's stack (manifest.json, run params `stack.*`, environment.txt): backend, torch build, CUDA "

@@ -141,7 +141,7 @@ def separation_table(report: Report) -> Table:
     """Within each series, whether the durations of its faster and slower configurations separate."""
     table = Table("separability", SEPARATION_HEAD)
     for name, s in report.separations:
-        interval = (f"{s.interval[0]:.3f} to {s.interval[1]:.3f} ({100 * s.confidence:g} %)" if s.interval
+        interval = (f"{s.interval[0]:.3f} to {s.interval[1]:.3f} ({s.level})" if s.interval
                     else "" if s.median_difference is None else "too few passes")
         table.rows.append([name, s.faster, s.slower, cell(s.median_difference), interval, cell(s.largest_spread),
                            "" if s.ranges_overlap is None else str(s.ranges_overlap), cell(s.p_value), table.advice(s.verdict)])
@@ -166,7 +166,7 @@ def forecast_table(report: Report) -> Table:
         ends = " / ".join(end.isoformat(timespec="minutes") for end in (a.forecast_end, a.forecast_end_high) if end)
         table.rows.append([c.device, c.label, f"{f.setup_h:g}", f"{f.waiting_h:g}", f"{f.comparisons_h:.3f} ({f.comparisons}{estimated})",
                            f"{f.comparisons_sum_h if f.comparisons_sum_h is not None else f.comparisons_h:.3f}",
-                           f"{f.startup_h:.3f}", f"{f.deliverables_h:.3f} ({f.deliverables:,}, {f.streams}) {table.note(f.streams_note)}",
+                           f.startup_said(table.note), f"{f.deliverables_h:.3f} ({f.deliverables:,}, {f.streams}) {table.note(f.streams_note)}",
                            f"{f.hours:,.3f}", f"{f.low_hours:,.3f}-{f.high_hours:,.3f}", ends, table.fold(a.deadline_status)])
     return table
 
@@ -376,7 +376,8 @@ def plan_text(report: Report) -> str:
             f"(the union of their run wall times per host: attempts run side by side on one lot's GPUs count once; "
             f"failed, rejected and excluded attempts included; the plain sum is shown beside it) + (children + "
             f"{p['planned_restarts']} planned restarts) x (median load + warm-up), one child per deliverables.per_child "
-            f"corpora (one for all of them when not declared; `gpucost deliver`) + expected deliverables x (median pass + "
+            f"corpora (all when not declared; lanes: one per corpus, as `gpucost deliver` runs them) + a deliverables "
+            f"audit per corpus under deliverables.audit (the reference variant's child) + expected deliverables x (median pass + "
             f"evaluation + export), one deliverable after another unless the protocol declares them side by side (the "
             f"assumption is in each row's footnote); the range puts the deliverables at the fastest and slowest observed "
             f"pass. Planned start {start}; deadline {report.deadline}, met only if the slowest-pass forecast ends before "

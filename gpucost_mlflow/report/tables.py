@@ -193,10 +193,10 @@ def identity_notes(configs: list[Configuration]) -> list[str]:
 
 
 def rows_of(table: pd.DataFrame, config: Configuration) -> pd.DataFrame:
-    """The benchmark attempts of one configuration (its device, variant and identity)."""
+    """The benchmark attempts of one configuration (its device, variant and identity: at any of its seeds)."""
     mask = (table["role"] == "benchmark") & (table["device"] == config.device) & (table["variant"] == config.variant)
     for key in IDENTITY if config.identity else ():
-        mask &= table[key].fillna("").astype(str) == getattr(config.identity, key)
+        mask &= table[key].fillna("").astype(str).isin(config.identity.held(key))
     return table[mask]
 
 
@@ -282,11 +282,11 @@ def _energy(summary: Summary, completed: pd.DataFrame) -> None:
                               "resolve it (docs/pass.md)")
 
 
-def separations(configs: list[Configuration], variants: dict[str, Variant],
-                required: int | None = None, confidence: float = DEFAULT_CONFIDENCE) -> list[tuple[str, Separation]]:
+def separations(configs: list[Configuration], variants: dict[str, Variant], required: int | None = None,
+                confidence: float = DEFAULT_CONFIDENCE, looks: int = 1) -> list[tuple[str, Separation]]:
     """Every pair of variants of one series measured on the same device; then, for a series that names a
     reference, each member against that reference measured on the same device (each pair once); a side with
-    fewer than `required` passes is under-sampled, never separated."""
+    fewer than `required` passes is under-sampled, never separated; each at this look's confidence (one of `looks`)."""
     pairs, seen = [], set()
     by_device: dict[str, dict[str, Configuration]] = {}
     for config in configs:
@@ -312,7 +312,7 @@ def separations(configs: list[Configuration], variants: dict[str, Variant],
                     seen.add((device, frozenset((first, second))))
                     pairs.append((label, separate(first, present[first].separated_on,
                                                   second, present[second].separated_on, required, confidence,
-                                                  (present[first].too_short, present[second].too_short))))
+                                                  (present[first].too_short, present[second].too_short), looks)))
     return pairs
 
 
@@ -369,6 +369,7 @@ def balance(assessments: list[Assessment], deadline, other_costs=()) -> pd.DataF
             "comparisons_sum_h": _hours(f.comparisons_sum_h) if f else None,
             "comparison_attempts": f.comparisons if f else None,
             "startup_h": _hours(f.startup_h) if f else None,
+            "deliverables_audit_h": _hours(f.audit_h) if f else None,
             "expected_deliverables": f.deliverables if f else None,
             "deliverables_h": _hours(f.deliverables_h) if f else None,
             "deliverable_streams": f.streams if f else None,

@@ -16,6 +16,7 @@ from pathlib import Path
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
+from gpucost_mlflow.core.campaign.settle import Measured
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.names import shown
 from gpucost_mlflow.tracking import limits, schema, search, store
@@ -26,6 +27,23 @@ from gpucost_mlflow.tracking.run_records import RunRecord
 def pass_runs(client: MlflowClient, experiment_id: str, campaign_id: str) -> list:
     """Every pass run recorded under a campaign, oldest first."""
     return search.by_fact(client, experiment_id, schema.CAMPAIGN_ID, campaign_id, f"tags.`{schema.VARIANT}` LIKE '%'")
+
+
+def measured(client: MlflowClient, experiment_id: str) -> list[Measured]:
+    """Every variant and device the experiment's finished campaigns ran benchmark passes of, with the campaign: what a
+    new ordinary campaign over the same configuration would pool its passes with (core/campaign/settle.py `pooled`)."""
+    runs = search.all_runs(client, experiment_id, f"tags.`{schema.ROLE}` = '{schema.CAMPAIGN_ROLE}'", order_by=None)
+    found: dict[tuple[str, str], Measured] = {}
+    for run in runs:
+        campaign_id = run.data.tags.get(schema.CAMPAIGN_ID, "")
+        if run.info.status != "FINISHED" or not campaign_id:
+            continue
+        for done in pass_runs(client, experiment_id, campaign_id):
+            facts = schema.run_facts(done)
+            if facts.get(schema.ROLE, "benchmark") == "benchmark":
+                key = (facts.get(schema.VARIANT, ""), facts.get(schema.DEVICE_NAME, ""))
+                found.setdefault(key, Measured(*key, campaign_id))
+    return list(found.values())
 
 
 def experiment_of_run(client: MlflowClient, run_id: str) -> tuple[str, str]:

@@ -12,15 +12,17 @@ from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.tracking import schema
 
 
-def open_delivery(client: MlflowClient, experiment_id: str, variant: str, corpora: int, per_child: int | None) -> str:
-    """The delivery's run, open while its children run; its id."""
+def open_delivery(client: MlflowClient, experiment_id: str, variant: str, corpora: int, per_child: int | None,
+                  why: str = "") -> str:
+    """The delivery's run, open while its children run (`why`: what fixed per_child, said in its note); its id."""
     run = client.create_run(experiment_id, run_name=f"delivery {variant} ({corpora} corpora)")
     client.log_batch(run.info.run_id,
                      params=[Param("delivery.variant", variant), Param("delivery.corpora", str(corpora)),
                              Param("delivery.per_child", str(per_child or "all"))],
                      tags=[RunTag(schema.ROLE, schema.DELIVERY_ROLE),
                            RunTag(schema.NOTE, f"{corpora} corpora delivered by {variant}, "
-                                               f"{per_child or 'all'} per child (load and warm-up once per child); "
+                                               f"{per_child or 'all'} per child{why} (load and warm-up once per "
+                                               "child); "
                                                "one nested run per corpus")])
     return run.info.run_id
 

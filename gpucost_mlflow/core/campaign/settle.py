@@ -6,13 +6,21 @@ protocol's `settle.max_passes_per_variant`. The decision is read once, when the 
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.measurement.stats import NOT_BY_PASSES, repetitions_needed
 
 STAGE = "settle"  # the campaign stage tag of a second stage's campaign and passes
+
+
+def looks(ceiling: int | None, staged: bool = False) -> int:
+    """The looks at the data the protocol's confidence is shared over: two when it pre-registers a second stage
+    (`settle`: the first look, made knowing a second may follow, spends its half too) or one has run, else one."""
+    return 2 if ceiling is not None or staged else 1
 
 
 @dataclass(frozen=True)
@@ -150,3 +158,43 @@ def unreported(plan: StagePlan, progress: Mapping[tuple[str, str], Progress]) ->
         return found is not None and not found.running and (found.counted >= plan.target or found.out)
 
     return [s.device for s in plan.shares if not all(done(progress.get((s.device, v))) for v in s.variants)]
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A variant a finished campaign of the experiment ran benchmark passes of, on one device."""
+
+    variant: str
+    device: str
+    campaign_id: str
+
+
+def pooled(devices: Mapping[str, str], measured: Sequence[Measured]) -> list[Measured]:
+    """What a new ordinary campaign over these variants (each with the device its passes would record here) would pool
+    its passes with: the same variant on the same device in a finished campaign. Another device's campaign over the
+    same variants (a fleet's) measures other configurations and pools with nothing."""
+    return [m for m in measured if devices.get(m.variant) == m.device]
+
+
+def refuse_pooling(found: Sequence[Measured], experiment: str, files: tuple[Path, Path], ceiling: int | None) -> None:
+    """Refuse, in one line, a second ordinary campaign over configurations a finished campaign already measured: its
+    passes would be pooled with theirs, a look at the data the protocol did not pre-register (PROTOCOL.md §6: add
+    repetitions under one protocol); the protocol's second stage (`files`: its protocol and variants file) is the way
+    to more passes."""
+    if not found:
+        return
+    variants = list(dict.fromkeys(m.variant for m in found))
+    devices = ", ".join(dict.fromkeys(m.device for m in found))
+    campaigns = ", ".join(dict.fromkeys(m.campaign_id for m in found))
+    protocol_path, variants_path = files
+    settles = " ".join(["gpucost campaign --settle --experiment", shlex.quote(experiment), "--protocol",
+                        shlex.quote(str(protocol_path)), "--variants-file", shlex.quote(str(variants_path)),
+                        "--catalog CATALOG"])
+    none = ("; this protocol declares none: settle: {max_passes_per_variant: N} in a new protocol and experiment"
+            if ceiling is None else "")
+    raise GpucostError(f"{', '.join(variants)} on {devices} already ha{'s' if len(variants) == 1 else 've'} the "
+                       f"benchmark passes of finished campaign {campaigns} in experiment '{experiment}': another "
+                       "campaign would pool its passes with theirs, a look at the data the protocol did not "
+                       f"pre-register; more passes are the protocol's second stage, `{settles}` (when the decision "
+                       f"over CATALOG is undecided{none}); a campaign of new variants only, or a new experiment, runs; "
+                       "nothing recorded")

@@ -13,6 +13,7 @@ LABELS = {"workload": "workload", "engine": "engine", "lanes": "lanes", "model_r
           "torch_build": "torch build", "cuda_runtime": "CUDA runtime", "hip_runtime": "HIP runtime", "driver": "driver",
           "torch_version": "torch", "transformers_version": "transformers", "engine_version": "engine version",
           "seed": "seed"}
+SEEDS = ","  # between the seeds of one configuration ('0,1'): a protocol's seeds are repetitions of it
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,9 @@ class Identity:
     torch_version: str = ""
     transformers_version: str = ""
     engine_version: str = ""
-    seed: str = ""  # the seed its passes ran with (params `seed.torch`): a protocol's seeds are kept apart
+    # the seed its passes ran with (params `seed.torch`); under a protocol's seeds, every seed they ran at ('0,1'):
+    # the seeds are repetitions of one configuration (core/judging/seeds.py)
+    seed: str = ""
 
     @classmethod
     def columns(cls) -> tuple[str, ...]:
@@ -52,6 +55,16 @@ class Identity:
 
     def values(self) -> tuple[str, ...]:
         return astuple(self)
+
+    def held(self, name: str) -> tuple[str, ...]:
+        """The values its passes carry in one field: each of its seeds for `seed` (several when pooled), else one."""
+        value = getattr(self, name)
+        return tuple(value.split(SEEDS)) if name == "seed" else (value,)
+
+
+def pooled(seeds) -> str:
+    """The seeds of one configuration as its identity holds them: distinct, in numeric order ('0,1,2')."""
+    return SEEDS.join(sorted({str(seed) for seed in seeds}, key=lambda seed: (len(seed), seed)))
 
 
 def _short(value: str) -> str:

@@ -55,11 +55,37 @@ class Separation:
     p_value: float | None
     verdict: str
     interval: tuple[float, float] | None = None  # the Hodges-Lehmann interval of slower minus faster, in seconds
-    confidence: float = 0.0
+    confidence: float = 0.0  # the level this look's interval is read at
+    looks: int = 1  # the looks at the data the protocol's confidence is shared over (a pre-registered second stage: 2)
+
+    @property
+    def level(self) -> str:
+        """'95 %', or '97.5 % (95 % over two looks)' when the protocol's confidence is shared over looks."""
+        return level_words(self.confidence, self.looks)
 
 
 DEFAULT_CONFIDENCE = 0.95  # a protocol without `confidence` decides at 95 %
 EXACT_U_LIMIT = 900  # n x m up to which the Mann-Whitney null distribution is counted exactly (30 + 30 passes)
+LOOKS = {1: "one look", 2: "two looks"}  # a look at the data in words
+
+
+def per_look(confidence: float, looks: int) -> float:
+    """The level each of `looks` looks at the data is read at so that together they keep the declared error rate
+    (Bonferroni: 1 - confidence spent in equal parts, alpha / looks each)."""
+    return 1 - (1 - confidence) / looks
+
+
+def over_looks(confidence: float, looks: int = 1) -> str:
+    """' (95 % over two looks)' after a look's level when the declared confidence is shared over looks, else ''."""
+    if looks <= 1:
+        return ""
+    declared = round(100 * (1 - (1 - confidence) * looks), 6)
+    return f" ({declared:g} % over {LOOKS.get(looks, f'{looks} looks')})"
+
+
+def level_words(confidence: float, looks: int = 1) -> str:
+    """A look's level in words: '95 %', or '97.5 % (95 % over two looks)' when it is one of several looks."""
+    return f"{100 * confidence:g} %{over_looks(confidence, looks)}"
 
 
 def _u_counts(n: int, m: int) -> list[int]:
@@ -144,11 +170,13 @@ def under_sampled(count: int, required: int | None) -> str:
 
 
 def separate(name_a: str, a: Sequence[float], name_b: str, b: Sequence[float], required: int | None = None,
-             confidence: float = DEFAULT_CONFIDENCE, too_short_to_time: tuple[str, str] = ("", "")) -> Separation:
+             confidence: float = DEFAULT_CONFIDENCE, too_short_to_time: tuple[str, str] = ("", ""), looks: int = 1
+             ) -> Separation:
     """Decided only when both have the required passes (one pass never beats five, PROTOCOL.md §5), neither side's
     durations were measured under the floor (`too_short_to_time`: each side's `too_short` reason, '' when it was not)
     and the Hodges-Lehmann interval of the shift at `confidence` excludes zero (a spread comparable to the difference
-    does not decide, §6)."""
+    does not decide, §6). `confidence` is this look's level; `looks` (2 under a pre-registered second stage: `per_look`)
+    only says so in the verdict."""
     da, db = Durations(tuple(a)), Durations(tuple(b))
     if not da.values or not db.values:
         missing = name_a if not da.values else name_b
@@ -165,7 +193,7 @@ def separate(name_a: str, a: Sequence[float], name_b: str, b: Sequence[float], r
     untimed = [f"{name} {reason}" for name, reason in zip((name_a, name_b), too_short_to_time) if reason]
     decided = interval is not None and interval[0] > 0 and not short and not untimed
     p_value = permutation_p_value(a, b)
-    level = f"{100 * confidence:g} %"
+    said = f"{100 * confidence:g} % interval{over_looks(confidence, looks)}"
     shown = f"{interval[0]:.3f} to {interval[1]:.3f} s" if interval else "not computable from so few passes"
     if short:
         verdict = (f"undecided: {' and '.join(short)} (median difference {difference:.3f} s); run the missing passes "
@@ -174,12 +202,13 @@ def separate(name_a: str, a: Sequence[float], name_b: str, b: Sequence[float], r
         verdict = (f"undecided: {TOO_SHORT_TO_TIME} ({', '.join(untimed)}); the median difference {difference:.3f} s "
                    "is not read on durations the clock cannot time")
     elif decided:
-        verdict = (f"{faster} faster than {slower} by {difference:.3f} s (median); the {level} interval of the "
+        verdict = (f"{faster} faster than {slower} by {difference:.3f} s (median); the {said} of the "
                    f"difference, {shown}, excludes zero")
     else:
-        verdict = (f"undecided: the {level} interval of the difference, {shown}, includes zero (median difference "
+        verdict = (f"undecided: the {said} of the difference, {shown}, includes zero (median difference "
                    f"{difference:.3f} s, largest spread {spread:.3f} s); {UNDECIDED_ADVICE}")
-    return Separation(faster, slower, difference, spread, overlap, decided, p_value, verdict, interval, confidence)
+    return Separation(faster, slower, difference, spread, overlap, decided, p_value, verdict, interval, confidence,
+                      looks)
 
 
 @dataclass(frozen=True)

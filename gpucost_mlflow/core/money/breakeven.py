@@ -41,7 +41,8 @@ class Priced:
 
     @property
     def _per(self) -> float:
-        return self.forecast.per_deliverable_h[SLOWEST]
+        """The hours one more round of deliverables adds at the slowest pass (its audit and start-up share in)."""
+        return self.forecast.marginal_h(SLOWEST)
 
     def deadline_reach(self) -> int | None:
         """The largest volume whose slowest-pass forecast still meets the deadline (0: none; None: no deadline)."""

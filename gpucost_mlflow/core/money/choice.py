@@ -66,9 +66,9 @@ def _confidence(a: Assessment) -> float:
 
 def _separation(a: Assessment, b: Assessment):
     required = a.rules.required_passes if a.rules else None
-    return separate(a.configuration.name, a.configuration.separated_on,
-                    b.configuration.name, b.configuration.separated_on, required, _confidence(a),
-                    (a.configuration.too_short, b.configuration.too_short))
+    return separate(a.configuration.name, a.configuration.separated_on, b.configuration.name,
+                    b.configuration.separated_on, required, _confidence(a),
+                    (a.configuration.too_short, b.configuration.too_short), a.rules.looks if a.rules else 1)
 
 
 def _plan_at(a: Assessment, slowest_h: float):
@@ -344,9 +344,6 @@ def _spare(a: Assessment) -> str:
     return f"{spare:,.1f} h of its plan spare at the slowest pass" if spare > 0 else "no spare hours in its plan"
 
 
-PLANNING = "Planning budget, a forecast from the planned volume, not a cost per validated result"
-
-
 def capacity_note(a: Assessment) -> str:
     """' Planning budget, a forecast ...: 27.50 USD per 1,000 planned inputs; the same 110.00 USD would cover up to
     160 corpora (156 more) at the slowest pass, 0.69 USD per 1,000 planned inputs then.' ('' when not priced per
@@ -361,7 +358,7 @@ def capacity_note(a: Assessment) -> str:
         more = (f"; the same {costs.money(a.committed, a.currency)} would cover up to {found.capacity:,} corpora "
                 f"({found.spare:,} more) at the slowest pass, "
                 f"{units.planned_inputs(a.spare_cost_per_1000_inputs, a.currency)} then")
-    return (f" {PLANNING} (none until a deliverable is accepted): "
+    return (f" {units.PLANNING} (none until a deliverable is accepted): "
             f"{units.planned_inputs(a.cost_per_1000_inputs, a.currency)}{tokens}{more}.")
 
 

@@ -23,6 +23,7 @@ from gpucost_mlflow.core.money import costs, units
 from gpucost_mlflow.core.money.catalog import Catalog
 from gpucost_mlflow.core.money.forecast import Delivery, Forecast, forecast
 from gpucost_mlflow.core.money.plans import Plan, covering_plans, to_hours
+from gpucost_mlflow.core.money.startups import AuditRule, lanes_of
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ class Configuration:
     pass_causes: tuple[str, ...] = ()  # what was seen beside each duration (another pass at the same time), or ''
     excluded: tuple[ExcludedPass, ...] = ()
     output_tokens_per_input: float | None = None  # median over accepted passes (generation); None for other outputs
-    seeds_missing: str = ""  # a declared seed of its variant without a feasible configuration (core/judging/seeds.py)
+    seeds_missing: str = ""  # each declared seed whose own passes are missing or not feasible (core/judging/seeds.py)
     input_tokens_per_input: float | None = None  # median over accepted passes: the tokens an endpoint bills as input
     measured_s: tuple[float, ...] = ()  # each counted pass's measured clock (its repetitions' total), in order
     # each counted pass's pass_s: one corpus's time over its whole measured clock (the mean of its laps where the clock
@@ -119,8 +120,10 @@ class Rules:
     inputs_per_deliverable: int | None = None  # the protocol's corpus.size: the unit costs' denominator
     today: dt.date | None = None  # the report's date: the age of a price
     max_price_age_days: int | None = None
-    confidence: float = DEFAULT_CONFIDENCE  # the separation test's (core/measurement/stats.py)
+    confidence: float = DEFAULT_CONFIDENCE  # the separation test's at this look (core/measurement/stats.py `per_look`)
+    looks: int = 1  # the looks at the data the protocol's confidence is shared over (core/campaign/settle.py `looks`)
     per_child: int | None = None  # deliverables.per_child: corpora one child processes (None: all of them)
+    audit: AuditRule | None = None  # deliverables.audit: the reference variant's child per delivered corpus
 
     @property
     def deadline_hours(self) -> float | None:
@@ -284,10 +287,13 @@ QUALITY_NOT_SHOWN = "quality not shown"  # a configuration whose only rejections
 def feasibility(config: Configuration, required: int | None = None) -> tuple[bool, str]:
     """Eligible only if it completed the whole corpus with every check passed in every attempt that counts (not
     excluded, not interrupted by its launcher: a resume runs that slot again), and (given the protocol's
-    passes_per_variant) with at least that many countable passes."""
+    passes_per_variant) with at least that many countable passes; under a protocol's seeds, only when each seed's own
+    passes are (`seeds_missing` names those that are not)."""
     counted = [s for s in config.statuses if s not in NOT_COUNTED]
     interrupted = config.statuses.count(Status.INTERRUPTED)
     besides = f"; {interrupted} interrupted attempt(s) not counted (resume the campaign)" if interrupted else ""
+    if config.seeds_missing:  # the seeds are repetitions of it: one that does not hold is the reason, named
+        return False, f"not every seed of the protocol holds ({config.seeds_missing})"
     if not counted:
         return False, "no attempt" + (f" completed: {interrupted} interrupted" if interrupted else "")
     if Status.FAILED in counted:
@@ -303,8 +309,6 @@ def feasibility(config: Configuration, required: int | None = None) -> tuple[boo
     short = under_sampled(len(counted), required)
     if short:
         return False, f"{short}: fewer countable passes than passes_per_variant; run the missing passes{besides}"
-    if config.seeds_missing:
-        return False, f"not every seed of the protocol holds ({config.seeds_missing})"
     return True, f"{len(counted)} of {len(counted)} attempts accepted{besides}"
 
 
@@ -361,7 +365,9 @@ def assess_one(config: Configuration, rules: Rules) -> Assessment:
     else:
         count, note = streams(rules, offers, config.gpus)
         item.forecast = forecast(rules.plan, rules.expected_deliverables, config.durations, config.medians,
-                                 config.attempt_spans, config.walls_estimated, Delivery(count, note, rules.per_child))
+                                 config.attempt_spans, config.walls_estimated,
+                                 Delivery(count, note, rules.per_child, lanes_of(config),
+                                          rules.audit and rules.audit.on(config)))
         if item.forecast is None:
             item.forecast_note = "no completed pass to size the window"
     _deadline(item, rules.plan or {}, rules.deadline)
@@ -385,4 +391,5 @@ def assess_one(config: Configuration, rules: Rules) -> Assessment:
 
 def assess(configs: list[Configuration], rules: Rules) -> list[Assessment]:
     """Feasibility, stability, forecast, deadline and every covering plan of each configuration (its device's rows)."""
+    rules = replace(rules, audit=rules.audit.measure(configs)) if rules.audit else rules
     return [assess_one(config, rules) for config in configs]

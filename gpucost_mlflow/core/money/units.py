@@ -23,6 +23,7 @@ TOKENS_UNIT = 1_000_000  # cost per million tokens
 NO_TOKENS = "not a generation workload: no output tokens measured"
 
 
+PLANNING = "Planning budget, a forecast from the planned volume, not a cost per validated result"  # its words
 TWO_DIGITS = Decimal("0.10")  # below it a unit cost keeps two significant digits: 0.00034 USD, never 0.0003
 PER_MILLION_BELOW = Decimal("0.01")  # a per-1,000 figure under a cent is said per million inputs: 0.34, not 0.00034
 
@@ -79,11 +80,16 @@ class Spare:
 
 def spare(forecast: Forecast, plan: Plan) -> Spare:
     """The deliverables the plan's paid hours hold after the fixed terms (setup, waiting, comparisons, start-up,
-    the engine's export), at the slowest pass plus its evaluation and export, as many side by side as declared."""
-    fixed = forecast.setup_h + forecast.waiting_h + forecast.comparisons_h + forecast.startup_h + forecast.conversion_h
-    slowest = forecast.per_deliverable_h[2]
-    room = float(plan.covered_hours) - fixed
+    the engine's export), at the slowest pass plus its evaluation and export, its audit and the start-ups its
+    children add (core/money/forecast.py), as many side by side as declared."""
+    covered, streams = float(plan.covered_hours), forecast.streams
+    slowest = forecast.marginal_h(2)
+    room = covered - forecast.hours_for(0, 2)
     if slowest <= 0 or room < 0:
         return Spare(0, forecast.deliverables)
     rounds = math.floor(room / slowest + 1e-9)  # whole deliverables only; 1e-9 h absorbs float noise at the edge
-    return Spare(max(forecast.deliverables, rounds * forecast.streams), forecast.deliverables)
+    while rounds > 0 and forecast.hours_for(rounds * streams, 2) > covered + 1e-9:  # a child's start-up at a step
+        rounds -= 1
+    while forecast.hours_for((rounds + 1) * streams, 2) <= covered + 1e-9:
+        rounds += 1
+    return Spare(max(forecast.deliverables, rounds * streams), forecast.deliverables)

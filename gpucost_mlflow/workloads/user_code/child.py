@@ -1,11 +1,12 @@
 """The user's own inference code (`workload: python:PATH_OR_MODULE`), run by the harness as a built-in workload is.
 
 The module defines `load(settings, device) -> state`, called before the clock (its time is part of
-load_s), and `infer(state, texts) -> list`, called once per batch inside the clock with one output per
-text, in order. An output is either a dict with `label` (and optionally a numeric `score`), judged by
-the protocol's classification checks, or a list of numbers, an embedding judged as the built-in ones
-are. A wrong output count, an output that is neither or is not JSON, and an exception in the user's
-code all fail the attempt with that reason; a campaign goes on. FLOPs are counted only when the module
+load_s), with the pass's seed as `seed=` where it takes one (`load(settings, device, seed)`) and Python's and
+numpy's generators seeded with it first, as the runner seeds torch's; and `infer(state, texts) -> list`, called
+once per batch inside the clock with one output per text, in order. An output is either a dict with `label` (and
+optionally a numeric `score`), judged by the protocol's classification checks, or a list of numbers, an embedding
+judged as the built-in ones are. A wrong output count, an output that is neither or is not JSON, and an exception in
+the user's code all fail the attempt with that reason; a campaign goes on. FLOPs are counted only when the module
 declares `flops(batch_token_counts)`; otherwise they stay empty with the reason UNKNOWN_FLOPS.
 """
 
@@ -14,13 +15,17 @@ from __future__ import annotations
 import gzip
 import importlib
 import importlib.util
+import inspect
 import json
 import math
+import random
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+
+import numpy
 
 from gpucost_mlflow.core.errors import one_line
 from gpucost_mlflow.core.judging import verdicts
@@ -74,9 +79,12 @@ def import_user_module(code: str):
 
 
 def load(spec, device) -> Work:
-    """Import the user's module and call its load(settings, device); the harness tokenizer only where it is needed."""
+    """Seed Python's and numpy's generators with the pass's seed, import the user's module and call its
+    load(settings, device), with the seed where it takes one; the harness tokenizer only where it is needed."""
     from gpucost_mlflow.execution import models  # deferred: imports torch
 
+    random.seed(spec.seed)  # as the runner seeds torch's (protocol seeds: a stochastic workload repeats at each)
+    numpy.random.seed(spec.seed)
     module = import_user_module(spec.workload_code)
     for name in ("load", "infer"):
         if not callable(getattr(module, name, None)):
@@ -84,9 +92,21 @@ def load(spec, device) -> Work:
     settings = spec.settings
     counting = callable(getattr(module, "flops", None))
     tokenizer = models.load_tokenizer(Path(spec.model_path)) if counting or settings.length_grouping == "sorted" else None
-    state = module.load({**settings.record(), "model_path": spec.model_path}, str(device))
+    state = module.load({**settings.record(), "model_path": spec.model_path}, str(device),
+                        **seed_argument(module.load, spec.seed))
     return Work(tokenizer, state, partial(process, infer=module.infer),
                 partial(utilisation, module, tokenizer, settings, device), export, empty=UserOutputs)
+
+
+def seed_argument(function: Callable, seed: int) -> dict:
+    """{'seed': seed} where the user's function takes a `seed` parameter (or any keyword), else nothing: the seed
+    reaches code that asks for it, and a two-argument load(settings, device) is called as before."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return {}
+    takes = any((p.name == "seed" and p.kind is not p.POSITIONAL_ONLY) or p.kind is p.VAR_KEYWORD for p in parameters)
+    return {"seed": seed} if takes else {}
 
 
 def process(ids, texts, tokenizer, state, settings, device, on_batch: Callable[[int, int], None] | None = None, *,
