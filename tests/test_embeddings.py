@@ -268,7 +268,7 @@ def test_an_embeddings_campaign_rejudges_bf16_by_cosine_and_the_report_decides(s
     assert {"confirmation: embed-batch8 accepted (every check passed)",
             "confirmation: embed-batch8-bf16 accepted (every check passed)"} <= set(ran), "\n".join(said)
     verdicts = [line for line in said if line.startswith("embed-batch8")]
-    assert len(verdicts) == 2 and all(re.search(r": confirmed \([0-9,.]+ inputs/s: [0-9,]+ repetitions of 30 "
+    assert len(verdicts) == 2 and all(re.search(r": confirmed \([0-9,.]+ inputs/s: [0-9,]+ repetitions? of 30 "
                                                 r"confirmation inputs in [0-9,.]+ s \(benchmark passes ", v)
                                       for v in verdicts), "\n".join(said)
     table = pd.read_csv(_report(runner, out, catalog, embeddings_protocol) / "attempts.csv")
