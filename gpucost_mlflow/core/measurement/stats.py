@@ -9,6 +9,7 @@ so the passes it would take are estimated for the same test (Noether's sample si
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections.abc import Sequence
@@ -106,6 +107,7 @@ def _u_counts(n: int, m: int) -> list[int]:
     return previous[m]
 
 
+@functools.lru_cache(maxsize=256)  # the same few sample sizes are asked again and again
 def critical_u(n: int, m: int, confidence: float) -> int:
     """The largest c with P(U <= c) <= (1 - confidence) / 2 under no difference (-1: no c, the interval is every
     difference); exact up to EXACT_U_LIMIT, the normal approximation beyond."""
