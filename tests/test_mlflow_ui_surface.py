@@ -500,3 +500,16 @@ def test_the_decision_descriptions_table_is_sorted_by_cost_with_padded_cells():
     costs = [row.split("|")[6].replace("&nbsp;", "").strip() for row in rows]
     priced = [float(cost.split()[0]) for cost in costs if cost.endswith("USD")]
     assert priced == sorted(priced) and costs[:len(priced)] == [c for c in costs if c.endswith("USD")]
+
+
+@pytest.mark.unit
+def test_links_follow_where_a_local_store_is_served(monkeypatch):
+    """A database store's links open where its UI is served: GPUCOST_UI_URL when set (`mlflow ui --port 5005`), the
+    default port otherwise; a tracking server's own address always wins."""
+    monkeypatch.setenv(ui.UI_URL, "http://127.0.0.1:5005/")
+    assert runs_url("sqlite:///mlflow.db", "7").startswith("http://127.0.0.1:5005/#/experiments/7/runs?")
+    assert link_line("sqlite:///mlflow.db", "7").startswith(
+        "MLflow UI: run `mlflow ui --backend-store-uri sqlite:///mlflow.db --port 5005`, then open http://127.0.0.1:5005/")
+    assert runs_url("http://mlflow.example.com", "7").startswith("http://mlflow.example.com/#/")
+    monkeypatch.setenv(ui.UI_URL, "not a url")
+    assert runs_url("sqlite:///mlflow.db", "7").startswith("http://127.0.0.1:5000/")

@@ -13,6 +13,7 @@ ui` started on it first, so the line says how.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from urllib.parse import urlparse
 
@@ -20,7 +21,8 @@ from gpucost_mlflow.core.names import PASS_S
 from gpucost_mlflow.tracking import schema
 from gpucost_mlflow.tracking.spool import public_uri
 
-LOCAL_UI = "http://127.0.0.1:5000"
+LOCAL_UI = "http://127.0.0.1:5000"  # where `mlflow ui` serves a database or folder store by default
+UI_URL = "GPUCOST_UI_URL"  # where you serve such a store's UI instead (`mlflow ui --port 5005`): links follow it
 MODEL_TRAINING = "workflowType=machine_learning"  # the UI's model-training side, not the GenAI overview
 # The saved views' ids: a new id when a definition changes, so experiments get the new one at their next lock. The
 # passes view shows benchmark passes only; confirmation and deliverable runs have views of their own.
@@ -125,9 +127,13 @@ def run_path(experiment_id: str, run_id: str) -> str:
 
 
 def root(tracking_uri: str) -> str:
-    """The UI's address: the tracking server itself, or where a local `mlflow ui` serves for any other store."""
+    """The UI's address: the tracking server itself; for any other store, where its UI is served: `GPUCOST_UI_URL`
+    when set, else where a local `mlflow ui` serves by default."""
     uri = public_uri(tracking_uri)
-    return uri.rstrip("/") if urlparse(uri).scheme in ("http", "https") else LOCAL_UI
+    if urlparse(uri).scheme in ("http", "https"):
+        return uri.rstrip("/")
+    served = os.environ.get(UI_URL, "").strip().rstrip("/")
+    return served if urlparse(served).scheme in ("http", "https") else LOCAL_UI
 
 
 def runs_url(tracking_uri: str, experiment_id: str, view: bool = True) -> str:
@@ -140,5 +146,7 @@ def link_line(tracking_uri: str, experiment_id: str, view: bool = True) -> str:
     uri = public_uri(tracking_uri)
     if urlparse(uri).scheme in ("http", "https"):
         return f"MLflow UI: {runs_url(uri, experiment_id, view)}"
-    return (f"MLflow UI: run `mlflow ui --backend-store-uri {shlex.quote(uri)}`, then open "
+    port = urlparse(root(uri)).port
+    serve = f" --port {port}" if port and port != urlparse(LOCAL_UI).port else ""
+    return (f"MLflow UI: run `mlflow ui --backend-store-uri {shlex.quote(uri)}{serve}`, then open "
             f"{runs_url(uri, experiment_id, view)}")
