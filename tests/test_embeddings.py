@@ -253,8 +253,9 @@ def test_an_embeddings_campaign_rejudges_bf16_by_cosine_and_the_report_decides(s
 
     # Each tied configuration is confirmed on a disjoint confirmation corpus for confirmation.min_s; bf16 is judged
     # against the reference's outputs on that corpus, run first unless embed-batch8's own confirmation gave them.
-    # Its inputs are the built confirmation corpus's first three words each, so its rate is several times the one
-    # benchmark pass's however the shared CPU is loaded: the one outcome is confirmed, with what was timed.
+    # Its inputs are the built confirmation corpus's first three words each, so its rate is usually several times the
+    # one benchmark pass's; on a loaded CPU a first lap can still be slower, so each verdict is asserted to be the one
+    # outcome the rule gives for the figures it shows (its rate against the slowest pass), with what was timed.
     confirmation = tmp_path / "confirmation-short.jsonl"
     confirmation.write_text("".join(json.dumps({**row, "text": " ".join(row["text"].split()[:3])}) + "\n" for row in
                                     map(json.loads, (corpus_dir / "confirmation.jsonl").read_text().splitlines())))
@@ -268,20 +269,30 @@ def test_an_embeddings_campaign_rejudges_bf16_by_cosine_and_the_report_decides(s
     assert {"confirmation: embed-batch8 accepted (every check passed)",
             "confirmation: embed-batch8-bf16 accepted (every check passed)"} <= set(ran), "\n".join(said)
     verdicts = [line for line in said if line.startswith("embed-batch8")]
-    assert len(verdicts) == 2 and all(re.search(r": confirmed \([0-9,.]+ inputs/s: [0-9,]+ repetitions? of 30 "
-                                                r"confirmation inputs in [0-9,.]+ s \(benchmark passes ", v)
-                                      for v in verdicts), "\n".join(said)
+    expected = {}
+    for verdict in verdicts:  # each one outcome, the rule's for the figures it shows: its rate against the slowest pass
+        found = re.search(r"^(embed-batch8(?:-bf16)?) on .*?: (confirmed|not confirmed) \(([0-9,.]+) inputs/s: "
+                          r"[0-9,]+ repetitions? of 30 confirmation inputs in [0-9,.]+ s.*\(benchmark passes "
+                          r"([0-9,.]+)-[0-9,.]+ inputs/s\); quality held", verdict)
+        assert found, "\n".join(said)
+        rate, slowest = (float(found.group(i).replace(",", "")) for i in (3, 4))
+        expected[found.group(1)] = "confirmed" if rate >= slowest else "not confirmed"
+        assert found.group(2) == expected[found.group(1)], verdict
+    assert sorted(expected) == ["embed-batch8", "embed-batch8-bf16"]
     table = pd.read_csv(_report(runner, out, catalog, embeddings_protocol) / "attempts.csv")
     confirming = table[table["role"] == "confirmation"]
     assert set(confirming["variant"]) == {"embed-batch8", "embed-batch8-bf16"}
     assert (confirming.groupby("variant")["measured_total_s"].max() >= 1.0).all()
     runs = [line for line in (out / "report.md").read_text().splitlines() if ", confirmation run " in line]
-    assert sum("): confirmed: " in line for line in runs) == 2 and not any("not confirmed" in line for line in runs)
-    again = runner.invoke(main, ["confirm", "--experiment", "emb", "--protocol", str(embeddings_protocol),
-                                 "--variants-file", str(VARIANTS), "--catalog", str(catalog), "--corpus",
-                                 str(confirmation)])
-    assert again.exit_code == 0 and "confirming" not in again.output
-    assert again.output.count(": already confirmed (") == 2
+    held = sum(outcome == "confirmed" for outcome in expected.values())
+    assert sum("): confirmed: " in line for line in runs) == held
+    assert sum("): not confirmed: " in line for line in runs) == len(expected) - held
+    if held == len(expected):  # a second `confirm` runs nothing more for a choice that held
+        again = runner.invoke(main, ["confirm", "--experiment", "emb", "--protocol", str(embeddings_protocol),
+                                     "--variants-file", str(VARIANTS), "--catalog", str(catalog), "--corpus",
+                                     str(confirmation)])
+        assert again.exit_code == 0 and "confirming" not in again.output
+        assert again.output.count(": already confirmed (") == 2
 
 
 def _report(runner, out, catalog, protocol):
