@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import replace
 
+from gpucost_mlflow.core.inputs.plan_start import like
 from gpucost_mlflow.core.measurement.confirmation import NOT_YET
 from gpucost_mlflow.core.measurement.stats import (
     DEFAULT_CONFIDENCE,
@@ -106,14 +107,9 @@ def _past_start(report: Report, a: Assessment):
     """The declared start when it is before the moment the report was read (None when it is not, or it is that
     moment: `plan.start: at_report`)."""
     start = (a.rules.plan or {}).get("start") if a.rules else None
-    if start is None or report.start_at_report or report.read_at is None or start >= _like(report.read_at, start):
+    if start is None or report.start_at_report or report.read_at is None or start >= like(report.read_at, start):
         return None
     return start
-
-
-def _like(moment: dt.datetime, other: dt.datetime) -> dt.datetime:
-    """`moment` comparable with `other`: without its offset when `other` has none (a plan built by hand)."""
-    return moment.replace(tzinfo=None) if other.tzinfo is None else moment
 
 
 def _window(report: Report, a: Assessment) -> str:
@@ -129,7 +125,7 @@ def _window(report: Report, a: Assessment) -> str:
                 else f"deadline {report.deadline} ({a.deadline_status or 'not checked'})")
     start = _past_start(report, a)
     if start is not None:
-        from_now = _like(report.read_at, start) + dt.timedelta(hours=f.high_hours)
+        from_now = like(report.read_at, start) + dt.timedelta(hours=f.high_hours)
         met = ""
         if a.rules and a.rules.deadline is not None:
             met = " (met)" if from_now <= a.rules.deadline else " (missed)"
@@ -180,7 +176,7 @@ def _reach_from_now(report: Report, a: Assessment) -> int | None:
     found = priced(a)
     if _past_start(report, a) is None or found is None or a.rules is None or a.rules.deadline is None:
         return None
-    hours = (a.rules.deadline - _like(report.read_at, a.rules.deadline)).total_seconds() / 3600
+    hours = (a.rules.deadline - like(report.read_at, a.rules.deadline)).total_seconds() / 3600
     return replace(found, deadline_h=hours).deadline_reach()
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from gpucost_mlflow.core.inputs.plan_start import like
 from gpucost_mlflow.core.money import units
 from gpucost_mlflow.core.money.costs import money
 from gpucost_mlflow.core.money.decision import Assessment
@@ -366,8 +367,7 @@ def plan_text(report: Report) -> str:
     start = p["start"].isoformat() if p.get("start") else "not declared"
     if report.start_at_report:
         start += " (plan.start: at_report: the moment this report was read; the deadline is the declared hours after it)"
-    elif p.get("start") and report.read_at and p["start"] < (
-            report.read_at.replace(tzinfo=None) if p["start"].tzinfo is None else report.read_at):
+    elif p.get("start") and report.read_at and p["start"] < like(report.read_at, p["start"]):
         start += (f" (past: this report was read at {report.read_at.isoformat()}; the window still runs from the "
                   "declared start, as pre-registered, so the deadline is checked against the plan; the card also "
                   "gives the end and the volume that fits from now)")

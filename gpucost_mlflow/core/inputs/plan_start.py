@@ -51,6 +51,11 @@ def deadline(path: Path, value, relative: bool) -> tuple[dt.datetime | None, flo
     return moment(path, "deadline", value), None
 
 
+def like(moment: dt.datetime, other: dt.datetime) -> dt.datetime:
+    """`moment` comparable with `other`: without its offset when `other` has none (a plan built by hand)."""
+    return moment.replace(tzinfo=None) if other.tzinfo is None else moment
+
+
 def resolved(plan: dict | None, fixed: dt.datetime | None, after_h: float | None,
              now: dt.datetime) -> tuple[dict | None, dt.datetime | None]:
     """The plan and the deadline as dates: a start at the report becomes `now`, its deadline `now` plus its hours."""
