@@ -503,6 +503,18 @@ def test_the_decision_descriptions_table_is_sorted_by_cost_with_padded_cells():
 
 
 @pytest.mark.unit
+def test_only_benchmark_passes_run_by_hand_are_counted_outside_any_campaign():
+    import pandas as pd
+
+    from gpucost_mlflow.report.build import _outside_campaigns
+
+    attempts = pd.DataFrame({"campaign_id": ["c1", None, None, None, ""],
+                             "role": ["benchmark", "confirmation", "deliverable", "benchmark", "confirmation"]})
+    assert _outside_campaigns(attempts) == 1
+    assert _outside_campaigns(attempts.iloc[:0]) == 0
+
+
+@pytest.mark.unit
 def test_links_follow_where_a_local_store_is_served(monkeypatch):
     """A database store's links open where its UI is served: GPUCOST_UI_URL when set (`mlflow ui --port 5005`), the
     default port otherwise; a tracking server's own address always wins."""

@@ -328,6 +328,14 @@ def write(report: model.Report, balance: pd.DataFrame, out_dir: Path) -> dict[st
     return paths
 
 
+def _outside_campaigns(attempts: pd.DataFrame) -> int:
+    """Benchmark passes run by hand, outside any campaign (a confirmation or deliverable run is never in one)."""
+    if not len(attempts):
+        return 0
+    bench = attempts["role"] == "benchmark" if "role" in attempts else True
+    return int(((attempts["campaign_id"].fillna("") == "") & bench).sum())
+
+
 def log(experiment: str, report: model.Report, paths: dict[str, Path], client: MlflowClient | None = None) -> str:
     """Log the files as artifacts of a run tagged gpucost.role=decision (the UI shows report.html), named for what
     was decided, described by the decision note and the balance in short, with the chosen configuration's committed
@@ -337,7 +345,7 @@ def log(experiment: str, report: model.Report, paths: dict[str, Path], client: M
     choice = report.choice
     ids = [cid for cid in dict.fromkeys(report.attempts["campaign_id"].fillna("")) if cid] if len(report.attempts) else []
     campaigns = decision_run.campaign_runs(client, experiment_id, ids)
-    outside = int((report.attempts["campaign_id"].fillna("") == "").sum()) if len(report.attempts) else 0
+    outside = _outside_campaigns(report.attempts)
     note = decision_text.decision_note(report, campaigns, experiment_id, outside)
     tags = {schema.NOTE: note, schema.DECISION: "decided" if choice.decided else "none",
             schema.DECISION_CAMPAIGNS: ",".join(campaigns)[:limits.TAG_VALUE]}
