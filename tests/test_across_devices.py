@@ -38,6 +38,9 @@ L4_PASSES = (10.0, 10.2, 10.4, 10.6, 10.8)
 A10G_PASSES = (9.8, 10.2, 10.6, 10.9, 11.2)
 
 
+AGED = f"price as of 2026-11-28 ({(dt.datetime.now(dt.timezone.utc).date() - dt.date(2026, 11, 28)).days} days)"
+
+
 def sky_catalog(tmp_path: Path, *devices: str, prices: dict[str, str] | None = None) -> Path:
     """A catalog imported from SkyPilot's AWS offers of these devices, on AWS's billing terms (per second, 60 s
     minimum); `prices`: another on-demand price per device."""
@@ -91,7 +94,7 @@ def test_a_gpu_cheaper_whatever_the_noise_is_decided(experiment, tmp_path):
     assert built.decision.startswith(f"Decision: batch8 on {L4}, l4 hourly, 1 lot, 6.6889 h billed (min 60 s, per 1 s) "
                                      "on aws g6.xlarge in us-east-1: 5.38 USD")
     lines = dict(card.lines(built))
-    assert lines["Rent"].endswith("on aws g6.xlarge in us-east-1") and lines["Run"].startswith("batch8 on L4 (no cost per result yet")
+    assert lines["Rent"].endswith(f"on aws g6.xlarge in us-east-1; {AGED}") and lines["Run"].startswith("batch8 on L4 (no cost per result yet")
     assert lines["Runner-up"] == "batch8 on A10G at 6.95 USD (1.57 USD more, +29.2 %)"
     devices, run = rented_and_run(built)
     assert run == L4 and L4 in devices
@@ -109,7 +112,7 @@ def test_a_close_call_across_devices_is_undecided_and_its_card_keeps_to_one_devi
         ("Rent", ("5.38 USD committed for l4 hourly, 1 lot, 6.6889 h billed (min 60 s, per 1 s) on aws g6.xlarge in "
                   "us-east-1: it covers the slowest pass of every undecided configuration on L4; on the group's other "
                   "device, batch8 on A10G would commit 5.53 USD (a10g hourly, 1 lot, 6.9114 h billed (min 60 s, per 1 s) "
-                  "on aws g5.xlarge in us-east-1)")),
+                  f"on aws g5.xlarge in us-east-1); {AGED}")),
         ("Run", "batch8 on L4, the fastest median (10.400 s), or any of them on L4: the plan covers each"),
         ("In doubt", ("0.00 USD on L4: the plan is its one undecided configuration's own (batch8 on L4 at 5.38 USD); "
                       "every other device's covering plan costs more")),

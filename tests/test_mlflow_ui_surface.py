@@ -515,6 +515,17 @@ def test_only_benchmark_passes_run_by_hand_are_counted_outside_any_campaign():
 
 
 @pytest.mark.unit
+def test_the_decision_description_dates_the_committed_price():
+    import datetime as dt
+    from dataclasses import replace
+
+    from tests.synthetic_report import decided_report
+
+    note = decision_text.decision_note(replace(decided_report(figures=False), written=dt.date(2026, 10, 1)), {}, "1", 0)
+    assert "**catalog:** example (catalog/this-machine.csv); an undated example price, not a quote" in note
+
+
+@pytest.mark.unit
 def test_links_follow_where_a_local_store_is_served(monkeypatch):
     """A database store's links open where its UI is served: GPUCOST_UI_URL when set (`mlflow ui --port 5005`), the
     default port otherwise; a tracking server's own address always wins."""

@@ -41,6 +41,21 @@ def test_the_card_says_what_to_rent_what_to_run_the_window_the_runner_up_and_wha
     ]
 
 
+def test_the_rent_line_says_how_old_the_committed_price_is():
+    import datetime as dt
+    from dataclasses import replace
+
+    report = decided_report(figures=False)
+    undated = replace(report, written=dt.date(2026, 10, 1))
+    assert dict(card.lines(undated))["Rent"].endswith("8 h billed (min 1 h, per 1 h); an undated example price, not a quote")
+    plan = report.choice.chosen[0].plan
+    dated = replace(plan, offer=replace(plan.offer, as_of=dt.date(2026, 9, 24)))
+    assert card.price_age(dated, dt.date(2026, 10, 1)) == "; an example price as of 2026-09-24 (7 days), not a quote"
+    quoted = replace(dated, offer=replace(dated.offer, source="provider's list"))
+    assert card.price_age(quoted, dt.date(2026, 10, 1)) == "; price as of 2026-09-24 (7 days)"
+    assert card.price_age(replace(plan, offer=replace(quoted.offer, as_of=None)), dt.date(2026, 10, 1)) == "; undated price"
+
+
 def test_a_tie_is_said_in_the_card_with_the_passes_that_would_settle_it():
     lines = dict(card.lines(decided_report(changed=TIED, figures=False)))
     assert lines["Run"].startswith("any of 2 tied (batch64-bf16-lg, batch8-lg; their durations do not separate) on "

@@ -19,6 +19,7 @@ from gpucost_mlflow.core.measurement.stats import (
     separate,
 )
 from gpucost_mlflow.core.money import costs, units
+from gpucost_mlflow.core.money.catalog import UNDATED
 from gpucost_mlflow.core.money.choice import NOT_HELD, NOTHING_PRICED, STAGE_OPEN, Doubt, doubt
 from gpucost_mlflow.core.money.curve import priced
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, NO_PLAN, Assessment
@@ -48,10 +49,21 @@ def _plan(plan: Plan) -> str:
     return plan.describe().replace(f": {costs.money(plan.total, plan.currency)}", "", 1)
 
 
-def _rent(chosen: Assessment) -> str:
-    """What to rent: the committed cost with its currency, the plan (row, lots, billed hours or periods)."""
-    example = "; an example price, not a quote" if chosen.plan.offer.example else ""
-    return f"{costs.money(chosen.committed, chosen.currency)} committed for {_plan(chosen.plan)}{example}"
+def price_age(plan: Plan, today: dt.date | None) -> str:
+    """How old the committed price is and whether it is a quote: '; an example price as of 2026-12-03 (0 days), not a
+    quote', '; price as of 2026-09-24 (70 days)', '; undated price' (a catalog row that says nowhere when)."""
+    when = plan.offer.dated(today) if today else ""
+    if plan.offer.example:
+        kind = "an undated example price" if when == UNDATED else f"an example price {when}".rstrip()
+        return f"; {kind}, not a quote"
+    return f"; price {when}" if when.startswith("as of") else (f"; {when}" if when else "")
+
+
+def _rent(chosen: Assessment, today: dt.date | None) -> str:
+    """What to rent: the committed cost with its currency, the plan (row, lots, billed hours or periods), and the
+    price's date."""
+    return (f"{costs.money(chosen.committed, chosen.currency)} committed for {_plan(chosen.plan)}"
+            f"{price_age(chosen.plan, today)}")
 
 
 def _run(chosen: list[Assessment], names: short.Names) -> str:
@@ -208,12 +220,13 @@ def _changes(report: Report, names: short.Names) -> str:
     return "; ".join(words) or "nothing: no other timely configuration to compare with"
 
 
-def _rent_run_doubt(found: Doubt, group: list[Assessment], names: short.Names) -> list[tuple[str, str]]:
+def _rent_run_doubt(found: Doubt, group: list[Assessment], names: short.Names, today: dt.date | None
+                    ) -> list[tuple[str, str]]:
     """Rent, Run and In doubt of an undecided group, all on one device: the rented plan covers that device's
     undecided configurations only, Run names one of them, the money in doubt is against their own plans; the
     group's other devices are named with what each would commit."""
     currency = found.rent.currency
-    example = "; an example price, not a quote" if found.plan.offer.example else ""
+    example = price_age(found.plan, today)
     mine = [a for a in group if a.configuration.device == found.rent.configuration.device]
     cheapest = min(mine, key=lambda a: a.committed)
     if not found.elsewhere:
@@ -258,7 +271,7 @@ def _undecided(report: Report, names: short.Names) -> list[tuple[str, str]]:
                               "plans differ in price (PROTOCOL.md §6)"))]
     found = doubt(group)
     if found is not None:
-        result += _rent_run_doubt(found, group, names)
+        result += _rent_run_doubt(found, group, names, report.written)
     settle = []
     for other in group[1:]:
         if separate(first.configuration.name, first.configuration.separated_on, other.configuration.name,
@@ -295,7 +308,7 @@ def lines(report: Report) -> list[tuple[str, str]]:
         chosen = choice.chosen[0]
         confirmed = _confirmed(report, names)
         run = _run(choice.chosen, names) + (f"; {confirmed}" if confirmed else "")
-        result = [("Rent", _rent(chosen)), ("Run", run),
+        result = [("Rent", _rent(chosen, report.written)), ("Run", run),
                   ("Window", _window(report, chosen) + _lasting(report, chosen)),
                   ("Runner-up", _runner_up(report, names)),
                   ("Would change it", _changes(report, names))]

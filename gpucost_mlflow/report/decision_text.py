@@ -96,7 +96,8 @@ def decision_note(report: Report, campaigns: dict[str, str], experiment_id: str,
                  + (f"; {outside} pass(es) outside any campaign" if outside else ""))
     lines.append(f"- **Passes:** [{ui.PASSES_VIEW_NAME}]({ui.runs_path(experiment_id)}), each with its "
                  f"configuration's standing in the latest decision (`{schema.STANDING}`)")
-    lines.append(f"- **Protocol:** `{protocol_digest[:12]}`; **catalog:** {catalog}")
+    dated = card.price_age(choice.chosen[0].plan, report.written) if choice.decided else ""
+    lines.append(f"- **Protocol:** `{protocol_digest[:12]}`; **catalog:** {catalog}{dated}")
     lines.append("- **Files:** `report.html` (the full report), `report.md`, `attempts.csv`, `balance.csv`, "
                  f"`{schema.COST_VOLUME_FIGURE}` (committed cost against volume), `{schema.DURATIONS_FIGURE}` (every "
                  f"pass's duration), `{schema.MEMORY_FIGURE}` (peak memory per counter)")
