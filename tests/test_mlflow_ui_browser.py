@@ -1,15 +1,18 @@
-"""The MLflow UI itself, in headless Chromium (issues 16 and 30): after a small campaign and its report, the
-experiment opens on its runs table (not the GenAI overview), the link gpucost prints shows every pass under its own
-name sorted by pass_s with its status and standing (at 1,440 px, the standing uncut, and the Charts tab opening on
-pass_s and inputs/s), and the decision run's page shows its description and metrics, its artifact pane report.html.
+"""The MLflow UI itself, in headless Chromium (issues 16, 30 and 52): after a small campaign, its confirmation and
+its report, the experiment opens on its runs table (not the GenAI overview); the link gpucost prints is the tracking
+server's own and shows every benchmark pass, and nothing else, under its own name sorted by pass_s with its status,
+standing and committed_usd (at 1,440 px, the standing uncut, and the Charts tab opening on pass_s and inputs/s);
+confirmation and deliverable runs have views of their own; the decision run's page shows its description (the table
+sorted by cost with padded cells, the machine named, the price dated) and metrics, its artifact pane report.html.
 
-The store is written by the product's own commands (`gpucost campaign`, then `gpucost report`) and served by
+The store is written by the product's own commands (`gpucost campaign`, `confirm`, then `report`) and served by
 `mlflow server`; Chromium renders the React app (--virtual-time-budget lets it fetch and draw) and dumps the DOM.
 Screenshots of each page are kept in test-artifacts/mlflow-ui/ (gitignored). Needs Debian's `chromium`.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import html
 import os
 import re
@@ -45,25 +48,41 @@ def _run(command: list[str], folder: Path, env: dict) -> str:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory, corpus_dir, model_dir):
-    """A campaign of 2 variants x 2 passes and its report in a fresh SQLite store, served by `mlflow server`."""
+    """A fresh SQLite store as `make demo` leaves one, on the test slice: a campaign of 2 variants x 2 passes, the
+    chosen configuration's confirmation (1 s) and a report priced with `gpucost catalog example`, its window placed at
+    the report's reading. The store is served by `mlflow server` and the report is read through it, as a team
+    reads a shared store, so the link it prints is the server's own."""
     folder = tmp_path_factory.mktemp("ui-store")
     uri = f"sqlite:///{folder / 'mlflow.db'}"
     protocol = write_protocol(folder / "protocol.yaml")
-    protocol.write_text(protocol.read_text().replace("passes_per_variant: 5", "passes_per_variant: 2")
-                        + "plan: {setup_hours: 0.5, waiting_hours: 0.25, planned_restarts: 1}\n")
+    text = re.sub(r"(?m)^deadline: .*$", "deadline: 96h", protocol.read_text())
+    protocol.write_text(text.replace("passes_per_variant: 5", "passes_per_variant: 2")
+                        + "plan: {start: at_report, setup_hours: 0.5, waiting_hours: 0.25, planned_restarts: 1}\n"
+                        + "confirmation: {min_s: 1}\n")
     env = {key: value for key, value in os.environ.items()
-           if key not in ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_NAME", "MLFLOW_EXPERIMENT_ID")}
+           if key not in ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_NAME", "MLFLOW_EXPERIMENT_ID", ui.UI_URL)}
     env.update(MLFLOW_TRACKING_URI=uri, GPUCOST_SPOOL=str(folder / "spool"))
     common = ["--variants-file", str(VARIANTS), "--protocol", str(protocol), "--experiment", EXPERIMENT]
+    catalog = folder / "this-machine.csv"
+    _run([GPUCOST, "catalog", "example", "--out", str(catalog), "--price-per-hour", "1.00"], folder, env)
     _run([GPUCOST, "campaign", "--variants", "batch1,batch8", "--passes", "2", "--corpus",
           str(corpus_dir / "comparison.jsonl"), "--model", str(model_dir), *common], folder, env)
-    printed = _run([GPUCOST, "report", "--out", str(folder / "report"), *common], folder, env)
-    (link,) = re.findall(rf"then open {re.escape(LOCAL_UI)}(/#\S+)", printed)  # the route after the local UI's root
+    _run([GPUCOST, "confirm", "--catalog", str(catalog), "--corpus", str(corpus_dir / "confirmation.jsonl"),
+          "--model", str(model_dir), *common], folder, env)
     server = MlflowServer(backend_uri=uri, folder=folder / "server").start()
     try:
-        yield server, MlflowClient(tracking_uri=uri), link
+        printed = _run([GPUCOST, "report", "--catalog", str(catalog), "--out", str(folder / "report"), *common],
+                       folder, {**env, "MLFLOW_TRACKING_URI": server.uri})
+        yield server, MlflowClient(tracking_uri=uri), printed
     finally:
         server.stop()
+
+
+def _link(served) -> str:
+    """The runs link `gpucost report` printed: the tracking server's own address, never a port assumed."""
+    server, _, printed = served
+    (link,) = re.findall(rf"^MLflow UI: ({re.escape(server.uri)}/#\S+)$", printed, re.MULTILINE)
+    return link
 
 
 def _runs(client: MlflowClient, role: str) -> list:
@@ -100,26 +119,49 @@ def _experiment_opens_on_the_runs_table_not_the_genai_overview(served, tmp_path)
     assert "Detect Issues" not in shown and "Token Usage" not in shown, f"the GenAI overview opened: {shown[:2000]}"
 
 
-def _printed_link_shows_every_pass_sorted_by_pass_s_with_its_status_and_standing(served, tmp_path):
-    server, client, link = served
+def _printed_link_shows_every_benchmark_pass_sorted_by_pass_s_with_its_status_standing_and_committed_cost(served,
+                                                                                                         tmp_path):
+    server, client, printed = served
+    link = _link(served)
     passes = _runs(client, "benchmark")
     names = [run.info.run_name for run in passes]
     assert len(names) == 4 and len(set(names)) == 4, f"pass runs share a name: {names}"
-    assert link == f"/{ui.runs_path(passes[0].info.experiment_id)}"
-    shown = _text(_show(tmp_path, f"{server.uri}{link}", "printed-link", width=WIDE))
+    assert link == f"{server.uri}/{ui.runs_path(passes[0].info.experiment_id)}"
+    assert server.uri == LOCAL_UI or LOCAL_UI not in printed, f"a link assumes {LOCAL_UI}:\n{printed}"
+    shown = _text(_show(tmp_path, link, "printed-link", width=WIDE))
     assert "Run Name" in shown and ui.PASSES_VIEW_NAME in shown, f"the passes view did not open: {shown[:2000]}"
     assert f"Sort: {PASS_S}" in shown
-    for column in (schema.STATUS, schema.VARIANT, schema.STANDING, schema.ACCEPTED, PASS_S, schema.INPUTS_PER_S):
+    committed = schema.in_currency(schema.PASS_COMMITTED, "usd")
+    for column in (schema.STATUS, schema.VARIANT, schema.STANDING, schema.ACCEPTED, PASS_S, schema.INPUTS_PER_S,
+                   committed):
         assert column in shown, f"column {column} not shown: {shown[:3000]}"
     fastest_first = [run.info.run_name for run in sorted(passes, key=lambda run: run.data.metrics[PASS_S])]
     where = [shown.find(name) for name in fastest_first]
     assert -1 not in where and where == sorted(where), f"passes not sorted by pass_s: {fastest_first}\n{shown[:3000]}"
     statuses = {run.data.tags[schema.STATUS] for run in passes}
     assert all(f" {status} " in shown for status in statuses), f"statuses {statuses} not shown: {shown[:3000]}"
-    assert not any(run.info.run_name in shown for run in _runs(client, "decision") + _runs(client, "campaign"))
+    others = _runs(client, "decision") + _runs(client, "campaign") + _runs(client, "confirmation")
+    assert not any(run.info.run_name in shown for run in others), f"not only benchmark passes: {shown[:3000]}"
+
+
+def _confirmation_and_deliverable_runs_have_views_of_their_own(served, tmp_path):
+    _, client, _ = served
+    confirmations = _runs(client, "confirmation")
+    assert len(confirmations) == 2, [run.info.run_name for run in confirmations]  # the tie: each one confirmed
+    (confirming,) = [key for key, (_, role) in ui.VIEWS.items() if role == "confirmation"]
+    shown = _text(_show(tmp_path, _link(served).replace(ui.PASSES_VIEW, confirming), "confirmation-view", width=WIDE))
+    assert ui.VIEWS[confirming][0] in shown, f"the confirmation view did not open: {shown[:2000]}"
+    assert all(run.info.run_name in shown for run in confirmations), f"confirmation runs not shown: {shown[:3000]}"
+    assert not any(run.info.run_name in shown for run in _runs(client, "benchmark")), shown[:3000]
+    (delivering,) = [key for key, (_, role) in ui.VIEWS.items() if role == "deliverable"]
+    shown = _text(_show(tmp_path, _link(served).replace(ui.PASSES_VIEW, delivering), "deliverable-view", width=WIDE))
+    assert ui.VIEWS[delivering][0] in shown, f"the deliverable view did not open: {shown[:2000]}"
+    assert not any(run.info.run_name in shown for run in confirmations + _runs(client, "benchmark")), shown[:3000]
 
 
 def _decision_run_page_shows_its_description(served, tmp_path):
+    """The decision run's description: the note, the table sorted by committed cost with padded cells, the machine
+    named as one could order it and the price's date; nothing counted outside a campaign that was not."""
     server, client, _ = served
     (decision,) = _runs(client, "decision")
     note = decision.data.tags.get("mlflow.note.content", "")
@@ -132,6 +174,16 @@ def _decision_run_page_shows_its_description(served, tmp_path):
     shown = _text(found.group(1))
     words = re.findall(r"[A-Za-z0-9]+", note)[:12]  # the note is Markdown; its first words survive rendering
     assert re.search(r"\W+".join(words), shown), f"the description shown is not the note:\n{shown[:2000]}\n---\n{note[:2000]}"
+    cells = [re.findall(r"<td>(.*?)</td>", row, re.DOTALL) for row in re.findall(r"<tr>(.*?)</tr>", found.group(1),
+                                                                                   re.DOTALL)]
+    rows = [row for row in cells if row]
+    assert rows and all(cell.startswith("&nbsp;") and cell.endswith("&nbsp;") for row in rows for cell in row), rows
+    committed = [float(html.unescape(row[5]).split()[0]) for row in rows]
+    assert committed == sorted(committed), f"the table is not sorted by committed cost: {rows}"
+    today = dt.datetime.now(dt.timezone.utc).date().isoformat()
+    assert re.search(r"on this-machine \d+ vCPU \d+ GiB:", shown), f"the machine is not named: {shown[:2000]}"
+    assert f"an example price as of {today} (0 days), not a quote" in shown, f"the price is not dated: {shown[-2000:]}"
+    assert "outside any campaign" not in shown and "undated" not in shown, shown[-2000:]
 
 
 def _decision_run_page_shows_its_metrics_and_its_artifact_pane_renders_the_report(served, tmp_path):
@@ -151,8 +203,9 @@ def _decision_run_page_shows_its_metrics_and_its_artifact_pane_renders_the_repor
 
 
 def _printed_link_at_1440_px_shows_the_standing_uncut_and_its_charts_open_on_pass_s(served, tmp_path):
-    server, client, link = served
-    dom = _show(tmp_path, f"{server.uri}{link}", "printed-link-1440", width=1440)
+    _, client, _ = served
+    link = _link(served)
+    dom = _show(tmp_path, link, "printed-link-1440", width=1440)
     header = re.search(r'<div[^>]*col-id="tags\.`gpucost\.standing`"[^>]*>', dom)
     assert header, f"no standing column at 1,440 px: {_text(dom)[:3000]}"
     width = re.search(r"width: (\d+)px", header.group(0))
@@ -160,7 +213,7 @@ def _printed_link_at_1440_px_shows_the_standing_uncut_and_its_charts_open_on_pas
     assert width and int(width.group(1)) >= ui.STANDING_WIDTH_PX, f"the standing column is cut: {dict(columns)}"
     standings = {run.data.tags[schema.STANDING] for run in _runs(client, "benchmark")}
     assert all(standing in _text(dom) for standing in standings), f"standings {standings} not shown"
-    charts = _text(_show(tmp_path, f"{server.uri}{link}&compareRunsMode=CHART", "printed-link-charts", width=1440))
+    charts = _text(_show(tmp_path, f"{link}&compareRunsMode=CHART", "printed-link-charts", width=1440))
     section = charts.find(ui.SECTION_NAME)
     assert section >= 0, f"the charts do not open on gpucost's section: {charts[:3000]}"
     assert 0 <= charts.find(PASS_S, section) < charts.find("load_s", section) or "load_s" not in charts[section:]
@@ -183,7 +236,9 @@ def test_the_experiment_opens_on_its_runs_the_printed_link_sorts_passes_and_the_
     each build it on their own worker): the experiment's landing page, the printed link's view, the decision run, a
     pass run."""
     _experiment_opens_on_the_runs_table_not_the_genai_overview(served, tmp_path)
-    _printed_link_shows_every_pass_sorted_by_pass_s_with_its_status_and_standing(served, tmp_path)
+    _printed_link_shows_every_benchmark_pass_sorted_by_pass_s_with_its_status_standing_and_committed_cost(served,
+                                                                                                         tmp_path)
+    _confirmation_and_deliverable_runs_have_views_of_their_own(served, tmp_path)
     _decision_run_page_shows_its_description(served, tmp_path)
     _decision_run_page_shows_its_metrics_and_its_artifact_pane_renders_the_report(served, tmp_path)
     _printed_link_at_1440_px_shows_the_standing_uncut_and_its_charts_open_on_pass_s(served, tmp_path)
