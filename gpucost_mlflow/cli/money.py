@@ -1,7 +1,9 @@
-"""What the GPUs cost: `gpucost packages`, `window`, `plan` and `catalog example`."""
+"""What the GPUs cost: `gpucost packages`, `window`, `plan` and `catalog` (`example`, `import`)."""
 
 from __future__ import annotations
 
+import datetime as dt
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,7 +13,7 @@ from gpucost_mlflow.cli.options import WholeNumber, _catalog
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import shipped
 from gpucost_mlflow.core.inputs.corpus import write_atomic
-from gpucost_mlflow.core.money import costs, market
+from gpucost_mlflow.core.money import costs, market, spot_advisor
 from gpucost_mlflow.core.money.catalog import PACKAGE_DAYS, example_catalog, load_catalog
 from gpucost_mlflow.core.money.plans import covering_plans, parse_hours, parse_positive, to_hours
 from gpucost_mlflow.core.money.window import consecutive_needed, covers, window
@@ -176,7 +178,8 @@ def catalog_example(out_path, price_per_hour, currency, min_hours, increment_hou
 
 @catalog_group.group("import")
 def catalog_import() -> None:
-    """Write a gpucost catalog from a market library's own catalog (docs/catalogs.md)."""
+    """Write a gpucost catalog from a market library's own catalog, or set its interruptible rows' assumption from
+    AWS Spot Advisor's published bands (docs/catalogs.md)."""
 
 
 @dataclass(frozen=True)
@@ -189,6 +192,8 @@ class MarketWrite:
     interruptions_per_day: str | None = None
     restart_hours: str | None = None
     interruptions_source: str | None = None
+    spot_advisor_file: Path | None = None
+    spot_advisor_as_of: str | None = None
 
 
 def market_options(command):
@@ -203,6 +208,10 @@ def market_options(command):
         click.option("--interruptions-per-day", default=None, help="Spot offers: interruptions you expect per day."),
         click.option("--restart-hours", default=None, help="Spot offers: hours one restart costs."),
         click.option("--interruptions-source", default=None, help="Spot offers: where your expectation comes from."),
+        click.option("--spot-advisor", "spot_advisor_file", type=click.Path(path_type=Path), default=None,
+                     help="AWS spot offers: AWS Spot Advisor's spot-advisor-data.json, each offer at its band's upper edge "
+                          "(needs --restart-hours and --spot-advisor-as-of)."),
+        click.option("--spot-advisor-as-of", default=None, help="The day the --spot-advisor file was downloaded (YYYY-MM-DD)."),
     ]
     for option in reversed(options):
         command = option(command)
@@ -249,17 +258,12 @@ def _write_market(offers, *, version: str, source: str, as_of: dict, dates: str,
     out_path = options.out_path
     if out_path.exists():
         raise GpucostError(f"{out_path} exists: remove it, or name another --out")
-    assumption = (options.interruptions_per_day, options.restart_hours, options.interruptions_source)
-    if any(assumption) and not all(assumption):
-        raise GpucostError("spot offers need all three: --interruptions-per-day, --restart-hours and "
-                           "--interruptions-source")
-    interruptions = market.Interruptions(parse_positive(options.interruptions_per_day, "--interruptions-per-day"),
-                                         parse_positive(options.restart_hours, "--restart-hours"),
-                                         options.interruptions_source) if all(assumption) else None
+    interruptions = _users_assumption(options)
+    advised = _advised(offers, options)
     names = market.load_device_names([shipped.shipped(shipped.DEVICE_NAMES), *options.names_files])
     terms = market.load_terms(options.terms_file or shipped.shipped(shipped.BILLING_TERMS))
     imported = market.catalog_text(offers, version=version, source=source, as_of=as_of, names=names, terms=terms,
-                                   interruptions=interruptions)
+                                   interruptions=interruptions, advised=advised)
     write_atomic(out_path, imported.text.encode("utf-8"))
     try:
         load_catalog(out_path)
@@ -269,6 +273,75 @@ def _write_market(offers, *, version: str, source: str, as_of: dict, dates: str,
     for note in imported.notes:
         click.echo(note)
     click.echo(f"{out_path}: {imported.rows} row(s) from {source}; {dates}")
+
+
+def _users_assumption(options: MarketWrite) -> market.Interruptions | None:
+    """The user's own interruption assumption for spot offers: all three options, or none (with --spot-advisor,
+    --restart-hours alone is its restart)."""
+    rate = (options.interruptions_per_day, options.interruptions_source)
+    if options.spot_advisor_file is not None and not options.restart_hours:
+        raise GpucostError("--spot-advisor needs --restart-hours (the hours one restart costs)")
+    if options.spot_advisor_file is not None and any(rate) and not all(rate):
+        raise GpucostError("--interruptions-per-day and --interruptions-source go together")
+    if options.spot_advisor_file is None and any((*rate, options.restart_hours)) and not all((*rate, options.restart_hours)):
+        raise GpucostError("spot offers need all three: --interruptions-per-day, --restart-hours and "
+                           "--interruptions-source")
+    if not all(rate):
+        return None
+    return market.Interruptions(parse_positive(options.interruptions_per_day, "--interruptions-per-day"),
+                                parse_positive(options.restart_hours, "--restart-hours"), options.interruptions_source)
+
+
+def _advised(offers, options: MarketWrite) -> dict[tuple[str, str, str], market.Interruptions]:
+    """Each AWS spot offer's assumption from AWS Spot Advisor's band, where --spot-advisor gives one that bounds a
+    rate; one line per band that bounds none."""
+    if options.spot_advisor_file is None:
+        return {}
+    advisor = spot_advisor.read(options.spot_advisor_file, _as_of(options.spot_advisor_as_of, "--spot-advisor-as-of"))
+    advised, notes = spot_advisor.assumptions(advisor, offers, parse_positive(options.restart_hours, "--restart-hours"))
+    for note in notes:
+        click.echo(note)
+    return advised
+
+
+def _as_of(text: str | None, option: str) -> dt.date | None:
+    """A date the user gives for a file that carries none (YYYY-MM-DD, not in the future); None when not given."""
+    if text is None:
+        return None
+    try:
+        day = dt.date.fromisoformat(text.strip())
+    except ValueError:
+        raise GpucostError(f"{option} '{text}' is not a date (YYYY-MM-DD)") from None
+    if day > dt.date.today():
+        raise GpucostError(f"{option} {text} is in the future: give the day the file was downloaded")
+    return day
+
+
+@catalog_import.command("spot-advisor")
+@click.option("--file", "advisor_file", type=click.Path(path_type=Path), required=True,
+              help="AWS Spot Advisor's spot-advisor-data.json, as downloaded (docs/catalogs.md).")
+@click.option("--as-of", default=None, help="The day the file was downloaded (YYYY-MM-DD): the file carries no date.")
+@click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), required=True,
+              help="The catalog CSV whose interruptible AWS rows are set (rewritten whole, in place).")
+def import_spot_advisor(advisor_file, as_of, catalog_file) -> None:
+    """Set the interruption rate and source of a catalog's interruptible AWS rows from AWS Spot Advisor's published
+    bands, at each band's upper edge (the plan's P90); every other cell is kept."""
+
+    advisor = spot_advisor.read(advisor_file, _as_of(as_of, "--as-of"))
+    load_catalog(catalog_file)
+    done = spot_advisor.rewrite(catalog_file, catalog_file.read_text(encoding="utf-8"), advisor)
+    for note in done.notes:
+        click.echo(note)
+    if not done.rows:
+        raise GpucostError(f"{catalog_file}: no interruptible AWS row whose instance and region the file covers: "
+                           "nothing written")
+    with tempfile.TemporaryDirectory() as folder:  # the rewritten catalog must read before it replaces the old one
+        check = Path(folder) / catalog_file.name
+        check.write_text(done.text, encoding="utf-8")
+        load_catalog(check)
+    write_atomic(catalog_file, done.text.encode("utf-8"))
+    click.echo(f"{catalog_file}: {done.rows} interruptible row(s) set from {advisor.source} (P90 at each band's upper "
+               "edge)")
 
 
 COMMANDS = (packages, window_cmd, plan_cmd, catalog_group)

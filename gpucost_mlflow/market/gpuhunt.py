@@ -27,44 +27,65 @@ class Read:
 
 
 def read(providers: list[str] | None, gpus: list[str] | None) -> Read:
-    """Offers of the named providers (default: every provider of the offline catalog directory, or gpuhunt's
-    offline providers when online) and GPUs."""
+    """Offers of the named providers (default: every provider of the offline catalog directory, or every catalog
+    gpuhunt fetched when online) and GPUs, through gpuhunt's public API only (`gpuhunt.Catalog`)."""
     gpuhunt = require("gpuhunt", "gpuhunt")
-    from gpuhunt._internal.catalog import OFFLINE_PROVIDERS, ONLINE_PROVIDERS
-
     folder = os.environ.get(CATALOG_DIR)
-    known = OFFLINE_PROVIDERS + ONLINE_PROVIDERS
-    unknown = [p for p in providers or [] if p.lower() not in known]
-    if unknown:
-        raise GpucostError(f"unknown provider(s) {', '.join(unknown)} for gpuhunt; known: {', '.join(sorted(known))}")
     catalog = gpuhunt.Catalog(balance_resources=False, auto_reload=False)
+    named = [p.lower() for p in providers or []]
     if folder:
-        present = sorted(p.stem for p in Path(folder).glob("*.csv") if p.stem in OFFLINE_PROVIDERS)
-        providers = [p.lower() for p in providers] if providers else present
-        missing = [p for p in providers if p not in present]
-        if missing:
-            raise GpucostError(f"{CATALOG_DIR}={folder} holds no catalog for {', '.join(missing)}")
-        as_of = {p: dt.date.fromtimestamp((Path(folder) / f"{p}.csv").stat().st_mtime) for p in providers}
-        dated_by = {p: f"the date of {p}.csv in {CATALOG_DIR}" for p in providers}
+        present = sorted(p.stem for p in Path(folder).glob("*.csv"))
+        wanted = named or present
     else:
-        providers = [p.lower() for p in providers] if providers else list(OFFLINE_PROVIDERS)
         try:
             catalog.load()
         except (OSError, gpuhunt.GPUHuntError) as exc:  # an unreachable bucket: urllib's error or gpuhunt's
             raise GpucostError(f"gpuhunt could not fetch its catalogs ({exc}); offline, set {CATALOG_DIR}") from None
-        as_of = {p: dt.date.today() for p in providers}
+        present = sorted(catalog.catalog)
+        wanted = named or present
+    items: dict[str, list] = {}
+    unknown: dict[str, str] = {}
+    missing: list[str] = []
+    for provider in wanted:
+        try:
+            found = catalog.query(provider=[provider], gpu_name=gpus or None, min_gpu_count=1)
+        except ValueError as exc:  # gpuhunt's refusal of a provider it does not know (or an online one not added)
+            unknown[provider] = str(exc)
+            continue
+        except OSError:  # offline: a provider gpuhunt knows, without its file in the folder
+            missing.append(provider)
+            continue
+        if provider in present:
+            items[provider] = found
+        else:
+            missing.append(provider)
+    named_unknown = [p for p in named if p in unknown]  # a file of another name in the folder is not a catalog
+    if named_unknown:
+        raise GpucostError(f"unknown provider(s) {', '.join(named_unknown)} for gpuhunt {_version()} "
+                           f"({'; '.join(unknown[p] for p in named_unknown)})")
+    if missing:
+        where = f"{CATALOG_DIR}={folder} holds" if folder else "gpuhunt fetched"
+        raise GpucostError(f"{where} no catalog for {', '.join(missing)}")
+    read_from = list(items)
+    if not read_from:
+        raise GpucostError(f"no gpuhunt catalog {'in ' + CATALOG_DIR + '=' + folder if folder else 'was fetched'}: "
+                           "nothing written")
+    if folder:
+        as_of = {p: dt.date.fromtimestamp((Path(folder) / f"{p}.csv").stat().st_mtime) for p in read_from}
+        dated_by = {p: f"the date of {p}.csv in {CATALOG_DIR}" for p in read_from}
+    else:
+        as_of = {p: dt.date.today() for p in read_from}
         dated_by = {p: f"fetched by gpuhunt during this import (version {getattr(catalog.catalog.get(p), 'version', '?')})"
-                    for p in providers}
-    items = catalog.query(provider=providers, gpu_name=gpus or None, min_gpu_count=1)
+                    for p in read_from}
     joined: dict[tuple[str, str, str], dict] = {}
-    for item in items:
+    for item in (item for p in read_from for item in items[p]):
         key = (item.provider.lower(), item.instance_name, item.location)
         entry = joined.setdefault(key, {"item": item, "price": None, "spot": None})
         entry["spot" if item.spot else "price"] = Decimal(repr(float(item.price)))
     offers = [Offer(provider, instance, location, e["item"].gpu_name, int(e["item"].gpu_count),
                     float(e["item"].gpu_memory) if e["item"].gpu_memory is not None else None, e["price"], e["spot"])
               for (provider, instance, location), e in joined.items()]
-    return Read(offers, as_of, dated_by, getattr(gpuhunt, "__version__", "") or _version())
+    return Read(offers, as_of, dated_by, _version())
 
 
 def _version() -> str:

@@ -4,7 +4,8 @@ Pure: the libraries are read at the edge (gpucost_mlflow/market/); this module t
 the two shipped, dated, editable tables it needs: the driver's names of each accelerator (so a measured device meets
 its offers) and each provider's billing terms (minimum and increment). It never guesses: an accelerator the names
 table cannot map keeps an empty device_names and is named in the import's notes; a provider without billing terms
-is refused; spot offers become interruptible rows only with the user's interruption assumption.
+is refused; spot offers become interruptible rows only with an interruption assumption: a published band's
+(core/money/spot_advisor.py) or the user's.
 """
 
 from __future__ import annotations
@@ -150,9 +151,11 @@ HEADER = COLUMNS + ("billing", *billing.INTERRUPTIBLE.columns) + DATED_COLUMNS +
 
 
 def catalog_text(offers: list[Offer], *, version: str, source: str, as_of: dict[str, dt.date], names: list[NamesRow],
-                 terms: dict[str, Terms], interruptions: Interruptions | None) -> Imported:
-    """One hourly row per (provider, instance, region) offer, and one interruptible row per spot offer when the
-    user gave an interruption assumption; `as_of` is the date of the catalog file read, per provider."""
+                 terms: dict[str, Terms], interruptions: Interruptions | None,
+                 advised: dict[tuple[str, str, str], Interruptions] | None = None) -> Imported:
+    """One hourly row per (provider, instance, region) offer, and one interruptible row per spot offer with an
+    interruption assumption: its own from `advised` (keyed by provider, instance and region: a published band), else
+    the user's; `as_of` is the date of the catalog file read, per provider."""
     if not offers:
         raise GpucostError("no offer matches these filters: nothing written")
     missing = sorted({o.provider for o in offers if o.provider.lower() not in terms})
@@ -183,11 +186,12 @@ def catalog_text(offers: list[Offer], *, version: str, source: str, as_of: dict[
             rows += 1
         if offer.spot_price is None:
             continue
-        if interruptions is None:
+        assumed = (advised or {}).get((offer.provider.lower(), offer.instance, offer.region), interruptions)
+        if assumed is None:
             spot_left_out += 1
             continue
         writer.writerow(base + [offer.spot_price, "USD", f"{where}; spot price", billing.INTERRUPTIBLE.name, *hours,
-                                interruptions.per_day, interruptions.restart_hours, interruptions.source] + tail)
+                                assumed.per_day, assumed.restart_hours, assumed.source] + tail)
         rows += 1
     notes = [f"{name}: not in the device names table, written with empty device_names (no measured device matches "
              "it; add it with --device-names FILE)" for name in sorted(unmapped)]
