@@ -454,7 +454,9 @@ def test_two_gpu_types_make_two_campaigns_in_one_store_a_preempted_one_resumes_a
         assert status.returncode == 0, status.stderr[-2000:]
         a10g_line = next(line for line in status.stdout.splitlines() if line.startswith("A10G:"))
         assert "job 2 SUCCEEDED; aws g5.xlarge in us-east-1" in a10g_line
-        assert "5 done (5 accepted, 0 pending, 0 failed), 0 left" in a10g_line and "USD at 1.006 USD/h" in a10g_line
+        assert "5 done (5 accepted, 0 pending, 0 failed), 0 left" in a10g_line
+        assert "; realized " in a10g_line and ": 2 attempts (1 recovery), setup included, " in a10g_line
+        assert "(aws: min 60 s, per 1 s each attempt) at 1.006 USD/h" in a10g_line
         fleet_run = client.search_runs([experiment_id], filter_string="tags.`gpucost.role` = 'fleet'")[0]
         assert fleet_run.data.tags["gpucost.fleet.A10G.offer"] == "aws g5.xlarge in us-east-1"
         assert fleet_run.data.tags["gpucost.fleet.A10G.recoveries"] == "1"

@@ -46,7 +46,8 @@ def launch(config: dict, secrets: dict[str, str]) -> int:
 
 @dataclass(frozen=True)
 class JobState:
-    """What SkyPilot says of one managed job."""
+    """What SkyPilot says of one managed job: `duration_s` is every attempt's run time together (setup included),
+    `last_recovered_at` and `end_at` the last attempt's start and end (epoch seconds; None when not known)."""
 
     job_id: int
     status: str
@@ -55,6 +56,8 @@ class JobState:
     resources: str
     duration_s: float | None
     recoveries: int
+    last_recovered_at: float | None = None
+    end_at: float | None = None
 
 
 def _field(record, name: str):
@@ -74,7 +77,8 @@ def jobs(job_ids: list[int]) -> dict[int, JobState]:
             job_id, getattr(status, "value", str(status or "")), str(_field(record, "cloud") or ""),
             str(_field(record, "region") or ""),
             str(_field(record, "cluster_resources") or _field(record, "resources") or ""),
-            _field(record, "job_duration"), int(_field(record, "recovery_count") or 0))
+            _field(record, "job_duration"), int(_field(record, "recovery_count") or 0),
+            _field(record, "last_recovered_at"), _field(record, "end_at"))
     return found
 
 

@@ -1,15 +1,20 @@
-"""`gpucost fleet status` and `down`: each job's SkyPilot state beside its campaign's progress, the time it used and
-its cost at the price of the offer SkyPilot chose; cancelling the fleet's jobs."""
+"""`gpucost fleet status` and `down`: each job's SkyPilot state beside its campaign's progress and its realized rental
+(every attempt, setup included, billed at the price of the offer SkyPilot chose: core/fleet/realized.py); cancelling
+the fleet's jobs."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
-from decimal import ROUND_UP, Decimal
+from decimal import Decimal
 
 from gpucost_mlflow.core.campaign.schedule import remaining, rotated
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.fleet import realized
+from gpucost_mlflow.core.inputs import shipped
 from gpucost_mlflow.core.judging.status import Status
-from gpucost_mlflow.core.money.billing.base import CENT
+from gpucost_mlflow.core.money import market
+from gpucost_mlflow.core.money.market import Offer
 from gpucost_mlflow.fleet import skypilot
 from gpucost_mlflow.tracking import experiments, fleet_run, schema, store
 from gpucost_mlflow.tracking.campaign_run import CampaignRun
@@ -24,38 +29,37 @@ class JobStatus:
     state: str
     offer: str
     price: Decimal | None
-    used_h: Decimal | None
-    cost: Decimal | None
     worst_cost: str
     campaign_id: str = ""
     counts: dict[str, int] | None = None
     left: int | None = None
+    realized: Decimal | None = None
+    realized_line: str = ""
+    partial: bool = False
     why_empty: str = ""
 
     def line(self) -> str:
         progress = ("campaign not started" if self.counts is None else
                     f"campaign {self.campaign_id}: {self.counts['done']} done ({self.counts['accepted']} accepted, "
                     f"{self.counts['pending']} pending, {self.counts['failed']} failed), {self.left} left")
-        money = (f"{self.used_h:.2f} h used, {self.cost} USD at {self.price} USD/h" if self.cost is not None
-                 else f"cost empty: {self.why_empty}")
         return (f"{self.gpu}: job {self.job_id or 'not launched'} {self.state}; {self.offer or 'no offer yet'}; "
-                f"{progress}; {money}; worst case {self.worst_cost} USD")
+                f"{progress}; {self.money()}; worst case {self.worst_cost} USD")
+
+    def money(self) -> str:
+        """'realized 0.06 USD: 3 attempts (2 recoveries), ...', or the empty cell and why."""
+        return f"realized {self.realized_line}" if self.realized is not None else f"realized empty: {self.why_empty}"
 
 
-def _offer_price(state: skypilot.JobState, spot: bool) -> tuple[str, Decimal | None]:
-    """The offer SkyPilot chose (cloud, instance, region) and its catalog price, from SkyPilot's own catalog."""
-    if not state.cloud or not state.region:
-        return "", None
+def _offer(state: skypilot.JobState) -> Offer | None:
+    """The offer SkyPilot chose (cloud, instance, region), from SkyPilot's own catalog; None when it is not there."""
     offers = [o for o in skypilot.offers([state.cloud.lower()], []) if o.region == state.region
               and o.instance and o.instance in state.resources]
-    if not offers:
-        return f"{state.cloud.lower()} in {state.region}", None
-    offer = max(offers, key=lambda o: len(o.instance))
-    return f"{offer.provider} {offer.instance} in {offer.region}", offer.spot_price if spot else offer.price
+    return max(offers, key=lambda o: len(o.instance)) if offers else None
 
 
 def fleet_status(experiment: str, fleet_id: str) -> list[JobStatus]:
-    """Every job of the fleet; what SkyPilot tells of the offer is recorded on the fleet run as it is learnt."""
+    """Every job of the fleet with its realized rental; what SkyPilot tells of the offer, and the rental once the job
+    has ended, is recorded on the fleet run as it is learnt."""
     store.bound_http_retries()
     store.check()
     client = store.client()
@@ -64,26 +68,52 @@ def fleet_status(experiment: str, fleet_id: str) -> list[JobStatus]:
     spot = fleet.params.get("spot") == "true"
     ids = {gpu: facts.get("job_id", "") for gpu, facts in fleet.facts.items()}
     states = skypilot.jobs([int(i) for i in ids.values() if i])
+    terms = market.load_terms(shipped.shipped(shipped.BILLING_TERMS))
     shown = []
     for gpu in fleet.gpus:
+        facts = fleet.facts[gpu]
         state = states.get(int(ids[gpu])) if ids[gpu] else None
-        job = JobStatus(gpu, ids[gpu], state.status if state else "unknown to SkyPilot", "", None, None, None,
-                        fleet.facts[gpu].get("worst_cost", ""))
+        job = JobStatus(gpu, ids[gpu], state.status if state else "unknown to SkyPilot", "", None,
+                        facts.get("worst_cost", ""))
         if state is not None:
-            job.offer, job.price = _offer_price(state, spot)
-            if job.offer:
-                fleet_run.record(client, fleet.run_id, gpu, {"offer": job.offer, "price": f"{job.price or ''}",
-                                                             "recoveries": str(state.recoveries)})
-            if state.duration_s is not None and job.price is not None:
-                job.used_h = Decimal(str(state.duration_s)) / 3600
-                job.cost = (job.used_h * job.price).quantize(CENT, rounding=ROUND_UP)
-        if job.cost is None:
-            job.why_empty = ("SkyPilot has not placed the job yet" if not job.offer else
-                             "the chosen offer is not in SkyPilot's catalog here" if job.price is None else
-                             "SkyPilot reports no running time yet")
+            _realize(client, fleet.run_id, job, state, spot, terms, facts)
+        elif facts.get(schema.REALIZED):
+            job.offer, job.realized = facts.get("offer", ""), Decimal(facts[schema.REALIZED])
+            job.realized_line = f"{facts.get(schema.REALIZED + '_line', job.realized)} (recorded on the fleet run)"
+        else:
+            job.why_empty = ("the job was never launched" if not ids[gpu] else
+                             "SkyPilot no longer lists the job and no rental was recorded while it did")
         _progress(client, experiment_id, fleet_id, job)
         shown.append(job)
     return shown
+
+
+def _realize(client, run_id: str, job: JobStatus, state: skypilot.JobState, spot: bool, terms: dict,
+             facts: dict[str, str]) -> None:
+    """The job's offer and realized rental from SkyPilot's queue; recorded on the fleet run (the rental once final)."""
+    offer = _offer(state) if state.cloud and state.region else None
+    if offer is not None:
+        job.offer, job.price = f"{offer.provider} {offer.instance} in {offer.region}", (
+            offer.spot_price if spot else offer.price)
+    elif state.cloud and state.region:
+        job.offer = f"{state.cloud.lower()} in {state.region}"
+    if job.offer:
+        fleet_run.record(client, run_id, job.gpu, {"offer": job.offer, "price": f"{job.price or ''}",
+                                                   "recoveries": str(state.recoveries)})
+    attempts = realized.from_queue(job.state, state.recoveries, state.duration_s, state.last_recovered_at,
+                                   state.end_at, time.time())
+    if attempts is None or job.price is None:
+        job.why_empty = ("SkyPilot has not started the job on a machine yet" if attempts is None and
+                         job.state not in realized.ENDED else
+                         "the job ended before SkyPilot started it on a machine" if attempts is None else
+                         "the chosen offer is not in SkyPilot's catalog here" if job.offer else
+                         "SkyPilot has not placed the job yet")
+        return
+    provider = offer.provider if offer is not None else state.cloud.lower()
+    found = realized.realized(attempts, job.price, terms.get(provider), provider)
+    job.realized, job.realized_line, job.partial = found.cost, found.line(), found.partial
+    if not found.partial and facts.get(schema.REALIZED) != str(found.cost):
+        fleet_run.record_realized(client, run_id, job.gpu, found.cost, found.currency, job.realized_line)
 
 
 def _progress(client, experiment_id: str, fleet_id: str, job: JobStatus) -> None:

@@ -38,3 +38,23 @@ def bill_lines(bill: Bill | None, committed: Decimal | None = None, currency: st
 def _signed(value: Decimal, digits: str) -> str:
     """+8.40, -1.60, 0.00: a sign on every difference but none."""
     return f"{value:,{digits}}" if value == 0 else f"{value:+,{digits}}"
+
+
+def fleet_total_line(realized: dict[str, Decimal | None], partial: bool, worst: Decimal | None,
+                     committed: Decimal | None, currency: str, plan_said: str) -> str:
+    """The fleet's realized rental beside its worst case and the latest decision's committed plan, an empty figure
+    said with why: 'Fleet realized 4.12 USD of a worst case 13.40 USD; the latest decision (run 3f2a) commits ...'."""
+    known = [amount for amount in realized.values() if amount is not None]
+    empty = [gpu for gpu, amount in realized.items() if amount is None]
+    if not known:
+        head = f"Fleet realized: empty (no GPU type's rental is known yet: {', '.join(empty)})"
+    else:
+        head = (f"Fleet realized {money(sum(known, Decimal(0)), 'USD')}"
+                + (" so far (partial: a job is still running)" if partial else "")
+                + (f", without {', '.join(empty)} (empty)" if empty else ""))
+    against = f" of a worst case {money(worst, 'USD')}" if worst is not None else " (no worst case recorded)"
+    if committed is None:
+        plan = f"no committed plan to set it beside: {plan_said}"
+    else:
+        plan = f"the latest decision ({plan_said}) commits {money(committed, currency)} for the work itself"
+    return f"{head}{against}; {plan}"

@@ -174,6 +174,18 @@ def latest_decision(client: MlflowClient, experiment_id: str) -> Run | None:
     return runs[0] if runs else None
 
 
+def latest_committed(client: MlflowClient, experiment_id: str) -> tuple[Decimal | None, str, str]:
+    """The committed cost of the plan the experiment's latest decision run chose, its currency and the run's id; with
+    no plan chosen, (None, "", why)."""
+    run = latest_decision(client, experiment_id)
+    if run is None:
+        return None, "", "no decision run yet (`gpucost report` logs one)"
+    committed = _committed(run)
+    if run.data.tags.get(schema.DECISION) != schema.DECIDED or committed is None:
+        return None, "", f"the latest decision run {run.info.run_id} chose no plan"
+    return committed, run.data.tags.get(schema.DECISION_CURRENCY, ""), run.info.run_id
+
+
 def record_bill(client: MlflowClient, experiment: str, paid: Decimal, currency: str, note: str,
                 at: str | None = None) -> tuple[Bill, Bill | None]:
     """Record what was paid for the plan chosen on the experiment's latest decision run: its bill tags, the metric

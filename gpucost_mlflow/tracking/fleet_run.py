@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from decimal import Decimal
 
-from mlflow.entities import Param, RunTag
+from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import GpucostError
@@ -42,6 +43,18 @@ def open_fleet(client: MlflowClient, experiment_id: str, fleet_id: str, gpus: li
 def record(client: MlflowClient, run_id: str, gpu: str, facts: dict[str, str]) -> None:
     """One GPU type's facts on the fleet run (its job id, its worst case, the offer SkyPilot chose)."""
     client.log_batch(run_id, tags=[RunTag(tag(gpu, key), str(value)[:limits.TAG_VALUE]) for key, value in facts.items()])
+
+
+def realized_metric(gpu: str, currency: str) -> str:
+    """The fleet run's metric of one GPU type's realized rental: realized_a10g_usd."""
+    return schema.in_currency(f"{schema.REALIZED}_{gpu.lower()}", currency)
+
+
+def record_realized(client: MlflowClient, run_id: str, gpu: str, cost: Decimal, currency: str, line: str) -> None:
+    """One GPU type's final realized rental on the fleet run: its metric and the tags that say how it was billed."""
+    client.log_batch(run_id, metrics=[Metric(realized_metric(gpu, currency), float(cost), int(time.time() * 1000), 0)],
+                     tags=[RunTag(tag(gpu, schema.REALIZED), str(cost)),
+                           RunTag(tag(gpu, f"{schema.REALIZED}_line"), line[:limits.TAG_VALUE])])
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,10 @@
 """One managed job of the stand-in: the task's file mounts copied into the job's own HOME, `~/gpucost-venv` pointing at
 the venv running the tests (the task's `setup` installs nothing here), then its `run` script under bash with the
 task's envs and secrets and SkyPilot's job id. A `preempt` file kills the run's process group at once (no signal
-handler runs, as on a lost machine) and runs it again; a `cancel` file ends it CANCELLED."""
+handler runs, as on a lost machine) and runs it again; a `cancel` file ends it CANCELLED. Its state keeps SkyPilot's
+columns: `job_duration` the run time of the attempts already lost, `last_recovered_at` the last attempt's start,
+`end_at`, `recovery_count` counted once the relaunch is up (sky/jobs.py's queue derives the duration SkyPilot shows).
+An attempt's clock starts where SkyPilot's does, when the job is on its machine: its setup counts in it."""
 
 from __future__ import annotations
 
@@ -41,7 +44,8 @@ def save(**fields) -> None:
 
 
 started = time.time()
-save(status="RUNNING", cloud="AWS", region="us-east-1",
+save(status="RUNNING", cloud="AWS", region="us-east-1", submitted_at=started, start_at=started,
+     last_recovered_at=started, job_duration=0.0,
      cluster_resources=f"1x(gpus={config['resources']['accelerators']}, "
                        f"{'g6.xlarge' if gpu == 'L4' else 'g5.xlarge'}, cpus=4, mem=16)")
 while True:
@@ -54,7 +58,7 @@ while True:
             os.killpg(run.pid, signal.SIGKILL)
             run.wait()
             (folder / "preempt").unlink()
-            save(recovery_count=state["recovery_count"] + 1, status="RECOVERING")
+            save(job_duration=state["job_duration"] + time.time() - state["last_recovered_at"], status="RECOVERING")
             outcome = "recover"
             break
         if (folder / "cancel").exists():
@@ -62,10 +66,9 @@ while True:
             run.wait()
             outcome = "CANCELLED"
             break
-        save(job_duration=time.time() - started)
         time.sleep(0.2)
     if outcome == "recover":
-        save(status="RUNNING")
+        save(status="RUNNING", recovery_count=state["recovery_count"] + 1, last_recovered_at=time.time())
         continue
-    save(status=outcome or ("SUCCEEDED" if run.returncode == 0 else "FAILED"), job_duration=time.time() - started)
+    save(status=outcome or ("SUCCEEDED" if run.returncode == 0 else "FAILED"), end_at=time.time())
     break

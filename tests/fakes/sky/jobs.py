@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import sky
@@ -39,9 +40,18 @@ def queue_v2(refresh, skip_finished=False, all_users=False, job_ids=None, **_):
     for folder in sorted(_jobs().iterdir(), key=lambda p: int(p.name)):
         record = json.loads((folder / "state.json").read_text())
         if job_ids is None or record["job_id"] in job_ids:
-            records.append(record)
+            records.append(_shown(record))
     sky.record_call("jobs.queue_v2", job_ids=job_ids)
     return records, len(records), {}, len(records)
+
+
+def _shown(record: dict) -> dict:
+    """The record as SkyPilot's queue shows it: `job_duration` every attempt's run time together (the lost ones'
+    alone while RECOVERING), from the last attempt's start to its end, or to now while it runs."""
+    started = record.get("last_recovered_at")
+    if started is not None and record["status"] != "RECOVERING":
+        record["job_duration"] = (record.get("end_at") or time.time()) - (started - record["job_duration"])
+    return record
 
 
 def cancel(name=None, job_ids=None, **_):
