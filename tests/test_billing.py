@@ -34,7 +34,7 @@ class MonthlyBilling(Billing):
             raise GpucostError(f"{path}:{line}: days must be empty on a monthly row")
         return {"days": 30 * whole(path, line, "months", values.get("months", ""))}
 
-    def cover(self, offer, hours, lots, deliverable_h):
+    def cover(self, offer, hours, lots, deliverable_h, work):
         period = Decimal(offer.days * 24)
         periods = int((hours / period).to_integral_value(rounding=ROUND_CEILING))
         return Cover(periods, None, period * periods, (offer.price_per_lot * lots * periods).quantize(CENT))
@@ -50,10 +50,11 @@ class MonthlyBilling(Billing):
 
 
 def test_every_row_is_billed_by_the_kind_its_billing_column_names():
-    assert list(billing.KINDS) == ["package", "hourly", "interruptible"]
+    assert list(billing.KINDS) == ["package", "hourly", "interruptible", "per_token"]
     assert billing.kind("hourly").by_the_hour and billing.kind("interruptible").by_the_hour
     assert not billing.kind("package").by_the_hour
     assert billing.owner("increment_hours") == "hourly" and billing.owner("restart_hours") == "interruptible"
+    assert billing.owner("tier") == "per_token" and not billing.kind("per_token").per_lot
 
 
 def test_a_billing_kind_added_to_the_registry_is_read_covered_stepped_and_described(tmp_path, monkeypatch):
@@ -77,7 +78,7 @@ def test_a_billing_kind_added_to_the_registry_is_read_covered_stepped_and_descri
 
 def test_billing_kinds_are_compared_only_inside_core_money_billing():
     """One seam: no module outside core/money/billing/ compares a value with a billing kind's name."""
-    names = {"package", "hourly", "interruptible"}
+    names = {"package", "hourly", "interruptible", "per_token"}
     found = []
     for path in sorted(PACKAGE_DIR.rglob("*.py")):
         where = path.relative_to(PACKAGE_DIR).as_posix()

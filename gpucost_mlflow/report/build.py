@@ -154,7 +154,7 @@ def build(experiment: str, protocol: Protocol, protocol_path: Path, catalog: Cat
         what_if_digest=protocol.digest if options.what_if else "",
         lists=[(PRICES_TITLE, PRICES_TEXT, prices),
                (alternatives.TITLE, alternatives.TEXT,
-                alternatives.endpoint_lines(assessments, choice, protocol, today, options.allow_stale)),
+                alternatives.endpoint_lines(protocol, today, options.allow_stale)),
                (NOT_MEASURED_TITLE, NOT_MEASURED_TEXT, _not_measured(catalog, {c.device for c in configs})),
                (CONFIRMATION_TITLE, CONFIRMATION_TEXT, confirmations.lines(confirmed))],
         bill=bill_lines(decision_run.latest_bill(client, experiments.named(client, experiment).experiment_id)),
@@ -231,7 +231,7 @@ def _not_measured(catalog: Catalog, devices: set[str]) -> list[str]:
     for gpu, rows in catalog.not_measured(devices).items():
         names = "; ".join(rows[0].device_names) or "device names unknown"
         lines.append(f"{gpu} ({names}): {len(rows)} row{'s' if len(rows) > 1 else ''}, the cheapest "
-                     f"{rows[0].price_per_lot:,.2f} {rows[0].currency} per lot: {rows[0].describe()}")
+                     f"{rows[0].kind.price(rows[0])}: {rows[0].describe()}")
     return lines
 
 

@@ -23,7 +23,7 @@ from gpucost_mlflow.core.money.catalog import UNDATED
 from gpucost_mlflow.core.money.choice import NOT_HELD, NOTHING_PRICED, STAGE_OPEN, Doubt, doubt
 from gpucost_mlflow.core.money.curve import priced
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, NO_PLAN, Assessment
-from gpucost_mlflow.core.money.plans import Plan
+from gpucost_mlflow.core.money.plans import Plan, to_hours
 from gpucost_mlflow.report import short, standing
 from gpucost_mlflow.report.model import Report
 
@@ -143,7 +143,10 @@ def _window(report: Report, a: Assessment) -> str:
             met = " (met)" if from_now <= a.rules.deadline else " (missed)"
         deadline += (f"; the declared start {start.isoformat(timespec='minutes')} is past: started now, it would end "
                      f"by {from_now.isoformat(timespec='minutes')}{met}")
-    return f"{f.hours:,.1f} h forecast{split}, {f.high_hours:,.1f} h at the slowest pass{end}; {deadline}"
+    bound = a.plan.window_hours if a.plan is not None else None
+    own = (f"; the plan is bound by its own {float(bound):,.1f} h window, not the measured rate"
+           if bound is not None and bound != to_hours(f.high_hours) else "")
+    return f"{f.hours:,.1f} h forecast{split}, {f.high_hours:,.1f} h at the slowest pass{end}{own}; {deadline}"
 
 
 def _margin(chosen: Assessment, other: Assessment) -> str:
@@ -308,7 +311,7 @@ def lines(report: Report) -> list[tuple[str, str]]:
         chosen = choice.chosen[0]
         confirmed = _confirmed(report, names)
         run = _run(choice.chosen, names) + (f"; {confirmed}" if confirmed else "")
-        result = [("Rent", _rent(chosen, report.written)), ("Run", run),
+        result = [(chosen.plan.offer.kind.verb, _rent(chosen, report.written)), ("Run", run),
                   ("Window", _window(report, chosen) + _lasting(report, chosen)),
                   ("Runner-up", _runner_up(report, names)),
                   ("Would change it", _changes(report, names))]

@@ -227,7 +227,7 @@ def plan_table(report: Report) -> Table:
         c = a.configuration
         table.rows.append([c.device, c.label, f"{'yes' if a.feasible else 'no'} {table.note(a.feasibility)}",
                            a.plan.describe() if a.plan else f"none {table.note(a.priced)}", _committed(table, a),
-                           _saving(a), _capacity(a), "\n".join(p.describe() for p in a.plans[1:3]),
+                           _saving(a), _capacity(a), "\n".join([p.describe() for p in a.plans[1:3]] + a.refused),
                            str(c.accepted_deliverables),
                            _per_corpus(table, a)])
     return table

@@ -389,6 +389,7 @@ def balance(assessments: list[Assessment], deadline, other_costs=()) -> pd.DataF
             "median_plan_cost": str(a.median_plan.total) if a.median_plan else "",
             "possible_saving": str(a.saving) if a.saving is not None else "",
             "next_plans": " | ".join(p.describe() for p in a.plans[1:3]),
+            "rows_not_priced": " | ".join(a.refused),
             "accepted_deliverables": c.accepted_deliverables,
             "cost_per_validated_corpus": (str(a.cost_per_validated) if a.cost_per_validated is not None
                                           else "undefined (no accepted deliverable)"),

@@ -3,7 +3,9 @@
 Both costs come from the same forecast (core/money/forecast.py) at its slowest pass, priced by the cheapest
 covering plan (core/money/plans.py), as the decision commits them. A cost is a step function of the volume: it
 changes only where a window crosses a package length, an hourly increment or a minimum, so the order is
-checked at exactly those volumes, and only at volumes where both still meet the deadline.
+checked at exactly those volumes, and only at volumes where both still meet the deadline. A per-token plan's cost
+grows with every deliverable instead: it is read hour by hour of the window (its `step_hours`), so a flip against it
+is found to within an hour's deliverables.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from decimal import Decimal
 
 from gpucost_mlflow.core.money.catalog import Package
 from gpucost_mlflow.core.money.forecast import Forecast
-from gpucost_mlflow.core.money.plans import covering_plans, to_hours
+from gpucost_mlflow.core.money.plans import NO_WORK, Work, covering_plans, to_hours
 
 MAX_VOLUME = 1_000_000
 MAX_POINTS = 20_000  # volumes evaluated at most (each one prices both configurations)
@@ -25,19 +27,20 @@ SLOWEST = 2  # the forecast's slowest pass: what a plan is committed to cover
 
 @dataclass(frozen=True)
 class Priced:
-    """One configuration as break-even needs it: its forecast, the catalog rows of its device, its GPUs, and the
-    hours from the planned start to the deadline (None: no deadline to meet)."""
+    """One configuration as break-even needs it: its forecast, the catalog rows of its device, its GPUs, the
+    hours from the planned start to the deadline (None: no deadline to meet), and the work a per-token row prices."""
 
     name: str
     forecast: Forecast
     offers: tuple[Package, ...]
     gpus: int = 1
     deadline_h: float | None = None
+    work: Work = NO_WORK
 
     def cost(self, volume: int) -> Decimal:
         """The cheapest covering plan's total for this volume of deliverables (slowest-pass forecast)."""
         return covering_plans(list(self.offers), to_hours(self.forecast.hours_for(volume, SLOWEST)), self.gpus,
-                              self.forecast.per_deliverable_h[SLOWEST])[0].total
+                              self.forecast.per_deliverable_h[SLOWEST], self.work.at(volume))[0].total
 
     @property
     def _per(self) -> float:

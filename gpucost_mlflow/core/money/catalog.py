@@ -1,5 +1,5 @@
-"""Catalogs: versioned CSV price lists of fixed packages, hourly and interruptible rates, every row validated and
-dated, money as Decimal. How a row is billed is its billing kind's (core/money/billing/)."""
+"""Catalogs: versioned CSV price lists of fixed packages, hourly and interruptible rates and per-token tiers, every
+row validated and dated, money as Decimal. How a row is billed is its billing kind's (core/money/billing/)."""
 
 from __future__ import annotations
 
@@ -53,6 +53,10 @@ class Package:
     interruptions_source: str = ""  # ... and where the expectation comes from
     instance: str = ""  # an imported offer: the instance type ...
     region: str = ""  # ... and the region it is offered in
+    input_per_million: Decimal | None = None  # a per_token row: its price per million input tokens ...
+    output_per_million: Decimal | None = None  # ... and output tokens ...
+    tier: str = ""  # ... its tier (list or batch) ...
+    completion_window_hours: Decimal | None = None  # ... and a batch tier's completion window
 
     @property
     def kind(self) -> billing.Billing:
@@ -138,7 +142,8 @@ class Catalog:
         for p in self.packages:
             if not measured & {n.lower() for n in p.device_names}:
                 found.setdefault(p.gpu, []).append(p)
-        return {gpu: sorted(rows, key=lambda p: (p.price_per_lot, p.line)) for gpu, rows in sorted(found.items())}
+        return {gpu: sorted(rows, key=lambda p: (not p.kind.per_lot, p.price_per_lot, p.line))
+                for gpu, rows in sorted(found.items())}
 
     def stale_for(self, device_name: str) -> list[Package]:
         """The rows of this device set aside as stale."""
@@ -157,7 +162,7 @@ def merged(catalogs: list[Catalog]) -> Catalog:
             raise GpucostError(f"{catalog.path} prices in {catalog.currency}, {first.path} in {first.currency}: one "
                                "comparison uses one currency")
         for p in catalog.packages:
-            key = (p.provider, p.gpu, p.billing, p.days, p.instance, p.region)
+            key = (p.provider, p.gpu, p.billing, p.days, p.instance, p.region, p.tier)
             if key in seen:
                 raise GpucostError(f"{catalog.path}:{p.line}: {p.describe()} of {p.provider} is also in {seen[key]}")
             seen[key] = f"{catalog.path}:{p.line}"
@@ -172,7 +177,7 @@ def dated(catalog: Catalog, today: dt.date, max_age_days: int | None, allow_stal
     fresh, stale, remarks = [], [], []
     for package in catalog.packages:
         age = package.age_days(today)
-        where = f"{package.describe()} at {package.price_per_lot:,.2f} {package.currency}"
+        where = f"{package.describe()} at {package.kind.price(package)}"
         if max_age_days is not None and age is not None and age > max_age_days:
             if allow_stale:
                 fresh.append(package)
@@ -253,16 +258,20 @@ def load_catalog(path: Path) -> Catalog:
         line = reader.line_num
         values = {c: (record.get(c) or "").strip()
                   for c in COLUMNS + ("billing", *billing.columns()) + DATED_COLUMNS + OFFER_COLUMNS}
+        billed = _billing(path, line, values)
         for column in COLUMNS:
-            if column not in ("days", "device_names") and not values[column]:
+            if column not in ("days", "device_names", "price_per_lot") and not values[column]:
                 raise GpucostError(f"{path}:{line}: empty {column}")
+        per_lot = billing.kind(billed["billing"]).per_lot
+        if per_lot and not values["price_per_lot"]:
+            raise GpucostError(f"{path}:{line}: empty price_per_lot")
         package = Package(
             provider=values["provider"],
             catalog_version=values["catalog_version"],
             gpu=values["gpu"],
             device_names=tuple(n.strip() for n in values["device_names"].split(";") if n.strip()),
             gpus_per_lot=whole(path, line, "gpus_per_lot", values["gpus_per_lot"]),
-            price_per_lot=_price(path, line, values["price_per_lot"]),
+            price_per_lot=_price(path, line, values["price_per_lot"]) if per_lot else Decimal(0),
             currency=values["currency"].upper(),
             source=values["source"],
             line=line,
@@ -270,11 +279,13 @@ def load_catalog(path: Path) -> Catalog:
             as_of_from_version=not values["as_of"] and version_date(values["catalog_version"]) is not None,
             instance=values["instance"],
             region=values["region"],
-            **_billing(path, line, values),
+            **billed,
         )
-        key = (package.provider, package.gpu, package.billing, package.days, package.instance, package.region)
+        key = (package.provider, package.gpu, package.billing, package.days, package.instance, package.region,
+               package.tier)
         if key in seen:
-            what = f"{package.days} days" if not package.hourly else "hourly rate"
+            what = (f"{package.tier} tier" if package.tier else f"{package.days} days" if not package.hourly
+                    else "hourly rate")
             raise GpucostError(f"{path}:{line}: duplicate package {package.gpu} {what} of {package.provider} (first at line {seen[key]})")
         seen[key] = line
         if packages and package.currency != packages[0].currency:

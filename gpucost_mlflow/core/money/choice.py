@@ -36,7 +36,7 @@ def break_evens(assessments: list[Assessment]) -> list[BreakEven]:
     for i, first in enumerate(best):
         for second in best[i + 1:]:
             priced = [Priced(a.configuration.name, a.forecast, tuple(p.offer for p in a.plans), a.configuration.gpus,
-                             a.rules.deadline_hours if a.rules else None) for a in (first, second)]
+                             a.rules.deadline_hours if a.rules else None, a.work) for a in (first, second)]
             result.append(break_even(priced[0], priced[1], first.forecast.deliverables))
     return result
 
@@ -76,7 +76,7 @@ def _plan_at(a: Assessment, slowest_h: float):
     None when no row covers that window."""
     f = a.forecast
     window = replace(f, per_deliverable_h=(f.per_deliverable_h[0], f.per_deliverable_h[1], slowest_h)).high_hours
-    plans = covering_plans([p.offer for p in a.plans], to_hours(window), a.configuration.gpus, slowest_h)
+    plans = covering_plans([p.offer for p in a.plans], to_hours(window), a.configuration.gpus, slowest_h, a.work)
     return plans[0] if plans else None
 
 

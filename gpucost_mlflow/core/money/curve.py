@@ -35,7 +35,8 @@ def priced(a: Assessment) -> Priced | None:
     if a.forecast is None or not a.plans:
         return None
     deadline_h = a.rules.deadline_hours if a.rules else None
-    return Priced(a.configuration.name, a.forecast, tuple(p.offer for p in a.plans), a.configuration.gpus, deadline_h)
+    return Priced(a.configuration.name, a.forecast, tuple(p.offer for p in a.plans), a.configuration.gpus, deadline_h,
+                  a.work)
 
 
 def _changes(p: Priced, high: int) -> int:

@@ -22,7 +22,7 @@ from gpucost_mlflow.core.measurement.timeline import Span
 from gpucost_mlflow.core.money import costs, units
 from gpucost_mlflow.core.money.catalog import Catalog
 from gpucost_mlflow.core.money.forecast import Delivery, Forecast, forecast
-from gpucost_mlflow.core.money.plans import Plan, covering_plans, to_hours
+from gpucost_mlflow.core.money.plans import NO_WORK, Plan, Work, covering_plans, refusals, to_hours
 from gpucost_mlflow.core.money.startups import AuditRule, lanes_of
 
 
@@ -155,6 +155,8 @@ class Assessment:
     stability: Stability | None = None
     under_sampled: str = ""
     rules: Rules | None = None
+    work: Work = NO_WORK  # the planned volume and measured tokens a per-token row prices
+    refused: list[str] = field(default_factory=list)  # rows of its device that cannot price the work, each with why
 
     @property
     def plan(self) -> Plan | None:
@@ -218,8 +220,8 @@ class Assessment:
     @property
     def spare(self) -> units.Spare | None:
         """The deliverables the committed plan holds at the slowest pass, beyond the declared ones."""
-        if self.plan is None or self.forecast is None:
-            return None
+        if self.plan is None or self.forecast is None or not self.plan.offer.kind.spare_capacity:
+            return None  # a bill per token grows with each deliverable: no paid hours hold more
         return units.spare(self.forecast, self.plan)
 
     @property
@@ -272,7 +274,8 @@ NOT_COMMITTED = "not committed"  # what stands where a price would: a configurat
 def unpriced(a: Assessment, reason: str) -> Assessment:
     """The assessment as every table, file and description shows a configuration that cannot be committed to: no
     plan and no figure priced from one, "not committed: <reason>" where its plan was (nothing infeasible priced)."""
-    return replace(a, plans=[], median_plans=[], cost_per_validated=None, priced=f"{NOT_COMMITTED}: {reason}")
+    return replace(a, plans=[], median_plans=[], refused=[], cost_per_validated=None,
+                   priced=f"{NOT_COMMITTED}: {reason}")
 
 
 NO_CAUSE = "no cause recorded: no other pass ran beside it; load from other processes is not recorded"
@@ -381,12 +384,25 @@ def assess_one(config: Configuration, rules: Rules) -> Assessment:
     elif item.forecast is None:
         item.priced = f"not priced: {item.forecast_note}"
     else:
+        item.work = work_of(config, rules, item.forecast)
+        item.refused = refusals(offers, item.work)
         slowest, median = item.forecast.per_deliverable_h[2], item.forecast.per_deliverable_h[1]
-        item.plans = covering_plans(offers, to_hours(item.forecast.high_hours), config.gpus, slowest)
-        item.median_plans = covering_plans(offers, to_hours(item.forecast.hours), config.gpus, median)
+        item.plans = covering_plans(offers, to_hours(item.forecast.high_hours), config.gpus, slowest, item.work)
+        item.median_plans = covering_plans(offers, to_hours(item.forecast.hours), config.gpus, median, item.work)
+        if item.plan is None:
+            item.priced = "not priced: " + "; ".join(item.refused)
+            return item
         item.priced = item.plan.describe()
         item.cost_per_validated = costs.cost_per_validated_corpus(item.plan.total, config.accepted_deliverables)
     return item
+
+
+def work_of(config: Configuration, rules: Rules, forecast: Forecast) -> Work:
+    """What a plan is bought for beyond its window: the declared volume, the tokens the accepted passes counted per
+    input, the declared setup and the hours to the deadline (a per-token row prices it, a batch tier's window is
+    bounded by it)."""
+    return Work(rules.expected_deliverables, rules.inputs_per_deliverable, config.input_tokens_per_input,
+                config.output_tokens_per_input, forecast.setup_h, rules.deadline_hours)
 
 
 def assess(configs: list[Configuration], rules: Rules) -> list[Assessment]:

@@ -3,8 +3,10 @@
 Each row is covered by its billing kind (core/money/billing/): a fixed package is bought whole, period after period
 (never an automatic extension); an hourly rate bills max(min_hours, the window rounded up to increment_hours); an
 interruptible rate is billed the same way for the window its interruptions lengthen, committed at the 90th
-percentile of their count, the expected total beside it (core/money/interruptions.py). Lots = ceil(GPUs used / GPUs per lot); a lot's unused GPUs are said, never
-counted as extra throughput.
+percentile of their count, the expected total beside it (core/money/interruptions.py); a per-token row prices the
+planned work from the measured tokens, over the forecast window (list tier) or setup + its completion window (batch
+tier), and refuses, with the reason, a work it cannot price. Lots = ceil(GPUs used / GPUs per lot); a lot's unused
+GPUs are said, never counted as extra throughput.
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.money.billing.base import to_hours
+from gpucost_mlflow.core.money.billing.base import NO_WORK, Work, to_hours
 from gpucost_mlflow.core.money.catalog import Package
 from gpucost_mlflow.core.money.interruptions import Rework
 
-__all__ = ["Plan", "covering_plans", "lots_for", "parse_hours", "parse_positive", "plan_for", "to_hours"]
+__all__ = ["NO_WORK", "Plan", "Work", "covering_plans", "lots_for", "parse_hours", "parse_positive", "plan_for",
+           "refusals", "to_hours"]
 
 
 def parse_positive(text: str, name: str, what: str = "a number") -> Decimal:
@@ -59,6 +62,7 @@ class Plan:
     expected_total: Decimal | None = None  # an interruptible row: the total at the expected count of interruptions
     expected_billed: Decimal | None = None
     rework: Rework | None = None
+    work: Work = NO_WORK  # what it was bought for: a per-token plan's planned inputs and measured tokens
 
     @property
     def currency(self) -> str:
@@ -82,7 +86,7 @@ class Plan:
         head = self.offer.kind.head(self, f"{self.lots} lot{'s' if self.lots > 1 else ''}")
         head += f" on {self.offer.offer}" if self.offer.offer else ""
         note = f"; {self.note}" if self.note else ""
-        return f"{head}: {self.total:,.2f} {self.currency}{note}"
+        return f"{head}: {self.total:,.2f} {self.currency}{self.offer.kind.tail(self)}{note}"
 
     def as_dict(self) -> dict:
         """The plan as JSON-ready values (money and hours as decimal strings)."""
@@ -102,7 +106,12 @@ class Plan:
             "window_hours": str(self.window_hours),
             "hours_billed": str(self.hours_billed) if self.hours_billed is not None else None,
             "covered_hours": str(self.covered_hours),
-            "price_per_lot": str(self.offer.price_per_lot),
+            "price_per_lot": str(self.offer.price_per_lot) if self.offer.kind.per_lot else None,
+            "tier": self.offer.tier,
+            "price_per_million_input": _text(self.offer.input_per_million),
+            "price_per_million_output": _text(self.offer.output_per_million),
+            "completion_window_hours": _text(self.offer.completion_window_hours),
+            "planned_inputs": self.work.inputs if not self.offer.kind.per_lot else None,
             "total": str(self.total),
             "expected_total": str(self.expected_total if self.expected_total is not None else self.total),
             "p90_total": str(self.total),
@@ -113,22 +122,40 @@ class Plan:
         }
 
 
-def plan_for(offer: Package, hours: Decimal, gpus: int, deliverable_h: float = 0.0) -> Plan | None:
+def _text(value: Decimal | None) -> str | None:
+    return None if value is None else str(value)
+
+
+def plan_for(offer: Package, hours: Decimal, gpus: int, deliverable_h: float = 0.0, work: Work = NO_WORK
+             ) -> Plan | None:
     """The one plan this catalog row gives for the window, as its billing kind covers it: the fewest consecutive
     periods, or the billed hours; an interruptible row at its P90 window (deliverable_h: what an interruption loses at
-    most), None when its interruptions would outrun the work."""
+    most), None when its interruptions would outrun the work; a per-token row for the work, None when it refuses it
+    (`refusals` says why)."""
     if hours <= 0:
         raise GpucostError(f"a window must last more than 0 hours, got {hours}")
+    if offer.kind.refusal(offer, work):
+        return None
     lots = lots_for(gpus, offer.gpus_per_lot)
-    cover = offer.kind.cover(offer, hours, lots, deliverable_h)
+    window = offer.kind.window(offer, hours, work)
+    cover = offer.kind.cover(offer, window, lots, deliverable_h, work)
     if cover is None:
         return None
-    return Plan(offer, hours, gpus, lots, cover.periods, cover.hours_billed, cover.covered_hours, cover.total,
-                cover.expected_total, cover.expected_billed, cover.rework)
+    return Plan(offer, window, gpus, lots, cover.periods, cover.hours_billed, cover.covered_hours, cover.total,
+                cover.expected_total, cover.expected_billed, cover.rework, work)
 
 
-def covering_plans(offers: list[Package], hours: Decimal, gpus: int = 1, deliverable_h: float = 0.0) -> list[Plan]:
+def refusals(offers: list[Package], work: Work) -> list[str]:
+    """Each row that cannot price this work, with why: 'l4 batch tier per token (...): batch tier's 24 h completion
+    window does not fit the 20 h deadline'."""
+    return [f"{offer.describe()}: {why}" for offer in offers for why in [offer.kind.refusal(offer, work)] if why]
+
+
+def covering_plans(offers: list[Package], hours: Decimal, gpus: int = 1, deliverable_h: float = 0.0,
+                   work: Work = NO_WORK) -> list[Plan]:
     """Every catalog row's plan for the window, cheapest first (an interruptible one at its P90 total: the decision
-    compares offers on the pessimistic figure); on a tie the shorter commitment first."""
-    plans = [plan for plan in (plan_for(offer, hours, gpus, deliverable_h) for offer in offers) if plan is not None]
+    compares offers on the pessimistic figure); on a tie the shorter commitment first. A row that refuses the work
+    (a per-token row without measured tokens, a batch tier past the deadline) gives none."""
+    plans = [plan for plan in (plan_for(offer, hours, gpus, deliverable_h, work) for offer in offers)
+             if plan is not None]
     return sorted(plans, key=lambda p: (p.total, p.covered_hours, p.offer.gpu, p.offer.billing, p.offer.line))

@@ -6,15 +6,17 @@ steps, how it is described) and one line of KINDS below.
 
 from __future__ import annotations
 
-from gpucost_mlflow.core.money.billing.base import Billing, Cover
+from gpucost_mlflow.core.money.billing.base import NO_WORK, Billing, Cover, Work
 from gpucost_mlflow.core.money.billing.hourly import HOURLY
 from gpucost_mlflow.core.money.billing.interruptible import INTERRUPTIBLE
 from gpucost_mlflow.core.money.billing.package import PACKAGE
+from gpucost_mlflow.core.money.billing.per_token import PER_TOKEN
 
-KINDS: dict[str, Billing] = {kind.name: kind for kind in (PACKAGE, HOURLY, INTERRUPTIBLE)}
+KINDS: dict[str, Billing] = {kind.name: kind for kind in (PACKAGE, HOURLY, INTERRUPTIBLE, PER_TOKEN)}
 DEFAULT = PACKAGE.name  # a catalog without a billing column holds fixed packages
 
-__all__ = ["DEFAULT", "HOURLY", "INTERRUPTIBLE", "KINDS", "PACKAGE", "Billing", "Cover", "columns", "kind", "owner"]
+__all__ = ["DEFAULT", "HOURLY", "INTERRUPTIBLE", "KINDS", "NO_WORK", "PACKAGE", "PER_TOKEN", "Billing", "Cover", "Work",
+           "columns", "kind", "owner"]
 
 
 def kind(name: str) -> Billing:

@@ -2,13 +2,14 @@
 `__init__.py`), and the checks its cells share.
 
 A kind says which optional catalog columns it reads and checks them, how many hours or periods a window costs on
-one of its rows, where its price steps (the cost curve and the break-evens read that), and how a row and a plan of
-it are described. Pure arithmetic on Decimal: no I/O.
+one of its rows (or, billed per token, what the planned work costs), the window a plan of it spans and why it cannot
+price a work, where its price steps (the cost curve and the break-evens read that), and how a row and a plan of it
+are described. Pure arithmetic on Decimal: no I/O.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,6 +33,32 @@ def to_hours(value: float | Decimal) -> Decimal:
 
 
 @dataclass(frozen=True)
+class Work:
+    """What a plan is bought for beyond its window: the planned volume, the tokens the accepted passes measured per
+    input (None: not measured), the declared setup and the hours from the planned start to the deadline (None: none).
+    A row billed by the hour reads none of it; a row billed per token prices it."""
+
+    deliverables: int = 0
+    inputs_per_deliverable: int | None = None
+    prompt_tokens: float | None = None  # median tokens_prompt (or an encoder's tokens_input) per input
+    generated_tokens: float | None = None  # median tokens_generated per input
+    setup_h: float = 0.0
+    deadline_h: float | None = None
+
+    @property
+    def inputs(self) -> int | None:
+        """The planned inputs: deliverables x inputs per deliverable (None when the corpus size is not declared)."""
+        return None if self.inputs_per_deliverable is None else self.deliverables * self.inputs_per_deliverable
+
+    def at(self, deliverables: int) -> Work:
+        """The same work at another volume (break-even and the cost curve read volumes other than the declared)."""
+        return replace(self, deliverables=deliverables)
+
+
+NO_WORK = Work()  # a window priced alone (`gpucost plan`, `gpucost window`): nothing to price per token
+
+
+@dataclass(frozen=True)
 class Cover:
     """What one row bills for a window: periods bought (1 for an hourly rate), hours billed (None: whole periods),
     the hours paid for, the committed total; an interruptible row adds its expected figures and the rework."""
@@ -47,19 +74,42 @@ class Cover:
 
 class Billing:
     """One billing kind. `columns`: the optional catalog columns its rows read (a value in any other kind's column
-    is refused); `by_the_hour`: whether price_per_lot is one lot for one hour."""
+    is refused); `by_the_hour`: whether price_per_lot is one lot for one hour; `per_lot`: whether price_per_lot is
+    the row's price at all (a per-token row leaves it empty); `spare_capacity`: whether a plan's paid hours may hold
+    more deliverables than declared (a bill per token grows with each one instead); `verb`: what the card's first
+    line tells the reader to do with a plan of it."""
 
     name: str = ""
+    verb: str = "Rent"
     by_the_hour: bool = False
+    per_lot: bool = True
+    spare_capacity: bool = True
     columns: tuple[str, ...] = ()
 
     def read(self, path: Path, line: int, values: dict[str, str]) -> dict:
         """The row's billing fields (days, min/increment hours, ...) checked: a one-line error naming file and line."""
         raise NotImplementedError
 
-    def cover(self, offer: Package, hours: Decimal, lots: int, deliverable_h: float) -> Cover | None:
-        """What the row bills to cover a window of `hours` with `lots` lots (None: it cannot cover it)."""
+    def cover(self, offer: Package, hours: Decimal, lots: int, deliverable_h: float, work: Work) -> Cover | None:
+        """What the row bills to cover a window of `hours` with `lots` lots for the work (None: it cannot cover it)."""
         raise NotImplementedError
+
+    def window(self, offer: Package, hours: Decimal, work: Work) -> Decimal:
+        """The hours a plan of the row spans: the forecast window `hours` (the work at the measured rate) unless the
+        row bounds it otherwise (a batch tier: setup + its completion window)."""
+        return hours
+
+    def refusal(self, offer: Package, work: Work) -> str:
+        """Why the row cannot price this work ('' when it can): tokens not measured, a window past the deadline."""
+        return ""
+
+    def price(self, offer: Package) -> str:
+        """The row's price in words: '1.50 USD per lot'."""
+        return f"{offer.price_per_lot:,.2f} {offer.currency} per lot"
+
+    def tail(self, plan: Plan) -> str:
+        """What follows a plan's total ('' for a rental: its head said it): ' for 4,000 planned inputs'."""
+        return ""
 
     def step_hours(self, offer: Package) -> tuple[float, float]:
         """(length, minimum) in hours: the row's price changes every `length` hours above `minimum`."""

@@ -45,7 +45,7 @@ class HourlyBilling(Billing):
         return {"days": None, "min_hours": hours(path, line, "min_hours", values.get("min_hours", "")),
                 "increment_hours": hours(path, line, "increment_hours", values.get("increment_hours", ""))}
 
-    def cover(self, offer, window, lots, deliverable_h):
+    def cover(self, offer, window, lots, deliverable_h, work):
         charged, total = billed(offer, window, lots)
         return Cover(1, charged, charged, total)
 

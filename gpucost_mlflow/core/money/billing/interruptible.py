@@ -33,7 +33,7 @@ class InterruptibleBilling(HourlyBilling):
         return {**fields, "interruptions_per_day": per_day, "restart_hours": restart,
                 "interruptions_source": values["interruptions_source"]}
 
-    def cover(self, offer, window, lots, deliverable_h):
+    def cover(self, offer, window, lots, deliverable_h, work):
         found = rework(float(window), deliverable_h, float(offer.interruptions_per_day), float(offer.restart_hours),
                        offer.interruptions_source)
         if not math.isfinite(found.expected_h):

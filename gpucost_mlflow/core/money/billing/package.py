@@ -17,7 +17,7 @@ class PackageBilling(Billing):
             raise GpucostError(f"{path}:{line}: empty days")
         return {"days": whole(path, line, "days", values["days"])}
 
-    def cover(self, offer, hours, lots, deliverable_h):
+    def cover(self, offer, hours, lots, deliverable_h, work):
         period = Decimal(offer.days * 24)
         periods = int((hours / period).to_integral_value(rounding=ROUND_CEILING))
         total = (offer.price_per_lot * lots * periods).quantize(CENT, rounding=ROUND_HALF_UP)

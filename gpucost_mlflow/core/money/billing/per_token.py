@@ -1,0 +1,124 @@
+"""Billing `per_token`: a hosted API serving the measured configuration, paid per million input and output tokens, in
+its `list` tier (answers at the measured rate) or its `batch` tier (cheaper, done within a completion window).
+
+The planned volume costs planned inputs x (prompt tokens per input x input price + generated tokens per input x output
+price) / 1e6, from the tokens the configuration's accepted passes counted; without them the row prices nothing and
+says why. A list tier's window is the forecast window, as for an hourly row; a batch tier's is setup + its completion
+window (the provider may take all of it), refused when that does not fit the deadline.
+"""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_UP, Decimal
+
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.money.billing.base import CENT, Billing, Cover, number, to_hours
+
+MILLION = Decimal(1_000_000)
+LIST, BATCH = "list", "batch"
+TIERS = (LIST, BATCH)
+PRICES = ("price_per_million_input", "price_per_million_output")
+HOUR_STEP = (1.0, 0.0)  # its cost grows with every input: break-even and the cost curve read it hour by hour
+
+
+def rate(value: Decimal) -> str:
+    """A price per million tokens with at least two decimals: '0.60', '0.075', '2.00'."""
+    return f"{value:.2f}" if value == value.quantize(CENT) else f"{value.normalize():f}"
+
+
+def _hours(value: float | Decimal) -> str:
+    return f"{round(float(value), 2):,g}"
+
+
+def _price(path, line, column: str, text: str) -> Decimal:
+    if not text:
+        raise GpucostError(f"{path}:{line}: empty {column} (a per_token row prices input and output tokens)")
+    value = number(path, line, column, text)
+    if value < 0:
+        raise GpucostError(f"{path}:{line}: {column} '{text}' is not a price >= 0")
+    return value
+
+
+class PerTokenBilling(Billing):
+    name = "per_token"
+    verb = "Pay per token"
+    per_lot = False
+    spare_capacity = False
+    columns = (*PRICES, "tier", "completion_window_hours")
+
+    def read(self, path, line, values):
+        for column in ("days", "price_per_lot"):
+            if values.get(column):
+                raise GpucostError(f"{path}:{line}: {column} must be empty on a per_token row (it prices tokens: "
+                                   "price_per_million_input, price_per_million_output)")
+        tier = values.get("tier", "")
+        if tier not in TIERS:
+            raise GpucostError(f"{path}:{line}: tier '{tier}' is not list or batch (a per_token row's tier)")
+        window = values.get("completion_window_hours", "")
+        if tier == LIST and window:
+            raise GpucostError(f"{path}:{line}: completion_window_hours is for a batch tier, this row is the list tier")
+        if tier == BATCH:
+            if not window:
+                raise GpucostError(f"{path}:{line}: empty completion_window_hours (a batch tier's time bound)")
+            hours = number(path, line, "completion_window_hours", window)
+            if hours <= 0:
+                raise GpucostError(f"{path}:{line}: completion_window_hours '{window}' must be > 0")
+        return {"days": None, "input_per_million": _price(path, line, PRICES[0], values.get(PRICES[0], "")),
+                "output_per_million": _price(path, line, PRICES[1], values.get(PRICES[1], "")), "tier": tier,
+                "completion_window_hours": number(path, line, "completion_window_hours", window) if window else None}
+
+    def refusal(self, offer, work):
+        if work.inputs is None:
+            return "not priced per token: no planned inputs (the protocol's corpus.size)"
+        if work.prompt_tokens is None:
+            return "not priced per token: no accepted pass counted its prompt tokens (tokens_prompt)"
+        if work.generated_tokens is None and offer.output_per_million:
+            return "not priced per token: no accepted pass counted its generated tokens (tokens_generated)"
+        window = self.window(offer, Decimal(0), work)
+        if offer.tier == BATCH and work.deadline_h is not None and window > to_hours(work.deadline_h):
+            setup = f" after {_hours(work.setup_h)} h setup" if work.setup_h else ""
+            return (f"infeasible: batch tier's {_hours(offer.completion_window_hours)} h completion window{setup} does not fit the "
+                    f"{_hours(work.deadline_h)} h deadline")
+        return ""
+
+    def window(self, offer, hours, work):
+        if offer.tier == BATCH:
+            return to_hours(work.setup_h) + offer.completion_window_hours
+        return hours
+
+    def cover(self, offer, hours, lots, deliverable_h, work):
+        per_input = (offer.input_per_million * Decimal(repr(work.prompt_tokens))
+                     + offer.output_per_million * Decimal(repr(work.generated_tokens or 0.0))) / MILLION
+        return Cover(1, None, hours, (per_input * work.inputs).quantize(CENT, rounding=ROUND_HALF_UP))
+
+    def step_hours(self, offer):
+        return HOUR_STEP
+
+    def price(self, offer):
+        return (f"{rate(offer.input_per_million)}/{rate(offer.output_per_million)} {offer.currency} per million "
+                "input/output tokens")
+
+    def _bound(self, offer) -> str:
+        if offer.tier == BATCH:
+            return f" ({_hours(offer.completion_window_hours)} h completion window)"
+        return ""
+
+    def describe(self, offer):
+        return f"{offer.gpu} {offer.tier} tier per token{self._bound(offer)}, {self.price(offer)}"
+
+    def head(self, plan, lots):
+        return f"{plan.offer.gpu} {plan.offer.tier} tier{self._bound(plan.offer)}, {self.price(plan.offer)}"
+
+    def tail(self, plan):
+        work = plan.work
+        tokens = f"{work.prompt_tokens:,.1f} prompt" + (f" and {work.generated_tokens:,.1f} generated"
+                                                          if work.generated_tokens is not None else "")
+        if plan.offer.tier == BATCH:
+            when = (f", done within {_hours(plan.window_hours)} h ({_hours(work.setup_h)} h setup + the batch tier's "
+                    f"{_hours(plan.offer.completion_window_hours)} h completion window, the provider's bound)")
+        else:
+            when = ", at the measured rate"
+        return f" for {work.inputs:,} planned inputs at {tokens} tokens each (measured){when}"
+
+
+PER_TOKEN = PerTokenBilling()
