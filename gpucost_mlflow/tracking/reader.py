@@ -55,7 +55,7 @@ from gpucost_mlflow.tracking.run_records import RunRecord, tagged
 
 COLUMNS = [
     "run_id", "campaign_id", "stage", "settle_plan", "pass_index", "round", "position", "attempt", "variant", "role", "corpus_fingerprint", "device", "backend",
-    "batch_size", "precision", "quantization", "length_grouping", "workload", "engine", "lanes", "model_revision", *schema.STACK_IDENTITY, "seed",
+    "batch_size", "precision", "quantization", "length_grouping", "workload", "engine", "lanes", "model_revision", *schema.STACK_IDENTITY, "seed", "endpoint",
     "status", "reason", "status_before_exclusion",
     LOAD_S, WARMUP_S, PASS_S, REPETITIONS, FIRST_LAP_S, MEASURED_TOTAL_S, REPETITIONS_IDENTICAL, COOLDOWN_S, EVAL_S,
     EXPORT_S, CONVERT_S, TOKENS_INPUT, TOKENS_PROMPT, TOKENS_GENERATED, "quality_verdict",
@@ -142,6 +142,7 @@ def attempt_row(run: RunRecord, now: dt.datetime | None = None) -> dict:
         "host": tags.get(schema.HOST, ""),
         **{key: params.get(f"{schema.STACK_PREFIX}{key}", "") for key in schema.STACK_IDENTITY},
         "seed": params.get(schema.SEED_TORCH, ""),
+        "endpoint": tags.get(schema.ENDPOINT, ""),
         "status": status,
         "reason": reason,
         "status_before_exclusion": before.get("status_before", ""),

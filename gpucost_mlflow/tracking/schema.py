@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpucost_mlflow.core import names
 from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.core.measurement import energy
 
@@ -160,7 +161,8 @@ FACTS = frozenset({
     ROLE, CAMPAIGN_ID, PASS_INDEX, DEVICE_NAME, BACKEND, PROTOCOL_DIGEST, CORPUS_FINGERPRINT, MEMORY_COUNTER,
     ROUND, POSITION, SLOT, ATTEMPT, RETRY_OF, CACHE_POLICY, LAUNCHER, HOST, HEARTBEAT_INTERVAL,
     SYSTEM_METRICS_INTERVAL, SPOOL_ID, MAIN_METRIC, EXPORTED, CONTENDED, THROTTLED, STARVED,
-    energy.ENERGY_COUNTER_TAG, energy.ENERGY_FLAG_TAG, energy.DEVICE_UUID_TAG,
+    energy.ENERGY_COUNTER_TAG, energy.ENERGY_FLAG_TAG, energy.DEVICE_UUID_TAG, names.ENDPOINT_TAG,
+    names.ENDPOINT_FAILED_TAG,
 })
 FACT_PREFIXES = (MISSING_PREFIX,)
 # Tags no longer written: the status says whether the corpus was accepted, the checks tag whether the ids matched.
@@ -206,6 +208,8 @@ STACK_IDENTITY = ("torch_build", "cuda_runtime", "hip_runtime", "driver", "torch
 STACK_RECORDED = ("gpucost_version",)  # recorded on every pass, not part of the configuration
 # Pass params (params_from_manifest): `setting.<key>` per variant setting, `seed.<key>`, `stack.<key>`.
 SETTING_PREFIX = "setting."
+ENDPOINT = names.ENDPOINT_TAG  # an endpoint pass's host, served model and server version (its configuration's identity)
+ENDPOINT_FAILED = names.ENDPOINT_FAILED_TAG
 SEED_PREFIX = "seed."
 SEED_TORCH = f"{SEED_PREFIX}torch"  # the seed a pass ran with (the protocol's seeds; 0 without them)
 STACK_PREFIX = "stack."
@@ -227,7 +231,10 @@ def in_currency(metric: str, currency: str) -> str:
 
 def params_from_manifest(manifest: dict) -> dict[str, str]:
     """Params: every variant setting, model and tokenizer revision, seeds (strings, as MLflow stores them)."""
-    params = {f"{SETTING_PREFIX}{key}": str(value) for key, value in manifest["settings"].items()}
+    params = {f"{SETTING_PREFIX}{key}": str(value) for key, value in manifest["settings"].items()
+              if not isinstance(value, dict)}
+    params.update({f"{SETTING_PREFIX}{key}.{field}": str(inner) for key, value in manifest["settings"].items()
+                   if isinstance(value, dict) for field, inner in value.items()})  # setting.endpoint.base_url, ...
     params.update(
         {
             MODEL_REVISION: manifest["model"]["revision"],

@@ -103,6 +103,39 @@ class Machine:
     torch_version: str
     setup_hours: Decimal
     max_hours: Decimal
+    servers: tuple[str, ...] = ()  # the package extras the variants' endpoint servers need (server_extras)
+
+
+# The first words of an endpoint's `serve` command, and the extra of gpucost-mlflow that installs that server.
+SERVERS = (("vllm", "vllm"), ("python -m vllm", "vllm"), ("python3 -m vllm", "vllm"), ("python -m sglang", "sglang"),
+           ("python3 -m sglang", "sglang"), ("sglang", "sglang"), ("transformers serve", "serving"))
+
+
+def server_extras(variants: dict) -> tuple[str, ...]:
+    """The extras ([vllm], [sglang], [serving]) that install the servers the variants' `endpoint.serve` start; a
+    command none of them starts is the user's own, installed by them (it is named in the setup's log when missing)."""
+    found = []
+    for variant in variants.values():
+        served = variant.settings.endpoint.serve.strip() if variant.settings.endpoint else ""
+        found += [extra for start, extra in SERVERS if served == start or served.startswith(f"{start} ")]
+    return tuple(sorted(set(found)))
+
+
+def api_key_variables(variants: dict) -> tuple[str, ...]:
+    """The environment variables the variants' endpoints read their API keys from: each travels as a SkyPilot secret,
+    never in a file."""
+    return tuple(sorted({v.settings.endpoint.api_key_env for v in variants.values()
+                         if v.settings.endpoint and v.settings.endpoint.api_key_env}))
+
+
+def endpoint_keys(variants: dict, environ: dict[str, str]) -> dict[str, str]:
+    """Each endpoint's API key from this environment, by its variable's name, for SkyPilot's secrets; a variable that is
+    not set is refused in one line before anything is launched."""
+    missing = [name for name in api_key_variables(variants) if not environ.get(name)]
+    if missing:
+        raise GpucostError(f"the variants' endpoints read their API keys from {', '.join(missing)}, not set here: set "
+                           "them before launching (each travels as a SkyPilot secret); nothing launched")
+    return {name: environ[name] for name in api_key_variables(variants)}
 
 
 def user_code(variants: dict, variants_path: Path) -> tuple[tuple[str, Path], ...]:
@@ -133,11 +166,12 @@ def _seconds(hours: Decimal) -> int:
     return max(1, int((hours * 3600).to_integral_value()))
 
 
-def setup_script(job: Job, inputs: Inputs, torch_version: str, setup_hours: Decimal) -> str:
-    """A fresh venv with the machine's torch and this gpucost's wheel (with NVML or amdsmi, and PostgreSQL's driver
-    for a team store), inside the setup limit."""
+def setup_script(job: Job, inputs: Inputs, machine: Machine) -> str:
+    """A fresh venv with the machine's torch and this gpucost's wheel (with NVML or amdsmi, PostgreSQL's driver for a
+    team store, and the endpoint servers the variants start), inside the setup limit."""
+    torch_version, setup_hours = machine.torch_version, machine.setup_hours
     index = f" --index-url {ROCM_INDEX}" if is_rocm(job.gpu) else ""
-    extras = "rocm,team" if is_rocm(job.gpu) else "gpu,team"
+    extras = ",".join(["rocm" if is_rocm(job.gpu) else "gpu", "team", *machine.servers])
     wheel = inputs.remote("wheel")
     steps = "\n".join([
         f'python3 -m venv "{VENV}"',
@@ -177,7 +211,7 @@ def task_config(fleet_id: str, job: Job, *, machine: Machine, inputs: Inputs, ca
         "name": job.name(fleet_id),
         "resources": resources,
         "file_mounts": inputs.mounts(),
-        "setup": setup_script(job, inputs, machine.torch_version, machine.setup_hours),
+        "setup": setup_script(job, inputs, machine),
         "run": run_script(fleet_id, job, inputs, campaign, machine.max_hours),
     }
     if secret_names:

@@ -12,7 +12,7 @@ from dataclasses import astuple, dataclass, fields
 LABELS = {"workload": "workload", "engine": "engine", "lanes": "lanes", "model_revision": "model revision", "corpus_fingerprint": "corpus",
           "torch_build": "torch build", "cuda_runtime": "CUDA runtime", "hip_runtime": "HIP runtime", "driver": "driver",
           "torch_version": "torch", "transformers_version": "transformers", "engine_version": "engine version",
-          "seed": "seed"}
+          "seed": "seed", "endpoint": "endpoint"}
 SEEDS = ","  # between the seeds of one configuration ('0,1'): a protocol's seeds are repetitions of it
 
 
@@ -39,6 +39,9 @@ class Identity:
     # the seed its passes ran with (params `seed.torch`); under a protocol's seeds, every seed they ran at ('0,1'):
     # the seeds are repetitions of one configuration (core/judging/seeds.py)
     seed: str = ""
+    # an endpoint pass's host, served model and server version (engine openai): the same variant sent to another
+    # server is another configuration
+    endpoint: str = ""
 
     @classmethod
     def columns(cls) -> tuple[str, ...]:

@@ -9,7 +9,7 @@ import yaml
 
 from gpucost_mlflow.core.errors import GpucostError, one_line
 from gpucost_mlflow.core.inputs import workloads, yaml_text
-from gpucost_mlflow.core.kinds import engines, registry
+from gpucost_mlflow.core.kinds import endpoint, engines, registry
 from gpucost_mlflow.core.kinds import settings as settings_record
 from gpucost_mlflow.core.kinds.settings import Settings
 
@@ -64,6 +64,8 @@ def _build(name: str, values: dict, source: Path) -> Variant:
     if values["engine"] not in engines.names():
         raise GpucostError(f"{source}: variant '{name}' has engine={values['engine']!r} "
                            f"(allowed: {', '.join(engines.names())})")
+    if values.get("endpoint") is not None:
+        values["endpoint"] = endpoint.parse(values["endpoint"], f"{source}: variant '{name}'")
     try:
         settings = record(**values)  # a kind's own record checks its own fields
     except GpucostError as exc:

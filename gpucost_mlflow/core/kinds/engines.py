@@ -20,6 +20,7 @@ from gpucost_mlflow.core.kinds import plugins
 from gpucost_mlflow.core.kinds.settings import DEFAULT_ENGINE, Settings
 
 DEFAULT = DEFAULT_ENGINE
+ENDPOINT = "openai"  # the engine that sends the corpus to an endpoint (core/kinds/endpoint.py)
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,10 @@ ENGINES = (
            precisions=("fp32", "bf16", "fp16")),
     Engine("vllm", ("vllm",), ("vllm",), "pip install vllm (CUDA or ROCm machines)",
            precisions=("fp32", "bf16", "fp16"), quantizations=("none",)),
+    # Any OpenAI-compatible endpoint (vllm serve, SGLang, transformers serve, a hosted API): its server decides the
+    # numerics, so the variant's precision only names what the server was asked to run.
+    Engine(ENDPOINT, ("openai",), ("openai",), "pip install openai (transformers[serving] brings it)",
+           quantizations=("none",)),
 )
 
 
@@ -93,6 +98,10 @@ def check_settings(name: str, settings: Settings, where: str) -> None:
     """Refuse, in one line, a variant whose engine does not take its precision, quantization or compile
     (torch.compile is torch's own); whether it serves the variant's kind is registry.check_engine's."""
     chosen = engine(name)
+    if (name == ENDPOINT) != (settings.endpoint is not None):
+        raise GpucostError(f"{where}: engine {ENDPOINT} sends the corpus to the endpoint a variant declares: "
+                           + ("declare endpoint (base_url or serve, model)" if name == ENDPOINT else
+                              f"endpoint is for engine {ENDPOINT}, not {name}"))
     if name == DEFAULT:
         return
     if settings.compile:

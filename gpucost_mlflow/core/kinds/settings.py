@@ -4,14 +4,17 @@ The variants file declares them, the launcher writes them into the pass's spec a
 rules read them by attribute. Every built-in kind reads this record; a kind with settings of its own declares a
 subclass adding them (`<package>/settings.py`, `Settings`: fields with defaults, checked in `__post_init__`), found
 by `Kind.settings_record()`. The recorded form (`record()`) is what the manifest, the params and the series locks
-hold: `lanes` only when a pass splits, `engine` only when it is not torch, so records written before either existed
-read back the same. Pure: no torch, no mlflow.
+hold: `lanes` only when a pass splits, `engine` only when it is not torch, `endpoint` only where one is declared, so
+records written before any of them existed read back the same. Pure: no torch, no mlflow.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
+
+from gpucost_mlflow.core.kinds import endpoint as endpoints
+from gpucost_mlflow.core.kinds.endpoint import Endpoint
 
 DEFAULT_WORKLOAD = "classification"  # a variant that names no workload runs the built-in classifier
 DEFAULT_ENGINE = "torch"  # a variant that names no engine runs on PyTorch
@@ -33,6 +36,11 @@ class Settings:
     workload: str = DEFAULT_WORKLOAD  # a kind's name, or python:PATH_OR_MODULE (core/inputs/workloads.py)
     engine: str = DEFAULT_ENGINE  # what runs the workload: torch, onnxruntime, ctranslate2, vllm (core/kinds/engines.py)
     lanes: int = 1  # devices one pass splits its corpus over, each running a fixed slice at once (core/measurement/lanes.py)
+    endpoint: Endpoint | None = None  # engine openai: the OpenAI-compatible endpoint it sends the corpus to
+
+    def __post_init__(self):
+        if self.endpoint is not None and not isinstance(self.endpoint, Endpoint):  # read back from its record
+            object.__setattr__(self, "endpoint", endpoints.parse(self.endpoint, "settings"))
 
     def record(self) -> dict:
         """The recorded form: what the manifest compares between variants and the params show."""
@@ -41,6 +49,8 @@ class Settings:
             values.pop("lanes")
         if values["engine"] == DEFAULT_ENGINE:
             values.pop("engine")
+        if values["endpoint"] is None:
+            values.pop("endpoint")
         return values
 
     @classmethod

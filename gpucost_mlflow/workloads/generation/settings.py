@@ -21,6 +21,7 @@ class Settings(settings.Settings):
     max_new_tokens: int = PROTOCOLS
 
     def __post_init__(self):
+        super().__post_init__()
         value = self.max_new_tokens
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise GpucostError(f"needs max_new_tokens as a whole number >= 1 (or 0: the protocol's), got {value!r}")

@@ -9,7 +9,7 @@ window (the provider may take all of it), refused when that does not fit the dea
 
 from __future__ import annotations
 
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_CEILING, Decimal
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.money.billing.base import CENT, Billing, Cover, number, to_hours
@@ -89,7 +89,8 @@ class PerTokenBilling(Billing):
     def cover(self, offer, hours, lots, deliverable_h, work):
         per_input = (offer.input_per_million * Decimal(repr(work.prompt_tokens))
                      + offer.output_per_million * Decimal(repr(work.generated_tokens or 0.0))) / MILLION
-        return Cover(1, None, hours, (per_input * work.inputs).quantize(CENT, rounding=ROUND_HALF_UP))
+        # Up to the cent: a commitment under a cent is not 0.00 (a few inputs through a cheap tier), it is one cent.
+        return Cover(1, None, hours, (per_input * work.inputs).quantize(CENT, rounding=ROUND_CEILING))
 
     def step_hours(self, offer):
         return HOUR_STEP

@@ -1,0 +1,244 @@
+"""Endpoints as variants (issue 53, docs/engines.md): the corpus sent to an OpenAI-compatible server through the
+`openai` client, timed, judged and recorded like every pass. The server is a real `transformers serve`, started by
+the pass itself on a free port with the packaged SmolLM2 model, on this CPU and offline; the reference is the same
+model's fp32 torch pass.
+"""
+
+from __future__ import annotations
+
+import csv
+import secrets
+from decimal import Decimal
+from pathlib import Path
+
+import mlflow
+import pytest
+from click.testing import CliRunner
+from mlflow.tracking import MlflowClient
+
+from gpucost_mlflow.cli import main
+from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.inputs.variants import read_declaration
+from gpucost_mlflow.core.kinds import endpoint
+from gpucost_mlflow.tracking import schema
+from gpucost_mlflow.workloads.generation import with_openai
+from tests.helpers import VARIANTS, checks_of
+from tests.test_generation import generation_slice  # noqa: F401 - the 16-prompt slice and its protocol
+
+KEY_VARIABLE = "GPUCOST_TEST_ENDPOINT_KEY"
+SERVE = "transformers serve {model} --port {port} --device cpu"
+DEFAULTS = """defaults: {batch_size: 8, precision: fp32, quantization: none, compile: false, attention: sdpa,
+  padding: longest, max_length: 256, length_grouping: none, device: auto}
+"""
+TEST_VARIANTS = DEFAULTS + f"""
+variants:
+  gen-batch8: {{batch_size: 8, workload: generation}}
+  served-c1:
+    batch_size: 8
+    workload: generation
+    engine: openai
+    endpoint: {{serve: "{SERVE}", concurrency: 1, api_key_env: {KEY_VARIABLE}}}
+  served-c8:
+    batch_size: 8
+    workload: generation
+    engine: openai
+    endpoint: {{serve: "{SERVE}", concurrency: 8, api_key_env: {KEY_VARIABLE}}}
+  served-c8-short:
+    batch_size: 8
+    workload: generation
+    engine: openai
+    max_new_tokens: 4
+    endpoint: {{serve: "{SERVE}", concurrency: 8, api_key_env: {KEY_VARIABLE}}}
+  never-up:
+    batch_size: 8
+    workload: generation
+    engine: openai
+    endpoint: {{serve: "python -c 'import time; time.sleep(60)' {{port}}", serve_timeout_s: 2}}
+"""
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("declared", "message"), [
+    ({"model": "m"}, "needs base_url (a running server) or serve"),
+    ({"model": "m", "base_url": "ftp://x"}, "is not an http(s) URL"),
+    ({"model": "m", "serve": "vllm serve m"}, "must place the server on {port}"),
+    ({"model": "m", "base_url": "http://h/v1", "concurrency": 0}, "endpoint.concurrency must be a whole number >= 1"),
+    ({"model": "m", "base_url": "http://h/v1", "api_key_env": "sk-live abc"}, "not its value"),
+    ({"model": "m", "base_url": "http://h/v1", "temperature": 1}, "unknown field(s) temperature"),
+])
+def test_a_bad_endpoint_is_refused_in_one_line(declared, message):
+    with pytest.raises(GpucostError, match=message.replace("(", r"\(").replace(")", r"\)")) as found:
+        endpoint.parse(declared, "variants.yaml: variant 'x'")
+    assert "\n" not in str(found.value)
+
+
+@pytest.mark.unit
+def test_an_endpoint_belongs_to_the_openai_engine_and_the_openai_engine_needs_one(tmp_path):
+    path = tmp_path / "variants.yaml"
+    path.write_text(DEFAULTS + "variants:\n  x: {workload: generation, engine: openai}\n")
+    with pytest.raises(GpucostError, match="declare endpoint"):
+        read_declaration(path)
+    path.write_text(DEFAULTS + "variants:\n  x: {workload: generation, endpoint: {model: m, base_url: 'http://h/v1'}}\n")
+    with pytest.raises(GpucostError, match="endpoint is for engine openai, not torch"):
+        read_declaration(path)
+
+
+@pytest.mark.unit
+def test_the_shipped_endpoint_variants_start_their_own_server_and_record_no_key():
+    served = read_declaration(VARIANTS).variant("served-gen-c8").settings
+    assert served.engine == "openai" and served.endpoint.concurrency == 8 and "{port}" in served.endpoint.serve
+    record = served.record()["endpoint"]
+    assert record["api_key_env"] == "" and "api_key" not in record
+    assert type(served).from_record(served.record()) == served  # the record reads back as the same settings
+
+
+@pytest.mark.unit
+def test_the_endpoint_identity_names_host_model_and_server_version():
+    running = endpoint.parse({"model": "Qwen/Qwen3-8B", "base_url": "http://10.0.0.5:8000/v1"}, "v")
+    assert with_openai.identity(running, running.url, "Qwen/Qwen3-8B", ["Qwen/Qwen3-8B"], "0.11.0") == (
+        "10.0.0.5:8000 · Qwen/Qwen3-8B · server 0.11.0")
+    with pytest.raises(GpucostError, match="not among the models the server lists: other"):
+        with_openai.identity(running, running.url, "Qwen/Qwen3-8B", ["other"], "")
+
+
+@pytest.fixture(scope="module")
+def served_store(tmp_path_factory, generation_slice, migrated_store):  # noqa: F811 - the imported fixture
+    """One store: the fp32 torch reference, then the served model at 1 and 8 requests in flight, a variant asking
+    fewer new tokens than the reference, and a server that never comes up; every endpoint pass with an API key set."""
+    from tests.helpers import use_store
+    from tests.kept import CACHE
+
+    corpus, sliced = generation_slice
+    folder = tmp_path_factory.mktemp("endpoints")
+    protocol = folder / "protocol.yaml"  # the slice's, its window placed when the report is read
+    protocol.write_text(sliced.read_text(encoding="utf-8").replace('deadline: "2026-12-04T09:00:00+01:00"', (
+        "deadline: 96h\nplan: {start: at_report, setup_hours: 0.5, waiting_hours: 0, planned_restarts: 0}")).replace(
+        "expected: 1,", "expected: 20000,"), encoding="utf-8")  # 320,000 inputs: hours of this CPU, cents per token
+    variants = folder / "variants.yaml"
+    variants.write_text(TEST_VARIANTS, encoding="utf-8")
+    key = f"sk-test-{secrets.token_hex(12)}"
+    outputs = {}
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        use_store(folder, monkeypatch, migrated_store)
+        monkeypatch.setenv("GPUCOST_MODEL_CACHE", str(CACHE / "models"))  # SmolLM2 dequantised once per venv
+        monkeypatch.setenv(KEY_VARIABLE, key)
+        for variant in ("gen-batch8", "served-c8", "served-c1", "served-c8-short", "never-up"):
+            result = CliRunner().invoke(main, ["pass", "--variant", variant, "--corpus", str(corpus), "--variants",
+                                               str(variants), "--experiment", "endpoints", "--protocol", str(protocol)])
+            outputs[variant] = result.output
+        outputs["report"] = _report(folder, protocol, variants)
+        client = MlflowClient()
+        runs = {run.data.tags[schema.VARIANT]: run for run in
+                client.search_runs([mlflow.get_experiment_by_name("endpoints").experiment_id],
+                                   "params.`gpucost.role` = 'benchmark'")}
+        yield folder, client, runs, outputs, key
+        mlflow.set_tracking_uri(None)
+
+
+PER_TOKEN = """provider,catalog_version,gpu,device_names,gpus_per_lot,days,price_per_lot,currency,source,billing,\
+price_per_million_input,price_per_million_output,tier,completion_window_hours,as_of
+hosted,hosted-2026-12-03,this-machine,{device},1,,,USD,example price: not a quote,per_token,0.10,0.40,list,,2026-12-03
+hosted,hosted-2026-12-03,this-machine,{device},1,,,USD,example price: not a quote,per_token,0.05,0.20,batch,24,2026-12-03
+"""
+
+
+def _report(folder: Path, protocol: Path, variants: Path) -> str:
+    """The report over the passes, each configuration priced as a rental of this machine (`gpucost catalog example`)
+    and per token in a hosted list and batch tier: one decision over the three."""
+    rental = folder / "this-machine.csv"
+    made = CliRunner().invoke(main, ["catalog", "example", "--out", str(rental), "--price-per-hour", "1.00"])
+    assert made.exit_code == 0, made.output
+    device = next(csv.DictReader(rental.open(encoding="utf-8")))["device_names"]
+    hosted = folder / "hosted.csv"
+    hosted.write_text(PER_TOKEN.format(device=device), encoding="utf-8")
+    result = CliRunner().invoke(main, ["report", "--experiment", "endpoints", "--protocol", str(protocol),
+                                       "--variants-file", str(variants), "--catalog", str(rental), "--catalog",
+                                       str(hosted), "--out", str(folder / "report"), "--no-log"])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.mark.integration
+def test_one_decision_weighs_the_served_model_rented_and_per_token_in_its_list_and_batch_tiers(served_store):
+    folder, _, _, outputs, _ = served_store
+    balance = {row["variant"]: row for row in csv.DictReader((folder / "report" / "balance.csv").open(encoding="utf-8"))}
+    served = balance["served-c8"]
+    page = (folder / "report" / "report.md").read_text(encoding="utf-8")
+    # 320,000 inputs of about 84 prompt and 3 generated tokens: cents per token, hours of this CPU at 1.00 USD an hour.
+    # The batch tier (half the list price) is committed: its 24.5 h bound fits the 96 h deadline.
+    assert "batch tier" in served["package"] and "list tier" in served["next_plans"], served
+    assert "this-machine hourly" in served["next_plans"], served
+    costs = [float(part.rsplit(": ", 1)[1].split()[0]) for part in served["next_plans"].split(" | ")]
+    assert float(served["committed_cost"]) < min(costs), served
+    assert "**Pay per token:**" in page and "Decision" in outputs["report"], page[:3000]
+    assert balance["served-c8-short"]["committed_cost"] == "" and balance["never-up"]["committed_cost"] == ""
+
+
+@pytest.mark.integration
+def test_a_served_model_is_measured_judged_and_recorded_like_every_pass(served_store):
+    _, _, runs, outputs, _ = served_store
+    reference, c8, c1 = runs["gen-batch8"], runs["served-c8"], runs["served-c1"]
+    assert reference.data.tags[schema.STATUS] == "accepted", outputs["gen-batch8"]
+    for run in (c8, c1):  # judged against the torch reference with the same checks as every generation variant
+        assert run.data.tags[schema.STATUS] == "accepted", outputs[run.data.tags[schema.VARIANT]]
+        metrics = run.data.metrics
+        assert metrics["reference_exact_match"] >= 0.9 and metrics["observed_ids"] == 16
+        assert {"load_s", "warmup_s", "pass_s", "tokens_prompt", "tokens_generated", "server_start_s"} <= set(metrics)
+        assert metrics["server_start_s"] <= metrics["load_s"]  # the server's start-up is load, apart from the clock
+        assert 0 < metrics["tokens_generated"] <= 16 * 8  # from the responses' usage
+        assert run.data.params["setting.endpoint.concurrency"] in ("1", "8")
+        facts = schema.run_facts(run)
+        assert facts[schema.ENDPOINT].startswith("served by the pass · ")
+        assert "prefill_s" not in metrics and facts[f"{schema.MISSING_PREFIX}prefill_s"] == with_openai.NOT_SPLIT
+        assert reference.info.run_id in checks_of(run)["reference_exact_match"]
+
+
+@pytest.mark.integration
+def test_an_endpoint_variant_asking_fewer_tokens_than_the_reference_is_not_comparable(served_store):
+    _, _, runs, outputs, _ = served_store
+    short = runs["served-c8-short"]
+    assert short.data.tags[schema.STATUS] == "rejected", outputs["served-c8-short"]
+    assert "not comparable with gen-batch8: max_new_tokens 4 against" in short.data.tags[schema.STATUS_REASON]
+
+
+@pytest.mark.integration
+def test_a_server_that_never_comes_up_is_a_failed_row_with_its_log(served_store):
+    _, _, runs, outputs, _ = served_store
+    down = runs["never-up"]
+    assert down.data.tags[schema.STATUS] == "failed", outputs["never-up"]
+    reason = down.data.tags[schema.STATUS_REASON]
+    assert "did not answer /health within 2 s (endpoint.serve_timeout_s)" in reason, reason
+    assert "pass_s" not in down.data.metrics
+
+
+@pytest.mark.integration
+def test_the_api_key_is_in_no_file_param_tag_artifact_or_printed_line(served_store):
+    folder, _, runs, outputs, key = served_store
+    assert all(key not in text for text in outputs.values())
+    for run in runs.values():
+        assert not any(key in value for value in (*run.data.params.values(), *run.data.tags.values()))
+    leaked = [str(path) for path in folder.rglob("*") if path.is_file() and key.encode() in path.read_bytes()]
+    assert not leaked, leaked
+    assert (folder / "mlflow.db").exists() and any(folder.rglob("verdict.json"))  # the scan read the store
+
+
+@pytest.mark.unit
+def test_the_fleet_installs_the_servers_its_variants_start_and_passes_their_keys_as_secrets(tmp_path):
+    from gpucost_mlflow.core.fleet import task
+
+    path = tmp_path / "variants.yaml"
+    path.write_text(DEFAULTS + f"""variants:
+  vllm-served: {{workload: generation, engine: openai, endpoint: {{serve: "vllm serve {{model}} --port {{port}}"}}}}
+  hosted: {{workload: generation, engine: openai, endpoint: {{model: m, base_url: "https://api.example.com/v1",
+            api_key_env: {KEY_VARIABLE}}}}}
+""")
+    variants = read_declaration(path).variants
+    assert task.server_extras(variants) == ("vllm",)
+    assert task.server_extras(read_declaration(VARIANTS).variants) == ("serving",)
+    with pytest.raises(GpucostError, match=f"read their API keys from {KEY_VARIABLE}, not set here"):
+        task.endpoint_keys(variants, {})
+    assert task.endpoint_keys(variants, {KEY_VARIABLE: "sk-x"}) == {KEY_VARIABLE: "sk-x"}
+    machine = task.Machine(("aws",), False, "2.13.0", Decimal("0.5"), Decimal(2), ("vllm",))
+    inputs = task.Inputs(*(tmp_path / name for name in ("w.whl", "c.jsonl", "model", "p.yaml", "v.yaml")))
+    script = task.setup_script(task.Job("L4"), inputs, machine)
+    assert "[gpu,team,vllm]" in script and "sk-x" not in script
