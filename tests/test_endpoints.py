@@ -7,6 +7,7 @@ model's fp32 torch pass.
 from __future__ import annotations
 
 import csv
+import json
 import secrets
 from decimal import Decimal
 from pathlib import Path
@@ -21,6 +22,7 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.variants import read_declaration
 from gpucost_mlflow.core.kinds import endpoint
 from gpucost_mlflow.tracking import schema
+from gpucost_mlflow.workloads import endpoint_client
 from gpucost_mlflow.workloads.generation import with_openai
 from tests.helpers import VARIANTS, checks_of
 from tests.test_generation import generation_slice  # noqa: F401 - the 16-prompt slice and its protocol
@@ -49,6 +51,11 @@ variants:
     engine: openai
     max_new_tokens: 4
     endpoint: {{serve: "{SERVE}", concurrency: 8, api_key_env: {KEY_VARIABLE}}}
+  hosted:
+    batch_size: 8
+    workload: generation
+    engine: openai
+    endpoint: {{base_url: "https://api.example.com/v1", model: smollm2-135m, api_key_env: {KEY_VARIABLE}}}
   never-up:
     batch_size: 8
     workload: generation
@@ -95,10 +102,10 @@ def test_the_shipped_endpoint_variants_start_their_own_server_and_record_no_key(
 @pytest.mark.unit
 def test_the_endpoint_identity_names_host_model_and_server_version():
     running = endpoint.parse({"model": "Qwen/Qwen3-8B", "base_url": "http://10.0.0.5:8000/v1"}, "v")
-    assert with_openai.identity(running, running.url, "Qwen/Qwen3-8B", ["Qwen/Qwen3-8B"], "0.11.0") == (
+    assert endpoint_client.identity(running, running.url, "Qwen/Qwen3-8B", ["Qwen/Qwen3-8B"], "0.11.0") == (
         "10.0.0.5:8000 · Qwen/Qwen3-8B · server 0.11.0")
     with pytest.raises(GpucostError, match="not among the models the server lists: other"):
-        with_openai.identity(running, running.url, "Qwen/Qwen3-8B", ["other"], "")
+        endpoint_client.identity(running, running.url, "Qwen/Qwen3-8B", ["other"], "")
 
 
 @pytest.fixture(scope="module")
@@ -242,3 +249,66 @@ def test_the_fleet_installs_the_servers_its_variants_start_and_passes_their_keys
     inputs = task.Inputs(*(tmp_path / name for name in ("w.whl", "c.jsonl", "model", "p.yaml", "v.yaml")))
     script = task.setup_script(task.Job("L4"), inputs, machine)
     assert "[gpu,team,vllm]" in script and "sk-x" not in script
+
+
+def _provider_output(reference_run, path: Path, errors: int = 0, truncated: bool = False) -> Path:
+    """The Batch API output file a provider would return: the model's own answers (the reference pass's export, the
+    same model and greedy decoding), the first `errors` inputs answered with an error, or the last line cut off."""
+    import gzip
+
+    folder = Path(mlflow.artifacts.download_artifacts(run_id=reference_run.info.run_id, artifact_path="generations.jsonl.gz"))
+    rows = [json.loads(line) for line in gzip.decompress(folder.read_bytes()).decode("utf-8").splitlines()]
+    lines = []
+    for number, row in enumerate(rows):
+        if number < errors:
+            lines.append({"id": f"batch_req_{number}", "custom_id": row["id"], "response": {"status_code": 500},
+                          "error": {"code": "server_error", "message": "the model was overloaded"}})
+            continue
+        body = {"choices": [{"index": 0, "message": {"role": "assistant", "content": row["text"]},
+                             "finish_reason": "stop" if len(row["tokens"]) < 8 else "length"}],
+                "usage": {"prompt_tokens": 80, "completion_tokens": len(row["tokens"]), "total_tokens": 88}}
+        lines.append({"id": f"batch_req_{number}", "custom_id": row["id"],
+                      "response": {"status_code": 200, "body": body}, "error": None})
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    path.write_text(text[:-40] if truncated else text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.integration
+def test_a_hosted_batch_tier_is_asked_by_a_batch_file_and_its_output_judged_and_recorded_as_a_pass(served_store,
+                                                                                                   generation_slice):  # noqa: F811
+    folder, client, runs, _, _ = served_store
+    corpus = generation_slice[0]
+    common = ["--variant", "hosted", "--corpus", str(corpus), "--variants", str(folder / "variants.yaml"),
+              "--protocol", str(folder / "protocol.yaml")]
+    asked = CliRunner().invoke(main, ["hosted", "batch-file", *common, "--out", str(folder / "batch.jsonl")])
+    assert asked.exit_code == 0, asked.output
+    lines = [json.loads(line) for line in (folder / "batch.jsonl").read_text().splitlines()]
+    assert len(lines) == 16 and {line["url"] for line in lines} == {"/v1/chat/completions"}
+    assert all(line["body"]["max_tokens"] == 8 and line["body"]["temperature"] == 0 and
+               line["body"]["model"] == "smollm2-135m" and "Review:" in line["body"]["messages"][0]["content"]
+               for line in lines)
+    reference = runs["gen-batch8"]
+    imported = CliRunner().invoke(main, ["hosted", "batch-import", *common, "--experiment", "endpoints", "--results",
+                                         str(_provider_output(reference, folder / "out.jsonl")), "--completed-in",
+                                         "0.5"])
+    assert imported.exit_code == 0 and "batch hosted: accepted" in imported.output, imported.output
+    partial = CliRunner().invoke(main, ["hosted", "batch-import", *common, "--experiment", "endpoints", "--results",
+                                        str(_provider_output(reference, folder / "out2.jsonl", errors=2)),
+                                        "--completed-in", "0.5"])
+    assert "batch hosted: rejected" in partial.output and "14 of 16 inputs" in partial.output, partial.output
+    before = len(client.search_runs([reference.info.experiment_id]))
+    cut = CliRunner().invoke(main, ["hosted", "batch-import", *common, "--experiment", "endpoints", "--results",
+                                    str(_provider_output(reference, folder / "out3.jsonl", truncated=True)),
+                                    "--completed-in", "0.5"])
+    assert cut.exit_code == 2 and "not a JSON line (a truncated download?)" in cut.output, cut.output
+    assert len(client.search_runs([reference.info.experiment_id])) == before  # nothing recorded from it
+    hosted = client.search_runs([reference.info.experiment_id], "tags.`gpucost.variant` = 'hosted'",
+                                order_by=["attributes.start_time ASC"])
+    accepted = hosted[0]
+    facts = schema.run_facts(accepted)
+    assert accepted.data.metrics["pass_s"] == 1800.0 and accepted.data.metrics["reference_exact_match"] == 1.0
+    assert facts[schema.DEVICE_NAME] == "endpoint api.example.com"
+    assert facts[schema.ENDPOINT] == "api.example.com · smollm2-135m · batch tier"
+    assert facts[f"{schema.MISSING_PREFIX}load_s"].startswith("a batch job")
+    assert schema.run_facts(hosted[1])[schema.ENDPOINT_FAILED].startswith("2: ")

@@ -133,6 +133,9 @@ def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, ex
     (its own thread, swallowing store errors) stops just before the attempt is published.
     """
     opened = begin(request, prepared, client, run, workdir)
+    if request.imported is not None:  # outputs from elsewhere: nothing runs here
+        outcome, interrupted = request.imported(workdir), False
+        return finish(opened, client, experiment_name, outcome, interrupted, locked_now, beat), interrupted
     sampler = system_metrics.Sampler(client, run.info.run_id, prepared.protocol.system_metrics_interval_s).start()
     try:
         outcome, interrupted = _run_child(request, prepared, workdir)

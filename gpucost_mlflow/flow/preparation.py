@@ -20,6 +20,7 @@ from gpucost_mlflow.core.inputs.protocol import Protocol, load_protocol
 from gpucost_mlflow.core.inputs.variants import Declaration, Variant
 from gpucost_mlflow.core.judging.seeds import DEFAULT_SEED
 from gpucost_mlflow.core.kinds import registry
+from gpucost_mlflow.core.kinds.endpoint import remote_device
 from gpucost_mlflow.execution import environment, faults, lanes, models, runner
 from gpucost_mlflow.flow import workloads
 from gpucost_mlflow.tracking import schema
@@ -55,6 +56,9 @@ class PassRequest:
     repeat: bool = True  # a confirmation pass repeats its clock for confirmation.min_s unless it only gives outputs
     seed: int = DEFAULT_SEED  # the seed its child runs with: one of the protocol's seeds (core/judging/seeds.py)
     locked: Locked | None = None  # a campaign's pass: the experiment and protocol its campaign resolved and locked
+    # a pass whose outputs come from elsewhere (a hosted API's batch results, flow/hosted.py): writes its export into
+    # the work folder and returns its outcome, in place of a child
+    imported: Callable[[Path], object] | None = None
 
 
 @dataclass
@@ -132,6 +136,9 @@ def prepare(request: PassRequest) -> Prepared:
     }
     model_record = described.model
     stack = environment.stack(device)
+    elsewhere = remote_device(request.variant.settings.endpoint)
+    if elsewhere:  # the endpoint's server does the work: the pass's device is it, not this machine's
+        stack.update(device_names=[elsewhere], backend="endpoint")
     stack["compilation"] = "torch.compile" if request.variant.settings.compile else "none (eager)"
     stack["attention_backend"] = request.variant.settings.attention
     manifest = build_manifest(

@@ -51,6 +51,18 @@ class Endpoint:
         return asdict(self)
 
 
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "0.0.0.0", "[::1]")
+
+
+def remote_device(found: Endpoint | None) -> str:
+    """The device a pass through a server elsewhere ran on, as its runs and the catalog's rows name it ('endpoint
+    api.example.com'); '' for a server the pass starts or one on this machine, whose work this machine's device does."""
+    if found is None or found.serve:
+        return ""
+    host = urlparse(found.url).hostname or ""
+    return "" if host in LOCAL_HOSTS else f"endpoint {host}"
+
+
 def parse(value: object, where: str) -> Endpoint:
     """The `endpoint:` mapping checked, every error one line naming the field."""
     if isinstance(value, Endpoint):
