@@ -185,9 +185,10 @@ def test_mlflow_http_retries_are_bounded_unless_the_user_chose_their_own(monkeyp
 
 
 @pytest.mark.unit
-def test_unwritable_sqlite_store_is_refused_before_any_pass(tmp_path, corpus_dir, model_dir, protocol_file, monkeypatch):
+def test_unwritable_sqlite_store_is_refused_before_any_pass(tmp_path, corpus_dir, protocol_file, monkeypatch):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/missing/folder/mlflow.db")
-    result = CliRunner().invoke(main, _campaign_cmd(corpus_dir, model_dir, protocol_file)[1:] + ["--passes", "5"])
+    # the store is checked before any model is read: an empty folder stands for the model
+    result = CliRunner().invoke(main, _campaign_cmd(corpus_dir, tmp_path, protocol_file)[1:] + ["--passes", "5"])
     assert result.exit_code == 2 and "does not exist" in result.output
 
 
