@@ -98,13 +98,22 @@ def _present(module: str) -> bool:
         return False
 
 
+def endpoint_apis(name: str) -> tuple[str, ...]:
+    """The `endpoint.api` values a kind's `with_openai.py` sends, as its Kind declares them; () when it names none."""
+    return kind(name).endpoint_apis
+
+
 def check_engine(name: str, kind: str, settings: Settings, where: str) -> None:
     """Refuse, in one line, a variant whose engine does not serve its workload kind, or does not take its precision,
-    quantization or compile (engines.check_settings)."""
+    quantization or compile (engines.check_settings), or whose endpoint asks an api its kind does not send."""
     served = served_by(name)
     if kind not in served:
         raise GpucostError(f"{where}: engine {name} does not serve workload {kind} (it serves {', '.join(served)})")
     engines.check_settings(name, settings, where)
+    apis = endpoint_apis(kind) if settings.endpoint is not None else ()
+    if apis and settings.endpoint.api not in apis:
+        raise GpucostError(f"{where}: workload {kind} sends endpoint.api {' or '.join(apis)}, not "
+                           f"{settings.endpoint.api}; declare endpoint.api: {apis[0]}")
 
 
 def output_names() -> tuple[str, ...]:

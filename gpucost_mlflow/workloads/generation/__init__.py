@@ -2,4 +2,4 @@
 
 from gpucost_mlflow.core.kinds.base import Kind
 
-KIND = Kind("generation", "generations", __name__)  # declared in setup.cfg's entry points (gpucost.workloads)
+KIND = Kind("generation", "generations", __name__, endpoint_apis=("chat", "completions"))  # declared in setup.cfg's entry points (gpucost.workloads)
