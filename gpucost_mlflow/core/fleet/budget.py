@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import ROUND_UP, Decimal
 
+from gpucost_mlflow.core.amounts import CENT
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.fleet.jobs import Job
-from gpucost_mlflow.core.money.billing.base import CENT
 from gpucost_mlflow.core.money.interruptions import rework
 from gpucost_mlflow.core.money.market import Interruptions, Offer
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_HALF_UP, ROUND_UP, Decimal
 
-from gpucost_mlflow.core.money.billing.base import CENT
+from gpucost_mlflow.core.amounts import CENT
 from gpucost_mlflow.core.money.market import SECONDS_PER_HOUR, Terms
 
 MILLISECOND = Decimal("0.001")  # the terms' seconds, back from the hours they are held in

@@ -1,4 +1,5 @@
-"""The quality bar a protocol fixes before any timing is seen: the fields every output shares, and its own bar.
+"""The quality bar a protocol fixes before any timing is seen: the fields every output shares, the bootstrap its
+metric's bars are judged by (`Resampling`, read by core/judging/bootstrap.py), and its own bar.
 
 Each output's rules (`workloads/<kind>/output.py`) read `acceptance:` into `Acceptance`, their own fields (cosine for
 embeddings, exact match for generated text) into a record of their own held in `bar`, so an output with a new bar
@@ -10,13 +11,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gpucost_mlflow.core.judging.bootstrap import Resampling
-
 DEFAULT_OUTPUT = "labels"  # a protocol that names no acceptance.output judges labels
 # Acceptance's fields that judge labels (the core's judge scores labels, whichever kind delivers them): an output
 # that reads no label from its deliverable refuses them.
 LABEL_FIELDS = ("main_metric", "threshold", "per_bucket_threshold", "reference.max_metric_difference",
                 "reference.min_label_agreement")
+
+
+@dataclass(frozen=True)
+class Resampling:
+    """The protocol's declared bootstrap: how many resamples and the seed that draws them (`acceptance.bootstrap`)."""
+
+    resamples: int = 2000
+    seed: int = 0
+
+    def record(self) -> dict:
+        """The bootstrap as verdict.json records it beside each checked bar, so a re-judge can say how it drew."""
+        return {"resamples": self.resamples, "seed": self.seed, "method": "percentile"}
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """The protocol's fields on how the method reads its results, each parsed in one line or refused in one line:
-the separation test's confidence, the quality bars' bootstrap (`acceptance.bootstrap`), what a repetition reproduces, the pre-registered second stage (`settle`), the
+the separation test's confidence, the quality bars' bootstrap (`acceptance.bootstrap`), the seeds, what a repetition reproduces, the pre-registered second stage (`settle`), the
 confirmation run (`confirmation`) and how many deliverable corpora one child processes (`deliverables.per_child`)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.judging.bootstrap import Resampling
+from gpucost_mlflow.core.inputs.acceptance import Resampling
 
 MIN_RESAMPLES = 200  # fewer cannot place a 95 % percentile bound; scipy's default is 9,999
 
@@ -69,6 +69,16 @@ def settle(path: Path, document: dict, f) -> int | None:
         raise GpucostError(f"{path}: settle.max_passes_per_variant ({most}) must be above passes_per_variant "
                            f"({document.get('passes_per_variant')}): the second stage adds passes")
     return most
+
+
+def seeds(path: Path, value) -> tuple[int, ...]:
+    """seeds: a list of distinct whole numbers >= 0; () when absent (every pass at seed 0, core/judging/seeds.py)."""
+    if value is None:
+        return ()
+    if (not isinstance(value, list) or not value or len(set(map(str, value))) != len(value)
+            or not all(isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0 for seed in value)):
+        raise GpucostError(f"{path}: field 'seeds' must list distinct whole numbers >= 0 (e.g. [0, 1, 2]), got {value!r}")
+    return tuple(value)
 
 
 # What a repetition of the decision is to reproduce (PROTOCOL.md §7), as the protocol declares it.

@@ -12,14 +12,13 @@ from pathlib import Path
 
 import yaml
 
+from gpucost_mlflow.core.amounts import CENT
 from gpucost_mlflow.core.errors import GpucostError, one_line
 from gpucost_mlflow.core.inputs import method_fields as method
 from gpucost_mlflow.core.inputs import plan_start, yaml_text
 from gpucost_mlflow.core.inputs.acceptance import DEFAULT_OUTPUT, Acceptance
 from gpucost_mlflow.core.inputs.protocol_fields import refuse_other_outputs, refuse_unknown
-from gpucost_mlflow.core.judging import seeds as seed_rules
 from gpucost_mlflow.core.kinds import registry
-from gpucost_mlflow.core.money.costs import CENT
 from gpucost_mlflow.core.names import ACCURACY, MACRO_F1
 
 SCENARIOS = ("offline",)
@@ -199,7 +198,7 @@ def load_protocol(path: Path) -> Protocol:
         reproduce=method.reproduce(path, document.get("reproduce")),
         settle_max_passes=method.settle(path, document, f),
         confirmation=method.confirmation(path, document.get("confirmation")),
-        seeds=seed_rules.parse(str(path), document.get("seeds")),
+        seeds=method.seeds(path, document.get("seeds")),
         max_spread_ratio=_spread_ratio(path, document.get("max_spread_ratio")),
         max_price_age_days=(f.positive("max_price_age_days") if document.get("max_price_age_days") is not None
                             else None),

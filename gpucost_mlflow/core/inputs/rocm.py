@@ -7,16 +7,13 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import shipped
 
-SNAPSHOT_PREFIX = "rocm-framework-matrix-"
-FIRST_MATRIX = Path("catalog/rocm-framework-matrix-2024-03-22.csv")
-_DATED = re.compile(re.escape(SNAPSHOT_PREFIX) + r"(\d{4}-\d{2}-\d{2})\.csv$")
+MATRIX = "rocm-framework-matrix"  # the snapshots' stem: rocm-framework-matrix-<date>.csv
 
 
 @dataclass(frozen=True)
@@ -63,25 +60,8 @@ class StackCheck:
     message: str
 
 
-def snapshot_date(path: Path) -> str:
-    """The date in a snapshot's file name (rocm-framework-matrix-2025-11-26.csv -> 2025-11-26)."""
-    match = _DATED.search(path.name)
-    if not match:
-        raise GpucostError(f"{path}: not a dated ROCm matrix snapshot ({SNAPSHOT_PREFIX}YYYY-MM-DD.csv)")
-    return match.group(1)
-
-
-def newest_snapshot(folder: Path) -> Path:
-    """The most recent dated snapshot in a catalog folder."""
-    found = sorted((path for path in folder.glob(f"{SNAPSHOT_PREFIX}*.csv") if _DATED.search(path.name)),
-                   key=snapshot_date)
-    if not found:
-        raise GpucostError(f"{folder}: no ROCm matrix snapshot ({SNAPSHOT_PREFIX}YYYY-MM-DD.csv)")
-    return found[-1]
-
-
 def check_installed(rocm_version: str, torch_version: str, folder: Path | None = None) -> StackCheck:
     """The installed pair against the newest snapshot (default: those shipped in the package), named by its file."""
-    path = newest_snapshot(folder or shipped.shipped(shipped.ROCM_MATRICES))
-    verdict = check(load_matrix(path), rocm_version, torch_version, snapshot_date(path))
+    path = shipped.newest(MATRIX, folder)
+    verdict = check(load_matrix(path), rocm_version, torch_version, shipped.table_date(path))
     return StackCheck(path.name, verdict.status, verdict.message)

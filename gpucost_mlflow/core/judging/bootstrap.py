@@ -18,22 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpucost_mlflow.core.inputs.acceptance import Resampling
 from gpucost_mlflow.core.judging.bounds import FAILED, NOT_SHOWN, PASSED
 from gpucost_mlflow.core.names import ACCURACY, MACRO_F1
 
 AT_LEAST, WITHIN = "at least", "within"  # an absolute bar; a bar on the difference with the reference
 BATCH = 500  # resamples computed at once: bounds the memory at BATCH x inputs per array
-
-
-@dataclass(frozen=True)
-class Resampling:
-    """The protocol's declared bootstrap: how many resamples and the seed that draws them (`acceptance.bootstrap`)."""
-
-    resamples: int = 2000
-    seed: int = 0
-
-    def record(self) -> dict:
-        return {"resamples": self.resamples, "seed": self.seed, "method": "percentile"}
 
 
 def _codes(values: Sequence[str], labels: Sequence[str]) -> np.ndarray:

@@ -4,7 +4,8 @@ A protocol may declare `seeds: [0, 1, 2]`. Every variant then runs its passes at
 judged against the reference's passes at the same seed. The seeds are repetitions of one configuration: its identity
 holds every seed it ran at (`core/inputs/identity.py`), its durations pool every seed's passes (so its stability, its
 slowest pass and the committed plan cover its slowest seed), and it is feasible only when every declared seed's own
-passes are: one seed's success does not stand for the others'. Without `seeds`, every pass runs with seed 0.
+passes are: one seed's success does not stand for the others'. Without `seeds`, every pass runs with seed 0. The
+protocol's `seeds` field is read with the protocol (core/inputs/method_fields.py, `seeds`).
 """
 
 from __future__ import annotations
@@ -12,20 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from gpucost_mlflow.core.errors import GpucostError
-
 DEFAULT_SEED = 0
-
-
-def parse(path: str, value) -> tuple[int, ...]:
-    """seeds: a list of distinct whole numbers >= 0; () when absent (every pass at DEFAULT_SEED)."""
-
-    if value is None:
-        return ()
-    if (not isinstance(value, list) or not value or len(set(map(str, value))) != len(value)
-            or not all(isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0 for seed in value)):
-        raise GpucostError(f"{path}: field 'seeds' must list distinct whole numbers >= 0 (e.g. [0, 1, 2]), got {value!r}")
-    return tuple(value)
 
 
 def every_seed(pooled: Sequence, apart: Sequence, seeds: Sequence[int],

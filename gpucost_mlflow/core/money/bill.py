@@ -10,8 +10,8 @@ import datetime as dt
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
+from gpucost_mlflow.core.amounts import CENT
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.money.costs import CENT
 
 # Characters of a bill's note (one line): an invoice number and a word on why the amount differs.
 NOTE_LIMIT = 500

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
-from gpucost_mlflow.core.money.costs import CENT
+from gpucost_mlflow.core.amounts import CENT
 from gpucost_mlflow.core.money.forecast import Forecast
 from gpucost_mlflow.core.money.plans import Plan
 

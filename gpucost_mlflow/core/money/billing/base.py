@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from gpucost_mlflow.core.money.interruptions import Rework
     from gpucost_mlflow.core.money.plans import Plan
 
-CENT = Decimal("0.01")
 HOUR_QUANTUM = Decimal("0.000001")  # 3.6 ms: float noise below it never bills another increment
 
 

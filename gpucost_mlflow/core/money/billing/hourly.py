@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
 
+from gpucost_mlflow.core.amounts import CENT
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.money.billing.base import CENT, Billing, Cover, hours
+from gpucost_mlflow.core.money.billing.base import Billing, Cover, hours
 
 
 def billed(offer, window: Decimal, lots: int) -> tuple[Decimal, Decimal]:

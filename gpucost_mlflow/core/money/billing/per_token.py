@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from decimal import ROUND_CEILING, Decimal
 
+from gpucost_mlflow.core.amounts import CENT
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.money.billing.base import CENT, Billing, Cover, number, to_hours
+from gpucost_mlflow.core.money.billing.base import Billing, Cover, number, to_hours
 
 MILLION = Decimal(1_000_000)
 LIST, BATCH = "list", "batch"
