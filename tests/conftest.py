@@ -138,7 +138,7 @@ def minilm_dir(tmp_path_factory) -> Path:
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
         from transformers.utils import logging as hf_logging
 
-        from gpucost_mlflow.workloads.classification.demo_inputs import base_model_dir
+        from gpucost_mlflow.workloads.minilm import base_model_dir
         from tests.helpers import LABELS
 
         hf_logging.set_verbosity_error()

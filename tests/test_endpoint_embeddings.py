@@ -73,8 +73,8 @@ def test_the_openai_engine_serves_embeddings_through_its_api(tmp_path):
 @pytest.mark.unit
 def test_texts_are_cut_where_the_torch_path_truncates_them():
     from gpucost_mlflow.execution import models
-    from gpucost_mlflow.workloads.classification.demo_inputs import base_model_dir
     from gpucost_mlflow.workloads.embeddings.with_openai import cut
+    from gpucost_mlflow.workloads.minilm import base_model_dir
 
     tokenizer = models.load_tokenizer(base_model_dir())
     texts = ["Don't stop: café au lait, s'il vous plaît!" * 20, "short text", "unaffable " * 40]
@@ -87,8 +87,8 @@ def test_texts_are_cut_where_the_torch_path_truncates_them():
 def test_a_request_that_fails_leaves_its_inputs_without_output_and_is_tagged(tmp_path):
     from gpucost_mlflow.execution import models
     from gpucost_mlflow.execution.serving import free_port
-    from gpucost_mlflow.workloads.classification.demo_inputs import base_model_dir
     from gpucost_mlflow.workloads.embeddings import with_openai
+    from gpucost_mlflow.workloads.minilm import base_model_dir
 
     settings = _declared(tmp_path, f"{{workload: embeddings, batch_size: 2, engine: openai, endpoint: {{model: m, "
                                    f"base_url: 'http://127.0.0.1:{free_port()}/v1', api: embeddings, max_retries: 0, "

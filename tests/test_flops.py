@@ -41,7 +41,7 @@ def test_a_batch_without_padding_has_equal_useful_and_padded_flops():
 
 def test_minilm_shape_from_its_config():
     """The shipped all-MiniLM-L6-v2 config, with the 3-label head the demo classifier adds (its id2label)."""
-    from gpucost_mlflow.workloads.classification.demo_inputs import base_model_dir
+    from gpucost_mlflow.workloads.minilm import base_model_dir
 
     config = json.loads((base_model_dir() / "config.json").read_text())
     shape = encoder_shape({**config, "id2label": {"0": "fresh", "1": "plot", "2": "rotten"}})

@@ -97,6 +97,36 @@ def test_the_harness_and_the_rules_name_no_kinds_folder():
     assert not named, "; ".join(named)
 
 
+def _modules(path: Path) -> set[str]:
+    """Every module the file imports, a `from gpucost_mlflow.workloads import x` counted as the module it names."""
+    names = imported(path)
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module == "gpucost_mlflow.workloads" and not node.level:
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _kinds_folders() -> list[str]:
+    """The shipped kinds' folders under workloads/ (each a package: its __init__ declares the KIND)."""
+    return sorted(path.parent.name for path in (PACKAGE / "workloads").glob("*/__init__.py"))
+
+
+def test_no_kind_imports_another_kinds_folder_and_the_cli_none():
+    """What several kinds share lives beside their folders (workloads/minilm.py, encoder_flops.py, ...), and another
+    kind's output is reached through the registry; the CLI reaches a kind's own code only through core/kinds/registry."""
+    folders = _kinds_folders()
+    broken = []
+    for path in sorted((PACKAGE / "workloads").rglob("*.py")):
+        own = path.relative_to(PACKAGE / "workloads").parts[0]
+        broken += [f"{path.relative_to(PACKAGE)} imports {name}" for name in _modules(path)
+                   for other in folders if other != own and own in folders
+                   and (name == f"gpucost_mlflow.workloads.{other}" or name.startswith(f"gpucost_mlflow.workloads.{other}."))]
+    for path in sorted((PACKAGE / "cli").rglob("*.py")):
+        broken += [f"{path.relative_to(PACKAGE)} imports {name}" for name in _modules(path) for kind in folders
+                   if name == f"gpucost_mlflow.workloads.{kind}" or name.startswith(f"gpucost_mlflow.workloads.{kind}.")]
+    assert folders and not broken, "; ".join(broken)
+
+
 @pytest.mark.parametrize("layer", sorted(FORBIDDEN))
 def test_each_layer_imports_only_what_lies_below_it(layer):
     broken = []

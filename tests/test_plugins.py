@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.kinds import engines, plugins, registry
+from gpucost_mlflow.core.kinds import base, engines, plugins, registry
 
 pytestmark = pytest.mark.unit
 
@@ -87,3 +87,22 @@ def test_outside_a_checkout_and_uninstalled_the_kinds_are_missing_in_one_line(mo
             registry.shipped()
     finally:
         plugins.declared.cache_clear()
+
+
+def test_an_output_module_missing_a_member_of_the_interface_is_refused_in_one_line(monkeypatch, tmp_path):
+    """A kind bringing a new output brings its `output.py`; one lacking a member of base.Output is refused when the
+    registry loads it, naming the module and every missing member."""
+    package = tmp_path / "half_output_kind"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "output.py").write_text('NAME = "halves"\nFILE = "halves.jsonl.gz"\nSECTION = ""\n\n\n'
+                                       'def bar(acceptance):\n    return ""\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(plugins.ENVIRONMENT, "halfkind:halves:half_output_kind")
+    with pytest.raises(GpucostError) as refused:
+        registry.output("halves")
+    missing = [name for name in base.output_members(section=False) if name not in ("NAME", "FILE", "SECTION", "bar")]
+    assert str(refused.value) == (f"output module half_output_kind.output lacks {', '.join(missing)} "
+                                  "(gpucost_mlflow.core.kinds.base.Output)")
+    assert "\n" not in str(refused.value) and "FILES" in missing and "merge" in missing and "task" not in missing
+    assert registry.output("labels").NAME == "labels"  # every shipped output offers the whole interface

@@ -77,6 +77,7 @@ QUALITY_CHECKS = ()
 COLUMNS = ()
 FIELDS = {}
 AUDITED = False
+LIKE_FOR_LIKE = ()  # base.Output asks every output for it: nothing the toy counts depends on a setting
 SECTION = ""
 NO_SAMPLING = ""
 FROM_USER_CODE = False

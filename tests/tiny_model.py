@@ -22,7 +22,7 @@ def build_tiny_classifier(folder: Path, tuning: Path, seed: int = 0) -> Path:
     from transformers.utils import logging as hf_logging
 
     from gpucost_mlflow.workloads.classification import training
-    from gpucost_mlflow.workloads.classification.demo_inputs import base_model_dir
+    from gpucost_mlflow.workloads.minilm import base_model_dir
 
     hf_logging.set_verbosity_error()
     base, out = folder / "base", folder / "model"

@@ -26,7 +26,6 @@ from gpucost_mlflow.core.inputs.corpus import (
 from gpucost_mlflow.core.inputs.variants import load_variants
 from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.names import ACCURACY, MACRO_F1
-from gpucost_mlflow.workloads.classification.demo_inputs import TUNING, Sizes, build_corpus, prepare_model
 
 
 @click.group()
@@ -58,9 +57,10 @@ def corpus_build(source, labels, tokenizer_dir, size, protocol_file, tuning_size
 
         declared = load_protocol(protocol_file)
         mix, size = dict(declared.buckets) or None, size or declared.corpus_size
-    meta = build_corpus(
+    demo = registry.default_module("demo_inputs")
+    meta = demo.build_corpus(
         out_dir, source=source, labels=allowed, tokenizer_dir=tokenizer_dir,
-        sizes=Sizes(size or 1000, tuning_size, mix, confirmation_size), seed=seed,
+        sizes=demo.Sizes(size or 1000, tuning_size, mix, confirmation_size), seed=seed,
     )
     bounds = meta["buckets"]["bounds_tokens"]
     click.echo(
@@ -102,7 +102,8 @@ def model_prepare(corpus_dir, out_dir, seed) -> None:
     The comparison corpus is never read (PROTOCOL.md section 2).
     """
 
-    report = prepare_model(out_dir, corpus_dir / TUNING, seed=seed)
+    demo = registry.default_module("demo_inputs")
+    report = demo.prepare_model(out_dir, corpus_dir / demo.TUNING, seed=seed)
     click.echo(
         f"classifier saved to {out_dir} (revision {report['revision'][:16]}, "
         f"trained on {report['training_size']} inputs in {report['train_seconds']:.0f} s)"
@@ -113,7 +114,7 @@ def model_prepare(corpus_dir, out_dir, seed) -> None:
         f"accuracy {quality[ACCURACY]:.3f}, macro-F1 {quality[MACRO_F1]:.3f}; "
         f"majority baseline ({base['label']}): accuracy {base[ACCURACY]:.3f}, macro-F1 {base[MACRO_F1]:.3f}"
     )
-    buckets = [b for b in bucket_names(corpus_dir / TUNING) if f"bucket_{b}_macro_f1" in quality]
+    buckets = [b for b in bucket_names(corpus_dir / demo.TUNING) if f"bucket_{b}_macro_f1" in quality]
     classes = [key[len("class_"):-len("_f1")] for key in quality if key.startswith("class_") and key.endswith("_f1")]
     click.echo(
         "  macro-F1 per bucket: " + ", ".join(f"{b} {quality[f'bucket_{b}_macro_f1']:.3f}" for b in buckets)

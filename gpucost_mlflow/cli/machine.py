@@ -8,6 +8,7 @@ import click
 
 from gpucost_mlflow.cli.options import DEFAULT_MODEL_DIR
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.workloads.encoder_memory import estimate, safetensors_parameters
 
 
@@ -60,10 +61,10 @@ def memory_estimate(model_dir, precision, batch, max_length, device_memory_gib) 
 @_memory_options
 def memory_measure(model_dir, precision, batch, max_length, device_memory_gib) -> None:
     """Load on the local device, run one batch, print observed peaks beside the estimate, and the stack check."""
-    from gpucost_mlflow.workloads.classification.observed_memory import measure  # deferred: imports torch
+    probe = registry.default_module("observed_memory")  # deferred: imports torch
 
     result = _estimate(model_dir, precision, batch, max_length, device_memory_gib)
-    observed = measure(model_dir, precision, batch, max_length)
+    observed = probe.measure(model_dir, precision, batch, max_length)
     click.echo(f"OBSERVED on {observed['device']} (counter: {observed['counter']}):")
     for counter, value in observed["observed"].items():
         if isinstance(value, dict):

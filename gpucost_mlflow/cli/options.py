@@ -11,9 +11,9 @@ import click
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import shipped
 from gpucost_mlflow.core.inputs.corpus import DEFAULT_BUCKET_SIZES
+from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.money.catalog import load_catalog, merged
 from gpucost_mlflow.tracking import schema
-from gpucost_mlflow.workloads.classification.demo_inputs import COMPARISON
 
 if TYPE_CHECKING:
     from gpucost_mlflow.core.inputs.protocol import Protocol
@@ -109,13 +109,18 @@ def _shown(root: Path, path: Path) -> str:
     return str(path if path.is_absolute() or root == Path(".") else (root / path).resolve())
 
 
+def _built() -> str:
+    """The comparison corpus's file name as `gpucost corpus build` writes it (the default kind's demo inputs)."""
+    return registry.default_module("demo_inputs").COMPARISON
+
+
 def _builds(root: Path, protocol: Protocol) -> str:
     """How to build a protocol's missing corpus: its slice of another corpus (`corpus.slice_of`), that corpus first when
     it is missing too, or `gpucost corpus build` for the builder's own file."""
 
     target = Path(protocol.corpus_file)
     if not protocol.corpus_slice_of:
-        if target.name != COMPARISON:
+        if target.name != _built():
             return "write it there"
         return f"build it with `{_build_command(root, target, protocol.corpus_size)}`"
     source = Path(protocol.corpus_slice_of)
@@ -123,7 +128,7 @@ def _builds(root: Path, protocol: Protocol) -> str:
                f"--out {_shown(root, target)}")
     if _under(root, source).exists():
         return f"it is a slice of {_shown(root, source)}: build it with `{command}`"
-    if source.name != COMPARISON:
+    if source.name != _built():
         return f"it is a slice of {_shown(root, source)}, missing too: write that corpus there, then run `{command}`"
     return (f"it is a slice of {_shown(root, source)}, missing too: build both with "
             f"`{_build_command(root, source, None)} && {command}`")

@@ -117,9 +117,9 @@ def _one_child(requests: list[PassRequest], prepared: list[Prepared], client, ex
         results: list[launcher.PassResult] = []
         try:
             opened = [launcher.begin(r, p, client, run, f) for r, p, run, f in zip(requests, prepared, runs, folders)]
-            spec = launcher.spec_of(requests[0], prepared[0], folders[0])
-            spec.more = [{"corpus_path": str(r.corpus_path.resolve()), "workdir": str(f)}
-                         for r, f in zip(requests[1:], folders[1:])]
+            spec = replace(launcher.spec_of(requests[0], prepared[0], folders[0]),
+                           more=[{"corpus_path": str(r.corpus_path.resolve()), "workdir": str(f)}
+                                 for r, f in zip(requests[1:], folders[1:])])
             sampler = system_metrics.Sampler(client, delivery_id, protocol.system_metrics_interval_s).start()
             try:
                 outcomes, interrupted = _run(spec, prepared[0], folders)

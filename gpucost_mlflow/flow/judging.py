@@ -18,9 +18,9 @@ from gpucost_mlflow.core.judging import judge, like_for_like, verdicts
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.names import COMPLETED_ENTRIES, ELAPSED_UNTIL_FAILURE_S, EVAL_S, EXPECTED_IDS, OBSERVED_IDS
-from gpucost_mlflow.execution import child, runner
+from gpucost_mlflow.execution import child
 from gpucost_mlflow.execution.outcome import PassOutcome
-from gpucost_mlflow.flow.preparation import PassRequest, Prepared
+from gpucost_mlflow.flow.preparation import PassRequest, Prepared, child_spec
 from gpucost_mlflow.tracking import rejudge, schema
 
 
@@ -77,9 +77,7 @@ def _audit(request: PassRequest, prepared: Prepared, rules, back: verdicts.ReadB
     sample_path = folder / "audit.jsonl"
     sample_path.write_text("".join(json.dumps({"id": row["id"], "text": row["text"]}, ensure_ascii=False) + "\n"
                                    for row in corpus.rows if row["id"] in chosen), encoding="utf-8")
-    spec = runner.PassSpec(corpus_path=str(sample_path), model_path=str(request.model_path.resolve()), workdir=str(folder),
-                           settings=prepared.reference.settings, warmup=dict(prepared.protocol.warmup), fault="",
-                           implementation=registry.implementation(prepared.reference.settings))
+    spec = child_spec(sample_path, request.model_path, folder, prepared.reference.settings, prepared.protocol)
     returncode, interrupted = child.run(spec, folder)
     if interrupted:
         raise KeyboardInterrupt

@@ -21,14 +21,13 @@ from mlflow.tracking import MlflowClient
 from gpucost_mlflow.core.errors import one_line
 from gpucost_mlflow.core.inputs.variants import Declaration
 from gpucost_mlflow.core.judging.status import Status
-from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.measurement.board import starved
 from gpucost_mlflow.core.measurement.contention import contended
 from gpucost_mlflow.core.names import CPU_UTILISATION, GPU_UTILISATION, OTHER_CPU_S, OTHER_CPU_SHARE
 from gpucost_mlflow.execution import child, faults, lanes, runner
 from gpucost_mlflow.execution.outcome import PassOutcome
 from gpucost_mlflow.flow import judging, recording
-from gpucost_mlflow.flow.preparation import PassRequest, Prepared, measured_for, prepare
+from gpucost_mlflow.flow.preparation import PassRequest, Prepared, child_spec, measured_for, prepare
 from gpucost_mlflow.tracking import (
     descriptions,
     experiments,
@@ -197,13 +196,8 @@ def _flags(request: PassRequest, prepared: Prepared, outcome: PassOutcome, metri
 
 def spec_of(request: PassRequest, prepared: Prepared, workdir: Path) -> runner.PassSpec:
     """The child's spec of one pass: its corpus, model and work folder, the variant's settings, the protocol's rules."""
-    return runner.PassSpec(
-        corpus_path=str(request.corpus_path.resolve()),
-        model_path=str(request.model_path.resolve()),
-        workdir=str(workdir),
-        settings=request.variant.settings,
-        implementation=registry.implementation(request.variant.settings),
-        warmup=dict(prepared.protocol.warmup),
+    return child_spec(
+        request.corpus_path.resolve(), request.model_path, workdir, request.variant.settings, prepared.protocol,
         fault=os.environ.get(faults.ENV, ""),
         workload_code=prepared.manifest["workload"].get("code", ""),
         workload_settings=prepared.manifest["workload"],

@@ -21,6 +21,7 @@ from gpucost_mlflow.core.inputs.variants import Declaration, Variant
 from gpucost_mlflow.core.judging.seeds import DEFAULT_SEED
 from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.kinds.endpoint import remote_device
+from gpucost_mlflow.core.kinds.settings import Settings
 from gpucost_mlflow.execution import environment, faults, lanes, models, runner
 from gpucost_mlflow.flow import workloads
 from gpucost_mlflow.tracking import schema
@@ -103,6 +104,16 @@ def measured_for(request: PassRequest, protocol: Protocol) -> float | None:
     reference's outputs for a confirmation among them) the protocol's min_measured_s."""
     confirming = request.role == schema.CONFIRMATION_ROLE and request.repeat
     return protocol.confirmation[1] if confirming else protocol.min_measured_s
+
+
+def child_spec(corpus_path: Path, model_path: Path, workdir: Path, settings: Settings, protocol: Protocol,
+               **more) -> runner.PassSpec:
+    """A child's spec, built here only (a pass's, its audit's; a lane's and a delivery's derived from it): the corpus,
+    the model resolved, the work folder, the settings with the module their kind and engine name, the protocol's
+    warm-up; `more` what a measured pass adds (seed, fault, workload code and settings, measured time, cool-down)."""
+    return runner.PassSpec(corpus_path=str(corpus_path), model_path=str(model_path.resolve()), workdir=str(workdir),
+                           settings=settings, implementation=registry.implementation(settings),
+                           warmup=dict(protocol.warmup), **more)
 
 
 def prepare(request: PassRequest) -> Prepared:

@@ -17,6 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Protocol
 
+from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.kinds import engines
 from gpucost_mlflow.core.kinds.settings import Settings
 
@@ -88,8 +89,14 @@ class Kind:
         return importlib.import_module(f"{self.package}.launch")
 
     def output_rules(self) -> ModuleType:
-        """The pure rules of what this kind delivers (`Output`); only the kind that owns the output has them."""
-        return importlib.import_module(f"{self.package}.output")
+        """The pure rules of what this kind delivers (`Output`), checked to offer every member of the interface as a
+        Kind is checked when loaded; only the kind that owns the output has them."""
+        return checked_output(importlib.import_module(f"{self.package}.output"))
+
+    def module(self, name: str) -> ModuleType:
+        """A module of the kind's own folder by name (the classifier's demo inputs, its memory probe), imported when
+        asked: how the CLI reaches a kind without importing its folder."""
+        return importlib.import_module(f"{self.package}.{name}")
 
     def settings_record(self) -> type[Settings]:
         """The settings its variants declare (`settings_record` of its package)."""
@@ -177,3 +184,24 @@ class Output(Protocol):
 
     def bar(self, acceptance) -> str:
         """The quality bar in words, for the experiment's description."""
+
+
+WITH_SECTION = ("SECTION_KEYS", "task")  # the members only an output with a SECTION is asked for
+
+
+def output_members(section: bool = True) -> tuple[str, ...]:
+    """Every name an output module must define: the fields and functions of `Output`, in their order; for an output
+    without a section (SECTION "") those only a section needs are left out."""
+    functions = [name for name, value in vars(Output).items() if callable(value) and not name.startswith("_")]
+    return tuple(name for name in dict.fromkeys([*Output.__annotations__, *functions])
+                 if section or name not in WITH_SECTION)
+
+
+def checked_output(module: ModuleType) -> ModuleType:
+    """The output module as loaded, refused in one line when it lacks a member of `Output` (naming the module and
+    every missing member), so a plug-in's incomplete rules fail where they load, not mid-pass."""
+    missing = [name for name in output_members(bool(getattr(module, "SECTION", True))) if not hasattr(module, name)]
+    if missing:
+        raise GpucostError(f"output module {module.__name__} lacks {', '.join(missing)} "
+                           "(gpucost_mlflow.core.kinds.base.Output)")
+    return module

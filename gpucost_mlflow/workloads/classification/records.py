@@ -3,8 +3,7 @@ the FLOP counts, rates and MFU of its batches (its `Work.export` and `Work.utili
 
 from __future__ import annotations
 
-import gzip
-import json
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 
@@ -13,16 +12,21 @@ from gpucost_mlflow.core.kinds.settings import Settings
 from gpucost_mlflow.core.measurement import flops
 from gpucost_mlflow.core.names import MFU_PADDED, MFU_USEFUL, TOKENS_INPUT, USEFUL_FLOP_PER_S
 from gpucost_mlflow.workloads import encoder_flops
+from gpucost_mlflow.workloads.classification.output import write_labels
 
 
 def write_predictions(path: Path, predictions, label_names: list[str], duplicate_at: int = 0) -> None:
-    """One JSON line per prediction (id, label, score), gzip with a fixed mtime so equal passes give equal bytes."""
-    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as out:
-        for number, (ident, label, score) in enumerate(zip(predictions.ids, predictions.labels, predictions.scores), 1):
-            line = json.dumps({"id": ident, "label": label_names[label], "score": round(score, 6)}) + "\n"
-            out.write(line.encode("utf-8"))
-            if number == duplicate_at:
-                out.write(line.encode("utf-8"))
+    """The predictions (id, label, score) through the labels file's one writer (output.write_labels)."""
+    write_labels(path, _records(predictions, label_names, duplicate_at))
+
+
+def _records(predictions, label_names: list[str], duplicate_at: int) -> Iterator[dict]:
+    """One record per prediction, in order; the `duplicate_at`th twice (the injected duplicate-id fault)."""
+    for number, (ident, label, score) in enumerate(zip(predictions.ids, predictions.labels, predictions.scores), 1):
+        record = {"id": ident, "label": label_names[label], "score": round(score, 6)}
+        yield record
+        if number == duplicate_at:
+            yield record
 
 
 MFU_METRICS = (MFU_USEFUL, MFU_PADDED)

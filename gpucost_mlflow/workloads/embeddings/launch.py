@@ -6,8 +6,8 @@ from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.kinds.base import Described
-from gpucost_mlflow.workloads.classification.demo_inputs import base_model_dir, model_sources
 from gpucost_mlflow.workloads.embeddings import child
+from gpucost_mlflow.workloads.minilm import base_model_dir, model_sources
 
 
 def default_model(root: Path) -> Path:

@@ -12,7 +12,6 @@ declares `flops(batch_token_counts)`; otherwise they stay empty with the reason 
 
 from __future__ import annotations
 
-import gzip
 import importlib
 import importlib.util
 import inspect
@@ -29,6 +28,7 @@ import numpy
 
 from gpucost_mlflow.core.errors import one_line
 from gpucost_mlflow.core.judging import verdicts
+from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.core.kinds.settings import Settings
 from gpucost_mlflow.core.names import MFU_PADDED, MFU_USEFUL, USEFUL_FLOP_PER_S
@@ -201,13 +201,8 @@ def export(folder: Path, outputs, duplicate_at: int = 0) -> None:
         ids.insert(duplicate_at, ids[duplicate_at - 1])
         values.insert(duplicate_at, values[duplicate_at - 1])
     if getattr(outputs, "kind", "") == "embeddings":
-        from gpucost_mlflow.workloads.embeddings.output import write_embeddings  # deferred: imports numpy
-
-        write_embeddings(folder, ids, values)
+        registry.output("embeddings").write_embeddings(folder, ids, values)  # its rules' writer (numpy), found by name
         return
-    with open(folder / verdicts.PREDICTIONS, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as out:
-        for ident, output in zip(ids, values):
-            record = {"id": ident, "label": output["label"]}
-            if "score" in output:
-                record["score"] = output["score"]
-            out.write((json.dumps(record) + "\n").encode("utf-8"))
+    registry.output("labels").write_labels(folder / verdicts.PREDICTIONS, (
+        {"id": ident, "label": output["label"], **({"score": output["score"]} if "score" in output else {})}
+        for ident, output in zip(ids, values)))
