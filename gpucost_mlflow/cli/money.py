@@ -25,7 +25,7 @@ from gpucost_mlflow.market import gpuhunt, skypilot
 @click.option("--days", type=WholeNumber(1), default=None, help="Package length; without it, the 3-, 7- and 30-day packages are listed.")
 @click.option("--lots", type=WholeNumber(1), default=1, show_default=True, help="Number of lots (a lot holds the catalog's gpus_per_lot).")
 @click.option("--accepted-results", type=WholeNumber(0), default=None, help="Distinct, finished and validated useful corpora.")
-@click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), default=None, help="Your catalog CSV (default: catalog/labkit-2026-09-24.csv).")
+@click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), default=None, help=f"Your catalog CSV (default: {shipped.CATALOG.as_posix()}, the newest shipped lab kit).")
 def packages(gpu, days, lots, accepted_results, catalog_file) -> None:
     """Package calculator: total = price per lot x lots; cost per validated corpus only from accepted results."""
 
@@ -117,7 +117,7 @@ def _echo_plans(catalog, gpu: str, hours, gpus: int, fmt: str, deliverable_h: fl
 @click.option("--gpu", required=True, help="GPU id in the catalog (rtx-4090, b200, or your own row's id).")
 @click.option("--hours", required=True, help="The whole window to cover, in hours (a decimal number > 0).")
 @click.option("--gpus", type=WholeNumber(1), default=1, show_default=True, help="GPUs the configuration uses (lots = ceil(GPUs / GPUs per lot)).")
-@click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), default=None, help="Your catalog CSV (default: catalog/labkit-2026-09-24.csv).")
+@click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), default=None, help=f"Your catalog CSV (default: {shipped.CATALOG.as_posix()}, the newest shipped lab kit).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--deliverable-hours", default="0", show_default=True,
               help="Hours one deliverable takes: an interruption on an interruptible row loses half of it on average.")
