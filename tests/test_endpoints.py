@@ -35,22 +35,17 @@ DEFAULTS = """defaults: {batch_size: 8, precision: fp32, quantization: none, com
 TEST_VARIANTS = DEFAULTS + f"""
 variants:
   gen-batch8: {{batch_size: 8, workload: generation}}
-  served-c1:
-    batch_size: 8
-    workload: generation
-    engine: openai
-    endpoint: {{serve: "{SERVE}", concurrency: 1, api_key_env: {KEY_VARIABLE}}}
   served-c8:
     batch_size: 8
     workload: generation
     engine: openai
     endpoint: {{serve: "{SERVE}", concurrency: 8, api_key_env: {KEY_VARIABLE}}}
-  served-c8-short:
+  hosted-short:
     batch_size: 8
     workload: generation
     engine: openai
     max_new_tokens: 4
-    endpoint: {{serve: "{SERVE}", concurrency: 8, api_key_env: {KEY_VARIABLE}}}
+    endpoint: {{base_url: "https://api.example.com/v1", model: smollm2-135m}}
   hosted:
     batch_size: 8
     workload: generation
@@ -61,6 +56,12 @@ variants:
     workload: generation
     engine: openai
     endpoint: {{serve: "python -c 'import time; time.sleep(60)' {{port}}", serve_timeout_s: 2}}
+"""
+RUNNING = """  running-c1:
+    batch_size: 8
+    workload: generation
+    engine: openai
+    endpoint: {{base_url: "{url}", model: "{model}", concurrency: 1, api_key_env: {key}}}
 """
 
 
@@ -108,10 +109,23 @@ def test_the_endpoint_identity_names_host_model_and_server_version():
         endpoint_client.identity(running, running.url, "Qwen/Qwen3-8B", ["other"], "")
 
 
+def _running_server(folder: Path) -> tuple:
+    """`transformers serve` on the packaged SmolLM2's dequantised folder (the reference pass wrote it), started as a
+    user starts a server: (the server, its base URL, the model id it lists)."""
+    from gpucost_mlflow.core.inputs import sources
+    from gpucost_mlflow.core.inputs.fingerprints import sha256_file
+    from gpucost_mlflow.execution import serving
+    from gpucost_mlflow.workloads.generation import child
+
+    model = child.cache_folder(sha256_file(sources.package_path(*sources.DEFAULT_GENERATION_PACKAGE)))
+    server, url = serving.start(SERVE, str(model), endpoint.SERVED_URL, folder / "running-server.log", 300)
+    return server, url, str(model)
+
+
 @pytest.fixture(scope="module")
 def served_store(tmp_path_factory, generation_slice, migrated_store):  # noqa: F811 - the imported fixture
-    """One store: the fp32 torch reference, then the served model at 1 and 8 requests in flight, a variant asking
-    fewer new tokens than the reference, and a server that never comes up; every endpoint pass with an API key set."""
+    """One store: the fp32 torch reference, then the served model at 1 and 8 requests in flight and a server that never
+    comes up, every endpoint pass with an API key set; the report over them."""
     from tests.helpers import use_store
     from tests.kept import CACHE
 
@@ -130,9 +144,17 @@ def served_store(tmp_path_factory, generation_slice, migrated_store):  # noqa: F
         use_store(folder, monkeypatch, migrated_store)
         monkeypatch.setenv("GPUCOST_MODEL_CACHE", str(CACHE / "models"))  # SmolLM2 dequantised once per venv
         monkeypatch.setenv(KEY_VARIABLE, key)
-        for variant in ("gen-batch8", "served-c8", "served-c1", "served-c8-short", "never-up"):
-            result = CliRunner().invoke(main, ["pass", "--variant", variant, "--corpus", str(corpus), "--variants",
-                                               str(variants), "--experiment", "endpoints", "--protocol", str(protocol)])
+        for variant in ("gen-batch8", "served-c8", "never-up", "running-c1"):
+            if variant == "running-c1":  # a server already running (started here, as a user would): its base_url
+                running = _running_server(folder)
+                variants.write_text(TEST_VARIANTS + RUNNING.format(url=running[1], model=running[2], key=KEY_VARIABLE), encoding="utf-8")
+            try:
+                result = CliRunner().invoke(main, ["pass", "--variant", variant, "--corpus", str(corpus), "--variants",
+                                                   str(variants), "--experiment", "endpoints", "--protocol",
+                                                   str(protocol)])
+            finally:
+                if variant == "running-c1":
+                    running[0].stop()
             outputs[variant] = result.output
         outputs["report"] = _report(folder, protocol, variants)
         client = MlflowClient()
@@ -178,31 +200,43 @@ def _one_decision_weighs_the_served_model_rented_and_per_token_in_its_list_and_b
     costs = [float(part.rsplit(": ", 1)[1].split()[0]) for part in served["next_plans"].split(" | ")]
     assert float(served["committed_cost"]) < min(costs), served
     assert "**Pay per token:**" in page and "Decision" in outputs["report"], page[:3000]
-    assert balance["served-c8-short"]["committed_cost"] == "" and balance["never-up"]["committed_cost"] == ""
+    assert balance["never-up"]["committed_cost"] == ""
 
 
 def _a_served_model_is_measured_judged_and_recorded_like_every_pass(served_store):
     _, _, runs, outputs, _ = served_store
-    reference, c8, c1 = runs["gen-batch8"], runs["served-c8"], runs["served-c1"]
+    reference, c8, c1 = runs["gen-batch8"], runs["served-c8"], runs["running-c1"]
     assert reference.data.tags[schema.STATUS] == "accepted", outputs["gen-batch8"]
     for run in (c8, c1):  # judged against the torch reference with the same checks as every generation variant
         assert run.data.tags[schema.STATUS] == "accepted", outputs[run.data.tags[schema.VARIANT]]
         metrics = run.data.metrics
         assert metrics["reference_exact_match"] >= 0.9 and metrics["observed_ids"] == 16
-        assert {"load_s", "warmup_s", "pass_s", "tokens_prompt", "tokens_generated", "server_start_s"} <= set(metrics)
-        assert metrics["server_start_s"] <= metrics["load_s"]  # the server's start-up is load, apart from the clock
+        assert {"load_s", "warmup_s", "pass_s", "tokens_prompt", "tokens_generated"} <= set(metrics)
         assert 0 < metrics["tokens_generated"] <= 16 * 8  # from the responses' usage
-        assert run.data.params["setting.endpoint.concurrency"] in ("1", "8")
         facts = schema.run_facts(run)
-        assert facts[schema.ENDPOINT].startswith("served by the pass · ")
-        assert "prefill_s" not in metrics and facts[f"{schema.MISSING_PREFIX}prefill_s"] == with_openai.NOT_SPLIT
+        assert facts[schema.DEVICE_NAME] == schema.run_facts(reference)[schema.DEVICE_NAME]  # this machine did it
+    # The server the pass started: its start-up is load, apart from the clock; one already running is its host.
+    assert c8.data.metrics["server_start_s"] <= c8.data.metrics["load_s"] and "server_start_s" not in c1.data.metrics
+    assert schema.run_facts(c8)[schema.ENDPOINT].startswith("served by the pass · ")
+    assert schema.run_facts(c1)[schema.ENDPOINT].startswith("127.0.0.1:")
+    assert (c8.data.params["setting.endpoint.concurrency"], c1.data.params["setting.endpoint.concurrency"]) == ("8", "1")
+    for run in (c8, c1):
+        facts = schema.run_facts(run)
+        assert "prefill_s" not in run.data.metrics
+        assert facts[f"{schema.MISSING_PREFIX}prefill_s"] == with_openai.NOT_SPLIT
         assert reference.info.run_id in checks_of(run)["reference_exact_match"]
 
 
-def _an_endpoint_variant_asking_fewer_tokens_than_the_reference_is_not_comparable(served_store):
-    _, _, runs, outputs, _ = served_store
-    short = runs["served-c8-short"]
-    assert short.data.tags[schema.STATUS] == "rejected", outputs["served-c8-short"]
+def _an_endpoint_variant_asking_fewer_tokens_than_the_reference_is_not_comparable(served_store, generation_slice):  # noqa: F811
+    """The provider's answers imported for a hosted variant that asks 4 new tokens where the reference asked 8."""
+    folder, client, runs, _, _ = served_store
+    imported = CliRunner().invoke(main, ["hosted", "batch-import", "--variant", "hosted-short", "--corpus",
+                                         str(generation_slice[0]), "--variants", str(folder / "variants.yaml"),
+                                         "--protocol", str(folder / "protocol.yaml"), "--experiment", "endpoints",
+                                         "--results", str(_provider_output(runs["gen-batch8"], folder / "short.jsonl")),
+                                         "--completed-in", "0.5"])
+    assert "batch hosted-short: rejected" in imported.output, imported.output
+    (short,) = client.search_runs([runs["gen-batch8"].info.experiment_id], "tags.`gpucost.variant` = 'hosted-short'")
     assert "not comparable with gen-batch8: max_new_tokens 4 against" in short.data.tags[schema.STATUS_REASON]
 
 
@@ -315,7 +349,7 @@ def test_a_served_model_and_a_hosted_batch_tier_are_measured_judged_and_priced_l
     """One test over the served store (a module fixture built once: with xdist, separate tests of this module would
     each build it on their own worker, starting its servers again)."""
     _a_served_model_is_measured_judged_and_recorded_like_every_pass(served_store)
-    _an_endpoint_variant_asking_fewer_tokens_than_the_reference_is_not_comparable(served_store)
+    _an_endpoint_variant_asking_fewer_tokens_than_the_reference_is_not_comparable(served_store, generation_slice)
     _a_server_that_never_comes_up_is_a_failed_row_with_its_log(served_store)
     _one_decision_weighs_the_served_model_rented_and_per_token_in_its_list_and_batch_tiers(served_store)
     _a_hosted_batch_tier_is_asked_by_a_batch_file_and_its_output_judged_and_recorded_as_a_pass(served_store,
