@@ -139,15 +139,14 @@ TEST_TMPDIR := $(shell avail=$$(df -Pk /dev/shm 2>/dev/null | awk 'NR==2 {print 
 PYTEST_ENV = PYTHONDONTWRITEBYTECODE= $(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR))
 PYTEST = $(PYTEST_ENV) $(BIN)/python -m pytest
 
-# Four pytest workers (pytest-xdist) on two cores: the suite is mostly child processes, servers and a browser waiting
-# on each other, and two workers left the CPU idle 40 % of the time (pytest 6 min 04 s with two, 5 min 04 s with three);
-# with the endpoint servers three still left half of it idle (pytest 6 min 53 s, 8 min 34 s of CPU).
+# Three pytest workers (pytest-xdist) on two cores: the suite is mostly child processes, servers and a browser waiting
+# on each other, and two workers left the CPU idle 40 % of the time (pytest 6 min 04 s with two, 5 min 04 s with three).
 # vermin: no construct newer than the oldest Python setup.cfg promises. --durations: the slowest tests, every time.
 test: $(STAMP) $(MARKET_STAMP) $(CHROMIUM) postgres
 	$(BIN)/ruff check .
 	$(BIN)/vermin -q --no-tips --violations -t=$(OLDEST_PYTHON)- gpucost_mlflow tests benchmarks
 	$(BIN)/python -m compileall -q gpucost_mlflow tests  # bytecode once, even where PYTHONDONTWRITEBYTECODE is set
-	$(PYTEST) -q -n 4 --dist worksteal -m "not ci_step" --durations=15 tests
+	$(PYTEST) -q -n 3 --dist worksteal -m "not ci_step" --durations=15 tests
 
 # CI's step after `make test`: benchmarks/device_check.sh --small on the CPU (docs/benchmarks.md, "Device check").
 device-check: $(STAMP)
