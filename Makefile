@@ -140,7 +140,8 @@ PYTEST_ENV = PYTHONDONTWRITEBYTECODE= $(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR))
 PYTEST = $(PYTEST_ENV) $(BIN)/python -m pytest
 
 # Three pytest workers (pytest-xdist) on two cores: the suite is mostly child processes, servers and a browser waiting
-# on each other, and two workers left the CPU idle 40 % of the time (pytest 6 min 04 s with two, 5 min 04 s with three).
+# on each other, and two workers left the CPU idle 40 % of the time (pytest 6 min 04 s with two, 5 min 04 s with three;
+# four were slower again on 2026-12-03: 7 min 18 s against three's 6 min 53 s).
 # vermin: no construct newer than the oldest Python setup.cfg promises. --durations: the slowest tests, every time.
 test: $(STAMP) $(MARKET_STAMP) $(CHROMIUM) postgres
 	$(BIN)/ruff check .
