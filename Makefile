@@ -149,7 +149,8 @@ test: $(STAMP) $(MARKET_STAMP) $(CHROMIUM) postgres
 	$(BIN)/python -m compileall -q gpucost_mlflow tests  # bytecode once, even where PYTHONDONTWRITEBYTECODE is set
 	$(PYTEST) -q -n 3 --dist worksteal -m "not ci_step" --durations=15 tests
 
-# CI's step after `make test`: benchmarks/device_check.sh --small on the CPU (docs/benchmarks.md, "Device check").
+# CI's step after `make test`: benchmarks/device_check.sh --small on the CPU (docs/benchmarks.md, "Device check"), and
+# the endpoint test that serves the packaged SmolLM2 with `transformers serve` (tests/test_endpoints.py).
 device-check: $(STAMP)
 	$(PYTEST) -q -m ci_step tests
 

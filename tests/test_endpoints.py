@@ -342,6 +342,7 @@ def _a_hosted_batch_tier_is_asked_by_a_batch_file_and_its_output_judged_and_reco
 
 
 @pytest.mark.integration
+@pytest.mark.ci_step  # 40 s alone, 3 to 4 min among make test's workers: its own CI step keeps make test in budget
 def test_a_served_model_and_a_hosted_batch_tier_are_measured_judged_and_priced_like_every_configuration(
         served_store, generation_slice):  # noqa: F811
     """One test over the served store (a module fixture built once: with xdist, separate tests of this module would
