@@ -60,7 +60,9 @@ def _packaged(relative: str) -> bool:
 
 
 def test_the_wheel_declares_every_shipped_file_as_package_data():
-    tables = [f"{shipped.TABLES}/{path.name}" for path in (ROOT / shipped.TABLES).glob("*.csv")]
+    # the dated tables: a catalog a user writes there (`make demo`'s this-machine.csv) is theirs, not shipped
+    tables = [f"{shipped.TABLES}/{path.name}" for path in (ROOT / shipped.TABLES).glob("*-????-??-??.csv")]
+    assert len(tables) >= 5
     for relative in [*map(str, shipped.DEFAULTS), *tables]:
         assert _packaged(relative), relative
 
