@@ -15,7 +15,6 @@ from urllib.parse import urlparse
 
 from gpucost_mlflow.core.errors import GpucostError
 
-APIS = ("chat", "completions", "embeddings")
 MODEL = "{model}"  # in serve and model: the variant's model folder (a GGUF file's dequantised folder)
 PORT = "{port}"  # in serve and base_url: the port the pass picks for the server it starts
 SERVED_URL = f"http://127.0.0.1:{PORT}/v1"  # where a started server answers unless base_url says otherwise
@@ -28,7 +27,7 @@ class Endpoint:
 
     model: str = MODEL  # the served model's id, as the server's /v1/models lists it
     base_url: str = ""  # http(s)://host:port/v1; '' with serve: SERVED_URL
-    api: str = "chat"  # chat | completions (generation), embeddings
+    api: str = "chat"  # which of the OpenAI API's routes: each kind declares those it sends (Kind.endpoint_apis)
     concurrency: int = 1  # requests in flight at once
     timeout_s: float = 60.0  # per request, the client's own timeout
     max_retries: int = 2  # the client's own retries of a failed request (connection errors, 429, 5xx)
@@ -86,8 +85,8 @@ def parse(value: object, where: str) -> Endpoint:
         raise GpucostError(f"{where}: endpoint.base_url {found.base_url!r} is not an http(s) URL")
     if found.serve and PORT not in found.serve:
         raise GpucostError(f"{where}: endpoint.serve must place the server on {PORT} (the port the pass picks)")
-    if found.api not in APIS:
-        raise GpucostError(f"{where}: endpoint.api must be one of {', '.join(APIS)}, not {found.api!r}")
+    if not isinstance(found.api, str) or not found.api:
+        raise GpucostError(f"{where}: endpoint.api names the API the workload sends (its kind's endpoint_apis)")
     for name, low in (("concurrency", 1), ("max_retries", 0)):
         number = getattr(found, name)
         if isinstance(number, bool) or not isinstance(number, int) or number < low:
