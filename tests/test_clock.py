@@ -87,7 +87,7 @@ def test_warmup_rule_is_identical_for_every_variant(corpus_dir, model_dir, proto
     classifier_series = ("batch", "cheaper", "int8-cpu")
     recorded = {
         name: prepare(PassRequest(variant, corpus_dir / "comparison.jsonl", model_dir, "t", protocol_path=protocol_file,
-                                  declared=read_declaration(VARIANTS), code_root=ROOT)).manifest["warmup"]
+                                  declared=read_declaration(VARIANTS), code_root=ROOT)).manifest.warmup
         for name, variant in load_variants(VARIANTS).items() if variant.series in classifier_series
     }
     assert len(recorded) == 6

@@ -153,6 +153,15 @@ def test_every_mlflow_call_lives_in_tracking():
     assert not outside, "; ".join(outside)
 
 
+def test_no_mlflow_entity_is_built_outside_tracking():
+    """The flow hands a pass's run plain records (tracking/pass_run.PassRun, `Ending`): a run, tag, metric, param or
+    dataset entity of MLflow is imported only under tracking/ (issue 54)."""
+    outside = [str(path.relative_to(PACKAGE)) for path in sorted(PACKAGE.rglob("*.py"))
+               if path.relative_to(PACKAGE).parts[0] != "tracking"
+               and any(name == "mlflow.entities" or name.startswith("mlflow.entities.") for name in imported(path))]
+    assert not outside, ", ".join(outside)
+
+
 def test_statuses_are_spelled_only_in_the_status_enum():
     """One vocabulary: no module but core/judging/status.py writes an attempt status as a bare string literal."""
     words = {"accepted", "rejected", "pending", "failed", "excluded", "completed"}

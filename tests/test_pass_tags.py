@@ -94,12 +94,13 @@ def test_a_pass_recorded_with_every_fact_as_a_tag_reads_as_one_recorded_now(stor
 
 
 def test_rejudging_reads_the_checks_from_verdict_json_or_from_an_older_pass_tags():
+    from gpucost_mlflow.core.judging.pass_verdict import PassVerdict
     from gpucost_mlflow.tracking.rejudge import _checks
 
-    recorded = {"checks": [check.record() for check in CHECKS]}
+    recorded = PassVerdict.from_record({"checks": [check.record() for check in CHECKS]})
     assert _checks(recorded, {}) == CHECKS
     older = {f"{schema.CHECK_PREFIX}ids": "pass: exactly the 30 expected ids", schema.CHECKS: "passed: ids"}
-    assert _checks({}, older) == [Check("ids", True, "exactly the 30 expected ids")]
+    assert _checks(PassVerdict.from_record({}), older) == [Check("ids", True, "exactly the 30 expected ids")]
 
 
 def test_a_pass_with_more_params_than_one_log_batch_takes_records_them_all(store, tmp_path):

@@ -99,13 +99,15 @@ def test_a_python_workload_receives_the_seed_and_numpy_and_random_are_seeded(tmp
     from gpucost_mlflow.core.inputs.variants import get_variant
     from gpucost_mlflow.execution.runner import PassSpec
     from gpucost_mlflow.workloads.user_code import child
+    from gpucost_mlflow.workloads.user_code.workload import Workload
     from tests.helpers import VARIANTS
 
     code = tmp_path / "seeded_user_workload.py"
     code.write_text("import random\n\nimport numpy\n\n\ndef load(settings, device, seed):\n"
                     "    return {'seed': seed, 'random': random.random(), 'numpy': float(numpy.random.random())}\n\n\n"
                     "def infer(state, texts):\n    return [{'label': 'plot'} for _ in texts]\n", encoding="utf-8")
-    spec = PassSpec(corpus_path="", model_path=str(tmp_path), workdir=str(tmp_path), workload_code=str(code),
+    spec = PassSpec(corpus_path="", model_path=str(tmp_path), workdir=str(tmp_path),
+                    workload=Workload("python:x", "python", "labels", code=str(code)),
                     settings=get_variant(VARIANTS, "batch8").settings, seed=3)
     random.seed(99)
     numpy.random.seed(99)

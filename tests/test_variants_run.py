@@ -10,6 +10,7 @@ from gpucost_mlflow.core.inputs import workloads
 from gpucost_mlflow.core.inputs.variants import load_variants
 from gpucost_mlflow.core.judging.verdicts import PREDICTIONS
 from gpucost_mlflow.core.kinds import registry
+from gpucost_mlflow.core.kinds.workload import WorkloadRecord
 from gpucost_mlflow.execution import runner
 from gpucost_mlflow.workloads.embeddings import output as embedding_verdicts
 from tests.helpers import ROOT
@@ -31,7 +32,10 @@ def test_each_declared_variant_completes_on_cpu(tmp_path, corpus_dir, model_dir,
     spec = runner.PassSpec(
         corpus_path=str(corpus_dir / "comparison.jsonl"), model_path=str(model_dir),
         workdir=str(tmp_path), settings=VARIANTS[name].settings,
-        implementation=registry.implementation(VARIANTS[name].settings), workload_code=workload.module or workload.source,
+        implementation=registry.implementation(VARIANTS[name].settings), 
+        workload=WorkloadRecord(workload.declared, workload.kind, workload.output).extended(
+            registry.kind(workload.kind).workload_record(), **({"code": workload.module or workload.source}
+                                                               if workload.kind == "python" else {})),
     )
     outcome = runner.run(spec, time.perf_counter_ns())
     assert outcome.status == "completed", outcome.error

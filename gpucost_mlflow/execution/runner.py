@@ -21,6 +21,7 @@ from pathlib import Path
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.kinds import base
 from gpucost_mlflow.core.kinds.settings import Settings
+from gpucost_mlflow.core.kinds.workload import WorkloadRecord
 from gpucost_mlflow.core.measurement.repetitions import again, per_corpus
 from gpucost_mlflow.core.names import (
     IDLE_POWER_W,
@@ -54,9 +55,9 @@ class PassSpec:
     gate: bool = False  # a lane: wait for the launcher's go before the measured pass (execution/gate.py)
     implementation: str = ""  # the module the workload is loaded from: its kind's child on its engine (the launcher's
     # core/kinds/registry.implementation)
-    workload_code: str = ""  # a python: workload's module: its .py file, resolved, or its importable name
-    workload_settings: dict = field(default_factory=dict)  # what a built-in workload needs beyond the variant's
-    # settings, as the launcher checked it (generation: the task, the model file and its dequantised cache)
+    # what the workload needs beyond the variant's settings, as the launcher checked it: its kind's record
+    # (core/kinds/workload.py; generation: the task, the model file and its dequantised cache; user code: its module)
+    workload: WorkloadRecord | None = None
     min_measured_s: float | None = None  # the protocol's: repeat the corpus inside the clock until it ran this long
     cooldown_s: float = 0.0  # the protocol's: idle this long after loading, before warm-up (idle power)
     # A delivery (`gpucost deliver`): further corpora after the first, each {corpus_path, workdir}, processed by this
@@ -65,15 +66,18 @@ class PassSpec:
 
     def document(self) -> str:
         """The spec as the JSON the child reads (its settings in their recorded form)."""
-        return json.dumps({**self.__dict__, "settings": self.settings.record()})
+        workload = self.workload.record() if self.workload is not None else None
+        return json.dumps({**self.__dict__, "settings": self.settings.record(), "workload": workload})
 
     @classmethod
     def read(cls, path: Path) -> PassSpec:
-        """The spec a launcher wrote (`document`), its settings typed again by the record of the kind whose module it
-        names (no registry read in the child: its kind's package is the implementation's)."""
+        """The spec a launcher wrote (`document`), its settings and workload typed again by the records of the kind
+        whose module it names (no registry read in the child: its kind's package is the implementation's)."""
         values = json.loads(path.read_text(encoding="utf-8"))
-        record = base.settings_record(values.get("implementation", "").rpartition(".")[0])
-        return cls(**{**values, "settings": record.from_record(values["settings"])})
+        package = values.get("implementation", "").rpartition(".")[0]
+        workload = values.get("workload")
+        return cls(**{**values, "settings": base.settings_record(package).from_record(values["settings"]),
+                      "workload": base.workload_record(package).from_record(workload) if workload else None})
 
 
 def read_texts(corpus_path: str) -> tuple[list[str], list[str]]:

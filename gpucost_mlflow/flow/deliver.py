@@ -10,6 +10,7 @@ child's first corpus's, and the others say so as missing measurements.
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -21,7 +22,7 @@ from gpucost_mlflow.execution import child, lanes
 from gpucost_mlflow.execution.outcome import PassOutcome
 from gpucost_mlflow.flow import launcher
 from gpucost_mlflow.flow.preparation import PassRequest, Prepared, prepare
-from gpucost_mlflow.tracking import delivery_run, experiments, heartbeat, pass_run, store, system_metrics
+from gpucost_mlflow.tracking import delivery_run, experiments, pass_run, store
 
 
 @dataclass(frozen=True)
@@ -111,27 +112,20 @@ def _one_child(requests: list[PassRequest], prepared: list[Prepared], client, ex
         folders = [Path(temp) / f"{number:05d}" for number in range(len(requests))]
         for folder in folders:
             folder.mkdir()
-        runs = [pass_run.open_run(client, experiment_id, r.variant.name, r.parent_run_id) for r in requests]
-        beat = heartbeat.Heartbeat(client, runs[0].info.run_id,
-                                   more=tuple(run.info.run_id for run in runs[1:])).start()
-        results: list[launcher.PassResult] = []
-        try:
-            opened = [launcher.begin(r, p, client, run, f) for r, p, run, f in zip(requests, prepared, runs, folders)]
+        with contextlib.ExitStack() as stack:
+            runs = [stack.enter_context(pass_run.PassRun(client, experiment_id, experiment_name, r.variant.name,
+                                                         r.parent_run_id)) for r in requests]
+            pass_run.shared_heartbeat(runs)
+            opened = [launcher.begin(r, p, run, f) for r, p, run, f in zip(requests, prepared, runs, folders)]
             spec = replace(launcher.spec_of(requests[0], prepared[0], folders[0]),
                            more=[{"corpus_path": str(r.corpus_path.resolve()), "workdir": str(f)}
                                  for r, f in zip(requests[1:], folders[1:])])
-            sampler = system_metrics.Sampler(client, delivery_id, protocol.system_metrics_interval_s).start()
+            sampler = runs[0].sampling(protocol.system_metrics_interval_s, run_id=delivery_id)
             try:
                 outcomes, interrupted = _run(spec, prepared[0], folders)
             finally:
                 sampler.stop()
-            for one, outcome in zip(opened, outcomes):
-                results.append(launcher.finish(one, client, experiment_name, outcome, interrupted, locked_now, beat))
-        except BaseException as exc:
-            beat.stop()
-            for run in runs[len(results):]:
-                launcher.close_unrecorded(client, run.info.run_id, exc)
-            raise
+            results = [launcher.finish(one, outcome, interrupted, locked_now) for one, outcome in zip(opened, outcomes)]
     if interrupted:
         raise KeyboardInterrupt
     return results

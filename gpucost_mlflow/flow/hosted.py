@@ -36,7 +36,7 @@ def _asked(request: PassRequest):
     if importlib.util.find_spec(f"{kind.package}.{HOSTED}") is None:
         raise GpucostError(f"variant '{name}': workload {kind.name} has no hosted batch tier path")
     prepared = prepare(request)
-    return kind.module(HOSTED).Asked(settings, prepared.manifest["workload"], request.model_path,
+    return kind.module(HOSTED).Asked(settings, prepared.manifest.workload, request.model_path,
                                      prepared.corpus.rows)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.judging import judge, like_for_like, verdicts
-from gpucost_mlflow.core.judging.status import Status
+from gpucost_mlflow.core.judging.pass_verdict import PassVerdict
 from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.names import COMPLETED_ENTRIES, ELAPSED_UNTIL_FAILURE_S, EVAL_S, EXPECTED_IDS, OBSERVED_IDS
 from gpucost_mlflow.execution import child
@@ -35,20 +35,20 @@ def reference_pass(client: MlflowClient, experiment_id: str, prepared: Prepared,
     """The latest accepted reference pass on the same corpus and model, at the same seed under a protocol declaring
     seeds (its outputs read back), or None."""
     manifest = prepared.manifest
-    seed = str(manifest["seeds"]["torch"]) if prepared.protocol.seeds else ""
-    run = rejudge.find_reference(client, experiment_id, prepared.reference.name, manifest["corpus"]["fingerprint"],
-                                 manifest["model"]["revision"], seed)
+    seed = str(manifest.seeds.torch) if prepared.protocol.seeds else ""
+    run = rejudge.find_reference(client, experiment_id, prepared.reference.name, manifest.corpus.fingerprint,
+                                 manifest.model.revision, seed)
     if run is None:
         return None
     return rejudge.load_reference(run, registry.output(prepared.protocol.acceptance.output), prepared.protocol,
-                                  manifest["model"]["labels"], workdir)
+                                  manifest.model.labels, workdir)
 
 
 def judge_outcome(request: PassRequest, prepared: Prepared, outcome: PassOutcome, workdir: Path,
                   needs_reference: bool, reference) -> tuple[judge.Judgement, object, dict]:
     """The pass's files read back and judged by its output's rules; returns the judgement, what was read back and
     the audit's record (empty unless a deliverable without gold labels was audited)."""
-    protocol, corpus, labels = prepared.protocol, prepared.corpus, prepared.manifest["model"]["labels"]
+    protocol, corpus, labels = prepared.protocol, prepared.corpus, prepared.manifest.model.labels
     rules = registry.output(protocol.acceptance.output)
     back = rules.read_back(workdir, protocol, labels)
     audit, audit_record = None, {}
@@ -82,7 +82,7 @@ def _audit(request: PassRequest, prepared: Prepared, rules, back: verdicts.ReadB
     if interrupted:
         raise KeyboardInterrupt
     ran = child.read_outcome(folder, returncode, interrupted)
-    labels = rules.read_back(folder, prepared.protocol, prepared.manifest["model"]["labels"]).labels
+    labels = rules.read_back(folder, prepared.protocol, prepared.manifest.model.labels).labels
     if not ran.completed:
         check = verdicts.Check("audit", False, f"the {prepared.reference.name} audit pass failed: {ran.reason}")
     else:
@@ -116,27 +116,16 @@ def attempt_metrics(outcome: PassOutcome, judged: judge.Judgement, eval_s: float
 
 
 def verdict(prepared: Prepared, outcome: PassOutcome, judged: judge.Judgement, metrics: dict,
-            audit_record: dict) -> dict:
-    """The verdict artifact: status, checks, ids, quality, reference, audit and what was not measured and why."""
-    return {
-        "status": judged.status,
-        "reason": judged.reason,
-        "corpus_accepted": judged.status == Status.ACCEPTED,
-        "checks": [check.record() for check in judged.checks],
-        "ids": judged.counts,
-        "quality": judged.quality,
-        "quality_verdict": judged.quality_verdict,
-        "reference": judged.comparison,
-        "gold_labels": prepared.corpus.gold_labels,
-        **({"correct_ids": judged.correct} if judged.correct is not None else {}),
-        **({"scored": judged.scored.record()} if judged.scored is not None else {}),
-        "audit": audit_record,
-        "protocol_digest": prepared.protocol.digest,
-        "missing_measurements": judge.missing_measurements(
+            audit_record: dict) -> PassVerdict:
+    """The verdict: status, checks, ids, quality, reference, audit and what was not measured and why."""
+    return PassVerdict(
+        status=judged.status, reason=judged.reason, checks=tuple(judged.checks), ids=judged.counts,
+        quality=judged.quality, quality_verdict=judged.quality_verdict, reference=judged.comparison,
+        gold_labels=prepared.corpus.gold_labels, correct_ids=judged.correct,
+        scored=judged.scored.record() if judged.scored is not None else None, audit=audit_record,
+        protocol_digest=prepared.protocol.digest,
+        missing_measurements=judge.missing_measurements(
             metrics, schema.TIMINGS, failure_reason=outcome.reason,
             completed_entries_reason=outcome.completed_entries_reason, declared=outcome.missing_measurements),
-        "memory_counter": outcome.memory_counter,
-        "deterministic": outcome.deterministic,
-        "device_facts": outcome.device_facts,
-        **({"lanes": outcome.lanes} if outcome.lanes else {}),
-    }
+        memory_counter=outcome.memory_counter, deterministic=outcome.deterministic, device_facts=outcome.device_facts,
+        lanes=outcome.lanes or None)

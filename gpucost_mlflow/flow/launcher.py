@@ -15,10 +15,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from mlflow.entities import Run, RunTag
-from mlflow.tracking import MlflowClient
-
-from gpucost_mlflow.core.errors import one_line
 from gpucost_mlflow.core.inputs.variants import Declaration
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement.board import starved
@@ -28,16 +24,7 @@ from gpucost_mlflow.execution import child, faults, lanes, runner
 from gpucost_mlflow.execution.outcome import PassOutcome
 from gpucost_mlflow.flow import judging, recording
 from gpucost_mlflow.flow.preparation import PassRequest, Prepared, child_spec, measured_for, prepare
-from gpucost_mlflow.tracking import (
-    descriptions,
-    experiments,
-    heartbeat,
-    pass_run,
-    schema,
-    store,
-    system_metrics,
-    writer,
-)
+from gpucost_mlflow.tracking import experiments, pass_run, schema, store
 
 
 @dataclass
@@ -56,7 +43,8 @@ def execute(request: PassRequest) -> PassResult:
     """One pass = one MLflow run, ending as accepted, rejected, pending or failed.
 
     If the launcher itself is stopped (Ctrl-C, an error of its own) after the run opened, the run
-    is still closed as a failed attempt whose reason says so, so a resume knows to run the slot again.
+    is still closed as a failed attempt whose reason says so (its handle, tracking/pass_run.PassRun), so a resume
+    knows to run the slot again.
     """
     prepared = prepare(request)
     store.bound_http_retries()
@@ -69,18 +57,12 @@ def execute(request: PassRequest) -> PassResult:
         locked_now = experiments.lock(client, experiment_id, experiment_name, prepared.protocol, prepared.protocol_text)
         lock_series(client, experiment_id, experiment_name, request.declared, [request.variant.name])
     if request.role == "benchmark":  # every pass's corpus is checked against the experiment's: the file may change
-        experiments.lock_corpus(client, experiment_id, experiment_name, prepared.manifest["corpus"]["fingerprint"],
+        experiments.lock_corpus(client, experiment_id, experiment_name, prepared.manifest.corpus.fingerprint,
                                 prepared.protocol.corpus_fingerprint)
-    with tempfile.TemporaryDirectory(prefix="gpucost-pass-") as temp:
-        run = pass_run.open_run(client, experiment_id, request.variant.name, request.parent_run_id)
-        beat = heartbeat.Heartbeat(client, run.info.run_id).start()
-        try:
-            result, interrupted = _run_pass(request, prepared, client, experiment_name, run, Path(temp), locked_now,
-                                            beat)
-        except BaseException as exc:
-            beat.stop()
-            close_unrecorded(client, run.info.run_id, exc)
-            raise
+    with tempfile.TemporaryDirectory(prefix="gpucost-pass-") as temp, \
+            pass_run.PassRun(client, experiment_id, experiment_name, request.variant.name,
+                             request.parent_run_id) as run:
+        result, interrupted = _run_pass(request, prepared, run.beating(), Path(temp), locked_now)
     if interrupted:
         raise KeyboardInterrupt
     return result
@@ -93,92 +75,74 @@ def lock_series(client, experiment_id: str, experiment_name: str, declared: Decl
                                 declared.series[series].declaration(declared.variants))
 
 
-def close_unrecorded(client, run_id: str, exc: BaseException) -> None:
-    """Record why the launcher stopped before the attempt was written; never hides the original error."""
-    if isinstance(exc, KeyboardInterrupt):
-        reason, state = "interrupted (launcher stopped before the attempt was recorded)", "KILLED"
-    else:
-        reason, state = f"error in the launcher: {one_line(exc, named=True)}", "FAILED"
-    pass_run.close_unrecorded(client, run_id, reason, state)
-
-
 @dataclass
 class Opened:
     """A pass whose run is open and its start recorded, waiting for its child's outcome: what judging it needs."""
 
     request: PassRequest
     prepared: Prepared
-    run: Run
+    run: pass_run.PassRun
     workdir: Path
-    started: recording.Started
     needs_reference: bool
     reference: object
 
 
-def begin(request: PassRequest, prepared: Prepared, client: MlflowClient, run: Run, workdir: Path) -> Opened:
+def begin(request: PassRequest, prepared: Prepared, run: pass_run.PassRun, workdir: Path) -> Opened:
     """Inside the open run, while the store is needed: the start record, then the reference pass it is judged against."""
-    started = recording.record_start(request, prepared, client, run, workdir)
+    recording.record_start(request, prepared, run, workdir)
     needs_reference = judging.reference_needed(request, prepared)
-    reference = judging.reference_pass(client, run.info.experiment_id, prepared, workdir) if needs_reference else None
-    return Opened(request, prepared, run, workdir, started, needs_reference, reference)
+    reference = judging.reference_pass(run.client, run.experiment_id, prepared, workdir) if needs_reference else None
+    return Opened(request, prepared, run, workdir, needs_reference, reference)
 
 
-def _run_pass(request: PassRequest, prepared: Prepared, client: MlflowClient, experiment_name: str, run: Run,
-              workdir: Path, locked_now: bool, beat: heartbeat.Heartbeat) -> tuple[PassResult, bool]:
+def _run_pass(request: PassRequest, prepared: Prepared, run: pass_run.PassRun, workdir: Path,
+              locked_now: bool) -> tuple[PassResult, bool]:
     """Inside the open run: start record and reference first (store needed), then the child, then the spool.
 
     After the child starts nothing needs the store: the attempt is written to the local spool, then
     published; if the store went away meanwhile, the entry waits there for `gpucost sync`. The heartbeat
     (its own thread, swallowing store errors) stops just before the attempt is published.
     """
-    opened = begin(request, prepared, client, run, workdir)
+    opened = begin(request, prepared, run, workdir)
     if request.imported is not None:  # outputs from elsewhere: nothing runs here
         outcome, interrupted = request.imported(workdir), False
-        return finish(opened, client, experiment_name, outcome, interrupted, locked_now, beat), interrupted
-    sampler = system_metrics.Sampler(client, run.info.run_id, prepared.protocol.system_metrics_interval_s).start()
+        return finish(opened, outcome, interrupted, locked_now), interrupted
+    sampler = run.sampling(prepared.protocol.system_metrics_interval_s)
     try:
         outcome, interrupted = _run_child(request, prepared, workdir)
     finally:
         sampler.stop()
-    return finish(opened, client, experiment_name, outcome, interrupted, locked_now, beat), interrupted
+    return finish(opened, outcome, interrupted, locked_now), interrupted
 
 
-def finish(opened: Opened, client: MlflowClient, experiment_name: str, outcome: PassOutcome, interrupted: bool,
-           locked_now: bool, beat: heartbeat.Heartbeat) -> PassResult:
-    """The child's outcome judged and recorded: the attempt written to the spool, its run's heartbeat ended, then
-    published."""
-    request, prepared, run, workdir = opened.request, opened.prepared, opened.run, opened.workdir
+def finish(opened: Opened, outcome: PassOutcome, interrupted: bool, locked_now: bool) -> PassResult:
+    """The child's outcome judged, its verdict, preview and error written to the work folder, and the attempt handed
+    to its run (written to the spool, its heartbeat ended, then published)."""
+    request, prepared, workdir = opened.request, opened.prepared, opened.workdir
     stopped_ms = int(time.time() * 1000)
     eval_started = time.perf_counter_ns()
     judged, back, audit_record = judging.judge_outcome(request, prepared, outcome, workdir, opened.needs_reference,
                                                        opened.reference)
     metrics = judging.attempt_metrics(outcome, judged, (time.perf_counter_ns() - eval_started) / 1e9)
     verdict = judging.verdict(prepared, outcome, judged, metrics, audit_record)
-    metric_entities, outcome_tags = writer.outcome_batch(
-        status=judged.status, reason=judged.reason, metrics=metrics,
-        quality_verdict=verdict["quality_verdict"], memory_counter=verdict["memory_counter"], checks=judged.checks,
-        timestamp_ms=stopped_ms, missing=verdict["missing_measurements"],
-    )
-    outcome_tags += _flags(request, prepared, outcome, metrics)
     table = judging.preview_table(prepared, back, workdir)
     if table is not None:
         (workdir / schema.PREVIEW).write_text(json.dumps(table, ensure_ascii=False), encoding="utf-8")
-        outcome_tags.append(RunTag(schema.LOGGED_ARTIFACTS, json.dumps([{"path": schema.PREVIEW, "type": "table"}])))
-    ended = {**opened.started.tags, **{tag.key: tag.value for tag in outcome_tags}}
-    outcome_tags.append(RunTag(schema.NOTE, descriptions.pass_note(ended, {m.key: m.value for m in metric_entities})))
-    (workdir / schema.VERDICT).write_text(json.dumps(verdict, indent=2), encoding="utf-8")
+    (workdir / schema.VERDICT).write_text(json.dumps(verdict.record(), indent=2), encoding="utf-8")
     if outcome.error or judged.status == Status.FAILED:
         (workdir / schema.ERROR).write_text(outcome.error or judged.reason, encoding="utf-8")
     end_status = ("KILLED" if interrupted else "FAILED") if judged.status == Status.FAILED else "FINISHED"
-    record = recording.attempt_record(request, run, experiment_name, opened.started, end_status, outcome, outcome_tags,
-                                      metric_entities)
-    result = PassResult(run.info.run_id, judged.status, judged.reason, metrics, locked_now)
-    beat.finish(run.info.run_id)  # the attempt is recorded now: no heartbeat may race its publication
-    result.spooled = recording.publish(client, record, workdir)
+    ending = pass_run.Ending(
+        status=judged.status, reason=judged.reason, metrics=metrics, quality_verdict=verdict.quality_verdict,
+        memory_counter=verdict.memory_counter, checks=verdict.checks, stopped_ms=stopped_ms,
+        missing=verdict.missing_measurements, end_status=end_status, flags=_flags(request, prepared, outcome, metrics),
+        outcome_tags=outcome.tags, preview=table is not None)
+    result = PassResult(opened.run.run_id, judged.status, judged.reason, metrics, locked_now)
+    result.spooled = opened.run.record(ending, workdir)
     return result
 
 
-def _flags(request: PassRequest, prepared: Prepared, outcome: PassOutcome, metrics: dict) -> list[RunTag]:
+def _flags(request: PassRequest, prepared: Prepared, outcome: PassOutcome, metrics: dict) -> dict[str, str]:
     """The flags a pass's durations carry (never its verdict): contended (other processes' CPU time, or other
     processes on its GPU), throttled (the board's throttle reasons around the clock), starved (its device busy less
     than the protocol's min_utilisation during the measured part)."""
@@ -191,7 +155,7 @@ def _flags(request: PassRequest, prepared: Prepared, outcome: PassOutcome, metri
     idle = starved(metrics.get(GPU_UTILISATION if on_gpu else CPU_UTILISATION), protocol.min_utilisation,
                    "GPU" if on_gpu else "CPU")
     found = {schema.CONTENDED: busy, schema.THROTTLED: board.get("throttled", ""), schema.STARVED: idle}
-    return [RunTag(key, value) for key, value in found.items() if value]
+    return {key: value for key, value in found.items() if value}
 
 
 def spec_of(request: PassRequest, prepared: Prepared, workdir: Path) -> runner.PassSpec:
@@ -199,8 +163,7 @@ def spec_of(request: PassRequest, prepared: Prepared, workdir: Path) -> runner.P
     return child_spec(
         request.corpus_path.resolve(), request.model_path, workdir, request.variant.settings, prepared.protocol,
         fault=os.environ.get(faults.ENV, ""),
-        workload_code=prepared.manifest["workload"].get("code", ""),
-        workload_settings=prepared.manifest["workload"],
+        workload=prepared.manifest.workload,
         # A lanes pass is not repeated: its lanes would repeat out of step; a short one is flagged instead.
         min_measured_s=measured_for(request, prepared.protocol) if prepared.lanes is None else None,
         cooldown_s=prepared.protocol.cooldown_s,

@@ -15,7 +15,7 @@ from pathlib import Path
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.corpus import Corpus, corpus_metadata, read_corpus
 from gpucost_mlflow.core.inputs.fingerprints import sha256_file
-from gpucost_mlflow.core.inputs.manifest import Environment, build_manifest
+from gpucost_mlflow.core.inputs.manifest import CorpusRecord, Manifest, ModelRecord, PassPlace, Seeds
 from gpucost_mlflow.core.inputs.protocol import Protocol, load_protocol
 from gpucost_mlflow.core.inputs.variants import Declaration, Variant
 from gpucost_mlflow.core.judging.seeds import DEFAULT_SEED
@@ -66,7 +66,7 @@ class PassRequest:
 class Prepared:
     """Everything checked before a run exists."""
 
-    manifest: dict
+    manifest: Manifest
     corpus: Corpus
     protocol: Protocol
     protocol_text: str
@@ -134,49 +134,37 @@ def prepare(request: PassRequest) -> Prepared:
     device = models.resolve_device(request.variant.settings.device)
     import torch
 
-    corpus_record = {
-        "path": str(request.corpus_path.resolve()),
-        "file_sha256": sha256_file(request.corpus_path),
-        "fingerprint": corpus.fingerprint,
-        "order_digest": corpus.order_digest,
-        "size": len(corpus.rows),
-        "labels": corpus.labels,
-        "buckets": meta.get("buckets", {}).get("bounds_tokens", {}),
-        "bucket_tokenizer": meta.get("buckets", {}).get("tokenizer_revision", ""),
-        "sources": meta.get("sources", []),
-    }
-    model_record = described.model
+    corpus_record = CorpusRecord(
+        path=str(request.corpus_path.resolve()), file_sha256=sha256_file(request.corpus_path),
+        fingerprint=corpus.fingerprint, order_digest=corpus.order_digest, size=len(corpus.rows), labels=corpus.labels,
+        buckets=meta.get("buckets", {}).get("bounds_tokens", {}),
+        bucket_tokenizer=meta.get("buckets", {}).get("tokenizer_revision", ""), sources=meta.get("sources", []))
+    model = ModelRecord.from_record(described.model)
+    settings = request.variant.settings
     stack = environment.stack(device)
-    elsewhere = remote_device(request.variant.settings.endpoint)
+    elsewhere = remote_device(settings.endpoint)
     if elsewhere:  # the endpoint's server does the work: the pass's device is it, not this machine's
         stack.update(device_names=[elsewhere], backend="endpoint")
-    stack["compilation"] = "torch.compile" if request.variant.settings.compile else "none (eager)"
-    stack["attention_backend"] = request.variant.settings.attention
-    manifest = build_manifest(
-        variant=request.variant,
-        corpus=corpus_record,
-        model=model_record,
-        environment=Environment(stack, environment.code_version(request.code_root), environment.package_versions()),
+    stack["compilation"] = "torch.compile" if settings.compile else "none (eager)"
+    stack["attention_backend"] = settings.attention
+    engine = workloads.engine_record(request.variant, model.revision, device.type)
+    dependencies = environment.package_versions()
+    stack.update(torch_version=torch.__version__, transformers_version=dependencies.get("transformers", ""),
+                 engine_version=engine.version, gpucost_version=dependencies.get("gpucost-mlflow", ""))
+    layout = lanes.layout(settings.lanes, device) if settings.lanes > 1 else None
+    manifest = Manifest(
+        run=PassPlace(request.variant.name, request.variant.series, request.role, request.campaign_id,
+                      request.pass_index),
+        settings=settings, corpus=corpus_record, model=model, stack=stack,
+        code=environment.code_version(request.code_root), dependencies=dependencies,
         warmup={**runner.WARMUP_RULE, **protocol.warmup},
-        seeds={
-            "torch": request.seed,
-            "workload_deterministic": registry.of_settings(request.variant.settings).deterministic,
-            "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
-            "cudnn_deterministic": bool(torch.backends.cudnn.deterministic),
-            "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
-        },
-        run={"role": request.role, "campaign_id": request.campaign_id, "pass_index": request.pass_index},
+        seeds=Seeds(torch=request.seed, workload_deterministic=registry.of_settings(settings).deterministic,
+                    deterministic_algorithms=torch.are_deterministic_algorithms_enabled(),
+                    cudnn_deterministic=bool(torch.backends.cudnn.deterministic),
+                    cudnn_benchmark=bool(torch.backends.cudnn.benchmark)),
+        protocol_digest=protocol.digest, protocol_path=str(request.protocol_path),
+        workload=described.record.with_engine(engine),
+        lanes=lanes.manifest_record(corpus.rows, layout) if layout is not None else None,
     )
-    manifest["protocol"] = {"digest": protocol.digest, "path": str(request.protocol_path)}
-    manifest["engine"] = workloads.engine_record(request.variant, model_record["revision"], device.type)
-    manifest["stack"].update(torch_version=torch.__version__,
-                             transformers_version=manifest["dependencies"].get("transformers", ""),
-                             engine_version=manifest["engine"]["version"],
-                             gpucost_version=manifest["dependencies"].get("gpucost-mlflow", ""))
-    manifest["workload"] = {**described.record, "engine": manifest["engine"]}
-    layout = None
-    if request.variant.settings.lanes > 1:
-        layout = lanes.layout(request.variant.settings.lanes, device)
-        manifest["lanes"] = lanes.manifest_record(corpus.rows, layout)
     text = request.locked.protocol_text if request.locked else request.protocol_path.read_text(encoding="utf-8")
     return Prepared(manifest, corpus, protocol, text, reference, layout)

@@ -12,6 +12,7 @@ from gpucost_mlflow.core.inputs.protocol import Protocol
 from gpucost_mlflow.core.inputs.variants import Variant
 from gpucost_mlflow.core.kinds import engines, registry
 from gpucost_mlflow.core.kinds.base import Described
+from gpucost_mlflow.core.kinds.workload import EngineRecord, WorkloadRecord
 from gpucost_mlflow.workloads import engine_cache
 
 AUTO = "auto"
@@ -28,23 +29,22 @@ def describe(variant: Variant, variants_path: Path, model_path: Path, protocol: 
     """Check the workload against the protocol's output and describe its model and code (before anything is recorded)."""
     workload = workloads.parse(variant.settings.workload, variants_path.parent, f"{variants_path}: variant '{variant.name}'")
     workloads.check_output(workload, protocol.acceptance.output, protocol.path)
-    record = {"declared": workload.declared, "kind": workload.kind,
-              "output": workload.output or "labels or embeddings, as its infer() returns them"}
+    record = WorkloadRecord(declared=workload.declared, kind=workload.kind,
+                            output=workload.output or "labels or embeddings, as its infer() returns them")
     return registry.kind(workload.kind).launch().describe(workload, variant, model_path, protocol, record)
 
 
-def engine_record(variant: Variant, model_revision: str, device_type: str) -> dict:
+def engine_record(variant: Variant, model_revision: str, device_type: str) -> EngineRecord:
     """What the manifest records of the engine that runs the pass: its name and version, and for an engine other
     than torch its export or conversion options (the execution provider among them), the cache folder they are
     kept in and whether it held them when the pass started. Refuses an engine that is not installed, in one line."""
     chosen = engines.engine(variant.settings.engine)
     if chosen.name == engines.DEFAULT:
-        return {"name": chosen.name, "version": chosen.version()}
+        return EngineRecord(chosen.name, chosen.version())
     engines.check_installed(chosen.name, variant.name)
     implementation = registry.of_settings(variant.settings).child(chosen.name)
     options = implementation.options(variant.settings, device_type)
     if not getattr(implementation, "CACHED", True):  # nothing exported or converted: the engine loads the folder
-        return {"name": chosen.name, "version": chosen.version(), "options": options}
+        return EngineRecord(chosen.name, chosen.version(), options)
     folder = engine_cache.cache_folder(chosen.name, model_revision, chosen.version(), engine_cache.keyed(implementation, options))
-    return {"name": chosen.name, "version": chosen.version(), "options": options, "cache": str(folder),
-            "cache_present_at_start": engine_cache.cached(folder) is not None}
+    return EngineRecord(chosen.name, chosen.version(), options, str(folder), engine_cache.cached(folder) is not None)

@@ -25,6 +25,7 @@ from mlflow.tracking import MlflowClient
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.protocol import Protocol, load_protocol
 from gpucost_mlflow.core.judging import flips, judge, verdicts
+from gpucost_mlflow.core.judging.pass_verdict import PassVerdict
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.tracking import descriptions, experiments, schema, search, writer
@@ -45,11 +46,11 @@ class Rejudged:
                 f"{self.reference_run} ({self.reason})")
 
 
-def _checks(verdict: dict, tags: dict) -> list[verdicts.Check]:
+def _checks(verdict: PassVerdict, tags: dict) -> list[verdicts.Check]:
     """The checks recorded with the pass: its verdict.json's, else (a pass recorded before the checks moved there)
     its tags `gpucost.check.<name>` = 'pass: reason' or 'fail: reason'."""
-    if verdict.get("checks"):
-        return verdicts.from_records(verdict["checks"])
+    if verdict.checks:
+        return list(verdict.checks)
     found = []
     for key, value in tags.items():
         if key.startswith(schema.CHECK_PREFIX):
@@ -87,14 +88,14 @@ def find_reference(client: MlflowClient, experiment_id: str, reference: str, fin
         f"AND params.`{schema.MODEL_REVISION}` = '{model_revision}'{same_seed}"))
 
 
-def _verdict(run_id: str, folder: Path) -> dict:
-    """The pass's verdict.json as the store holds it ({} when it has none)."""
+def _verdict(run_id: str, folder: Path) -> PassVerdict:
+    """The pass's verdict.json as the store holds it (an empty verdict when it has none)."""
     path = fetch(run_id, (schema.VERDICT,), folder) / schema.VERDICT
     try:
         found = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return {}
-    return found if isinstance(found, dict) else {}
+        return PassVerdict()
+    return PassVerdict.from_record(found) if isinstance(found, dict) else PassVerdict()
 
 
 def load_reference(run, rules, protocol: Protocol, labels: list[str], folder: Path):
@@ -162,22 +163,22 @@ def rejudge(experiment: str, protocol: Protocol, client: MlflowClient | None = N
     return judged
 
 
-def _first(rules, first: dict) -> dict:
-    """The first verdict for an output whose judge reads it (`first`: the gold labels its bootstrap resamples); an
-    output written before it existed is called as it was."""
-    return {"first": first} if "first" in inspect.signature(rules.judge_against_reference).parameters else {}
+def _first(rules, first: PassVerdict) -> dict:
+    """The first verdict's recorded form for an output whose judge reads it (`first`: the gold labels its bootstrap
+    resamples); an output written before it existed is called as it was."""
+    return {"first": first.record()} if "first" in inspect.signature(rules.judge_against_reference).parameters else {}
 
 
-def _add_flips(result: judge.Judgement, first: dict, reference: dict) -> None:
+def _add_flips(result: judge.Judgement, first: PassVerdict, reference: PassVerdict) -> None:
     """The answers that changed against the reference, by direction, where both verdicts recorded their correct ids:
     in the comparison verdict.json keeps and among the figures the new verdict logs."""
-    changed = flips.from_verdicts(first, reference)
+    changed = flips.from_verdicts(first.record(), reference.record())
     if changed is not None:
         result.comparison = {**result.comparison, "flips": changed.record(),
                              "metrics": {**(result.comparison.get("metrics") or {}), **judge.flip_metrics(changed)}}
 
 
-def _record(client: MlflowClient, run, result: judge.Judgement, reference_run: str, first: dict,
+def _record(client: MlflowClient, run, result: judge.Judgement, reference_run: str, first: PassVerdict,
             folder: Path) -> None:
     """The new verdict: its status tags and checks line, when and against what it was made (one tag), the figures of
     the comparison (cosine, exact match: whatever the output's judge measured; raw measurements untouched), its
@@ -194,11 +195,8 @@ def _record(client: MlflowClient, run, result: judge.Judgement, reference_run: s
     now = int(time.time() * 1000)
     client.log_batch(run.info.run_id, metrics=metrics + [writer.metric(key, value, now) for key, value in measured.items()],
                      tags=tags + note)
-    verdict = {**first, "status": result.status, "reason": result.reason,
-               "corpus_accepted": result.status == Status.ACCEPTED, "quality_verdict": result.quality_verdict,
-               "checks": [check.record() for check in result.checks], "reference": result.comparison,
-               "rejudged": {"at": at, "against": reference_run},
-               "first": {key: first.get(key) for key in ("status", "reason", "quality_verdict", "checks")}}
+    verdict = first.rejudged_as(result.status, result.reason, result.quality_verdict, result.checks, result.comparison,
+                                at, reference_run).record()
     path = folder / f"rejudged-{run.info.run_id}" / schema.VERDICT
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(verdict, indent=2, default=str), encoding="utf-8")

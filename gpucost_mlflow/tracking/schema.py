@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpucost_mlflow.core import names
+from gpucost_mlflow.core.inputs.manifest import Manifest
 from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.core.measurement import energy
 
@@ -229,22 +230,22 @@ def in_currency(metric: str, currency: str) -> str:
     return f"{metric}_{currency.lower()}"
 
 
-def params_from_manifest(manifest: dict) -> dict[str, str]:
-    """Params: every variant setting, model and tokenizer revision, seeds (strings, as MLflow stores them)."""
-    params = {f"{SETTING_PREFIX}{key}": str(value) for key, value in manifest["settings"].items()
-              if not isinstance(value, dict)}
-    params.update({f"{SETTING_PREFIX}{key}.{field}": str(inner) for key, value in manifest["settings"].items()
+def params_from_manifest(manifest: Manifest) -> dict[str, str]:
+    """The manifest's MLflow params: every variant setting, model and tokenizer revision, corpus order, warm-up,
+    seeds, the stack's identity (strings, as MLflow stores them)."""
+    settings = manifest.settings.record()
+    params = {f"{SETTING_PREFIX}{key}": str(value) for key, value in settings.items() if not isinstance(value, dict)}
+    params.update({f"{SETTING_PREFIX}{key}.{field}": str(inner) for key, value in settings.items()
                    if isinstance(value, dict) for field, inner in value.items()})  # setting.endpoint.base_url, ...
     params.update(
         {
-            MODEL_REVISION: manifest["model"]["revision"],
-            TOKENIZER_REVISION: manifest["model"]["tokenizer_revision"],
-            CORPUS_ORDER_DIGEST: manifest["corpus"]["order_digest"],
-            WARMUP_INPUTS: str(manifest["warmup"]["inputs"]),
-            WARMUP_PASSES: str(manifest["warmup"]["passes"]),
+            MODEL_REVISION: manifest.model.revision,
+            TOKENIZER_REVISION: manifest.model.tokenizer_revision,
+            CORPUS_ORDER_DIGEST: manifest.corpus.order_digest,
+            WARMUP_INPUTS: str(manifest.warmup["inputs"]),
+            WARMUP_PASSES: str(manifest.warmup["passes"]),
         }
     )
-    params.update({f"{SEED_PREFIX}{key}": str(value) for key, value in manifest["seeds"].items()})
-    params.update({f"{STACK_PREFIX}{key}": str(manifest["stack"].get(key, ""))
-                   for key in STACK_IDENTITY + STACK_RECORDED})
+    params.update({f"{SEED_PREFIX}{key}": str(value) for key, value in manifest.seeds.record().items()})
+    params.update({f"{STACK_PREFIX}{key}": str(manifest.stack.get(key, "")) for key in STACK_IDENTITY + STACK_RECORDED})
     return params

@@ -58,11 +58,11 @@ def with_conversion(result: dict, convert_s: float | None) -> dict:
     return {**result, "missing_measurements": {**result.get("missing_measurements", {}), CONVERT_S: why}}
 
 
-def build_cached(record: dict, build: Callable[[Path], None]) -> tuple[Path, float | None]:
-    """The export's cache folder (`record["cache"]`), built first when absent: `build(folder)` writes into a temporary
-    folder beside it, the marker goes in last, and the whole is renamed into place, so a reader never sees half of
-    it. Returns the folder and the seconds the build took (None when the cache held it)."""
-    folder = Path(record["cache"])
+def build_cached(record, build: Callable[[Path], None]) -> tuple[Path, float | None]:
+    """The export's cache folder (the engine record's `cache`: core/kinds/workload.EngineRecord), built first when
+    absent: `build(folder)` writes into a temporary folder beside it, the marker goes in last, and the whole is
+    renamed into place, so a reader never sees half of it. Returns the folder and the seconds the build took (None when the cache held it)."""
+    folder = Path(record.cache)
     if cached(folder) is not None:
         return folder, None
     started = time.perf_counter()
@@ -71,7 +71,7 @@ def build_cached(record: dict, build: Callable[[Path], None]) -> tuple[Path, flo
     try:
         build(temp)
         seconds = time.perf_counter() - started
-        (temp / MARKER).write_text(json.dumps({**record, CONVERT_S: seconds}, sort_keys=True), encoding="utf-8")
+        (temp / MARKER).write_text(json.dumps({**record.record(), CONVERT_S: seconds}, sort_keys=True), encoding="utf-8")
         try:
             os.rename(temp, folder)
         except OSError:  # another pass built it meanwhile: keep theirs

@@ -54,10 +54,10 @@ def options(settings: Settings, device_type: str, output: str) -> dict:
             "provider": provider(device_type)}
 
 
-def exported(model, record: dict, output: str) -> tuple[Path, float | None]:
+def exported(model, record, output: str) -> tuple[Path, float | None]:
     """The model file of this export, written first when the cache lacks it; returns it and the seconds the export
     took (None when the cache held it)."""
-    name = "model.int8.onnx" if record["options"]["quantization"] != "none" else "model.onnx"
+    name = "model.int8.onnx" if record.options["quantization"] != "none" else "model.onnx"
 
     def build(folder: Path) -> None:
         _export(model, folder / "model.onnx", output)

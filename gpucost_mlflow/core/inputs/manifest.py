@@ -1,11 +1,21 @@
-"""The pass manifest: everything that defines what was compared, assembled from plain parts."""
+"""The pass manifest as one frozen record tree: everything that defines what was compared (PROTOCOL.md §2).
+
+`Manifest` holds the corpus, model, stack, engine and workload records; a kind's own workload fields are a subclass
+of `WorkloadRecord` (core/kinds/workload.py) in its folder (`<package>/workload.py`, found by
+`core/kinds/base.workload_record`), as its own
+settings subclass `Settings`. Each record has one `record()` (the manifest.json form) and `from_record()` pair, so
+the document a pass logs and the record the launcher and the child read are one shape. Pure: no torch, no mlflow.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from gpucost_mlflow.core.inputs.variants import Variant
+from gpucost_mlflow.core.inputs.identity import Identity
+from gpucost_mlflow.core.kinds.settings import Settings
+from gpucost_mlflow.core.kinds.workload import EngineRecord, WorkloadRecord, known
 
 SCHEMA_VERSION = 1
 # Fields that legitimately differ between two passes of one comparison.
@@ -13,37 +23,165 @@ RUN_SPECIFIC = ("run",)
 
 
 @dataclass(frozen=True)
-class Environment:
-    """Where a pass runs: the device stack actually present, the code's version, the installed packages."""
+class CorpusRecord:
+    """The comparison corpus as the pass read it: its file, fingerprints, size, labels, buckets and sources."""
 
+    path: str
+    file_sha256: str
+    fingerprint: str
+    order_digest: str
+    size: int
+    labels: list = field(default_factory=list)
+    buckets: dict = field(default_factory=dict)
+    bucket_tokenizer: str = ""
+    sources: list = field(default_factory=list)
+
+    def record(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_record(cls, record: Mapping) -> CorpusRecord:
+        return cls(**known(cls, record))
+
+
+@dataclass(frozen=True)
+class ModelRecord:
+    """The model a pass loaded: its revisions, labels and provenance; what else its kind describes in `more`."""
+
+    path: str
+    revision: str
+    tokenizer_revision: str
+    labels: list = field(default_factory=list)
+    architecture: str = ""
+    sources: list = field(default_factory=list)
+    trained_on: dict = field(default_factory=dict)
+    more: dict = field(default_factory=dict)  # a kind's own facts of its model (user code: the folder's revision)
+
+    def record(self) -> dict:
+        return {**{f.name: getattr(self, f.name) for f in fields(self) if f.name != "more"}, **self.more}
+
+    @classmethod
+    def from_record(cls, record: Mapping) -> ModelRecord:
+        known = {f.name for f in fields(cls)} - {"more"}
+        return cls(**{k: v for k, v in record.items() if k in known},
+                   more={k: v for k, v in record.items() if k not in known})
+
+
+@dataclass(frozen=True)
+class Seeds:
+    """The seed a pass ran with and what makes its outputs reproducible (PROTOCOL.md §2)."""
+
+    torch: int
+    workload_deterministic: bool
+    deterministic_algorithms: bool
+    cudnn_deterministic: bool
+    cudnn_benchmark: bool
+
+    def record(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_record(cls, record: Mapping) -> Seeds:
+        return cls(**known(cls, record))
+
+
+@dataclass(frozen=True)
+class PassPlace:
+    """The only pass-specific section: its variant and series, role, campaign and slot, and once open its run."""
+
+    variant: str
+    series: str = ""
+    role: str = "benchmark"
+    campaign_id: str = ""
+    pass_index: str = ""
+    run_id: str = ""
+    experiment_id: str = ""
+
+    def record(self) -> dict:
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        return values if self.run_id else {k: v for k, v in values.items() if k not in ("run_id", "experiment_id")}
+
+    @classmethod
+    def from_record(cls, record: Mapping) -> PassPlace:
+        return cls(**known(cls, record))
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """The manifest as PROTOCOL §2 lists it: `run` holds the only pass-specific fields. `stack`, `code`,
+    `dependencies` and `warmup` are the environment's own open sections (their keys differ by device and build)."""
+
+    run: PassPlace
+    settings: Settings
+    corpus: CorpusRecord
+    model: ModelRecord
     stack: dict
     code: dict
     dependencies: dict
+    warmup: dict
+    seeds: Seeds
+    protocol_digest: str
+    protocol_path: str
+    workload: WorkloadRecord
+    lanes: dict | None = None
+    schema_version: int = SCHEMA_VERSION
 
+    @property
+    def engine(self) -> EngineRecord:
+        return self.workload.engine
 
-def build_manifest(
-    *,
-    variant: Variant,
-    corpus: dict,
-    model: dict,
-    environment: Environment,
-    warmup: dict,
-    seeds: dict,
-    run: dict,
-) -> dict[str, Any]:
-    """The manifest as PROTOCOL §2 lists it; `run` holds the only pass-specific fields."""
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "run": {"variant": variant.name, "series": variant.series, **run},
-        "settings": variant.settings.record(),
-        "corpus": corpus,
-        "model": model,
-        "stack": environment.stack,
-        "code": environment.code,
-        "dependencies": environment.dependencies,
-        "warmup": warmup,
-        "seeds": seeds,
-    }
+    @property
+    def device(self) -> str:
+        """The device names as the pass's tags and identity carry them."""
+        return ", ".join(self.stack["device_names"])
+
+    @property
+    def identity(self) -> Identity:
+        """The configuration this pass measures as known before it runs (an endpoint's identity comes from its
+        server, after: `Identity.endpoint` is then set by the reader from the pass's fact)."""
+        stacked = {name: str(self.stack.get(name, "")) for name in Identity.columns() if name in self.stack}
+        return Identity(device=self.device, variant=self.run.variant, workload=self.settings.workload,
+                        lanes=str(self.settings.lanes), model_revision=self.model.revision,
+                        corpus_fingerprint=self.corpus.fingerprint, engine=self.settings.engine,
+                        seed=str(self.seeds.torch), **stacked)
+
+    def opened(self, run_id: str, experiment_id: str) -> Manifest:
+        """The manifest once its run exists: the run's and experiment's ids added."""
+        return replace(self, run=replace(self.run, run_id=run_id, experiment_id=experiment_id))
+
+    def record(self) -> dict[str, Any]:
+        """The manifest.json document."""
+        document = {
+            "schema_version": self.schema_version,
+            "run": self.run.record(),
+            "settings": self.settings.record(),
+            "corpus": self.corpus.record(),
+            "model": self.model.record(),
+            "stack": self.stack,
+            "code": self.code,
+            "dependencies": self.dependencies,
+            "warmup": self.warmup,
+            "seeds": self.seeds.record(),
+            "protocol": {"digest": self.protocol_digest, "path": self.protocol_path},
+            "engine": self.engine.record(),
+            "workload": self.workload.record(),
+        }
+        if self.lanes is not None:
+            document["lanes"] = self.lanes
+        return document
+
+    @classmethod
+    def from_record(cls, document: Mapping, settings: type[Settings] = Settings,
+                    workload: type[WorkloadRecord] = WorkloadRecord) -> Manifest:
+        """A manifest.json read back, its settings and workload typed by the kind's records."""
+        return cls(run=PassPlace.from_record(document["run"]), settings=settings.from_record(document["settings"]),
+                   corpus=CorpusRecord.from_record(document["corpus"]),
+                   model=ModelRecord.from_record(document["model"]), stack=dict(document["stack"]),
+                   code=dict(document["code"]), dependencies=dict(document["dependencies"]),
+                   warmup=dict(document["warmup"]), seeds=Seeds.from_record(document["seeds"]),
+                   protocol_digest=document["protocol"]["digest"], protocol_path=document["protocol"]["path"],
+                   workload=workload.from_record(document["workload"]), lanes=document.get("lanes"),
+                   schema_version=document.get("schema_version", SCHEMA_VERSION))
 
 
 def flatten(document: dict, prefix: str = "") -> dict[str, Any]:
@@ -58,9 +196,9 @@ def flatten(document: dict, prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def differences(first: dict, second: dict, ignore: tuple[str, ...] = RUN_SPECIFIC) -> dict[str, tuple]:
-    """Keys whose values differ between two manifests, run-specific sections left out."""
-    a, b = flatten(first), flatten(second)
+def differences(first: Manifest, second: Manifest, ignore: tuple[str, ...] = RUN_SPECIFIC) -> dict[str, tuple]:
+    """Keys whose values differ between two manifests' recorded forms, run-specific sections left out."""
+    a, b = flatten(first.record()), flatten(second.record())
     return {
         key: (a.get(key), b.get(key))
         for key in sorted(set(a) | set(b))

@@ -20,6 +20,7 @@ from typing import Protocol
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.kinds import engines
 from gpucost_mlflow.core.kinds.settings import Settings
+from gpucost_mlflow.core.kinds.workload import WorkloadRecord
 
 
 @dataclass
@@ -53,11 +54,12 @@ class NoOutputs:
 
 @dataclass(frozen=True)
 class Described:
-    """A variant's workload as the launcher checked it: the manifest's model and workload sections, the labels."""
+    """A variant's workload as the launcher checked it: the manifest's model section (its recorded form), the workload
+    record its kind's child reads (the engine added by the launcher), the labels."""
 
     workload: object  # core/inputs/workloads.Workload
     model: dict
-    record: dict
+    record: WorkloadRecord
     labels: list[str]
 
 
@@ -102,16 +104,31 @@ class Kind:
         """The settings its variants declare (`settings_record` of its package)."""
         return settings_record(self.package)
 
+    def workload_record(self) -> type[WorkloadRecord]:
+        """The workload record its launcher describes and its child reads (`workload_record` of its package)."""
+        return workload_record(self.package)
+
 
 def settings_record(package: str) -> type[Settings]:
     """The settings a kind's package declares: `<package>.settings.Settings` where the kind brings settings of its own
     (a subclass of core/kinds/settings.Settings), else the record every built-in kind reads."""
-    module = f"{package}.settings"
+    return _declared_record(package, "settings", "Settings", Settings)
+
+
+def workload_record(package: str) -> type[WorkloadRecord]:
+    """The workload record a kind's package declares: `<package>.workload.Workload` where its child needs more than
+    the kind-neutral record (a subclass of core/kinds/workload.WorkloadRecord), else that record."""
+    return _declared_record(package, "workload", "Workload", WorkloadRecord)
+
+
+def _declared_record(package: str, module_name: str, name: str, default: type) -> type:
+    """A kind's own subclass of a record, `<package>.<module_name>.<name>`, or `default` where it declares none."""
+    module = f"{package}.{module_name}"
     if not package or importlib.util.find_spec(module) is None:
-        return Settings
-    record = importlib.import_module(module).Settings
-    if not (isinstance(record, type) and issubclass(record, Settings)):
-        raise TypeError(f"{module}.Settings must subclass gpucost_mlflow.core.kinds.settings.Settings")
+        return default
+    record = getattr(importlib.import_module(module), name)
+    if not (isinstance(record, type) and issubclass(record, default)):
+        raise TypeError(f"{module}.{name} must subclass {default.__module__}.{default.__name__}")
     return record
 
 

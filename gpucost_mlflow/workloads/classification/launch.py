@@ -14,7 +14,7 @@ def default_model(root: Path) -> Path:
     return root / DEMO_CLASSIFIER
 
 
-def describe(workload, variant, model_path: Path, protocol, record: dict) -> Described:
+def describe(workload, variant, model_path: Path, protocol, record) -> Described:
     """The classifier folder's revision, tokenizer, labels, architecture and provenance."""
     from gpucost_mlflow.execution import models  # deferred: imports torch
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.kinds.base import Described
 from gpucost_mlflow.workloads.embeddings import child
+from gpucost_mlflow.workloads.embeddings.workload import Workload
 from gpucost_mlflow.workloads.minilm import base_model_dir, model_sources
 
 
@@ -16,7 +17,7 @@ def default_model(root: Path) -> Path:
     return base_model_dir()
 
 
-def describe(workload, variant, model_path: Path, protocol, record: dict) -> Described:
+def describe(workload, variant, model_path: Path, protocol, record) -> Described:
     """The encoder's revision, tokenizer and architecture, its pooling, and the package it came from."""
 
     info = child.describe(model_path)
@@ -25,7 +26,7 @@ def describe(workload, variant, model_path: Path, protocol, record: dict) -> Des
         "path": str(model_path.resolve()), "revision": info["revision"],
         "tokenizer_revision": info["tokenizer_revision"], "labels": labels, "architecture": info["architecture"],
         "sources": _packaged_sources(model_path), "trained_on": {},
-    }, {**record, "pooling": info["pooling"]}, labels)
+    }, record.extended(Workload, pooling=info["pooling"]), labels)
 
 
 def _packaged_sources(model_path: Path) -> list[dict]:

@@ -27,12 +27,12 @@ def load(spec, device) -> Work:
 
     from gpucost_mlflow.execution import models  # deferred: imports torch
 
-    record, settings, path = spec.workload_settings["engine"], spec.settings, Path(spec.model_path)
+    record, settings, path = spec.workload.engine, spec.settings, Path(spec.model_path)
     encoder = models.load_encoder(path, torch.device("cpu"), "fp32", "none", "sdpa", False)
     config = encoder.config.to_dict()
     onnx_file, convert_s = ort.exported(encoder, record, OUTPUT)
     del encoder
-    session = ort.session(onnx_file, record["options"]["provider"])
+    session = ort.session(onnx_file, record.options["provider"])
     return Work(models.load_tokenizer(path), session, partial(process, normalize=child.pooling(path)["normalize"]),
                 partial(_utilisation, config, settings, device, convert_s), child.export, memory=ort.memory, empty=child.Embedded)
 

@@ -129,18 +129,22 @@ def load(spec, device) -> Work:
     dequantised cache."""
     from gpucost_mlflow.execution import models  # deferred: imports torch
 
-    settings, extra = spec.settings, spec.workload_settings
-    generation = GenerationSettings.from_record(extra["generation"])
-    gguf = extra.get("gguf") or {}
-    folder = (dequantised(Path(gguf["path"]), gguf["sha256"], Path(extra["cache"])) if gguf
-              else Path(spec.model_path))
+    settings, workload = spec.settings, spec.workload
+    generation, folder = workload.generation, model_folder(workload, spec.model_path)
     tokenizer = models.load_tokenizer(folder)
     if generation.chat_template and not getattr(tokenizer, "chat_template", None):
         raise GpucostError(f"{folder}: the tokenizer has no chat template, and generation.chat_template is true")
     model = models.load_causal_lm(folder, device, settings.precision, settings.quantization,
                                   settings.attention, settings.compile)
-    return Work(tokenizer, model, partial(process, prompting=Prompting(generation, extra.get("labels", []))),
+    return Work(tokenizer, model, partial(process, prompting=Prompting(generation, workload.labels)),
                 partial(utilisation, model.config.to_dict(), settings, device), export, empty=Generated)
+
+
+def model_folder(workload, model_path: str | Path) -> Path:
+    """The transformers folder a pass loads: the model path given, or a GGUF file's dequantised cache (workload:
+    generation's `Workload` record)."""
+    gguf = workload.gguf
+    return dequantised(Path(gguf["path"]), gguf["sha256"], Path(workload.cache)) if gguf else Path(model_path)
 
 
 def prompts_of(texts: list[str], tokenizer, max_length: int, generation: GenerationSettings,
@@ -295,7 +299,7 @@ def describe(model_path: Path, task: GenerationSettings | None, labels: list[str
     if task is None:
         raise GpucostError("workload generation needs a protocol with a generation section "
                            "(acceptance.output: generations, e.g. projects/protocol-generation.yaml)")
-    run = {"generation": task.record(), "labels": list(labels), "gguf": {}, "cache": ""}
+    run = {"generation": task, "labels": list(labels), "gguf": {}, "cache": ""}
     if model_path.suffix == ".gguf" or model_path.is_file():
         if not model_path.is_file():
             raise GpucostError(f"{model_path}: GGUF file not found (--model takes a transformers folder or a .gguf file)")

@@ -37,16 +37,13 @@ NOT_SPLIT = "a batch job returns whole answers: prefill and decode are not timed
 class Asked:
     """The batch's inputs as a live endpoint pass would send them: ids, prompts, the tokenizer and end tokens."""
 
-    def __init__(self, settings, workload: dict, model_path: Path, rows: list[dict]):
+    def __init__(self, settings, workload, model_path: Path, rows: list[dict]):
         from gpucost_mlflow.execution import models  # deferred: imports torch
 
         endpoint = settings.endpoint
         if endpoint.api not in batch_api.URLS:
             raise GpucostError(f"endpoint.api {endpoint.api}: a generation batch asks chat or completions")
-        generation = GenerationSettings.from_record(workload["generation"])
-        gguf = workload.get("gguf") or {}
-        folder = (child.dequantised(Path(gguf["path"]), gguf["sha256"], Path(workload["cache"])) if gguf
-                  else model_path)
+        generation, folder = workload.generation, child.model_folder(workload, model_path)
         self.tokenizer = models.load_tokenizer(folder)
         self.ends = sorted(_end_tokens(folder, self.tokenizer))
         chat = endpoint.api == "chat"
@@ -57,7 +54,7 @@ class Asked:
             else generation
         self.ids = [row["id"] for row in rows]
         self.prompts = child.prompts_of([row["text"] for row in rows], self.tokenizer, settings.max_length, asked,
-                                        workload.get("labels", []))
+                                        workload.labels)
         self.max_tokens, self.endpoint = generation.max_new_tokens, endpoint
 
     def lines(self) -> list[dict]:

@@ -11,6 +11,7 @@ from gpucost_mlflow.core.inputs import sources
 from gpucost_mlflow.core.kinds.base import Described
 from gpucost_mlflow.workloads.generation import child
 from gpucost_mlflow.workloads.generation.settings import PROTOCOLS
+from gpucost_mlflow.workloads.generation.workload import Workload
 
 
 def default_model(root: Path) -> Path:
@@ -32,7 +33,7 @@ def task_of(variant, protocol):
     return replace(task, max_new_tokens=own)
 
 
-def describe(workload, variant, model_path: Path, protocol, record: dict) -> Described:
+def describe(workload, variant, model_path: Path, protocol, record) -> Described:
     """The model and the task; compile is refused (generate() would run the uncompiled model under its name)."""
 
     if variant.settings.compile:
@@ -40,4 +41,4 @@ def describe(workload, variant, model_path: Path, protocol, record: dict) -> Des
                            "(generate() would run the uncompiled model under a compiled variant's name)")
     labels = list(protocol.labels)
     model, run = child.describe(model_path, task_of(variant, protocol), labels)
-    return Described(workload, model, {**record, **run}, labels)
+    return Described(workload, model, record.extended(Workload, **run), labels)

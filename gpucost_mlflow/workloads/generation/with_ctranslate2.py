@@ -21,7 +21,6 @@ from gpucost_mlflow.core.kinds.settings import Settings
 from gpucost_mlflow.execution.batching import each_batch
 from gpucost_mlflow.workloads import engine_cache
 from gpucost_mlflow.workloads.generation import child
-from gpucost_mlflow.workloads.generation.task import GenerationSettings
 
 KEYED = ("converter", "weights")  # what the conversion depends on; the compute type is chosen at load
 
@@ -54,24 +53,21 @@ def load(spec, device) -> Work:
 
     from gpucost_mlflow.execution import memory, models  # deferred: imports torch
 
-    extra, settings = spec.workload_settings, spec.settings
-    record = extra["engine"]
-    generation = GenerationSettings.from_record(extra["generation"])
-    gguf = extra.get("gguf") or {}
-    folder = (child.dequantised(Path(gguf["path"]), gguf["sha256"], Path(extra["cache"])) if gguf
-              else Path(spec.model_path))
+    workload, settings = spec.workload, spec.settings
+    record, generation = workload.engine, workload.generation
+    folder = child.model_folder(workload, spec.model_path)
     converted, convert_s = _converted(folder, record)
     tokenizer = models.load_tokenizer(folder)
-    generator = ctranslate2.Generator(str(converted), device=record["options"]["device"],
-                                      compute_type=record["options"]["compute_type"])
+    generator = ctranslate2.Generator(str(converted), device=record.options["device"],
+                                      compute_type=record.options["compute_type"])
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     ends = _end_tokens(folder, tokenizer)
-    return Work(tokenizer, generator, partial(process, prompting=child.Prompting(generation, extra.get("labels", []), ends)),
+    return Work(tokenizer, generator, partial(process, prompting=child.Prompting(generation, workload.labels, ends)),
                 partial(_utilisation, config, settings, device, convert_s), child.export,
                 memory=partial(memory.outside_torch, "ctranslate2"), empty=child.Generated)
 
 
-def _converted(folder: Path, record: dict) -> tuple[Path, float | None]:
+def _converted(folder: Path, record) -> tuple[Path, float | None]:
     """The converted model in the engine cache, converted first when absent (engine_cache.build_cached)."""
     from ctranslate2.converters import TransformersConverter
     from transformers.utils import logging as hf_logging

@@ -46,21 +46,19 @@ def load(spec, device) -> Work:
     tokenizer (the prompts are cut and the answers' tokens counted by the model's own)."""
     from gpucost_mlflow.execution import models  # deferred: imports torch
 
-    extra, settings = spec.workload_settings, spec.settings
+    workload, settings = spec.workload, spec.settings
     endpoint = settings.endpoint
-    generation = GenerationSettings.from_record(extra["generation"])
+    generation = workload.generation
     if endpoint.api == "embeddings":
         raise GpucostError("endpoint.api embeddings is for the embeddings workload; generation uses chat or completions")
     if endpoint.api == "chat" and not generation.chat_template:
         raise GpucostError("endpoint.api chat wraps every prompt in the server's chat template, but the protocol's "
                            "generation.chat_template is false: use api completions")
-    gguf = extra.get("gguf") or {}
-    folder = (child.dequantised(Path(gguf["path"]), gguf["sha256"], Path(extra["cache"])) if gguf
-              else Path(spec.model_path))
+    folder = child.model_folder(workload, spec.model_path)
     tokenizer = models.load_tokenizer(folder)
     client = endpoint_client.connect(endpoint, folder, Path(spec.workdir))
     ends = _end_tokens(folder, tokenizer)
-    return Work(tokenizer, client, partial(process, prompting=child.Prompting(generation, extra.get("labels", []), ends)),
+    return Work(tokenizer, client, partial(process, prompting=child.Prompting(generation, workload.labels, ends)),
                 partial(_utilisation, client), child.export, memory=partial(endpoint_client.memory, client),
                 empty=child.Generated)
 

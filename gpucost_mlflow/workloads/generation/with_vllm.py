@@ -11,14 +11,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 
 from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.core.kinds.settings import Settings
 from gpucost_mlflow.core.names import CONVERT_S, DECODE_S, PREFILL_S
 from gpucost_mlflow.execution.batching import each_batch
 from gpucost_mlflow.workloads.generation import child
-from gpucost_mlflow.workloads.generation.task import GenerationSettings
 from gpucost_mlflow.workloads.generation.with_ctranslate2 import _end_tokens
 
 CACHED = False  # vLLM reads the model folder as it is
@@ -40,18 +38,15 @@ def load(spec, device) -> Work:
 
     from gpucost_mlflow.execution import memory, models  # deferred: imports torch
 
-    extra, settings = spec.workload_settings, spec.settings
-    chosen = extra["engine"]["options"]
-    generation = GenerationSettings.from_record(extra["generation"])
-    gguf = extra.get("gguf") or {}
-    folder = (child.dequantised(Path(gguf["path"]), gguf["sha256"], Path(extra["cache"])) if gguf
-              else Path(spec.model_path))
+    workload, settings = spec.workload, spec.settings
+    chosen, generation = workload.engine.options, workload.generation
+    folder = child.model_folder(workload, spec.model_path)
     tokenizer = models.load_tokenizer(folder)
     llm = vllm.LLM(model=str(folder), tokenizer=str(folder), dtype=chosen["dtype"], seed=spec.seed,
                    enforce_eager=chosen["enforce_eager"], gpu_memory_utilization=chosen["gpu_memory_utilization"])
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     ends = _end_tokens(folder, tokenizer)
-    return Work(tokenizer, llm, partial(process, prompting=child.Prompting(generation, extra.get("labels", []), ends)),
+    return Work(tokenizer, llm, partial(process, prompting=child.Prompting(generation, workload.labels, ends)),
                 partial(_utilisation, config, settings, device), child.export, memory=partial(memory.outside_torch, "vllm"), empty=child.Generated)
 
 

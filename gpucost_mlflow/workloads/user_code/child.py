@@ -85,10 +85,10 @@ def load(spec, device) -> Work:
 
     random.seed(spec.seed)  # as the runner seeds torch's (protocol seeds: a stochastic workload repeats at each)
     numpy.random.seed(spec.seed)
-    module = import_user_module(spec.workload_code)
+    module = import_user_module(spec.workload.code)
     for name in ("load", "infer"):
         if not callable(getattr(module, name, None)):
-            raise OutputError(f"user code {spec.workload_code} has no callable {name}()")
+            raise OutputError(f"user code {spec.workload.code} has no callable {name}()")
     settings = spec.settings
     counting = callable(getattr(module, "flops", None))
     tokenizer = models.load_tokenizer(Path(spec.model_path)) if counting or settings.length_grouping == "sorted" else None

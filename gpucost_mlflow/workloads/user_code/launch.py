@@ -9,6 +9,7 @@ from pathlib import Path
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.fingerprints import directory_files, sha256_files
 from gpucost_mlflow.core.kinds.base import Described
+from gpucost_mlflow.workloads.user_code.workload import Workload
 
 
 def default_model(root: Path) -> Path:
@@ -17,7 +18,7 @@ def default_model(root: Path) -> Path:
                        "settings['model_path'])")
 
 
-def describe(workload, variant, model_path: Path, protocol, record: dict) -> Described:
+def describe(workload, variant, model_path: Path, protocol, record) -> Described:
     """Its digest and the model folder it is given make the revision; the harness tokenizer comes from the folder
     (needed for length grouping and for the module's flops())."""
     from gpucost_mlflow.execution import models  # deferred: imports torch
@@ -40,5 +41,5 @@ def describe(workload, variant, model_path: Path, protocol, record: dict) -> Des
         "path": str(model_path.resolve()), "revision": revision, "tokenizer_revision": tokenizer["revision"],
         "labels": labels, "architecture": workload.declared, "sources": [], "trained_on": {},
         "folder_revision": folder,
-    }, {**record, "code": workload.module or workload.source, "code_sha256": code,
-        "declares_flops": workload.declares_flops}, labels)
+    }, record.extended(Workload, code=workload.module or workload.source, code_sha256=code,
+                       declares_flops=workload.declares_flops), labels)
