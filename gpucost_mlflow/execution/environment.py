@@ -60,14 +60,20 @@ def driver_version() -> str:
 
 
 def package_versions(names=KEY_PACKAGES) -> dict[str, str]:
-    """Installed versions of the packages a comparison depends on; '' when absent."""
+    """Installed versions of the packages a comparison depends on; '' when absent (read again whenever a folder of
+    the import path changed, as `all_distributions`)."""
+    return dict(_versions(tuple(names), _site_state()))
+
+
+@functools.lru_cache(maxsize=4)
+def _versions(names: tuple[str, ...], state: tuple) -> tuple[tuple[str, str], ...]:
     versions = {"python": platform.python_version()}
     for name in names:
         try:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             versions[name] = ""
-    return versions
+    return tuple(versions.items())
 
 
 def _site_state() -> tuple:

@@ -221,7 +221,18 @@ def record_start(client: MlflowClient, run_id: str, params: dict[str, str], tags
 
 
 def dataset_fields(rows: list, path: str, digest: str) -> dict:
-    """The comparison corpus as an MLflow dataset entity, kept as plain fields for the spool record."""
+    """The comparison corpus as an MLflow dataset entity, kept as plain fields for the spool record; built once per
+    process for a corpus (its path and fingerprint digest), as a campaign's passes share it."""
+    key = (path, digest, len(rows))
+    if key not in _DATASETS:
+        _DATASETS[key] = _dataset_fields(rows, path, digest)
+    return dict(_DATASETS[key])
+
+
+_DATASETS: dict[tuple, dict] = {}
+
+
+def _dataset_fields(rows: list, path: str, digest: str) -> dict:
     import pandas as pd
 
     frame = pd.DataFrame(rows, columns=["id", "text", "label", "bucket"])

@@ -2,16 +2,32 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import os
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 _CHUNK = 1 << 20
+_SETTLED_NS = 2_000_000_000  # a file unchanged this long is hashed once per process
 
 
 def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file's bytes."""
+    """Hex sha256 of a file's bytes. Hashed once per process while the file is unchanged (its device, inode, size,
+    modification and change times: any write changes the change time, which no tool sets back), so a campaign's
+    passes do not each hash the same model and corpus again. A file changed in the last seconds is hashed every
+    time: two writes within the clock's granularity could leave the same times (git's racy-clean case)."""
+    found = os.stat(path)
+    state = (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+    if time.time_ns() - max(found.st_mtime_ns, found.st_ctime_ns) < _SETTLED_NS:
+        return _hashed.__wrapped__(str(path), state)
+    return _hashed(os.path.realpath(path), state)
+
+
+@functools.lru_cache(maxsize=256)
+def _hashed(path: str, state: tuple) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for chunk in iter(lambda: handle.read(_CHUNK), b""):
