@@ -80,14 +80,15 @@ def test_oom_pass_is_kept_as_failed_row_with_its_completed_count(tmp_path, corpu
 
     outcome = runner.run(spec_for(tmp_path, corpus_dir, model_dir), time.perf_counter_ns())
 
-    assert outcome.status == "failed" and outcome.pass_s is None
+    assert outcome.status == "failed" and outcome.timings.pass_s is None
     assert outcome.reason.startswith("out of memory: CUDA out of memory")
-    assert outcome.completed_entries == 16  # the two batches finished before the third
-    assert outcome.elapsed_until_failure_s is not None
+    assert outcome.measured.completed_entries == 16  # the two batches finished before the third
+    assert outcome.timings.elapsed_until_failure_s is not None
     assert released == ["cpu"], "the child gives memory back after an out-of-memory failure"
     with gzip.open(tmp_path / PREDICTIONS, "rt") as handle:
         assert len(handle.readlines()) == 16
-    assert "energy_j" in outcome.missing_measurements and "device_event_s" in outcome.missing_measurements
+    missing = outcome.measured.missing_measurements
+    assert "energy_j" in missing and "device_event_s" in missing
 
 
 @pytest.mark.unit

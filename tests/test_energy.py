@@ -257,10 +257,11 @@ def test_energy_and_device_events_bracket_the_clock_in_a_real_pass(tmp_path, cor
     outcome = runner.run(spec, time.perf_counter_ns())
 
     assert outcome.status == "completed"
-    assert outcome.metrics["energy_j"] == pytest.approx(480.0)
-    assert outcome.metrics["device_event_s"] == pytest.approx(1.2345)
-    assert outcome.tags[DEVICE_UUID_TAG] == "GPU-1234" and "nvml" in outcome.tags[ENERGY_COUNTER_TAG]
-    assert outcome.device_facts["driver"] == "570.86.15"
+    assert outcome.measured.metrics["energy_j"] == pytest.approx(480.0)
+    assert outcome.measured.metrics["device_event_s"] == pytest.approx(1.2345)
+    tags = outcome.measured.tags
+    assert tags[DEVICE_UUID_TAG] == "GPU-1234" and "nvml" in tags[ENERGY_COUNTER_TAG]
+    assert outcome.board.facts["driver"] == "570.86.15"
     warmup, board_check, export = ["clock start", "clock stop"], ["energy"], ["clock start", "clock stop"]
     measured = ["energy", "clock start", "event", "event", "clock stop", "energy"]
     assert LOG == board_check + warmup + measured + export  # the board opens before the (optional) cooldown

@@ -137,19 +137,19 @@ def test_a_throttled_pass_on_a_shared_gpu_is_flagged_and_its_energy_is_net_of_id
     outcome = runner.run(spec, time.perf_counter_ns())
 
     assert outcome.status == "completed"
-    metrics = outcome.metrics
+    metrics = outcome.measured.metrics
     assert metrics["cooldown_waited_s"] >= 1.0 and metrics["idle_power_w"] == pytest.approx(50 / metrics["cooldown_waited_s"])
     assert metrics["energy_j"] == pytest.approx(480.0)
-    assert metrics["energy_net_j"] == pytest.approx(480.0 - metrics["idle_power_w"] * outcome.pass_s)
+    assert metrics["energy_net_j"] == pytest.approx(480.0 - metrics["idle_power_w"] * outcome.timings.pass_s)
     assert (metrics["device_temperature_c_at_start"], metrics["device_temperature_c_at_end"]) == (61, 83)
     assert metrics["other_gpu_processes"] == 1 and metrics["gpu_utilisation"] == pytest.approx(0.30)
-    board = outcome.device_facts["board"]
+    board = outcome.board.facts["board"]
     assert board["throttled"] == "software power cap (at end); software thermal slowdown (at end)"
-    assert "energy" in outcome.device_facts  # the energy record joins the board's, never replaces it
+    assert "energy" in outcome.board.facts  # the energy record joins the board's, never replaces it
 
     prepared = types.SimpleNamespace(protocol=load_protocol(protocol_file))
     request = types.SimpleNamespace(variant=get_variant(VARIANTS, "batch8"))
-    flags = {tag.key: tag.value for tag in launcher._flags(request, prepared, outcome, metrics)}
+    flags = launcher._flags(request, prepared, outcome, metrics)
     assert flags[schema.THROTTLED].startswith("software power cap")
     assert flags[schema.CONTENDED].endswith("other processes on the GPU during the measured pass: pid 4242 (3.0 GiB)")
     assert flags[schema.STARVED].startswith("starved: 30 % mean GPU utilisation")

@@ -25,7 +25,8 @@ from gpucost_mlflow.core.money.catalog import load_catalog
 from gpucost_mlflow.core.money.decision import Rules, assess
 from gpucost_mlflow.execution import lanes
 from gpucost_mlflow.execution.batch_counter import BatchCounter
-from gpucost_mlflow.execution.outcome import PassOutcome
+from gpucost_mlflow.execution.outcome import Measured as Counted
+from gpucost_mlflow.execution.outcome import PassOutcome, Timings
 from gpucost_mlflow.report.tables import configurations
 from gpucost_mlflow.tracking import schema
 from gpucost_mlflow.tracking.reader import COLUMNS
@@ -113,15 +114,18 @@ def test_a_failed_lane_fails_the_pass_named_and_the_completed_counts_add_up(tmp_
         folder.mkdir()
         with gzip.open(folder / PREDICTIONS, "wt") as out:
             out.writelines(json.dumps({"id": i, "label": "fresh", "score": 0.5}) + "\n" for i in ids)
-    done = PassOutcome(status="completed", completed_entries=2, pass_s=1.0, clock_started_ns=10, clock_stopped_ns=20,
-                       memory_peaks={"mem_peak_allocated_bytes": 5.0}, export_s=0.1)
-    oom = PassOutcome(reason="out of memory: CUDA out of memory", completed_entries=1, clock_started_ns=12,
-                      clock_stopped_ns=15, memory_peaks={"mem_peak_allocated_bytes": 9.0}, export_s=0.1)
+    done = PassOutcome(status="completed",
+                       timings=Timings(pass_s=1.0, clock_started_ns=10, clock_stopped_ns=20, export_s=0.1),
+                       measured=Counted(completed_entries=2, memory_peaks={"mem_peak_allocated_bytes": 5.0}))
+    oom = PassOutcome(reason="out of memory: CUDA out of memory",
+                      timings=Timings(clock_started_ns=12, clock_stopped_ns=15, export_s=0.1),
+                      measured=Counted(completed_entries=1, memory_peaks={"mem_peak_allocated_bytes": 9.0}))
     merged = lanes.merge([done, oom], tmp_path, interrupted=False)
-    assert merged.status == "failed" and merged.pass_s is None
+    assert merged.status == "failed" and merged.timings.pass_s is None
     assert merged.reason == "out of memory: CUDA out of memory (lane 1 of 2)"
-    assert merged.completed_entries == 3 and merged.memory_peaks == {"mem_peak_allocated_bytes": 9.0}
-    assert merged.elapsed_until_failure_s == pytest.approx(5e-9)
+    assert merged.measured.completed_entries == 3
+    assert merged.measured.memory_peaks == {"mem_peak_allocated_bytes": 9.0}
+    assert merged.timings.elapsed_until_failure_s == pytest.approx(5e-9)
     assert [record["lane"] for record in merged.lanes] == [0, 1]
     with gzip.open(tmp_path / PREDICTIONS, "rt") as back:
         assert [json.loads(line)["id"] for line in back] == ["a", "b", "c"]

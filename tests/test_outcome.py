@@ -7,27 +7,27 @@ import signal
 import pytest
 
 from gpucost_mlflow.execution import batch_counter, child
-from gpucost_mlflow.execution.outcome import PassFailure, PassOutcome
+from gpucost_mlflow.execution.outcome import BoardFacts, Measured, PassFailure, PassOutcome, Timings
 
 pytestmark = pytest.mark.unit
 
 
 def test_outcome_written_by_the_child_reads_back_equal(tmp_path):
-    written = PassOutcome(status="completed", completed_entries=30, pass_s=1.5, load_s=2.0,
-                          memory_peaks={"mem_peak_rss_bytes": 1e9}, memory_counter="rss",
-                          metrics={"energy_j": 12.0}, missing_measurements={"device_event_s": "cpu"},
-                          tags={"gpucost.energy_counter": "rapl"}, device_facts={"driver": "x"})
+    written = PassOutcome(status="completed", timings=Timings(pass_s=1.5, load_s=2.0), measured=Measured(
+        completed_entries=30, memory_peaks={"mem_peak_rss_bytes": 1e9}, memory_counter="rss",
+        metrics={"energy_j": 12.0}, missing_measurements={"device_event_s": "cpu"},
+        tags={"gpucost.energy_counter": "rapl"}), board=BoardFacts({"driver": "x"}))
     written.write(tmp_path)
     assert PassOutcome.read(tmp_path) == written
-    assert written.timings(("load_s", "warmup_s", "pass_s")) == {"load_s": 2.0, "pass_s": 1.5}
+    assert written.timings.named(("load_s", "warmup_s", "pass_s")) == {"load_s": 2.0, "pass_s": 1.5}
 
 
 def test_merge_adds_metrics_missing_and_tags_and_refuses_unknown_fields():
-    outcome = PassOutcome(metrics={"a": 1.0}, tags={"t": "1"})
+    outcome = PassOutcome(measured=Measured(metrics={"a": 1.0}, tags={"t": "1"}))
     outcome.merge({"metrics": {"b": 2.0}, "tags": {"u": "2"}, "device_facts": {"driver": "y"}})
-    assert outcome.metrics == {"a": 1.0, "b": 2.0} and outcome.tags == {"t": "1", "u": "2"}
-    assert outcome.device_facts == {"driver": "y"}
-    with pytest.raises(TypeError, match="no field"):
+    assert outcome.measured.metrics == {"a": 1.0, "b": 2.0} and outcome.measured.tags == {"t": "1", "u": "2"}
+    assert outcome.board.facts == {"driver": "y"}
+    with pytest.raises(TypeError, match="no record"):
         outcome.merge({"not_a_field": 1})
 
 
@@ -35,12 +35,12 @@ def test_child_killed_mid_pass_is_a_failed_outcome_counted_from_its_progress(tmp
     batch_counter.BatchCounter(tmp_path).record(3, 16)
     outcome = child.read_outcome(tmp_path, -signal.SIGKILL, interrupted=False)
     assert outcome.status == "failed" and outcome.reason == "killed by signal SIGKILL"
-    assert outcome.completed_entries == 16 and "progress counter" in outcome.completed_entries_reason
+    assert outcome.measured.completed_entries == 16 and "progress counter" in outcome.measured.completed_entries_reason
 
 
 def test_child_dead_before_the_measured_pass_has_no_completed_count(tmp_path):
     outcome = child.read_outcome(tmp_path, 1, interrupted=True)
-    assert outcome.completed_entries is None and outcome.reason == "interrupted"
+    assert outcome.measured.completed_entries is None and outcome.reason == "interrupted"
 
 
 def test_failure_keeps_its_cause_partial_outputs_and_time_to_failure():

@@ -39,7 +39,7 @@ def test_each_declared_variant_completes_on_cpu(tmp_path, corpus_dir, model_dir,
     )
     outcome = runner.run(spec, time.perf_counter_ns())
     assert outcome.status == "completed", outcome.error
-    assert outcome.completed_entries == 30 and outcome.pass_s > 0
+    assert outcome.measured.completed_entries == 30 and outcome.timings.pass_s > 0
     assert outcome.device == "cpu"
     exported = embedding_verdicts.EMBEDDINGS if workload.output == embedding_verdicts.NAME else PREDICTIONS
     assert (tmp_path / exported).exists()

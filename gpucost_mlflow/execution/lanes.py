@@ -21,7 +21,7 @@ from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.measurement import lanes as rules
 from gpucost_mlflow.execution import child, gate, runner
-from gpucost_mlflow.execution.outcome import PassOutcome
+from gpucost_mlflow.execution.outcome import BoardFacts, Measured, PassOutcome, Timings
 
 READY_POLL_S = 0.02
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS")
@@ -143,57 +143,61 @@ def merge(outcomes: list[PassOutcome], workdir: Path, interrupted: bool) -> Pass
     merge_files([folder(workdir, lane) for lane in range(len(outcomes))], workdir)
     merge_s = (time.perf_counter_ns() - merge_started) / 1e9
     completed = all(o.completed for o in outcomes)
-    bounds = [(o.clock_started_ns, o.clock_stopped_ns) for o in outcomes]
+    times, counted = [o.timings for o in outcomes], [o.measured for o in outcomes]
+    bounds = [(t.clock_started_ns, t.clock_stopped_ns) for t in times]
     pass_s = rules.span_s(bounds) if completed else None
-    metrics, missing = rules.combine_metrics([o.metrics for o in outcomes],
-                                             [o.missing_measurements for o in outcomes], pass_s)
+    metrics, missing = rules.combine_metrics([m.metrics for m in counted], [m.missing_measurements for m in counted],
+                                             pass_s)
     merged = PassOutcome(
         status=Status.COMPLETED if completed else Status.FAILED,
         device=", ".join(dict.fromkeys(o.device for o in outcomes if o.device)),
         tokenizer_parallelism=outcomes[0].tokenizer_parallelism,
         deterministic=outcomes[0].deterministic,
-        load_s=_largest(o.load_s for o in outcomes),
-        warmup_s=_largest(o.warmup_s for o in outcomes),
-        pass_s=pass_s,
-        export_s=_largest(o.export_s for o in outcomes),
-        measured_from_epoch_s=_smallest(o.measured_from_epoch_s for o in outcomes),
-        measured_until_epoch_s=_largest(o.measured_until_epoch_s for o in outcomes),
-        clock_started_ns=_smallest(start for start, _ in bounds),
-        clock_stopped_ns=_largest(stop for _, stop in bounds),
-        memory_peaks=rules.largest([o.memory_peaks for o in outcomes]),
-        memory_counter=outcomes[0].memory_counter,
-        metrics=metrics,
-        missing_measurements=missing,
-        tags=rules.combine_tags([o.tags for o in outcomes]),
-        peak=outcomes[0].peak,
-        device_facts={**outcomes[0].device_facts, "lanes": [o.device_facts for o in outcomes]},
+        timings=Timings(
+            load_s=_largest(t.load_s for t in times),
+            warmup_s=_largest(t.warmup_s for t in times),
+            pass_s=pass_s,
+            export_s=_largest(t.export_s for t in times),
+            measured_from_epoch_s=_smallest(t.measured_from_epoch_s for t in times),
+            measured_until_epoch_s=_largest(t.measured_until_epoch_s for t in times),
+            clock_started_ns=_smallest(start for start, _ in bounds),
+            clock_stopped_ns=_largest(stop for _, stop in bounds)),
+        measured=Measured(
+            memory_peaks=rules.largest([m.memory_peaks for m in counted]),
+            memory_counter=counted[0].memory_counter,
+            metrics=metrics,
+            missing_measurements=missing,
+            tags=rules.combine_tags([m.tags for m in counted]),
+            peak=counted[0].peak),
+        board=BoardFacts({**outcomes[0].board.facts, "lanes": [o.board.facts for o in outcomes]}),
         error="".join(f"lane {k}:\n{o.error}\n" for k, o in enumerate(outcomes) if o.error),
         lanes=[_lane_record(k, o) for k, o in enumerate(outcomes)],
     )
-    if merged.export_s is not None:
-        merged.export_s += merge_s
+    if merged.timings.export_s is not None:
+        merged.timings.export_s += merge_s
     _completed_entries(merged, outcomes)
     if not completed:
         failed = [(k, o.reason) for k, o in enumerate(outcomes) if not o.completed]
         merged.reason = str(Status.INTERRUPTED) if interrupted else rules.failure_reason(failed, len(outcomes))
-        merged.elapsed_until_failure_s = _until_failure(outcomes)
+        merged.timings.elapsed_until_failure_s = _until_failure(outcomes)
     return merged
 
 
 def _completed_entries(merged: PassOutcome, outcomes: list[PassOutcome]) -> None:
     """The sum of the lanes' completed entries; unknown when a lane's count is, with that lane's reason."""
-    unknown = [(k, o.completed_entries_reason or o.reason) for k, o in enumerate(outcomes) if o.completed_entries is None]
+    unknown = [(k, o.measured.completed_entries_reason or o.reason) for k, o in enumerate(outcomes)
+               if o.measured.completed_entries is None]
     if unknown:
-        merged.completed_entries = None
-        merged.completed_entries_reason = rules.lane_reasons(unknown, len(outcomes))
+        merged.measured.completed_entries = None
+        merged.measured.completed_entries_reason = rules.lane_reasons(unknown, len(outcomes))
     else:
-        merged.completed_entries = sum(o.completed_entries for o in outcomes)
+        merged.measured.completed_entries = sum(o.measured.completed_entries for o in outcomes)
 
 
 def _until_failure(outcomes: list[PassOutcome]) -> float | None:
     """Seconds from the first lane's clock start to the first failed lane's clock stop, when both were read."""
-    started = _smallest(o.clock_started_ns for o in outcomes)
-    stopped = _smallest(o.clock_stopped_ns for o in outcomes if not o.completed)
+    started = _smallest(o.timings.clock_started_ns for o in outcomes)
+    stopped = _smallest(o.timings.clock_stopped_ns for o in outcomes if not o.completed)
     if started is None or stopped is None:
         return None
     return (stopped - started) / 1e9
@@ -201,10 +205,10 @@ def _until_failure(outcomes: list[PassOutcome]) -> float | None:
 
 def _lane_record(lane: int, outcome: PassOutcome) -> dict:
     """What the verdict keeps of one lane: its status, counts, clock reads, stage times, memory and metrics."""
-    kept = asdict(outcome)
-    for key in ("error", "lanes", "deterministic", "peak", "device_facts"):
-        kept.pop(key)
-    return {"lane": lane, **kept}
+    measured = asdict(outcome.measured)
+    measured.pop("peak")
+    return {"lane": lane, "status": outcome.status, "reason": outcome.reason, "device": outcome.device,
+            "tokenizer_parallelism": outcome.tokenizer_parallelism, **asdict(outcome.timings), **measured}
 
 
 def _largest(values) -> float | None:

@@ -8,48 +8,79 @@ The child writes one `PassOutcome` as `outcome.json` in its work folder; the lau
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from gpucost_mlflow.core.judging.status import Status
 
 OUTCOME = "outcome.json"
 
-# Fields a workload, the energy probe, the board's state or the device-event timer add to with their own entries: `merge` joins them.
-MERGED = ("metrics", "missing_measurements", "tags", "device_facts")
-
 
 @dataclass
-class PassOutcome:
-    """One pass as the child saw it: status, stage timings, measured bounds, memory, and the generic metrics,
-    missing measurements and run tags that the launcher logs as they are (energy, device events, FLOP rates)."""
+class Timings:
+    """The stage times (a stage that did not run is None, never 0) and the measured clock's bounds: its wall-clock
+    bounds read outside it, and its own reads (time.perf_counter_ns: CLOCK_MONOTONIC on Linux, one clock for every
+    process of the machine), so the span of several lanes is taken from the clocks themselves."""
 
-    status: str = Status.FAILED  # Status.COMPLETED or Status.FAILED
-    reason: str = ""  # why it failed: one line
-    completed_entries: int | None = 0  # None: not known (the child died before the measured pass)
-    completed_entries_reason: str = ""  # why completed_entries is None
-    error: str = ""  # the failure's traceback, kept as the run's error artifact
-    device: str = ""
-    tokenizer_parallelism: bool | None = None
-    deterministic: dict = field(default_factory=dict)
     load_s: float | None = None
     warmup_s: float | None = None
     pass_s: float | None = None  # the protocol's figure: None unless the measured pass completed
     export_s: float | None = None
     elapsed_until_failure_s: float | None = None
-    measured_from_epoch_s: float | None = None  # wall-clock bounds of the measured pass, read outside its clock
+    measured_from_epoch_s: float | None = None
     measured_until_epoch_s: float | None = None
-    # The measured clock's own reads (time.perf_counter_ns: CLOCK_MONOTONIC on Linux, one clock for every process
-    # of the machine), so the span of several lanes is taken from the clocks themselves.
     clock_started_ns: int | None = None
     clock_stopped_ns: int | None = None
+
+    def named(self, names: tuple[str, ...]) -> dict[str, float]:
+        """The named timings this pass has (a stage that did not run is absent, never 0)."""
+        return {name: getattr(self, name) for name in names if getattr(self, name, None) is not None}
+
+
+@dataclass
+class Measured:
+    """What the pass counted: entries completed (None: not known, with why), memory peaks by their counter, and the
+    generic metrics, missing measurements and run tags the launcher logs as they are (energy, device events, FLOP
+    rates, a workload's figures), with the cached device peak MFU was computed against."""
+
+    completed_entries: int | None = 0
+    completed_entries_reason: str = ""
     memory_peaks: dict[str, float] = field(default_factory=dict)  # metric name -> bytes, from memory_counter
     memory_counter: str = ""
     metrics: dict[str, float] = field(default_factory=dict)
     missing_measurements: dict[str, str] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
-    peak: dict = field(default_factory=dict)  # the cached device peak MFU was computed against
-    device_facts: dict = field(default_factory=dict)
+    peak: dict = field(default_factory=dict)
+
+
+@dataclass
+class BoardFacts:
+    """The device's own record around the pass: the board's state (clocks, temperature, throttling, other
+    processes), the energy counter's facts, the driver; a lanes pass's lanes beside the first's."""
+
+    facts: dict = field(default_factory=dict)
+
+
+# What a part of the child reports (energy, contention, the board's state, a workload's utilisation) as a plain
+# mapping, and the record each key joins: `merge` adds its entries to that record's own.
+PARTS = {"metrics": "measured", "missing_measurements": "measured", "tags": "measured", "peak": "measured",
+         "device_facts": "board"}
+
+
+@dataclass
+class PassOutcome:
+    """One pass as the child saw it: status, reason and traceback, the device and determinism it ran with, and its
+    `Timings`, `Measured` and `BoardFacts` records; a lanes pass also each lane's own outcome."""
+
+    status: str = Status.FAILED  # Status.COMPLETED or Status.FAILED
+    reason: str = ""  # why it failed: one line
+    error: str = ""  # the failure's traceback, kept as the run's error artifact
+    device: str = ""
+    tokenizer_parallelism: bool | None = None
+    deterministic: dict = field(default_factory=dict)
+    timings: Timings = field(default_factory=Timings)
+    measured: Measured = field(default_factory=Measured)
+    board: BoardFacts = field(default_factory=BoardFacts)
     lanes: list[dict] = field(default_factory=list)  # a lanes pass: each lane's own outcome (execution/lanes.py)
 
     @property
@@ -57,16 +88,17 @@ class PassOutcome:
         return self.status == Status.COMPLETED
 
     def merge(self, found: dict) -> None:
-        """Add a part's metrics, missing measurements and tags to the outcome's own; its other fields replace them."""
-        known = {f.name for f in fields(self)}
+        """Add a part's metrics, missing measurements, tags and device facts to the records' own (its peak replaces
+        the one known)."""
         for key, value in found.items():
-            if key not in known:
-                raise TypeError(f"PassOutcome has no field {key!r}")
-            setattr(self, key, {**getattr(self, key), **value} if key in MERGED else value)
-
-    def timings(self, names: tuple[str, ...]) -> dict[str, float]:
-        """The named stage timings this outcome has (a stage that did not run is absent, never 0)."""
-        return {name: getattr(self, name) for name in names if getattr(self, name, None) is not None}
+            if key not in PARTS:
+                raise TypeError(f"a part of the pass's outcome has no record for {key!r}")
+            if key == "device_facts":
+                self.board.facts = {**self.board.facts, **value}
+            elif key == "peak":
+                self.measured.peak = value
+            else:
+                setattr(self.measured, key, {**getattr(self.measured, key), **value})
 
     def write(self, workdir: Path) -> None:
         (workdir / OUTCOME).write_text(json.dumps(asdict(self), indent=2), encoding="utf-8")
@@ -77,7 +109,9 @@ class PassOutcome:
         path = workdir / OUTCOME
         if not path.exists():
             return None
-        return cls(**json.loads(path.read_text(encoding="utf-8")))
+        values = json.loads(path.read_text(encoding="utf-8"))
+        return cls(**{**values, "timings": Timings(**values["timings"]), "measured": Measured(**values["measured"]),
+                      "board": BoardFacts(**values["board"])})
 
 
 class PassFailure(Exception):

@@ -30,7 +30,7 @@ from gpucost_mlflow.core.names import (
 )
 from gpucost_mlflow.execution import faults, gate, timing
 from gpucost_mlflow.execution.batch_counter import BatchCounter
-from gpucost_mlflow.execution.outcome import PassFailure, PassOutcome
+from gpucost_mlflow.execution.outcome import Measured, PassFailure, PassOutcome
 
 WARMUP_RULE = {
     "inputs": 32,
@@ -179,12 +179,12 @@ def load(spec: PassSpec, started_ns: int) -> tuple[Loaded, PassOutcome]:
     sync = torch.cuda.synchronize if device.type == "cuda" else timing.no_sync
     work = load_workload(spec, device)
     sync()
-    outcome.load_s = _seconds(started_ns)
+    outcome.timings.load_s = _seconds(started_ns)
     outcome.device = str(device)
     outcome.deterministic = determinism(spec.seed)
     board = energy.open_board(device)
     outcome.merge(energy.cool_down(board, spec.cooldown_s, sync))
-    outcome.warmup_s = _warm_up(spec, work, device, sync)
+    outcome.timings.warmup_s = _warm_up(spec, work, device, sync)
     return Loaded(work, device, sync, board, fault, outcome.tokenizer_parallelism), outcome
 
 
@@ -224,25 +224,26 @@ def measure_corpus(spec: PassSpec, loaded: Loaded, corpus_path: str, workdir: Pa
     clock = timing.Stopwatch(sync)
     repeats = repetitions.Repeats(spec.min_measured_s)
     state_before = board_state.board_state(board)  # clocks, temperature, throttling, other processes: outside the clock
-    outcome.measured_from_epoch_s = time.time()
+    timings = outcome.timings
+    timings.measured_from_epoch_s = time.time()
     out_of_memory = False
     before = contention.sample()  # other processes' CPU time: read just outside the clock, like the epoch bounds
     measured_s = None
     try:
         processing = Processing(work.process, work.tokenizer, work.model, spec.settings, device, on_batch)
         predictions, measured_s = measure(corpus_path, processing, sync, probe, events, clock=clock, repeats=repeats)
-        outcome.status, outcome.pass_s = Status.COMPLETED, per_corpus(measured_s, repeats.count)
+        outcome.status, timings.pass_s = Status.COMPLETED, per_corpus(measured_s, repeats.count)
     except PassFailure as failure:  # every failure is kept as a row with its reason
         predictions, out_of_memory = _failed(outcome, failure, work)
     after = contention.sample()
-    outcome.measured_until_epoch_s = time.time()
+    timings.measured_until_epoch_s = time.time()
     state_after = board_state.board_state(board)
     outcome.merge(contention.during(before, after, measured_s))
-    outcome.merge(board_state.state_fields(board, state_before, state_after, outcome.measured_from_epoch_s,
-                                      outcome.measured_until_epoch_s, measured_s))
-    outcome.clock_started_ns, outcome.clock_stopped_ns = clock.started_ns, clock.stopped_ns
+    outcome.merge(board_state.state_fields(board, state_before, state_after, timings.measured_from_epoch_s,
+                                           timings.measured_until_epoch_s, measured_s))
+    timings.clock_started_ns, timings.clock_stopped_ns = clock.started_ns, clock.stopped_ns
     _after_pass(outcome, loaded, predictions, out_of_memory, events, probe, facts, repeats.count)
-    outcome.export_s = _export(work, workdir, predictions, fault, sync)
+    timings.export_s = _export(work, workdir, predictions, fault, sync)
     if outcome.completed:
         outcome.merge(repetitions.compared(repeats, measured_s, work, workdir, fault))
     return outcome
@@ -267,7 +268,7 @@ def _failed(outcome: PassOutcome, failure: PassFailure, work) -> tuple[object, b
     predictions = failure.partial if failure.partial is not None else work.empty()
     out_of_memory = faults.is_out_of_memory(failure.cause)
     outcome.reason = faults.reason(failure.cause)
-    outcome.elapsed_until_failure_s = failure.elapsed_s
+    outcome.timings.elapsed_until_failure_s = failure.elapsed_s
     outcome.error = "".join(traceback.format_exception(failure.cause))
     return predictions, out_of_memory
 
@@ -281,14 +282,14 @@ def _after_pass(outcome: PassOutcome, loaded: Loaded, predictions, out_of_memory
     work, device = loaded.work, loaded.device
     if out_of_memory:
         memory.release(device)
-    outcome.completed_entries = len(predictions.ids)
+    measured, pass_s = outcome.measured, outcome.timings.pass_s
+    measured.completed_entries = len(predictions.ids)
     peaks = (work.memory or memory.peaks)(device)
-    outcome.memory_peaks, outcome.memory_counter = peaks["metrics"], peaks["counter"]
-    outcome.merge(work.utilisation(predictions, outcome.pass_s))
+    measured.memory_peaks, measured.memory_counter = peaks["metrics"], peaks["counter"]
+    outcome.merge(work.utilisation(predictions, pass_s))
     event_s, no_event = events.result(outcome.completed)
     event_s = per_corpus(event_s, repetitions) if event_s is not None else None
-    outcome.merge(energy.outcome_fields(probe, facts, outcome.pass_s, repetitions,
-                                         outcome.metrics.get(IDLE_POWER_W)))
+    outcome.merge(energy.outcome_fields(probe, facts, pass_s, repetitions, measured.metrics.get(IDLE_POWER_W)))
     outcome.merge({"metrics": {timing.DEVICE_EVENT_METRIC: event_s}} if event_s is not None
                   else {"missing_measurements": {timing.DEVICE_EVENT_METRIC: no_event}})
 
@@ -336,8 +337,8 @@ def main(argv: list[str]) -> int:
         for corpus_path, workdir in corpora:
             if written:  # a later corpus: the child's load and warm-up were the first corpus's
                 outcome = PassOutcome(tokenizer_parallelism=loaded.parallel, device=str(loaded.device),
-                                      deterministic=determinism(spec.seed),
-                                      missing_measurements={LOAD_S: LOADED_ONCE, WARMUP_S: LOADED_ONCE})
+                                      deterministic=determinism(spec.seed), measured=Measured(
+                                          missing_measurements={LOAD_S: LOADED_ONCE, WARMUP_S: LOADED_ONCE}))
             measure_corpus(spec, loaded, corpus_path, workdir, outcome).write(workdir)
             written.append(outcome)
     except BaseException as exc:  # noqa: BLE001 - the launcher reads every ending as an outcome

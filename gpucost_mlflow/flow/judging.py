@@ -89,7 +89,7 @@ def _audit(request: PassRequest, prepared: Prepared, rules, back: verdicts.ReadB
         check = judge.audit_check(back.labels, labels, sample, declared["min_label_agreement"], prepared.reference.name,
                                   prepared.protocol.acceptance.confidence)
     return check, {"variant": prepared.reference.name, "sample_ids": sample, "reference_labels": labels,
-                   "check": check.record(), "stages": ran.timings(schema.TIMINGS)}
+                   "check": check.record(), "stages": ran.timings.named(schema.TIMINGS)}
 
 
 def preview_table(prepared: Prepared, back, workdir: Path) -> dict | None:
@@ -101,16 +101,17 @@ def preview_table(prepared: Prepared, back, workdir: Path) -> dict | None:
 def attempt_metrics(outcome: PassOutcome, judged: judge.Judgement, eval_s: float) -> dict[str, float]:
     """The attempt's metrics: stage timings, id counts, completed entries, measured bounds, memory peaks, the
     outcome's own metrics (energy, device events, FLOP rates, a workload's figures) and quality."""
-    metrics = outcome.timings(schema.TIMINGS)
+    timings, measured = outcome.timings, outcome.measured
+    metrics = timings.named(schema.TIMINGS)
     metrics[EVAL_S] = eval_s
     metrics.update(expected_ids=judged.counts[EXPECTED_IDS], observed_ids=judged.counts[OBSERVED_IDS])
-    if outcome.completed_entries is not None:
-        metrics[COMPLETED_ENTRIES] = outcome.completed_entries
-    metrics.update(outcome.timings(schema.MEASURED_SPAN))
-    if outcome.elapsed_until_failure_s is not None:
-        metrics[ELAPSED_UNTIL_FAILURE_S] = outcome.elapsed_until_failure_s
-    metrics.update(outcome.memory_peaks)
-    metrics.update(outcome.metrics)
+    if measured.completed_entries is not None:
+        metrics[COMPLETED_ENTRIES] = measured.completed_entries
+    metrics.update(timings.named(schema.MEASURED_SPAN))
+    if timings.elapsed_until_failure_s is not None:
+        metrics[ELAPSED_UNTIL_FAILURE_S] = timings.elapsed_until_failure_s
+    metrics.update(measured.memory_peaks)
+    metrics.update(measured.metrics)
     metrics.update(judged.quality)
     return metrics
 
@@ -126,6 +127,8 @@ def verdict(prepared: Prepared, outcome: PassOutcome, judged: judge.Judgement, m
         protocol_digest=prepared.protocol.digest,
         missing_measurements=judge.missing_measurements(
             metrics, schema.TIMINGS, failure_reason=outcome.reason,
-            completed_entries_reason=outcome.completed_entries_reason, declared=outcome.missing_measurements),
-        memory_counter=outcome.memory_counter, deterministic=outcome.deterministic, device_facts=outcome.device_facts,
+            completed_entries_reason=outcome.measured.completed_entries_reason,
+            declared=outcome.measured.missing_measurements),
+        memory_counter=outcome.measured.memory_counter, deterministic=outcome.deterministic,
+        device_facts=outcome.board.facts,
         lanes=outcome.lanes or None)

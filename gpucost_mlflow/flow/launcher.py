@@ -136,7 +136,7 @@ def finish(opened: Opened, outcome: PassOutcome, interrupted: bool, locked_now: 
         status=judged.status, reason=judged.reason, metrics=metrics, quality_verdict=verdict.quality_verdict,
         memory_counter=verdict.memory_counter, checks=verdict.checks, stopped_ms=stopped_ms,
         missing=verdict.missing_measurements, end_status=end_status, flags=_flags(request, prepared, outcome, metrics),
-        outcome_tags=outcome.tags, preview=table is not None)
+        outcome_tags=outcome.measured.tags, preview=table is not None)
     result = PassResult(opened.run.run_id, judged.status, judged.reason, metrics, locked_now)
     result.spooled = opened.run.record(ending, workdir)
     return result
@@ -146,7 +146,7 @@ def _flags(request: PassRequest, prepared: Prepared, outcome: PassOutcome, metri
     """The flags a pass's durations carry (never its verdict): contended (other processes' CPU time, or other
     processes on its GPU), throttled (the board's throttle reasons around the clock), starved (its device busy less
     than the protocol's min_utilisation during the measured part)."""
-    protocol, board = prepared.protocol, outcome.device_facts.get("board") or {}
+    protocol, board = prepared.protocol, outcome.board.facts.get("board") or {}
     busy = contended(metrics.get(OTHER_CPU_S), metrics.get(OTHER_CPU_SHARE), protocol.max_other_cpu_share)
     if request.variant.settings.lanes > 1:  # a pass split over lanes counts its own other lanes as other processes
         busy = ""
