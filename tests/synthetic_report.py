@@ -10,6 +10,7 @@ import pandas as pd
 
 from gpucost_mlflow.core.measurement.stats import Durations, separate
 from gpucost_mlflow.core.measurement.timeline import Span
+from gpucost_mlflow.core.money.billing import HourlyTerms
 from gpucost_mlflow.core.money.catalog import Package
 from gpucost_mlflow.core.money.choice import choose
 from gpucost_mlflow.core.money.decision import Assessment, Configuration
@@ -138,7 +139,7 @@ def decided_report(expected: int = 2000, deadline_h: float = 20.0, changed: dict
     package = Package(provider="this machine", catalog_version="example", gpu="cpu", device_names=(priced_device,),
                       gpus_per_lot=1, days=None, price_per_lot=Decimal("0.50"), currency="USD",
                       source="example price: catalog/this-machine.csv", line=2, billing="hourly",
-                      min_hours=Decimal(1), increment_hours=Decimal(1))
+                      terms=HourlyTerms(min_hours=Decimal(1), increment_hours=Decimal(1)))
     catalog = Catalog("catalog/this-machine.csv", "example", "USD", (package,))
     plan = {"setup_hours": 4.0, "waiting_hours": 0.0, "planned_restarts": 0, "start": DEMO_START}
     deadline = DEMO_START + dt.timedelta(hours=deadline_h)

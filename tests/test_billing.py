@@ -4,6 +4,7 @@ a new kind is one module and one registry line."""
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass, fields
 from decimal import ROUND_CEILING, Decimal
 
 import pytest
@@ -11,9 +12,9 @@ import pytest
 from gpucost_mlflow.core.amounts import CENT
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.money import billing
-from gpucost_mlflow.core.money.billing.base import Billing, Cover, whole
+from gpucost_mlflow.core.money.billing.base import Billing, Cover, Terms, whole
 from gpucost_mlflow.core.money.breakeven import Priced
-from gpucost_mlflow.core.money.catalog import load_catalog
+from gpucost_mlflow.core.money.catalog import Package, load_catalog
 from gpucost_mlflow.core.money.forecast import Forecast
 from gpucost_mlflow.core.money.plans import covering_plans, to_hours
 from tests.helpers import ROOT
@@ -22,6 +23,13 @@ pytestmark = pytest.mark.unit
 
 PACKAGE_DIR = ROOT / "gpucost_mlflow"
 HEADER = "provider,catalog_version,gpu,device_names,gpus_per_lot,days,price_per_lot,currency,source,billing,months\n"
+
+
+@dataclass(frozen=True)
+class MonthlyTerms(Terms):
+    """A monthly row's own terms: the months one term commits to (tests only)."""
+
+    months: int
 
 
 class MonthlyBilling(Billing):
@@ -33,7 +41,8 @@ class MonthlyBilling(Billing):
     def read(self, path, line, values):
         if values["days"]:
             raise GpucostError(f"{path}:{line}: days must be empty on a monthly row")
-        return {"days": 30 * whole(path, line, "months", values.get("months", ""))}
+        months = whole(path, line, "months", values.get("months", ""))
+        return {"days": 30 * months, "terms": MonthlyTerms(months)}
 
     def cover(self, offer, hours, lots, deliverable_h, work):
         period = Decimal(offer.days * 24)
@@ -44,10 +53,10 @@ class MonthlyBilling(Billing):
         return offer.days * 24.0, 0.0
 
     def describe(self, offer):
-        return f"{offer.gpu} {offer.days // 30}-month term"
+        return f"{offer.gpu} {offer.terms.months}-month term"
 
     def head(self, plan, lots):
-        return f"{plan.periods} x {plan.offer.days // 30}-month {plan.offer.gpu} term, {lots}"
+        return f"{plan.periods} x {plan.offer.terms.months}-month {plan.offer.gpu} term, {lots}"
 
 
 def test_every_row_is_billed_by_the_kind_its_billing_column_names():
@@ -56,6 +65,25 @@ def test_every_row_is_billed_by_the_kind_its_billing_column_names():
     assert not billing.kind("package").by_the_hour
     assert billing.owner("increment_hours") == "hourly" and billing.owner("restart_hours") == "interruptible"
     assert billing.owner("tier") == "per_token" and not billing.kind("per_token").per_lot
+
+
+def test_a_kinds_own_terms_live_in_its_record_never_as_fields_of_a_catalog_row(tmp_path):
+    own = {f.name for terms in (billing.HourlyTerms, billing.InterruptibleTerms, billing.PerTokenTerms) for f in fields(terms)}
+    assert not {f.name for f in fields(Package)} & (own | set(billing.columns()))
+    path = tmp_path / "prices.csv"
+    path.write_text("provider,catalog_version,gpu,device_names,gpus_per_lot,days,price_per_lot,currency,source,billing,"
+                    "min_hours,increment_hours,interruptions_per_day,restart_hours,interruptions_source,"
+                    "price_per_million_input,price_per_million_output,tier,completion_window_hours\n"
+                    "p,2026-12,g1,Some GPU,1,7,40,USD,test,package,,,,,,,,,\n"
+                    "p,2026-12,g1,Some GPU,1,,1.5,USD,test,hourly,4,1,,,,,,,\n"
+                    "p,2026-12,g1,Some GPU,1,,0.5,USD,test,interruptible,1,0.25,2,0.5,our month,,,,\n"
+                    "p,2026-12,g1,Some GPU,1,,,USD,test,per_token,,,,,,0.15,0.60,batch,24\n")
+    week, hourly, spot, tokens = load_catalog(path).packages
+    assert week.terms is None
+    assert hourly.terms == billing.HourlyTerms(Decimal(4), Decimal(1))
+    assert spot.terms == billing.InterruptibleTerms(Decimal(1), Decimal("0.25"), Decimal(2), Decimal("0.5"), "our month")
+    assert tokens.terms == billing.PerTokenTerms(Decimal("0.15"), Decimal("0.60"), "batch", Decimal(24))
+    assert [p.billed_as for p in (week, hourly, spot, tokens)] == ["7 days", "hourly rate", "hourly rate", "batch tier"]
 
 
 def test_a_billing_kind_added_to_the_registry_is_read_covered_stepped_and_described(tmp_path, monkeypatch):

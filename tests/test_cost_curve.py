@@ -7,6 +7,7 @@ from decimal import Decimal
 
 import pytest
 
+from gpucost_mlflow.core.money.billing import HourlyTerms
 from gpucost_mlflow.core.money.breakeven import Priced
 from gpucost_mlflow.core.money.catalog import Package
 from gpucost_mlflow.core.money.curve import Step, steps
@@ -24,7 +25,7 @@ def forecast(fixed_h: float, slowest_h: float) -> Forecast:
 def hourly(price: str) -> Package:
     return Package(provider="p", catalog_version="v", gpu="cpu", device_names=("CPU",), gpus_per_lot=1, days=None,
                    price_per_lot=Decimal(price), currency="USD", source="test", line=2, billing="hourly",
-                   min_hours=Decimal(1), increment_hours=Decimal(1))
+                   terms=HourlyTerms(min_hours=Decimal(1), increment_hours=Decimal(1)))
 
 
 def weekly(price: str) -> Package:

@@ -180,7 +180,7 @@ def test_skypilots_catalog_is_imported_through_its_api_one_row_per_instance_and_
                            "--interruptions-source", "our last month on aws")
     assert done.returncode == 0, done.stderr[-2000:]
     spot = [p for p in load_catalog(spot_out).packages if p.billing == "interruptible"]
-    assert [(p.price_per_lot, p.interruptions_per_day) for p in spot] == [(Decimal("0.4012"), Decimal(2))]  # cheapest zone
+    assert [(p.price_per_lot, p.terms.interruptions_per_day) for p in spot] == [(Decimal("0.4012"), Decimal(2))]  # cheapest zone
 
     # Filters that match nothing are refused by core/money/market.py (the unit test above), whatever the library.
     refused = import_skypilot(home, tmp_path / "refused.csv", "--clouds", "nosuchcloud")

@@ -121,7 +121,7 @@ def test_a_bad_per_token_row_is_refused_in_one_line_naming_file_line_and_column(
 
 def test_the_list_and_batch_tiers_of_one_provider_are_two_rows_not_a_duplicate(tmp_path):
     rows = load_catalog(catalog(tmp_path, LIST, BATCH)).packages
-    assert [(p.tier, p.completion_window_hours) for p in rows] == [("list", None), ("batch", Decimal(24))]
+    assert [(p.terms.tier, p.terms.completion_window_hours) for p in rows] == [("list", None), ("batch", Decimal(24))]
     with pytest.raises(GpucostError, match=r":3: duplicate package l4 list tier of hosted \(first at line 2\)"):
         load_catalog(catalog(tmp_path, LIST, LIST))
 
@@ -132,7 +132,7 @@ def test_the_report_prices_renting_the_list_tier_and_the_batch_tier_over_the_sam
     rows = [row.replace("l4,NVIDIA L4", f"rtx-4090,{RTX}") for row in (HOURLY, LIST, BATCH)]
     built, balance = report(catalog(tmp_path, *rows), protocol_like_shipped(tmp_path, expected=4))
     (chosen,) = built.choice.chosen
-    assert chosen.committed == Decimal("0.39") and chosen.plan.offer.tier == "batch"  # 28 h fits the 96 h deadline
+    assert chosen.committed == Decimal("0.39") and chosen.plan.offer.terms.tier == "batch"  # 28 h fits the 96 h deadline
     label, rent = card.lines(built)[0]
     assert label == "Pay per token" and rent.startswith(
         "0.39 USD committed for rtx-4090 batch tier (24 h completion window), 0.075/0.30 USD per million input/output "

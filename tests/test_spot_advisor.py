@@ -210,9 +210,10 @@ def test_imported_aws_spot_offers_carry_their_bands_assumption_and_the_rest_the_
     assert done.exit_code == 0, done.output
     spot = {(p.instance, p.region): p for p in load_catalog(out).packages if p.billing == "interruptible"}
     assert set(spot) == {("g5.xlarge", "us-east-1")}  # the open band, the uncovered region and GCP: no assumption
-    assert (spot[("g5.xlarge", "us-east-1")].interruptions_per_day, spot[("g5.xlarge", "us-east-1")].restart_hours) == (
+    advised = spot[("g5.xlarge", "us-east-1")].terms
+    assert (advised.interruptions_per_day, advised.restart_hours) == (
         Decimal("0.003513"), Decimal("0.25"))
-    assert spot[("g5.xlarge", "us-east-1")].interruptions_source.startswith("AWS Spot Advisor 2026-12-01")
+    assert advised.interruptions_source.startswith("AWS Spot Advisor 2026-12-01")
     assert "1 AWS spot offer(s) in Spot Advisor band >20%: band >20% reaches 100 % a month" in done.stdout
     assert "3 spot offer(s) left out" in done.stdout
 
@@ -221,7 +222,7 @@ def test_imported_aws_spot_offers_carry_their_bands_assumption_and_the_rest_the_
                                       str(advisor_file(tmp_path)), "--spot-advisor-as-of", DAY, "--restart-hours", "0.25",
                                       "--interruptions-per-day", "2", "--interruptions-source", "our last month"])
     assert done.exit_code == 0, done.output
-    sources = {(p.instance, p.region): p.interruptions_source for p in load_catalog(mixed).packages
+    sources = {(p.instance, p.region): p.terms.interruptions_source for p in load_catalog(mixed).packages
                if p.billing == "interruptible"}
     assert len(sources) == 4 and sources[("g5.xlarge", "us-east-1")].startswith("AWS Spot Advisor")
     assert sources[("g5.2xlarge", "us-east-1")] == sources[("g2-standard-4", "us-central1-a")] == "our last month"
@@ -254,5 +255,5 @@ def test_gpuhunts_offline_spot_offers_carry_the_spot_advisors_band_through_gpuhu
                           timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     [spot] = [p for p in load_catalog(out).packages if p.billing == "interruptible"]
-    assert (spot.price_per_lot, spot.interruptions_per_day) == (Decimal("0.4012"), Decimal("0.003513"))
-    assert spot.interruptions_source.startswith("AWS Spot Advisor 2026-12-01 (Linux), us-east-1 g5.xlarge band 5-10%")
+    assert (spot.price_per_lot, spot.terms.interruptions_per_day) == (Decimal("0.4012"), Decimal("0.003513"))
+    assert spot.terms.interruptions_source.startswith("AWS Spot Advisor 2026-12-01 (Linux), us-east-1 g5.xlarge band 5-10%")

@@ -7,6 +7,7 @@ from decimal import Decimal
 import pytest
 
 from gpucost_mlflow.core.money import units
+from gpucost_mlflow.core.money.billing import HourlyTerms
 from gpucost_mlflow.core.money.catalog import Package, load_catalog
 from gpucost_mlflow.core.money.forecast import Forecast
 from gpucost_mlflow.core.money.plans import covering_plans, to_hours
@@ -57,7 +58,7 @@ def test_the_demo_what_if_plan_holds_1063_corpora_in_its_5_billed_hours():
     # The demo's what-if: this machine hourly (min 1 h, per 1 h) at 0.10, a 4.114 h window (4 h setup, comparisons
     # and start-up), 3.0 s per corpus at the slowest pass: 5 h billed hold (5 - 4.114) h / 3.0 s = 1,063 corpora.
     hourly = Package("this-machine", "what-if", "this-machine", ("AMD EPYC",), 1, None, Decimal("0.10"), "USD",
-                     "example price", 1, billing="hourly", min_hours=Decimal(1), increment_hours=Decimal(1))
+                     "example price", 1, billing="hourly", terms=HourlyTerms(Decimal(1), Decimal(1)))
     window = forecast(3.0 / H, 4.114)
     plan = covering_plans([hourly], to_hours(window.high_hours), 1)[0]
     assert plan.hours_billed == Decimal(5) and plan.total == Decimal("0.50")

@@ -43,7 +43,7 @@ def _echo_hourly(catalog, gpu: str) -> None:
 
     for rate in (p for p in catalog.for_gpu(gpu) if p.hourly):
         click.echo(f"{gpu}, hourly: {costs.money(rate.price_per_lot, rate.currency)} per lot-hour (lot of {rate.gpus_per_lot}; "
-                   f"min {rate.min_hours:g} h, billed per {rate.increment_hours:g} h; catalog {catalog.version}): "
+                   f"min {rate.terms.min_hours:g} h, billed per {rate.terms.increment_hours:g} h; catalog {catalog.version}): "
                    f"price a window with `gpucost plan --gpu {gpu} --hours H`")
 
 

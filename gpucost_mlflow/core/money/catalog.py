@@ -13,7 +13,7 @@ from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.money import billing
-from gpucost_mlflow.core.money.billing.base import number, whole
+from gpucost_mlflow.core.money.billing.base import Terms, number, whole
 
 COLUMNS = ("provider", "catalog_version", "gpu", "device_names", "gpus_per_lot", "days", "price_per_lot", "currency", "source")
 # Optional columns: a catalog without them holds fixed packages only (billing `package`); each billing kind names
@@ -31,7 +31,9 @@ EXAMPLE_PRICE = "example price"
 @dataclass(frozen=True)
 class Package:
     """One catalog row: a lot of gpus_per_lot GPUs, either for `days` days (billing `package`) or by the
-    hour (billing `hourly`: price_per_lot is one lot for one hour, billed per min_hours / increment_hours)."""
+    hour (billing `hourly`: price_per_lot is one lot for one hour, billed per min_hours / increment_hours). What only
+    its billing kind reads (min and increment hours, an interruptible row's expectation, a per-token row's prices and
+    tier) is that kind's own record, `terms`."""
 
     provider: str
     catalog_version: str
@@ -44,24 +46,21 @@ class Package:
     source: str
     line: int
     billing: str = "package"
-    min_hours: Decimal | None = None
-    increment_hours: Decimal | None = None
+    terms: Terms | None = None  # the kind's own terms (HourlyTerms, ...); None for a package
     as_of: dt.date | None = None  # when the price was observed (None: an undated price)
     as_of_from_version: bool = False  # no as_of column: the date is the catalog_version's (a dated snapshot's name)
-    interruptions_per_day: Decimal | None = None  # an interruptible row: the user's expectation ...
-    restart_hours: Decimal | None = None  # ... what a restart costs in hours ...
-    interruptions_source: str = ""  # ... and where the expectation comes from
     instance: str = ""  # an imported offer: the instance type ...
     region: str = ""  # ... and the region it is offered in
-    input_per_million: Decimal | None = None  # a per_token row: its price per million input tokens ...
-    output_per_million: Decimal | None = None  # ... and output tokens ...
-    tier: str = ""  # ... its tier (list or batch) ...
-    completion_window_hours: Decimal | None = None  # ... and a batch tier's completion window
 
     @property
     def kind(self) -> billing.Billing:
         """How this row is billed (core/money/billing/)."""
         return billing.kind(self.billing)
+
+    @property
+    def billed_as(self) -> str:
+        """What sets the row apart from its provider's other rows of the GPU: '7 days', 'hourly rate', 'list tier'."""
+        return self.kind.billed_as(self)
 
     @property
     def hourly(self) -> bool:
@@ -162,7 +161,7 @@ def merged(catalogs: list[Catalog]) -> Catalog:
             raise GpucostError(f"{catalog.path} prices in {catalog.currency}, {first.path} in {first.currency}: one "
                                "comparison uses one currency")
         for p in catalog.packages:
-            key = (p.provider, p.gpu, p.billing, p.days, p.instance, p.region, p.tier)
+            key = (p.provider, p.gpu, p.billing, p.days, p.instance, p.region, p.billed_as)
             if key in seen:
                 raise GpucostError(f"{catalog.path}:{p.line}: {p.describe()} of {p.provider} is also in {seen[key]}")
             seen[key] = f"{catalog.path}:{p.line}"
@@ -282,11 +281,9 @@ def load_catalog(path: Path) -> Catalog:
             **billed,
         )
         key = (package.provider, package.gpu, package.billing, package.days, package.instance, package.region,
-               package.tier)
+               package.billed_as)
         if key in seen:
-            what = (f"{package.tier} tier" if package.tier else f"{package.days} days" if not package.hourly
-                    else "hourly rate")
-            raise GpucostError(f"{path}:{line}: duplicate package {package.gpu} {what} of {package.provider} (first at line {seen[key]})")
+            raise GpucostError(f"{path}:{line}: duplicate package {package.gpu} {package.billed_as} of {package.provider} (first at line {seen[key]})")
         seen[key] = line
         if packages and package.currency != packages[0].currency:
             raise GpucostError(

@@ -17,6 +17,7 @@ from decimal import Decimal, InvalidOperation
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.money.billing.base import NO_WORK, Work, to_hours
+from gpucost_mlflow.core.money.billing.per_token import PerTokenTerms
 from gpucost_mlflow.core.money.catalog import Package
 from gpucost_mlflow.core.money.interruptions import Rework
 
@@ -90,6 +91,7 @@ class Plan:
 
     def as_dict(self) -> dict:
         """The plan as JSON-ready values (money and hours as decimal strings)."""
+        tokens = self.offer.terms if isinstance(self.offer.terms, PerTokenTerms) else None
         return {
             "gpu": self.offer.gpu,
             "provider": self.offer.provider,
@@ -107,10 +109,10 @@ class Plan:
             "hours_billed": str(self.hours_billed) if self.hours_billed is not None else None,
             "covered_hours": str(self.covered_hours),
             "price_per_lot": str(self.offer.price_per_lot) if self.offer.kind.per_lot else None,
-            "tier": self.offer.tier,
-            "price_per_million_input": _text(self.offer.input_per_million),
-            "price_per_million_output": _text(self.offer.output_per_million),
-            "completion_window_hours": _text(self.offer.completion_window_hours),
+            "tier": tokens.tier if tokens else "",
+            "price_per_million_input": _text(tokens.input_per_million) if tokens else None,
+            "price_per_million_output": _text(tokens.output_per_million) if tokens else None,
+            "completion_window_hours": _text(tokens.completion_window_hours) if tokens else None,
             "planned_inputs": self.work.inputs if not self.offer.kind.per_lot else None,
             "total": str(self.total),
             "expected_total": str(self.expected_total if self.expected_total is not None else self.total),

@@ -58,6 +58,12 @@ NO_WORK = Work()  # a window priced alone (`gpucost plan`, `gpucost window`): no
 
 
 @dataclass(frozen=True)
+class Terms:
+    """A billing kind's own terms, read from the catalog columns it owns: each kind's module holds its subclass
+    (HourlyTerms, PerTokenTerms, ...), so a catalog row carries one `terms` record rather than every kind's fields."""
+
+
+@dataclass(frozen=True)
 class Cover:
     """What one row bills for a window: periods bought (1 for an hourly rate), hours billed (None: whole periods),
     the hours paid for, the committed total; an interruptible row adds its expected figures and the rework."""
@@ -86,8 +92,14 @@ class Billing:
     columns: tuple[str, ...] = ()
 
     def read(self, path: Path, line: int, values: dict[str, str]) -> dict:
-        """The row's billing fields (days, min/increment hours, ...) checked: a one-line error naming file and line."""
+        """The row's `days` and `terms` (the kind's own Terms record, None for a kind with none) checked: a one-line
+        error naming file and line."""
         raise NotImplementedError
+
+    def billed_as(self, offer: Package) -> str:
+        """What sets the row apart from its provider's other rows of the GPU, instance and region (a second one is a
+        duplicate): '7 days', 'hourly rate', 'list tier'."""
+        return f"{self.name} row"
 
     def cover(self, offer: Package, hours: Decimal, lots: int, deliverable_h: float, work: Work) -> Cover | None:
         """What the row bills to cover a window of `hours` with `lots` lots for the work (None: it cannot cover it)."""

@@ -3,17 +3,29 @@ increment_hours)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
 
 from gpucost_mlflow.core.amounts import CENT
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.money.billing.base import Billing, Cover, hours
+from gpucost_mlflow.core.money.billing.base import Billing, Cover, Terms, hours
+
+STEP = ("min_hours", "increment_hours")  # the columns an hourly row's HourlyTerms are read from
+
+
+@dataclass(frozen=True)
+class HourlyTerms(Terms):
+    """An hourly row's billing step: at least min_hours, then the window rounded up to increment_hours."""
+
+    min_hours: Decimal
+    increment_hours: Decimal
 
 
 def billed(offer, window: Decimal, lots: int) -> tuple[Decimal, Decimal]:
     """The hours an hourly row bills for the window, and their total for `lots` lots."""
-    steps = (window / offer.increment_hours).to_integral_value(rounding=ROUND_CEILING)
-    charged = max(offer.min_hours, steps * offer.increment_hours)
+    terms = offer.terms
+    steps = (window / terms.increment_hours).to_integral_value(rounding=ROUND_CEILING)
+    charged = max(terms.min_hours, steps * terms.increment_hours)
     return charged, (offer.price_per_lot * lots * charged).quantize(CENT, rounding=ROUND_HALF_UP)
 
 
@@ -37,24 +49,27 @@ def hours_text(hours: Decimal) -> str:
 class HourlyBilling(Billing):
     name = "hourly"
     by_the_hour = True
-    columns = ("min_hours", "increment_hours")
+    columns = STEP
 
     def read(self, path, line, values):
         if values["days"]:
             raise GpucostError(f"{path}:{line}: days must be empty on an hourly row (price_per_lot is one lot for one "
                                "hour)")
-        return {"days": None, "min_hours": hours(path, line, "min_hours", values.get("min_hours", "")),
-                "increment_hours": hours(path, line, "increment_hours", values.get("increment_hours", ""))}
+        step = [hours(path, line, column, values.get(column, "")) for column in STEP]
+        return {"days": None, "terms": HourlyTerms(*step)}
 
     def cover(self, offer, window, lots, deliverable_h, work):
         charged, total = billed(offer, window, lots)
         return Cover(1, charged, charged, total)
 
     def step_hours(self, offer):
-        return float(offer.increment_hours), float(offer.min_hours)
+        return float(offer.terms.increment_hours), float(offer.terms.min_hours)
+
+    def billed_as(self, offer):
+        return "hourly rate"
 
     def terms(self, offer) -> str:
-        return f"min {_span(offer.min_hours)}, per {_span(offer.increment_hours)}"
+        return f"min {_span(offer.terms.min_hours)}, per {_span(offer.terms.increment_hours)}"
 
     def describe(self, offer):
         return f"{offer.gpu} hourly ({self.terms(offer)})"

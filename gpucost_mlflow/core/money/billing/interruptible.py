@@ -5,13 +5,25 @@ A row carries the user's expectation: interruptions_per_day, restart_hours and w
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from decimal import Decimal
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.money.billing.base import Cover, number, to_hours
-from gpucost_mlflow.core.money.billing.hourly import HourlyBilling, billed, hours_text
+from gpucost_mlflow.core.money.billing.hourly import HourlyBilling, HourlyTerms, billed, hours_text
 from gpucost_mlflow.core.money.interruptions import rework
 
 ASSUMPTION = ("interruptions_per_day", "restart_hours", "interruptions_source")
+
+
+@dataclass(frozen=True)
+class InterruptibleTerms(HourlyTerms):
+    """An interruptible row's hourly step and the user's expectation: interruptions a day, what a restart costs in
+    hours, and where the expectation comes from."""
+
+    interruptions_per_day: Decimal
+    restart_hours: Decimal
+    interruptions_source: str
 
 
 class InterruptibleBilling(HourlyBilling):
@@ -19,7 +31,7 @@ class InterruptibleBilling(HourlyBilling):
     columns = HourlyBilling.columns + ASSUMPTION
 
     def read(self, path, line, values):
-        fields = super().read(path, line, values)
+        hourly = super().read(path, line, values)
         rate = values.get("interruptions_per_day", "")
         if not rate or not values.get("restart_hours") or not values.get("interruptions_source"):
             raise GpucostError(f"{path}:{line}: an interruptible row needs interruptions_per_day (your expectation), "
@@ -30,12 +42,14 @@ class InterruptibleBilling(HourlyBilling):
         restart = number(path, line, "restart_hours", values["restart_hours"])
         if restart < 0:
             raise GpucostError(f"{path}:{line}: restart_hours '{values['restart_hours']}' is negative")
-        return {**fields, "interruptions_per_day": per_day, "restart_hours": restart,
-                "interruptions_source": values["interruptions_source"]}
+        step = hourly["terms"]
+        return {**hourly, "terms": InterruptibleTerms(step.min_hours, step.increment_hours, per_day, restart,
+                                                      values["interruptions_source"])}
 
     def cover(self, offer, window, lots, deliverable_h, work):
-        found = rework(float(window), deliverable_h, float(offer.interruptions_per_day), float(offer.restart_hours),
-                       offer.interruptions_source)
+        terms = offer.terms
+        found = rework(float(window), deliverable_h, float(terms.interruptions_per_day), float(terms.restart_hours),
+                       terms.interruptions_source)
         if not math.isfinite(found.expected_h):
             return None  # its interruptions would outrun the work
         charged, total = billed(offer, to_hours(found.p90_h), lots)

@@ -16,7 +16,7 @@ class PackageBilling(Billing):
     def read(self, path, line, values):
         if not values["days"]:
             raise GpucostError(f"{path}:{line}: empty days")
-        return {"days": whole(path, line, "days", values["days"])}
+        return {"days": whole(path, line, "days", values["days"]), "terms": None}
 
     def cover(self, offer, hours, lots, deliverable_h, work):
         period = Decimal(offer.days * 24)
@@ -26,6 +26,9 @@ class PackageBilling(Billing):
 
     def step_hours(self, offer):
         return offer.days * 24.0, 0.0
+
+    def billed_as(self, offer):
+        return f"{offer.days} days"
 
     def describe(self, offer):
         return f"{offer.gpu} {offer.days}-day package"

@@ -9,17 +9,29 @@ window (the provider may take all of it), refused when that does not fit the dea
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 
 from gpucost_mlflow.core.amounts import CENT
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.money.billing.base import Billing, Cover, number, to_hours
+from gpucost_mlflow.core.money.billing.base import Billing, Cover, Terms, number, to_hours
 
 MILLION = Decimal(1_000_000)
 LIST, BATCH = "list", "batch"
 TIERS = (LIST, BATCH)
 PRICES = ("price_per_million_input", "price_per_million_output")
 HOUR_STEP = (1.0, 0.0)  # its cost grows with every input: break-even and the cost curve read it hour by hour
+
+
+@dataclass(frozen=True)
+class PerTokenTerms(Terms):
+    """A per_token row's prices per million input and output tokens, its tier (list or batch) and a batch tier's
+    completion window (None on the list tier)."""
+
+    input_per_million: Decimal
+    output_per_million: Decimal
+    tier: str
+    completion_window_hours: Decimal | None = None
 
 
 def rate(value: Decimal) -> str:
@@ -64,32 +76,32 @@ class PerTokenBilling(Billing):
             hours = number(path, line, "completion_window_hours", window)
             if hours <= 0:
                 raise GpucostError(f"{path}:{line}: completion_window_hours '{window}' must be > 0")
-        return {"days": None, "input_per_million": _price(path, line, PRICES[0], values.get(PRICES[0], "")),
-                "output_per_million": _price(path, line, PRICES[1], values.get(PRICES[1], "")), "tier": tier,
-                "completion_window_hours": number(path, line, "completion_window_hours", window) if window else None}
+        prices = [_price(path, line, column, values.get(column, "")) for column in PRICES]
+        return {"days": None, "terms": PerTokenTerms(*prices, tier, number(path, line, "completion_window_hours", window)
+                                                     if window else None)}
 
     def refusal(self, offer, work):
         if work.inputs is None:
             return "not priced per token: no planned inputs (the protocol's corpus.size)"
         if work.prompt_tokens is None:
             return "not priced per token: no accepted pass counted its prompt tokens (tokens_prompt)"
-        if work.generated_tokens is None and offer.output_per_million:
+        if work.generated_tokens is None and offer.terms.output_per_million:
             return "not priced per token: no accepted pass counted its generated tokens (tokens_generated)"
         window = self.window(offer, Decimal(0), work)
-        if offer.tier == BATCH and work.deadline_h is not None and window > to_hours(work.deadline_h):
+        if offer.terms.tier == BATCH and work.deadline_h is not None and window > to_hours(work.deadline_h):
             setup = f" after {_hours(work.setup_h)} h setup" if work.setup_h else ""
-            return (f"infeasible: batch tier's {_hours(offer.completion_window_hours)} h completion window{setup} does not fit the "
+            return (f"infeasible: batch tier's {_hours(offer.terms.completion_window_hours)} h completion window{setup} does not fit the "
                     f"{_hours(work.deadline_h)} h deadline")
         return ""
 
     def window(self, offer, hours, work):
-        if offer.tier == BATCH:
-            return to_hours(work.setup_h) + offer.completion_window_hours
+        if offer.terms.tier == BATCH:
+            return to_hours(work.setup_h) + offer.terms.completion_window_hours
         return hours
 
     def cover(self, offer, hours, lots, deliverable_h, work):
-        per_input = (offer.input_per_million * Decimal(repr(work.prompt_tokens))
-                     + offer.output_per_million * Decimal(repr(work.generated_tokens or 0.0))) / MILLION
+        per_input = (offer.terms.input_per_million * Decimal(repr(work.prompt_tokens))
+                     + offer.terms.output_per_million * Decimal(repr(work.generated_tokens or 0.0))) / MILLION
         # Up to the cent: a commitment under a cent is not 0.00 (a few inputs through a cheap tier), it is one cent.
         return Cover(1, None, hours, (per_input * work.inputs).quantize(CENT, rounding=ROUND_CEILING))
 
@@ -97,27 +109,30 @@ class PerTokenBilling(Billing):
         return HOUR_STEP
 
     def price(self, offer):
-        return (f"{rate(offer.input_per_million)}/{rate(offer.output_per_million)} {offer.currency} per million "
+        return (f"{rate(offer.terms.input_per_million)}/{rate(offer.terms.output_per_million)} {offer.currency} per million "
                 "input/output tokens")
 
     def _bound(self, offer) -> str:
-        if offer.tier == BATCH:
-            return f" ({_hours(offer.completion_window_hours)} h completion window)"
+        if offer.terms.tier == BATCH:
+            return f" ({_hours(offer.terms.completion_window_hours)} h completion window)"
         return ""
 
+    def billed_as(self, offer):
+        return f"{offer.terms.tier} tier"
+
     def describe(self, offer):
-        return f"{offer.gpu} {offer.tier} tier per token{self._bound(offer)}, {self.price(offer)}"
+        return f"{offer.gpu} {offer.terms.tier} tier per token{self._bound(offer)}, {self.price(offer)}"
 
     def head(self, plan, lots):
-        return f"{plan.offer.gpu} {plan.offer.tier} tier{self._bound(plan.offer)}, {self.price(plan.offer)}"
+        return f"{plan.offer.gpu} {plan.offer.terms.tier} tier{self._bound(plan.offer)}, {self.price(plan.offer)}"
 
     def tail(self, plan):
         work = plan.work
         tokens = f"{work.prompt_tokens:,.1f} prompt" + (f" and {work.generated_tokens:,.1f} generated"
                                                           if work.generated_tokens is not None else "")
-        if plan.offer.tier == BATCH:
+        if plan.offer.terms.tier == BATCH:
             when = (f", done within {_hours(plan.window_hours)} h ({_hours(work.setup_h)} h setup + the batch tier's "
-                    f"{_hours(plan.offer.completion_window_hours)} h completion window, the provider's bound)")
+                    f"{_hours(plan.offer.terms.completion_window_hours)} h completion window, the provider's bound)")
         else:
             when = ", at the measured rate"
         return f" for {work.inputs:,} planned inputs at {tokens} tokens each (measured){when}"
