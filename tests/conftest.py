@@ -124,7 +124,8 @@ def corpus_dir(tmp_path_factory) -> Path:
     def build(out: Path) -> None:
         build_corpus(out, source=None, labels=None, tokenizer_dir=None, sizes=Sizes(30, 30), seed=0)
 
-    return copy_of("corpus", build, tmp_path_factory.mktemp("corpus"))
+    return copy_of("corpus", build, tmp_path_factory.mktemp("corpus"),
+                   ["gpucost_mlflow.workloads.classification.demo_inputs"])
 
 
 @pytest.fixture(scope="session")
@@ -150,7 +151,7 @@ def minilm_dir(tmp_path_factory) -> Path:
         model.save_pretrained(out)
         AutoTokenizer.from_pretrained(str(base_model_dir())).save_pretrained(out)
 
-    return copy_of("minilm", build, tmp_path_factory.mktemp("minilm"))
+    return copy_of("minilm", build, tmp_path_factory.mktemp("minilm"), ["gpucost_mlflow.workloads.minilm"])
 
 
 @pytest.fixture(scope="session")
@@ -168,7 +169,9 @@ def model_dir(tmp_path_factory, corpus_dir) -> Path:
         os.replace(build_tiny_classifier(work, corpus_dir / "tuning.jsonl"), out)
         shutil.rmtree(work)
 
-    return copy_of("tiny-model", build, tmp_path_factory.mktemp("tiny-model"))
+    return copy_of("tiny-model", build, tmp_path_factory.mktemp("tiny-model"),
+                   ["gpucost_mlflow.workloads.classification.training", "gpucost_mlflow.workloads.minilm",
+                    "gpucost_mlflow.workloads.classification.demo_inputs"])  # and the corpus it is tuned on
 
 
 @pytest.fixture(scope="session")
