@@ -117,6 +117,33 @@ def only_run(experiment: str = "t", tracking_uri: str | None = None) -> Run:
     return run
 
 
+def evidence_of(experiment: str, client: MlflowClient | None = None, now=None):
+    """What a report reads of the named experiment in the current store, read once (tracking/evidence.py)."""
+    from gpucost_mlflow.tracking import evidence, experiments
+
+    client = client or MlflowClient()
+    return evidence.read(client, experiments.named(client, experiment), now)
+
+
+def attempts_table(experiment: str, client: MlflowClient | None = None, now=None):
+    """The named experiment's attempts table, as `gpucost attempts` reads it."""
+    from gpucost_mlflow.tracking import experiments, reader
+    from gpucost_mlflow.tracking.attempts_table import frame
+
+    client = client or MlflowClient()
+    return frame(reader.attempts(client, experiments.named(client, experiment), now))
+
+
+def log_report(report, paths: dict, client: MlflowClient | None = None) -> str:
+    """Log a built report's decision run as `gpucost report` does (its campaigns read from the store); its id."""
+    from gpucost_mlflow.report.decided import decided
+    from gpucost_mlflow.tracking import decision_run
+
+    client = client or MlflowClient()
+    found = evidence_of(report.experiment, client)
+    return decision_run.log_decision(client, found.experiment.id, decided(report, paths, found.campaigns))
+
+
 def load_benchmark(name: str) -> ModuleType:
     """A script of benchmarks/ (not a package) as a module, so a test runs its parts as the script does."""
     spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")

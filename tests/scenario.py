@@ -13,7 +13,7 @@ from gpucost_mlflow.core.judging.verdicts import Check
 from gpucost_mlflow.core.money.catalog import load_catalog
 from gpucost_mlflow.report.build import build
 from gpucost_mlflow.tracking import experiments, schema, writer
-from tests.helpers import CATALOG, SHIPPED_PROTOCOL, VARIANTS
+from tests.helpers import CATALOG, SHIPPED_PROTOCOL, VARIANTS, evidence_of
 
 EXPERIMENT = "scenario"
 B200, RTX = "NVIDIA B200", "NVIDIA GeForce RTX 4090"
@@ -74,4 +74,4 @@ def lock_to(protocol_path: Path) -> str:
 
 def report(catalog: Path = CATALOG, protocol_path: Path = SHIPPED_PROTOCOL):
     """The decision report's model of the experiment and its balance table."""
-    return build(EXPERIMENT, load_protocol(protocol_path), protocol_path, load_catalog(catalog), load_variants(VARIANTS))
+    return build(evidence_of(EXPERIMENT), load_protocol(protocol_path), protocol_path, load_catalog(catalog), load_variants(VARIANTS))

@@ -18,8 +18,9 @@ from gpucost_mlflow.core.inputs import shipped
 from gpucost_mlflow.core.money import market
 from gpucost_mlflow.core.money.choice import doubt
 from gpucost_mlflow.core.money.market import Offer
-from gpucost_mlflow.report import build, card
+from gpucost_mlflow.report import card
 from gpucost_mlflow.tracking import schema
+from tests.helpers import log_report
 from tests.scenario import EXPERIMENT, report
 from tests.test_fleet import fake_sky  # noqa: F401 - the stand-in `sky`, a fixture
 from tests.test_report import protocol_like_shipped
@@ -121,7 +122,7 @@ def test_a_close_call_across_devices_is_undecided_and_its_card_keeps_to_one_devi
     assert run == L4 and L4 in devices
     # The decision run says the same: its tags, its money in doubt and its description keep to the L4.
     client = MlflowClient()
-    run = client.get_run(build.log(EXPERIMENT, built, {}, client))
+    run = client.get_run(log_report(built, {}, client))
     assert run.data.tags[schema.DECISION_RENT_DEVICE] == L4 and run.data.tags[schema.DECISION_RUN] == f"batch8 on {L4}"
     assert run.data.tags[schema.DECISION_RENT_OFFER].endswith("on aws g6.xlarge in us-east-1: 5.38 USD")
     assert run.data.metrics["in_doubt_usd"] == 0.0

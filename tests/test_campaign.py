@@ -27,8 +27,7 @@ from gpucost_mlflow.core.money.catalog import load_catalog
 from gpucost_mlflow.report.build import build
 from gpucost_mlflow.tracking import experiments, schema
 from gpucost_mlflow.tracking import store as tracking_store
-from gpucost_mlflow.tracking.reader import attempts
-from tests.helpers import ROOT, VARIANTS, write_protocol
+from tests.helpers import ROOT, VARIANTS, attempts_table, evidence_of, write_protocol
 
 
 @pytest.mark.unit
@@ -106,13 +105,13 @@ def test_ctrl_c_during_a_pass_then_resume_leaves_every_slot_once(store, tmp_path
     assert "resume with `gpucost campaign --resume c" in output
     campaign_id = output.split("--resume ")[1].split("`")[0]
 
-    table, _ = attempts("camp")
+    table = attempts_table("camp")
     assert len(table) == 3 and table["status"][2] == "failed" and table["reason"][2].startswith("interrupted")
 
     resumed = subprocess.run(check=False, args=_campaign_cmd(corpus_dir, model_dir, protocol, "--resume", campaign_id),
                              capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
-    table, _ = attempts("camp")
+    table = attempts_table("camp")
     assert len(table) == 5
     assert sorted(table["status"]) == ["accepted"] * 4 + ["failed"]
     finished = table[table["status"] == "accepted"]
@@ -129,7 +128,7 @@ def test_ctrl_c_during_a_pass_then_resume_leaves_every_slot_once(store, tmp_path
 
     # The whole-rental forecast holds at least setup + waiting + every attempt's run wall time, the
     # interrupted one included (PROTOCOL §9), as the store itself records them.
-    built, _ = build("camp", load_protocol(protocol), protocol, load_catalog(ROOT / "catalog" / "labkit-2026-09-24.csv"),
+    built, _ = build(evidence_of("camp"), load_protocol(protocol), protocol, load_catalog(ROOT / "catalog" / "labkit-2026-09-24.csv"),
                      load_variants(VARIANTS))
     runs = [client.get_run(run_id).info for run_id in table["run_id"]]
     walls_h = sum((run.end_time - run.start_time) / 1000 for run in runs) / 3600
@@ -213,7 +212,7 @@ def test_a_campaign_rejudges_its_pending_passes_once_its_reference_passes(store,
     assert result.exit_code == 0, result.output
     assert reads.count(VARIANTS) == 1  # parsed once into a Declaration, handed down to every slot and pass
     assert reads.count(protocol) == 1 and locks == ["camp"]  # read and locked by the campaign, once for its passes
-    table, _ = attempts("camp")
+    table = attempts_table("camp")
     assert list(table["variant"]) == ["batch8-bf16", "batch8"]
     assert list(table["status"]) == ["accepted", "accepted"]  # bf16 ran first, pending, then judged
     bf16 = MlflowClient().get_run(table["run_id"][0]).data.tags
@@ -238,7 +237,7 @@ def test_a_sweep_whose_batch_runs_out_of_memory_never_tries_the_larger_ones_nor_
     result = CliRunner().invoke(main, command[1:] + ["--passes", "1"])
     assert result.exit_code == 0, result.output
     assert "not tried: batch8 (batch4 ran out of memory at batch 4: larger batch sizes of its sweep are not tried" in result.output
-    table, _ = attempts("camp")
+    table = attempts_table("camp")
     assert list(table["variant"]) == ["batch4"] and table["status"][0] == "failed"  # kept, nothing substituted
     assert table["reason"][0].startswith("out of memory") and table["completed_entries"][0] == 0
     parent = MlflowClient().search_runs([MlflowClient().get_experiment_by_name("camp").experiment_id],

@@ -14,8 +14,7 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.measurement.contention import CpuSample, busy_seconds, contended, others
 from gpucost_mlflow.tracking import schema
-from gpucost_mlflow.tracking.reader import attempts
-from tests.helpers import only_run, run_pass
+from tests.helpers import attempts_table, only_run, run_pass
 
 STAT = "cpu  100 20 30 4000 50 6 7 8 0 0\ncpu0 50 10 15 2000 25 3 3 4 0 0\n"
 
@@ -53,7 +52,7 @@ def test_a_pass_beside_a_busy_loop_is_flagged_contended_and_its_system_metrics_s
     assert run.data.metrics["other_cpu_share"] > 0.25
     assert "other processes used" in run.data.params[schema.CONTENDED]
     assert "**Contended:**" in run.data.tags[schema.NOTE]
-    table, _ = attempts("t")
+    table = attempts_table("t")
     assert "other processes used" in table.iloc[0]["contended"]
     # MLflow's own timelines of the same pass, sampled by the launcher at the protocol's interval.
     assert run.data.params[schema.SYSTEM_METRICS_INTERVAL] == "0.5"

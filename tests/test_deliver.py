@@ -13,7 +13,7 @@ from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.names import LOAD_S, WARMUP_S
 from gpucost_mlflow.tracking import schema
-from tests.helpers import CATALOG, PROTOCOL_TEMPLATE, VARIANTS, cli_runner, run_pass
+from tests.helpers import CATALOG, PROTOCOL_TEMPLATE, VARIANTS, cli_runner, evidence_of, run_pass
 
 PLAN = 'plan: {start: "2026-11-30T09:00:00+01:00", setup_hours: 1}\n'
 
@@ -50,8 +50,8 @@ def test_the_forecast_counts_one_start_up_per_child_of_per_child_corpora():
 def test_a_three_corpus_delivery_runs_as_the_forecast_counts_it(store, corpus_dir, model_dir, tmp_path):
     from gpucost_mlflow.core.inputs.protocol import load_protocol
     from gpucost_mlflow.core.money.forecast import Delivery, forecast
-    from gpucost_mlflow.report.tables import configurations
-    from gpucost_mlflow.tracking.reader import attempts
+    from gpucost_mlflow.report.configurations import configurations
+    from gpucost_mlflow.report.measured import Measured
 
     protocol = tmp_path / "protocol.yaml"
     protocol.write_text(PROTOCOL_TEMPLATE.format(threshold=0.0, max_diff=0.05, min_agreement=0.8).replace(
@@ -80,10 +80,10 @@ def test_a_three_corpus_delivery_runs_as_the_forecast_counts_it(store, corpus_di
     (later,) = [run for run in nested if LOAD_S not in run.data.metrics]
     assert later.data.params[f"{schema.MISSING_PREFIX}{LOAD_S}"].startswith("loaded and warmed up once")
 
-    table, _ = attempts("t")
-    delivered = table[table["role"] == "deliverable"]
+    measured = Measured.of(evidence_of("t").attempts)
+    delivered = measured.table[measured.table["role"] == "deliverable"]
     assert list(delivered["status"]) == [Status.ACCEPTED] * 3
-    (config,) = configurations(table, declared.corpus_size)
+    (config,) = configurations(measured, declared.corpus_size)
     assert config.accepted_deliverables == 3
     f = forecast(declared.plan, 3, config.durations, config.medians, config.attempt_spans,
                  delivery=Delivery(per_child=declared.deliverables["per_child"]))
@@ -222,8 +222,8 @@ def test_a_lanes_variant_is_delivered_one_corpus_per_fresh_child_as_the_forecast
 
     from gpucost_mlflow.core.inputs.protocol import load_protocol
     from gpucost_mlflow.core.money.decision import assess
-    from gpucost_mlflow.report.tables import configurations
-    from gpucost_mlflow.tracking.reader import attempts
+    from gpucost_mlflow.report.configurations import configurations
+    from gpucost_mlflow.report.measured import Measured
 
     variants = tmp_path / "variants.yaml"
     variants.write_text(yaml.safe_dump({"defaults": yaml.safe_load(VARIANTS.read_text())["defaults"],
@@ -241,8 +241,7 @@ def test_a_lanes_variant_is_delivered_one_corpus_per_fresh_child_as_the_forecast
     loaded = [run for run in nested if LOAD_S in run.data.metrics]
     assert len(loaded) == 3  # every corpus loaded and warmed up in fresh lane children
 
-    table, _ = attempts("t")
-    (config,) = configurations(table, declared.corpus_size)
+    (config,) = configurations(Measured.of(evidence_of("t").attempts), declared.corpus_size)
     (assessed,) = assess([config], _rules(declared.plan, 3, per_child=declared.deliverables["per_child"]))
     f = assessed.forecast
     assert f.children(3) == delivery.data.metrics["delivery_children"] == len(loaded) == 3
@@ -282,7 +281,7 @@ def test_a_declared_audit_starts_a_reference_child_per_delivered_corpus_as_the_f
     started = [a for a in audits if LOAD_S in a["stages"]]  # each audit a child of its own, loading the reference
     assert len(started) == 3
 
-    built, _ = build("t", load_protocol(protocol), protocol, load_catalog(CATALOG), load_variants(VARIANTS))
+    built, _ = build(evidence_of("t"), load_protocol(protocol), protocol, load_catalog(CATALOG), load_variants(VARIANTS))
     batch8, batch4 = (next(a for a in built.assessments if a.configuration.variant == v) for v in ("batch8", "batch4"))
     f, reference = batch4.forecast, batch8.configuration
     assert f.audits(3) == len(started) == 3

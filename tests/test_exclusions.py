@@ -9,10 +9,11 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.report import render
-from gpucost_mlflow.report.tables import configurations
+from gpucost_mlflow.report.configurations import configurations
+from gpucost_mlflow.report.measured import Measured
 from gpucost_mlflow.tracking import schema, writer
 from gpucost_mlflow.tracking.exclusion_record import details
-from gpucost_mlflow.tracking.reader import attempts
+from tests.helpers import attempts_table, evidence_of
 from tests.scenario import B200
 from tests.scenario import report as built_report
 
@@ -36,7 +37,7 @@ def exclude(*args):
 
 
 def row(run_id):
-    table, _ = attempts("scenario")
+    table = attempts_table("scenario")
     return table.set_index("run_id").loc[run_id]
 
 
@@ -54,7 +55,7 @@ def test_an_excluded_pass_keeps_its_row_with_its_cause_and_leaves_the_durations(
     assert f"accepted -> excluded, cause: {CAUSE}" in result.output
     assert "exclusion rule of the protocol" in result.output and "documented external cause" in result.output
 
-    table, _ = attempts("scenario")
+    table = attempts_table("scenario")
     assert len(table) == 5  # the row stays
     excluded = row(slow)
     assert excluded["status"] == "excluded"
@@ -64,7 +65,7 @@ def test_an_excluded_pass_keeps_its_row_with_its_cause_and_leaves_the_durations(
     recorded = details(MlflowClient().get_run(slow).data.tags)  # one tag: gpucost.exclusion
     assert recorded["cause"] == CAUSE and recorded["by"] and recorded["at"].endswith("+00:00")
 
-    (config,) = configurations(table)
+    (config,) = configurations(Measured.of(evidence_of("scenario").attempts))
     assert config.durations.values == (10.1, 10.3, 10.2, 10.0)
     assert config.durations.median == pytest.approx(10.15)
     assert config.counts["excluded"] == 1 and config.counts["accepted"] == 4

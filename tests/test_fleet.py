@@ -380,7 +380,7 @@ def test_two_gpu_types_make_two_campaigns_in_one_store_a_preempted_one_resumes_a
 
     from gpucost_mlflow.core.inputs import shipped
     from gpucost_mlflow.core.money import market
-    from gpucost_mlflow.tracking.reader import attempts
+    from tests.helpers import attempts_table
     from tests.servers import MlflowServer
 
     address = this_machines_address()
@@ -424,7 +424,7 @@ def test_two_gpu_types_make_two_campaigns_in_one_store_a_preempted_one_resumes_a
         assert wait_for(finished, 300, "both jobs' end", jobs) == ["SUCCEEDED", "SUCCEEDED"], \
             (jobs / "2" / "run-1.log").read_text()[-3000:]
 
-        table, _ = attempts("fleet")
+        table = attempts_table("fleet")
         experiment_id = client.get_experiment_by_name("fleet").experiment_id
         for gpu, device in names.items():
             campaign = client.search_runs([experiment_id], filter_string=(

@@ -13,7 +13,8 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.report import card
-from gpucost_mlflow.report.build import log, write
+from gpucost_mlflow.report.build import write
+from tests.helpers import log_report
 from tests.scenario import RTX, report
 from tests.test_report import protocol_like_shipped
 
@@ -45,7 +46,7 @@ def test_no_unit_cost_from_planned_volume_goes_unnamed_on_any_surface(experiment
     built, balance = report(protocol_path=protocol_like_shipped(tmp_path, drop_deadline=True, expected=4))
     assert built.choice.decided
     paths = write(built, balance, tmp_path / "report")
-    run_id = log("scenario", built, paths)
+    run_id = log_report(built, paths)
     client = MlflowClient()
     decision = client.get_run(run_id)
     surfaces = {"card": "\n".join(f"{label}: {text}" for label, text in card.lines(built)),

@@ -15,8 +15,8 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.campaign import schedule
-from gpucost_mlflow.tracking import heartbeat, reader, schema, writer
-from tests.helpers import only_run, run_pass
+from gpucost_mlflow.tracking import heartbeat, schema, writer
+from tests.helpers import attempts_table, only_run, run_pass
 from tests.scenario import B200, EXPERIMENT
 
 NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.timezone.utc)
@@ -43,7 +43,7 @@ def running_pass(*, started: dt.datetime, beat: dt.datetime | None, host: str = 
 
 
 def row(run_id: str, now: dt.datetime | None = None) -> dict:
-    table, _ = reader.attempts(EXPERIMENT, now=now)
+    table = attempts_table(EXPERIMENT, now=now)
     return table.set_index("run_id").loc[run_id].to_dict()
 
 

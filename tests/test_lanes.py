@@ -11,13 +11,13 @@ from decimal import Decimal
 from pathlib import Path
 
 import mlflow
-import pandas as pd
 import pytest
 import yaml
 
 from gpucost_mlflow.cli.progress import CampaignProgress
 from gpucost_mlflow.core.campaign.schedule import rotated
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.inputs.identity import Identity
 from gpucost_mlflow.core.inputs.variants import load_variants
 from gpucost_mlflow.core.judging.verdicts import PREDICTIONS
 from gpucost_mlflow.core.measurement import lanes as rules
@@ -27,9 +27,10 @@ from gpucost_mlflow.execution import lanes
 from gpucost_mlflow.execution.batch_counter import BatchCounter
 from gpucost_mlflow.execution.outcome import Measured as Counted
 from gpucost_mlflow.execution.outcome import PassOutcome, Timings
-from gpucost_mlflow.report.tables import configurations
+from gpucost_mlflow.report.configurations import configurations
+from gpucost_mlflow.report.measured import Measured
 from gpucost_mlflow.tracking import schema
-from gpucost_mlflow.tracking.reader import COLUMNS
+from gpucost_mlflow.tracking.attempts_table import COLUMNS, Attempt
 from tests.helpers import CATALOG, only_run, run_pass
 
 ROWS = [{"id": f"r{n:03d}", "text": f"text {n}", "label": "fresh", "bucket": "short"} for n in range(31)]
@@ -147,23 +148,24 @@ def test_lanes_is_a_positive_whole_number_listed_only_when_a_pass_splits(tmp_pat
             load_variants(path)
 
 
-def _attempts(*configs: tuple[str, str, str, int]) -> pd.DataFrame:
+def _attempts(*configs: tuple[str, str, str, int]) -> Measured:
     """Three accepted attempts per (variant, device, backend, lanes), as the reader reads them back."""
-    rows = []
+    found = []
     for variant, device, backend, count in configs:
         for n in range(3):
-            rows.append({**dict.fromkeys(COLUMNS), "run_id": f"{len(rows):032x}", "variant": variant, "device": device,
-                         "backend": backend, "role": "benchmark", "status": "accepted", "lanes": count,
-                         "workload": "classification", "pass_s": 100.0 + n, "load_s": 5.0, "warmup_s": 1.0,
-                         "eval_s": 1.0, "export_s": 1.0, "wall_s": 110.0 + n})
-    return pd.DataFrame(rows, columns=COLUMNS)
+            found.append(Attempt(Identity(device, variant, "classification", str(count)), {
+                **dict.fromkeys(COLUMNS), "run_id": f"{len(found):032x}", "variant": variant, "device": device,
+                "backend": backend, "role": "benchmark", "status": "accepted", "lanes": count,
+                "workload": "classification", "pass_s": 100.0 + n, "load_s": 5.0, "warmup_s": 1.0,
+                "eval_s": 1.0, "export_s": 1.0, "wall_s": 110.0 + n}))
+    return Measured.of(found)
 
 
 @pytest.mark.unit
 def test_the_report_prices_a_two_lane_configuration_as_two_gpus():
-    table = _attempts(("batch8", "NVIDIA B200", "cuda", 1), ("batch8-lanes2", "NVIDIA B200", "cuda", 2),
+    measured = _attempts(("batch8", "NVIDIA B200", "cuda", 1), ("batch8-lanes2", "NVIDIA B200", "cuda", 2),
                       ("batch8-lanes2", "NVIDIA GeForce RTX 4090", "cuda", 2), ("batch8-lanes2", "cpu", "cpu", 2))
-    configs = {(c.variant, c.device): c for c in configurations(table)}
+    configs = {(c.variant, c.device): c for c in configurations(measured)}
     assert configs["batch8", "NVIDIA B200"].gpus == 1 and configs["batch8-lanes2", "NVIDIA B200"].gpus == 2
     assert configs["batch8-lanes2", "cpu"].gpus == 1  # CPU lanes share one machine
     plan = {"start": dt.datetime(2026, 11, 30, 9, tzinfo=dt.timezone.utc), "setup_hours": 4, "waiting_hours": 0,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -23,13 +24,28 @@ FORBIDDEN = {
     "flow": ("sky", "gpucost_mlflow.report", "gpucost_mlflow.fleet"),
     # The fleet launches and follows campaigns: it never measures (no torch) nor reports.
     "fleet": ("torch", "gpucost_mlflow.execution", "gpucost_mlflow.report"),
+    # The report decides from the evidence tracking read (issue 54): it never measures, runs a pass or talks to MLflow.
+    "report": ("torch", "mlflow", "sky", "gpuhunt", "gpucost_mlflow.execution", "gpucost_mlflow.flow",
+               "gpucost_mlflow.fleet", "gpucost_mlflow.market"),
 }
+
+
+@functools.cache
+def syntax(path: Path) -> ast.Module:
+    """The file's syntax tree, parsed once per worker: a dozen tests here read the same ~225 modules."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+@functools.cache
+def nodes(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of the file's syntax tree, at any depth (ast.walk's order), listed once per worker."""
+    return tuple(ast.walk(syntax(path)))
 
 
 def imported(path: Path) -> set[str]:
     """Every module name the file imports, at any depth (function-local imports included)."""
     names = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in nodes(path):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
@@ -40,7 +56,7 @@ def imported(path: Path) -> set[str]:
 def _core_parts(path: Path) -> set[str]:
     """The parts of core/ (a sub-package, or a module beside them) the file imports, at any depth."""
     parts = {name.split(".")[2] for name in imported(path) if name.startswith("gpucost_mlflow.core.")}
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in nodes(path):
         if isinstance(node, ast.ImportFrom) and node.module == "gpucost_mlflow.core" and not node.level:
             parts.update(alias.name for alias in node.names)
     return parts
@@ -100,7 +116,7 @@ def test_the_harness_and_the_rules_name_no_kinds_folder():
 def _modules(path: Path) -> set[str]:
     """Every module the file imports, a `from gpucost_mlflow.workloads import x` counted as the module it names."""
     names = imported(path)
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in nodes(path):
         if isinstance(node, ast.ImportFrom) and node.module == "gpucost_mlflow.workloads" and not node.level:
             names.update(f"{node.module}.{alias.name}" for alias in node.names)
     return names
@@ -137,6 +153,38 @@ def test_each_layer_imports_only_what_lies_below_it(layer):
     assert not broken, "; ".join(broken)
 
 
+# What report/ reads of tracking/: the attempts and evidence records, the decision run's record, and the names and
+# texts of the store's schema; never a module that holds a client (issue 54: the report is pure functions of them).
+REPORT_READS_OF_TRACKING = {"attempts_table", "evidence", "decision_record", "schema", "ui", "descriptions", "limits"}
+
+
+def _tracking_modules(path: Path) -> set[str]:
+    """The modules of tracking/ a file imports (`from gpucost_mlflow.tracking import x` counted as x)."""
+    found = set()
+    for node in nodes(path):
+        if isinstance(node, ast.ImportFrom) and node.module == "gpucost_mlflow.tracking" and not node.level:
+            found.update(alias.name for alias in node.names)
+        names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
+            [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+        found.update(name.split(".")[2] for name in names if name.startswith("gpucost_mlflow.tracking."))
+    return found
+
+
+def test_the_report_reads_the_evidence_and_never_holds_a_client():
+    """report/ turns the evidence read once (tracking/evidence.py) and the decision into the Report and the decision
+    run's record as pure functions: it imports no tracking module that opens the store, and no function of it takes
+    a client."""
+    broken = []
+    for path in sorted((PACKAGE / "report").rglob("*.py")):
+        broken += [f"{path.relative_to(PACKAGE)} imports tracking.{name}"
+                   for name in sorted(_tracking_modules(path) - REPORT_READS_OF_TRACKING)]
+        broken += [f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name} takes a client"
+                   for node in nodes(path)
+                   if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   and "client" in [arg.arg for arg in node.args.args + node.args.kwonlyargs]]
+    assert not broken, "; ".join(broken)
+
+
 STORE_CALLS = {"create_run", "log_batch", "log_metric", "log_param", "set_tag", "set_terminated", "log_artifact",
                "log_artifacts", "log_inputs", "update_run", "search_runs", "get_run", "get_experiment",
                "get_experiment_by_name", "create_experiment", "set_experiment_tag", "delete_run", "download_artifacts"}
@@ -147,7 +195,7 @@ def test_every_mlflow_call_lives_in_tracking():
     for path in sorted(PACKAGE.rglob("*.py")):
         if path.relative_to(PACKAGE).parts[0] == "tracking":
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in nodes(path):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in STORE_CALLS:
                 outside.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.func.attr}")
     assert not outside, "; ".join(outside)
@@ -169,7 +217,7 @@ def test_statuses_are_spelled_only_in_the_status_enum():
     for path in sorted(PACKAGE.rglob("*.py")):
         if path.relative_to(PACKAGE).as_posix() == "core/judging/status.py":
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in nodes(path):
             if isinstance(node, ast.Compare):
                 for side in [node.left, *node.comparators]:
                     if isinstance(side, ast.Constant) and side.value in words:
@@ -179,11 +227,10 @@ def test_statuses_are_spelled_only_in_the_status_enum():
 
 def _literals(path: Path) -> list[ast.Constant]:
     """The string constants of a module that are not docstrings."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    docs = {id(node.body[0].value) for node in ast.walk(tree)
+    docs = {id(node.body[0].value) for node in nodes(path)
             if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body
             and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
-    return [node for node in ast.walk(tree)
+    return [node for node in nodes(path)
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs]
 
 
@@ -212,7 +259,7 @@ def test_a_function_local_import_of_the_package_says_why_it_is_local():
     silent = []
     for path in sorted(PACKAGE.rglob("*.py")):
         lines = path.read_text(encoding="utf-8").splitlines()
-        functions = [node for node in ast.walk(ast.parse("\n".join(lines)))
+        functions = [node for node in nodes(path)
                      if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
         for node in {id(n): n for f in functions for n in ast.walk(f) if isinstance(n, (ast.Import, ast.ImportFrom))}.values():
             names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
@@ -228,7 +275,7 @@ def test_no_function_takes_more_than_eight_parameters():
     option, as click users expect, and is left out."""
     found = {}
     for path in sorted(PACKAGE.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in nodes(path):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not any(
                     "click" in ast.unparse(decorator) or "command" in ast.unparse(decorator)
                     for decorator in node.decorator_list):

@@ -13,10 +13,10 @@ from click.testing import CliRunner
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.inputs.variants import get_variant
 from gpucost_mlflow.execution import devices, environment, peak
-from gpucost_mlflow.tracking.reader import attempts, render
+from gpucost_mlflow.tracking.attempts_table import render
 from gpucost_mlflow.workloads.classification import batches
 from gpucost_mlflow.workloads.classification import model as classifier_model
-from tests.helpers import VARIANTS, only_run, run_pass
+from tests.helpers import VARIANTS, attempts_table, only_run, run_pass
 
 
 @pytest.fixture
@@ -88,7 +88,7 @@ def test_a_pass_logs_useful_and_padded_mfu_against_the_cached_peak(store, corpus
     path = mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="manifest.json")
     recorded = json.loads(Path(path).read_text())["stack"]["matmul_peak"]
     assert recorded["peaks"]["fp32"]["flop_per_s"] == 1e11 and recorded["cache"] == str(cache)
-    table, _ = attempts("t")
+    table = attempts_table("t")
     assert table.loc[0, "mfu_reason"] == "" and table.loc[0, "mfu_useful"] == metrics["mfu_useful"]
 
 
@@ -100,7 +100,7 @@ def test_without_a_cached_peak_mfu_is_an_empty_cell_with_its_reason(store, corpu
     metrics = run.data.metrics
     assert metrics["useful_flop_per_s"] > 0 and metrics["padded_flop_per_s"] > 0
     assert "mfu_useful" not in metrics and "mfu_padded" not in metrics and "peak_flop_per_s" not in metrics
-    table, _ = attempts("t")
+    table = attempts_table("t")
     assert "doctor --peak" in table.loc[0, "mfu_reason"] and "mfu empty" in table.loc[0, "notes"]
     assert "doctor --peak" in render(table, "markdown", [])
     verdict = json.loads(Path(mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="verdict.json")).read_text())

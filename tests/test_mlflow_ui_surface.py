@@ -15,7 +15,7 @@ from gpucost_mlflow.core.judging.preview import preview
 from gpucost_mlflow.core.measurement.stats import Durations
 from gpucost_mlflow.core.money.choice import Choice, choose
 from gpucost_mlflow.core.money.decision import Assessment, Configuration
-from gpucost_mlflow.report import decision_text, short
+from gpucost_mlflow.report import decided, decision_text, short
 from gpucost_mlflow.tracking import (
     decision_run,
     descriptions,
@@ -378,7 +378,7 @@ def _figures_of(**given):
                "cost_per_1000_inputs": Decimal("0.0012345"), "cost_per_million_output_tokens": None,
                "forecast_hours": 4.139373147779167, "forecast": SimpleNamespace(high_hours=1234.56789),
                "spare": SimpleNamespace(spare=12)}
-    return decision_run.figures(SimpleNamespace(**{**figures, **given}))
+    return decided.figures(SimpleNamespace(**{**figures, **given}))
 
 
 @pytest.mark.unit
@@ -506,12 +506,12 @@ def test_the_decision_descriptions_table_is_sorted_by_cost_with_padded_cells():
 def test_only_benchmark_passes_run_by_hand_are_counted_outside_any_campaign():
     import pandas as pd
 
-    from gpucost_mlflow.report.build import _outside_campaigns
+    from gpucost_mlflow.report.decided import outside_campaigns
 
     attempts = pd.DataFrame({"campaign_id": ["c1", None, None, None, ""],
                              "role": ["benchmark", "confirmation", "deliverable", "benchmark", "confirmation"]})
-    assert _outside_campaigns(attempts) == 1
-    assert _outside_campaigns(attempts.iloc[:0]) == 0
+    assert outside_campaigns(attempts) == 1
+    assert outside_campaigns(attempts.iloc[:0]) == 0
 
 
 @pytest.mark.unit

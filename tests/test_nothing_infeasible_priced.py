@@ -11,10 +11,11 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from gpucost_mlflow.report import build, plots, render, sections, short, standing
+from gpucost_mlflow.report import plots, render, sections, short, standing
 from gpucost_mlflow.report.tables import Summary
 from gpucost_mlflow.tracking import schema
-from tests.scenario import B200, EXPERIMENT, report
+from tests.helpers import log_report
+from tests.scenario import B200, report
 from tests.synthetic_report import decided_report
 
 pytestmark = pytest.mark.unit
@@ -40,7 +41,7 @@ def test_a_rejected_configuration_shows_its_reason_not_a_price_in_every_table_an
     # The decision run (the demo's description priced its rejected batch8-int8): its description's row, its
     # metrics and tags, and the passes' committed metric.
     client = MlflowClient()
-    run = client.get_run(build.log(EXPERIMENT, built, {}, client))
+    run = client.get_run(log_report(built, {}, client))
     note = run.data.tags[schema.NOTE].replace("&nbsp;", "")  # the description's table pads its cells
     (line,) = [line for line in note.splitlines() if line.startswith("| batch4 ")]
     assert NOT_COMMITTED in line and "USD" not in line

@@ -15,7 +15,7 @@ from gpucost_mlflow.core.inputs.variants import load_variants
 from gpucost_mlflow.core.money.catalog import example_catalog, load_catalog
 from gpucost_mlflow.report import card, sections
 from gpucost_mlflow.report.build import Options, build
-from tests.helpers import ROOT, VARIANTS
+from tests.helpers import ROOT, VARIANTS, evidence_of
 from tests.scenario import EXPERIMENT
 
 pytestmark = pytest.mark.unit
@@ -61,7 +61,7 @@ def test_the_demo_reports_its_window_from_the_moment_it_is_read_never_a_past_dat
             experiment(variant, "AMD EPYC", value)
     catalog = tmp_path / "this-machine.csv"
     catalog.write_text(example_catalog("AMD EPYC", Decimal("0.10"), "usd", Decimal(1), Decimal(1), "2026-12-01"))
-    built, _ = build(EXPERIMENT, load_protocol(DEMO), DEMO, load_catalog(catalog), load_variants(VARIANTS),
+    built, _ = build(evidence_of(EXPERIMENT), load_protocol(DEMO), DEMO, load_catalog(catalog), load_variants(VARIANTS),
                      options=Options(now=NOW))
     window = dict(card.lines(built))["Window"]
     assert "from this report's reading at 2027-03-01T10:00+00:00" in window and "past" not in window

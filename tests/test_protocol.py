@@ -29,6 +29,7 @@ from tests.helpers import (
     VARIANTS,
     checks_of,
     cli_runner,
+    evidence_of,
     pass_args,
     run_pass,
     write_protocol,
@@ -240,7 +241,7 @@ def test_rejudge_accepts_a_pending_pass_once_its_reference_exists_and_twice_chan
     assert verdict["status"] == "accepted" and verdict["first"]["status"] == "pending"
     assert any(c["name"] == "reference_agreement" and "labels agree with reference run" in c["reason"]
                for c in verdict["checks"])
-    built, _ = build("t", load_protocol(loose), loose, load_catalog(CATALOG),
+    built, _ = build(evidence_of("t"), load_protocol(loose), loose, load_catalog(CATALOG),
                      load_variants(VARIANTS))
     bf16 = next(a for a in built.assessments if a.configuration.variant == "batch8-bf16")
     assert bf16.feasibility.startswith("under-sampled (1 of 5)")  # judged: only its pass count holds it back now
@@ -291,7 +292,7 @@ def test_a_deliverable_without_labels_is_accepted_by_ids_format_coverage_and_aud
     assert "macro_f1" not in run.data.metrics
     verdict = json.loads(Path(mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="verdict.json")).read_text())
     assert verdict["gold_labels"] is False and len(verdict["audit"]["sample_ids"]) == 8 and verdict["audit"]["variant"] == "batch8"
-    built, _ = build("t", load_protocol(protocol), protocol, load_catalog(CATALOG),
+    built, _ = build(evidence_of("t"), load_protocol(protocol), protocol, load_catalog(CATALOG),
                      load_variants(VARIANTS))
     (batch4,) = built.assessments
     assert batch4.configuration.accepted_deliverables == 1  # one corpus, however often it is re-run

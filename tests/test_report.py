@@ -15,8 +15,7 @@ from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.report import render
 from gpucost_mlflow.tracking import overlaps, schema
-from gpucost_mlflow.tracking.reader import attempts
-from tests.helpers import CATALOG, SHIPPED_PROTOCOL, VARIANTS
+from tests.helpers import CATALOG, SHIPPED_PROTOCOL, VARIANTS, attempts_table
 from tests.scenario import B200, RTX, report
 
 pytestmark = pytest.mark.unit
@@ -137,6 +136,21 @@ def test_report_command_writes_four_files_and_logs_a_decision_run(experiment, tm
                                                                             "memory.png"}
     note = runs[0].data.tags["mlflow.note.content"]  # the description names every file the run holds
     assert all(f"`{name}`" in note for name in ("report.html", "cost-volume.png", "durations.png", "memory.png"))
+
+
+def test_one_report_resolves_its_experiment_by_name_once(experiment, tmp_path, monkeypatch):
+    """The experiment (id, name, tags) is resolved once per `gpucost report` and handed to the re-judging, the read
+    of the evidence, the report and the decision run (issue 54; seven look-ups by name before)."""
+    for seconds in (10.0, 10.1, 10.2, 10.1, 10.0):
+        experiment("batch8", B200, seconds)
+    asked = []
+    by_name = MlflowClient.get_experiment_by_name
+    monkeypatch.setattr(MlflowClient, "get_experiment_by_name",
+                        lambda self, name: asked.append(name) or by_name(self, name))
+    result = CliRunner().invoke(main, ["report", "--experiment", "scenario", "--out", str(tmp_path / "out"),
+                                       "--catalog", str(CATALOG), "--variants-file", str(VARIANTS)])
+    assert result.exit_code == 0, result.output
+    assert asked == ["scenario"]
 
 
 def test_report_strings_from_runs_are_escaped_in_html(experiment):
@@ -325,7 +339,7 @@ def test_two_passes_measured_at_once_on_one_host_are_both_flagged_naming_each_ot
     second = experiment("batch8", B200, 31.0, span=(1010.0, 1041.0), host="rented-1")
     elsewhere = experiment("batch8", B200, 30.5, span=(1010.0, 1040.5), host="rented-2")
     alone = experiment("batch8", B200, 10.0, span=(2000.0, 2010.0), host="rented-1")
-    table, _ = attempts("scenario")
+    table = attempts_table("scenario")
     flagged = dict(zip(table["run_id"], table["overlapped_with"]))
     assert flagged == {first: second, second: first, elsewhere: "", alone: ""}
     assert f"overlapped (same host rented-1): {second}" in table["notes"][0]

@@ -187,18 +187,18 @@ def test_every_figure_is_written_as_png_next_to_report_html_and_returned_for_the
 
 def test_an_undecided_decision_run_logs_each_candidates_cost_and_hours_and_the_money_in_doubt():
     from gpucost_mlflow.core.money.choice import doubt
-    from gpucost_mlflow.tracking import decision_run
+    from gpucost_mlflow.report import decided
 
     report = decided_report(changed=NOISE_PRICED, figures=False)
     named = short.names([a.configuration for a in report.assessments]).of
     group = report.choice.undecided
-    found = decision_run.candidate_figures({named(a.configuration): a for a in group}, doubt(group).in_doubt)
+    found = decided.candidate_figures({named(a.configuration): a for a in group}, doubt(group).in_doubt)
     assert {key: value for key, value in found.items() if not key.startswith("forecast")} == {
         "candidates": 2.0, "committed_cost_usd/batch64-bf16-lg": 4.0, "committed_cost_usd/batch8-lg": 4.5,
         "in_doubt_usd": 0.5}
     assert sorted(key for key in found if key.startswith("forecast")) == [
         "forecast_slowest_h/batch64-bf16-lg", "forecast_slowest_h/batch8-lg"]
-    assert decision_run.candidate_figures({}) == {"candidates": 0.0}  # nothing priced: still says what it decided
+    assert decided.candidate_figures({}) == {"candidates": 0.0}  # nothing priced: still says what it decided
 
 
 def test_a_table_whose_measured_cells_are_all_empty_is_one_line_with_its_reason():

@@ -6,8 +6,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.inputs.protocol import load_protocol
-from gpucost_mlflow.tracking import reader
-from tests.helpers import load_benchmark
+from tests.helpers import attempts_table, load_benchmark
 
 pytestmark = pytest.mark.unit
 
@@ -17,6 +16,6 @@ report_scaling = load_benchmark("report_scaling")
 def test_benchmark_store_reads_back_one_attempt_per_pass_run(store):
     protocol = load_protocol(report_scaling.PROTOCOL)
     _, campaigns = report_scaling.populate(store, 30, protocol, report_scaling.shaped_variants())
-    table, _ = reader.attempts(report_scaling.EXPERIMENT, MlflowClient(tracking_uri=store))
+    table = attempts_table(report_scaling.EXPERIMENT, MlflowClient(tracking_uri=store))
     assert len(table) == 30 and campaigns >= 1
     assert set(table["variant"]) <= set(report_scaling.SPEED)

@@ -10,7 +10,8 @@ from mlflow.entities import Metric, RunTag
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.inputs.protocol import load_protocol
-from gpucost_mlflow.tracking import reader, run_records, schema, search
+from gpucost_mlflow.tracking import experiments, reader, run_records, schema, search
+from gpucost_mlflow.tracking.attempts_table import frame
 from gpucost_mlflow.tracking.run_records import RunRecord, tagged
 from tests.helpers import load_benchmark, use_store
 
@@ -73,9 +74,20 @@ def test_sql_store_records_equal_search_runs_records_in_the_same_order(varied_st
 
 def test_attempts_table_is_the_same_read_either_way(varied_store, monkeypatch):
     client, _ = varied_store
-    direct, tags = reader.attempts(report_scaling.EXPERIMENT, client)
+    experiment = experiments.named(client, report_scaling.EXPERIMENT)
+    direct = reader.attempts(client, experiment)
     monkeypatch.setattr(run_records, "_sql_store", lambda client: None)
-    paged, paged_tags = reader.attempts(report_scaling.EXPERIMENT, client)
-    pd.testing.assert_frame_equal(direct, paged)
-    assert tags == paged_tags
+    paged = reader.attempts(client, experiment)
+    pd.testing.assert_frame_equal(frame(direct), frame(paged))
+    assert [a.identity for a in direct] == [a.identity for a in paged]
 
+
+
+def test_the_runs_with_one_tag_value_are_the_same_read_either_way(varied_store, monkeypatch):
+    """The campaign runs the report's evidence reads (tracking/evidence.py): by the value of their role tag."""
+    client, experiment_id = varied_store
+    direct = tagged(client, experiment_id, schema.ROLE, schema.CAMPAIGN_ROLE)
+    assert direct and all(record.tags[schema.ROLE] == schema.CAMPAIGN_ROLE for record in direct)
+    monkeypatch.setattr(run_records, "_sql_store", lambda client: None)
+    paged = tagged(client, experiment_id, schema.ROLE, schema.CAMPAIGN_ROLE)
+    assert [_comparable(r) for r in direct] == [_comparable(r) for r in paged]

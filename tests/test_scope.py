@@ -10,7 +10,7 @@ import pytest
 
 from gpucost_mlflow.core.inputs import sources
 from gpucost_mlflow.report import render, scope
-from gpucost_mlflow.tracking.reader import COLUMNS
+from gpucost_mlflow.tracking.attempts_table import COLUMNS
 from tests.helpers import ROOT
 from tests.scenario import B200, report
 

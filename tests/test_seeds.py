@@ -43,7 +43,7 @@ def test_seeds_are_repetitions_committed_at_the_slowest_seeds_plan(experiment, t
 
     from gpucost_mlflow.core.measurement.stats import Durations
     from gpucost_mlflow.core.money.decision import assess_one
-    from gpucost_mlflow.report import scope, tables
+    from gpucost_mlflow.report import scope
     from tests.scenario import RTX, lock_to, report
     from tests.test_report import protocol_like_shipped
 
@@ -63,7 +63,7 @@ def test_seeds_are_repetitions_committed_at_the_slowest_seeds_plan(experiment, t
              for seed, hours in (("0", fast), ("1", slow))}
     assert one.plan == alone["1"].plan  # the slowest seed's plan, not the fastest's
     assert (str(one.committed), str(alone["0"].committed)) == ("330.00", "220.00")
-    assert len(tables.rows_of(built.attempts, one.configuration)) == 10
+    assert len(built.measured.rows_of(one.configuration)) == 10
     assert (f"batch8 on {RTX} ran at seeds 0, 1: one configuration, committed at its slowest seed's passes (seed 0 5 "
             "pass(es), median 36,720.000 s; seed 1 5 pass(es), median 43,920.000 s)") in built.warnings
     assert scope.reproducible(built.attempts, built.reproduce, built.seeds)[0].startswith(

@@ -101,7 +101,7 @@ def test_settle_on_an_undecided_store_runs_only_the_undecided_to_equal_counts_wi
     assert built.settle == ""  # decided: nothing to settle
     from types import SimpleNamespace
 
-    from gpucost_mlflow.report.build import settle_command
+    from gpucost_mlflow.report.commands import settle_command
 
     at_ceiling = [SimpleNamespace(configuration=SimpleNamespace(durations=SimpleNamespace(values=(1.0,) * 8)))] * 2
     assert settle_command(EXPERIMENT, load_protocol(protocol), protocol, load_catalog(CATALOG), VARIANTS,
@@ -109,7 +109,7 @@ def test_settle_on_an_undecided_store_runs_only_the_undecided_to_equal_counts_wi
                                                  "configuration: more under this protocol would be peeking")
     (note,) = [w for w in built.warnings if w.startswith("a second stage pre-registered in the protocol")]
     assert "batch4 on NVIDIA GeForce RTX 4090 8, batch8 on NVIDIA GeForce RTX 4090 8" in note
-    assert experiments.named(client, EXPERIMENT).experiment_id == experiment_id
+    assert experiments.named(client, EXPERIMENT).id == experiment_id
 
     again = cli_runner().invoke(main, ["campaign", "--settle", "--experiment", EXPERIMENT, "--protocol", str(protocol),
                                        "--variants-file", str(VARIANTS), "--catalog", str(CATALOG), "--corpus",

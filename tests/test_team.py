@@ -21,8 +21,7 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.tracking import schema, spool
-from gpucost_mlflow.tracking.reader import attempts
-from tests.helpers import VARIANTS, pass_args, write_protocol
+from tests.helpers import VARIANTS, attempts_table, pass_args, write_protocol
 from tests.servers import MlflowServer, start_postgres
 
 pytestmark = pytest.mark.integration
@@ -103,7 +102,7 @@ def test_four_concurrent_passes_all_arrive_with_postgres_behind_the_server(team_
             "select count(*) from runs r join metrics m on m.run_uuid = r.run_uuid "
             "where r.experiment_id = %s and m.key = 'pass_s'", (int(experiment.experiment_id),)
         ).fetchone()[0]
-    table, _ = attempts("team-concurrent")
+    table = attempts_table("team-concurrent")
     print(f"concurrent passes: {len(table)} of 4 attempt rows, {stored} of 4 pass_s rows in PostgreSQL")
     assert len(table) == 4 and stored == 4
     assert spool.entries() == []
@@ -172,7 +171,7 @@ def test_server_killed_mid_campaign_then_sync_keeps_every_pass_once(team_env, se
         resumed = subprocess.run(check=False, args=_campaign_cmd(corpus_dir, model_dir, protocol, "team-outage", "--resume", campaign_id),
                                  env=env, capture_output=True, text=True, timeout=300)
         assert resumed.returncode == 0, resumed.stderr[-2000:]
-        table, _ = attempts("team-outage")
+        table = attempts_table("team-outage")
         assert sorted(table["pass_index"]) == ["1", "2"]
         assert list(table["status"]) == ["accepted"] * 2
     finally:

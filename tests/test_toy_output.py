@@ -17,8 +17,7 @@ from gpucost_mlflow.core.inputs.variants import load_variants
 from gpucost_mlflow.core.money.catalog import load_catalog
 from gpucost_mlflow.report.build import build
 from gpucost_mlflow.tracking import schema
-from gpucost_mlflow.tracking.reader import attempts
-from tests.helpers import CATALOG, VARIANTS, run_pass, toy_launch, write_protocol
+from tests.helpers import CATALOG, VARIANTS, attempts_table, evidence_of, run_pass, toy_launch, write_protocol
 
 pytestmark = pytest.mark.integration
 
@@ -166,10 +165,10 @@ def test_a_kind_with_a_new_output_is_judged_recorded_and_reported_by_its_own_rul
     result = run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol, "count8", variants=counter_kind)
     assert result.exit_code == 0, result.output + repr(result.exception)
     assert "pass count8: accepted" in result.output and "counts exact 100%" in result.output
-    table, _ = attempts("t")
+    table = attempts_table("t")
     (row,) = table.to_dict("records")
     assert row["variant"] == "count8" and row["workload"] == "counter" and row["status"] == "accepted"
     run = MlflowClient().get_run(row["run_id"])
     assert run.data.params[schema.EXPORTED] == "counts.jsonl" and run.data.metrics["count_exact"] == 1.0
-    built, _ = build("t", load_protocol(protocol), protocol, load_catalog(CATALOG), load_variants(counter_kind))
+    built, _ = build(evidence_of("t"), load_protocol(protocol), protocol, load_catalog(CATALOG), load_variants(counter_kind))
     assert [a.configuration.variant for a in built.assessments] == ["count8"]

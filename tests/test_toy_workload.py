@@ -19,8 +19,7 @@ from gpucost_mlflow.core.inputs.variants import load_variants
 from gpucost_mlflow.core.money.catalog import load_catalog
 from gpucost_mlflow.report.build import build
 from gpucost_mlflow.tracking import schema
-from gpucost_mlflow.tracking.reader import attempts
-from tests.helpers import CATALOG, VARIANTS, run_pass, toy_launch
+from tests.helpers import CATALOG, VARIANTS, attempts_table, evidence_of, run_pass, toy_launch
 
 pytestmark = pytest.mark.integration
 
@@ -91,13 +90,13 @@ def test_a_toy_kind_runs_a_real_pass_judged_recorded_read_back_and_reported(stor
     result = run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol_file, "toy8", variants=toy_kind)
     assert result.exit_code == 0, result.output + repr(result.exception)
     assert "pass toy8: accepted" in result.output  # judged by the labels checks, as the built-in classifier is
-    table, _ = attempts("t")
+    table = attempts_table("t")
     (row,) = table.to_dict("records")
     assert row["variant"] == "toy8" and row["workload"] == "toy" and row["status"] == "accepted"
     assert row["observed_ids"] == 30 and row["model_revision"] == "toy-1"
     run = MlflowClient().get_run(row["run_id"])
     assert run.data.params[schema.EXPORTED] == "predictions.jsonl.gz"
-    built, _ = build("t", load_protocol(protocol_file), protocol_file, load_catalog(CATALOG), load_variants(toy_kind))
+    built, _ = build(evidence_of("t"), load_protocol(protocol_file), protocol_file, load_catalog(CATALOG), load_variants(toy_kind))
     assert [a.configuration.variant for a in built.assessments] == ["toy8"]
     assert built.assessments[0].configuration.identity.workload == "toy"
 
@@ -121,7 +120,7 @@ def test_a_kinds_own_setting_reaches_its_child_and_the_run_params(store, toy_kin
                                                                   protocol_file):
     result = run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol_file, "toy8-rotten", variants=toy_kind)
     assert result.exit_code == 0 or "rejected" in result.output, result.output + repr(result.exception)
-    (row,) = attempts("t")[0].to_dict("records")
+    (row,) = attempts_table("t").to_dict("records")
     run = MlflowClient().get_run(row["run_id"])
     assert run.data.params["setting.label"] == "2"
     predictions = Path(MlflowClient().download_artifacts(row["run_id"], "predictions.jsonl.gz"))

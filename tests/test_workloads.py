@@ -18,8 +18,8 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import workloads
 from gpucost_mlflow.core.inputs.variants import load_variants
 from gpucost_mlflow.tracking import schema
-from gpucost_mlflow.tracking.reader import attempts
 from gpucost_mlflow.workloads.user_code import child as user_code
+from tests.helpers import attempts_table
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "projects" / "variants.yaml"
@@ -182,7 +182,7 @@ def test_my_workload_example_runs_as_a_pass_judged_by_the_classification_checks(
     verdict = json.loads(Path(mlflow.artifacts.download_artifacts(run_id=run.info.run_id,
                                                                   artifact_path="verdict.json")).read_text())
     assert verdict["missing_measurements"]["useful_flop_per_s"].startswith("FLOPs unknown for user code")
-    table, _ = attempts("t")
+    table = attempts_table("t")
     assert table.loc[0, "workload"] == "python:my_workload.py"
     assert table.loc[0, "mfu_reason"].startswith("FLOPs unknown for user code")
 
@@ -200,7 +200,7 @@ def test_infer_returning_one_output_too_few_is_a_failed_row_and_the_campaign_goe
                                        "--corpus", str(corpus_dir / "comparison.jsonl"), "--model", str(model_dir),
                                        "--variants-file", str(variants), "--protocol", str(protocol)])
     assert result.exit_code == 0, result.output
-    table, _ = attempts("t")
+    table = attempts_table("t")
     rows = {row.variant: row for row in table.itertuples()}
     assert set(rows) == {"short", "mine"}
     assert rows["short"].status == "failed"

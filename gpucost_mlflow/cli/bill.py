@@ -54,7 +54,7 @@ def _fleet_bill(experiment: str, fleet_id: str) -> None:
                    f"worst case {job.worst_cost or '(not recorded)'} USD")
     worst = [_amount(job.worst_cost) for job in jobs]
     found = experiments.named(store.client(), experiment)
-    committed, currency, said = decision_run.latest_committed(store.client(), found.experiment_id)
+    committed, currency, said = decision_run.latest_committed(store.client(), found.id)
     click.echo(fleet_total_line({job.gpu: job.realized for job in jobs}, any(job.partial for job in jobs),
                                 None if None in worst else sum(worst, Decimal(0)), committed, currency,
                                 f"run {said}" if committed is not None else said))

@@ -44,7 +44,7 @@ def _encoder(workload: str) -> bool:
         return False
 
 
-GPU_MEMORY = ("mem_peak_reserved_bytes", "mem_peak_allocated_bytes")  # a GPU pass's peaks (reader.COLUMNS), largest first
+GPU_MEMORY = ("mem_peak_reserved_bytes", "mem_peak_allocated_bytes")  # a GPU pass's peaks (attempts_table.COLUMNS), largest first
 
 
 @click.command("plan")
@@ -85,7 +85,7 @@ def plan_cmd(experiment, catalog_file, protocol_file, variants_file, model_path,
     built = _report(name, protocol, protocol_path, catalog, declared, allow_stale_prices)
     model_dir = _model(root, model_path, protocol_path)
     candidates = [found for a in built.assessments
-                  if (found := _candidate(a, built.attempts, declared, model_dir, tables)) is not None]
+                  if (found := _candidate(a, built.measured, declared, model_dir, tables)) is not None]
     setup = Decimal(str((protocol.plan or {}).get("setup_hours", 0))).normalize()
     basis = rules.basis(candidates, protocol.deliverables["expected"], setup)
     fresh, _ = dated(catalog, dt.datetime.now(dt.timezone.utc).date(), protocol.max_price_age_days, allow_stale_prices)
@@ -114,15 +114,15 @@ def plan_cmd(experiment, catalog_file, protocol_file, variants_file, model_path,
 def _report(name, protocol, protocol_path: Path, catalog, declared: Declaration, allow_stale: bool):
     """The report's own assessment of the store (no pending pass is judged, nothing is written), under the protocol
     locked on the experiment."""
-    from gpucost_mlflow.report.build import Options, build  # deferred: imports mlflow and matplotlib
-    from gpucost_mlflow.tracking import experiments, schema, store  # deferred: imports mlflow
+    from gpucost_mlflow.report.build import Options, build  # deferred: imports matplotlib
+    from gpucost_mlflow.tracking import evidence, experiments, schema, store  # deferred: imports mlflow
 
     store.bound_http_retries()
     client = store.client()
     found = experiments.named(client, name)
     against_lock(protocol_path, protocol.digest, protocol_path.read_text(encoding="utf-8"), name,
                  found.tags.get(schema.PROTOCOL_DIGEST, ""), found.tags.get(schema.PROTOCOL_TEXT, ""), what_if=False)
-    built, _ = build(name, protocol, protocol_path, catalog, declared.variants, client,
+    built, _ = build(evidence.read(client, found), protocol, protocol_path, catalog, declared.variants,
                      Options(allow_stale=allow_stale, variants_path=declared.path))
     return built
 
@@ -145,13 +145,12 @@ def _setting(rows, declared: Declaration, variant: str, key: str):
     return getattr(found.settings, key, None) if found else None
 
 
-def _candidate(assessment, table, declared: Declaration, model_dir: Path, tables: devices.Tables):
+def _candidate(assessment, measured, declared: Declaration, model_dir: Path, tables: devices.Tables):
     """A configuration with an accepted pass, as the plan may carry it: its FLOPs, its fraction of its own device's
-    peak, its memory per GPU, its committed cost; None without an accepted pass."""
-    from gpucost_mlflow.report.tables import rows_of  # deferred: imports pandas
-
+    peak, its memory per GPU, its committed cost; None without an accepted pass. `measured`: the report's attempts
+    (report/measured.py)."""
     config = assessment.configuration
-    rows = rows_of(table, config)
+    rows = measured.rows_of(config)
     accepted = rows[rows["status"] == Status.ACCEPTED]
     if accepted.empty:
         return None

@@ -189,7 +189,8 @@ def _second_stage(plan, resume: str | None, catalog_file: tuple[Path, ...], root
     settles there (None, said in one line, when nothing runs here). A stage another device already began is joined,
     never planned again."""
     from gpucost_mlflow.core.inputs.protocol import load_protocol  # deferred: imports numpy
-    from gpucost_mlflow.report.build import command, progress  # deferred: imports mlflow
+    from gpucost_mlflow.report.commands import command  # deferred: the report's layer
+    from gpucost_mlflow.report.stage import progress  # deferred: imports pandas
 
     plan.stage, plan.tags = STAGE, {**plan.tags, schema.STAGE: STAGE}
     if resume:

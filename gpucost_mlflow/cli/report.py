@@ -44,7 +44,9 @@ def report(ctx, experiment, out_dir, catalog_file, protocol_file, what_if_file, 
     passes whose reference now exists are judged first."""
     from click.core import ParameterSource
 
-    from gpucost_mlflow.report.build import log, write  # deferred: imports mlflow and matplotlib
+    from gpucost_mlflow.report.build import write  # deferred: imports matplotlib
+    from gpucost_mlflow.report.decided import decided  # deferred: imports pandas
+    from gpucost_mlflow.tracking import decision_run  # deferred: imports mlflow
 
     if what_if_file is not None and ctx.get_parameter_source("protocol_file") is not ParameterSource.DEFAULT:
         raise GpucostError("pass --protocol or --what-if-protocol, not both: a what-if report decides under the "
@@ -52,29 +54,30 @@ def report(ctx, experiment, out_dir, catalog_file, protocol_file, what_if_file, 
     name = _experiment(experiment)
     protocol_path = _under(root, what_if_file) if what_if_file is not None else _file(protocol_file, root)
     catalog_path = tuple(_under(root, path) for path in catalog_file)
-    built, balance, client, experiment_id = _build_report(name, protocol_path, catalog_path, read_declaration(_file(variants_file, root)),
-                                                          what_if=what_if_file is not None,
-                                                          allow_stale=allow_stale_prices)
+    built, balance, client, evidence = _build_report(name, protocol_path, catalog_path,
+                                                     read_declaration(_file(variants_file, root)),
+                                                     what_if=what_if_file is not None, allow_stale=allow_stale_prices)
     for line in built.warnings:
         click.echo(f"Warning: {line}", err=True)
     paths = write(built, balance, _under(root, out_dir or Path("reports") / name))
     click.echo(built.decision)
     if not no_log:
-        run_id = log(name, built, paths, client)
+        run_id = decision_run.log_decision(client, evidence.experiment.id, decided(built, paths, evidence.campaigns))
         click.echo(f"logged as decision run {run_id} (artifacts: {', '.join(paths)})")
     click.echo(f"report: {paths['report.html'].resolve()}")
-    _echo_ui_link(experiment_id)
+    _echo_ui_link(evidence.experiment.id)
 
 
 def _build_report(name: str, protocol_path: Path, catalog_path: tuple[Path, ...], declared: Declaration, what_if: bool,
                   allow_stale: bool = False):
-    """Load the protocol, catalog and variants, check the protocol against the one locked on the experiment (a
-    what-if one is let through, marked), judge the pending passes first, and build the report; returns the built
-    report, its balance, the client and the experiment id."""
+    """The report in its three stages' first two: load the protocol, catalog and variants, resolve the experiment
+    once and check the protocol against the one locked on it (a what-if one is let through, marked), judge the
+    pending passes first, read the evidence once and build the report from it; returns the built report, its
+    balance, the client and the evidence."""
 
     from gpucost_mlflow.core.inputs.protocol import load_protocol  # deferred: imports numpy
-    from gpucost_mlflow.report.build import Options, build  # deferred: imports mlflow and matplotlib
-    from gpucost_mlflow.tracking import experiments, schema, store  # deferred: imports mlflow
+    from gpucost_mlflow.report.build import Options, build  # deferred: imports matplotlib
+    from gpucost_mlflow.tracking import evidence, experiments, schema, store  # deferred: imports mlflow
 
     protocol = load_protocol(protocol_path)
     catalog = _catalog(catalog_path)
@@ -84,14 +87,15 @@ def _build_report(name: str, protocol_path: Path, catalog_path: tuple[Path, ...]
     changes = against_lock(protocol_path, protocol.digest, protocol_path.read_text(encoding="utf-8"), name,
                            found.tags.get(schema.PROTOCOL_DIGEST, ""), found.tags.get(schema.PROTOCOL_TEXT, ""),
                            what_if=what_if)
-    rejudged = _rejudge_first(name, protocol, found.tags if changes else None, client)
-    built, balance = build(name, protocol, protocol_path, catalog, declared.variants, client,
+    rejudged = _rejudge_first(found, protocol, found.tags if changes else None, client)
+    read = evidence.read(client, found)
+    built, balance = build(read, protocol, protocol_path, catalog, declared.variants,
                            Options(rejudged=tuple(rejudged), what_if=changes, allow_stale=allow_stale,
                                    variants_path=declared.path))
-    return built, balance, client, found.experiment_id
+    return built, balance, client, read
 
 
-def _rejudge_first(name: str, protocol, locked_tags: dict | None, client) -> list[str]:
+def _rejudge_first(experiment, protocol, locked_tags: dict | None, client) -> list[str]:
     """Judge the pending passes whose reference now exists before the report reads them, under the protocol the
     passes ran under (a what-if report's: the locked one, read back from locked_tags); the lines judged."""
     from gpucost_mlflow.tracking.rejudge import locked_protocol, rejudge  # deferred: imports mlflow
@@ -102,7 +106,7 @@ def _rejudge_first(name: str, protocol, locked_tags: dict | None, client) -> lis
             click.echo("Warning: pending passes not re-judged: the locked protocol's text is not stored on the "
                        "experiment; run `gpucost rejudge --protocol LOCKED_FILE` first", err=True)
             return []
-    lines = _echo_rejudged(rejudge(name, protocol, client))
+    lines = _echo_rejudged(rejudge(experiment, protocol, client))
     if lines:
         click.echo(f"report: re-judged {len(lines)} pending pass(es) first (their reference now exists; the same "
                    "judge as `gpucost rejudge`, recorded on the runs)")
@@ -116,11 +120,14 @@ def _rejudge_first(name: str, protocol, locked_tags: dict | None, client) -> lis
 @click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True, help="Compared with the experiment's locked protocol.")
 def show_attempts(experiment, fmt, out_path, protocol_file) -> None:
     """The raw attempts table: one row per attempted pass, failed and interrupted ones included."""
-    from gpucost_mlflow.tracking.reader import attempts, protocol_warnings, render  # deferred: imports mlflow
+    from gpucost_mlflow.tracking import experiments, store  # deferred: imports mlflow
+    from gpucost_mlflow.tracking.attempts_table import frame, protocol_warnings, render  # deferred: imports pandas
+    from gpucost_mlflow.tracking.reader import attempts  # deferred: imports mlflow
 
-    name = _experiment(experiment)
-    table, experiment_tags = attempts(name)
-    warnings = protocol_warnings(table, experiment_tags, _file(protocol_file))
+    client = store.client()
+    found = experiments.named(client, _experiment(experiment))
+    table = frame(attempts(client, found))
+    warnings = protocol_warnings(table, found.tags, _file(protocol_file))
     for line in warnings:
         click.echo(f"Warning: {line}", err=True)
     text = render(table, fmt, warnings)

@@ -78,7 +78,7 @@ def _reference_outputs(a: Assessment, variant: Variant, plan: ConfirmPlan, finge
     if variant.name == reference.name or not differs(variant.settings, reference.settings):
         return
     client = store.client()
-    experiment_id = experiments.named(client, plan.experiment).experiment_id
+    experiment_id = experiments.named(client, plan.experiment).id
     revision = a.configuration.identity.model_revision if a.configuration.identity else ""
     if rejudge.find_reference(client, experiment_id, reference.name, fingerprint, revision) is None:
         on_pass(reference.name, execute(_request(reference, plan, repeat=False)), "the reference's outputs")

@@ -24,6 +24,7 @@ from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement.stats import Durations
 from gpucost_mlflow.core.money.decision import Configuration, feasibility
 from gpucost_mlflow.tracking import experiments, schema, search, store
+from gpucost_mlflow.tracking.attempts_table import frame
 from gpucost_mlflow.tracking.reader import attempts
 
 SERIES_NAME = "combined"
@@ -61,10 +62,10 @@ def changes(experiment: str, variants_path: Path, client: MlflowClient | None = 
     """(reference, each measured change with its verdict, campaigns read) from the finished campaigns."""
     client = client or store.client()
     found = experiments.named(client, experiment)
-    campaigns = [c for c in _finished_campaigns(client, found.experiment_id) if c]
+    campaigns = [c for c in _finished_campaigns(client, found.id) if c]
     if not campaigns:
         raise GpucostError(f"experiment '{experiment}' has no finished campaign to propose from; nothing written")
-    table, _ = attempts(experiment, client)
+    table = frame(attempts(client, found))
     table = table[table["campaign_id"].isin(campaigns) & (table["role"] == "benchmark")]
     variants = load_variants(variants_path)
     found_changes, reference = [], ""

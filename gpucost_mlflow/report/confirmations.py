@@ -1,14 +1,17 @@
-"""The confirmation runs of the chosen configurations read from the attempts table, their verdicts
+"""The confirmation runs of the chosen configurations read from the attempts, their verdicts
 (core/measurement/confirmation.py), and the report's lines that list every one of them."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 
+from gpucost_mlflow.core.inputs.identity import Identity
 from gpucost_mlflow.core.measurement.confirmation import Confirmation, ConfirmationRun, confirm
 from gpucost_mlflow.core.money.decision import Assessment, Configuration
 from gpucost_mlflow.core.names import EXPECTED_IDS, MEASURED_TOTAL_S, PASS_S, REPETITIONS
-from gpucost_mlflow.report.tables import IDENTITY
+from gpucost_mlflow.report.measured import Measured, at_each_seed
 from gpucost_mlflow.tracking.schema import CONFIRMATION_ROLE
 
 
@@ -16,31 +19,38 @@ def _number(value) -> float | None:
     return None if value is None or pd.isna(value) else float(value)
 
 
-def runs_of(table: pd.DataFrame, config: Configuration) -> list[ConfirmationRun]:
-    """The confirmation runs of one configuration, oldest first: its device, variant and identity, on any corpus."""
-    if "role" not in table or not len(table):
-        return []
-    mask = ((table["role"] == CONFIRMATION_ROLE) & (table["device"] == config.device)
-            & (table["variant"] == config.variant))
-    for key in IDENTITY if config.identity else ():
-        if key != "corpus_fingerprint" and key in table:
-            mask &= table[key].fillna("").astype(str).isin(config.identity.held(key))
-    rows = table[mask].sort_values("start_time")
+def _any_corpus(identity: Identity) -> Identity:
+    return replace(identity, corpus_fingerprint="")
+
+
+def runs_of(measured: Measured, config: Configuration) -> list[ConfirmationRun]:
+    """The confirmation runs of one configuration, oldest first: its device, variant and identity (at any of its
+    seeds), on any corpus."""
+    if config.identity is None:
+        def mine(identity: Identity) -> bool:
+            return (identity.device, identity.variant) == (config.device, config.variant)
+    else:
+        wanted = {_any_corpus(identity) for identity in at_each_seed(config.identity)}
+
+        def mine(identity: Identity) -> bool:
+            return _any_corpus(identity) in wanted
+    positions = [p for p, a in enumerate(measured.attempts) if a.role == CONFIRMATION_ROLE and mine(a.identity)]
+    rows = measured.table.iloc[positions].sort_values("start_time")
     total = rows[MEASURED_TOTAL_S] if MEASURED_TOTAL_S in rows else rows[PASS_S]
     counts = rows[REPETITIONS] if REPETITIONS in rows else pd.Series([None] * len(rows), index=rows.index)
     return [ConfirmationRun(row.run_id, str(row.status), str(row.reason or ""),
                             int(row.expected) if _number(row.expected) else None, _number(row.pass_s),
-                            _number(measured) if _number(measured) is not None else _number(row.pass_s),
+                            _number(total_s) if _number(total_s) is not None else _number(row.pass_s),
                             int(count) if _number(count) else None)
-            for row, measured, count in zip(rows.assign(expected=rows[EXPECTED_IDS]).itertuples(index=False), total,
+            for row, total_s, count in zip(rows.assign(expected=rows[EXPECTED_IDS]).itertuples(index=False), total,
                                             counts)]
 
 
-def verdicts(table: pd.DataFrame, chosen: list[Assessment], inputs_per_pass: int, min_s: float
+def verdicts(measured: Measured, chosen: list[Assessment], inputs_per_pass: int, min_s: float
              ) -> dict[str, Confirmation]:
     """Each chosen configuration's confirmation verdict, by its name."""
     return {a.configuration.name: confirm(a.configuration.durations.values, inputs_per_pass,
-                                          runs_of(table, a.configuration), min_s) for a in chosen}
+                                          runs_of(measured, a.configuration), min_s) for a in chosen}
 
 
 def lines(confirmed: dict[str, Confirmation]) -> list[str]:

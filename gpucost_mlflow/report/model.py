@@ -1,5 +1,5 @@
-"""The decision report's model: what `build.py` reads from the store and decides, and every writer (Markdown, HTML,
-the card, the sections' tables) reads. Plain data: no writer, no store."""
+"""The decision report's model: what `build.py` decides from the evidence the store gave (tracking/evidence.py), and
+every writer (Markdown, HTML, the card, the sections' tables) reads. Plain data: no writer, no store."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # annotations only: importing plots would load matplotlib for
 
     from gpucost_mlflow.core.measurement.stats import Separation
     from gpucost_mlflow.core.money.decision import Assessment
+    from gpucost_mlflow.report.measured import Measured
     from gpucost_mlflow.report.plots import Figure
     from gpucost_mlflow.report.tables import Summary
 
@@ -62,6 +63,9 @@ class Report:
     # Bullet sections after the plan tables, each (title, what it says, lines): prices and their age, hosted
     # endpoints, the bill; a section without lines is left out.
     lists: list[tuple[str, str, list[str]]] = field(default_factory=list)
+    # The attempts as read, beside `attempts` (their table): each configuration's passes found by its identity, for
+    # the standing and committed cost the decision run gives them; None for a report made without them.
+    measured: Measured | None = None
 
     @property
     def title(self) -> str:

@@ -16,7 +16,7 @@ from gpucost_mlflow.core.kinds import registry
 
 TITLE = "What this decision covers"
 LICENCES_DOC = "docs/licences.md"
-# What tells two stacks apart in the attempts table (reader.COLUMNS): the device and the stack identity of §2.
+# What tells two stacks apart in the attempts table (attempts_table.COLUMNS): the device and the stack identity of §2.
 STACK_KEYS = ("device", "backend", "torch_build", "cuda_runtime", "hip_runtime", "driver", "torch_version",
               "transformers_version")
 STACK_LABELS = {"torch_build": "torch built for", "cuda_runtime": "CUDA runtime", "hip_runtime": "HIP runtime",

@@ -1,4 +1,4 @@
-"""From the attempts table to per-configuration summaries, separability and the balance (plain pandas)."""
+"""From a report's configurations to their summaries, separability and the balance (plain pandas)."""
 
 from __future__ import annotations
 
@@ -6,200 +6,29 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from gpucost_mlflow.core.inputs.identity import Identity
 from gpucost_mlflow.core.inputs.variants import Variant
-from gpucost_mlflow.core.judging.status import Status, interrupted
-from gpucost_mlflow.core.kinds import engines
+from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement import energy
-from gpucost_mlflow.core.measurement.repetitions import one_corpus_each
-from gpucost_mlflow.core.measurement.stats import DEFAULT_CONFIDENCE, Durations, Separation, separate, too_short
-from gpucost_mlflow.core.measurement.timeline import Span, concurrent
-from gpucost_mlflow.core.money.decision import Assessment, Configuration, ExcludedPass
+from gpucost_mlflow.core.measurement.stats import DEFAULT_CONFIDENCE, Separation, separate, too_short
+from gpucost_mlflow.core.money.decision import Assessment, Configuration
 from gpucost_mlflow.core.names import (
-    CONVERT_S,
     CPU_UTILISATION,
     ENERGY_NET_J,
-    EVAL_S,
-    EXPECTED_IDS,
-    EXPORT_S,
-    FIRST_LAP_S,
     GPU_UTILISATION,
-    LOAD_S,
     MACRO_F1,
     MEASURED_TOTAL_S,
     MFU_PADDED,
     MFU_USEFUL,
-    OBSERVED_IDS,
     PADDED_FLOP_PER_S,
     PASS_S,
-    TOKENS_GENERATED,
-    TOKENS_INPUT,
-    TOKENS_PROMPT,
     USEFUL_FLOP_PER_S,
-    WARMUP_S,
 )
 from gpucost_mlflow.report import versus_reference
+from gpucost_mlflow.report.measured import Measured
 from gpucost_mlflow.tracking.schema import COST_PER_1000_INPUTS as FORECAST_PER_1000
 from gpucost_mlflow.tracking.schema import COST_PER_MILLION_OUTPUT_TOKENS as FORECAST_PER_MILLION_TOKENS
-from gpucost_mlflow.tracking.schema import TIMINGS
 
 MEMORY = ("mem_peak_allocated_bytes", "mem_peak_reserved_bytes", "mem_peak_rss_bytes")
-
-
-@dataclass(frozen=True)
-class AttemptSpans:
-    """Every attempt's run on one device, start to end on its host, and how many are lower bounds (no end time)."""
-
-    spans: tuple[Span, ...]
-    estimated: int
-
-
-def _epoch_s(value) -> float | None:
-    return None if value is None or pd.isna(value) else pd.Timestamp(value).timestamp()
-
-
-def attempt_spans(rows: pd.DataFrame) -> AttemptSpans:
-    """Each attempt's run as a span; one without an end time lasts its recorded stage times (a lower bound)."""
-    spans, estimated = [], 0
-    for start, wall, host, *stages in rows[["start_time", "wall_s", "host", *TIMINGS]].itertuples(index=False):
-        begin = _epoch_s(start) or 0.0
-        if pd.notna(wall):
-            length = float(wall)
-        else:
-            estimated += 1
-            length = float(sum(v for v in stages if pd.notna(v)))
-        spans.append(Span(begin, begin + length, host if isinstance(host, str) else ""))
-    return AttemptSpans(tuple(spans), estimated)
-
-
-def _beside(row, concurrent: dict[str, int]) -> str:
-    """What ran beside one pass: passes whose measured clock overlapped it, attempts whose run overlapped it."""
-    measured = [r for r in str(row.overlapped_with or "").split(",") if r]
-    busy = str(getattr(row, "contended", "") or "")
-    if busy and busy != "nan":
-        return f"contended: {busy}"
-    if measured:
-        return f"its measured clock overlapped {len(measured)} other pass(es) on host {row.host or 'unknown'}"
-    running = concurrent.get(row.run_id, 0)
-    if running:
-        return f"{running} other attempt(s) ran at the same time on host {row.host or 'unknown'}"
-    return ""
-
-
-IDENTITY = Identity.columns()
-
-
-def declared_deliverables(table: pd.DataFrame, corpus_size: int | None) -> pd.DataFrame:
-    """The accepted deliverable passes on corpora the protocol declares: of its corpus.size (the unit its volume is
-    counted in; a 10-input file is not one of 4,000 corpora of 500), and not a corpus benchmark passes ran on."""
-    delivered = table[(table["role"] == "deliverable") & (table["status"] == Status.ACCEPTED)]
-    benchmarked = set(table[table["role"] == "benchmark"]["corpus_fingerprint"])
-    delivered = delivered[~delivered["corpus_fingerprint"].isin(benchmarked)]
-    if corpus_size is not None and EXPECTED_IDS in delivered:
-        delivered = delivered[delivered[EXPECTED_IDS] == corpus_size]
-    return delivered
-
-
-def configurations(table: pd.DataFrame, corpus_size: int | None = None) -> list[Configuration]:
-    """One Configuration per identity of the benchmark attempts (device, variant, workload, model revision, corpus, stack:
-    PROTOCOL.md §2), in first-seen order; configurations sharing a device and variant are told apart by name.
-    Accepted deliverables count only on corpora the protocol declares: `corpus_size` inputs each (the size its
-    volume is counted in), never a benchmark corpus."""
-    table = table.copy()
-    if "lanes" not in table:
-        table["lanes"] = 1  # an attempts table written before lanes existed: every pass ran on one device
-    if "engine" not in table:
-        table["engine"] = engines.DEFAULT  # one written before engines existed: every pass ran on torch
-    for key in IDENTITY:  # a field a table was written without (one before it existed) is empty: not recorded
-        table[key] = table[key].fillna("").astype(str) if key in table else ""
-    bench = table[table["role"] == "benchmark"]
-    delivered = declared_deliverables(table, corpus_size)
-    walls = {device: attempt_spans(rows) for device, rows in bench.groupby("device", sort=False)}
-    beside = concurrent(list(zip(bench["run_id"], attempt_spans(bench).spans)))
-    identities: dict[tuple, set[Identity]] = {}
-    for key, _ in bench.groupby(["device", "variant", *IDENTITY], sort=False):
-        identities.setdefault(key[:2], set()).add(Identity(*key))
-    configs = []
-    for key, rows in bench.groupby(["device", "variant", *IDENTITY], sort=False):
-        identity = Identity(*key)
-        device, variant = identity.device, identity.variant
-        completed = rows[rows[PASS_S].notna() & (rows["status"] != Status.EXCLUDED)]
-        medians = {key: float(completed[key].median()) for key in (LOAD_S, WARMUP_S, EVAL_S, EXPORT_S)
-                   if completed[key].notna().any()}
-        if CONVERT_S in rows and rows[CONVERT_S].notna().any():  # paid by the pass that exported, whatever its end
-            medians[CONVERT_S] = float(rows[CONVERT_S].median())
-        excluded = rows[rows["status"] == Status.EXCLUDED]
-        done = delivered[(delivered["device"] == device) & (delivered["variant"] == variant)]
-        configs.append(Configuration(
-            device=device,
-            variant=variant,
-            statuses=[Status.INTERRUPTED if interrupted(status, reason) else status
-                      for status, reason in zip(rows["status"], rows["reason"])],
-            durations=Durations(one_corpus_each(list(completed[FIRST_LAP_S]) if FIRST_LAP_S in completed else [],
-                                                list(completed[PASS_S]))),
-            medians=medians,
-            accepted_deliverables=int(done["corpus_fingerprint"].nunique()),
-            attempt_spans=walls[device].spans,
-            walls_estimated=walls[device].estimated,
-            gpus=gpus_used(rows),
-            identity=identity,
-            distinction=identity.distinction(identities[(device, variant)]),
-            pass_runs=tuple(completed["run_id"]),
-            pass_causes=tuple(_beside(row, beside) for row in completed.itertuples(index=False)),
-            excluded=tuple(ExcludedPass(row.run_id, getattr(row, "status_before_exclusion", "") or "",
-                                        None if pd.isna(row.pass_s) else float(row.pass_s), str(row.reason or ""))
-                           for row in excluded.itertuples(index=False)),
-            output_tokens_per_input=tokens_per_input(rows, (TOKENS_GENERATED,)),
-            input_tokens_per_input=tokens_per_input(rows, (TOKENS_INPUT, TOKENS_PROMPT)),
-            measured_s=tuple(float(v) for v in (completed[MEASURED_TOTAL_S].fillna(completed[PASS_S])
-                                                if MEASURED_TOTAL_S in completed else completed[PASS_S])),
-            not_shown=versus_reference.not_shown(rows),
-            timed_s=tuple(float(v) for v in completed[PASS_S]),
-        ))
-    return configs
-
-
-def tokens_per_input(rows: pd.DataFrame, names: tuple[str, ...]) -> float | None:
-    """The median over a configuration's accepted passes of the first of `names` they counted, per input observed
-    (output tokens: generation; input tokens: an encoder's real tokens, a generation's prompt); None when no
-    accepted pass counted them."""
-    for name in names:
-        if name not in rows:
-            continue
-        counted = rows[(rows["status"] == Status.ACCEPTED) & rows[name].notna() & (rows[OBSERVED_IDS] > 0)]
-        if len(counted):
-            return float((counted[name] / counted[OBSERVED_IDS]).median())
-    return None
-
-
-def gpus_used(rows: pd.DataFrame) -> int:
-    """GPUs one pass of a configuration holds: its lanes on a GPU backend; CPU lanes share one machine's cores."""
-    lanes = int(rows["lanes"].iloc[0] or 1)
-    return 1 if (rows["backend"].iloc[0] if "backend" in rows else "") == "cpu" else lanes
-
-
-def identity_notes(configs: list[Configuration]) -> list[str]:
-    """One line per device and variant whose passes are several configurations, naming the differing fields."""
-    groups: dict[tuple, list[Configuration]] = {}
-    for config in configs:
-        groups.setdefault((config.device, config.variant), []).append(config)
-    notes = []
-    for (device, variant), members in groups.items():
-        if len(members) > 1:
-            notes.append(f"{variant} on {device} is {len(members)} configurations, reported apart: "
-                         f"{'; '.join(m.distinction for m in members)} (PROTOCOL.md §2: when these differ, a "
-                         "conclusion is about the whole tested configurations)")
-    return notes
-
-
-def rows_of(table: pd.DataFrame, config: Configuration) -> pd.DataFrame:
-    """The benchmark attempts of one configuration (its device, variant and identity: at any of its seeds)."""
-    mask = (table["role"] == "benchmark") & (table["device"] == config.device) & (table["variant"] == config.variant)
-    for key in IDENTITY if config.identity else ():
-        mask &= table[key].fillna("").astype(str).isin(config.identity.held(key))
-    return table[mask]
-
-
 UTILISATION = (USEFUL_FLOP_PER_S, PADDED_FLOP_PER_S, MFU_USEFUL, MFU_PADDED)
 
 
@@ -228,11 +57,11 @@ class Summary:
     against_reference: str = ""
 
 
-def summaries(table: pd.DataFrame, configs: list[Configuration]) -> list[Summary]:
+def summaries(measured: Measured, configs: list[Configuration]) -> list[Summary]:
     """Memory peaks (largest per counter, never added) and quality per configuration."""
     result = []
     for config in configs:
-        rows = rows_of(table, config)
+        rows = measured.rows_of(config)
         memory = {key: float(rows[key].max()) for key in MEMORY if rows[key].notna().any()}
         counters = sorted({c for c in rows["memory_counter"] if c})
         f1 = rows[MACRO_F1].dropna()
@@ -245,8 +74,8 @@ def summaries(table: pd.DataFrame, configs: list[Configuration]) -> list[Summary
             reasons = ["no completed pass"]
         overlapped = int((completed["overlapped_with"].fillna("") != "").sum()) if "overlapped_with" in completed else 0
         busy = _flagged(completed, "contended")
-        measured = completed[MEASURED_TOTAL_S].fillna(completed[PASS_S]) if MEASURED_TOTAL_S in completed else completed[PASS_S]
-        short = sum(1 for value in measured if too_short(float(value)))
+        clocked = completed[MEASURED_TOTAL_S].fillna(completed[PASS_S]) if MEASURED_TOTAL_S in completed else completed[PASS_S]
+        short = sum(1 for value in clocked if too_short(float(value)))
         summary = Summary(config, memory, "; ".join(counters), float(f1.median()) if len(f1) else None, verdicts,
                           utilisation, "; ".join(reasons), overlapped, busy, short, _flagged(completed, "throttled"),
                           _flagged(completed, "starved"),

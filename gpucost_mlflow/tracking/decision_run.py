@@ -1,11 +1,11 @@
 """The decision run: the report's files and the decision's figures logged as one run tagged gpucost.role=decision.
 
-report/build.py decides what the run says (name, description, tags, metrics, params); every write of it happens
-here, in the order the UI needs: the run with its role, then its figures in one log_batch, then its files.
-
-Its metrics carry their unit in the name and are rounded as the UI shows them (`figures`). Once it is logged, the
-experiment's older decision runs are marked superseded (tag and description) and each pass gets its configuration's
-standing in this decision (the tag `gpucost.standing`, a column of the printed link's view).
+report/decided.py decides what the run says (`Decided`, tracking/decision_record.py: its name, description, tags,
+metrics already named with their unit and rounded, params, files, each pass's standing and committed cost); every
+write of it happens here, in the order the UI needs: the run with its role, then its figures in one log_batch, then
+its files. Once it is logged, the experiment's older decision runs are marked superseded (tag and description), each
+pass gets its configuration's standing in this decision (the tag `gpucost.standing`, a column of the printed link's
+view) and committed cost, and gpucost's views show the decision's currency.
 
 The bill (`gpucost bill`) is written here too: what was paid for the plan the experiment's latest decision run
 chose, as tags and the metric `paid_<currency>` on that run (one log_batch), a second bill replacing the first while
@@ -15,9 +15,7 @@ the run's description keeps every bill under "Bill history"; `latest_bill` reads
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
-from pathlib import Path
+from decimal import Decimal, InvalidOperation
 
 from mlflow.entities import Metric, Param, Run, RunTag
 from mlflow.tracking import MlflowClient
@@ -26,8 +24,8 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.money import bill as bills
 from gpucost_mlflow.core.money.bill import Bill
 from gpucost_mlflow.core.money.costs import money
-from gpucost_mlflow.core.money.decision import Assessment
 from gpucost_mlflow.tracking import descriptions, experiments, limits, schema, search
+from gpucost_mlflow.tracking.decision_record import Decided
 
 NEWEST_FIRST = ["attributes.start_time DESC"]
 DECISIONS = f"tags.`{schema.ROLE}` = '{schema.DECISION_ROLE}'"
@@ -37,74 +35,10 @@ BILL_HISTORY_SAYS = "Each bill recorded with `gpucost bill`, oldest first (UTC);
 LEFT_OUT = " earlier bill(s) left out: a description holds at most "
 
 
-def campaign_runs(client: MlflowClient, experiment_id: str, campaign_ids: list[str]) -> dict[str, str]:
-    """Each campaign id with its campaign run's id ('' if the run is gone), in the order given."""
-    if not campaign_ids:
-        return {}
-    parents = search.all_runs(client, experiment_id, f"tags.`{schema.ROLE}` = '{schema.CAMPAIGN_ROLE}'", order_by=None)
-    found = {run.data.tags.get(schema.CAMPAIGN_ID, ""): run.info.run_id for run in parents}
-    return {cid: found.get(cid, "") for cid in campaign_ids}
-
-
-def _shown(value: Decimal | float, digits: int) -> float:
-    """value as the UI should show it, half up: `digits` significant digits for a small one (4.139373 h -> 4.14,
-    0.0012345 USD -> 0.001235, never rounded to 0), two decimals once that keeps more (1234.567 h -> 1234.57)."""
-    exact = Decimal(str(value))
-    if exact == 0 or abs(exact) >= 10 ** (digits - 2):
-        return float(exact.quantize(Decimal("0.01"), ROUND_HALF_UP))
-    return float(exact.quantize(Decimal(1).scaleb(exact.adjusted() - digits + 1), ROUND_HALF_UP))
-
-
-def figures(chosen: Assessment) -> dict[str, float]:
-    """The decision run's metrics for its chosen configuration, named with their unit (money in the plan's currency
-    code, hours in _h) and rounded as the UI shows them: money to the cent, unit costs to 4 significant digits and
-    hours to 3 (`_shown`); a figure the assessment lacks is left out, never 0."""
-    currency = chosen.currency
-    money_totals = {schema.COMMITTED_COST: chosen.committed, schema.POSSIBLE_SAVING: chosen.saving}
-    unit_costs = {schema.COST_PER_1000_INPUTS: chosen.cost_per_1000_inputs,
-                  schema.COST_PER_MILLION_OUTPUT_TOKENS: chosen.cost_per_million_output_tokens}
-    found = {schema.in_currency(key, currency): _shown(value, 2) for key, value in money_totals.items()
-             if value is not None}
-    found.update({schema.in_currency(key, currency): _shown(value, 4) for key, value in unit_costs.items()
-                  if value is not None})
-    hours = {schema.FORECAST_HOURS: chosen.forecast_hours, schema.FORECAST_HOURS_SLOWEST: chosen.forecast.high_hours}
-    found.update({key: _shown(value, 3) for key, value in hours.items() if value is not None})
-    if chosen.spare:
-        found[schema.SPARE_DELIVERABLES] = float(chosen.spare.spare)
-    return found
-
-
-def candidate_figures(candidates: dict[str, Assessment], in_doubt=None) -> dict[str, float]:
-    """Every decision's metrics, undecided and nothing priced included: how many candidates, and per candidate (by
-    the report's short name) its committed cost and slowest-pass forecast hours, and the money in doubt."""
-    found: dict[str, float] = {schema.CANDIDATES: float(len(candidates))}
-    for name, a in candidates.items():
-        if a.committed is not None:
-            found[f"{schema.in_currency(schema.COMMITTED_COST, a.currency)}/{name}"] = _shown(a.committed, 2)
-        if a.forecast is not None:
-            found[f"{schema.FORECAST_HOURS_SLOWEST}/{name}"] = _shown(a.forecast.high_hours, 3)
-    if in_doubt is not None and candidates:
-        found[schema.in_currency(schema.IN_DOUBT, next(iter(candidates.values())).currency)] = _shown(in_doubt, 2)
-    return found
-
-
-@dataclass(frozen=True)
-class Decided:
-    """What a decision run records: its name, the protocol digest it decided under, its tags, params and metrics, its
-    files, and each pass's standing in it (run id -> its configuration's standing)."""
-
-    name: str
-    protocol_digest: str
-    tags: dict[str, str]
-    params: dict[str, str] = field(default_factory=dict)
-    metrics: dict[str, float] = field(default_factory=dict)
-    files: list[Path] = field(default_factory=list)
-    standings: dict[str, str] = field(default_factory=dict)
-
-
 def log_decision(client: MlflowClient, experiment_id: str, decided: Decided) -> str:
     """Create the decision run, log its tags, params and metrics (one log_batch) and its files; then mark the
-    experiment's older decision runs superseded and tag each pass with its standing. Returns the new run's id."""
+    experiment's older decision runs superseded, tag each pass with its standing, give each its committed cost and
+    show the views in the decision's currency. Returns the new run's id."""
     run = client.create_run(experiment_id, run_name=decided.name, tags={
         schema.ROLE: schema.DECISION_ROLE, schema.PROTOCOL_DIGEST: decided.protocol_digest,
     })
@@ -118,6 +52,10 @@ def log_decision(client: MlflowClient, experiment_id: str, decided: Decided) -> 
     supersede(client, experiment_id, run.info.run_id, decided.name)
     stand(client, experiment_id, decided.standings)
     experiments.present(client, experiment_id)
+    if decided.committed:
+        price(client, experiment_id, decided.committed)
+    if decided.currency:
+        experiments.priced_in(client, experiment_id, decided.currency)
     return run.info.run_id
 
 
@@ -193,7 +131,7 @@ def record_bill(client: MlflowClient, experiment: str, paid: Decimal, currency: 
     and the one it replaced (None for the first). Refused in one line, nothing written, when the experiment is
     unknown, has no decision run, its latest one chose no plan, or the currency is not the plan's."""
     found = experiments.named(client, experiment)
-    run = latest_decision(client, found.experiment_id)
+    run = latest_decision(client, found.id)
     if run is None:
         raise GpucostError(f"experiment '{experiment}' has no decision run: run `gpucost report --experiment "
                            f"{experiment}` first, then bill the plan it chose; nothing recorded")

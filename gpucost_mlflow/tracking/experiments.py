@@ -6,6 +6,8 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
@@ -13,6 +15,15 @@ from mlflow.tracking import MlflowClient
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.protocol import Protocol
 from gpucost_mlflow.tracking import descriptions, limits, schema, store, ui
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """An experiment as one command reads it, once: its id, name and tags (the protocol locked on it, its views)."""
+
+    id: str
+    name: str
+    tags: Mapping[str, str] = field(default_factory=dict)
 
 
 def resolve(client: MlflowClient, name: str | None, *, create: bool) -> tuple[str, str] | None:
@@ -49,12 +60,12 @@ def name_of(experiment_id: str) -> str:
         raise GpucostError(f"MLFLOW_EXPERIMENT_ID={experiment_id}: no such experiment in {client.tracking_uri}") from None
 
 
-def named(client: MlflowClient, name: str):
+def named(client: MlflowClient, name: str) -> Experiment:
     """The experiment of this name (its id, name and tags), or a one-line GpucostError naming the store."""
     experiment = client.get_experiment_by_name(name)
     if experiment is None:
         raise GpucostError(f"experiment '{name}' not found in {client.tracking_uri}")
-    return experiment
+    return Experiment(experiment.experiment_id, experiment.name, dict(experiment.tags))
 
 
 def locked_digest(client: MlflowClient, experiment_id: str) -> str:

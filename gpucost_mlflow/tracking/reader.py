@@ -1,19 +1,17 @@
-"""Reading attempts back from the tracking store: one row per attempted pass, failed ones included."""
+"""Reading attempts back from the tracking store: every attempted pass, failed ones included, as an `Attempt`
+(tracking/attempts_table.py) carrying its configuration's identity as its run recorded it, and its row."""
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import socket
-from pathlib import Path
 
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.acceptance import DEFAULT_OUTPUT
-from gpucost_mlflow.core.inputs.protocol import digest_of
+from gpucost_mlflow.core.inputs.identity import Identity
 from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.kinds import engines, registry
@@ -22,52 +20,17 @@ from gpucost_mlflow.core.measurement.overlap import Interval, overlaps
 from gpucost_mlflow.core.measurement.stats import too_short
 from gpucost_mlflow.core.names import (
     COMPLETED_ENTRIES,
-    CONVERT_S,
-    COOLDOWN_S,
-    CPU_UTILISATION,
-    ENERGY_NET_J,
-    EVAL_S,
-    EXPECTED_IDS,
-    EXPORT_S,
-    FIRST_LAP_S,
-    GPU_UTILISATION,
-    IDLE_POWER_W,
-    LOAD_S,
-    MACRO_F1,
     MEASURED_TOTAL_S,
-    MFU_PADDED,
     MFU_USEFUL,
-    OBSERVED_IDS,
-    OTHER_CPU_S,
-    OTHER_CPU_SHARE,
-    OTHER_GPU_PROCESSES,
     PASS_S,
     REPETITIONS,
     REPETITIONS_IDENTICAL,
-    TOKENS_GENERATED,
-    TOKENS_INPUT,
-    TOKENS_PROMPT,
     USEFUL_FLOP_PER_S,
-    WARMUP_S,
 )
 from gpucost_mlflow.tracking import exclusions, heartbeat, schema
+from gpucost_mlflow.tracking.attempts_table import COLUMNS, Attempt
+from gpucost_mlflow.tracking.experiments import Experiment
 from gpucost_mlflow.tracking.run_records import RunRecord, tagged
-
-COLUMNS = [
-    "run_id", "campaign_id", "stage", "settle_plan", "pass_index", "round", "position", "attempt", "variant", "role", "corpus_fingerprint", "device", "backend",
-    "batch_size", "precision", "quantization", "length_grouping", "workload", "engine", "lanes", "model_revision", *schema.STACK_IDENTITY, "seed", "endpoint",
-    "status", "reason", "status_before_exclusion",
-    LOAD_S, WARMUP_S, PASS_S, REPETITIONS, FIRST_LAP_S, MEASURED_TOTAL_S, REPETITIONS_IDENTICAL, COOLDOWN_S, EVAL_S,
-    EXPORT_S, CONVERT_S, TOKENS_INPUT, TOKENS_PROMPT, TOKENS_GENERATED, "quality_verdict",
-    *(column for output in registry.output_names() for column in registry.output(output).COLUMNS),
-    EXPECTED_IDS, OBSERVED_IDS, "ids_match", "against_reference", "corpus_accepted", COMPLETED_ENTRIES,
-    "mem_peak_allocated_bytes", "mem_peak_reserved_bytes", "mem_peak_rss_bytes",
-    "memory_counter", *schema.UTILISATION, "mfu_reason", energy.ENERGY_METRIC, "energy_reason", IDLE_POWER_W, ENERGY_NET_J, "protocol_digest", "start_time", "end_time", "wall_s",
-    "host", *schema.MEASURED_SPAN, "overlapped_with", OTHER_CPU_S, OTHER_CPU_SHARE, OTHER_GPU_PROCESSES, "contended",
-    CPU_UTILISATION, GPU_UTILISATION, "starved", "throttled", "notes",
-]
-SHOWN = ["variant", "status", "batch_size", PASS_S, REPETITIONS, MFU_USEFUL, MFU_PADDED, "quality_verdict", MACRO_F1,
-         EXPECTED_IDS, OBSERVED_IDS, "ids_match", "against_reference", "corpus_accepted", COMPLETED_ENTRIES, "reason", "overlapped_with"]
 
 
 class _gc_paused:
@@ -107,12 +70,37 @@ def launcher_alive(tag: str) -> bool:
     return True
 
 
+def recorded_identity(tags: dict, params: dict) -> Identity:
+    """The configuration a run measured, as it recorded it (PROTOCOL.md §2; `tags`: its tags with its facts,
+    schema.facts). A field recorded before it existed reads as what every such pass ran: the built-in classifier on
+    torch, one lane; any other absent field is '' (not recorded)."""
+    return Identity(
+        device=tags.get(schema.DEVICE_NAME, ""),
+        variant=tags.get(schema.VARIANT, ""),
+        workload=params.get(f"{schema.SETTING_PREFIX}workload", registry.DEFAULT),
+        lanes=str(int(params.get(f"{schema.SETTING_PREFIX}lanes", 1))),
+        model_revision=params.get(schema.MODEL_REVISION, ""),
+        corpus_fingerprint=tags.get(schema.CORPUS_FINGERPRINT, ""),
+        engine=params.get(f"{schema.SETTING_PREFIX}engine", engines.DEFAULT),
+        seed=params.get(schema.SEED_TORCH, ""),
+        endpoint=tags.get(schema.ENDPOINT, ""),
+        **{key: params.get(f"{schema.STACK_PREFIX}{key}", "") for key in schema.STACK_IDENTITY},
+    )
+
+
 def attempt_row(run: RunRecord, now: dt.datetime | None = None) -> dict:
     """One attempts-table row; a measurement that is absent stays empty and the notes say why.
 
     A run left RUNNING is interrupted when its launcher is gone (on this host) or its heartbeat stopped (any host),
     judged at `now` (the current time unless told)."""
+    return _read(run, now, {})[1]
+
+
+def _read(run: RunRecord, now: dt.datetime | None, exported: dict[str, str]) -> tuple[Identity, dict]:
+    """The run's identity as recorded and its attempts-table row, whose identity columns are that identity's.
+    `exported`: the file each workload exported before `gpucost.exported` was recorded, filled as workloads are met."""
     tags, metrics, params = schema.facts(run.tags, run.params), run.metrics, run.params
+    identity = recorded_identity(tags, params)
     status, reason, excluded = status_of(run, now, tags)
     before = exclusions.details(tags) if excluded else {}
     measured_reason = before.get("reason_before", "") if excluded else reason
@@ -123,26 +111,23 @@ def attempt_row(run: RunRecord, now: dt.datetime | None = None) -> dict:
         "round": tags.get(schema.ROUND, ""),
         "position": tags.get(schema.POSITION, ""),
         "attempt": tags.get(schema.ATTEMPT, ""),
-        "variant": tags.get(schema.VARIANT, ""),
+        "variant": identity.variant,
         "role": tags.get(schema.ROLE, ""),
-        "corpus_fingerprint": tags.get(schema.CORPUS_FINGERPRINT, ""),
-        "device": tags.get(schema.DEVICE_NAME, ""),
+        "corpus_fingerprint": identity.corpus_fingerprint,
+        "device": identity.device,
         "backend": tags.get(schema.BACKEND, ""),
         "batch_size": params.get(f"{schema.SETTING_PREFIX}batch_size"),
         "precision": params.get(f"{schema.SETTING_PREFIX}precision"),
         "quantization": params.get(f"{schema.SETTING_PREFIX}quantization"),
         "length_grouping": params.get(f"{schema.SETTING_PREFIX}length_grouping"),
-        # Passes recorded before workloads existed all ran the built-in classifier.
-        "workload": params.get(f"{schema.SETTING_PREFIX}workload", registry.DEFAULT),
-        # A torch pass records no `setting.engine` (core/kinds/settings.py), nor did passes before engines existed.
-        "engine": params.get(f"{schema.SETTING_PREFIX}engine", engines.DEFAULT),
-        # A one-lane pass records no `setting.lanes` (core/kinds/settings.py), nor did passes before lanes existed.
-        "lanes": int(params.get(f"{schema.SETTING_PREFIX}lanes", 1)),
-        "model_revision": params.get(schema.MODEL_REVISION, ""),
+        "workload": identity.workload,
+        "engine": identity.engine,
+        "lanes": int(identity.lanes),
+        "model_revision": identity.model_revision,
         "host": tags.get(schema.HOST, ""),
-        **{key: params.get(f"{schema.STACK_PREFIX}{key}", "") for key in schema.STACK_IDENTITY},
-        "seed": params.get(schema.SEED_TORCH, ""),
-        "endpoint": tags.get(schema.ENDPOINT, ""),
+        **{key: getattr(identity, key) for key in schema.STACK_IDENTITY},
+        "seed": identity.seed,
+        "endpoint": identity.endpoint,
         "status": status,
         "reason": reason,
         "status_before_exclusion": before.get("status_before", ""),
@@ -163,13 +148,19 @@ def attempt_row(run: RunRecord, now: dt.datetime | None = None) -> dict:
         # The run's measured wall time (start, load, warm-up, pass, evaluation, export): what it held the rental.
         "wall_s": (run.end_time - run.start_time) / 1000 if run.end_time and run.start_time else None,
     }
-    for key in COLUMNS:
-        if key not in row and key in metrics:
-            row[key] = metrics[key]
+    row.update({key: value for key, value in metrics.items() if key in _COLUMN_NAMES and key not in row})
     row["energy_reason"] = energy_reason(tags, metrics, status, measured_reason or reason)
     row["mfu_reason"] = mfu_reason(metrics, status, measured_reason or reason, row["workload"])
-    row["notes"] = "; ".join(notes_of(run, row, excluded, measured_reason, tags, before))
-    return row
+    exported_file = tags.get(schema.EXPORTED, "")
+    if not exported_file and status != Status.RUNNING:
+        if identity.workload not in exported:
+            exported[identity.workload] = _exported_before_the_tag(identity.workload)
+        exported_file = exported[identity.workload]
+    row["notes"] = "; ".join(notes_of(run, row, excluded, measured_reason, tags, before, exported_file))
+    return identity, row
+
+
+_COLUMN_NAMES = frozenset(COLUMNS)
 
 
 def compared_with_reference(tags: dict) -> bool:
@@ -208,9 +199,11 @@ def status_of(run: RunRecord, now: dt.datetime | None, tags: dict | None = None)
     return status, reason, excluded
 
 
-def notes_of(run: RunRecord, row: dict, excluded: bool, measured_reason: str, tags: dict, before: dict) -> list[str]:
+def notes_of(run: RunRecord, row: dict, excluded: bool, measured_reason: str, tags: dict, before: dict,
+             exported: str) -> list[str]:
     """The notes of an attempts-table row: its status and reason, what it was before an exclusion (`before`:
-    exclusions.details), every empty measurement with why, where its output file is, and why its MFU is empty."""
+    exclusions.details), every empty measurement with why, where its output file (`exported`) is, and why its MFU is
+    empty."""
     metrics, status, reason = run.metrics, row["status"], row["reason"]
     notes = []
     if status not in (Status.ACCEPTED, ""):
@@ -225,7 +218,6 @@ def notes_of(run: RunRecord, row: dict, excluded: bool, measured_reason: str, ta
     if row["wall_s"] is None:
         notes.append("wall_s empty: the run has no end time (still running, or its launcher died)")
     if status != Status.RUNNING:
-        exported = tags.get(schema.EXPORTED) or _exported_before_the_tag(row["workload"])
         notes.append(f"predictions: {run.artifact_uri}/{exported}")
     if row["mfu_reason"]:
         notes.append(f"mfu empty: {row['mfu_reason']}")
@@ -289,63 +281,18 @@ def flag_overlaps(rows: list[dict]) -> None:
                                                    row["notes"]]))
 
 
-def attempts(experiment: str, client: MlflowClient | None = None, now: dt.datetime | None = None
-             ) -> tuple[pd.DataFrame, dict]:
-    """The attempts table of an experiment (oldest first, every gpucost pass a row) and the experiment's tags;
-    running passes are judged at `now` (the current time unless told)."""
-    client = client or MlflowClient()
-    now = now or dt.datetime.now(dt.timezone.utc)
-    found = client.get_experiment_by_name(experiment)
-    if found is None:
-        raise GpucostError(f"experiment '{experiment}' not found in {client.tracking_uri}")
+def attempts(client: MlflowClient, experiment: Experiment, now: dt.datetime | None = None) -> list[Attempt]:
+    """Every gpucost pass of the experiment as an attempt, oldest first; running passes are judged at `now` (the
+    current time unless told)."""
     with _gc_paused():
-        rows = [attempt_row(run, now) for run in tagged(client, found.experiment_id, schema.VARIANT)]
-    flag_overlaps(rows)
-    table = pd.DataFrame(rows, columns=COLUMNS)
-    for column in (EXPECTED_IDS, OBSERVED_IDS, COMPLETED_ENTRIES):
-        table[column] = table[column].astype("Int64")
-    return table, dict(found.tags)
+        return attempts_of(tagged(client, experiment.id, schema.VARIANT), now)
 
 
-def protocol_warnings(table: pd.DataFrame, experiment_tags: dict, protocol_path: Path) -> list[str]:
-    """Say so when the protocol changed after results exist: conclusions then need a new evaluation."""
-    locked = experiment_tags.get(schema.PROTOCOL_DIGEST, "")
-    warnings = []
-    if not locked:
-        if len(table):
-            warnings.append("this experiment has no locked protocol: its passes were not pre-registered")
-        return warnings
-    if protocol_path.exists():
-        current = digest_of(protocol_path.read_bytes())
-        if current != locked and len(table):
-            warnings.append(
-                f"protocol changed after results: {protocol_path} is now {current[:12]}, the experiment's passes ran "
-                f"under {locked[:12]}; conclusions need a new independent evaluation (a new experiment)"
-            )
-    others = sorted({d for d in table["protocol_digest"] if d and d != locked})
-    if others:
-        warnings.append(f"{len(others)} protocol digest(s) other than the locked one among the passes: {', '.join(d[:12] for d in others)}")
-    return warnings
-
-
-def render(table: pd.DataFrame, fmt: str, warnings: list[str]) -> str:
-    """The table as text: terminal table, CSV (pandas-readable), Markdown or JSON."""
-    if fmt == "csv":
-        return table.to_csv(index=False)
-    if fmt == "json":
-        records = json.loads(table.to_json(orient="records", date_format="iso"))
-        return json.dumps({"warnings": warnings, "attempts": records}, indent=2) + "\n"
-    if fmt == "markdown":
-        lines = [f"> **Warning:** {w}" for w in warnings] + ([""] if warnings else [])
-        shown = table[SHOWN + ["run_id", "notes"]]
-        lines.append("| " + " | ".join(shown.columns) + " |")
-        lines.append("|" + " --- |" * len(shown.columns))
-        for record in shown.itertuples(index=False):
-            cells = ["" if pd.isna(v) else (f"{v:.3f}" if isinstance(v, float) else str(v)) for v in record]
-            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-        return "\n".join(lines) + "\n"
-    if not len(table):
-        return "(no attempts)\n"
-    shown = table[SHOWN].copy()
-    shown["reason"] = shown["reason"].map(lambda text: text if len(text) <= 70 else text[:67] + "...")
-    return f"{len(table)} attempt(s):\n" + shown.to_string(index=False, na_rep="", float_format=lambda v: f"{v:.3f}") + "\n"
+def attempts_of(records: list[RunRecord], now: dt.datetime | None = None) -> list[Attempt]:
+    """The attempts of these runs in their order, each with its identity as recorded; passes whose measured clocks
+    overlapped on one host say so (`overlapped_with`)."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    exported: dict[str, str] = {}
+    read = [_read(run, now, exported) for run in records]
+    flag_overlaps([row for _, row in read])
+    return [Attempt(identity, row) for identity, row in read]

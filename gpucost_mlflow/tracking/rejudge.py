@@ -121,14 +121,19 @@ def locked_protocol(tags: dict) -> Protocol | None:
     return protocol if protocol.digest == digest else None
 
 
-def rejudge(experiment: str, protocol: Protocol, client: MlflowClient | None = None) -> list[Rejudged]:
-    """Judge every pending pass of the experiment whose reference now exists; returns those judged."""
+def rejudge(experiment: str | experiments.Experiment, protocol: Protocol, client: MlflowClient | None = None
+            ) -> list[Rejudged]:
+    """Judge every pending pass of the experiment (by name, or as its command resolved it) whose reference now
+    exists; returns those judged."""
     client = client or MlflowClient()
-    found = experiments.resolve(client, experiment, create=False)
-    if found is None:
-        raise GpucostError(f"experiment '{experiment}' not found in {client.tracking_uri}")
-    experiment_id, name = found
-    locked = experiments.locked_digest(client, experiment_id)
+    if isinstance(experiment, experiments.Experiment):
+        experiment_id, name, locked = experiment.id, experiment.name, experiment.tags.get(schema.PROTOCOL_DIGEST, "")
+    else:
+        found = experiments.resolve(client, experiment, create=False)
+        if found is None:
+            raise GpucostError(f"experiment '{experiment}' not found in {client.tracking_uri}")
+        experiment_id, name = found
+        locked = experiments.locked_digest(client, experiment_id)
     if locked and locked != protocol.digest:
         raise GpucostError(f"experiment '{name}' is locked to protocol {locked[:12]}, {protocol.path} is "
                            f"{protocol.digest[:12]}: re-judge with the protocol the passes ran under")

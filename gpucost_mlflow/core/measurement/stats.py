@@ -129,12 +129,17 @@ def critical_u(n: int, m: int, confidence: float) -> int:
 
 def shift_interval(fast: Sequence[float], slow: Sequence[float], confidence: float) -> tuple[float, float] | None:
     """The Hodges-Lehmann interval of slow minus fast at this confidence; None when the samples are too small for any
-    interval to exclude a shift (two passes against two, say)."""
-    differences = sorted(y - x for x in fast for y in slow)
+    interval to exclude a shift (two passes against two, say). Its ends are the c-th smallest and largest of every
+    difference, picked without sorting them all (numpy's partition: the same values, at thousands of passes a side)."""
     c = critical_u(len(fast), len(slow), confidence)
     if c < 0:
         return None
-    return differences[c], differences[len(differences) - 1 - c]
+    import numpy as np
+
+    differences = np.subtract.outer(np.asarray(slow, dtype=float), np.asarray(fast, dtype=float)).ravel()
+    low, high = c, differences.size - 1 - c
+    ends = np.partition(differences, (low, high))
+    return float(ends[low]), float(ends[high])
 
 
 EXACT_SPLITS_LIMIT = 200_000

@@ -1,0 +1,131 @@
+"""What the decision run records, made from the report with no client: its name, description, tags, params, its
+metrics named with their unit and rounded as the UI shows them, its files, and each pass's standing and committed
+cost. tracking/decision_run.py writes it, in one go."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
+
+import pandas as pd
+
+from gpucost_mlflow.core.money.choice import doubt
+from gpucost_mlflow.core.money.decision import Assessment
+from gpucost_mlflow.report import decision_text, short, standing
+from gpucost_mlflow.report.model import Report
+from gpucost_mlflow.tracking import limits, schema
+from gpucost_mlflow.tracking.decision_record import Decided
+
+
+def decided(report: Report, paths: Mapping[str, Path], campaigns: Mapping[str, str]) -> Decided:
+    """The decision run of this report (its files at `paths`; `campaigns`: each campaign id its attempts ran in with
+    its campaign run's id): named for what was decided, described by the decision note and the balance in short, with
+    the chosen configuration's committed cost and forecast hours as metrics and the campaigns it read as tags."""
+    choice = report.choice
+    note = decision_text.decision_note(report, dict(campaigns), report.experiment_id,
+                                       outside_campaigns(report.attempts))
+    tags = {schema.NOTE: note, schema.DECISION: "decided" if choice.decided else "none",
+            schema.DECISION_CAMPAIGNS: ",".join(campaigns)[:limits.TAG_VALUE]}
+    metrics = {}
+    if choice.decided:
+        chosen = choice.chosen
+        tags[schema.DECISION_VARIANT] = " or ".join(dict.fromkeys(a.configuration.label for a in chosen))
+        tags[schema.DECISION_DEVICE] = " or ".join(dict.fromkeys(a.configuration.device for a in chosen))
+        tags[schema.DECISION_CURRENCY] = chosen[0].currency
+        metrics = figures(chosen[0])
+    named = short.names([a.configuration for a in report.assessments]).of
+    found = doubt(choice.undecided)
+    if found is not None:
+        tags[schema.DECISION_RENT_DEVICE] = found.rent.configuration.device
+        tags[schema.DECISION_RENT_OFFER] = found.plan.describe()[:limits.TAG_VALUE]
+        tags[schema.DECISION_RUN] = found.fastest.configuration.name
+    metrics.update(candidate_figures({named(a.configuration): a for a in choice.chosen or choice.undecided},
+                                     found.in_doubt if found else None))
+    params = {schema.DECISION_CATALOG: report.catalog[:limits.PARAM_VALUE], schema.DECISION_DEADLINE: report.deadline,
+              schema.DECISION_EXPERIMENT: report.experiment}
+    name = decision_text.decision_name(choice, report.example_prices, bool(report.what_if), named)
+    currencies = {a.currency for a in report.assessments if a.plan is not None}
+    return Decided(name, report.what_if_digest or report.protocol_digest, tags, params, metrics, list(paths.values()),
+                   standings(report), committed(report), currencies.pop() if len(currencies) == 1 else "")
+
+
+def outside_campaigns(attempts: pd.DataFrame) -> int:
+    """Benchmark passes run by hand, outside any campaign (a confirmation or deliverable run is never in one)."""
+    if not len(attempts):
+        return 0
+    bench = attempts["role"] == "benchmark" if "role" in attempts else True
+    return int(((attempts["campaign_id"].fillna("") == "") & bench).sum())
+
+
+def _runs(report: Report, a: Assessment) -> list[str]:
+    """The run ids of one assessed configuration's benchmark attempts ([] for a report without its attempts)."""
+    return report.measured.runs_of(a.configuration) if report.measured is not None else []
+
+
+def committed(report: Report) -> dict[str, tuple[str, float]]:
+    """Each pass's run id with its configuration's committed cost in this decision (priced ones that can be committed
+    to: report/standing.py, `withheld`); none under a what-if protocol, which is not the experiment's decision."""
+    if report.what_if or not len(report.attempts):
+        return {}
+    found = {}
+    for a in report.assessments:
+        if a.plan is not None and not standing.withheld(a, report.choice):
+            amount = (schema.in_currency(schema.PASS_COMMITTED, a.currency), float(a.committed))
+            found.update(dict.fromkeys(_runs(report, a), amount))
+    return found
+
+
+def standings(report: Report) -> dict[str, str]:
+    """Each pass's run id with its configuration's standing in this decision (chosen, tied, runner-up, rejected, ...:
+    report/standing.py), `· what-if` added under example prices; none under a what-if protocol, which is not the
+    experiment's decision."""
+    if report.what_if or not len(report.attempts):
+        return {}
+    found = {}
+    for a in report.assessments:
+        word = decision_text.standing_tag(standing.role(a, report.choice), report.example_prices)
+        found.update(dict.fromkeys(_runs(report, a), word))
+    return found
+
+
+def _shown(value: Decimal | float, digits: int) -> float:
+    """value as the UI should show it, half up: `digits` significant digits for a small one (4.139373 h -> 4.14,
+    0.0012345 USD -> 0.001235, never rounded to 0), two decimals once that keeps more (1234.567 h -> 1234.57)."""
+    exact = Decimal(str(value))
+    if exact == 0 or abs(exact) >= 10 ** (digits - 2):
+        return float(exact.quantize(Decimal("0.01"), ROUND_HALF_UP))
+    return float(exact.quantize(Decimal(1).scaleb(exact.adjusted() - digits + 1), ROUND_HALF_UP))
+
+
+def figures(chosen: Assessment) -> dict[str, float]:
+    """The decision run's metrics for its chosen configuration, named with their unit (money in the plan's currency
+    code, hours in _h) and rounded as the UI shows them: money to the cent, unit costs to 4 significant digits and
+    hours to 3 (`_shown`); a figure the assessment lacks is left out, never 0."""
+    currency = chosen.currency
+    money_totals = {schema.COMMITTED_COST: chosen.committed, schema.POSSIBLE_SAVING: chosen.saving}
+    unit_costs = {schema.COST_PER_1000_INPUTS: chosen.cost_per_1000_inputs,
+                  schema.COST_PER_MILLION_OUTPUT_TOKENS: chosen.cost_per_million_output_tokens}
+    found = {schema.in_currency(key, currency): _shown(value, 2) for key, value in money_totals.items()
+             if value is not None}
+    found.update({schema.in_currency(key, currency): _shown(value, 4) for key, value in unit_costs.items()
+                  if value is not None})
+    hours = {schema.FORECAST_HOURS: chosen.forecast_hours, schema.FORECAST_HOURS_SLOWEST: chosen.forecast.high_hours}
+    found.update({key: _shown(value, 3) for key, value in hours.items() if value is not None})
+    if chosen.spare:
+        found[schema.SPARE_DELIVERABLES] = float(chosen.spare.spare)
+    return found
+
+
+def candidate_figures(candidates: dict[str, Assessment], in_doubt=None) -> dict[str, float]:
+    """Every decision's metrics, undecided and nothing priced included: how many candidates, and per candidate (by
+    the report's short name) its committed cost and slowest-pass forecast hours, and the money in doubt."""
+    found: dict[str, float] = {schema.CANDIDATES: float(len(candidates))}
+    for name, a in candidates.items():
+        if a.committed is not None:
+            found[f"{schema.in_currency(schema.COMMITTED_COST, a.currency)}/{name}"] = _shown(a.committed, 2)
+        if a.forecast is not None:
+            found[f"{schema.FORECAST_HOURS_SLOWEST}/{name}"] = _shown(a.forecast.high_hours, 3)
+    if in_doubt is not None and candidates:
+        found[schema.in_currency(schema.IN_DOUBT, next(iter(candidates.values())).currency)] = _shown(in_doubt, 2)
+    return found

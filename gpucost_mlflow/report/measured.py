@@ -1,0 +1,59 @@
+"""The attempts one report reads (tracking/reader.py) beside their table: each configuration's attempts are found by
+its identity as the runs recorded it, never by matching the table's columns."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import cached_property
+
+import pandas as pd
+
+from gpucost_mlflow.core.inputs.identity import Identity
+from gpucost_mlflow.core.money.decision import Configuration
+from gpucost_mlflow.tracking.attempts_table import Attempt, frame
+
+BENCHMARK = "benchmark"  # the role of the passes a configuration's durations are made of
+
+
+def at_each_seed(identity: Identity) -> tuple[Identity, ...]:
+    """The identities a configuration's passes carry: one per seed it holds (several when its seeds are pooled)."""
+    return tuple(replace(identity, seed=seed) for seed in identity.held("seed"))
+
+
+@dataclass(frozen=True, eq=False)
+class Measured:
+    """The attempts of one report, oldest first, and their table: row i of the table is attempt i (its identity may
+    be a pooled one, report/seeded.py, while the table shows each pass's own seed)."""
+
+    attempts: tuple[Attempt, ...]
+    table: pd.DataFrame
+
+    @classmethod
+    def of(cls, attempts: Sequence[Attempt]) -> Measured:
+        return cls(tuple(attempts), frame(attempts))
+
+    @cached_property
+    def benchmark(self) -> dict[Identity, tuple[int, ...]]:
+        """Each identity of the benchmark attempts, first seen first, with the positions of its attempts."""
+        found: dict[Identity, list[int]] = {}
+        for position, attempt in enumerate(self.attempts):
+            if attempt.role == BENCHMARK:
+                found.setdefault(attempt.identity, []).append(position)
+        return {identity: tuple(positions) for identity, positions in found.items()}
+
+    def positions(self, config: Configuration) -> list[int]:
+        """Where the benchmark attempts of one configuration sit in the table (at any of its seeds), in its order;
+        a configuration recorded without an identity is its device and variant."""
+        if config.identity is None:
+            return sorted(p for identity, positions in self.benchmark.items() for p in positions
+                          if (identity.device, identity.variant) == (config.device, config.variant))
+        return sorted(p for identity in at_each_seed(config.identity) for p in self.benchmark.get(identity, ()))
+
+    def rows_of(self, config: Configuration) -> pd.DataFrame:
+        """The benchmark attempts of one configuration as table rows."""
+        return self.table.iloc[self.positions(config)]
+
+    def runs_of(self, config: Configuration) -> list[str]:
+        """The run ids of one configuration's benchmark attempts."""
+        return [self.attempts[p].run_id for p in self.positions(config)]

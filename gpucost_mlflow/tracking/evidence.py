@@ -1,0 +1,75 @@
+"""What one report reads of its experiment, read once before anything is decided: the report's first stage.
+
+`read` gathers the attempts (tracking/reader.py), the campaigns they ran in with the harness overhead each recorded,
+the exclusions (cause, who, when), the latest bill and where the UI serves the runs, into one frozen `Evidence`. The
+report (report/build.py) turns it and the protocol into the decision with no client; one write then logs the
+decision run (tracking/decision_run.py).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from mlflow.tracking import MlflowClient
+
+from gpucost_mlflow.core.judging.status import Status
+from gpucost_mlflow.core.money.bill import Bill
+from gpucost_mlflow.tracking import decision_run, exclusions, reader, schema, ui
+from gpucost_mlflow.tracking.attempts_table import Attempt
+from gpucost_mlflow.tracking.experiments import Experiment
+from gpucost_mlflow.tracking.run_records import RunRecord, tagged
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    """Why one pass was excluded: the cause, who excluded it and when ('' each when not recorded)."""
+
+    cause: str
+    by: str
+    at: str
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Everything a report reads of one experiment: its attempts, oldest first; each campaign id among them (first
+    seen first) with its campaign run's id ('' when the run is gone) and the harness overhead per pass that run
+    recorded (campaigns that recorded none left out); each excluded pass's exclusion by run id; the latest bill;
+    and the root of the UI the report's run links open."""
+
+    experiment: Experiment
+    attempts: tuple[Attempt, ...] = ()
+    campaigns: Mapping[str, str] = field(default_factory=dict)
+    overheads: Mapping[str, float] = field(default_factory=dict)
+    exclusions: Mapping[str, Exclusion] = field(default_factory=dict)
+    bill: Bill | None = None
+    ui_root: str = ui.LOCAL_UI
+
+
+def read(client: MlflowClient, experiment: Experiment, now: dt.datetime | None = None) -> Evidence:
+    """The experiment's evidence, each kind read once; running passes are judged at `now` (the current time unless
+    told)."""
+    attempts = tuple(reader.attempts(client, experiment, now))
+    ids = list(dict.fromkeys(a.row.get("campaign_id") or "" for a in attempts))
+    campaigns, overheads = _campaigns(client, experiment.id, [cid for cid in ids if cid])
+    excluded = {}
+    if any(a.status == Status.EXCLUDED for a in attempts):
+        excluded = {x.run_id: Exclusion(x.cause, x.by, x.at) for x in exclusions.listed(client, experiment.id)}
+    return Evidence(experiment, attempts, campaigns, overheads, excluded,
+                    decision_run.latest_bill(client, experiment.id), ui.root(client.tracking_uri))
+
+
+def _campaigns(client: MlflowClient, experiment_id: str, campaign_ids: list[str]
+               ) -> tuple[dict[str, str], dict[str, float]]:
+    """Each campaign id with its campaign run's id ('' if the run is gone; the oldest of two), in the order given,
+    and the harness overhead per pass each finished campaign recorded (flow/campaign.py): one read for both."""
+    if not campaign_ids:
+        return {}, {}
+    found: dict[str, RunRecord] = {}
+    for record in tagged(client, experiment_id, schema.ROLE, schema.CAMPAIGN_ROLE):
+        found.setdefault(record.tags.get(schema.CAMPAIGN_ID, ""), record)
+    runs = {cid: found[cid].run_id if cid in found else "" for cid in campaign_ids}
+    overheads = {cid: float(found[cid].metrics[schema.HARNESS_OVERHEAD]) for cid in campaign_ids
+                 if cid in found and schema.HARNESS_OVERHEAD in found[cid].metrics}
+    return runs, overheads

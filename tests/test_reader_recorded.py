@@ -1,0 +1,93 @@
+"""A store written before the reader returned typed attempts (issue 54) reads to the same attempts table and the same
+configurations.
+
+tests/recorded/attempts-before-54/ holds a varied store's runs as the reader reads them (records.json: the benchmark's
+campaigns with failed and rejected passes, two seeds, two model revisions and drivers of one variant, lanes, another
+engine and workload, user code, an endpoint, repetitions, flags, overlapping clocks, an interrupted and a running
+pass, an exclusion, deliverables, a confirmation run, a pass recorded with every fact as a tag, a second stage),
+with the attempts table (attempts.csv) and the configurations (configurations.json: apart, and with the seeds
+pooled) the code before the change made of them on 2026-12-03.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from gpucost_mlflow.report import seeded
+from gpucost_mlflow.report.configurations import configurations
+from gpucost_mlflow.report.measured import Measured
+from gpucost_mlflow.tracking.attempts_table import frame
+from gpucost_mlflow.tracking.reader import attempts_of
+from gpucost_mlflow.tracking.run_records import RunRecord
+
+pytestmark = pytest.mark.unit
+
+BEFORE = Path(__file__).resolve().parent / "recorded" / "attempts-before-54"  # tests/data/ is git-ignored (data/)
+CORPUS_SIZE = 1000  # projects/protocol.yaml's corpus.size when the store was written
+
+
+def _recorded():
+    data = json.loads((BEFORE / "records.json").read_text(encoding="utf-8"))
+    records = [RunRecord(**record) for record in data["records"]]
+    for record in records:
+        record.metrics = {k: float("nan") if v == "nan" else v for k, v in record.metrics.items()}
+    return records, dt.datetime.fromisoformat(data["now"])
+
+
+def _plain(value):
+    if isinstance(value, float) and math.isnan(value):
+        return "nan"
+    if dataclasses.is_dataclass(value):
+        return _plain(dataclasses.astuple(value))
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+def _described(configs) -> list[dict]:
+    """Each configuration's fields as plain data, its device's attempt spans as their digest (as the fixture keeps
+    them)."""
+    found = []
+    for config in configs:
+        fields = {f.name: _plain(getattr(config, f.name)) for f in dataclasses.fields(config)}
+        fields["attempt_spans"] = hashlib.sha256(json.dumps(fields["attempt_spans"]).encode()).hexdigest()
+        found.append(json.loads(json.dumps(fields)))
+    return found
+
+
+def test_a_store_written_before_typed_attempts_reads_to_the_same_attempts_table():
+    records, now = _recorded()
+    found = attempts_of(records, now)
+    assert frame(found).to_csv(index=False) == (BEFORE / "attempts.csv").read_text(encoding="utf-8")
+    assert [a.run_id for a in found] == [r.run_id for r in records]
+
+
+def test_its_configurations_are_the_same_grouped_by_the_recorded_identity():
+    records, now = _recorded()
+    measured = Measured.of(attempts_of(records, now))
+    before = json.loads((BEFORE / "configurations.json").read_text(encoding="utf-8"))
+    assert _described(configurations(measured, CORPUS_SIZE)) == before["apart"]
+    assert _described(configurations(seeded.pooled_seeds(measured), CORPUS_SIZE)) == before["seeds"]
+
+
+def test_each_attempt_carries_its_identity_and_the_table_shows_it():
+    records, now = _recorded()
+    found = attempts_of(records, now)
+    table = frame(found)
+    for attempt, row in zip(found, table.to_dict("records")):
+        identity = attempt.identity
+        assert (identity.device, identity.variant, identity.workload, int(identity.lanes), identity.seed) == \
+            (row["device"], row["variant"], row["workload"], row["lanes"], row["seed"])
+    old = next(a for a in found if a.row["engine"] == "torch" and a.identity.model_revision == "")
+    assert old.identity.engine == "torch" and old.identity.lanes == "1"  # a field recorded before it existed
+    with pytest.raises(TypeError):
+        found[0].row["status"] = "accepted"  # read-only
