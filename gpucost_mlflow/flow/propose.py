@@ -22,7 +22,8 @@ from gpucost_mlflow.core.inputs.corpus import write_atomic
 from gpucost_mlflow.core.inputs.variants import load_series, load_variants
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement.stats import Durations
-from gpucost_mlflow.core.money.decision import Configuration, feasibility
+from gpucost_mlflow.core.money.decision import Configuration
+from gpucost_mlflow.core.money.feasibility import feasibility
 from gpucost_mlflow.tracking import experiments, schema, search, store
 from gpucost_mlflow.tracking.attempts_table import frame
 from gpucost_mlflow.tracking.reader import attempts

@@ -8,7 +8,8 @@ from dataclasses import replace
 from gpucost_mlflow.core.inputs.identity import Identity, pooled
 from gpucost_mlflow.core.inputs.protocol import Protocol
 from gpucost_mlflow.core.judging.seeds import every_seed, kept_apart
-from gpucost_mlflow.core.money.decision import Configuration, feasibility
+from gpucost_mlflow.core.money.decision import Configuration
+from gpucost_mlflow.core.money.feasibility import feasibility
 from gpucost_mlflow.report.configurations import configurations as apart_by_identity
 from gpucost_mlflow.report.measured import BENCHMARK, Measured
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from gpucost_mlflow.core.money.breakeven import BreakEven, break_even
 from gpucost_mlflow.core.money.choice import Choice
 from gpucost_mlflow.core.money.curve import priced
-from gpucost_mlflow.core.money.decision import QUALITY_NOT_SHOWN, Assessment, unpriced
+from gpucost_mlflow.core.money.decision import Assessment, unpriced
+from gpucost_mlflow.core.money.feasibility import QUALITY_NOT_SHOWN
 
 CHOSEN, TIED, UNDECIDED, NOT_CONFIRMED = "chosen", "tied", "undecided", "not confirmed"
 COSTS_MORE, SAME_COST = "costs more", "slower at the same cost"

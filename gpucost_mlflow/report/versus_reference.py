@@ -9,7 +9,7 @@ import pandas as pd
 from gpucost_mlflow.core.judging import flips
 from gpucost_mlflow.core.judging.bounds import NOT_SHOWN
 from gpucost_mlflow.core.judging.status import Status
-from gpucost_mlflow.core.money.decision import QUALITY_NOT_SHOWN
+from gpucost_mlflow.core.money.feasibility import QUALITY_NOT_SHOWN
 from gpucost_mlflow.core.names import (
     EXPECTED_IDS,
     FLIPS_GAINED,

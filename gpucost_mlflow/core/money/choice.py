@@ -12,7 +12,8 @@ from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement.stats import DEFAULT_CONFIDENCE, NOT_BY_PASSES, repetitions_needed, separate
 from gpucost_mlflow.core.money import costs, units
 from gpucost_mlflow.core.money.breakeven import BreakEven, Priced, break_even
-from gpucost_mlflow.core.money.decision import NO_DEADLINE, NO_PLAN, QUALITY_NOT_SHOWN, Assessment, assess_one
+from gpucost_mlflow.core.money.decision import NO_DEADLINE, NO_PLAN, Assessment, assess_one
+from gpucost_mlflow.core.money.feasibility import QUALITY_NOT_SHOWN
 from gpucost_mlflow.core.money.plans import covering_plans, to_hours
 
 NOTHING_PRICED = "nothing priced"  # the short reason when no feasible configuration has a covering plan
