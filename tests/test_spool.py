@@ -90,3 +90,33 @@ def test_a_campaigns_spooled_passes_are_found_by_its_id_as_a_param_or_an_older_e
     for record in (now, before, other):
         spool.write(record, [], root=tmp_path)
     assert sorted(entry.record["spool_id"] for entry in spool.of_campaign("c1", root=tmp_path)) == ["a", "b"]
+
+
+def test_a_relaunched_fleet_job_publishes_what_its_lost_machine_spooled_and_interrupts_only_the_rest(spooled,
+                                                                                                      monkeypatch):
+    """The machine was lost between a pass's spool write and its publish (its disk survived, as the stand-in's does):
+    that pass was measured to its end, so it is published and counts; only the pass left RUNNING is interrupted."""
+    from gpucost_mlflow.fleet import job
+
+    client = MlflowClient()
+    experiment_id = client.create_experiment("fleet")
+    fleet = {schema.FLEET_ID: "f1", schema.FLEET_GPU: "A10G"}
+    client.create_run(experiment_id, tags={**fleet, schema.ROLE: schema.CAMPAIGN_ROLE, schema.CAMPAIGN_ID: "c1"})
+    runs = {}
+    for name in ("spooled", "cut"):
+        runs[name] = client.create_run(experiment_id, run_name=name, tags={**fleet, schema.VARIANT: "batch8",
+                                                                          schema.STATUS: "running"}).info.run_id
+        client.log_param(runs[name], schema.CAMPAIGN_ID, "c1")
+    spool.write(dict(RECORD, experiment_name="fleet", run_id=runs["spooled"], spool_id="s1",
+                     params={**RECORD["params"], schema.CAMPAIGN_ID: "c1"}), [])
+    spool.write(dict(RECORD, experiment_name="fleet", spool_id="other", params={schema.CAMPAIGN_ID: "c2"}), [])
+    resumed = []
+    monkeypatch.setattr(job, "run_campaign", lambda plan, display: resumed.append(plan.resume) or job.CampaignResult(
+        plan.resume, ""))
+
+    done = job.run_job("f1", "A10G", job.CampaignPlan([], 5, "fleet", *[None] * 4, None))
+    assert done.published == [runs["spooled"]] and done.interrupted == [runs["cut"]] and resumed == ["c1"]
+    published, cut = client.get_run(runs["spooled"]), client.get_run(runs["cut"])
+    assert published.info.status == "FINISHED" and published.data.tags[schema.STATUS] == "accepted"
+    assert cut.info.status == "KILLED" and cut.data.tags[schema.STATUS] == "failed"
+    assert [entry.record["spool_id"] for entry in spool.entries()] == ["other"]

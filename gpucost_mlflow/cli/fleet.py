@@ -253,6 +253,8 @@ def job_cmd(fleet_id, gpu, settle_plan, variant_names, series_name, passes, expe
         sys.exit(130)
     finally:
         progress.close()
+    for run_id in done.published:
+        click.echo(f"pass run {run_id} was finished by the lost machine and waited in its spool: published, it counts")
     for run_id in done.interrupted:
         click.echo(f"pass run {run_id} was left running by the lost machine: recorded interrupted, its slot runs again")
     if done.result is None:

@@ -182,3 +182,10 @@ def publish_and_remove(client: MlflowClient, entry: Entry) -> str:
     run_id = publish(client, entry)
     remove(entry)
     return run_id
+
+
+def publish_campaign(client: MlflowClient, campaign_id: str, root: Path | None = None) -> list[str]:
+    """Publish and drop every spooled pass of one campaign (a relaunched fleet job's first step, where the lost
+    machine's disk survived it): those passes were measured to their end, so they count and their slots do not run
+    again. Returns their run ids; other campaigns' entries stay."""
+    return [publish_and_remove(client, entry) for entry in of_campaign(campaign_id, root)]
