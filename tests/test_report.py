@@ -320,6 +320,31 @@ def test_passes_with_another_model_revision_or_stack_are_another_configuration_n
                                                 "model revision bbbbbbbbbbbb, driver 590.2"]
 
 
+def test_a_tie_between_configurations_told_apart_by_model_revision_logs_its_decision_run(experiment, tmp_path):
+    """A configuration's name holds '[', ',' and '+' when it is told apart by its identity; MLflow refuses those in a
+    metric name, and logging the decision once failed there. Each candidate's metrics keep a name MLflow takes."""
+    old = {"model.revision": "a" * 64, "stack.driver": "580.1"}
+    for seconds in (10.0, 10.1, 10.2, 10.1, 10.0):
+        experiment("batch8", B200, seconds, params=old)
+        experiment("batch8", B200, seconds, params={**old, "model.revision": "b" * 64})
+    result = CliRunner().invoke(main, ["report", "--experiment", "scenario", "--out", str(tmp_path / "out"),
+                                       "--catalog", str(CATALOG), "--variants-file", str(VARIANTS)])
+    assert result.exit_code == 0, result.output
+    client = MlflowClient()
+    (run,) = client.search_runs([mlflow.get_experiment_by_name("scenario").experiment_id],
+                                filter_string="tags.`gpucost.role` = 'decision'")
+    committed = sorted(key for key in run.data.metrics if key.startswith("committed_cost_usd/"))
+    assert committed == ["committed_cost_usd/batch8 _model revision aaaaaaaaaaaa_",
+                         "committed_cost_usd/batch8 _model revision bbbbbbbbbbbb_"]
+    assert run.data.metrics["candidates"] == 2.0
+
+
+def test_metric_parts_keep_what_mlflow_takes_and_never_merge_two_candidates():
+    assert schema.metric_parts(["batch8 [model a, driver 1] on L4 + A10G", "a+b", "a,b", ".."]) == {
+        "batch8 [model a, driver 1] on L4 + A10G": "batch8 _model a_ driver 1_ on L4 _ A10G", "a+b": "a_b",
+        "a,b": "a_b 2", "..": "_"}
+
+
 def test_passes_before_and_after_a_torch_upgrade_are_two_configurations_never_pooled(experiment):
     stack = {"stack.torch_build": "cuda 12.8", "stack.transformers_version": "5.24.0", "stack.engine_version": "2.12.0"}
     for seconds in (10.0, 10.1, 10.2, 10.1, 10.0):

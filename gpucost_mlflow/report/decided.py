@@ -119,13 +119,15 @@ def figures(chosen: Assessment) -> dict[str, float]:
 
 def candidate_figures(candidates: dict[str, Assessment], in_doubt=None) -> dict[str, float]:
     """Every decision's metrics, undecided and nothing priced included: how many candidates, and per candidate (by
-    the report's short name) its committed cost and slowest-pass forecast hours, and the money in doubt."""
+    the report's short name, as a metric name may hold it) its committed cost and slowest-pass forecast hours, and
+    the money in doubt."""
     found: dict[str, float] = {schema.CANDIDATES: float(len(candidates))}
+    parts = schema.metric_parts(list(candidates))
     for name, a in candidates.items():
         if a.committed is not None:
-            found[f"{schema.in_currency(schema.COMMITTED_COST, a.currency)}/{name}"] = _shown(a.committed, 2)
+            found[f"{schema.in_currency(schema.COMMITTED_COST, a.currency)}/{parts[name]}"] = _shown(a.committed, 2)
         if a.forecast is not None:
-            found[f"{schema.FORECAST_HOURS_SLOWEST}/{name}"] = _shown(a.forecast.high_hours, 3)
+            found[f"{schema.FORECAST_HOURS_SLOWEST}/{parts[name]}"] = _shown(a.forecast.high_hours, 3)
     if in_doubt is not None and candidates:
         found[schema.in_currency(schema.IN_DOUBT, next(iter(candidates.values())).currency)] = _shown(in_doubt, 2)
     return found

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from gpucost_mlflow.core import names
 from gpucost_mlflow.core.inputs.manifest import Manifest
 from gpucost_mlflow.core.judging import verdicts
@@ -223,6 +225,24 @@ WARMUP_PASSES = "warmup.passes"
 DATASET_CONTEXT = "comparison"
 # MLflow's own default experiment: where `mlflow run` puts a run without --experiment-name, and so gpucost's default.
 DEFAULT_EXPERIMENT = "Default"
+
+
+def metric_parts(texts: list[str]) -> dict[str, str]:
+    """Each text as a metric name's last part MLflow accepts (letters, digits, _ - . and spaces on every platform):
+    every other run of characters ('[', ',', '+', '(' in a configuration's name) becomes one '_'; texts that would
+    then read alike get ' 2', ' 3' after the first, so no two candidates share a metric."""
+    found: dict[str, str] = {}
+    taken: set[str] = set()
+    for text in texts:
+        part = re.sub(r"[^\w.\- ]+", "_", text).strip() or "_"
+        part = "_" if part in (".", "..") else part
+        candidate, number = part, 1
+        while candidate in taken:
+            number += 1
+            candidate = f"{part} {number}"
+        taken.add(candidate)
+        found[text] = candidate
+    return found
 
 
 def in_currency(metric: str, currency: str) -> str:
