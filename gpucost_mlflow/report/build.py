@@ -98,17 +98,20 @@ def build(evidence: Evidence, protocol: Protocol, protocol_path: Path, catalog: 
     warnings = [w for w in protocol_warnings(table, experiment_tags, protocol_path)
                 if not (options.what_if and w.startswith(CHANGED_PROTOCOL))]
     configs, seed_notes = seeded.configurations(measured, protocol)
-    warnings += identity_notes(configs) + seed_notes
-    warnings += stage_notes(table, configs, protocol.settle_max_passes)
-    assessments, choice, decision, confirmed, stage = _decided(configs, protocol, catalog, today, measured)
-    priced_hint = ""
-    if choice.none == NOTHING_PRICED:  # what to do next: the devices the catalog does price, and how to weigh them
-        priced_hint = priced_devices_hint(catalog, experiment, [p for p in catalog.path.split(", ") if p],
-                                          protocol_path=protocol_path, variants_path=options.variants_path)
-        decision = f"{decision} {priced_hint}" if priced_hint else decision
-    if options.what_if:
-        decision = f"What-if protocol ({options.what_if}): {decision}"
-    summaries = tables.summaries(measured, configs)
+    pairs = tables.pairs_to_separate(configs, variants)
+    with tables.p_values_of(pairs) as p_values:  # computed beside the rest of the build where they are many
+        warnings += identity_notes(configs) + seed_notes
+        warnings += stage_notes(table, configs, protocol.settle_max_passes)
+        assessments, choice, decision, confirmed, stage = _decided(configs, protocol, catalog, today, measured)
+        priced_hint = ""
+        if choice.none == NOTHING_PRICED:  # what to do next: the devices the catalog does price, and how to weigh them
+            priced_hint = priced_devices_hint(catalog, experiment, [p for p in catalog.path.split(", ") if p],
+                                              protocol_path=protocol_path, variants_path=options.variants_path)
+            decision = f"{decision} {priced_hint}" if priced_hint else decision
+        if options.what_if:
+            decision = f"What-if protocol ({options.what_if}): {decision}"
+        summaries = tables.summaries(measured, configs)
+        separations = tables.separated(pairs, p_values.result(), protocol.passes_per_variant, *looked(protocol, table))
     report = model.Report(
         experiment=experiment,
         question=protocol.question,
@@ -118,7 +121,7 @@ def build(evidence: Evidence, protocol: Protocol, protocol_path: Path, catalog: 
         warnings=warnings,
         attempts=table,
         summaries=summaries,
-        separations=tables.separations(configs, variants, protocol.passes_per_variant, *looked(protocol, table)),
+        separations=separations,
         assessments=assessments,
         deadline=protocol.deadline.isoformat() if protocol.deadline else NO_DEADLINE,
         choice=choice,

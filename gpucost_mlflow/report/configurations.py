@@ -41,22 +41,23 @@ class AttemptSpans:
     estimated: int
 
 
-def _epoch_s(value) -> float | None:
-    return None if value is None or pd.isna(value) else pd.Timestamp(value).timestamp()
-
-
 def attempt_spans(rows: pd.DataFrame) -> AttemptSpans:
     """Each attempt's run as a span; one without an end time lasts its recorded stage times (a lower bound)."""
     spans, estimated = [], 0
-    for start, wall, host, *stages in rows[["start_time", "wall_s", "host", *TIMINGS]].itertuples(index=False):
-        begin = _epoch_s(start) or 0.0
+    starts = pd.to_datetime(rows["start_time"], utc=True)
+    begins = ((starts - EPOCH).dt.total_seconds()).fillna(0.0)
+    staged = rows[list(TIMINGS)].astype(float).sum(axis=1, skipna=True)
+    for begin, wall, host, stages in zip(begins, rows["wall_s"], rows["host"], staged):
         if pd.notna(wall):
             length = float(wall)
         else:
             estimated += 1
-            length = float(sum(v for v in stages if pd.notna(v)))
-        spans.append(Span(begin, begin + length, host if isinstance(host, str) else ""))
+            length = float(stages)
+        spans.append(Span(float(begin), float(begin) + length, host if isinstance(host, str) else ""))
     return AttemptSpans(tuple(spans), estimated)
+
+
+EPOCH = pd.Timestamp(0, tz="UTC")
 
 
 BESIDE = ("run_id", "host", "overlapped_with", "contended")  # the columns `_beside` reads
@@ -87,6 +88,14 @@ def declared_deliverables(table: pd.DataFrame, corpus_size: int | None) -> pd.Da
     return delivered
 
 
+def excluded_passes(rows: pd.DataFrame) -> tuple[ExcludedPass, ...]:
+    """The excluded passes of one configuration, from the four columns they need (a row of every column, as a
+    named tuple, cost more than the rest of a configuration at thousands of runs)."""
+    before = rows["status_before_exclusion"] if "status_before_exclusion" in rows else [""] * len(rows)
+    return tuple(ExcludedPass(run_id, status or "", None if pd.isna(seconds) else float(seconds), str(reason or ""))
+                 for run_id, status, seconds, reason in zip(rows["run_id"], before, rows[PASS_S], rows["reason"]))
+
+
 def configurations(measured: Measured, corpus_size: int | None = None) -> list[Configuration]:
     """One Configuration per identity of the benchmark attempts (device, variant, workload, model revision, corpus,
     stack: PROTOCOL.md §2), in first-seen order; configurations sharing a device and variant are told apart by name.
@@ -96,14 +105,18 @@ def configurations(measured: Measured, corpus_size: int | None = None) -> list[C
     groups = measured.benchmark
     bench = table.iloc[sorted(p for positions in groups.values() for p in positions)]
     delivered = declared_deliverables(table, corpus_size)
-    walls = {device: attempt_spans(rows) for device, rows in bench.groupby("device", sort=False)}
-    beside = concurrent(list(zip(bench["run_id"], attempt_spans(bench).spans)))
+    every = attempt_spans(bench)
+    walls = {device: AttemptSpans(tuple(span for span, on in zip(every.spans, bench["device"]) if on == device),
+                                  sum(1 for wall, on in zip(bench["wall_s"], bench["device"])
+                                      if on == device and pd.isna(wall)))
+             for device in dict.fromkeys(bench["device"])}
+    beside = concurrent(list(zip(bench["run_id"], every.spans)))
     siblings: dict[tuple[str, str], set[Identity]] = {}
     for identity in groups:
         siblings.setdefault((identity.device, identity.variant), set()).add(identity)
     configs = []
     for identity, positions in groups.items():
-        rows = table.iloc[list(positions)]
+        rows = measured.rows_at(positions)
         device, variant = identity.device, identity.variant
         completed = rows[rows[PASS_S].notna() & (rows["status"] != Status.EXCLUDED)]
         medians = {key: float(completed[key].median()) for key in (LOAD_S, WARMUP_S, EVAL_S, EXPORT_S)
@@ -128,9 +141,7 @@ def configurations(measured: Measured, corpus_size: int | None = None) -> list[C
             distinction=identity.distinction(siblings[(device, variant)]),
             pass_runs=tuple(completed["run_id"]),
             pass_causes=tuple(_beside(row, beside) for row in completed[list(BESIDE)].itertuples(index=False)),
-            excluded=tuple(ExcludedPass(row.run_id, getattr(row, "status_before_exclusion", "") or "",
-                                        None if pd.isna(row.pass_s) else float(row.pass_s), str(row.reason or ""))
-                           for row in excluded.itertuples(index=False)),
+            excluded=excluded_passes(excluded),
             output_tokens_per_input=tokens_per_input(rows, (TOKENS_GENERATED,)),
             input_tokens_per_input=tokens_per_input(rows, (TOKENS_INPUT, TOKENS_PROMPT)),
             measured_s=tuple(float(v) for v in (completed[MEASURED_TOTAL_S].fillna(completed[PASS_S])

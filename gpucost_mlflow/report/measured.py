@@ -52,7 +52,19 @@ class Measured:
 
     def rows_of(self, config: Configuration) -> pd.DataFrame:
         """The benchmark attempts of one configuration as table rows."""
-        return self.table.iloc[self.positions(config)]
+        return self.rows_at(self.positions(config))
+
+    @cached_property
+    def _slices(self) -> dict[tuple[int, ...], pd.DataFrame]:
+        return {}
+
+    def rows_at(self, positions: Sequence[int]) -> pd.DataFrame:
+        """The table's rows at these positions, sliced once per report (every column is copied: at thousands of
+        runs the configurations' figures and their summaries once paid for it twice); read-only, as every slice."""
+        key = tuple(positions)
+        if key not in self._slices:
+            self._slices[key] = self.table.iloc[list(key)]
+        return self._slices[key]
 
     def runs_of(self, config: Configuration) -> list[str]:
         """The run ids of one configuration's benchmark attempts."""

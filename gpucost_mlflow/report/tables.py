@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
 from gpucost_mlflow.core.inputs.variants import Variant
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement import energy
-from gpucost_mlflow.core.measurement.stats import DEFAULT_CONFIDENCE, Separation, separate, too_short
+from gpucost_mlflow.core.measurement.stats import (
+    DEFAULT_CONFIDENCE,
+    PValues,
+    Separation,
+    separate,
+    too_short,
+)
 from gpucost_mlflow.core.money.decision import Assessment, Configuration
 from gpucost_mlflow.core.names import (
     CPU_UTILISATION,
@@ -111,12 +117,14 @@ def _energy(summary: Summary, completed: pd.DataFrame) -> None:
                               "resolve it (docs/pass.md)")
 
 
-def separations(configs: list[Configuration], variants: dict[str, Variant], required: int | None = None,
-                confidence: float = DEFAULT_CONFIDENCE, looks: int = 1) -> list[tuple[str, Separation]]:
+Pair = tuple[str, str, Configuration, str, Configuration]  # (label, first variant, its configuration, second, its)
+
+
+def pairs_to_separate(configs: list[Configuration], variants: dict[str, Variant]) -> list[Pair]:
     """Every pair of variants of one series measured on the same device; then, for a series that names a
-    reference, each member against that reference measured on the same device (each pair once); a side with
-    fewer than `required` passes is under-sampled, never separated; each at this look's confidence (one of `looks`)."""
-    pairs, seen = [], set()
+    reference, each member against that reference measured on the same device (each pair once)."""
+    chosen: list[Pair] = []
+    seen: set = set()
     by_device: dict[str, dict[str, Configuration]] = {}
     for config in configs:
         by_device.setdefault(config.device, {})[config.variant] = config
@@ -139,10 +147,30 @@ def separations(configs: list[Configuration], variants: dict[str, Variant], requ
             for label, first, second in candidates:
                 if (device, frozenset((first, second))) not in seen:
                     seen.add((device, frozenset((first, second))))
-                    pairs.append((label, separate(first, present[first].separated_on,
-                                                  second, present[second].separated_on, required, confidence,
-                                                  (present[first].too_short, present[second].too_short), looks)))
-    return pairs
+                    chosen.append((label, first, present[first], second, present[second]))
+    return chosen
+
+
+def p_values_of(pairs: list[Pair]) -> PValues:
+    """The permutation p-values of these pairs, to start (`with`) and read once the rest of the report is built."""
+    return PValues([(a.separated_on, b.separated_on) for _, _, a, _, b in pairs])
+
+
+def separated(pairs: list[Pair], p_values: list[float | None], required: int | None = None,
+              confidence: float = DEFAULT_CONFIDENCE, looks: int = 1) -> list[tuple[str, Separation]]:
+    """Each pair separated, or not: a side with fewer than `required` passes is under-sampled, never separated; each
+    at this look's confidence (one of `looks`), with its permutation p-value beside it."""
+    return [(label, replace(separate(first, a.separated_on, second, b.separated_on, required, confidence,
+                                     (a.too_short, b.too_short), looks), p_value=p_value))
+            for (label, first, a, second, b), p_value in zip(pairs, p_values)]
+
+
+def separations(configs: list[Configuration], variants: dict[str, Variant], required: int | None = None,
+                confidence: float = DEFAULT_CONFIDENCE, looks: int = 1) -> list[tuple[str, Separation]]:
+    """`separated` over `pairs_to_separate`, the p-values waited for."""
+    pairs = pairs_to_separate(configs, variants)
+    with p_values_of(pairs) as p_values:
+        return separated(pairs, p_values.result(), required, confidence, looks)
 
 
 def _fmt(value, digits: int = 3) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 from gpucost_mlflow.core import names
@@ -172,8 +173,10 @@ FACT_PREFIXES = (MISSING_PREFIX,)
 RETIRED = frozenset({CORPUS_ACCEPTED, IDS_MATCH})
 
 
+@functools.lru_cache(maxsize=4096)
 def is_fact(key: str) -> bool:
-    """Whether a pass's key is one of its facts (logged as a param)."""
+    """Whether a pass's key is one of its facts (logged as a param); asked for every key of thousands of runs that
+    share a few dozen keys, so each answer is kept."""
     return key in FACTS or key.startswith(FACT_PREFIXES)
 
 
