@@ -94,24 +94,3 @@ def test_a_variant_without_completed_pass_is_undecided():
     assert separate("a", [], "b", [1.0]).verdict == "undecided: a has no completed pass"
 
 
-PARALLEL_SCRIPT = """
-import json, sys
-from gpucost_mlflow.core.measurement import stats
-pairs = [([float(i) for i in range(12)], [0.5 + k + i for i in range(12)]) for k in range(3)] + [([1, 2, 3], [4, 5, 6])]
-shared = stats.permutation_p_values(pairs)
-print(json.dumps({"shared": shared, "alone": [stats.permutation_p_value(a, b) for a, b in pairs]}))
-"""
-
-
-def test_a_tables_p_values_shared_over_worker_processes_are_the_numbers_computed_one_after_another():
-    """Each test draws its own seeded splits, so sharing the pairs out over forked workers (a fresh process runs one
-    thread) changes no p-value; the exact one rides along."""
-    import json
-    import subprocess
-    import sys
-
-    done = subprocess.run([sys.executable, "-c", PARALLEL_SCRIPT], capture_output=True, text=True, timeout=120,
-                          check=True)
-    found = json.loads(done.stdout)
-    assert found["shared"] == found["alone"] and len(found["shared"]) == 4
-    assert found["shared"][3] == pytest.approx(2 / 20)
