@@ -225,12 +225,6 @@ class PValues:
             self._pool.join()
 
 
-def permutation_p_values(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> list[float | None]:
-    """`PValues` of these pairs, waited for."""
-    with PValues(pairs) as p_values:
-        return p_values.result()
-
-
 def under_sampled(count: int, required: int | None) -> str:
     """'under-sampled (k of N)' when fewer passes count than the protocol requires, else ''."""
     return f"under-sampled ({count} of {required})" if required and count < required else ""
