@@ -166,15 +166,3 @@ class CampaignRun:
         except Exception as exc:
             if not store.is_store_error(exc):
                 raise
-
-
-def overheads(client: MlflowClient, runs: dict[str, str]) -> dict[str, float]:
-    """Each finished campaign's harness overhead per pass as it recorded it (campaign id -> seconds), by the campaign
-    run ids of `runs` (campaign id -> run id; '' for a run that is gone); a campaign that recorded none is left out."""
-    found = {}
-    for campaign_id, run_id in runs.items():
-        if run_id:
-            value = client.get_run(run_id).data.metrics.get(schema.HARNESS_OVERHEAD)
-            if value is not None:
-                found[campaign_id] = float(value)
-    return found
