@@ -41,6 +41,9 @@ class AttemptSpans:
     estimated: int
 
 
+EPOCH = pd.Timestamp(0, tz="UTC")
+
+
 def attempt_spans(rows: pd.DataFrame) -> AttemptSpans:
     """Each attempt's run as a span; one without an end time lasts its recorded stage times (a lower bound)."""
     spans, estimated = [], 0
@@ -56,8 +59,6 @@ def attempt_spans(rows: pd.DataFrame) -> AttemptSpans:
         spans.append(Span(float(begin), float(begin) + length, host if isinstance(host, str) else ""))
     return AttemptSpans(tuple(spans), estimated)
 
-
-EPOCH = pd.Timestamp(0, tz="UTC")
 
 
 BESIDE = ("run_id", "host", "overlapped_with", "contended")  # the columns `_beside` reads
@@ -105,12 +106,8 @@ def configurations(measured: Measured, corpus_size: int | None = None) -> list[C
     groups = measured.benchmark
     bench = table.iloc[sorted(p for positions in groups.values() for p in positions)]
     delivered = declared_deliverables(table, corpus_size)
-    every = attempt_spans(bench)
-    walls = {device: AttemptSpans(tuple(span for span, on in zip(every.spans, bench["device"]) if on == device),
-                                  sum(1 for wall, on in zip(bench["wall_s"], bench["device"])
-                                      if on == device and pd.isna(wall)))
-             for device in dict.fromkeys(bench["device"])}
-    beside = concurrent(list(zip(bench["run_id"], every.spans)))
+    walls = {device: attempt_spans(rows) for device, rows in bench.groupby("device", sort=False)}
+    beside = concurrent(list(zip(bench["run_id"], attempt_spans(bench).spans)))
     siblings: dict[tuple[str, str], set[Identity]] = {}
     for identity in groups:
         siblings.setdefault((identity.device, identity.variant), set()).add(identity)

@@ -10,8 +10,12 @@ so the passes it would take are estimated for the same test (Noether's sample si
 from __future__ import annotations
 
 import functools
+import gc
 import math
+import multiprocessing
+import os
 import statistics
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -192,16 +196,10 @@ class PValues:
         self._pending = None
 
     def __enter__(self) -> PValues:  # noqa: PYI034 (3.10 has no typing.Self)
-        import os
-        import threading
-
         drawn = sum(1 for a, b in self.pairs if _random_splits(a, b))
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         if drawn < 2 or cores < 2 or threading.active_count() > 1:
             return self
-        import gc
-        import multiprocessing
-
         if "fork" not in multiprocessing.get_all_start_methods():
             return self
         gc.freeze()  # the children's collector then leaves the parent's objects alone instead of copying their pages
