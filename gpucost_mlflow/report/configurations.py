@@ -47,8 +47,10 @@ EPOCH = pd.Timestamp(0, tz="UTC")
 def attempt_spans(rows: pd.DataFrame) -> AttemptSpans:
     """Each attempt's run as a span; one without an end time lasts its recorded stage times (a lower bound)."""
     spans, estimated = [], 0
-    starts = pd.to_datetime(rows["start_time"], utc=True)
-    begins = ((starts - EPOCH).dt.total_seconds()).fillna(0.0)
+    # Whole microseconds over 1e6, as Timestamp.timestamp() gives them: nanoseconds over 1e9 (pandas 2's unit) would
+    # differ in the last bit from the microseconds pandas 3 parses, and spans must not move with the pandas version.
+    starts = pd.to_datetime(rows["start_time"], utc=True).dt.as_unit("us").fillna(EPOCH)
+    begins = starts.astype("int64") / 1e6
     staged = rows[list(TIMINGS)].astype(float).sum(axis=1, skipna=True)
     for begin, wall, host, stages in zip(begins, rows["wall_s"], rows["host"], staged):
         if pd.notna(wall):
