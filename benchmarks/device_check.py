@@ -98,7 +98,10 @@ GUARD_COOLDOWN_S = 1.0  # ten updates of the NVML energy counter: enough to read
 
 def protocol_copy(args: argparse.Namespace) -> str:
     """The shipped protocol with the check's pass count and corpus (size and buckets as the file holds them);
-    --any-quality sets the quality bars to 0 for a barely trained model (the tolerance against the reference stays)."""
+    --any-quality sets the quality bars to 0 for a barely trained model (the tolerance against the reference stays);
+    --bucket-bar-of takes the per-bucket bar of another protocol: the shipped 0.60 is not shown on the 1,000-input
+    corpus (its fp32 reference's medium bucket, 0.83 with a 95 % interval down to 0.55, on an H200 on 2026-12-04),
+    and a check whose reference cannot be accepted checks nothing after it."""
     document = yaml.safe_load(args.source.read_text(encoding="utf-8"))
     rows = _rows(args.corpus)
     document["passes_per_variant"] = args.passes
@@ -110,6 +113,10 @@ def protocol_copy(args: argparse.Namespace) -> str:
         document["acceptance"]["threshold"] = 0.0
         document["acceptance"]["per_bucket_threshold"] = 0.0
         changed += ", quality bars 0 (a model trained for seconds)"
+    elif args.bucket_bar_of:
+        bar = yaml.safe_load(args.bucket_bar_of.read_text(encoding="utf-8"))["acceptance"]["per_bucket_threshold"]
+        document["acceptance"]["per_bucket_threshold"] = bar
+        changed += f", per-bucket bar {bar:g} as {args.bucket_bar_of.name} (one its buckets can show)"
     if args.guards:
         document.update(min_measured_s=GUARD_MIN_MEASURED_S, cooldown_s=GUARD_COOLDOWN_S)
         changed += f", min_measured_s {GUARD_MIN_MEASURED_S:g} and cooldown_s {GUARD_COOLDOWN_S:g} (a GPU's guards)"
@@ -472,7 +479,7 @@ def _parser() -> argparse.ArgumentParser:
     command("reference", reference, protocol=path)
     command("series-variants", series_variants, variants_file=path).add_argument("series", nargs="+")
     command("protocol", protocol_copy, source=path, corpus=path, out=path, passes={"type": int, "required": True},
-            any_quality={"action": "store_true"}, guards={"action": "store_true"})
+            any_quality={"action": "store_true"}, bucket_bar_of={"type": Path}, guards={"action": "store_true"})
     command("oom-inputs", oom_inputs, model=path, corpus=path, variants_file=path, protocol=path, out=path,
             memory_bytes={"type": int, "required": True})
     command("lanes-inputs", lanes_inputs, variants_file=path, protocol=path, out=path)

@@ -107,7 +107,7 @@ else
   else prepare corpus gpucost corpus build --out "$DATA/corpus"; fi
   if [ -f "$DATA/model/config.json" ]; then record PASS model 0 "present: $DATA/model"
   else prepare model gpucost model prepare --corpus-dir "$DATA/corpus" --out "$DATA/model"; fi
-  QUALITY=() PASSES=2
+  QUALITY=(--bucket-bar-of "$ROOT/projects/protocol-demo.yaml") PASSES=2
 fi
 CORPUS=$DATA/corpus/comparison.jsonl MODEL=$DATA/model PROTOCOL=$WORK/protocol.yaml
 GUARDS=()  # a GPU's protocol repeats a short corpus inside the clock and idles before warm-up (docs/protocol.md)

@@ -70,6 +70,25 @@ def test_the_oversized_batch_needs_more_than_an_h200_for_its_attention_scores_al
     assert (batch // 2) * 12 * 512 * 512 * 4 <= 1.25 * H200_BYTES
 
 
+@pytest.mark.unit
+def test_the_full_checks_protocol_keeps_the_shipped_bars_but_a_bucket_bar_its_corpus_can_show(tmp_path, corpus_dir):
+    """The shipped protocol's 0.60 per bucket rejected the fp32 reference on the 1,000-input corpus (an H200, on
+    2026-12-04) and every check after it with it: the full check takes the demo protocol's bucket bar instead."""
+    import yaml
+
+    out = tmp_path / "protocol.yaml"
+    demo = ROOT / "projects" / "protocol-demo.yaml"
+    said = device_check.protocol_copy(argparse.Namespace(
+        source=ROOT / "projects" / "protocol.yaml", corpus=corpus_dir / "comparison.jsonl", out=out, passes=2,
+        any_quality=False, bucket_bar_of=demo, guards=False))
+    written = yaml.safe_load(out.read_text(encoding="utf-8"))["acceptance"]
+    shipped = yaml.safe_load((ROOT / "projects" / "protocol.yaml").read_text(encoding="utf-8"))["acceptance"]
+    bar = yaml.safe_load(demo.read_text(encoding="utf-8"))["acceptance"]["per_bucket_threshold"]
+    assert written["per_bucket_threshold"] == bar < shipped["per_bucket_threshold"]
+    assert written["threshold"] == shipped["threshold"] and written["reference"] == shipped["reference"]
+    assert f"per-bucket bar {bar:g} as protocol-demo.yaml" in said and said.split(": ", 1)[1] in out.read_text(encoding="utf-8")
+
+
 def _pass(client: MlflowClient, experiment_id: str, variant: str, backend: str, metrics: dict, tags: dict = ()):
     run = client.create_run(experiment_id, tags={schema.VARIANT: variant, schema.BACKEND: backend, **dict(tags)})
     for key, value in metrics.items():
