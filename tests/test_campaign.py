@@ -80,14 +80,16 @@ def _campaign_cmd(corpus_dir, model_dir, protocol, *extra):
 @pytest.mark.integration
 def test_ctrl_c_during_a_pass_then_resume_leaves_every_slot_once(store, tmp_path, corpus_dir, model_dir):
     protocol = write_protocol(tmp_path / "protocol.yaml")
-    # min_measured_s: every pass's clock runs 4 s, so the Ctrl-C below, a second after the third pass is seen running,
-    # lands inside it whatever the child's start costs (a fresh interpreter, or the tests' fork server) and however
-    # late a loaded host lets this loop see it (2 s once let the third pass end first).
     protocol.write_text(protocol.read_text().replace("passes_per_variant: 5", "passes_per_variant: 2")
-                        + "plan: {setup_hours: 0.5, waiting_hours: 0.25, planned_restarts: 1}\nmin_measured_s: 4\n")
+                        + "plan: {setup_hours: 0.5, waiting_hours: 0.25, planned_restarts: 1}\n")
+    # Every pass of the first campaign sleeps 4 s after its first measured batch, so the Ctrl-C below, a second after
+    # the third pass is seen running, lands inside it whatever the child's start costs (a fresh interpreter, or the
+    # tests' fork server) and however late a loaded host lets this loop see it (2 s once let the third pass end
+    # first). A sleep, not a 4 s clock of repeated work (min_measured_s): the other tests get the CPU meanwhile.
     # A test run started in the background by a non-interactive shell inherits SIGINT ignored; the
     # campaign must get Ctrl-C's default handling whatever started pytest.
     first = subprocess.Popen(_campaign_cmd(corpus_dir, model_dir, protocol), start_new_session=True,
+                             env=dict(os.environ, GPUCOST_FAULT="stall@1:4"),
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509
     client = MlflowClient()

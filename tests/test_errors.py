@@ -22,6 +22,22 @@ def test_a_failure_reason_names_the_error_type_on_one_line():
     assert faults.reason(ValueError("bad\n value")) == "error: ValueError: bad value"
 
 
+def test_a_stall_fault_sleeps_its_seconds_at_its_batch_only(monkeypatch):
+    slept = []
+    monkeypatch.setattr(faults.time, "sleep", slept.append)
+    fault = faults.parse("stall@2:1.5")
+    assert (fault.kind, fault.at, fault.seconds, fault.dupid_at) == ("stall", 2, 1.5, 0)
+    for number in (1, 2, 3):
+        fault.fire(number)
+    assert slept == [1.5]
+
+
+@pytest.mark.parametrize("value", ["stall@2", "stall@0:1", "stall@2:", "oom@2:1", "stall@2:-1"])
+def test_a_malformed_fault_is_a_one_line_user_error(value):
+    with pytest.raises(faults.GpucostError, match="is malformed; expected oom@N, kill@N, dupid@N or stall@N:SECONDS"):
+        faults.parse(value)
+
+
 @pytest.mark.parametrize("args, message", [
     (["--lots", "0"], "--lots must be a whole number >= 1, got '0'"),
     (["--days", "seven"], "--days must be a whole number >= 1, got 'seven'"),

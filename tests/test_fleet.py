@@ -395,12 +395,14 @@ def test_two_gpu_types_make_two_campaigns_in_one_store_a_preempted_one_resumes_a
         monkeypatch.setenv("HOME", str(tmp_path / "home"))
         # With a plan, so the report prices and decides; two jobs share this CPU, so a pass of a few milliseconds may
         # take forty times another: the spread rule is left wide, the decision is about the money. Every measured pass
-        # runs 2 s, so the preemption below, sent once the third pass is seen running, lands inside it (a pass of a
-        # few milliseconds once ended and was spooled before the kill, and the test then saw no lost pass).
+        # sleeps 2 s after its first batch (the jobs inherit GPUCOST_FAULT), so the preemption below, sent once the
+        # third pass is seen running, lands inside it (a pass of a few milliseconds once ended and was spooled before
+        # the kill, and the test then saw no lost pass); a sleep leaves the CPU to the other tests.
+        monkeypatch.setenv("GPUCOST_FAULT", "stall@1:2")
         protocol = write_protocol(tmp_path / "protocol.yaml")
         protocol.write_text(protocol.read_text().replace("max_spread_ratio: 10 ", "max_spread_ratio: 1000 ")
                             + "plan: {start: '2026-12-03T09:00:00+01:00', setup_hours: 0.5, waiting_hours: 0, "
-                            "planned_restarts: 0}\nmin_measured_s: 2\n")
+                            "planned_restarts: 0}\n")
         launched = subprocess.run([str(Path(sys.executable).parent / "gpucost"),
                                    *launch_args(tmp_path, corpus_dir / "comparison.jsonl", model_dir, protocol)],
                                   capture_output=True, text=True, timeout=120, check=False)

@@ -1,8 +1,9 @@
 """Failure reasons and fault injection for tests (GPUCOST_FAULT).
 
 GPUCOST_FAULT=oom@N raises the device's out-of-memory error at the N-th measured batch,
-kill@N makes the child SIGKILL itself there, dupid@N writes the N-th entry's id twice in the
-predictions file. Unset in normal use.
+kill@N makes the child SIGKILL itself there, stall@N:S makes it sleep S seconds there (a pass a test
+interrupts while it runs, without burning the CPU the other tests share), dupid@N writes the N-th entry's
+id twice in the predictions file. Unset in normal use.
 """
 
 from __future__ import annotations
@@ -10,28 +11,32 @@ from __future__ import annotations
 import os
 import re
 import signal
+import time
 from dataclasses import dataclass
 
 from gpucost_mlflow.core.errors import GpucostError, one_line
 from gpucost_mlflow.core.judging.status import Status
 
 ENV = "GPUCOST_FAULT"
-_PATTERN = re.compile(r"^(oom|kill|dupid)@([1-9][0-9]*)$")
+_PATTERN = re.compile(r"^(?:(oom|kill|dupid)@([1-9][0-9]*)|stall@([1-9][0-9]*):([0-9]+(?:\.[0-9]+)?))$")
 
 
 @dataclass(frozen=True)
 class Fault:
     kind: str = ""
     at: int = 0
+    seconds: float = 0.0  # how long a stall sleeps
 
     @property
     def dupid_at(self) -> int:
         return self.at if self.kind == "dupid" else 0
 
     def fire(self, number: int) -> None:
-        """At this fault's batch (from 1): raise the device's out-of-memory error or SIGKILL the child."""
+        """At this fault's batch (from 1): raise the device's out-of-memory error, SIGKILL the child or sleep."""
         if number != self.at:
             return
+        if self.kind == "stall":
+            time.sleep(self.seconds)
         if self.kind == "oom":
             import torch
 
@@ -47,8 +52,12 @@ def parse(value: str) -> Fault:
         return Fault()
     match = _PATTERN.match(value)
     if not match:
-        raise GpucostError(f"{ENV}={value!r} is malformed; expected oom@N, kill@N or dupid@N with N >= 1")
-    return Fault(match.group(1), int(match.group(2)))
+        raise GpucostError(f"{ENV}={value!r} is malformed; expected oom@N, kill@N, dupid@N or stall@N:SECONDS "
+                           "with N >= 1")
+    kind, at, stall_at, seconds = match.groups()
+    if stall_at:
+        return Fault("stall", int(stall_at), float(seconds))
+    return Fault(kind, int(at))
 
 
 # Allocation failures some device libraries still report as a plain RuntimeError rather than torch's type.
