@@ -34,6 +34,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.integration)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist, the tests reach the workers in tests/scheduling.py's order (slow modules first)."""
+    from tests import scheduling
+
+    config.pluginmanager.register(scheduling, "gpucost-scheduling")
+
+
 # `make unit-py` runs the unit tests on another Python in a venv without torch (no CPU wheel of it there): a test
 # module or a test that needs torch is reported skipped, with the reason, instead of failing on the import.
 TORCH_ABSENT = importlib.util.find_spec("torch") is None
