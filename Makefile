@@ -143,11 +143,16 @@ PYTEST = $(PYTEST_ENV) $(BIN)/python -m pytest
 # on each other, and two workers left the CPU idle 40 % of the time (pytest 6 min 04 s with two, 5 min 04 s with three;
 # four were slower again on 2026-12-03: 7 min 18 s against three's 6 min 53 s).
 # vermin: no construct newer than the oldest Python setup.cfg promises. --durations: the slowest tests, every time.
+# OMP_NUM_THREADS=1: torch in one thread in each worker and in each pass's child. Three workers and their children
+# on two cores oversubscribed the CPU with torch's intra-op threads: the same suite took 722 s of CPU and 6 min 04 s
+# with them, 596 s and 5 min 00 s without (2026-12-04, docs/benchmarks.md; `make unit`, one process per core and no
+# children, gained nothing). The tests time nothing; the peaks they measure are cached per thread count in a session
+# folder, never the developer's.
 test: $(STAMP) $(MARKET_STAMP) $(CHROMIUM) postgres
 	$(BIN)/ruff check .
 	$(BIN)/vermin -q --no-tips --violations -t=$(OLDEST_PYTHON)- gpucost_mlflow tests benchmarks
 	$(BIN)/python -m compileall -q gpucost_mlflow tests  # bytecode once, even where PYTHONDONTWRITEBYTECODE is set
-	$(PYTEST) -q -n 3 --dist worksteal -m "not ci_step" --durations=15 tests
+	OMP_NUM_THREADS=1 $(PYTEST) -q -n 3 --dist worksteal -m "not ci_step" --durations=15 tests
 
 # CI's step after `make test`: benchmarks/device_check.sh --small on the CPU (docs/benchmarks.md, "Device check"), and
 # the endpoint test that serves the packaged SmolLM2 with `transformers serve` (tests/test_endpoints.py).
