@@ -52,3 +52,8 @@ def test_a_modules_tests_stay_together_but_where_one_share_ends():
 def test_without_workers_the_order_is_the_collections():
     ids = _suite()
     assert ordered(ids, 1) == ids and ordered(ids, 0) == ids
+
+
+def test_without_a_slow_test_the_order_is_the_collections():
+    ids = [f"tests/test_a{m}.py::test_{i}" for m in range(5) for i in range(60)]  # heavy by count alone
+    assert ordered(ids, 2) == ids
