@@ -37,6 +37,7 @@ class Fault:
             return
         if self.kind == "stall":
             time.sleep(self.seconds)
+            return
         if self.kind == "oom":
             import torch
 

@@ -62,7 +62,6 @@ def attempt_spans(rows: pd.DataFrame) -> AttemptSpans:
     return AttemptSpans(tuple(spans), estimated)
 
 
-
 BESIDE = ("run_id", "host", "overlapped_with", "contended")  # the columns `_beside` reads
 
 
