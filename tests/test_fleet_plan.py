@@ -1,5 +1,5 @@
 """Which offers are worth measuring (`gpucost fleet plan`, docs/fleet.md): from the configurations measured so far, a
-bound, an estimate and a verdict per device of the catalogs no pass ran on, against the best committed cost; the
+bound, the memory fit and a verdict per device of the catalogs no pass ran on, against the best committed cost; the
 launch line for those worth it; never a decision. Stores written through the project's own writer, offers from the
 seeded SkyPilot AWS catalog (tests/skypilot_home.py) turned into rows by the import's own function."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import struct
 from decimal import Decimal
 from pathlib import Path
@@ -72,10 +73,10 @@ def run_plan(*args: str):
 
 
 def block(output: str, heading: str) -> str:
-    """The lines of one device's block."""
+    """The lines of one device's block: heading, lower bound, memory, verdict."""
     lines = output.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(heading))
-    return "\n".join(lines[start:start + 5])
+    return "\n".join(lines[start:start + 4])
 
 
 @pytest.mark.unit
@@ -87,8 +88,8 @@ def test_an_offer_whose_bound_beats_the_measured_best_is_worth_measuring_and_an_
     A10G x1 bound: 1e13 / 31.2e12 FLOP/s (fp32) = 0.32 s, + 4 h = 14,400.32 s, billed 14,401 s = 4.000278 h x 1.006 =
     4.02 USD < 12.08: worth measuring (1.86 GiB measured fits 24 GiB).
     A100 x8 lot bound: 1e13 / (8 x 19.5e12) = 0.06 s, + 4 h, billed 14,401 s x 32.7726 USD/h = 131.10 USD > 12.08: not
-    worth measuring. Estimate on the A10G: 0.25 x 31.2e12 = 7.8e12 FLOP/s, 1.28 s + 4 h, billed 14,402 s: 4.02 USD.
-    Worst case of the launch: the dearest A10G:1 offer, eu-west-1 at 1.258 USD/h x (0.5 + 2) h = 3.15 USD."""
+    worth measuring. Worst case of the launch: the dearest A10G:1 offer, eu-west-1 at 1.258 USD/h x (0.5 + 2) h =
+    3.15 USD."""
     for seconds in L4_PASSES:
         experiment("batch8", L4, seconds, metrics_extra=ON_L4)
     result = run_plan("--catalog", str(gcp_l4(tmp_path, "3.00")), "--catalog", str(seeded_aws(tmp_path)),
@@ -98,18 +99,34 @@ def test_an_offer_whose_bound_beats_the_measured_best_is_worth_measuring_and_an_
     assert "Best committed cost measured so far: 12.08 USD, batch8 on NVIDIA L4" in out
     a10g = block(out, "a10g x1")
     assert "3 rows" not in a10g and "2 rows, lowest bound on aws g5.xlarge in us-east-1 at 1.006 USD per lot-hour" in a10g
-    assert "bound 4.02 USD: 1e+13 useful FLOPs" in a10g and "the fp32 dense peak 31.2 TFLOP/s" in a10g
-    assert "estimate 4.02 USD (estimate): batch8 on NVIDIA L4 reached 0.25 of its own device's peak" in a10g
+    assert "lower bound 4.02 USD: 1e+13 useful FLOPs" in a10g and "the fp32 dense peak 31.2 TFLOP/s" in a10g
     assert "memory: fits: 1.86 GiB (measured: mem_peak_reserved_bytes on NVIDIA L4) for 24 GiB" in a10g
     assert "verdict: worth measuring: its bound 4.02 USD beats the best committed 12.08 USD" in a10g
     a100 = block(out, "a100 x8")
-    assert "bound 131.10 USD" in a100 and "x 8 GPUs (the work split over the whole lot at best" in a100
+    assert "lower bound 131.10 USD" in a100 and "x 8 GPUs (the work split over the whole lot at best" in a100
     assert "verdict: not worth measuring: even its bound 131.10 USD costs as much as or more than the best" in a100
     assert "A10G:1: at most 3.15 USD (2.5 h x 1.258 USD/h, the dearest offer SkyPilot may choose: aws g5.xlarge in eu-west-1" in out
     assert "fleet worst case: 3.15 USD of --max-cost 20 USD" in out
     assert (f"gpucost fleet launch --gpus A10G --clouds aws --experiment {EXPERIMENT} --variants batch8 --protocol "
             f"{SHIPPED_PROTOCOL}") in out and "--max-hours 2 --setup-hours 0.5 --max-cost 20" in out
     assert out.rstrip().endswith(plan.NEVER_DECIDES)
+
+
+@pytest.mark.unit
+def test_a_device_never_measured_gets_no_cost_but_its_bound_and_no_unrounded_hours(experiment, tmp_path):
+    """A datasheet peak gives no throughput (PROTOCOL.md §8): a device no pass ran on gets its bound, a floor, and no
+    dollar estimate. batch8 reached 0.04 of the L4's peak; carried to the A10G (0.04 x 31.2 TFLOP/s: 8.01 s + 4 h,
+    billed 14,409 s) that estimate printed '4.002500000000000000000000000 h billed'. Each block's amounts are its
+    bound and the best committed cost its verdict compares it with, nothing else."""
+    for seconds in L4_PASSES:
+        experiment("batch8", L4, seconds, metrics_extra={**ON_L4, MFU_USEFUL: 0.04})
+    result = run_plan("--catalog", str(gcp_l4(tmp_path, "3.00")), "--catalog", str(seeded_aws(tmp_path)))
+    assert result.exit_code == 0, result.output
+    for heading, bound in (("a10g x1", "4.02"), ("a100 x8", "131.10")):
+        said = block(result.output, heading).split("\n", 1)[1]  # past the heading, which names the lot's price
+        assert set(re.findall(r"([\d,]+\.\d+) USD", said)) == {bound, "12.08"}, said
+    assert "estimate" not in result.output.replace("memory estimate", "")
+    assert not re.search(r"\d\.\d{5,}", result.output), result.output
 
 
 @pytest.mark.unit
@@ -209,7 +226,7 @@ def test_an_experiment_without_a_carried_configuration_is_one_line(experiment, t
 
 
 def measured(name: str, quantization: str = "none", flops: float | None = 1e13) -> plan.Measured:
-    return plan.Measured(name, name.split()[0], XEON, "fp32", quantization, flops, "", 0.5, "", 1e8, "", 1)
+    return plan.Measured(name, name.split()[0], XEON, "fp32", quantization, flops, "", 1e8, "", 1)
 
 
 @pytest.mark.unit
@@ -277,8 +294,8 @@ def test_a_report_with_nothing_priced_can_name_what_the_catalog_prices_and_the_p
                                     protocol_path="projects/protocol-demo.yaml")
     assert hint == ("Catalog 2026-09-24 prices b200 (2 GPUs per lot), rtx-4090 (1 GPU per lot): `gpucost fleet plan "
                     "--experiment gpucost-demo --protocol projects/protocol-demo.yaml --catalog "
-                    "catalog/labkit-2026-09-24.csv` says which of them are worth measuring (a bound and an estimate per "
-                    "offer, never a decision).")
+                    "catalog/labkit-2026-09-24.csv` says which of them are worth measuring (a lower bound per offer, "
+                    "never a decision).")
 
 
 @pytest.mark.integration

@@ -110,7 +110,7 @@ def test_a_first_report_with_nothing_priced_names_what_the_catalog_prices_and_po
     built, _ = report()
     said = (f"Catalog 2026-09-24 prices b200 (2 GPUs per lot), rtx-4090 (1 GPU per lot): `gpucost fleet plan "
             f"--experiment scenario --protocol {SHIPPED_PROTOCOL} --catalog {CATALOG}` says which of them are worth "
-            "measuring (a bound and an estimate per offer, never a decision).")
+            "measuring (a lower bound per offer, never a decision).")
     assert built.decision.endswith(said)
     assert dict(card.lines(built))["Would change it"].endswith(said)
 

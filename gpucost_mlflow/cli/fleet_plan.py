@@ -1,6 +1,6 @@
 """`gpucost fleet plan`: which offers of the catalogs are worth measuring, from the configurations measured so far on
 any device (docs/fleet.md, "Which offers are worth measuring"). The store, the variants file and the model folder are
-read here; the bound, the estimate and the verdict are core/fleet/plan.py's. Nothing of it enters a decision."""
+read here; the bound, the memory fit and the verdict are core/fleet/plan.py's. Nothing of it enters a decision."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.money.catalog import dated
 from gpucost_mlflow.core.money.market import load_device_names
 from gpucost_mlflow.core.money.plans import parse_positive
-from gpucost_mlflow.core.names import MFU_USEFUL, PASS_S, USEFUL_FLOP_PER_S
+from gpucost_mlflow.core.names import PASS_S, USEFUL_FLOP_PER_S
 from gpucost_mlflow.workloads.encoder_memory import estimate, safetensors_parameters
 
 
@@ -68,8 +68,8 @@ GPU_MEMORY = ("mem_peak_reserved_bytes", "mem_peak_allocated_bytes")  # a GPU pa
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."))
 def plan_cmd(experiment, catalog_file, protocol_file, variants_file, model_path, device_tables, max_hours, setup_hours,
              max_cost, allow_stale_prices, root) -> None:
-    """Which offers are worth measuring: per device of the catalogs no pass ran on, a bound, an estimate and a
-    verdict, then the `gpucost fleet launch` line for those worth it. Never a decision."""
+    """Which offers are worth measuring: per device of the catalogs no pass ran on, a lower bound, the memory fit and
+    a verdict, then the `gpucost fleet launch` line for those worth it. Never a decision."""
     from gpucost_mlflow.core.inputs.protocol import load_protocol  # deferred: imports numpy
 
     name = _experiment(experiment)
@@ -85,7 +85,7 @@ def plan_cmd(experiment, catalog_file, protocol_file, variants_file, model_path,
     built = _report(name, protocol, protocol_path, catalog, declared, allow_stale_prices)
     model_dir = _model(root, model_path, protocol_path)
     candidates = [found for a in built.assessments
-                  if (found := _candidate(a, built.measured, declared, model_dir, tables)) is not None]
+                  if (found := _candidate(a, built.measured, declared, model_dir)) is not None]
     setup = Decimal(str((protocol.plan or {}).get("setup_hours", 0))).normalize()
     basis = rules.basis(candidates, protocol.deliverables["expected"], setup)
     fresh, _ = dated(catalog, dt.datetime.now(dt.timezone.utc).date(), protocol.max_price_age_days, allow_stale_prices)
@@ -145,10 +145,9 @@ def _setting(rows, declared: Declaration, variant: str, key: str):
     return getattr(found.settings, key, None) if found else None
 
 
-def _candidate(assessment, measured, declared: Declaration, model_dir: Path, tables: devices.Tables):
-    """A configuration with an accepted pass, as the plan may carry it: its FLOPs, its fraction of its own device's
-    peak, its memory per GPU, its committed cost; None without an accepted pass. `measured`: the report's attempts
-    (report/measured.py)."""
+def _candidate(assessment, measured, declared: Declaration, model_dir: Path):
+    """A configuration with an accepted pass, as the plan may carry it: its FLOPs, its memory per GPU, its committed
+    cost; None without an accepted pass. `measured`: the report's attempts (report/measured.py)."""
     config = assessment.configuration
     rows = measured.rows_of(config)
     accepted = rows[rows["status"] == Status.ACCEPTED]
@@ -161,27 +160,11 @@ def _candidate(assessment, measured, declared: Declaration, model_dir: Path, tab
         if USEFUL_FLOP_PER_S in accepted else None
     flop_note = (f"useful_flop_per_s x pass_s, median of {count} accepted pass{'es' if count > 1 else ''}" if flops
                  else "no FLOP count recorded on its accepted passes")
-    fraction, fraction_note = _fraction(accepted, config.device, (precision, quantization), tables)
     memory, memory_note = _memory(accepted, declared, config, precision, model_dir)
     measured = rules.Measured(config.name, config.variant, config.device, precision, quantization, flops, flop_note,
-                              fraction, fraction_note, memory, memory_note, config.gpus)
+                              memory, memory_note, config.gpus)
     return rules.Candidate(measured, assessment.feasible, assessment.committed, assessment.currency,
                            assessment.priced, config.durations.median, assessment.meets_deadline)
-
-
-def _fraction(accepted, device: str, setting: tuple[str, str], tables: devices.Tables) -> tuple[float | None, str]:
-    """Its achieved share of its own device's dense peak: mfu_useful (against the peak `gpucost doctor --peak`
-    measured there), else its useful FLOP rate over its device's datasheet peak in the device table; else why not."""
-    mfu = _median(accepted, MFU_USEFUL)
-    if mfu is not None:
-        return mfu, "mfu_useful, its useful FLOP rate over the dense-matmul peak measured on its device"
-    rate = _median(accepted, USEFUL_FLOP_PER_S)
-    spec, _ = devices.spec_for(tables, "", [device])
-    peak, words = devices.peak_for(spec, *setting) if spec else (None, "")
-    if rate is not None and peak:
-        return rate / peak, f"its useful FLOP rate over {words} of {spec.label} in {spec.table}"
-    reasons = [r for r in accepted.get("mfu_reason", []) if isinstance(r, str) and r]
-    return None, f"no mfu_useful on its passes ({reasons[0] if reasons else 'no reason recorded'}) and no device table row for {device}"
 
 
 def _memory(accepted, declared: Declaration, config, precision: str, model_dir: Path) -> tuple[float | None, str]:

@@ -1,14 +1,16 @@
 """Which offers are worth measuring (`gpucost fleet plan`, docs/fleet.md): for the device of every catalog offer no
-pass ran on, a bound, an estimate and a verdict, from the configurations measured so far on any device.
+pass ran on, a bound, the memory fit and a verdict, from the configurations measured so far on any device.
 
 - **bound**: the work's useful FLOPs (per corpus, as measured, times the protocol's expected deliverables) at that
   device's dense datasheet peak, split at best over every GPU of the lot, plus the protocol's setup hours, billed as the
-  offer bills: no configuration there can cost less (at the precisions accepted so far).
-- **estimate**: the measured configuration's achieved fraction of its own device's peak carried to that device, on the
-  GPUs the configuration uses (a lot's others add no throughput, as the report assumes). An estimate, never a result.
+  offer bills: no configuration there can cost less (at the precisions accepted so far). A floor, never a price.
+- **memory**: the peak memory per GPU measured (on a CPU, the encoder's estimate) against that device's memory.
 - **verdict**: `worth measuring` when even the bound beats the best committed cost measured so far and the memory fits;
   `not worth measuring` when the bound already costs as much or more, or the memory does not fit; `unknown` without a
   device table row, a peak at the precision, a FLOP count or an estimate of the memory.
+
+No cost is estimated for a device never measured: a datasheet peak gives no throughput (PROTOCOL.md §8), and a
+measured efficiency carried from another device would print a dollar figure that reads as one.
 
 Pure: the device table (`catalog/device-specs-<date>.csv`) is read by core/fleet/devices.py, the store at the
 edge (cli/fleet_plan.py).
@@ -51,8 +53,6 @@ class Measured:
     quantization: str
     flop_per_corpus: float | None  # useful FLOPs of one corpus: useful_flop_per_s x pass_s
     flop_note: str
-    fraction: float | None  # achieved share of its own device's dense peak at its precision
-    fraction_note: str
     memory_bytes: float | None  # the peak memory per GPU, measured on a GPU or estimated
     memory_note: str
     gpus: int = 1  # GPUs one pass uses (lanes)
@@ -133,7 +133,7 @@ def basis(candidates: list[Candidate], deliverables: int, setup_hours: Decimal) 
 
 @dataclass(frozen=True)
 class Line:
-    """One device and lot size of the catalogs: its bound, its estimate and its verdict, each said with its basis."""
+    """One device and lot size of the catalogs: its bound, its memory fit and its verdict, each said with its basis."""
 
     gpu: str
     gpus_per_lot: int
@@ -142,8 +142,6 @@ class Line:
     offer: Package  # the row with the lowest bound (the first row when there is no bound)
     bound: Plan | None
     bound_basis: str
-    estimate: Plan | None
-    estimate_basis: str
     memory: str
     verdict: str
     why: str
@@ -164,16 +162,15 @@ class Line:
         return self.spec.accelerator if self.spec else self.gpu
 
     def text(self) -> str:
-        """The device's block: heading, bound, estimate, memory, verdict."""
+        """The device's block: heading, lower bound, memory, verdict."""
         names = "; ".join(self.offer.device_names) or "device names unknown"
         where = self.offer.offer or f"{self.offer.provider} {self.offer.describe()}"
         head = (f"{self.gpu} x{self.gpus_per_lot} ({names}; {len(self.rows)} row{'s' if len(self.rows) > 1 else ''}, "
                 f"lowest bound on {where} at {self.offer.price_per_lot:,} {self.offer.currency} per lot"
                 f"{'-hour' if self.offer.hourly else ''}; device table: {self.spec.label if self.spec else 'no row'})")
         bound = f"{money(self.bound.total, self.bound.currency)}: " if self.bound else "empty: "
-        estimate = f"{money(self.estimate.total, self.estimate.currency)} (estimate): " if self.estimate else "empty: "
-        return "\n".join([head, f"  bound {bound}{self.bound_basis}", f"  estimate {estimate}{self.estimate_basis}",
-                          f"  memory: {self.memory}", f"  verdict: {self.verdict}: {self.why}"])
+        return "\n".join([head, f"  lower bound {bound}{self.bound_basis}", f"  memory: {self.memory}",
+                          f"  verdict: {self.verdict}: {self.why}"])
 
 
 def _hours(flops: float, rate: float, setup: Decimal) -> tuple[Decimal, float]:
@@ -221,27 +218,8 @@ def _bound(basis_: Basis, spec: DeviceSpec, rows: list[Package]) -> tuple[Plan |
     return cheapest, f"{said}; {cheapest.describe()}"
 
 
-def _estimate(basis_: Basis, spec: DeviceSpec, rows: list[Package]) -> tuple[Plan | None, str]:
-    """The lowest plan of these rows at the measured fraction of its own peak carried to this device, on its own GPUs."""
-    m = basis_.measured
-    if m.fraction is None:
-        return None, m.fraction_note
-    peak, words = peak_for(spec, m.precision, m.quantization)
-    if peak is None:
-        return None, words
-    flops = m.flop_per_corpus * basis_.deliverables
-    hours, work = _hours(flops, peak * m.fraction * m.gpus, basis_.setup_hours)
-    plans = [p for p in (plan_for(r, hours, m.gpus, work / basis_.deliverables) for r in rows) if p is not None]
-    if not plans:
-        return None, "no row covers the estimate's window (its interruptions would outrun the work)"
-    cheapest = min(plans, key=lambda p: (p.total, p.offer.line))
-    return cheapest, (f"{m.name} reached {m.fraction:.3g} of its own device's peak ({m.fraction_note}); carried to "
-                      f"{words} on {m.gpus} GPU{'s' if m.gpus > 1 else ''}: {work:.4f} h + {basis_.setup_hours:f} h "
-                      f"setup; {cheapest.describe()}")
-
-
 def _verdict(basis_: Basis, bound: Plan | None, fit: tuple[bool | None, str], why_no_bound: str) -> tuple[str, str]:
-    """Worth measuring, not worth measuring or unknown, and why (the estimate never enters it)."""
+    """Worth measuring, not worth measuring or unknown, and why: from the bound and the memory fit only."""
     if bound is None:
         return UNKNOWN, f"no bound ({why_no_bound})"
     fits, memory = fit
@@ -260,7 +238,7 @@ def _verdict(basis_: Basis, bound: Plan | None, fit: tuple[bool | None, str], wh
 
 
 def plan_offers(basis_: Basis, catalog: Catalog, measured_devices: set[str], tables: Tables) -> list[Line]:
-    """One line per device and lot size among the catalog's rows for devices no pass ran on: bound, estimate and
+    """One line per device and lot size among the catalog's rows for devices no pass ran on: bound, memory fit and
     verdict; the lowest bounds first, the unknown ones last."""
     groups: dict[tuple, list[Package]] = {}
     for rows in catalog.not_measured(measured_devices).values():
@@ -270,14 +248,13 @@ def plan_offers(basis_: Basis, catalog: Catalog, measured_devices: set[str], tab
     for (gpu, _, lot), rows in groups.items():
         spec, missing = spec_for(tables, gpu, rows[0].device_names)
         if spec is None:
-            bound, bound_basis, estimate, estimate_basis = None, missing, None, missing
+            bound, bound_basis = None, missing
         else:
             bound, bound_basis = _bound(basis_, spec, rows)
-            estimate, estimate_basis = _estimate(basis_, spec, rows)
         fit = _fit(basis_, spec)
         verdict, why = _verdict(basis_, bound, fit, bound_basis)
-        lines.append(Line(gpu, lot, tuple(rows), spec, bound.offer if bound else rows[0], bound, bound_basis, estimate,
-                          estimate_basis, fit[1], verdict, why))
+        lines.append(Line(gpu, lot, tuple(rows), spec, bound.offer if bound else rows[0], bound, bound_basis, fit[1],
+                          verdict, why))
     return sorted(lines, key=lambda x: (x.bound is None, x.bound.total if x.bound else 0, x.gpu, x.gpus_per_lot))
 
 
@@ -359,4 +336,4 @@ def priced_devices_hint(catalog: Catalog, experiment_name: str, catalog_paths: S
     words += ["--variants-file", shlex.quote(str(variants_path))] if variants_path is not None else []
     words += [f"--catalog {shlex.quote(str(path))}" for path in catalog_paths]
     return (f"Catalog {catalog.version} prices {', '.join(said)}: `{' '.join(words)}` says which of them are worth "
-            "measuring (a bound and an estimate per offer, never a decision).")
+            "measuring (a lower bound per offer, never a decision).")
