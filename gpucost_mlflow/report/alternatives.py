@@ -13,6 +13,7 @@ from pathlib import Path
 
 from gpucost_mlflow.core.inputs.protocol import Protocol
 from gpucost_mlflow.core.money.billing.per_token import rate
+from gpucost_mlflow.core.money.decision import Assessment
 from gpucost_mlflow.core.money.endpoints import NOT_JUDGED, load_endpoints
 
 TITLE = "Hosted endpoints (not judged)"
@@ -20,6 +21,17 @@ TEXT = (f"Each endpoint the protocol names under alternatives, with its list pri
         "the variant through it (`engine: openai`) and price that configuration with a `billing: per_token` catalog "
         "row (its list or batch tier): the decision then weighs it beside renting, on judged passes "
         "(docs/costs.md, \"Per-token tiers\").")
+
+ELSEWHERE_TITLE = "Hosted prices for work measured here (what-if)"
+ELSEWHERE_TEXT = ("Each per-token catalog row that names a device passes ran on here. A hosted price applies only to "
+                  "work that provider's endpoint did: its model's precision, tokenizer, token counts and speed are its "
+                  "own, and a name proves no environment. So the row prices nothing here and is never committed; it "
+                  "says what would measure it (docs/costs.md, \"Per-token tiers\").")
+
+
+def elsewhere_lines(assessments: list[Assessment]) -> list[str]:
+    """Every what-if line of the assessed configurations: a per-token row naming a device measured here."""
+    return [line for a in assessments for line in a.what_if]
 
 
 def endpoint_lines(protocol: Protocol, today: dt.date, allow_stale: bool = False) -> list[str]:

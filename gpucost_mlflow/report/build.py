@@ -151,6 +151,7 @@ def build(evidence: Evidence, protocol: Protocol, protocol_path: Path, catalog: 
         lists=[(PRICES_TITLE, PRICES_TEXT, prices),
                (alternatives.TITLE, alternatives.TEXT,
                 alternatives.endpoint_lines(protocol, today, options.allow_stale)),
+               (alternatives.ELSEWHERE_TITLE, alternatives.ELSEWHERE_TEXT, alternatives.elsewhere_lines(assessments)),
                (NOT_MEASURED_TITLE, NOT_MEASURED_TEXT, _not_measured(catalog, {c.device for c in configs})),
                (CONFIRMATION_TITLE, CONFIRMATION_TEXT, confirmations.lines(confirmed))],
         bill=bill_lines(evidence.bill),

@@ -51,6 +51,13 @@ class Endpoint:
 
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "0.0.0.0", "[::1]")
+REMOTE = "endpoint "  # what starts the device name of a pass whose work a server elsewhere did
+
+
+def is_remote(device: str) -> bool:
+    """Whether a configuration's device is a server elsewhere ('endpoint api.example.com'), not a machine measured
+    here."""
+    return device.startswith(REMOTE)
 
 
 def remote_device(found: Endpoint | None) -> str:
@@ -59,7 +66,7 @@ def remote_device(found: Endpoint | None) -> str:
     if found is None or found.serve:
         return ""
     host = urlparse(found.url).hostname or ""
-    return "" if host in LOCAL_HOSTS else f"endpoint {host}"
+    return "" if host in LOCAL_HOSTS else f"{REMOTE}{host}"
 
 
 def parse(value: object, where: str) -> Endpoint:

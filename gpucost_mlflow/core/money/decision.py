@@ -158,6 +158,7 @@ class Assessment:
     rules: Rules | None = None
     work: Work = NO_WORK  # the planned volume and measured tokens a per-token row prices
     refused: list[str] = field(default_factory=list)  # rows of its device that cannot price the work, each with why
+    what_if: list[str] = field(default_factory=list)  # rows naming its device that price only work measured elsewhere
 
     @property
     def plan(self) -> Plan | None:
@@ -329,7 +330,7 @@ def assess_one(config: Configuration, rules: Rules) -> Assessment:
     item.under_sampled = under_sampled(counted, rules.required_passes) if "under-sampled" in why else ""
     if rules.max_spread_ratio is not None:
         item.stability = stability(config.durations.values, rules.max_spread_ratio)
-    offers = rules.catalog.for_device(config.device)
+    offers, item.what_if = measured_there(rules.catalog.for_device(config.device), config)
     if rules.plan is None:
         item.forecast_note = NO_PLAN
     else:
@@ -346,6 +347,9 @@ def assess_one(config: Configuration, rules: Rules) -> Assessment:
         item.priced = (f"not priced: stale price ({max(p.age_days(rules.today) for p in stale)} days) for "
                        f"{config.device} in {rules.catalog.version} (max_price_age_days {rules.max_price_age_days}; "
                        "--allow-stale-prices prices it anyway)")
+    elif not offers and item.what_if:
+        item.priced = (f"not priced: only hosted per-token rows name {config.device} in {rules.catalog.version}, and "
+                       "its passes did not run through their endpoint (a what-if, never committed)")
     elif not offers:
         item.priced = f"not priced: {config.device} has no package in {rules.catalog.version} ({rules.catalog.path})"
     elif item.forecast is None:
@@ -362,6 +366,22 @@ def assess_one(config: Configuration, rules: Rules) -> Assessment:
         item.priced = item.plan.describe()
         item.cost_per_validated = costs.cost_per_validated_corpus(item.plan.total, config.accepted_deliverables)
     return item
+
+
+WHAT_IF = "a what-if outside the choice, never committed"
+
+
+def measured_there(offers: list, config: Configuration) -> tuple[list, list[str]]:
+    """The rows of the configuration's device that may price it, and a what-if line for each that may not: a hosted
+    per-token tier prices only work its own endpoint did, never passes timed and judged on a machine here."""
+    kept, what_if = [], []
+    for offer in offers:
+        why = offer.kind.elsewhere(offer, config.device, config.variant)
+        if why:
+            what_if.append(f"{offer.describe()} for {config.name}: {WHAT_IF}: {why}")
+        else:
+            kept.append(offer)
+    return kept, what_if
 
 
 def work_of(config: Configuration, rules: Rules, forecast: Forecast) -> Work:

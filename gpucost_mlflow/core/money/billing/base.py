@@ -110,6 +110,11 @@ class Billing:
         row bounds it otherwise (a batch tier: setup + its completion window)."""
         return hours
 
+    def elsewhere(self, offer: Package, device: str, variant: str) -> str:
+        """Why the row cannot price the variant's work measured on `device`, and what would measure it ('' when it
+        can): a hosted tier prices only the work its own endpoint did."""
+        return ""
+
     def refusal(self, offer: Package, work: Work) -> str:
         """Why the row cannot price this work ('' when it can): tokens not measured, a window past the deadline."""
         return ""

@@ -1,6 +1,10 @@
 """Billing `per_token`: a hosted API serving the measured configuration, paid per million input and output tokens, in
 its `list` tier (answers at the measured rate) or its `batch` tier (cheaper, done within a completion window).
 
+A row prices only a configuration whose passes ran through that provider's endpoint (an `engine: openai` variant
+whose base_url is the provider's, or `gpucost hosted batch-import`): its device is `endpoint <host>`, which the row's
+device_names list. Work measured on a machine here is never committed at a hosted rate; the row is a what-if beside it.
+
 The planned volume costs planned inputs x (prompt tokens per input x input price + generated tokens per input x output
 price) / 1e6, from the tokens the configuration's accepted passes counted; without them the row prices nothing and
 says why. A list tier's window is the forecast window, as for an hourly row; a batch tier's is setup + its completion
@@ -14,6 +18,7 @@ from decimal import ROUND_CEILING, Decimal
 
 from gpucost_mlflow.core.amounts import CENT
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.kinds.endpoint import REMOTE, is_remote
 from gpucost_mlflow.core.money.billing.base import Billing, Cover, Terms, number, to_hours
 
 MILLION = Decimal(1_000_000)
@@ -79,6 +84,14 @@ class PerTokenBilling(Billing):
         prices = [_price(path, line, column, values.get(column, "")) for column in PRICES]
         return {"days": None, "terms": PerTokenTerms(*prices, tier, number(path, line, "completion_window_hours", window)
                                                      if window else None)}
+
+    def elsewhere(self, offer, device, variant):
+        if is_remote(device):
+            return ""
+        return (f"{variant} was timed and judged on {device}, not through {offer.provider}'s endpoint (a hosted model's "
+                f"precision, tokens and speed are its own); a variant of {variant} on `engine: openai` whose "
+                f"endpoint.base_url is {offer.provider}'s API, priced by a row whose device_names lists "
+                f"`{REMOTE}<its host>`, or `gpucost hosted batch-import` of its batch output, would measure it")
 
     def refusal(self, offer, work):
         if work.inputs is None:
