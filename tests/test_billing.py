@@ -120,3 +120,14 @@ def test_billing_kinds_are_compared_only_inside_core_money_billing():
                     found += [f"{where}:{node.lineno} {v.value!r}" for v in values
                               if isinstance(v, ast.Constant) and v.value in names]
     assert not found, "; ".join(found)
+
+
+@pytest.mark.parametrize(("hours", "said"), [
+    (Decimal(14634) / Decimal(3600), "4.065"),  # per-second billing on whole milli-hours: no 28-digit tail
+    (Decimal(12), "12"), (Decimal("0.5"), "0.5"), (Decimal(100), "100"),
+    (Decimal(14505) / Decimal(3600), "4.0292"),
+])
+def test_billed_hours_read_as_hours_never_a_decimal_divisions_trailing_zeros(hours, said):
+    from gpucost_mlflow.core.money.billing.hourly import hours_text
+
+    assert hours_text(hours) == said

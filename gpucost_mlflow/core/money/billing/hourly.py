@@ -41,9 +41,10 @@ def _span(hours: Decimal) -> str:
 
 def hours_text(hours: Decimal) -> str:
     """Billed hours as read: exact up to four decimals ('12', '0.5'), else rounded to four (per-second billing gives
-    '4.0292'; the exact figure stays in balance.csv)."""
+    '4.0292'; the exact figure stays in balance.csv). A per-second bill that lands on whole milli-hours keeps no
+    trailing zeros of its division: '4.065', never '4.065000000000000000000000000'."""
     shown = hours.quantize(Decimal("0.0001"))
-    return f"{hours:g}" if shown == hours else f"{shown:f}"
+    return f"{shown.normalize():f}" if shown == hours else f"{shown:f}"
 
 
 class HourlyBilling(Billing):
