@@ -303,3 +303,49 @@ def test_a_stage_left_open_holds_only_its_choosable_configurations_undecided_and
     assert [a.configuration.variant for a in held.undecided] == ["batch8"]  # batch8-int8 was rejected: never held
     assert f"no result yet from {A10G}" in held.detail
     assert await_stage(report_.choice, report_.assessments, {CPU: ("batch8",)}, []) is report_.choice
+
+
+PACKAGES = """provider,catalog_version,gpu,device_names,gpus_per_lot,days,price_per_lot,currency,source
+lab,2026-12-01,gpua,GPU A,1,7,110,USD,flat package price
+lab,2026-12-01,gpub,GPU B,1,7,110,USD,flat package price
+"""
+
+
+def test_a_tie_at_one_package_price_across_two_gpus_rents_one_and_names_the_other_with_its_own_plan(
+        experiment, tmp_path):
+    # Two GPUs on 7-day packages at the same 110 USD, passes that overlap: each configuration commits 110.00 USD.
+    # A plan rents one device: GPU A, whose batch8 has the faster median (10.4 s against 10.6 s), is rented and run;
+    # GPU B is named as an equal alternative with its own plan, never folded into one "any of 2 tied".
+    write(experiment, {("batch8", "GPU A"): L4_PASSES, ("batch8", "GPU B"): A10G_PASSES})
+    catalog = tmp_path / "packages.csv"
+    catalog.write_text(PACKAGES)
+    built, _ = report(catalog, protocol_like_shipped(tmp_path))
+    assert committed(built) == {"batch8 on GPU A": Decimal("110.00"), "batch8 on GPU B": Decimal("110.00")}
+    assert [a.configuration.device for a in built.choice.chosen] == ["GPU A"]
+    assert [a.configuration.device for a in built.choice.equal] == ["GPU B"]
+    lines = dict(card.lines(built))
+    assert lines["Rent"].startswith("110.00 USD committed for 1 x 7-day gpua package")
+    assert lines["Run"].startswith("batch8 on GPU A (") and "tied" not in lines["Run"]
+    assert lines["Runner-up"].startswith(
+        "equal in cost on another device, not separated (a plan rents one device: the faster median picks it): "
+        "batch8 on GPU B, 110.00 USD committed for 1 x 7-day gpub package")
+    devices, run = rented_and_run(built)
+    assert run == "GPU A" and devices == ("GPU A",)
+    assert built.decision.startswith("Decision: batch8 on GPU A, 1 x 7-day gpua package")
+    assert "equal in cost on another device" in built.decision and "batch8 on GPU B, 110.00 USD" in built.decision
+    client = MlflowClient()
+    run = client.get_run(log_report(built, {}, client))
+    tags = run.data.tags
+    assert tags[schema.DECISION_DEVICE] == "GPU A" and tags[schema.DECISION_RUN] == "batch8 on GPU A"
+    assert tags[schema.DECISION_RENT_DEVICE] == "GPU A" and tags[schema.DECISION_RENT_OFFER].startswith("1 x 7-day gpua")
+    assert tags[schema.DECISION_EQUAL].startswith("batch8 on GPU B: 1 x 7-day gpub package")
+    assert "equal in cost on another device" in tags[schema.NOTE] and " or " not in run.info.run_name
+
+
+def test_at_equal_medians_the_tie_across_devices_rents_the_device_of_the_first_name(experiment, tmp_path):
+    write(experiment, {("batch8", "GPU B"): L4_PASSES, ("batch8", "GPU A"): L4_PASSES})
+    catalog = tmp_path / "packages.csv"
+    catalog.write_text(PACKAGES)
+    built, _ = report(catalog, protocol_like_shipped(tmp_path))
+    assert [a.configuration.name for a in built.choice.chosen + built.choice.equal] == [
+        "batch8 on GPU A", "batch8 on GPU B"]

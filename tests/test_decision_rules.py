@@ -236,3 +236,26 @@ def test_concurrent_counts_match_pairwise_overlap_on_every_host():
     brute = {run: sum(1 for other, o in spans if other != run and o.host == span.host and o.start_s < span.end_s
                       and span.start_s < o.end_s) for run, span in spans}
     assert concurrent(spans) == brute
+
+
+def test_two_configurations_of_one_device_at_different_lots_are_told_apart_by_price_not_taken_for_one_price(tmp_path):
+    # batch8 on one L4 lot and batch8-lanes2 on two: durations overlap (no separation), 86 corpora, 0.5 h setup,
+    # hourly 1.00 per lot-hour (min 1 h, per 1 h). batch8's slowest-pass window 0.5 + 86 x 104 s = 2.98 h: 3.00;
+    # priced at the slowest pass of the two (106 s, 3.03 h) it would commit 4 h = 4.00, still below the two-lot plan's
+    # 2 x 4 h = 8.00: cheaper whatever the noise, so decided. "Same device, same price" took the 1.00 for noise and left
+    # it undecided.
+    from gpucost_mlflow.core.measurement.stats import Durations
+    from gpucost_mlflow.core.money.choice import choose
+    from gpucost_mlflow.core.money.decision import Configuration, Rules, assess
+
+    path = tmp_path / "hourly.csv"
+    path.write_text("provider,catalog_version,gpu,device_names,gpus_per_lot,days,price_per_lot,currency,source,"
+                    "billing,min_hours,increment_hours\ncloud,2026-12-01,l4,NVIDIA L4,1,,1.00,USD,quote,hourly,1,1\n")
+    plan = {"setup_hours": 0.5, "waiting_hours": 0, "planned_restarts": 0, "start": None}
+    one = Configuration("NVIDIA L4", "batch8", ["accepted"] * 5, Durations((100.0, 101.0, 102.0, 103.0, 104.0)), {})
+    two = Configuration("NVIDIA L4", "batch8-lanes2", ["accepted"] * 5, Durations((99.0, 101.0, 102.0, 104.0, 106.0)),
+                        {}, gpus=2)
+    assessed = assess([one, two], Rules(load_catalog(path), plan, None, 86, required_passes=5))
+    assert [a.committed for a in assessed] == [Decimal("3.00"), Decimal("8.00")]
+    choice = choose(assessed, deadline_declared=False)
+    assert choice.decided and [a.configuration.variant for a in choice.chosen] == ["batch8"], choice.detail

@@ -159,12 +159,20 @@ def _margin(chosen: Assessment, other: Assessment) -> str:
 
 
 def _runner_up(report: Report, names: short.Names) -> str:
-    """The next timely configuration and its margin, or why there is none."""
+    """The equal alternatives on other devices, each with its own plan, then the next timely configuration and its
+    margin, or why there is none."""
     choice = report.choice
-    if not choice.others:
+    rest = [a for a in choice.others if not any(a is e for e in choice.equal)]
+    if choice.equal:
+        each = "; ".join(f"{names.of(a.configuration)}, {costs.money(a.committed, a.currency)} committed for "
+                         f"{_plan(a.plan)}" for a in choice.equal)
+        said = (f"equal in cost on another device, not separated (a plan rents one device: the faster median "
+                f"picks it): {each}")
+        return said + (f"; next {names.of(rest[0].configuration)} at {_margin(choice.chosen[0], rest[0])}"
+                       if rest else "")
+    if not rest:
         return "none: every other configuration is left out (the standing column says why)"
-    other = choice.others[0]
-    return f"{names.of(other.configuration)} at {_margin(choice.chosen[0], other)}"
+    return f"{names.of(rest[0].configuration)} at {_margin(choice.chosen[0], rest[0])}"
 
 
 def _confidence(a: Assessment) -> float:

@@ -34,6 +34,12 @@ def decided(report: Report, paths: Mapping[str, Path], campaigns: Mapping[str, s
         tags[schema.DECISION_DEVICE] = " or ".join(dict.fromkeys(a.configuration.device for a in chosen))
         tags[schema.DECISION_CURRENCY] = chosen[0].currency
         metrics = figures(chosen[0])
+        if choice.equal:  # one device rented, the others named with their own plans, as the card says
+            tags[schema.DECISION_RENT_DEVICE] = chosen[0].configuration.device
+            tags[schema.DECISION_RENT_OFFER] = chosen[0].plan.describe()[:limits.TAG_VALUE]
+            tags[schema.DECISION_RUN] = chosen[0].configuration.name
+            tags[schema.DECISION_EQUAL] = "; ".join(f"{a.configuration.name}: {a.plan.describe()}"
+                                                    for a in choice.equal)[:limits.TAG_VALUE]
     named = short.names([a.configuration for a in report.assessments]).of
     found = doubt(choice.undecided)
     if found is not None:

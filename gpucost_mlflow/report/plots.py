@@ -34,7 +34,7 @@ FAR_SHARE = 0.10  # ... and further than this share of the median (five equal pa
 JITTER = 0.07  # vertical offset between one configuration's dots, so five equal durations stay five dots
 # Per standing: colour, marker and whether the marker is hollow (under-sampled: too few passes to count).
 STYLES = {standing.CHOSEN: ("#2ca02c", "o", False), standing.TIED: ("#2ca02c", "D", False),
-          standing.COSTS_MORE: ("#1f77b4", "o", False), standing.SAME_COST: ("#7f7f7f", "o", False),
+          standing.EQUAL: ("#2ca02c", "D", True), standing.COSTS_MORE: ("#1f77b4", "o", False), standing.SAME_COST: ("#7f7f7f", "o", False),
           standing.UNDECIDED: ("#ff7f0e", "o", False), standing.INFEASIBLE: ("#d62728", "x", False),
           standing.LATE: ("#8c564b", "v", False), standing.UNSTABLE: ("#e377c2", "s", False),
           standing.NOT_PRICED: ("#bcbd22", "x", False),

@@ -1,6 +1,6 @@
 """Where each configuration stands against the choice, in one vocabulary for the report's tables, its figures, the
 passes' `gpucost.standing` and the decision run's description (`WORDS`, listed in docs/report.md): chosen, tied,
-undecided, not confirmed, costs more or slower at the same cost (timely, priced, not a candidate), and why the others
+undecided, not confirmed, equal on another device, costs more or slower at the same cost (timely, priced, not a candidate), and why the others
 are out (under-sampled, infeasible, not priced, unstable, misses the deadline, left out when no decision was made for a
 reason not about them); whose committed price is shown (none of those that cannot be committed to); which of them the
 cost-against-volume figure draws, and the chosen one's nearest break-evens."""
@@ -17,11 +17,12 @@ from gpucost_mlflow.core.money.feasibility import QUALITY_NOT_SHOWN
 
 CHOSEN, TIED, UNDECIDED, NOT_CONFIRMED = "chosen", "tied", "undecided", "not confirmed"
 COSTS_MORE, SAME_COST = "costs more", "slower at the same cost"
+EQUAL = "equal, another device"  # the chosen cost, not separated, on a device the chosen plan does not rent
 INFEASIBLE, NOT_PRICED, UNSTABLE, LATE = "infeasible", "not priced", "unstable", "misses the deadline"
 UNDER_SAMPLED, LEFT_OUT = "under-sampled", "left out"
 NOT_SHOWN = QUALITY_NOT_SHOWN  # its bar judged by its interval could not tell on this corpus (core/judging/bounds.py)
 OUT = (INFEASIBLE, NOT_SHOWN, NOT_PRICED, UNSTABLE, LATE, UNDER_SAMPLED, LEFT_OUT, NOT_CONFIRMED)  # left out
-WORDS = (CHOSEN, TIED, UNDECIDED, COSTS_MORE, SAME_COST, *OUT)  # every standing word, and no other
+WORDS = (CHOSEN, TIED, UNDECIDED, EQUAL, COSTS_MORE, SAME_COST, *OUT)  # every standing word, and no other
 DRAWN_TIED = 3  # tied configurations drawn at most (they share one cost; more lines would hide each other)
 
 
@@ -37,6 +38,8 @@ def role(a: Assessment, choice: Choice) -> str:
         return UNDECIDED
     if _among(a, choice.unconfirmed):
         return NOT_CONFIRMED
+    if _among(a, choice.equal):
+        return EQUAL
     if _among(a, choice.others):
         candidates = choice.chosen or choice.undecided
         return SAME_COST if candidates and a.committed == min(c.committed for c in candidates) else COSTS_MORE

@@ -101,6 +101,9 @@ DECISION_CAMPAIGNS = "gpucost.decision.campaigns"
 DECISION_RENT_DEVICE = "gpucost.decision.rent_device"
 DECISION_RENT_OFFER = "gpucost.decision.rent_offer"
 DECISION_RUN = "gpucost.decision.run"
+# A decision whose cost other devices equal (core/money/choice.py `Choice.equal`): it rents one device, and names each
+# other device's configuration with its own plan here.
+DECISION_EQUAL = "gpucost.decision.equal"
 DECIDED = "decided"  # gpucost.decision when a plan was chosen ("none" when nothing was)
 # Decision-run metrics carry their unit in the name: a money metric ends in the plan's currency code
 # (`in_currency`: committed_cost_usd), hours in _h; tracking/decision_run.py rounds them as the UI shows them.

@@ -55,6 +55,9 @@ class Choice:
     notes: list[str] = field(default_factory=list)  # what the note adds: under-sampled or unstable would-be choices
     faster: str = ""  # why the chosen one is preferred over others at its cost (they separate on duration)
     unconfirmed: list[Assessment] = field(default_factory=list)  # chosen, then not confirmed on the confirmation run
+    # at the chosen cost on other devices, not separated from it: each an equal alternative with its own plan (also
+    # first among `others`); the chosen device is the one of the faster median, then the name
+    equal: list[Assessment] = field(default_factory=list)
 
     @property
     def decided(self) -> bool:
@@ -91,35 +94,42 @@ def _cost_at(a: Assessment, slowest_h: float) -> Decimal | None:
 def _noise_priced(cheap: Assessment, dear: Assessment) -> bool:
     """Whether the price difference is bought by noise (docs/costs.md, "Noise across devices"): their durations do
     not separate, and the cheaper one, priced at the slowest pass of the two, costs more than its own plan and no
-    less than the other's. On one device at one price the second condition is the first (both are priced from the
-    same rows at the same slowest pass), so only the first is asked there."""
+    less than the other's. Prices are compared on every device alike: two configurations of one device may rent
+    different rows or lots (a lanes configuration's GPUs), so one device is never taken for one price."""
     if _separation(cheap, dear).decided:
         return False
     at_slowest = _cost_at(cheap, max(cheap.forecast.per_deliverable_h[2], dear.forecast.per_deliverable_h[2]))
     if at_slowest is None:
         return True  # no row covers the cheaper one at the slowest pass: its price there is unknown
-    if at_slowest <= cheap.committed:
-        return False
-    return cheap.configuration.device == dear.configuration.device or at_slowest >= dear.committed
+    return cheap.committed < at_slowest and at_slowest >= dear.committed
+
+
+def _by_speed(a: Assessment) -> tuple:
+    """The faster median first, then the name: the order a tie at one cost is read in."""
+    return a.configuration.durations.median, a.configuration.name
 
 
 def _rank(timely: list[Assessment]) -> Choice:
     """Among timely stable configurations: the cheapest committed cost; at that cost the fastest, with only those
-    that do not separate from each other tied; undecided when a costlier one differs only by noise."""
+    of its device that do not separate from it tied (a plan rents one device); those of other devices that do not
+    separate are its equal alternatives, each with its own plan; undecided when a costlier one differs only by
+    noise."""
     cheapest = min(a.committed for a in timely)
-    at_cost = sorted((a for a in timely if a.committed == cheapest), key=lambda a: a.configuration.durations.median)
-    tied = [at_cost[0]]
+    at_cost = sorted((a for a in timely if a.committed == cheapest), key=_by_speed)
+    tied, equal = [at_cost[0]], []
     for other in at_cost[1:]:
-        if all(not _separation(member, other).decided for member in tied):
-            tied.append(other)
-    dearer = [a for a in timely if a.committed > cheapest and any(_noise_priced(t, a) for t in tied)]
+        if any(_separation(member, other).decided for member in tied):
+            continue
+        (tied if other.configuration.device == tied[0].configuration.device else equal).append(other)
+    dearer = [a for a in timely if a.committed > cheapest and any(_noise_priced(t, a) for t in tied + equal)]
     if dearer:
-        group = tied + dearer
+        group = tied + equal + dearer
         rest = sorted((a for a in timely if not any(a is g for g in group)), key=lambda a: a.committed)
-        return Choice(none="undecided", undecided=group, others=rest, detail=_undecided_detail(tied, dearer))
-    faster = [a for a in at_cost if a not in tied]
-    choice = Choice(tied, tie=_separation(tied[0], tied[1]).verdict if len(tied) > 1 else "",
-                    others=faster + sorted((a for a in timely if a.committed > cheapest), key=lambda a: a.committed))
+        return Choice(none="undecided", undecided=group, others=rest, detail=_undecided_detail(tied + equal, dearer))
+    faster = [a for a in at_cost if a not in tied and a not in equal]
+    choice = Choice(tied, tie=_separation(tied[0], tied[1]).verdict if len(tied) > 1 else "", equal=equal,
+                    others=equal + faster + sorted((a for a in timely if a.committed > cheapest),
+                                                   key=lambda a: a.committed))
     if faster:
         choice.faster = _separation(tied[0], faster[0]).verdict
     return choice
@@ -345,6 +355,17 @@ def _spare(a: Assessment) -> str:
     return f"{spare:,.1f} h of its plan spare at the slowest pass" if spare > 0 else "no spare hours in its plan"
 
 
+def equal_alternatives(choice: Choice) -> str:
+    """'equal in cost on another device, not chosen (a plan rents one device; the faster median, then the name, picks
+    it): batch8 on GPU B, 110.00 USD committed for ...' ('' without any)."""
+    if not choice.equal:
+        return ""
+    each = "; ".join(f"{a.configuration.name}, {costs.money(a.committed, a.currency)} committed for its own plan "
+                     f"({a.plan.describe()})" for a in choice.equal)
+    return (f"equal in cost on another device, durations not separated, not chosen (a plan rents one device: the "
+            f"faster median, then the name, picks it): {each}")
+
+
 def capacity_note(a: Assessment) -> str:
     """' Planning budget, a forecast ...: 27.50 USD per 1,000 planned inputs; the same 110.00 USD would cover up to
     160 corpora (156 more) at the slowest pass, 0.69 USD per 1,000 planned inputs then.' ('' when not priced per
@@ -373,7 +394,8 @@ def decide(assessments: list[Assessment], expected_deliverables: int, corpus_siz
                     + _exclusion_notes(choice, assessments, deadline_declared))
     if not choice.decided:
         return f"No decision: {choice.none}{choice.detail}.{extra}"
-    chosen, tied, others = choice.chosen[0], choice.chosen, choice.others
+    chosen, tied = choice.chosen[0], choice.chosen
+    others = [a for a in choice.others if not any(a is e for e in choice.equal)]
     load = f"{expected_deliverables:,} corpus(es) of {corpus_size:,} inputs"
     versus = f"; next: {others[0].configuration.name} at {costs.money(others[0].committed, others[0].currency)}" if others else ""
     f = chosen.forecast
@@ -393,6 +415,8 @@ def decide(assessments: list[Assessment], expected_deliverables: int, corpus_siz
                 f"({choice.tie}); none is preferred on speed")
     elif choice.faster:
         why += f"; preferred at the same cost for speed ({choice.faster}), with {_spare(chosen)}"
+    if choice.equal:
+        why += f"; {equal_alternatives(choice)}"
     return (f"{head}, {chosen.priced}, covers {load} within a forecast window of {f.hours:,.1f} h (range "
             f"{f.low_hours:,.1f}-{f.high_hours:,.1f} h; the plan covers the slowest pass's {f.high_hours:,.1f} h){when} "
             f"({status}). Reason: {why}"
