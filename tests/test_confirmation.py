@@ -184,15 +184,16 @@ def test_a_confirmation_run_excluded_for_a_documented_cause_is_listed_with_it_an
     from tests.scenario import RTX, report
 
     protocol, slowed, held = _slow_then_held(experiment, tmp_path)
-    exclusions.exclude(MlflowClient(), slowed, "another job shared the GPU (scheduler log 4711)", who="ana")
+    exclusions.exclude(MlflowClient(), slowed, "contended", "another job shared the GPU (scheduler log 4711)",
+                       who="ana")
     found, _ = report(protocol_path=protocol)
     assert found.decision.startswith(f"Decision: batch4 on {RTX}")
     assert dict(card.lines(found))["Run"].endswith(
         "; confirmed: 0.0186 inputs/s: 1 repetition of 1,000 confirmation inputs in 53,640 s (benchmark passes "
         "0.0185-0.0188 inputs/s); quality held; 1 run excluded (each listed under Confirmation)")
     listed = {title: lines for title, _, lines in found.lists}[build.CONFIRMATION_TITLE]
-    assert listed[1].startswith(f"batch4 on {RTX}, confirmation run 1 of 2 ({slowed}): excluded: another job shared "
-                                "the GPU (scheduler log 4711) (excluded by ana at ")
+    assert listed[1].startswith(f"batch4 on {RTX}, confirmation run 1 of 2 ({slowed}): excluded: contended: another "
+                                "job shared the GPU (scheduler log 4711) (excluded by ana at ")
     assert listed[2].startswith(f"batch4 on {RTX}, confirmation run 2 of 2 ({held}): confirmed: ")
 
 

@@ -25,7 +25,7 @@ def test_the_evidence_holds_the_attempts_campaigns_overheads_exclusions_and_bill
     parents = list(search.all_runs(client, experiment_id, f"tags.`{schema.ROLE}` = '{schema.CAMPAIGN_ROLE}'"))
     client.log_metric(parents[0].info.run_id, schema.HARNESS_OVERHEAD, 0.37)
     accepted = next(run for run in search.all_runs(client, experiment_id, f"tags.`{schema.STATUS}` = 'accepted'"))
-    exclusions.exclude(client, accepted.info.run_id, "another job on the machine", who="ana")
+    exclusions.exclude(client, accepted.info.run_id, "operator", "another job on the machine", who="ana")
 
     found = evidence.read(client, experiments.named(client, report_scaling.EXPERIMENT))
     assert found.experiment.id == experiment_id and found.experiment.tags[schema.PROTOCOL_DIGEST] == protocol.digest
@@ -35,8 +35,8 @@ def test_the_evidence_holds_the_attempts_campaigns_overheads_exclusions_and_bill
     assert dict(found.campaigns) == {cid: by_campaign[cid] for cid in ids} and len(ids) == count
     assert dict(found.overheads) == {parents[0].data.tags[schema.CAMPAIGN_ID]: 0.37}
     (excluded,) = [a for a in found.attempts if a.status == Status.EXCLUDED]
-    assert found.exclusions[excluded.run_id] == evidence.Exclusion("another job on the machine", "ana",
-                                                                   found.exclusions[excluded.run_id].at)
+    assert found.exclusions[excluded.run_id] == evidence.Exclusion("operator: another job on the machine", "ana",
+                                                                   found.exclusions[excluded.run_id].at, "operator")
     assert found.bill is None and found.ui_root
     with pytest.raises(dataclasses.FrozenInstanceError):
         found.attempts = ()

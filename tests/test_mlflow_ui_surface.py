@@ -222,7 +222,7 @@ def test_excluding_a_pass_sets_accepted_to_0_and_says_so_in_its_description_undo
     writer.log_outcome(client, run_id, status="accepted", reason="every check passed",
                        metrics={"pass_s": 1.0, "completed_entries": 30}, quality_verdict="passed")
     assert client.get_run(run_id).data.metrics[schema.ACCEPTED] == 1.0
-    exclusions.exclude(client, run_id, "another job ran on the host", who="tester")
+    exclusions.exclude(client, run_id, "operator", "another job ran on the host", who="tester")
     run = client.get_run(run_id)
     assert run.data.metrics[schema.ACCEPTED] == 0.0
     assert "**Excluded** by tester" in run.data.tags[schema.NOTE] and "another job ran" in run.data.tags[schema.NOTE]

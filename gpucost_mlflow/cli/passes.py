@@ -28,6 +28,7 @@ from gpucost_mlflow.core.campaign.settle import STAGE, Member, looks, plan_stage
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import shipped
 from gpucost_mlflow.core.inputs.variants import read_declaration
+from gpucost_mlflow.core.judging.exclusion_reasons import OPERATOR, allowed
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.measurement.stats import per_look
@@ -276,28 +277,43 @@ def rejudge_cmd(experiment, protocol_file) -> None:
 
 @click.command("exclude")
 @click.argument("run_id")
-@click.option("--cause", default=None, help="The documented external cause (another job on the machine, a host maintenance event).")
+@click.option("--reason", default=None, metavar="REASON",
+              help=f"Why, one of: {allowed()} (a flag the pass carries, or operator: another documented external "
+                   "cause, named in --note).")
+@click.option("--note", default=None, help="What was seen (required with --reason operator, e.g. 'host maintenance "
+              "at 10:02'); optional with the other reasons.")
+@click.option("--cause", default=None, hidden=True, help="Deprecated: --reason operator --note TEXT.")
 @click.option("--undo", is_flag=True, help="Restore the status and reason the pass had before its exclusion.")
-def exclude_cmd(run_id, cause, undo) -> None:
-    """Exclude a pass for a documented external cause (PROTOCOL.md §6): its row stays, status `excluded`; --undo restores it."""
+def exclude_cmd(run_id, reason, note, cause, undo) -> None:
+    """Exclude a pass for a documented external cause (PROTOCOL.md §6): its row stays, status `excluded`.
+
+    The reason is a flag the pass carries, or operator with --note saying what was seen; the report warns when one
+    flag was excluded for one variant and kept for another. --undo restores the status the pass had."""
     from mlflow.tracking import MlflowClient
 
     from gpucost_mlflow.tracking import exclusions, store  # deferred: imports mlflow
 
-    if undo and cause is not None:
-        raise GpucostError("--undo restores the status the pass had before; it takes no --cause; nothing changed")
-    if not undo:
-        exclusions.cause_of(cause)
+    if undo and (reason, note, cause) != (None, None, None):
+        raise GpucostError("--undo restores the status the pass had before; it takes no --reason or --note; "
+                           "nothing changed")
+    if cause is not None:
+        if reason is not None or note is not None:
+            raise GpucostError("--cause is the deprecated form of --reason operator --note TEXT: give one or the "
+                               "other; nothing changed")
+        reason, note = OPERATOR, cause
+    why = None if undo else exclusions.checked(reason, note)
+    if cause is not None:
+        click.echo("--cause is deprecated: recorded as --reason operator --note TEXT", err=True)
     store.bound_http_retries()
     store.check()
     client = MlflowClient()
-    if undo:
+    if why is None:
         done = exclusions.undo(client, run_id)
         click.echo(f"{done.variant} run {done.run_id}: excluded -> {done.status_before} ({done.reason_before or 'no reason recorded'}); "
                    f"exclusion by {done.by} at {done.at} undone (cause was: {done.cause})")
         return
-    done = exclusions.exclude(client, run_id, cause)
-    click.echo(f"{done.variant} run {done.run_id}: {done.status_before or 'no status'} -> excluded, cause: {done.cause} "
+    done = exclusions.exclude(client, run_id, why.reason, why.note)
+    click.echo(f"{done.variant} run {done.run_id}: {done.status_before or 'no status'} -> excluded for {done.cause} "
                f"(by {done.by} at {done.at}); its row stays in the attempts table, out of durations and medians")
     rule = exclusions.rule(client, done.experiment_id)
     click.echo(f"exclusion rule of the protocol, to apply alike to every variant: {rule or 'not recorded on the experiment'}")

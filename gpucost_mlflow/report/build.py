@@ -33,6 +33,7 @@ from gpucost_mlflow.core.money.startups import audit_rule
 from gpucost_mlflow.report import (
     alternatives,
     confirmations,
+    excluded_alike,
     model,
     plots,
     render,
@@ -102,6 +103,7 @@ def build(evidence: Evidence, protocol: Protocol, protocol_path: Path, catalog: 
     with tables.p_values_of(pairs) as p_values:  # computed beside the rest of the build where they are many
         warnings += identity_notes(configs) + seed_notes
         warnings += stage_notes(table, configs, protocol.settle_max_passes)
+        warnings += excluded_alike.warnings(table, evidence.exclusions)
         assessments, choice, decision, confirmed, stage = _decided(configs, protocol, catalog, today, measured)
         priced_hint = ""
         if choice.none == NOTHING_PRICED:  # what to do next: the devices the catalog does price, and how to weigh them

@@ -64,7 +64,7 @@ SUMMARY_HEAD = ["device", "variant", "raw pass_s", "median", "min", "max", "over
                 "GFLOP/s useful / padded (median)", "MFU useful / padded (median)"]
 SUMMARY_TEXT = ("Overlapped: durations measured while another pass ran on the same host; contended: while other "
                 "processes used more of the machine's CPU than the protocol's max_other_cpu_share (each such pass "
-                "may be excluded with `gpucost exclude RUN_ID --cause \"...\"`, its recorded figures as the cause: "
+                "may be excluded with `gpucost exclude RUN_ID --reason contended`, its recorded figures as the note: "
                 "the attempts table's contended column). Memory: the largest peak per counter, never added; its "
                 "counter in the footnote. MFU: of the dense-matmul peak. Too short to time reliably: a measured pass under 1 s, "
                 "where clock noise and boost behaviour weigh more than the work (the protocol's min_measured_s repeats "

@@ -167,8 +167,8 @@ def pass_note(tags: dict, metrics: dict) -> str:
     if others:
         facts.append(f"**Overlap:** {describe_overlap(others, tags.get(schema.HOST, '?'))}")
     if tags.get(schema.CONTENDED):
-        facts.append(f"**Contended:** {tags[schema.CONTENDED]}; `gpucost exclude` with these figures as the cause "
-                     "if it should not count")
+        facts.append(f"**Contended:** {tags[schema.CONTENDED]}; `gpucost exclude --reason contended` with these "
+                     "figures as the note if it should not count")
     if tags.get(schema.THROTTLED):
         facts.append(f"**Throttled:** {tags[schema.THROTTLED]} (the board slowed its clocks: a flag, not a verdict)")
     if tags.get(schema.STARVED):

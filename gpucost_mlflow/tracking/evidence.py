@@ -1,9 +1,9 @@
 """What one report reads of its experiment, read once before anything is decided: the report's first stage.
 
 `read` gathers the attempts (tracking/reader.py), the campaigns they ran in with the harness overhead each recorded,
-the exclusions (cause, who, when), the latest bill and where the UI serves the runs, into one frozen `Evidence`. The
-report (report/build.py) turns it and the protocol into the decision with no client; one write then logs the
-decision run (tracking/decision_run.py).
+the exclusions (cause, reason, who, when), the latest bill and where the UI serves the runs, into one frozen
+`Evidence`. The report (report/build.py) turns it and the protocol into the decision with no client; one write then
+logs the decision run (tracking/decision_run.py).
 """
 
 from __future__ import annotations
@@ -24,11 +24,13 @@ from gpucost_mlflow.tracking.run_records import RunRecord, tagged
 
 @dataclass(frozen=True)
 class Exclusion:
-    """Why one pass was excluded: the cause, who excluded it and when ('' each when not recorded)."""
+    """Why one pass was excluded: the cause, who excluded it and when ('' each when not recorded), and the reason
+    of the fixed list the cause is made of (core/judging/exclusion_reasons.py; '' when not recorded)."""
 
     cause: str
     by: str
     at: str
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,8 @@ def read(client: MlflowClient, experiment: Experiment, now: dt.datetime | None =
     campaigns, overheads = _campaigns(client, experiment.id, [cid for cid in ids if cid])
     excluded = {}
     if any(a.status == Status.EXCLUDED for a in attempts):
-        excluded = {x.run_id: Exclusion(x.cause, x.by, x.at) for x in exclusions.listed(client, experiment.id)}
+        excluded = {x.run_id: Exclusion(x.cause, x.by, x.at, x.reason)
+                    for x in exclusions.listed(client, experiment.id)}
     return Evidence(experiment, attempts, campaigns, overheads, excluded,
                     decision_run.latest_bill(client, experiment.id), ui.root(client.tracking_uri))
 

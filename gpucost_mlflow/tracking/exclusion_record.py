@@ -1,13 +1,16 @@
 """How an exclusion is kept on its pass: one JSON tag, `gpucost.exclusion` (`gpucost exclude`, tracking/exclusions.py).
 
 Its own module so the descriptions can read it without the exclusions' store calls; passes excluded before the tag
-existed carry each field as a tag of its own, which `details` reads too.
+existed carry each field as a tag of its own, which `details` reads too. The reason (core/judging/exclusion_reasons.py)
+and its note are kept beside the cause, the line every reader shows; a cause recorded before reasons existed reads as
+reason `operator` with the cause as its note.
 """
 
 from __future__ import annotations
 
 import json
 
+from gpucost_mlflow.core.judging.exclusion_reasons import recorded
 from gpucost_mlflow.tracking import schema
 
 # The fields of an exclusion, and the tags that held them on passes excluded before `gpucost.exclusion`.
@@ -16,9 +19,13 @@ FIELDS = {"cause": schema.EXCLUDED_CAUSE, "by": schema.EXCLUDED_BY, "at": schema
           "undone": schema.EXCLUSION_UNDONE}
 
 
+REASON_FIELDS = ("reason", "note")  # written only since reasons exist, in `gpucost.exclusion` alone
+
+
 def details(tags: dict) -> dict[str, str]:
-    """The pass's exclusion as recorded (every FIELDS key; all empty when never excluded, `cause` empty once
-    undone): from its `gpucost.exclusion` tag, else from the tags a pass excluded before it carries."""
+    """The pass's exclusion as recorded (every FIELDS and REASON_FIELDS key; all empty when never excluded, `cause`
+    and `reason` empty once undone): from its `gpucost.exclusion` tag, else from the tags a pass excluded before it
+    carries."""
     text = tags.get(schema.EXCLUSION, "")
     if text:
         try:
@@ -26,8 +33,13 @@ def details(tags: dict) -> dict[str, str]:
         except ValueError:
             found = {}
         found = found if isinstance(found, dict) else {}
-        return {key: str(found.get(key, "") or "") for key in FIELDS}
-    return {key: tags.get(tag, "") for key, tag in FIELDS.items()}
+        read = {key: str(found.get(key, "") or "") for key in (*FIELDS, *REASON_FIELDS)}
+    else:
+        read = {**{key: tags.get(tag, "") for key, tag in FIELDS.items()}, "reason": "", "note": ""}
+    if read["cause"] or read["reason"]:
+        why = recorded(read["reason"], read["note"], read["cause"])
+        read.update(reason=why.reason, note=why.note, cause=read["cause"] or why.line())
+    return read
 
 
 def encoded(fields: dict[str, str]) -> str:

@@ -2,12 +2,14 @@
 
 Only a timing can suffer an external disturbance: an accepted or pending pass may be excluded, a rejected or
 failed one (a check or quality verdict, out of memory, a crash, an interruption) is a result and is refused.
-The pass keeps its row: its status becomes `excluded`, and the cause, who (the OS user) and when (UTC)
-are written, in one JSON tag (`gpucost.exclusion`), beside the status and reason it had, which `undo` restores
-exactly; passes excluded before that tag existed carry the same fields as tags of their own, read here too. Each change is one
-log_batch, so a pass is never half excluded; raw metrics are never touched. The report leaves excluded
-attempts out of durations, medians and feasibility (report/tables.py, core/money/decision.py) and lists every
-exclusion of the experiment per variant, so one can see whether one rule was applied to all.
+The pass keeps its row: its status becomes `excluded`, and its reason (one of a fixed list,
+core/judging/exclusion_reasons.py) with its note as the cause, who (the OS user) and when (UTC) are written, in one
+JSON tag (`gpucost.exclusion`), beside the status and reason it had, which `undo` restores exactly; passes excluded
+before that tag existed carry the same fields as tags of their own, read here too. Each change is one log_batch, so a
+pass is never half excluded; raw metrics are never touched. The report leaves excluded attempts out of durations,
+medians and feasibility (report/tables.py, core/money/decision.py), lists every exclusion of the experiment per
+variant, and warns when passes with one flag were excluded for one variant and kept for another
+(report/excluded_alike.py), so one can see whether one rule was applied to all.
 """
 
 from __future__ import annotations
@@ -23,14 +25,19 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import MESSAGE_LIMIT, GpucostError
 from gpucost_mlflow.core.inputs import yaml_text
+from gpucost_mlflow.core.judging.exclusion_reasons import ExclusionReason, reason_of
 from gpucost_mlflow.core.judging.status import EXCLUDABLE, Status, excludable_failure, interrupted
 from gpucost_mlflow.tracking import limits, schema, search, writer
 from gpucost_mlflow.tracking.exclusion_record import details, encoded
 from gpucost_mlflow.tracking.run_records import RunRecord
 
 EXCLUDED = Status.EXCLUDED
+
+
 @dataclass(frozen=True)
 class Exclusion:
+    """One pass's exclusion as recorded: its reason and note, the cause line they make, who, when, and before."""
+
     run_id: str
     experiment_id: str
     variant: str
@@ -40,6 +47,8 @@ class Exclusion:
     at: str
     status_before: str
     reason_before: str
+    reason: str = ""
+    note: str = ""
 
 
 # A cause fits the exclusion's tag with the pass's own reason beside it.
@@ -65,17 +74,12 @@ def of(run: Run) -> Exclusion:
     found = details(tags)
     return Exclusion(run.info.run_id, run.info.experiment_id, tags.get(schema.VARIANT, ""),
                      tags.get(schema.DEVICE_NAME, ""), found["cause"], found["by"], found["at"],
-                     found["status_before"], found["reason_before"])
+                     found["status_before"], found["reason_before"], found["reason"], found["note"])
 
 
-def cause_of(cause: str | None) -> str:
-    """The cause on one line; an empty one is refused (an exclusion without a documented cause is not one)."""
-    text = " ".join((cause or "").split())
-    if not text:
-        raise GpucostError("an exclusion needs its documented external cause (--cause TEXT, not empty); nothing changed")
-    if len(text) > CAUSE_LIMIT:
-        raise GpucostError(f"the cause is {len(text)} characters, at most {CAUSE_LIMIT}; nothing changed")
-    return text
+def checked(reason: str | None, note: str | None = None) -> ExclusionReason:
+    """The reason and note as given, checked before anything is read or written (a one-line GpucostError)."""
+    return reason_of(reason, note, CAUSE_LIMIT)
 
 
 def _pass(client: MlflowClient, run_id: str) -> Run:
@@ -100,9 +104,11 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def exclude(client: MlflowClient, run_id: str, cause: str, who: str | None = None) -> Exclusion:
-    """Mark the pass excluded for the cause (one log_batch); the status and reason it had are kept for undo."""
-    cause = cause_of(cause)
+def exclude(client: MlflowClient, run_id: str, reason: str, note: str = "", who: str | None = None) -> Exclusion:
+    """Mark the pass excluded for the reason (one of exclusion_reasons.REASONS) and its note (one log_batch); the
+    status and reason it had are kept for undo."""
+    why = checked(reason, note)
+    cause = why.line()
     run = _pass(client, run_id)
     tags = schema.run_facts(run)
     status = tags.get(schema.STATUS, "")
@@ -110,11 +116,11 @@ def exclude(client: MlflowClient, run_id: str, cause: str, who: str | None = Non
         raise GpucostError(f"run '{run.info.run_id}' is already excluded ({describe(tags)}); undo it first with "
                            f"`gpucost exclude {run.info.run_id} --undo`; nothing changed")
     _refuse_results(run)
-    recorded = encoded({"cause": cause, "by": who or user(), "at": _now(), "status_before": status,
-                        "reason_before": tags.get(schema.STATUS_REASON, "")})
+    recorded = encoded({"cause": cause, "reason": why.reason, "note": why.note, "by": who or user(), "at": _now(),
+                        "status_before": status, "reason_before": tags.get(schema.STATUS_REASON, "")})
     if len(recorded) > limits.TAG_VALUE:
-        raise GpucostError(f"the cause and the pass's reason are {len(recorded)} characters together, at most "
-                           f"{limits.TAG_VALUE}; shorten the cause; nothing changed")
+        raise GpucostError(f"the note and the pass's reason are {len(recorded)} characters together, at most "
+                           f"{limits.TAG_VALUE}; shorten the note; nothing changed")
     batch = {schema.STATUS: str(EXCLUDED), schema.STATUS_REASON: cause, schema.EXCLUSION: recorded}
     metrics, note = writer.restated({**tags, **batch}, dict(run.data.metrics))
     client.log_batch(run.info.run_id, metrics=metrics, tags=[RunTag(key, value) for key, value in batch.items()] + note)

@@ -144,9 +144,9 @@ REJUDGED = "gpucost.rejudged"
 REJUDGED_AT = "gpucost.rejudged_at"
 REJUDGED_AGAINST = "gpucost.rejudged_against"
 FIRST_STATUS = "gpucost.first_status"
-# A pass excluded for a documented external cause (`gpucost exclude`, PROTOCOL.md §6): one tag holding, as JSON, the
-# cause, who and when (UTC), and the status and reason it had before, which `--undo` restores; undo leaves one trace
-# in it. Passes excluded before it carry the six tags after it (tracking/exclusions.py reads both).
+# A pass excluded for a documented external cause (`gpucost exclude`, PROTOCOL.md §6): one tag holding, as JSON, its
+# reason and note (core/judging/exclusion_reasons.py) and the cause line they make, who and when (UTC), and the status
+# and reason it had before, which `--undo` restores; undo leaves one trace in it. Passes excluded before it carry the six tags after it (tracking/exclusions.py reads both).
 EXCLUSION = "gpucost.exclusion"
 EXCLUDED_CAUSE = "gpucost.excluded_cause"
 EXCLUDED_BY = "gpucost.excluded_by"

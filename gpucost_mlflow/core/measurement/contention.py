@@ -3,7 +3,7 @@
 Read just outside the clock (execution/contention.py): the machine's busy CPU seconds from /proc/stat and the
 child's own CPU seconds, before and after. What other processes used, over the CPU time the machine had in that
 wall time, is their share; above the protocol's `max_other_cpu_share` the pass is flagged "contended" (a flag, not
-a verdict: the report points to `gpucost exclude` with these figures as the cause). Pure arithmetic.
+a verdict: the report points to `gpucost exclude --reason contended` with these figures as the note). Pure arithmetic.
 """
 
 from __future__ import annotations

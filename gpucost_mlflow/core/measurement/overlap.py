@@ -41,4 +41,4 @@ def describe(others: list[str], host: str) -> str:
     """The pass description's sentence naming the runs it overlapped."""
     return (f"Measured clock overlapped {len(others)} other pass(es) on host {host}: {', '.join(others)}. Their "
             "durations competed for the machine (PROTOCOL.md §6, concurrent activity); excluding them is your "
-            "documented choice (`gpucost exclude RUN_ID --cause ...`).")
+            "documented choice (`gpucost exclude RUN_ID --reason operator --note ...`).")
