@@ -74,3 +74,23 @@ def test_unknown_variant_through_mlflow_run_leaves_no_run_running(store):
     client = MlflowClient()
     runs = client.search_runs([client.get_experiment_by_name("project").experiment_id])
     assert all(run.info.status != "RUNNING" for run in runs)
+
+
+def test_mlflow_run_from_the_venvs_bin_without_activating_it_finds_the_checkouts_gpucost(
+        store, corpus_dir, model_dir, protocol_file, tmp_path):
+    # `.venv/bin/mlflow run projects -P variant=... --env-manager local` typed with the venv not activated: no gpucost
+    # on PATH, so projects/gpucost.sh runs the checkout's .venv/bin/gpucost (issue 61: "gpucost: command not found").
+    if not (ROOT / ".venv" / "bin" / "gpucost").exists():
+        pytest.skip("no .venv in this checkout: the fallback has nothing to find")
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if not shutil.which("gpucost", path=p))
+    protocol = tmp_path / "protocol.yaml"
+    protocol.write_text(protocol_file.read_text().replace("file: comparison.jsonl",
+                                                          f"file: {corpus_dir / 'comparison.jsonl'}"))
+    result = subprocess.run(
+        [os.path.join(BIN_DIR, "mlflow"), "run", str(ROOT / "projects"), "-P", "variant=batch4", "-P",
+         f"model={model_dir}", "-P", f"protocol={protocol}", "--env-manager", "local"],
+        env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    (run,) = MlflowClient().search_runs([MlflowClient().get_experiment_by_name("Default").experiment_id])
+    assert run.info.status == "FINISHED" and run.data.tags[schema.STATUS] == "accepted"
