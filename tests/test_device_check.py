@@ -73,7 +73,8 @@ def test_the_oversized_batch_needs_more_than_an_h200_for_its_attention_scores_al
 @pytest.mark.unit
 def test_the_full_checks_protocol_keeps_the_shipped_bars_but_a_bucket_bar_its_corpus_can_show(tmp_path, corpus_dir):
     """The shipped protocol's 0.60 per bucket rejected the fp32 reference on the 1,000-input corpus (an H200, on
-    2026-12-04) and every check after it with it: the full check takes the demo protocol's bucket bar instead."""
+    2026-12-04) and every check after it with it: the full check takes the demo protocol's bucket bar, which the
+    shipped protocol itself declares since 2026-12-05 (issue 61), so it never asks more than its corpus shows."""
     import yaml
 
     out = tmp_path / "protocol.yaml"
@@ -84,7 +85,7 @@ def test_the_full_checks_protocol_keeps_the_shipped_bars_but_a_bucket_bar_its_co
     written = yaml.safe_load(out.read_text(encoding="utf-8"))["acceptance"]
     shipped = yaml.safe_load((ROOT / "projects" / "protocol.yaml").read_text(encoding="utf-8"))["acceptance"]
     bar = yaml.safe_load(demo.read_text(encoding="utf-8"))["acceptance"]["per_bucket_threshold"]
-    assert written["per_bucket_threshold"] == bar < shipped["per_bucket_threshold"]
+    assert written["per_bucket_threshold"] == bar <= shipped["per_bucket_threshold"]
     assert written["threshold"] == shipped["threshold"] and written["reference"] == shipped["reference"]
     assert f"per-bucket bar {bar:g} as protocol-demo.yaml" in said and said.split(": ", 1)[1] in out.read_text(encoding="utf-8")
 

@@ -202,3 +202,34 @@ def test_rejudge_reads_every_page_of_pending_passes(experiment, tmp_path, monkey
     assert pages == [2, 2, 2]  # every page read, all before the first verdict is recorded
     assert "5 pending pass(es) judged" in result.output
     assert {MlflowClient().get_run(run_id).data.tags[schema.STATUS] for run_id in waiting} == {"accepted"}
+
+
+KEPT = SHIPPED_PROTOCOL.with_name("protocol-2026-12-04.yaml")  # the default as shipped before issue 61
+
+
+def test_an_experiment_locked_to_the_default_before_it_changed_is_reported_under_its_kept_file_and_says_so(
+        experiment, tmp_path):
+    from tests.scenario import lock_to
+
+    lock_to(KEPT)
+    five_batch8(experiment)
+    result = run_report(tmp_path)  # the default --protocol: projects/protocol.yaml, changed since the lock
+    assert result.exit_code == 0, result.output
+    assert ("protocol: experiment 'scenario' is locked to " in result.stderr
+            and "protocol-2026-12-04.yaml, the default protocol as shipped before it changed" in result.stderr)
+    markdown = (tmp_path / "out" / "report.md").read_text()
+    assert f"Protocol digest `{load_protocol(KEPT).digest[:16]}` (" in markdown and "protocol-2026-12-04.yaml)" in markdown
+    edited_too = run_report(tmp_path, "--protocol", str(SHIPPED_PROTOCOL))  # named: compared, never swapped
+    assert edited_too.exit_code == 2 and "differs from the protocol locked on experiment 'scenario'" in edited_too.output
+
+
+def test_a_pass_under_the_new_default_into_an_experiment_locked_to_the_old_names_the_file_it_is_locked_to(store):
+    from gpucost_mlflow.tracking import experiments
+
+    client = MlflowClient()
+    experiment_id, _ = experiments.resolve(client, "old", create=True)
+    experiments.lock(client, experiment_id, "old", load_protocol(KEPT), KEPT.read_text())
+    with pytest.raises(GpucostError, match=r"a new protocol means a new experiment \(use another --experiment, or "
+                                           r"--protocol \S+protocol-2026-12-04.yaml \(-P protocol=...\), the file it is "
+                                           r"locked to\)"):
+        experiments.lock(client, experiment_id, "old", load_protocol(SHIPPED_PROTOCOL), SHIPPED_PROTOCOL.read_text())

@@ -54,9 +54,11 @@ def report(ctx, experiment, out_dir, catalog_file, protocol_file, what_if_file, 
     name = _experiment(experiment)
     protocol_path = _under(root, what_if_file) if what_if_file is not None else _file(protocol_file, root)
     catalog_path = tuple(_under(root, path) for path in catalog_file)
+    default = what_if_file is None and ctx.get_parameter_source("protocol_file") is ParameterSource.DEFAULT
     built, balance, client, evidence = _build_report(name, protocol_path, catalog_path,
                                                      read_declaration(_file(variants_file, root)),
-                                                     what_if=what_if_file is not None, allow_stale=allow_stale_prices)
+                                                     what_if=what_if_file is not None, allow_stale=allow_stale_prices,
+                                                     default_protocol=default)
     for line in built.warnings:
         click.echo(f"Warning: {line}", err=True)
     paths = write(built, balance, _under(root, out_dir or Path("reports") / name))
@@ -69,7 +71,7 @@ def report(ctx, experiment, out_dir, catalog_file, protocol_file, what_if_file, 
 
 
 def _build_report(name: str, protocol_path: Path, catalog_path: tuple[Path, ...], declared: Declaration, what_if: bool,
-                  allow_stale: bool = False):
+                  allow_stale: bool = False, default_protocol: bool = False):
     """The report in its three stages' first two: load the protocol, catalog and variants, resolve the experiment
     once and check the protocol against the one locked on it (a what-if one is let through, marked), judge the
     pending passes first, read the evidence once and build the report from it; returns the built report, its
@@ -84,6 +86,12 @@ def _build_report(name: str, protocol_path: Path, catalog_path: tuple[Path, ...]
     store.bound_http_retries()
     client = store.client()
     found = experiments.named(client, name)
+    locked = found.tags.get(schema.PROTOCOL_DIGEST, "")
+    kept = shipped.locked_protocol(protocol_path, locked) if default_protocol and locked != protocol.digest else None
+    if kept is not None:  # locked to a default the project has since changed: read under the file it is locked to
+        click.echo(f"protocol: experiment '{name}' is locked to {kept}, the default protocol as shipped before it "
+                   f"changed; read under that file (docs/protocol.md, \"The shipped bars\")", err=True)
+        protocol_path, protocol = kept, load_protocol(kept)
     changes = against_lock(protocol_path, protocol.digest, protocol_path.read_text(encoding="utf-8"), name,
                            found.tags.get(schema.PROTOCOL_DIGEST, ""), found.tags.get(schema.PROTOCOL_TEXT, ""),
                            what_if=what_if)

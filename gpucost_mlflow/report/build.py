@@ -118,6 +118,7 @@ def build(evidence: Evidence, protocol: Protocol, protocol_path: Path, catalog: 
         experiment=experiment,
         question=protocol.question,
         protocol_digest=experiment_tags.get(schema.PROTOCOL_DIGEST, protocol.digest),
+        protocol_file=str(protocol_path),
         catalog=f"{catalog.version} ({catalog.path})",
         decision=decision,
         warnings=warnings,

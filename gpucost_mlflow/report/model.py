@@ -59,6 +59,7 @@ class Report:
     rejudged: list[str] = field(default_factory=list)  # pending passes `gpucost report` judged first, one line each
     what_if: str = ""  # 'what-if protocol other.yaml (changed deadline)' when decided under another protocol than the lock
     what_if_digest: str = ""  # that protocol's digest, shown beside the locked one (protocol_digest)
+    protocol_file: str = ""  # the protocol file the report read (a kept one when the shipped default has changed)
     bill: list[str] = field(default_factory=list)  # committed against paid (report/bill.py), empty without a bill
     # Bullet sections after the plan tables, each (title, what it says, lines): prices and their age, hosted
     # endpoints, the bill; a section without lines is left out.

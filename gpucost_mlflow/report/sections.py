@@ -31,7 +31,8 @@ def digest_text(report: Report, code, plain) -> str:
     plain() any other text (escaping it for HTML)."""
     catalog = plain(report.catalog)
     if not report.what_if:
-        return f"Protocol digest {code(report.protocol_digest[:16])}; catalog {catalog}."
+        read = f" ({plain(report.protocol_file)})" if report.protocol_file else ""
+        return f"Protocol digest {code(report.protocol_digest[:16])}{read}; catalog {catalog}."
     return (f"Protocol digest {code(report.what_if_digest[:16])}: {plain(report.what_if)}, not the protocol locked on "
             f"the experiment ({code(report.protocol_digest[:16])}); catalog {catalog}.")
 

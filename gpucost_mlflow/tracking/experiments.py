@@ -8,11 +8,13 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.inputs import shipped
 from gpucost_mlflow.core.inputs.protocol import Protocol
 from gpucost_mlflow.tracking import descriptions, limits, schema, store, ui
 
@@ -83,9 +85,11 @@ def lock(client: MlflowClient, experiment_id: str, name: str, protocol: Protocol
         present(client, experiment_id, tags)
         return False
     if current:
+        kept = shipped.locked_protocol(Path(protocol.path), current)
+        where = f", or --protocol {kept} (-P protocol=...), the file it is locked to" if kept else ""
         raise GpucostError(
             f"experiment '{name}' is locked to protocol {current[:12]}, this file is {protocol.digest[:12]}: "
-            "a new protocol means a new experiment (use another --experiment)"
+            f"a new protocol means a new experiment (use another --experiment{where})"
         )
     try:
         client.set_experiment_tag(experiment_id, schema.PROTOCOL_DIGEST, protocol.digest)

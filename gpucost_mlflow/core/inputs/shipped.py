@@ -10,6 +10,7 @@ beside the older needs no code change.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from importlib.resources import files
 from pathlib import Path
@@ -25,6 +26,16 @@ VARIANTS = Path("projects/variants.yaml")
 def shipped(relative: Path) -> Path:
     """The package's copy of a repository-relative file or folder (a wheel installs the package as plain files)."""
     return Path(str(files("gpucost_mlflow").joinpath("resources", *relative.parts)))
+
+
+def locked_protocol(default: Path, digest: str) -> Path | None:
+    """Among the protocols beside the default one (`protocol*.yaml` in its folder), the file whose bytes have this
+    digest: an experiment locked to a default the project has since changed keeps its own file (issue 61); None when
+    no such file is there."""
+    for path in sorted(default.parent.glob("protocol*.yaml")):
+        if hashlib.sha256(path.read_bytes()).hexdigest() == digest:
+            return path
+    return None
 
 
 def table_date(path: Path) -> str:
