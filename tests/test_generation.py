@@ -372,6 +372,7 @@ def test_fp32_then_lower_precision_generation_passes_record_tokens_timings_and_t
     assert metrics["expected_ids"] == metrics["observed_ids"] == 16
     assert metrics["tokens_generated"] <= 16 * 8 and metrics["prefill_s"] + metrics["decode_s"] <= metrics["pass_s"]
     assert metrics["flops_prefill_useful"] <= metrics["flops_prefill_padded"]
+    assert fp32.data.params["stack.sdpa.backend"] == "flash" and fp32.data.params["stack.sdpa.num_key_value_heads"] == "2"
     assert 0.0 <= low.data.metrics["reference_exact_match"] <= 1.0
     assert 0.0 <= low.data.metrics["reference_token_agreement"] <= 1.0
     assert fp32.info.run_id in checks_of(low)[gv.EXACT_CHECK]

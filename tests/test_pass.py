@@ -93,6 +93,17 @@ def test_manifest_records_what_protocol_section_2_lists(accepted_batch8):
 
 
 @pytest.mark.integration
+def test_the_pass_names_the_attention_kernel_torch_chose_for_its_first_measured_batch(accepted_batch8):
+    params = accepted_batch8.run.data.params
+    assert params["stack.sdpa.backend"] == "flash" and params["stack.sdpa.pinned"] == "default"  # torch's CPU kernel
+    assert params["stack.sdpa.kernel"] == "aten::_scaled_dot_product_flash_attention_for_cpu"
+    assert params["stack.sdpa.attn_implementation"] == "sdpa" and "setting.sdpa_backend" not in params
+    assert params["stack.sdpa.enabled"] == "flash, mem_efficient, math, cudnn" and params["stack.sdpa.cudnn_env"] == ""
+    sdpa = json.loads(accepted_batch8.artifact("manifest.json").read_text())["stack"]["sdpa"]
+    assert sdpa["call"]["query"]["shape"][:2] == [8, 2] and sdpa["call"]["attn_mask"]["dtype"] == "bool"
+
+
+@pytest.mark.integration
 def test_predictions_are_read_back_from_the_written_file(accepted_batch8, corpus_dir):
     with gzip.open(accepted_batch8.artifact("predictions.jsonl.gz"), "rt") as handle:
         lines = [json.loads(line) for line in handle]

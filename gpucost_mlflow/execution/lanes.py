@@ -170,6 +170,7 @@ def merge(outcomes: list[PassOutcome], workdir: Path, interrupted: bool) -> Pass
             tags=rules.combine_tags([m.tags for m in counted]),
             peak=counted[0].peak),
         board=BoardFacts({**outcomes[0].board.facts, "lanes": [o.board.facts for o in outcomes]}),
+        stack=outcomes[0].stack,
         error="".join(f"lane {k}:\n{o.error}\n" for k, o in enumerate(outcomes) if o.error),
         lanes=[_lane_record(k, o) for k, o in enumerate(outcomes)],
     )

@@ -64,13 +64,13 @@ class BoardFacts:
 # What a part of the child reports (energy, contention, the board's state, a workload's utilisation) as a plain
 # mapping, and the record each key joins: `merge` adds its entries to that record's own.
 PARTS = {"metrics": "measured", "missing_measurements": "measured", "tags": "measured", "peak": "measured",
-         "device_facts": "board"}
+         "device_facts": "board", "stack": "stack"}
 
 
 @dataclass
 class PassOutcome:
     """One pass as the child saw it: status, reason and traceback, the device and determinism it ran with, and its
-    `Timings`, `Measured` and `BoardFacts` records; a lanes pass also each lane's own outcome."""
+    `Timings`, `Measured` and `BoardFacts` records, the stack it saw; a lanes pass also each lane's own outcome."""
 
     status: str = Status.FAILED  # Status.COMPLETED or Status.FAILED
     reason: str = ""  # why it failed: one line
@@ -81,6 +81,8 @@ class PassOutcome:
     timings: Timings = field(default_factory=Timings)
     measured: Measured = field(default_factory=Measured)
     board: BoardFacts = field(default_factory=BoardFacts)
+    # what the child saw of the stack, joined to the manifest's by the launcher (the attention kernel: `sdpa`)
+    stack: dict = field(default_factory=dict)
     lanes: list[dict] = field(default_factory=list)  # a lanes pass: each lane's own outcome (execution/lanes.py)
 
     @property
@@ -88,13 +90,15 @@ class PassOutcome:
         return self.status == Status.COMPLETED
 
     def merge(self, found: dict) -> None:
-        """Add a part's metrics, missing measurements, tags and device facts to the records' own (its peak replaces
-        the one known)."""
+        """Add a part's metrics, missing measurements, tags, device facts and stack to the records' own (its peak
+        replaces the one known)."""
         for key, value in found.items():
             if key not in PARTS:
                 raise TypeError(f"a part of the pass's outcome has no record for {key!r}")
             if key == "device_facts":
                 self.board.facts = {**self.board.facts, **value}
+            elif key == "stack":
+                self.stack = {**self.stack, **value}
             elif key == "peak":
                 self.measured.peak = value
             else:

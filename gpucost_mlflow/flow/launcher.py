@@ -136,7 +136,8 @@ def finish(opened: Opened, outcome: PassOutcome, interrupted: bool, locked_now: 
         status=judged.status, reason=judged.reason, metrics=metrics, quality_verdict=verdict.quality_verdict,
         memory_counter=verdict.memory_counter, checks=verdict.checks, stopped_ms=stopped_ms,
         missing=verdict.missing_measurements, end_status=end_status, flags=_flags(request, prepared, outcome, metrics),
-        outcome_tags=outcome.measured.tags, preview=table is not None)
+        outcome_tags={**outcome.measured.tags, **recording.record_observed(workdir, outcome)},
+        preview=table is not None)
     result = PassResult(opened.run.run_id, judged.status, judged.reason, metrics, locked_now)
     result.spooled = opened.run.record(ending, workdir)
     return result

@@ -10,6 +10,7 @@ from pathlib import Path
 from gpucost_mlflow.core.inputs.manifest import Manifest
 from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.execution import environment
+from gpucost_mlflow.execution.outcome import PassOutcome
 from gpucost_mlflow.flow.preparation import PassRequest, Prepared
 from gpucost_mlflow.tracking import descriptions, pass_run, schema, writer
 
@@ -41,3 +42,16 @@ def _tags(request: PassRequest, manifest: Manifest, main_metric: str, exported: 
         extra={**request.slot_tags, schema.EXPORTED: exported},
         main_metric=main_metric,
     )
+
+
+def record_observed(workdir: Path, outcome: PassOutcome) -> dict[str, str]:
+    """What the child saw of the stack (the attention kernel) joined to the stack of the manifest.json the attempt
+    publishes again as it ends; its params (`stack.sdpa.*`). Nothing where the child saw nothing (another engine, a
+    failure before the measured part)."""
+    if not outcome.stack:
+        return {}
+    path = workdir / schema.MANIFEST
+    document = json.loads(path.read_text(encoding="utf-8"))
+    document["stack"] = {**document["stack"], **outcome.stack}
+    path.write_text(json.dumps(document, indent=2, sort_keys=True), encoding="utf-8")
+    return schema.observed_stack_params(outcome.stack)

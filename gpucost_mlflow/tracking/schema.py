@@ -171,7 +171,10 @@ FACTS = frozenset({
     energy.ENERGY_COUNTER_TAG, energy.ENERGY_FLAG_TAG, energy.DEVICE_UUID_TAG, names.ENDPOINT_TAG,
     names.ENDPOINT_FAILED_TAG,
 })
-FACT_PREFIXES = (MISSING_PREFIX,)
+# The attention kernel the pass's child saw (execution/attention.py), logged as params when the pass ends:
+# stack.sdpa.backend, .kernel, .pinned, .attn_implementation, .num_key_value_heads, .enabled, .cudnn_env, .note
+SDPA_PREFIX = "stack.sdpa."
+FACT_PREFIXES = (MISSING_PREFIX, SDPA_PREFIX)
 # Tags no longer written: the status says whether the corpus was accepted, the checks tag whether the ids matched.
 RETIRED = frozenset({CORPUS_ACCEPTED, IDS_MATCH})
 
@@ -274,4 +277,23 @@ def params_from_manifest(manifest: Manifest) -> dict[str, str]:
     )
     params.update({f"{SEED_PREFIX}{key}": str(value) for key, value in manifest.seeds.record().items()})
     params.update({f"{STACK_PREFIX}{key}": str(manifest.stack.get(key, "")) for key in STACK_IDENTITY + STACK_RECORDED})
+    return params
+
+
+SDPA_PARAMS = ("backend", "kernel", "pinned", "attn_implementation", "num_key_value_heads")
+SDPA_NOTE_CHARS = 1000
+
+
+def observed_stack_params(stack: dict) -> dict[str, str]:
+    """The params of what a pass's child saw of the stack (`stack.sdpa.<key>`): the attention kernel's names, torch's
+    enabled SDPA flags as one list, the TORCH_CUDNN_SDPA_* variables as NAME=value pairs, the note where there is one;
+    none where the child saw nothing."""
+    sdpa = stack.get("sdpa") or {}
+    if not sdpa:
+        return {}
+    params = {f"{SDPA_PREFIX}{key}": "" if sdpa.get(key) is None else str(sdpa[key]) for key in SDPA_PARAMS}
+    params[f"{SDPA_PREFIX}enabled"] = ", ".join(name for name, on in sdpa.get("enabled", {}).items() if on) or "none"
+    params[f"{SDPA_PREFIX}cudnn_env"] = "; ".join(f"{key}={value}" for key, value in sdpa.get("cudnn_env", {}).items())
+    if sdpa.get("note"):
+        params[f"{SDPA_PREFIX}note"] = sdpa["note"][:SDPA_NOTE_CHARS]
     return params

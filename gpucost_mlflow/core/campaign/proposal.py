@@ -29,6 +29,7 @@ TAGS = {
     "padding": lambda v: f"pad-{v}",
     "device": lambda v: v,
     "engine": lambda v: {"onnxruntime": "ort", "ctranslate2": "ct2"}.get(v, v),
+    "sdpa_backend": lambda v: f"sdpa-{v}",
 }
 
 

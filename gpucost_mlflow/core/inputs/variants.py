@@ -20,6 +20,7 @@ CHOICES = {
     "padding": ("longest",),
     "length_grouping": ("none", "sorted"),
     "device": ("auto", "cpu", "cuda"),
+    "sdpa_backend": ("default", "flash", "efficient", "cudnn", "math"),  # execution/attention.py
 }
 
 

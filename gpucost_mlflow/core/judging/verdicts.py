@@ -163,7 +163,8 @@ def basic_checks(expected: Sequence[str], back: ReadBack) -> tuple[list[Check], 
     return checks, counts
 
 
-NUMERIC_FIELDS = ("precision", "quantization", "attention", "compile", "engine")
+# sdpa_backend: another attention kernel adds in another order (execution/attention.py)
+NUMERIC_FIELDS = ("precision", "quantization", "attention", "compile", "engine", "sdpa_backend")
 # Fields that change the work itself: a variant truncating its inputs shorter does less of it, and may pass the
 # absolute bars while answering other questions than the reference did; judged against the reference, it is not
 # comparable with it unless the protocol declares the field a change of work (core/judging/like_for_like.py).
@@ -172,8 +173,8 @@ REFERENCE_CHECK_PREFIX = "reference_"  # every kind's checks against the referen
 
 
 def needs_reference(settings: Settings, reference_settings: Settings) -> bool:
-    """A variant whose numerics differ from the reference (precision, quantization, attention, compile, or the
-    engine that runs it), or whose work does (max_length), is judged against the reference's stored predictions,
+    """A variant whose numerics differ from the reference (precision, quantization, attention or its kernel,
+    compile, or the engine that runs it), or whose work does (max_length), is judged against the reference's stored predictions,
     never against the absolute bars alone."""
     return bool(set(settings.differing(reference_settings)) & set(NUMERIC_FIELDS + WORK_FIELDS))
 

@@ -17,7 +17,7 @@ from types import ModuleType
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.kinds import plugins
-from gpucost_mlflow.core.kinds.settings import DEFAULT_ENGINE, Settings
+from gpucost_mlflow.core.kinds.settings import DEFAULT_ENGINE, SDPA_DEFAULT, Settings
 
 DEFAULT = DEFAULT_ENGINE
 ENDPOINT = "openai"  # the engine that sends the corpus to an endpoint (core/kinds/endpoint.py)
@@ -95,13 +95,14 @@ def engine(name: str) -> Engine:
 
 
 def check_settings(name: str, settings: Settings, where: str) -> None:
-    """Refuse, in one line, a variant whose engine does not take its precision, quantization or compile
-    (torch.compile is torch's own); whether it serves the variant's kind is registry.check_engine's."""
+    """Refuse, in one line, a variant whose engine does not take its precision, quantization, compile or sdpa_backend
+    (torch.compile and the SDPA kernel are torch's own); whether it serves the variant's kind is registry.check_engine's."""
     chosen = engine(name)
     if (name == ENDPOINT) != (settings.endpoint is not None):
         raise GpucostError(f"{where}: engine {ENDPOINT} sends the corpus to the endpoint a variant declares: "
                            + ("declare endpoint (base_url or serve, model)" if name == ENDPOINT else
                               f"endpoint is for engine {ENDPOINT}, not {name}"))
+    _check_sdpa_backend(name, settings, where)
     if name == DEFAULT:
         return
     if settings.compile:
@@ -112,6 +113,20 @@ def check_settings(name: str, settings: Settings, where: str) -> None:
     if settings.quantization not in chosen.quantizations:
         raise GpucostError(f"{where}: engine {name} takes quantization {' or '.join(chosen.quantizations)}, not "
                            f"{settings.quantization}")
+
+
+def _check_sdpa_backend(name: str, settings: Settings, where: str) -> None:
+    """Refuse a pinned sdpa_backend where torch's scaled_dot_product_attention does not run: another engine, or a
+    model loaded with eager attention (execution/attention.py pins it)."""
+    backend = settings.sdpa_backend
+    if backend == SDPA_DEFAULT:
+        return
+    if name != DEFAULT:
+        raise GpucostError(f"{where}: sdpa_backend pins torch's attention kernel, which engine {name} does not run; "
+                           f"set sdpa_backend: {SDPA_DEFAULT}")
+    if settings.attention != "sdpa":
+        raise GpucostError(f"{where}: sdpa_backend {backend} pins torch's scaled_dot_product_attention, which "
+                           f"attention: {settings.attention} does not call; set attention: sdpa")
 
 
 def check_installed(name: str, variant: str) -> None:

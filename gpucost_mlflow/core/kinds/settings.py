@@ -18,6 +18,7 @@ from gpucost_mlflow.core.kinds.endpoint import Endpoint
 
 DEFAULT_WORKLOAD = "classification"  # a variant that names no workload runs the built-in classifier
 DEFAULT_ENGINE = "torch"  # a variant that names no engine runs on PyTorch
+SDPA_DEFAULT = "default"  # a variant that pins no attention kernel: torch chooses
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,9 @@ class Settings:
     engine: str = DEFAULT_ENGINE  # what runs the workload: torch, onnxruntime, ctranslate2, vllm (core/kinds/engines.py)
     lanes: int = 1  # devices one pass splits its corpus over, each running a fixed slice at once (core/measurement/lanes.py)
     endpoint: Endpoint | None = None  # engine openai: the OpenAI-compatible endpoint it sends the corpus to
+    # the kernel torch's scaled_dot_product_attention is pinned to for the whole pass (execution/attention.py):
+    # default (torch chooses) | flash | efficient | cudnn | math; recorded only when pinned
+    sdpa_backend: str = SDPA_DEFAULT
 
     def __post_init__(self):
         if self.endpoint is not None and not isinstance(self.endpoint, Endpoint):  # read back from its record
@@ -51,6 +55,8 @@ class Settings:
             values.pop("engine")
         if values["endpoint"] is None:
             values.pop("endpoint")
+        if values["sdpa_backend"] == SDPA_DEFAULT:
+            values.pop("sdpa_backend")
         return values
 
     @classmethod

@@ -11,8 +11,9 @@ from gpucost_mlflow.core.kinds.base import Work
 
 
 def load(spec, device) -> Work:
-    """The classifier of spec.model_path at the variant's precision, quantization, attention and compile."""
-    from gpucost_mlflow.execution import models  # torch: deferred, so the registry's import of this module stays light
+    """The classifier of spec.model_path at the variant's precision, quantization, attention and compile, its
+    process under the variant's sdpa_backend (execution/attention.py)."""
+    from gpucost_mlflow.execution import attention, models  # torch: deferred, so the registry's import stays light
     from gpucost_mlflow.workloads.classification import batches, records  # torch, as models
     from gpucost_mlflow.workloads.classification import model as classifier_model  # torch, as models
 
@@ -23,13 +24,13 @@ def load(spec, device) -> Work:
         settings.attention, settings.compile,
     )
     label_names = [model.config.id2label[i] for i in range(model.config.num_labels)]
-    return Work(
+    return attention.observed(Work(
         tokenizer, model, batches.process,
         lambda predictions, pass_s: records.utilisation(model.config.to_dict(), settings, device, predictions, pass_s),
         lambda folder, predictions, duplicate_at: records.write_predictions(folder / PREDICTIONS, predictions,
                                                                             label_names, duplicate_at),
         empty=batches.Predictions,
-    )
+    ), settings, device)
 
 
 def preload() -> None:

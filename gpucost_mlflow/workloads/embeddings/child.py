@@ -60,15 +60,17 @@ def pooling(path: Path) -> dict:
 
 
 def load(spec, device) -> Work:
-    """The encoder and its tokenizer, loaded with the variant's precision, quantization, attention and compile."""
-    from gpucost_mlflow.execution import models  # deferred: imports torch
+    """The encoder and its tokenizer, loaded with the variant's precision, quantization, attention and compile, its
+    process under the variant's sdpa_backend (execution/attention.py)."""
+    from gpucost_mlflow.execution import attention, models  # deferred: imports torch
 
     path, settings = Path(spec.model_path), spec.settings
     model = models.load_encoder(path, device, settings.precision, settings.quantization, settings.attention,
                                 settings.compile)
     normalize = pooling(path)["normalize"]
-    return Work(models.load_tokenizer(path), model, partial(process, normalize=normalize),
-                partial(utilisation, model.config.to_dict(), settings, device), export, empty=Embedded)
+    return attention.observed(Work(models.load_tokenizer(path), model, partial(process, normalize=normalize),
+                                   partial(utilisation, model.config.to_dict(), settings, device), export,
+                                   empty=Embedded), settings, device)
 
 
 def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[int, int], None] | None = None, *,

@@ -125,9 +125,9 @@ def dequantised(gguf: Path, sha256: str, folder: Path) -> Path:
 
 
 def load(spec, device) -> Work:
-    """The causal LM and its tokenizer with the variant's precision, attention and compile; a GGUF file through its
-    dequantised cache."""
-    from gpucost_mlflow.execution import models  # deferred: imports torch
+    """The causal LM and its tokenizer with the variant's precision, attention and compile, its process under the
+    variant's sdpa_backend (execution/attention.py); a GGUF file through its dequantised cache."""
+    from gpucost_mlflow.execution import attention, models  # deferred: imports torch
 
     settings, workload = spec.settings, spec.workload
     generation, folder = workload.generation, model_folder(workload, spec.model_path)
@@ -136,8 +136,9 @@ def load(spec, device) -> Work:
         raise GpucostError(f"{folder}: the tokenizer has no chat template, and generation.chat_template is true")
     model = models.load_causal_lm(folder, device, settings.precision, settings.quantization,
                                   settings.attention, settings.compile)
-    return Work(tokenizer, model, partial(process, prompting=Prompting(generation, workload.labels)),
-                partial(utilisation, model.config.to_dict(), settings, device), export, empty=Generated)
+    return attention.observed(Work(tokenizer, model, partial(process, prompting=Prompting(generation, workload.labels)),
+                                   partial(utilisation, model.config.to_dict(), settings, device), export,
+                                   empty=Generated), settings, device)
 
 
 def model_folder(workload, model_path: str | Path) -> Path:

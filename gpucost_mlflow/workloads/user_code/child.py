@@ -80,8 +80,9 @@ def import_user_module(code: str):
 
 def load(spec, device) -> Work:
     """Seed Python's and numpy's generators with the pass's seed, import the user's module and call its
-    load(settings, device), with the seed where it takes one; the harness tokenizer only where it is needed."""
-    from gpucost_mlflow.execution import models  # deferred: imports torch
+    load(settings, device), with the seed where it takes one; the harness tokenizer only where it is needed. Its
+    process runs under the variant's sdpa_backend (execution/attention.py)."""
+    from gpucost_mlflow.execution import attention, models  # deferred: imports torch
 
     random.seed(spec.seed)  # as the runner seeds torch's (protocol seeds: a stochastic workload repeats at each)
     numpy.random.seed(spec.seed)
@@ -94,8 +95,9 @@ def load(spec, device) -> Work:
     tokenizer = models.load_tokenizer(Path(spec.model_path)) if counting or settings.length_grouping == "sorted" else None
     state = module.load({**settings.record(), "model_path": spec.model_path}, str(device),
                         **seed_argument(module.load, spec.seed))
-    return Work(tokenizer, state, partial(process, infer=module.infer),
-                partial(utilisation, module, tokenizer, settings, device), export, empty=UserOutputs)
+    return attention.observed(Work(tokenizer, state, partial(process, infer=module.infer),
+                                   partial(utilisation, module, tokenizer, settings, device), export,
+                                   empty=UserOutputs), settings, device)
 
 
 def seed_argument(function: Callable, seed: int) -> dict:
