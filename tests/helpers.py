@@ -6,6 +6,7 @@ import contextlib
 import importlib.util
 import shutil
 import sqlite3
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -146,8 +147,9 @@ def log_report(report, paths: dict, client: MlflowClient | None = None) -> str:
 
 def load_benchmark(name: str) -> ModuleType:
     """A script of benchmarks/ (not a package) as a module, so a test runs its parts as the script does."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"benchmarks_{name}", ROOT / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[f"benchmarks_{name}"] = module  # a dataclass resolves its module's names through sys.modules
     spec.loader.exec_module(module)
     return module
 

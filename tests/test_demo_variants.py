@@ -78,3 +78,67 @@ def test_the_third_series_leaves_out_a_precision_slower_than_fp32(tmp_path, monk
     monkeypatch.setenv("GPUCOST_PEAK_CACHE", str(cache))
     _fake_peaks(cache, fp32=16.0, bf16=1.0)
     assert list(slow_precisions("cpu")) == ["bf16"]
+
+
+def test_on_a_cpu_the_demo_list_is_todays(tmp_path, monkeypatch):
+    """The batch series is a GPU's: on the CPU the list is the package's, whatever the model and protocol say."""
+    pytest.importorskip("torch", reason="the device is resolved through torch")
+    monkeypatch.setenv("GPUCOST_PEAK_CACHE", str(tmp_path / "none.json"))
+    listed = cli_runner().invoke(main, ["demo", "variants", "--device", "cpu", "--list"])
+    assert listed.exit_code == 0, listed.output
+    assert listed.stdout.strip() == ",".join(DEMO_VARIANTS)
+    assert "batch series" not in listed.output
+
+
+def _fake_gpu(monkeypatch, name: str, memory_bytes: int) -> None:
+    """torch resolving 'auto' to a CUDA device of this name and memory, with no peak cached for it (the series reads
+    nothing else of it)."""
+    import types
+
+    torch = pytest.importorskip("torch", reason="the device is resolved through torch")
+    from gpucost_mlflow.execution import models
+    from gpucost_mlflow.flow import propose
+
+    monkeypatch.setattr(models, "resolve_device", lambda choice: torch.device("cuda"))
+    monkeypatch.setattr(propose, "peaks_known", lambda choice: False)
+    monkeypatch.setattr(propose, "slow_precisions", lambda choice: {})
+    monkeypatch.setattr(torch.cuda, "get_device_properties",
+                        lambda device: types.SimpleNamespace(name=name, total_memory=memory_bytes))
+
+
+def test_on_a_gpu_the_batch_series_follows_batch8_until_the_corpus_or_the_memory_stops_it(tmp_path, monkeypatch,
+                                                                                          model_dir):
+    from gpucost_mlflow.core.inputs import shipped
+
+    monkeypatch.setenv("GPUCOST_PEAK_CACHE", str(tmp_path / "none.json"))
+    _fake_gpu(monkeypatch, "NVIDIA H200", 143771 * 2**20)
+    demo_protocol = shipped.shipped(shipped.PROTOCOL).parent / "protocol-demo.yaml"
+    arguments = ["demo", "variants", "--list", "--model", str(model_dir), "--protocol", str(demo_protocol)]
+    listed = cli_runner().invoke(main, arguments)
+    assert listed.exit_code == 0, listed.output
+    kept = listed.stdout.strip().split(",")
+    assert kept[:9] == ["batch1", "batch4", "batch8", "batch16", "batch32", "batch64", "batch128", "batch256",
+                        "batch8-bf16"]
+    assert ("batch series on NVIDIA H200: batch sizes 8, 16, 32, 64, 128, 256: batch 512 would exceed the corpus's "
+            "500 inputs") in listed.stderr
+
+    _fake_gpu(monkeypatch, "a small GPU", 48 * 2**20)  # the tiny model: 28 MiB estimated at 16, 51 at 32
+    small = cli_runner().invoke(main, arguments)
+    assert small.exit_code == 0, small.output
+    assert small.stdout.strip().split(",")[2:5] == ["batch8", "batch16", "batch8-bf16"]
+    assert "batch 32 will not fit" in small.stderr
+
+
+def test_the_measured_utilisation_per_batch_size_is_read_from_the_experiments_passes_on_this_device(experiment):
+    """What the series stops on (core/campaign/batch_series.py): the median GPU utilisation per batch size of the
+    completed passes on the same device; another device's, a failed pass and an unknown experiment read nothing."""
+    from gpucost_mlflow.flow.propose import utilisation_by_batch
+    from tests import scenario
+
+    for batch, busy in ((8, 0.18), (8, 0.20), (16, 0.41), (32, 0.62)):
+        experiment(f"batch{batch}", scenario.B200, 1.0, params={"setting.batch_size": str(batch)},
+                   metrics_extra={"gpu_utilisation": busy})
+    experiment("batch64", scenario.RTX, 1.0, params={"setting.batch_size": "64"}, metrics_extra={"gpu_utilisation": 0.9})
+    experiment("batch64", scenario.B200, None, status="failed", params={"setting.batch_size": "64"})
+    assert utilisation_by_batch(scenario.EXPERIMENT, scenario.B200) == pytest.approx({8: 0.19, 16: 0.41, 32: 0.62})
+    assert utilisation_by_batch("never-ran", scenario.B200) == {}

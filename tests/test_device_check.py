@@ -6,6 +6,7 @@ import argparse
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
@@ -16,7 +17,10 @@ from gpucost_mlflow.tracking import schema
 from tests.helpers import ROOT, load_benchmark
 
 SCRIPT = ROOT / "benchmarks" / "device_check.sh"
+RUN_SCRIPT = ROOT / "benchmarks" / "device_run.sh"
 device_check = load_benchmark("device_check")
+device_bundle = load_benchmark("device_bundle")
+cold_warm = load_benchmark("cold_warm")
 H200_BYTES = 143771 * 2**20
 
 
@@ -35,10 +39,16 @@ def test_small_device_check_passes_on_the_cpu_and_keeps_everything_under_out(tmp
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     summary = (tmp_path / "summary.txt").read_text()
     assert summary == result.stdout
-    for step in ("corpus", "model", "doctor", "campaign", "campaign-check", "oom-pass", "oom-check", "report-check"):
+    for step in ("corpus", "model", "doctor", "cold-warm", "variants", "campaign", "campaign-check", "oom-pass",
+                 "oom-check", "report-check"):
         assert f"PASS {step} " in summary
     assert "injected (CPU), GPUCOST_FAULT=oom@2" in summary
-    assert "SKIP gpu-measurements" in summary
+    assert "SKIP gpu-measurements" in summary and "SKIP gpu-stack" in summary
+    assert "cold/warm over 4 widths at batch 8: default " in summary and "fp32 on a CPU" in (
+        tmp_path / "logs" / "cold-warm.log").read_text()
+    assert [line.split()[-1] for line in summary.splitlines() if line.startswith("PASS variants ")] == [
+        ",".join(_expected(8, gpu=False))]
+    assert "SKIP batch8-bf16-nocudnn " in summary  # cuDNN is a GPU's
     assert "PASS lanes-check" in summary or "SKIP lanes" in summary
     assert summary.splitlines()[-1].startswith("device_check: ") and " 0 failed, " in summary.splitlines()[-1]
     assert (tmp_path / "mlflow.db").is_file() and (tmp_path / "report" / "report.md").is_file()
@@ -166,3 +176,191 @@ def test_the_oom_check_tells_a_real_out_of_memory_from_an_injected_one(store):
         argparse.Namespace(experiment="oom", injected=True, variants_file=None))
     with pytest.raises(device_check.CheckFailed, match="injected, a real one was expected"):
         device_check.check_oom(argparse.Namespace(experiment="oom", injected=False, variants_file=None))
+
+
+def _expected(size: int, gpu: bool) -> list[str]:
+    """The check's variants at one batch size: the cuDNN-off one on a GPU and the padded one where this checkout
+    declares their settings (two engineers add them beside this check)."""
+    fields = device_check._declared_fields()
+    return [f"batch{size}", f"batch{size}-bf16"] + [f"batch{size}-bf16-{suffix}" for suffix, name, wanted in (
+        ("nocudnn", "sdpa_backend", gpu), ("pad32", "pad_to_multiple_of", True)) if wanted and name in fields]
+
+
+def _variants(tmp_path, corpus_dir, backend: str, memory_bytes: int = 0, model=None) -> tuple[list[str], Path]:
+    out = tmp_path / f"variants-{backend}.yaml"
+    said = device_check.check_variants(argparse.Namespace(
+        variants_file=ROOT / "projects" / "variants.yaml", model=model, corpus=corpus_dir / "comparison.jsonl",
+        out=out, backend=backend, memory_bytes=memory_bytes))
+    return said.splitlines(), out
+
+
+@pytest.mark.unit
+def test_the_checks_campaign_on_a_gpu_is_fp32_and_bf16_at_8_and_at_the_batch_series_last_size(tmp_path, corpus_dir,
+                                                                                            model_dir):
+    from gpucost_mlflow.core.inputs.variants import load_series, load_variants
+
+    lines, out = _variants(tmp_path, corpus_dir, "cuda", H200_BYTES, model_dir)
+    assert lines[0] == ",".join(_expected(8, gpu=True) + _expected(16, gpu=True))
+    assert lines[1] == ("GPU-sized batch 16 (batch sizes 8, 16: batch 32 would exceed the corpus's 30 inputs)")
+    declared = load_variants(out)
+    assert declared["batch8"].settings == load_variants(ROOT / "projects" / "variants.yaml")["batch8"].settings
+    assert declared["batch16-bf16-nocudnn"].settings.sdpa_backend == "efficient"
+    assert declared["batch16-bf16-nocudnn"].reference == "batch16-bf16"
+    if "batch16-bf16-pad32" in declared:
+        assert declared["batch16-bf16-pad32"].settings.pad_to_multiple_of == 32
+    assert set(load_series(out)) == {"check-precision-8", "check-attention-8", "check-precision-16",
+                                     "check-attention-16", "check-batch"}
+
+
+@pytest.mark.unit
+def test_on_the_cpu_the_checks_campaign_stays_at_batch_8_without_cudnn(tmp_path, corpus_dir):
+    lines, _ = _variants(tmp_path, corpus_dir, "cpu")
+    assert lines[0] == ",".join(_expected(8, gpu=False)) and lines[0].startswith("batch8,batch8-bf16")
+    assert ("SKIP batch8-bf16-nocudnn: cuDNN attention is a GPU's; on the CPU `sdpa_backend: efficient` "
+            "shows nothing") in lines
+
+
+@pytest.mark.unit
+def test_a_setting_this_checkout_lacks_leaves_its_variant_out_with_the_reason(tmp_path, corpus_dir, monkeypatch):
+    monkeypatch.setattr(device_check, "_declared_fields", lambda: {"batch_size", "precision"})
+    lines, out = _variants(tmp_path, corpus_dir, "cpu")
+    assert lines[0] == "batch8,batch8-bf16"
+    assert "SKIP batch8-bf16-pad32: this checkout's variants have no `pad_to_multiple_of` setting yet" in lines
+    assert "check-attention-8" not in out.read_text()
+
+
+def _gpu_pass(client: MlflowClient, experiment_id: str, variant: str, metrics: dict, stack: dict) -> None:
+    import json
+
+    run = client.create_run(experiment_id, tags={schema.VARIANT: variant, schema.BACKEND: "cuda"})
+    for key, value in {"pass_s": 0.5, **metrics}.items():
+        client.log_metric(run.info.run_id, key, value)
+    client.log_text(run.info.run_id, json.dumps({"stack": stack}), schema.MANIFEST)
+    client.set_terminated(run.info.run_id, "FINISHED")
+
+
+@pytest.mark.unit
+def test_every_gpu_pass_needs_both_memory_peaks_and_driver_cuda_and_cudnn(store):
+    client = MlflowClient()
+    experiment_id = client.create_experiment("stack")
+    full = {"driver": "580.159.04", "cuda_runtime": "13.0", "cudnn": "91400"}
+    peaks = {"mem_peak_allocated_bytes": 3e8, "mem_peak_reserved_bytes": 4e8}
+    _gpu_pass(client, experiment_id, "batch8", peaks, full)
+    args = argparse.Namespace(experiment="stack")
+    assert device_check.check_stack(args) == ("1 GPU passes: allocated and reserved peaks, reserved >= allocated; "
+                                              "driver 580.159.04, cuda_runtime 13.0, cudnn 91400")
+    _gpu_pass(client, experiment_id, "batch8-bf16", {"mem_peak_allocated_bytes": 5e8, "mem_peak_reserved_bytes": 4e8},
+              {**full, "cudnn": ""})
+    _gpu_pass(client, experiment_id, "batch16", {"mem_peak_reserved_bytes": 4e8}, full)
+    with pytest.raises(device_check.CheckFailed) as failed:
+        device_check.check_stack(args)
+    said = str(failed.value)
+    assert "batch8-bf16" in said and "reserved peak 400000000 B below allocated 500000000 B" in said
+    assert "stack cudnn empty" in said and "batch16" in said and "no allocated memory peak" in said
+
+
+@pytest.mark.unit
+def test_the_bundle_carries_what_the_image_lacks_at_the_versions_installed_here():
+    requires = {"gpucost-mlflow": ["mlflow>=3.7", "torch", "nvidia-ml-py; extra == 'gpu'", "pytest; extra == 'test'"],
+                "mlflow": ["alembic<2", "numpy<3", "waitress<4; platform_system == 'Windows'"],
+                "alembic": ["Mako", "sqlalchemy>=1.4"], "Mako": ["MarkupSafe>=0.9.2"], "sqlalchemy": []}
+    versions = {"mlflow": "3.17.2", "alembic": "1.20.1", "Mako": "1.4.3", "sqlalchemy": "2.1.9"}
+    image = {"torch", "numpy", "markupsafe", "nvidia-ml-py"}
+    pins = device_bundle.missing(requires.get, versions.get, image, device_bundle.target_environment("3.12"))
+    assert pins == {"alembic": "1.20.1", "mako": "1.4.3", "mlflow": "3.17.2", "sqlalchemy": "2.1.9"}
+    with pytest.raises(device_bundle.BundleError, match="sqlalchemy is needed on the device but not installed here"):
+        device_bundle.missing(requires.get, {**versions, "sqlalchemy": None}.get, image,
+                              device_bundle.target_environment("3.12"))
+    assert {"torch", "transformers", "nvidia-ml-py"} <= device_bundle.image_packages()
+
+
+@pytest.mark.unit
+def test_the_payload_is_cut_into_the_fewest_parts_a_call_carries_beside_the_tree(tmp_path):
+    assert [len(chunk) for chunk in device_bundle.split(b"x" * 100, 40)] == [34, 34, 32]
+    assert [len(chunk) for chunk in device_bundle.split(b"x" * 80, 40)] == [40, 40]
+    with pytest.raises(device_bundle.BundleError, match="the working tree alone fills"):
+        device_bundle.split(b"x", 0)
+    parts = device_bundle.write(tmp_path / "bundle", [b"a" * 3, b"b" * 2])
+    assert [part.size for part in parts] == [3, 2]
+    sums = (tmp_path / "bundle" / "part-2" / "bundle.sha256").read_text().splitlines()
+    assert [line.split("  ")[1] for line in sums] == ["payload.tgz.01", "payload.tgz.02", "payload.tgz"]
+    said = device_bundle.calls(parts)
+    assert said[0].startswith("call 1 of 2: run(carry=[") and 'command="bash benchmarks/device_run.sh stage"' in said[0]
+    assert said[1].endswith('command="bash benchmarks/device_run.sh", timeout_s=600)')
+
+
+def _fake_checkout(tmp_path, parts: list[bytes]) -> Path:
+    """A checkout holding device_run.sh, a device_check.sh stub that lists what it was given, and the bundle's parts."""
+    import shutil
+
+    root = tmp_path / "repo"
+    (root / "benchmarks").mkdir(parents=True)
+    shutil.copy(RUN_SCRIPT, root / "benchmarks" / "device_run.sh")
+    (root / "benchmarks" / "device_check.sh").write_text(
+        'mkdir -p "$OUT"; { echo "PASS check"; ls "$(dirname "$0")/../data/model"; echo "$PYTHONPATH"; } '
+        '>"$OUT/summary.txt"\n', encoding="utf-8")
+    device_bundle.write(root / ".device-bundle", parts)
+    return root
+
+
+def _payload(tmp_path) -> bytes:
+    import io
+    import tarfile
+
+    source = tmp_path / "payload"
+    (source / "wheels").mkdir(parents=True)
+    (source / "wheels" / "demo-1.0-py3-none-any.whl").write_bytes(b"wheel")
+    (source / "data" / "model").mkdir(parents=True)
+    (source / "data" / "model" / "config.json").write_text("{}")
+    (source / "data" / "corpus").mkdir(parents=True)
+    (source / "data" / "corpus" / "comparison.jsonl").write_text("{}\n")
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name in ("wheels", "data"):
+            tar.add(source / name, arcname=name)
+    return buffer.getvalue()
+
+
+def _device_run(root, tmp_path, *args: str) -> subprocess.CompletedProcess:
+    stub = tmp_path / "python"  # pip and compileall are the device's; here they only say they ran
+    stub.write_text('#!/bin/sh\necho "python $*" >>"$(dirname "$0")/python.log"\n', encoding="utf-8")
+    stub.chmod(0o755)
+    (tmp_path / "out").mkdir(exist_ok=True)
+    env = dict(os.environ, GPUCOST_PYTHON=str(stub), GPUCOST_BUNDLE_STORE=str(tmp_path / "store"),
+               GPUCOST_CHECK_DIR=str(tmp_path / "check"), OUT=str(tmp_path / "out"))
+    return subprocess.run(["bash", str(root / "benchmarks" / "device_run.sh"), *args], env=env, capture_output=True,
+                          text=True, timeout=60, check=False)
+
+
+@pytest.mark.integration
+def test_the_device_run_joins_the_parts_of_earlier_calls_installs_offline_and_runs_the_check(tmp_path):
+    payload = _payload(tmp_path)
+    root = _fake_checkout(tmp_path, [payload[:len(payload) // 2], payload[len(payload) // 2:]])
+    second = root / ".device-bundle" / "part-2"
+    held = tmp_path / "held"
+    second.rename(held)  # the first call carries part 1 only
+    staged = _device_run(root, tmp_path, "stage")
+    assert staged.returncode == 0 and "1 of 2 part(s) here" in staged.stdout, staged.stdout + staged.stderr
+    early = _device_run(root, tmp_path)
+    assert early.returncode == 2 and "missing part-2" in early.stdout
+    import shutil
+
+    shutil.rmtree(root / ".device-bundle" / "part-1")  # the second call carries part 2 only
+    held.rename(second)
+    done = _device_run(root, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 of 2 part(s) here" in done.stdout and "1 wheels installed" in done.stdout
+    summary = (tmp_path / "out" / "summary.txt").read_text()
+    assert summary.splitlines()[:2] == ["PASS check", "config.json"] and str(tmp_path / "store" / "site") in summary
+    assert (tmp_path / "out" / "device-check.tgz").is_file()
+    assert "-m pip install -q --no-index --no-deps" in (tmp_path / "python.log").read_text()
+
+
+@pytest.mark.unit
+def test_the_cold_warm_probe_says_each_settings_ratio_and_the_defaults_cold_cost_against_cudnn_off():
+    default = cold_warm.Probe("default", "cuda", "bf16", {10: 0.9, 20: 1.1}, {10: 0.01, 20: 0.01})
+    off = cold_warm.Probe("cudnn-off", "cuda", "bf16", {10: 0.02, 20: 0.02}, {10: 0.01, 20: 0.01})
+    assert default.line() == ("default: cold 2.000 s, warm 0.020 s over widths 10-20 (bf16, cuda): cold/warm 100.0, "
+                              "worst 110.0 at 20")
+    assert cold_warm.summary([default, off]) == ("cold/warm over 2 widths at batch 8: default 100.0, cudnn-off 2.0; "
+                                                 "the default's cold forwards took 50.0 times cuDNN-off's")

@@ -184,11 +184,13 @@ def test_a_tenth_second_corpus_under_min_measured_s_0_4_is_processed_about_4_tim
 def test_the_summary_counts_throttled_and_starved_passes_and_says_how_busy_the_device_was():
     from gpucost_mlflow.report.sections import flags_text
 
-    summary = types.SimpleNamespace(contended=1, throttled=2, too_short=0, starved=1,
+    summary = types.SimpleNamespace(contended=1, throttled=2, too_short=0, starved=1, next_batch="",
                                     busy={"gpu_utilisation": 0.23, "cpu_utilisation": 0.91})
     assert flags_text(summary, 5) == ("; contended 1; throttled 2 of 5; starved 1 of 5: 23 % mean GPU; "
                                       "busy GPU 23 %/CPU 91 %")
-    quiet = types.SimpleNamespace(contended=0, throttled=0, too_short=0, starved=0, busy={})
+    summary.next_batch = "next batch size worth trying: 16"
+    assert "; starved 1 of 5: 23 % mean GPU; next batch size worth trying: 16; busy GPU 23 %" in flags_text(summary, 5)
+    quiet = types.SimpleNamespace(contended=0, throttled=0, too_short=0, starved=0, next_batch="", busy={})
     assert flags_text(quiet, 5) == ""
 
 

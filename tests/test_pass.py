@@ -138,7 +138,8 @@ def test_unknown_variant_is_one_line_error_listing_valid_names(store, corpus_dir
     result = run_pass(corpus_dir / "comparison.jsonl", model_dir, protocol_file, "batch9")
     assert result.exit_code == 2
     assert result.output.strip() == (
-        "Error: unknown variant 'batch9'; valid variants: batch1, batch4, batch8, batch8-bf16, batch8-int8, "
+        "Error: unknown variant 'batch9'; valid variants: batch1, batch4, batch8, batch16, batch32, batch64, batch128, "
+        "batch256, batch512, batch8-bf16, batch8-int8, "
         "batch8-lengthgrouped, embed-batch1, embed-batch4, embed-batch8, embed-batch8-bf16, gen-batch1, gen-batch4, "
         "gen-batch8, gen-batch16, gen-batch8-bf16, gen-batch8-lengthgrouped, my-workload, ort-batch8, "
         "ort-batch8-int8, ort-embed-batch8, ct2-gen-batch8, ct2-gen-batch8-int8, ct2-gen-batch8-bf16, vllm-gen-batch8, "

@@ -45,6 +45,7 @@ def test_the_shipped_series_declare_what_their_variants_change():
     variants = load_variants(SHIPPED)
     assert {n: (v.series, v.reference) for n, v in variants.items()} == {
         "batch1": ("batch", ""), "batch4": ("batch", ""), "batch8": ("batch", ""),
+        **{f"batch{size}": ("batch-gpu", "batch8") for size in (16, 32, 64, 128, 256, 512)},
         "batch8-bf16": ("cheaper", "batch8"), "batch8-lengthgrouped": ("cheaper", "batch8"),
         "batch8-int8": ("int8-cpu", "batch8"),
         "embed-batch1": ("embeddings-batch", ""), "embed-batch4": ("embeddings-batch", ""),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
+import pandas as pd
 import yaml
 from mlflow.tracking import MlflowClient
 
@@ -24,6 +25,7 @@ from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement.stats import Durations
 from gpucost_mlflow.core.money.decision import Configuration
 from gpucost_mlflow.core.money.feasibility import feasibility
+from gpucost_mlflow.core.names import GPU_UTILISATION
 from gpucost_mlflow.tracking import experiments, schema, search, store
 from gpucost_mlflow.tracking.attempts_table import frame
 from gpucost_mlflow.tracking.reader import attempts
@@ -57,6 +59,21 @@ def slow_precisions(device_choice: str = "auto") -> dict[str, str]:
     return {name: f"its dense-matmul peak here ({entry['flop_per_s'] / 1e9:,.1f} GFLOP/s) is below fp32's "
                   f"({fp32 / 1e9:,.1f} GFLOP/s)"
             for name, entry in peaks.items() if name in ("bf16", "fp16") and entry["flop_per_s"] < fp32}
+
+
+def utilisation_by_batch(experiment: str, device: str, client: MlflowClient | None = None) -> dict[int, float]:
+    """The median GPU utilisation of the experiment's completed one-lane passes on this device, per batch size (the
+    batch series stops at the first size no longer starved, core/campaign/batch_series.py); {} when none."""
+    client = client or store.client()
+    try:
+        found = experiments.named(client, experiment)
+    except GpucostError:  # not measured yet: the series is proposed from the memory estimate alone
+        return {}
+    table = frame(attempts(client, found))
+    table = table[(table["device"] == device) & table[GPU_UTILISATION].notna() & (table["lanes"].fillna(1) == 1)]
+    sizes = pd.to_numeric(table["batch_size"], errors="coerce")
+    medians = table[sizes.notna()].groupby(sizes.dropna().astype(int))[GPU_UTILISATION].median()
+    return {int(size): float(value) for size, value in medians.items()}
 
 
 def changes(experiment: str, variants_path: Path, client: MlflowClient | None = None) -> tuple[str, list[Change], str]:

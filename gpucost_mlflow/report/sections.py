@@ -78,8 +78,8 @@ SUMMARY_TEXT = ("Overlapped: durations measured while another pass ran on the sa
 
 
 def flags_text(s, counted: int) -> str:
-    """'; contended 1; throttled 2 of 5; starved 1 of 5: 23 % mean GPU; busy GPU 23 %': what flags a configuration's
-    durations carry, and how busy its device was on average."""
+    """'; contended 1; throttled 2 of 5; starved 1 of 5: 23 % mean GPU; next batch size worth trying: 16; busy GPU 23 %':
+    what flags a configuration's durations carry, and how busy its device was on average."""
     parts = [f"contended {s.contended}" if s.contended else "",
              f"throttled {s.throttled} of {counted}" if s.throttled else "",
              f"too short to time reliably {s.too_short}" if s.too_short else ""]
@@ -87,7 +87,7 @@ def flags_text(s, counted: int) -> str:
         kind, value = next(((k, v) for k, v in sorted(s.busy.items()) if k.startswith("gpu")),
                            next(iter(s.busy.items()), ("", None)))
         shown = f": {100 * value:.0f} % mean {'GPU' if kind.startswith('gpu') else 'CPU'}" if value is not None else ""
-        parts.append(f"starved {s.starved} of {counted}{shown}")
+        parts += [f"starved {s.starved} of {counted}{shown}", s.next_batch]
     busy = "/".join(f"{'GPU' if k.startswith('gpu') else 'CPU'} {100 * v:.0f} %" for k, v in sorted(s.busy.items(),
                                                                                                   reverse=True))
     return "".join(f"; {p}" for p in parts if p) + (f"; busy {busy}" if busy else "")

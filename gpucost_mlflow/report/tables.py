@@ -29,7 +29,7 @@ from gpucost_mlflow.core.names import (
     PASS_S,
     USEFUL_FLOP_PER_S,
 )
-from gpucost_mlflow.report import versus_reference
+from gpucost_mlflow.report import next_batch, versus_reference
 from gpucost_mlflow.report.measured import Measured
 from gpucost_mlflow.tracking.schema import COST_PER_1000_INPUTS as FORECAST_PER_1000
 from gpucost_mlflow.tracking.schema import COST_PER_MILLION_OUTPUT_TOKENS as FORECAST_PER_MILLION_TOKENS
@@ -61,6 +61,7 @@ class Summary:
     # Against the reference: its label agreement with the exact interval, and the answers changed by direction
     # ('agreement 98.60 % (exact interval 97.14-99.44 %); 3 lost, 1 gained ...'), '' when not compared.
     against_reference: str = ""
+    next_batch: str = ""  # starved: the next batch size worth trying, or that it will not fit (report/next_batch.py)
 
 
 def summaries(measured: Measured, configs: list[Configuration]) -> list[Summary]:
@@ -89,6 +90,8 @@ def summaries(measured: Measured, configs: list[Configuration]) -> list[Summary]
                            if key in completed and completed[key].notna().any()})
         _energy(summary, completed)
         summary.against_reference = versus_reference.said(rows)
+        if summary.starved:
+            summary.next_batch = next_batch.text(next_batch.batch_of(rows), memory, config.device)
         result.append(summary)
     return result
 
