@@ -34,7 +34,8 @@ def test_a_stall_fault_sleeps_its_seconds_at_its_batch_only(monkeypatch):
 
 @pytest.mark.parametrize("value", ["stall@2", "stall@0:1", "stall@2:", "oom@2:1", "stall@2:-1"])
 def test_a_malformed_fault_is_a_one_line_user_error(value):
-    with pytest.raises(faults.GpucostError, match="is malformed; expected oom@N, kill@N, dupid@N or stall@N:SECONDS"):
+    with pytest.raises(faults.GpucostError, match="is malformed; expected oom@N, kill@N, dupid@N, stall@N:SECONDS "
+                                                  "with N >= 1, or shape-setup:SECONDS"):
         faults.parse(value)
 
 

@@ -77,6 +77,15 @@ REPETITIONS_IDENTICAL = "repetitions_identical"
 # timed as a pass without repetitions times it, the population stability and separation compare (docs/costs.md).
 LAP_S = "lap_s"
 FIRST_LAP_S = "first_lap_s"
+# Every benchmark pass's clock holds at least MIN_LAPS laps (issue 62): the first pays each new input shape's setup
+# (cuDNN attention plans, compiled graphs, allocator growth), the median of the later ones is the steady rate the
+# decision reads; the first minus the steady (never below 0) is the setup a worker pays once per process, and the
+# distinct (batch, padded length) shapes the pass ran say how many there were.
+MIN_LAPS = 2
+STEADY_LAP_S = "steady_lap_s"
+SHAPE_SETUP_S = "shape_setup_s"
+DISTINCT_SHAPES = "distinct_shapes"
+COLD_SHAPES_RATIO = 1.5  # a first lap above this many steady laps: the pass is flagged cold_shapes
 _step_mark = "@"  # `lap_s@3` in a pass's metrics: the value of metric lap_s at step 3 (tracking/writer.py logs it so)
 
 

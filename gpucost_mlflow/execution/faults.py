@@ -3,7 +3,9 @@
 GPUCOST_FAULT=oom@N raises the device's out-of-memory error at the N-th measured batch,
 kill@N makes the child SIGKILL itself there, stall@N:S makes it sleep S seconds there (a pass a test
 interrupts while it runs, without burning the CPU the other tests share), dupid@N writes the N-th entry's
-id twice in the predictions file. Unset in normal use.
+id twice in the predictions file, shape-setup:S makes the child sleep S seconds the first time its process meets a
+batch shape (warm-up included), as a kernel that builds a plan per new (batch, length) shape does on a GPU.
+Unset in normal use.
 """
 
 from __future__ import annotations
@@ -18,18 +20,24 @@ from gpucost_mlflow.core.errors import GpucostError, one_line
 from gpucost_mlflow.core.judging.status import Status
 
 ENV = "GPUCOST_FAULT"
-_PATTERN = re.compile(r"^(?:(oom|kill|dupid)@([1-9][0-9]*)|stall@([1-9][0-9]*):([0-9]+(?:\.[0-9]+)?))$")
+_PATTERN = re.compile(r"^(?:(oom|kill|dupid)@([1-9][0-9]*)|stall@([1-9][0-9]*):([0-9]+(?:\.[0-9]+)?)"
+                      r"|shape-setup:([0-9]+(?:\.[0-9]+)?))$")
 
 
 @dataclass(frozen=True)
 class Fault:
     kind: str = ""
     at: int = 0
-    seconds: float = 0.0  # how long a stall sleeps
+    seconds: float = 0.0  # how long a stall sleeps, or a shape-setup each new shape
 
     @property
     def dupid_at(self) -> int:
         return self.at if self.kind == "dupid" else 0
+
+    def first_shape(self) -> None:
+        """A batch shape the process had not met: a shape-setup fault sleeps its seconds, as a new shape's setup."""
+        if self.kind == "shape-setup":
+            time.sleep(self.seconds)
 
     def fire(self, number: int) -> None:
         """At this fault's batch (from 1): raise the device's out-of-memory error, SIGKILL the child or sleep."""
@@ -53,11 +61,13 @@ def parse(value: str) -> Fault:
         return Fault()
     match = _PATTERN.match(value)
     if not match:
-        raise GpucostError(f"{ENV}={value!r} is malformed; expected oom@N, kill@N, dupid@N or stall@N:SECONDS "
-                           "with N >= 1")
-    kind, at, stall_at, seconds = match.groups()
+        raise GpucostError(f"{ENV}={value!r} is malformed; expected oom@N, kill@N, dupid@N, stall@N:SECONDS "
+                           "with N >= 1, or shape-setup:SECONDS")
+    kind, at, stall_at, seconds, setup = match.groups()
     if stall_at:
         return Fault("stall", int(stall_at), float(seconds))
+    if setup:
+        return Fault("shape-setup", 0, float(setup))
     return Fault(kind, int(at))
 
 

@@ -59,6 +59,7 @@ class PassSpec:
     # (core/kinds/workload.py; generation: the task, the model file and its dequantised cache; user code: its module)
     workload: WorkloadRecord | None = None
     min_measured_s: float | None = None  # the protocol's: repeat the corpus inside the clock until it ran this long
+    min_laps: int = 1  # laps the clock holds at least: a measured pass's the protocol's min_laps (2 by default)
     cooldown_s: float = 0.0  # the protocol's: idle this long after loading, before warm-up (idle power)
     # A delivery (`gpucost deliver`): further corpora after the first, each {corpus_path, workdir}, processed by this
     # child with the workload it loaded and warmed up once; each corpus's outcome is written to its own workdir.
@@ -130,9 +131,10 @@ def measure(corpus_path: str, work: Processing, sync: Callable, energy=None, eve
     try:
         ids, texts = read_texts(corpus_path)
         predictions = work(ids, texts)
-        # Without min_measured_s nothing more happens inside the clock: no lap, no extra device synchronisation.
-        while repeats is not None and repeats.min_measured_s is not None and again(repeats.lapped(clock),
-                                                                                    repeats.min_measured_s):
+        # Each lap reads the clock (a device synchronisation); a clock of one lap (a deliverable, a lanes pass) reads
+        # nothing more inside it.
+        laps = repeats is not None and (repeats.min_measured_s is not None or repeats.min_laps > 1)
+        while laps and again(repeats.lapped(clock), repeats.min_measured_s, repeats.count, repeats.min_laps):
             ids, texts = read_texts(corpus_path)
             repeats.later.append(work(ids, texts))
             repeats.count += 1
@@ -162,6 +164,7 @@ class Loaded:
     board: object
     fault: object
     parallel: bool
+    shapes_met: set = field(default_factory=set)  # every batch shape this process has run, warm-up included
 
 
 def load(spec: PassSpec, started_ns: int) -> tuple[Loaded, PassOutcome]:
@@ -184,8 +187,9 @@ def load(spec: PassSpec, started_ns: int) -> tuple[Loaded, PassOutcome]:
     outcome.deterministic = determinism(spec.seed)
     board = energy.open_board(device)
     outcome.merge(energy.cool_down(board, spec.cooldown_s, sync))
-    outcome.timings.warmup_s = _warm_up(spec, work, device, sync)
-    return Loaded(work, device, sync, board, fault, outcome.tokenizer_parallelism), outcome
+    loaded = Loaded(work, device, sync, board, fault, outcome.tokenizer_parallelism)
+    outcome.timings.warmup_s = _warm_up(spec, loaded)
+    return loaded, outcome
 
 
 def run(spec: PassSpec, started_ns: int) -> PassOutcome:
@@ -210,9 +214,14 @@ def measure_corpus(spec: PassSpec, loaded: Loaded, corpus_path: str, workdir: Pa
     memory.reset_peaks(device)
     counter = BatchCounter(workdir)
     events = timing.DeviceEvents.for_device(device)
+    repeats = repetitions.Repeats(spec.min_measured_s, spec.min_laps)
 
-    def on_batch(number: int, done: int) -> None:
+    def on_batch(number: int, done: int, shape: tuple[int, int] | None = None) -> None:
         counter.record(number, done)
+        if shape is not None:
+            _met(loaded, shape)
+            if not repeats.laps:  # the first lap: the shapes every lap runs
+                repeats.shapes.add(shape)
         fault.fire(number)
 
     # The board's facts at the start (clocks, power limit), then the wall-clock bounds of the measured
@@ -222,7 +231,6 @@ def measure_corpus(spec: PassSpec, loaded: Loaded, corpus_path: str, workdir: Pa
     if spec.gate:
         gate.wait(workdir)
     clock = timing.Stopwatch(sync)
-    repeats = repetitions.Repeats(spec.min_measured_s)
     state_before = board_state.board_state(board)  # clocks, temperature, throttling, other processes: outside the clock
     timings = outcome.timings
     timings.measured_from_epoch_s = time.time()
@@ -249,16 +257,25 @@ def measure_corpus(spec: PassSpec, loaded: Loaded, corpus_path: str, workdir: Pa
     return outcome
 
 
-def _warm_up(spec: PassSpec, work, device, sync) -> float:
-    """The warm-up passes on the first inputs of the corpus, with the variant's own batching; their seconds."""
+def _warm_up(spec: PassSpec, loaded: Loaded) -> float:
+    """The warm-up passes on the first inputs of the corpus, with the variant's own batching; their seconds. The
+    shapes they run are met here: a measured batch of one of them pays no setup again."""
 
-    tokenizer, model, settings = work.tokenizer, work.model, spec.settings
+    work, settings = loaded.work, spec.settings
     ids, texts = read_texts(spec.corpus_path)
-    warm = timing.Stopwatch(sync)
+    warm = timing.Stopwatch(loaded.sync)
     warm.start()
     for _ in range(spec.warmup["passes"]):
-        work.process(ids[: spec.warmup["inputs"]], texts[: spec.warmup["inputs"]], tokenizer, model, settings, device)
+        work.process(ids[: spec.warmup["inputs"]], texts[: spec.warmup["inputs"]], work.tokenizer, work.model,
+                     settings, loaded.device, lambda number, done, shape=None: _met(loaded, shape))
     return warm.stop()
+
+
+def _met(loaded: Loaded, shape: tuple[int, int] | None) -> None:
+    """A batch shape this process runs: the first time, a `shape-setup` test fault pays its setup (faults.py)."""
+    if shape is not None and shape not in loaded.shapes_met:
+        loaded.shapes_met.add(shape)
+        loaded.fault.first_shape()
 
 
 def _failed(outcome: PassOutcome, failure: PassFailure, work) -> tuple[object, bool]:

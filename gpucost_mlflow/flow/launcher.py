@@ -19,11 +19,20 @@ from gpucost_mlflow.core.inputs.variants import Declaration
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement.board import starved
 from gpucost_mlflow.core.measurement.contention import contended
-from gpucost_mlflow.core.names import CPU_UTILISATION, GPU_UTILISATION, OTHER_CPU_S, OTHER_CPU_SHARE
+from gpucost_mlflow.core.measurement.repetitions import Laps
+from gpucost_mlflow.core.names import (
+    CPU_UTILISATION,
+    FIRST_LAP_S,
+    GPU_UTILISATION,
+    OTHER_CPU_S,
+    OTHER_CPU_SHARE,
+    SHAPE_SETUP_S,
+    STEADY_LAP_S,
+)
 from gpucost_mlflow.execution import child, faults, lanes, runner
 from gpucost_mlflow.execution.outcome import PassOutcome
 from gpucost_mlflow.flow import judging, recording
-from gpucost_mlflow.flow.preparation import PassRequest, Prepared, child_spec, measured_for, prepare
+from gpucost_mlflow.flow.preparation import PassRequest, Prepared, child_spec, laps_for, measured_for, prepare
 from gpucost_mlflow.tracking import experiments, pass_run, schema, store
 
 
@@ -146,7 +155,8 @@ def finish(opened: Opened, outcome: PassOutcome, interrupted: bool, locked_now: 
 def _flags(request: PassRequest, prepared: Prepared, outcome: PassOutcome, metrics: dict) -> dict[str, str]:
     """The flags a pass's durations carry (never its verdict): contended (other processes' CPU time, or other
     processes on its GPU), throttled (the board's throttle reasons around the clock), starved (its device busy less
-    than the protocol's min_utilisation during the measured part)."""
+    than the protocol's min_utilisation during the measured part), cold_shapes (its first lap above 1.5 steady laps:
+    each new shape's setup)."""
     protocol, board = prepared.protocol, outcome.board.facts.get("board") or {}
     busy = contended(metrics.get(OTHER_CPU_S), metrics.get(OTHER_CPU_SHARE), protocol.max_other_cpu_share)
     if request.variant.settings.lanes > 1:  # a pass split over lanes counts its own other lanes as other processes
@@ -155,7 +165,10 @@ def _flags(request: PassRequest, prepared: Prepared, outcome: PassOutcome, metri
     on_gpu = GPU_UTILISATION in metrics or bool(board)
     idle = starved(metrics.get(GPU_UTILISATION if on_gpu else CPU_UTILISATION), protocol.min_utilisation,
                    "GPU" if on_gpu else "CPU")
-    found = {schema.CONTENDED: busy, schema.THROTTLED: board.get("throttled", ""), schema.STARVED: idle}
+    laps = Laps(metrics.get(FIRST_LAP_S), metrics.get(STEADY_LAP_S), metrics.get(SHAPE_SETUP_S))
+    cold = laps.cold() if laps.first_s is not None else ""
+    found = {schema.CONTENDED: busy, schema.THROTTLED: board.get("throttled", ""), schema.STARVED: idle,
+             schema.COLD_SHAPES: cold}
     return {key: value for key, value in found.items() if value}
 
 
@@ -167,6 +180,8 @@ def spec_of(request: PassRequest, prepared: Prepared, workdir: Path) -> runner.P
         workload=prepared.manifest.workload,
         # A lanes pass is not repeated: its lanes would repeat out of step; a short one is flagged instead.
         min_measured_s=measured_for(request, prepared.protocol) if prepared.lanes is None else None,
+        # A lanes pass's span joins its lanes' clocks into one corpus: one lap, its rate said to include setup.
+        min_laps=laps_for(request, prepared.protocol) if prepared.lanes is None else 1,
         cooldown_s=prepared.protocol.cooldown_s,
         seed=request.seed,
     )

@@ -106,6 +106,13 @@ def measured_for(request: PassRequest, protocol: Protocol) -> float | None:
     return protocol.confirmation[1] if confirming else protocol.min_measured_s
 
 
+def laps_for(request: PassRequest, protocol: Protocol) -> int:
+    """Laps the measured clock holds at least: a benchmark or confirmation pass the protocol's min_laps (the first
+    lap pays each new shape's setup, the later ones time the rate); a deliverable is delivered once, never repeated
+    for a rate."""
+    return 1 if request.role == schema.DELIVERABLE_ROLE else protocol.min_laps
+
+
 def child_spec(corpus_path: Path, model_path: Path, workdir: Path, settings: Settings, protocol: Protocol,
                **more) -> runner.PassSpec:
     """A child's spec, built here only (a pass's, its audit's; a lane's and a delivery's derived from it): the corpus,

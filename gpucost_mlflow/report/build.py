@@ -43,7 +43,7 @@ from gpucost_mlflow.report import (
 )
 from gpucost_mlflow.report.bill import bill_lines
 from gpucost_mlflow.report.commands import command, settle_command
-from gpucost_mlflow.report.configurations import identity_notes
+from gpucost_mlflow.report.configurations import identity_notes, rate_notes
 from gpucost_mlflow.report.measured import Measured
 from gpucost_mlflow.report.stage import latest_stage, looked, progress, stage_notes
 from gpucost_mlflow.tracking import schema
@@ -101,7 +101,7 @@ def build(evidence: Evidence, protocol: Protocol, protocol_path: Path, catalog: 
     configs, seed_notes = seeded.configurations(measured, protocol)
     pairs = tables.pairs_to_separate(configs, variants)
     with tables.p_values_of(pairs) as p_values:  # computed beside the rest of the build where they are many
-        warnings += identity_notes(configs) + seed_notes
+        warnings += identity_notes(configs) + rate_notes(configs) + seed_notes
         warnings += stage_notes(table, configs, protocol.settle_max_passes)
         warnings += excluded_alike.warnings(table, evidence.exclusions)
         assessments, choice, decision, confirmed, stage = _decided(configs, protocol, catalog, today, measured)

@@ -129,7 +129,9 @@ def _window(report: Report, a: Assessment) -> str:
     and the deadline with its standing; a declared start in the past is said so, with the end from now as well."""
     f = a.forecast
     setup = f.setup_h + f.waiting_h
-    split = f" ({setup:,.1f} h declared setup and waiting, {f.hours - setup:,.1f} h work)" if setup else ""
+    shapes = _shape_setup(f)
+    split = (f" ({setup:,.1f} h declared setup and waiting, {f.hours - setup:,.1f} h work{shapes})" if setup
+             else f" ({shapes[2:]})" if shapes else "")
     end = f", ends by {a.forecast_end_high.isoformat(timespec='minutes')}" if a.forecast_end_high else ""
     if report.start_at_report and a.forecast_end_high and report.read_at:
         end += f" from this report's reading at {report.read_at.isoformat(timespec='minutes')}"
@@ -147,6 +149,15 @@ def _window(report: Report, a: Assessment) -> str:
     own = (f"; the plan is bound by its own {float(bound):,.1f} h window, not the measured rate"
            if bound is not None and bound != to_hours(f.high_hours) else "")
     return f"{f.hours:,.1f} h forecast{split}, {f.high_hours:,.1f} h at the slowest pass{end}{own}; {deadline}"
+
+
+def _shape_setup(f) -> str:
+    """', of it 2 x 36 s shape setup, once per worker process' where the passes' first laps paid one (issue 62)."""
+    seconds = f.shape_setup_each_h * 3600
+    if seconds <= 0:
+        return ""
+    starts = f.children(f.deliverables) + f.restarts
+    return f", of it {starts:,} x {seconds:,.3g} s shape setup, once per worker process"
 
 
 def _margin(chosen: Assessment, other: Assessment) -> str:

@@ -9,7 +9,7 @@ import pandas as pd
 
 from gpucost_mlflow.core.inputs.identity import Identity
 from gpucost_mlflow.core.judging.status import Status, interrupted
-from gpucost_mlflow.core.measurement.repetitions import one_corpus_each
+from gpucost_mlflow.core.measurement.repetitions import SETUP_IN_RATE, one_corpus_each, steady_or_whole
 from gpucost_mlflow.core.measurement.stats import Durations
 from gpucost_mlflow.core.measurement.timeline import Span, concurrent
 from gpucost_mlflow.core.money.decision import Configuration, ExcludedPass
@@ -23,6 +23,8 @@ from gpucost_mlflow.core.names import (
     MEASURED_TOTAL_S,
     OBSERVED_IDS,
     PASS_S,
+    SHAPE_SETUP_S,
+    STEADY_LAP_S,
     TIMINGS,
     TOKENS_GENERATED,
     TOKENS_INPUT,
@@ -94,8 +96,9 @@ def excluded_passes(rows: pd.DataFrame) -> tuple[ExcludedPass, ...]:
     """The excluded passes of one configuration, from the four columns they need (a row of every column, as a
     named tuple, cost more than the rest of a configuration at thousands of runs)."""
     before = rows["status_before_exclusion"] if "status_before_exclusion" in rows else [""] * len(rows)
-    return tuple(ExcludedPass(run_id, status or "", None if pd.isna(seconds) else float(seconds), str(reason or ""))
-                 for run_id, status, seconds, reason in zip(rows["run_id"], before, rows[PASS_S], rows["reason"]))
+    seconds = rows[STEADY_LAP_S].fillna(rows[PASS_S]) if STEADY_LAP_S in rows else rows[PASS_S]  # as it would count
+    return tuple(ExcludedPass(run_id, status or "", None if pd.isna(value) else float(value), str(reason or ""))
+                 for run_id, status, value, reason in zip(rows["run_id"], before, seconds, rows["reason"]))
 
 
 def configurations(measured: Measured, corpus_size: int | None = None) -> list[Configuration]:
@@ -117,8 +120,8 @@ def configurations(measured: Measured, corpus_size: int | None = None) -> list[C
         rows = measured.rows_at(positions)
         device, variant = identity.device, identity.variant
         completed = rows[rows[PASS_S].notna() & (rows["status"] != Status.EXCLUDED)]
-        medians = {key: float(completed[key].median()) for key in (LOAD_S, WARMUP_S, EVAL_S, EXPORT_S)
-                   if completed[key].notna().any()}
+        medians = {key: float(completed[key].median()) for key in (LOAD_S, WARMUP_S, EVAL_S, EXPORT_S, SHAPE_SETUP_S)
+                   if key in completed and completed[key].notna().any()}
         if CONVERT_S in rows and rows[CONVERT_S].notna().any():  # paid by the pass that exported, whatever its end
             medians[CONVERT_S] = float(rows[CONVERT_S].median())
         excluded = rows[rows["status"] == Status.EXCLUDED]
@@ -128,8 +131,8 @@ def configurations(measured: Measured, corpus_size: int | None = None) -> list[C
             variant=variant,
             statuses=[Status.INTERRUPTED if interrupted(status, reason) else status
                       for status, reason in zip(rows["status"], rows["reason"])],
-            durations=Durations(one_corpus_each(list(completed[FIRST_LAP_S]) if FIRST_LAP_S in completed else [],
-                                                list(completed[PASS_S]))),
+            durations=Durations(one_corpus_each(_column(completed, FIRST_LAP_S), list(completed[PASS_S]),
+                                                _column(completed, STEADY_LAP_S))),
             medians=medians,
             accepted_deliverables=int(done["corpus_fingerprint"].nunique()),
             attempt_spans=walls[device].spans,
@@ -145,9 +148,23 @@ def configurations(measured: Measured, corpus_size: int | None = None) -> list[C
             measured_s=tuple(float(v) for v in (completed[MEASURED_TOTAL_S].fillna(completed[PASS_S])
                                                 if MEASURED_TOTAL_S in completed else completed[PASS_S])),
             not_shown=versus_reference.not_shown(rows),
-            timed_s=tuple(float(v) for v in completed[PASS_S]),
+            timed_s=steady_or_whole(_column(completed, STEADY_LAP_S), list(completed[PASS_S])),
+            setup_in_rate=len(completed) - int(completed[STEADY_LAP_S].notna().sum()) if STEADY_LAP_S in completed
+            else len(completed),
         ))
     return configs
+
+
+def _column(rows: pd.DataFrame, name: str) -> list:
+    """A metric's values over the rows, [] where no row recorded it (a store written before it existed)."""
+    return list(rows[name]) if name in rows else []
+
+
+def rate_notes(configs: list[Configuration]) -> list[str]:
+    """One line per configuration whose counted passes were recorded before steady laps (issue 62): the rate the
+    decision reads for them includes each new input shape's setup, unlike a pass recorded since."""
+    return [f"{config.name}: {config.setup_in_rate} of its {len(config.durations.values)} counted passes "
+            f"{SETUP_IN_RATE}" for config in configs if config.setup_in_rate]
 
 
 def tokens_per_input(rows: pd.DataFrame, names: tuple[str, ...]) -> float | None:

@@ -10,7 +10,7 @@ import pandas as pd
 from gpucost_mlflow.core.inputs.identity import Identity
 from gpucost_mlflow.core.measurement.confirmation import Confirmation, ConfirmationRun, confirm
 from gpucost_mlflow.core.money.decision import Assessment, Configuration
-from gpucost_mlflow.core.names import EXPECTED_IDS, MEASURED_TOTAL_S, PASS_S, REPETITIONS
+from gpucost_mlflow.core.names import EXPECTED_IDS, MEASURED_TOTAL_S, PASS_S, REPETITIONS, STEADY_LAP_S
 from gpucost_mlflow.report.measured import Measured, at_each_seed
 from gpucost_mlflow.tracking.schema import CONFIRMATION_ROLE
 
@@ -38,12 +38,14 @@ def runs_of(measured: Measured, config: Configuration) -> list[ConfirmationRun]:
     rows = measured.table.iloc[positions].sort_values("start_time")
     total = rows[MEASURED_TOTAL_S] if MEASURED_TOTAL_S in rows else rows[PASS_S]
     counts = rows[REPETITIONS] if REPETITIONS in rows else pd.Series([None] * len(rows), index=rows.index)
+    # its rate at the steady lap, as the benchmark passes it is compared with are read (before steady laps: pass_s)
+    corpus_s = rows[STEADY_LAP_S].fillna(rows[PASS_S]) if STEADY_LAP_S in rows else rows[PASS_S]
     return [ConfirmationRun(row.run_id, str(row.status), str(row.reason or ""),
-                            int(row.expected) if _number(row.expected) else None, _number(row.pass_s),
+                            int(row.expected) if _number(row.expected) else None, _number(one),
                             _number(total_s) if _number(total_s) is not None else _number(row.pass_s),
                             int(count) if _number(count) else None)
-            for row, total_s, count in zip(rows.assign(expected=rows[EXPECTED_IDS]).itertuples(index=False), total,
-                                            counts)]
+            for row, one, total_s, count in zip(rows.assign(expected=rows[EXPECTED_IDS]).itertuples(index=False),
+                                                corpus_s, total, counts)]
 
 
 def verdicts(measured: Measured, chosen: list[Assessment], inputs_per_pass: int, min_s: float

@@ -173,9 +173,11 @@ def pass_note(tags: dict, metrics: dict) -> str:
         facts.append(f"**Throttled:** {tags[schema.THROTTLED]} (the board slowed its clocks: a flag, not a verdict)")
     if tags.get(schema.STARVED):
         facts.append(f"**Starved:** {tags[schema.STARVED]}")
+    if tags.get(schema.COLD_SHAPES):
+        facts.append(f"**Cold shapes:** {tags[schema.COLD_SHAPES]}")
     if metrics.get(REPETITIONS, 1) > 1:
         facts.append(f"**Repeated:** the clock processed the corpus {metrics[REPETITIONS]:.0f} times "
-                     f"(min_measured_s); pass_s is one corpus")
+                     f"(min_laps, min_measured_s); pass_s is one corpus")
     files = (f"`{schema.PREDICTIONS}` (every prediction), `{schema.PREVIEW}` (failed predictions first, then a "
              f"sample), `{schema.VERDICT}`, `{schema.MANIFEST}`")
     facts.append(f"**Files:** {files}")

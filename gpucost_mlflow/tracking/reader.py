@@ -17,6 +17,7 @@ from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.kinds import engines, registry
 from gpucost_mlflow.core.measurement import energy
 from gpucost_mlflow.core.measurement.overlap import Interval, overlaps
+from gpucost_mlflow.core.measurement.repetitions import SETUP_IN_RATE
 from gpucost_mlflow.core.measurement.stats import too_short
 from gpucost_mlflow.core.names import (
     COMPLETED_ENTRIES,
@@ -25,6 +26,7 @@ from gpucost_mlflow.core.names import (
     PASS_S,
     REPETITIONS,
     REPETITIONS_IDENTICAL,
+    STEADY_LAP_S,
     USEFUL_FLOP_PER_S,
 )
 from gpucost_mlflow.tracking import exclusions, heartbeat, schema
@@ -135,6 +137,7 @@ def _read(run: RunRecord, now: dt.datetime | None, exported: dict[str, str]) -> 
         "contended": tags.get(schema.CONTENDED, ""),
         "throttled": tags.get(schema.THROTTLED, ""),
         "starved": tags.get(schema.STARVED, ""),
+        "cold_shapes": tags.get(schema.COLD_SHAPES, ""),
         "ids_match": ids_matched(tags),
         "against_reference": compared_with_reference(tags),
         "stage": tags.get(schema.STAGE, ""),
@@ -226,13 +229,15 @@ def notes_of(run: RunRecord, row: dict, excluded: bool, measured_reason: str, ta
         notes.append(f"measured part {short}")
     if metrics.get(REPETITIONS, 1) > 1:
         notes.append(f"pass_s is one corpus: the clock processed it {metrics[REPETITIONS]:.0f} times in "
-                     f"{metrics.get(MEASURED_TOTAL_S, float('nan')):.3f} s (min_measured_s)")
+                     f"{metrics.get(MEASURED_TOTAL_S, float('nan')):.3f} s (min_laps, min_measured_s)")
+    if PASS_S in metrics and STEADY_LAP_S not in metrics and row.get("role", "benchmark") == "benchmark":
+        notes.append(SETUP_IN_RATE)
     if metrics.get(REPETITIONS_IDENTICAL) == 0:
         notes.append("repetitions differ: a later repetition's outputs are not identical to the first's "
                      "(the first's were exported and judged)")
-    for flag in ("throttled", "starved"):
+    for flag in ("throttled", "starved", "cold_shapes"):
         if row.get(flag):
-            notes.append(f"{flag}: {row[flag]}" if flag == "throttled" else row[flag])
+            notes.append(f"{flag}: {row[flag]}" if flag != "starved" else row[flag])
     return notes
 
 

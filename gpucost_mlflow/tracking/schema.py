@@ -67,6 +67,7 @@ OVERLAPPED_WITH = "gpucost.overlapped_with"
 CONTENDED = "gpucost.contended"  # other processes' load during the measured pass, above the protocol's limit
 THROTTLED = "gpucost.throttled"  # the board's throttle reasons at the start or end of the measured pass
 STARVED = "gpucost.starved"  # the pass's device busy less than the protocol's min_utilisation while measured
+COLD_SHAPES = "gpucost.cold_shapes"  # its first lap above 1.5 steady laps: each new shape's setup, the ratio and why
 NOTE = "mlflow.note.content"  # a run's or an experiment's markdown description in the MLflow UI
 # The experiment's kind as MLflow's experiment-kind selector reads and writes it: model development, not GenAI.
 EXPERIMENT_KIND = "mlflow.experimentKind"
@@ -158,7 +159,8 @@ EXCLUSION_UNDONE = "gpucost.exclusion_undone"
 # A pass's role: a timed comparison pass, a production corpus, or the chosen configuration's confirmation run
 # (`gpucost confirm`: a disjoint corpus, the clock repeated for the protocol's confirmation.min_s).
 CONFIRMATION_ROLE = "confirmation"
-ROLES = ("benchmark", "deliverable", CONFIRMATION_ROLE)
+DELIVERABLE_ROLE = "deliverable"
+ROLES = ("benchmark", DELIVERABLE_ROLE, CONFIRMATION_ROLE)
 
 # What a pass records once and never changes (where and how it ran, what it could not measure) is logged as params,
 # under these same keys: the run page lists them in its Parameters table, and its tag chips keep to what changes or

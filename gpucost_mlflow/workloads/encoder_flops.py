@@ -17,7 +17,7 @@ attention mask hides padded keys but does not skip them). Rated as every kind's 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from gpucost_mlflow.core.errors import GpucostError
@@ -61,17 +61,19 @@ def sequence_flops(shape: EncoderShape, tokens: int, attended: int | None = None
     return tokens * per_token_flops(shape) + attention + head
 
 
-def count(shape: EncoderShape, batches: Iterable[Sequence[int]]) -> FlopCount:
-    """FLOPs of a pass whose batches hold sequences of these real token counts, each padded to its longest."""
+def count(shape: EncoderShape, batches: Iterable[Sequence[int]],
+          width: Callable[[Sequence[int]], int] = max) -> FlopCount:
+    """FLOPs of a pass whose batches hold sequences of these real token counts, each padded to `width` of them (its
+    longest, or up to the variant's pad_to_multiple_of: execution/batching.py `width`)."""
     useful = padded = real = padded_tokens = sequences = number = 0
     for lengths in batches:
         if not lengths:
             continue
-        width = max(lengths)
+        wide = width(lengths)
         number += 1
         sequences += len(lengths)
         real += sum(lengths)
-        padded_tokens += width * len(lengths)
+        padded_tokens += wide * len(lengths)
         useful += sum(sequence_flops(shape, length) for length in lengths)
-        padded += len(lengths) * sequence_flops(shape, width)
+        padded += len(lengths) * sequence_flops(shape, wide)
     return FlopCount(useful, padded, real, padded_tokens, sequences, number)

@@ -19,7 +19,7 @@ from gpucost_mlflow.core.inputs import plan_start, yaml_text
 from gpucost_mlflow.core.inputs.acceptance import DEFAULT_OUTPUT, Acceptance
 from gpucost_mlflow.core.inputs.protocol_fields import refuse_other_outputs, refuse_unknown
 from gpucost_mlflow.core.kinds import registry
-from gpucost_mlflow.core.names import ACCURACY, MACRO_F1
+from gpucost_mlflow.core.names import ACCURACY, MACRO_F1, MIN_LAPS
 
 SCENARIOS = ("offline",)
 METRICS = (MACRO_F1, ACCURACY)
@@ -64,6 +64,9 @@ class Protocol:
     # The corpus is processed again inside one clock until the measured part lasts this long (no default: a
     # protocol for a fast device sets it); pass_s stays the time of one corpus.
     min_measured_s: float | None = None
+    # Laps the measured clock holds at least (2 when absent, never fewer): the first lap pays each new input shape's
+    # setup, the later ones time the steady rate (core/measurement/repetitions.py)
+    min_laps: int = 2
     cooldown_s: float = 0.0  # each pass idles this long after loading, before warm-up: idle power where a counter exists
     min_utilisation: float = 0.5  # the pass's device busy less than this share of the measured part: starved
     alternatives: dict | None = None  # hosted endpoints priced beside the rental: catalog, endpoints, tokens per input
@@ -207,6 +210,7 @@ def load_protocol(path: Path) -> Protocol:
         max_other_cpu_share=(f.fraction("max_other_cpu_share") if document.get("max_other_cpu_share") is not None
                              else 0.25),
         min_measured_s=_seconds(path, document, "min_measured_s", None),
+        min_laps=_laps(path, document.get("min_laps")),
         cooldown_s=_seconds(path, document, "cooldown_s", 0.0),
         min_utilisation=f.fraction("min_utilisation") if document.get("min_utilisation") is not None else 0.5,
     )
@@ -220,6 +224,15 @@ def _seconds(path: Path, document: dict, name: str, absent: float | None) -> flo
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         raise GpucostError(f"{path}: field '{name}' must be a number of seconds above 0, got {value!r}")
     return float(value)
+
+
+def _laps(path: Path, value) -> int:
+    """`min_laps`: a whole number of laps >= 2 (a first lap alone cannot tell setup from rate), 2 when absent."""
+    if value is None:
+        return MIN_LAPS
+    if isinstance(value, bool) or not isinstance(value, int) or value < MIN_LAPS:
+        raise GpucostError(f"{path}: field 'min_laps' must be a whole number of laps >= {MIN_LAPS}, got {value!r}")
+    return value
 
 
 def _interval(path: Path, value) -> float:

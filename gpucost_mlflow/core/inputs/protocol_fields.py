@@ -36,6 +36,7 @@ FIELDS: dict = {
     "system_metrics_interval_s": None,
     "max_other_cpu_share": None,
     "min_measured_s": None,
+    "min_laps": None,
     "cooldown_s": None,
     "min_utilisation": None,
     "alternatives": {"catalog": None, "endpoints": None, "output_tokens_per_input": None},

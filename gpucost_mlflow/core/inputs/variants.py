@@ -60,6 +60,10 @@ def _build(name: str, values: dict, source: Path) -> Variant:
     for key in ("batch_size", "max_length", "lanes"):
         if not isinstance(values[key], int) or isinstance(values[key], bool) or values[key] < 1:
             raise GpucostError(f"{source}: variant '{name}' needs {key} as a positive whole number")
+    multiple = values["pad_to_multiple_of"]
+    if not isinstance(multiple, int) or isinstance(multiple, bool) or multiple < 0:
+        raise GpucostError(f"{source}: variant '{name}' needs pad_to_multiple_of as a whole number of tokens "
+                           "(0: each batch to its longest input)")
     if not isinstance(values["compile"], bool):
         raise GpucostError(f"{source}: variant '{name}' needs compile as true or false")
     if values["engine"] not in engines.names():

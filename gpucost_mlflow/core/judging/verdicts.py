@@ -163,8 +163,10 @@ def basic_checks(expected: Sequence[str], back: ReadBack) -> tuple[list[Check], 
     return checks, counts
 
 
+# pad_to_multiple_of: the same inputs, more padding tokens in each batch: other shapes, other arithmetic
 # sdpa_backend: another attention kernel adds in another order (execution/attention.py)
-NUMERIC_FIELDS = ("precision", "quantization", "attention", "compile", "engine", "sdpa_backend")
+NUMERIC_FIELDS = ("precision", "quantization", "attention", "compile", "engine", "pad_to_multiple_of",
+                  "sdpa_backend")
 # Fields that change the work itself: a variant truncating its inputs shorter does less of it, and may pass the
 # absolute bars while answering other questions than the reference did; judged against the reference, it is not
 # comparable with it unless the protocol declares the field a change of work (core/judging/like_for_like.py).

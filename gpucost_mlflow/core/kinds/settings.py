@@ -4,8 +4,8 @@ The variants file declares them, the launcher writes them into the pass's spec a
 rules read them by attribute. Every built-in kind reads this record; a kind with settings of its own declares a
 subclass adding them (`<package>/settings.py`, `Settings`: fields with defaults, checked in `__post_init__`), found
 by `Kind.settings_record()`. The recorded form (`record()`) is what the manifest, the params and the series locks
-hold: `lanes` only when a pass splits, `engine` only when it is not torch, `endpoint` only where one is declared, so
-records written before any of them existed read back the same. Pure: no torch, no mlflow.
+hold: `lanes` only when a pass splits, `engine` only when it is not torch, `endpoint` only where one is declared,
+`pad_to_multiple_of` only where it is set, so records written before any of them existed read back the same. Pure: no torch, no mlflow.
 """
 
 from __future__ import annotations
@@ -38,6 +38,9 @@ class Settings:
     engine: str = DEFAULT_ENGINE  # what runs the workload: torch, onnxruntime, ctranslate2, vllm (core/kinds/engines.py)
     lanes: int = 1  # devices one pass splits its corpus over, each running a fixed slice at once (core/measurement/lanes.py)
     endpoint: Endpoint | None = None  # engine openai: the OpenAI-compatible endpoint it sends the corpus to
+    # each batch padded to the next multiple of this many tokens, never past max_length (0: to its longest input): the
+    # tokenizer's argument of that name, which bounds the distinct shapes a pass runs
+    pad_to_multiple_of: int = 0
     # the kernel torch's scaled_dot_product_attention is pinned to for the whole pass (execution/attention.py):
     # default (torch chooses) | flash | efficient | cudnn | math; recorded only when pinned
     sdpa_backend: str = SDPA_DEFAULT
@@ -55,6 +58,8 @@ class Settings:
             values.pop("engine")
         if values["endpoint"] is None:
             values.pop("endpoint")
+        if not values["pad_to_multiple_of"]:
+            values.pop("pad_to_multiple_of")
         if values["sdpa_backend"] == SDPA_DEFAULT:
             values.pop("sdpa_backend")
         return values

@@ -59,11 +59,12 @@ class Configuration:
     seeds_missing: str = ""  # each declared seed whose own passes are missing or not feasible (core/judging/seeds.py)
     input_tokens_per_input: float | None = None  # median over accepted passes: the tokens an endpoint bills as input
     measured_s: tuple[float, ...] = ()  # each counted pass's measured clock (its repetitions' total), in order
-    # each counted pass's pass_s: one corpus's time over its whole measured clock (the mean of its laps where the clock
-    # repeated the corpus), in order; what separation reads, so it rests on at least min_measured_s of clock
+    # each counted pass's steady lap (the median of its laps after the first), in order; for a pass recorded before
+    # steady laps its pass_s over the whole measured clock: what separation reads
     timed_s: tuple[float, ...] = ()
     not_shown: tuple[str, ...] = ()  # each rejected pass whose quality bar was not shown: why (its interval, the
     # inputs that would show it), core/judging/bounds.py
+    setup_in_rate: int = 0  # counted passes recorded before steady laps: their duration includes each shape's setup
 
     @property
     def separated_on(self) -> tuple[float, ...]:

@@ -4,7 +4,9 @@ window = setup + declared waiting
        + every comparison attempt run on the device, on the real schedule: the union of their run wall
          times per host, so attempts run side by side on one lot's GPUs count once (failed, rejected and
          excluded attempts included; the plain sum is kept beside it)
-       + (children + planned restarts) x (load + warm-up)  the deliverables' own start-ups and each restart: one child
+       + (children + planned restarts) x (load + warm-up + shape setup)  the deliverables' own start-ups and each
+                                                         restart, each paying the setup of every new input shape once
+                                                         (the first lap over the steady one, issue 62): one child
                                                          per `deliverables.per_child` corpora of a stream (one child
                                                          for all of them when the protocol does not declare it; a
                                                          lanes configuration: a fresh child per corpus, as
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 
 from gpucost_mlflow.core.measurement.stats import Durations
 from gpucost_mlflow.core.measurement.timeline import Span, sum_seconds, union_seconds
-from gpucost_mlflow.core.names import CONVERT_S, EVAL_S, EXPORT_S, LOAD_S, WARMUP_S
+from gpucost_mlflow.core.names import CONVERT_S, EVAL_S, EXPORT_S, LOAD_S, SHAPE_SETUP_S, WARMUP_S
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,8 @@ class Forecast:
     streams_note: str = "one deliverable after another"
     conversion_h: float = 0.0  # an engine's export or conversion, paid once per rental (its cache serves restarts)
     per_child: int | None = None  # deliverables.per_child: corpora one child processes (None: all of a stream's)
-    startup_each_h: float = 0.0  # one load + warm-up, the median's
+    startup_each_h: float = 0.0  # one load + warm-up + shape setup, the median's
+    shape_setup_each_h: float = 0.0  # of it, the setup of each new input shape a fresh process pays (issue 62)
     lanes: int = 1  # a lanes configuration (lanes > 1) is delivered one corpus per fresh child, whatever per_child says
     audit: Audit | None = None  # deliverables.audit: the reference variant's child per delivered corpus
 
@@ -143,7 +146,7 @@ class Forecast:
         return (f"{self.setup_h:g} h setup + {self.waiting_h:g} h waiting + {_h(self.comparisons_h)} comparisons "
                 f"({self.comparisons} attempt{'s' if self.comparisons != 1 else ''} on this device on the real "
                 f"schedule{saved}{estimated}) + "
-                f"{_h(self.startup_h)} start-up ({self._starts()} x load + warm-up) + "
+                f"{_h(self.startup_h)} start-up ({self._starts()} x load + warm-up{self._shape_setup()}) + "
                 + (f"{_h(self.audit_h)} deliverables audit ({self.audits(self.deliverables):,} x "
                    f"{self.audit.said()}) + " if self.audit else "")
                 + (f"{_h(self.conversion_h)} engine export (once per rental) + " if self.conversion_h else "")
@@ -151,6 +154,11 @@ class Forecast:
                 f"for {self.deliverables:,} expected deliverable{'s' if self.deliverables != 1 else ''}, "
                 f"{self.streams_note} (forecast)")
 
+
+    def _shape_setup(self) -> str:
+        """' + 4.2 s shape setup' where a fresh process pays one ('' where none was measured)."""
+        seconds = self.shape_setup_each_h * 3600
+        return f" + {seconds:,.3g} s shape setup" if seconds > 0 else ""
 
     def _starts(self) -> str:
         """'(1 + 1 restarts)', '(8 children of 500 corpora + 1 restarts)' under deliverables.per_child, or
@@ -192,7 +200,8 @@ def forecast(plan: dict, expected_deliverables: int, durations: Durations, media
     if not durations.values:
         return None
     streams, per_child = max(1, delivery.streams), delivery.per_child
-    startup_s = medians.get(LOAD_S, 0.0) + medians.get(WARMUP_S, 0.0)
+    shape_s = medians.get(SHAPE_SETUP_S, 0.0)
+    startup_s = medians.get(LOAD_S, 0.0) + medians.get(WARMUP_S, 0.0) + shape_s
     shape = Forecast(0, 0, 0, 0, 0, 0, 0, expected_deliverables, (0, 0, 0), streams=streams, per_child=per_child,
                      lanes=delivery.lanes)
     after_s = medians.get(EVAL_S, 0.0) + medians.get(EXPORT_S, 0.0)
@@ -212,6 +221,7 @@ def forecast(plan: dict, expected_deliverables: int, durations: Durations, media
         conversion_h=medians.get(CONVERT_S, 0.0) / 3600,
         per_child=per_child,
         startup_each_h=startup_s / 3600,
+        shape_setup_each_h=shape_s / 3600,
         lanes=delivery.lanes,
         audit=delivery.audit,
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from gpucost_mlflow.core.money.forecast import Audit
-from gpucost_mlflow.core.names import LOAD_S, WARMUP_S
+from gpucost_mlflow.core.names import LOAD_S, SHAPE_SETUP_S, WARMUP_S
 
 
 def lanes_of(config) -> int:
@@ -17,9 +17,9 @@ def lanes_of(config) -> int:
 
 
 def _figures(config, inputs: int | None, sample: int) -> tuple[float, float]:
-    """A configuration's median load + warm-up and its median pass per input (a whole pass over the sample when the
-    corpus size is unknown: an upper bound)."""
-    startup = config.medians.get(LOAD_S, 0.0) + config.medians.get(WARMUP_S, 0.0)
+    """A configuration's median load + warm-up + shape setup (a fresh child pays each) and its median pass per input
+    (a whole pass over the sample when the corpus size is unknown: an upper bound)."""
+    startup = sum(config.medians.get(key, 0.0) for key in (LOAD_S, WARMUP_S, SHAPE_SETUP_S))
     median = config.durations.median if config.durations.values else 0.0
     return startup, median / (inputs or max(1, sample))
 

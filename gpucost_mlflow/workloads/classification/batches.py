@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from gpucost_mlflow.execution.batching import each_batch, padded, tokenized
+from gpucost_mlflow.execution.batching import each_batch, padded, shapes, tokenized
 
 
 @dataclass
@@ -25,7 +25,7 @@ class Predictions:
         return self.shapes.batch_lengths() if self.shapes else []
 
 
-def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[int, int], None] | None = None) -> Predictions:
+def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[..., None] | None = None) -> Predictions:
     """Tokenize, pad each batch to its longest input, transfer, infer, bring labels and scores to the host.
 
     On an exception it raises PassFailure carrying the predictions made so far.
@@ -34,7 +34,7 @@ def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[
     done_labels, done_scores, done_order = [], [], []
 
     def step(batch: list[int]) -> None:
-        input_ids, mask = padded(batch, encoded, lengths, pad_id)
+        input_ids, mask = padded(batch, encoded, lengths, pad_id, settings)
         logits = model(
             input_ids=torch.from_numpy(input_ids).to(device, non_blocking=True),
             attention_mask=torch.from_numpy(mask).to(device, non_blocking=True),
@@ -51,7 +51,7 @@ def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[
         return _to_host(ids, order, done_labels, done_scores, lengths, plan, each_first=failed)
 
     with torch.inference_mode():
-        return each_batch(plan, on_batch, step, outputs)
+        return each_batch(plan, on_batch, step, outputs, shapes(lengths, settings))
 
 
 def _to_host(ids, order, labels, scores, lengths, plan, each_first: bool = False) -> Predictions:

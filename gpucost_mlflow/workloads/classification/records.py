@@ -11,6 +11,7 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.kinds.settings import Settings
 from gpucost_mlflow.core.measurement import flops
 from gpucost_mlflow.core.names import MFU_PADDED, MFU_USEFUL, TOKENS_INPUT, USEFUL_FLOP_PER_S
+from gpucost_mlflow.execution import batching
 from gpucost_mlflow.workloads import encoder_flops
 from gpucost_mlflow.workloads.classification.output import write_labels
 
@@ -48,7 +49,7 @@ def utilisation(config: dict, settings: Settings, device, predictions, pass_s: f
     precision = peak.precision_of(settings)
     found, why = peak.lookup(device, precision)
     result = {
-        "metrics": {**flops.rates(encoder_flops.count(shape, predictions.batch_lengths()), pass_s,
+        "metrics": {**flops.rates(encoder_flops.count(shape, predictions.batch_lengths(), lambda lengths: batching.width(lengths, settings)), pass_s,
                                   found.flop_per_s if found else None),
                     TOKENS_INPUT: float(sum(map(sum, predictions.batch_lengths())))},
         "peak": asdict(found) if found else {},

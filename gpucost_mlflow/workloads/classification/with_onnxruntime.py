@@ -10,7 +10,7 @@ from pathlib import Path
 from gpucost_mlflow.core.judging.verdicts import PREDICTIONS
 from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.core.kinds.settings import Settings
-from gpucost_mlflow.execution.batching import each_batch, padded, tokenized
+from gpucost_mlflow.execution.batching import each_batch, padded, shapes, tokenized
 from gpucost_mlflow.workloads import engine_cache, ort
 from gpucost_mlflow.workloads.classification import records
 
@@ -48,7 +48,7 @@ def load(spec, device) -> Work:
     )
 
 
-def process(ids, texts, tokenizer, session, settings, device, on_batch: Callable[[int, int], None] | None = None):
+def process(ids, texts, tokenizer, session, settings, device, on_batch: Callable[..., None] | None = None):
     """Tokenize, pad each batch to its longest input, run the session, take each input's most likely label and its
     probability. On an exception it raises PassFailure carrying the predictions made so far."""
     import numpy as np
@@ -59,7 +59,7 @@ def process(ids, texts, tokenizer, session, settings, device, on_batch: Callable
     labels, scores, order, finished = [], [], [], []
 
     def step(batch: list[int]) -> None:
-        input_ids, mask = padded(batch, encoded, lengths, pad_id)
+        input_ids, mask = padded(batch, encoded, lengths, pad_id, settings)
         logits = session.run([OUTPUT], {"input_ids": input_ids, "attention_mask": mask})[0].astype(np.float32)
         shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
         probabilities = shifted / shifted.sum(axis=-1, keepdims=True)
@@ -69,7 +69,8 @@ def process(ids, texts, tokenizer, session, settings, device, on_batch: Callable
         finished.append(batch)
 
     return each_batch(plan, on_batch, step, lambda failed: Predictions([ids[i] for i in order], labels, scores,
-                                                                      Shapes(lengths, finished)))
+                                                                      Shapes(lengths, finished)),
+                      shapes(lengths, settings))
 
 
 def _utilisation(config: dict, settings: Settings, device, convert_s: float | None, predictions, pass_s) -> dict:

@@ -19,7 +19,8 @@ from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.core.kinds.settings import Settings
 from gpucost_mlflow.core.measurement import flops
 from gpucost_mlflow.core.names import MFU_PADDED, MFU_USEFUL, TOKENS_INPUT, USEFUL_FLOP_PER_S
-from gpucost_mlflow.execution.batching import each_batch, padded, tokenized
+from gpucost_mlflow.execution import batching
+from gpucost_mlflow.execution.batching import each_batch, padded, shapes, tokenized
 from gpucost_mlflow.workloads import encoder_flops
 
 NORMALIZE = "sentence_transformers.models.Normalize"
@@ -73,7 +74,7 @@ def load(spec, device) -> Work:
                                    empty=Embedded), settings, device)
 
 
-def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[int, int], None] | None = None, *,
+def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[..., None] | None = None, *,
             normalize: bool = True) -> Embedded:
     """Tokenize, pad each batch to its longest input, transfer, encode, mean-pool over the real tokens, bring the
     embeddings to the host. On an exception it raises PassFailure carrying the embeddings made so far."""
@@ -83,7 +84,7 @@ def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[
     done, order = [], []
 
     def step(batch: list[int]) -> None:
-        input_ids, mask = padded(batch, encoded, lengths, pad_id)
+        input_ids, mask = padded(batch, encoded, lengths, pad_id, settings)
         attention = torch.from_numpy(mask).to(device, non_blocking=True)
         hidden = model(input_ids=torch.from_numpy(input_ids).to(device, non_blocking=True),
                        attention_mask=attention).last_hidden_state.float()
@@ -101,7 +102,7 @@ def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[
         return _to_host(ids, order[: sum(len(t) for t in done)], [t.cpu() for t in done], lengths, plan)
 
     with torch.inference_mode():
-        return each_batch(plan, on_batch, step, outputs)
+        return each_batch(plan, on_batch, step, outputs, shapes(lengths, settings))
 
 
 def _to_host(ids, order, done, lengths, plan) -> Embedded:
@@ -126,7 +127,7 @@ def utilisation(config: dict, settings: Settings, device, outputs: Embedded, pas
     except GpucostError as exc:
         return {"missing_measurements": {key: str(exc) for key in (*keys, USEFUL_FLOP_PER_S)}}
     found, why = peak.lookup(device, peak.precision_of(settings))
-    result = {"metrics": {**flops.rates(encoder_flops.count(shape, outputs.batch_lengths()), pass_s,
+    result = {"metrics": {**flops.rates(encoder_flops.count(shape, outputs.batch_lengths(), lambda lengths: batching.width(lengths, settings)), pass_s,
                                         found.flop_per_s if found else None),
                           TOKENS_INPUT: float(sum(map(sum, outputs.batch_lengths())))},
               "peak": asdict(found) if found else {}}

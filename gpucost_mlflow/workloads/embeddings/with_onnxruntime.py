@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.core.kinds.settings import Settings
-from gpucost_mlflow.execution.batching import each_batch, padded, tokenized
+from gpucost_mlflow.execution.batching import each_batch, padded, shapes, tokenized
 from gpucost_mlflow.workloads import engine_cache, ort
 from gpucost_mlflow.workloads.embeddings import child
 
@@ -37,7 +37,7 @@ def load(spec, device) -> Work:
                 partial(_utilisation, config, settings, device, convert_s), child.export, memory=ort.memory, empty=child.Embedded)
 
 
-def process(ids, texts, tokenizer, session, settings, device, on_batch: Callable[[int, int], None] | None = None, *,
+def process(ids, texts, tokenizer, session, settings, device, on_batch: Callable[..., None] | None = None, *,
             normalize: bool = True) -> child.Embedded:
     """Tokenize, pad, run the session, mean-pool over the real tokens (and normalise) in float32 on the host. On an
     exception it raises PassFailure carrying the embeddings made so far."""
@@ -47,7 +47,7 @@ def process(ids, texts, tokenizer, session, settings, device, on_batch: Callable
     done, order = [], []
 
     def step(batch: list[int]) -> None:
-        input_ids, mask = padded(batch, encoded, lengths, pad_id)
+        input_ids, mask = padded(batch, encoded, lengths, pad_id, settings)
         hidden = session.run([OUTPUT], {"input_ids": input_ids, "attention_mask": mask})[0].astype(np.float32)
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1.0, None)
@@ -56,7 +56,8 @@ def process(ids, texts, tokenizer, session, settings, device, on_batch: Callable
         done.append(pooled)
         order.extend(batch)
 
-    return each_batch(plan, on_batch, step, lambda failed: _embedded(ids, order, done, lengths, plan))
+    return each_batch(plan, on_batch, step, lambda failed: _embedded(ids, order, done, lengths, plan),
+                      shapes(lengths, settings))
 
 
 def _embedded(ids, order, done, lengths, plan) -> child.Embedded:

@@ -39,7 +39,8 @@ from gpucost_mlflow.core.names import (
     TOKENS_PROMPT,
     USEFUL_FLOP_PER_S,
 )
-from gpucost_mlflow.execution.batching import batches, each_batch
+from gpucost_mlflow.execution.batching import batches, each_batch, shapes
+from gpucost_mlflow.execution.batching import width as padded_width
 from gpucost_mlflow.workloads.generation import decoder_flops
 from gpucost_mlflow.workloads.generation.output import GENERATIONS, write_generations
 from gpucost_mlflow.workloads.generation.task import GenerationSettings, render
@@ -217,11 +218,11 @@ def encoded_prompts(texts: list[str], tokenizer, settings: Settings, prompting: 
     return encoded, lengths, batches(lengths, settings.batch_size, settings.length_grouping)
 
 
-def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[int, int], None] | None = None, *,
+def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[..., None] | None = None, *,
             prompting: Prompting) -> Generated:
-    """Prompts, batches in the harness's order, each left-padded to its longest prompt, transferred, generated
-    greedily with the KV cache, brought to the host and decoded. On an exception it raises PassFailure carrying the
-    outputs of the batches finished before."""
+    """Prompts, batches in the harness's order, each left-padded to its longest prompt (or up to pad_to_multiple_of),
+    transferred, generated greedily with the KV cache, brought to the host and decoded. On an exception it raises
+    PassFailure carrying the outputs of the batches finished before."""
     import numpy as np
     import torch
     from transformers import GenerationConfig, StoppingCriteriaList
@@ -237,7 +238,7 @@ def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[
 
     def step(batch: list[int]) -> None:
         started = time.perf_counter()
-        width = max(lengths[i] for i in batch)
+        width = padded_width([lengths[i] for i in batch], settings)
         input_ids = np.full((len(batch), width), pad_id, dtype=np.int64)
         mask = np.zeros((len(batch), width), dtype=np.int64)
         for row, index in enumerate(batch):
@@ -253,7 +254,7 @@ def process(ids, texts, tokenizer, model, settings, device, on_batch: Callable[[
         done.add(tokenizer, [ids[i] for i in batch], [lengths[i] for i in batch], new, first - started, ended - first)
 
     with torch.inference_mode():
-        return each_batch(plan, on_batch, step, lambda failed: done)
+        return each_batch(plan, on_batch, step, lambda failed: done, shapes(lengths, settings))
 
 
 def utilisation(config: dict, settings: Settings, device, outputs, pass_s: float | None) -> dict:
