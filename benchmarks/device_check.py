@@ -49,10 +49,11 @@ def gpus(_: argparse.Namespace) -> str:
 
 
 def knows_lanes(_: argparse.Namespace) -> str:
-    """Whether this checkout's variants loader declares the `lanes` field (exit 1 when it does not)."""
-    from gpucost_mlflow.core.inputs.variants import Variant
+    """Whether this checkout's variant settings declare the `lanes` field (exit 1 when they do not): it lives on
+    `Settings` (a variant's record), where the check first looked on `Variant` and so skipped the lanes step."""
+    from gpucost_mlflow.core.kinds.settings import Settings
 
-    if "lanes" not in {f.name for f in fields(Variant)}:
+    if "lanes" not in {f.name for f in fields(Settings)}:
         raise CheckFailed("the variants loader has no `lanes` field yet")
     return "the variants loader knows `lanes`"
 

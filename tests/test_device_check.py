@@ -364,3 +364,10 @@ def test_the_cold_warm_probe_says_each_settings_ratio_and_the_defaults_cold_cost
                               "worst 110.0 at 20")
     assert cold_warm.summary([default, off]) == ("cold/warm over 2 widths at batch 8: default 100.0, cudnn-off 2.0; "
                                                  "the default's cold forwards took 50.0 times cuDNN-off's")
+
+
+@pytest.mark.unit
+def test_the_lanes_step_runs_where_the_variant_settings_declare_lanes():
+    """The check looked for `lanes` on `Variant` after it moved to the variant's `Settings`, so the lanes step was
+    skipped on every checkout, the H200 run of 2026-12-04 included."""
+    assert device_check.knows_lanes(argparse.Namespace()) == "the variants loader knows `lanes`"
