@@ -242,7 +242,7 @@ def test_an_embeddings_campaign_rejudges_bf16_by_cosine_and_the_report_decides(s
     # One pass each (this protocol's passes_per_variant): no interval can tell them apart, so at one price they tie.
     page = (out / "report.md").read_text()
     assert "Decision (tied): embed-batch8" in page and "No decision" not in page
-    assert "all 2 not yet confirmed (each one's rate: Confirmation, below)" in page
+    assert "not yet confirmed: " in page and "equal in cost" in page  # the one to run, its tie-mate equal in cost
     assert page.count("(`gpucost confirm --experiment emb") == 1  # the exact command, said once
 
     # A confirmation on the corpus the configurations were compared on is refused before anything runs.

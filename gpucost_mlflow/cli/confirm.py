@@ -26,7 +26,7 @@ from gpucost_mlflow.core.measurement.confirmation import NOT_YET
 @click.option("--model", "model_path", type=click.Path(path_type=Path), default=AUTO_MODEL, show_default=True, help=MODEL_HELP)
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."), help="Folder that relative paths are resolved from.")
 def confirm(experiment, protocol_file, variants_file, catalog_file, corpus_path, model_path, root) -> None:
-    """Run the chosen configuration (each one of a tie) on the confirmation corpus for the protocol's
+    """Run the chosen configuration (of a tie, the one the card runs) on the confirmation corpus for the protocol's
     confirmation.min_s, judged by the same bars; the report then says confirmed or not confirmed."""
     from gpucost_mlflow.core.inputs.protocol import load_protocol  # deferred: imports numpy
     from gpucost_mlflow.flow import confirm as confirming  # deferred: imports torch
@@ -39,8 +39,9 @@ def confirm(experiment, protocol_file, variants_file, catalog_file, corpus_path,
     if not built.choice.decided:
         click.echo(f"nothing to confirm: {built.decision}")
         return
-    waiting = [a for a in built.choice.chosen if built.confirmations[a.configuration.name].verdict == NOT_YET]
-    for a in built.choice.chosen:
+    # The one configuration the card runs: a tie's others are equal in cost and not run, so not confirmed.
+    waiting = [a for a in built.choice.chosen[:1] if built.confirmations[a.configuration.name].verdict == NOT_YET]
+    for a in built.choice.chosen[:1]:
         if a not in waiting:
             found = built.confirmations[a.configuration.name]
             click.echo(f"{a.configuration.name}: already {found.verdict} ({found.figures})")
@@ -55,7 +56,7 @@ def confirm(experiment, protocol_file, variants_file, catalog_file, corpus_path,
         confirming.run(waiting, plan, lambda variant, result, why: click.echo(
             f"{why}: {variant} {result.status} ({result.reason}); run {result.run_id}"))
         built, _, _, _ = _build_report(name, protocol_path, catalogs, declared, what_if=False)
-    for a in built.choice.chosen + built.choice.unconfirmed:
+    for a in built.choice.chosen[:1] + built.choice.unconfirmed:
         found = built.confirmations[a.configuration.name]
         click.echo(f"{a.configuration.name}: {found.verdict} ({found.figures})")
     click.echo(built.decision)

@@ -1,5 +1,5 @@
-"""The confirmation run (`gpucost confirm`): the chosen configuration, each one of a tie, run on the disjoint
-confirmation corpus for at least the protocol's `confirmation.min_s`, judged by the same bars.
+"""The confirmation run (`gpucost confirm`): the chosen configuration (of a tie, the one the card runs), run on the
+disjoint confirmation corpus for at least the protocol's `confirmation.min_s`, judged by the same bars.
 
 Where the chosen configuration is judged against the reference variant, the reference's outputs on the confirmation
 corpus come first, from one pass of its own (its clock is not repeated: it serves the comparison, not a rate). The

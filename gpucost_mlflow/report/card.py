@@ -67,13 +67,17 @@ def _rent(chosen: Assessment, today: dt.date | None) -> str:
 
 
 def _run(chosen: list[Assessment], names: short.Names) -> str:
-    """Which configuration (every tied one) and the shared device once; no cost per result: no deliverable is validated
-    before it is delivered (the quality bar was met on the comparison corpus), and a planning figure from the planned
-    volume is a forecast, said in the note below, never here."""
+    """Which one configuration to run (of a tie, the one the tie rule names: core/money/choice.py `to_run`, the others
+    said equal in cost) and the shared device once; no cost per result: no deliverable is validated before it is
+    delivered (the quality bar was met on the comparison corpus), and a planning figure from the planned volume is a
+    forecast, said in the note below, never here."""
     first = chosen[0]
-    who = (names.of(first.configuration) if len(chosen) == 1 else
-           f"any of {len(chosen)} tied ({', '.join(names.of(a.configuration) for a in chosen)}; their durations do "
-           "not separate)")
+    who = names.of(first.configuration)
+    if len(chosen) > 1:
+        who += (f", the shortest slowest-pass forecast of {len(chosen)} tied at "
+                f"{costs.money(first.committed, first.currency)} (then the most spare capacity, then the name); "
+                f"{', '.join(names.of(a.configuration) for a in chosen[1:])} equal in cost, their durations do not "
+                "separate")
     where = f" on {names.device}" if names.device else ""
     validated = first.validated_cost_per_1000_inputs
     result = (f"{units.money(validated, first.currency)} per 1,000 validated inputs" if validated is not None
@@ -82,23 +86,15 @@ def _run(chosen: list[Assessment], names: short.Names) -> str:
 
 
 def _confirmed(report: Report, names: short.Names) -> str:
-    """Whether the choice held on its confirmation run: one chosen configuration's verdict and figures; for a tie
-    each verdict with the configurations it holds for (figures in the report's Confirmation section); and the command
-    that runs it while any is not yet confirmed."""
-    found = [(a, report.confirmations[a.configuration.name]) for a in report.choice.chosen
-             if a.configuration.name in report.confirmations]
-    if not found:
+    """Whether the choice held on its confirmation run: the verdict and figures of the one configuration to run (a
+    tie's others are equal in cost, not run, so not confirmed: `gpucost confirm` confirms the one the card runs), and
+    the command that runs it while it is not yet confirmed."""
+    first = report.choice.chosen[0]
+    found = report.confirmations.get(first.configuration.name)
+    if found is None:
         return ""
-    if len(found) == 1:
-        said = f"{found[0][1].verdict}: {found[0][1].figures}"
-    else:
-        by_verdict: dict[str, list[str]] = {}
-        for a, verdict in found:
-            by_verdict.setdefault(verdict.verdict, []).append(names.of(a.configuration))
-        said = "; ".join(f"all {len(who)} {verdict}" if len(who) == len(found) else f"{', '.join(who)} {verdict}"
-                         for verdict, who in by_verdict.items()) + " (each one's rate: Confirmation, below)"
-    waiting = any(verdict.verdict == NOT_YET for _, verdict in found)
-    return said + (f" (`{report.confirm}`)" if waiting and report.confirm else "")
+    said = f"{found.verdict}: {found.figures}"
+    return said + (f" (`{report.confirm}`)" if found.verdict == NOT_YET and report.confirm else "")
 
 
 def _lasting(report: Report, a: Assessment) -> str:
@@ -191,19 +187,6 @@ def _confidence(a: Assessment) -> float:
     return a.rules.confidence if a.rules else DEFAULT_CONFIDENCE
 
 
-def _tie_words(chosen: list[Assessment], names: short.Names) -> str:
-    """The passes per configuration that would separate the first two tied configurations."""
-    a, b = chosen[0], chosen[1]
-    needed = repetitions_needed(a.configuration.separated_on, b.configuration.separated_on, _confidence(a))
-    pair = f"{names.of(a.configuration)} from {names.of(b.configuration)}"
-    if a.configuration.too_short or b.configuration.too_short:
-        return f"{TOO_SHORT_TO_TIME} to separate {pair}: {NOT_BY_PASSES}"
-    if needed is None:
-        return f"no median difference separates {pair}: more passes are unlikely to settle the tie"
-    return (f"about {needed} passes per configuration would separate {pair} (Noether's estimate for the separation "
-            "test, 80 % power)")
-
-
 def _reach_from_now(report: Report, a: Assessment) -> int | None:
     """The volume whose slowest-pass forecast meets the deadline when started at the report's reading (None unless
     the declared start is past and a deadline is declared)."""
@@ -216,7 +199,7 @@ def _reach_from_now(report: Report, a: Assessment) -> int | None:
 
 def _changes(report: Report, names: short.Names) -> str:
     """The nearest break-even volumes against any other timely configuration, where the chosen one stops meeting the
-    deadline, and for a tie the passes that would settle it."""
+    deadline; never a step that cannot change the cost (more passes to split a tie at one cost change nothing)."""
     choice = report.choice
     chosen = choice.chosen[0]
     volume = standing.volume(report.assessments)
@@ -237,8 +220,6 @@ def _changes(report: Report, names: short.Names) -> str:
             now = _reach_from_now(report, chosen)
             if now is not None:
                 words[-1] += f" from the declared start; started now, above {now:,}"
-    if len(choice.chosen) > 1:
-        words.append(_tie_words(choice.chosen, names))
     return "; ".join(words) or "nothing: no other timely configuration to compare with"
 
 

@@ -34,6 +34,8 @@ def decided(report: Report, paths: Mapping[str, Path], campaigns: Mapping[str, s
         tags[schema.DECISION_DEVICE] = " or ".join(dict.fromkeys(a.configuration.device for a in chosen))
         tags[schema.DECISION_CURRENCY] = chosen[0].currency
         metrics = figures(chosen[0])
+        if len(chosen) > 1:  # a tie at one cost: the one configuration the card runs (core/money/choice.py `to_run`)
+            tags[schema.DECISION_RUN] = chosen[0].configuration.name
         if choice.equal:  # one device rented, the others named with their own plans, as the card says
             tags[schema.DECISION_RENT_DEVICE] = chosen[0].configuration.device
             tags[schema.DECISION_RENT_OFFER] = chosen[0].plan.describe()[:limits.TAG_VALUE]

@@ -109,6 +109,13 @@ def _by_speed(a: Assessment) -> tuple:
     return a.configuration.durations.median, a.configuration.name
 
 
+def to_run(a: Assessment) -> tuple:
+    """The order a tie at one cost is run in: the shortest slowest-pass forecast, then the most spare capacity, then
+    the name (one configuration to launch, whose window and capacity the card gives)."""
+    spare = a.spare
+    return a.forecast.high_hours, -(spare.capacity if spare else 0), a.configuration.name
+
+
 def _rank(timely: list[Assessment]) -> Choice:
     """Among timely stable configurations: the cheapest committed cost; at that cost the fastest, with only those
     of its device that do not separate from it tied (a plan rents one device); those of other devices that do not
@@ -126,6 +133,7 @@ def _rank(timely: list[Assessment]) -> Choice:
         group = tied + equal + dearer
         rest = sorted((a for a in timely if not any(a is g for g in group)), key=lambda a: a.committed)
         return Choice(none="undecided", undecided=group, others=rest, detail=_undecided_detail(tied + equal, dearer))
+    tied.sort(key=to_run)  # the one to run first: every figure of the card is its own
     faster = [a for a in at_cost if a not in tied and a not in equal]
     choice = Choice(tied, tie=_separation(tied[0], tied[1]).verdict if len(tied) > 1 else "", equal=equal,
                     others=equal + faster + sorted((a for a in timely if a.committed > cheapest),
@@ -412,7 +420,8 @@ def decide(assessments: list[Assessment], expected_deliverables: int, corpus_siz
     if len(tied) > 1:
         head = "Decision (tied): " + " or ".join(a.configuration.name for a in tied)
         why += (f", reached equally by these {len(tied)} configurations whose durations do not separate "
-                f"({choice.tie}); none is preferred on speed")
+                f"({choice.tie}); none is preferred on speed, and {chosen.configuration.name} is the one to run: "
+                "the shortest slowest-pass forecast, then the most spare capacity, then the name")
     elif choice.faster:
         why += f"; preferred at the same cost for speed ({choice.faster}), with {_spare(chosen)}"
     if choice.equal:
