@@ -11,7 +11,7 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.judging.status import Status
-from gpucost_mlflow.core.names import LOAD_S, WARMUP_S
+from gpucost_mlflow.core.names import LOAD_S, SHAPE_SETUP_S, WARMUP_S
 from gpucost_mlflow.tracking import schema
 from tests.helpers import CATALOG, PROTOCOL_TEMPLATE, VARIANTS, cli_runner, evidence_of, run_pass
 
@@ -88,7 +88,7 @@ def test_a_three_corpus_delivery_runs_as_the_forecast_counts_it(store, corpus_di
     f = forecast(declared.plan, 3, config.durations, config.medians, config.attempt_spans,
                  delivery=Delivery(per_child=declared.deliverables["per_child"]))
     assert f.children(3) == delivery.data.metrics["delivery_children"] == len(loaded)
-    assert f.startup_h == pytest.approx(2 * (config.medians[LOAD_S] + config.medians[WARMUP_S]) / 3600)
+    assert f.startup_h == pytest.approx(2 * _startup_s(config) / 3600)  # and each child's shape setup
     assert "(2 children of 2 corpora + 0 restarts) x load + warm-up" in f.terms()
 
 
@@ -245,7 +245,7 @@ def test_a_lanes_variant_is_delivered_one_corpus_per_fresh_child_as_the_forecast
     (assessed,) = assess([config], _rules(declared.plan, 3, per_child=declared.deliverables["per_child"]))
     f = assessed.forecast
     assert f.children(3) == delivery.data.metrics["delivery_children"] == len(loaded) == 3
-    assert f.startup_h == pytest.approx(3 * (config.medians[LOAD_S] + config.medians[WARMUP_S]) / 3600)
+    assert f.startup_h == pytest.approx(3 * _startup_s(config) / 3600)
     assert "(3 children of 1 corpus, a lanes configuration's fresh child per corpus + 0 restarts)" in f.terms()
 
 
@@ -285,7 +285,13 @@ def test_a_declared_audit_starts_a_reference_child_per_delivered_corpus_as_the_f
     batch8, batch4 = (next(a for a in built.assessments if a.configuration.variant == v) for v in ("batch8", "batch4"))
     f, reference = batch4.forecast, batch8.configuration
     assert f.audits(3) == len(started) == 3
-    each = (reference.medians[LOAD_S] + reference.medians[WARMUP_S] + 8 * reference.durations.median / 30) / 3600
+    each = (_startup_s(reference) + 8 * reference.durations.median / 30) / 3600
     assert f.audit_h == pytest.approx(3 * each)
     assert "deliverables audit (3 x batch8's own child per delivered corpus" in f.terms()
     assert "(batch8's measured passes)" in f.terms() and "deliverables audit" in render.markdown(built)
+
+
+def _startup_s(config) -> float:
+    """What a fresh child of the configuration pays before its first corpus: its median load, warm-up and the setup
+    of each new input shape (its first lap over its steady one, issue 62)."""
+    return sum(config.medians.get(key, 0.0) for key in (LOAD_S, WARMUP_S, SHAPE_SETUP_S))
