@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from gpucost_mlflow.cli.fleet_deliver import deliver_cmd, worker_cmd
 from gpucost_mlflow.cli.fleet_plan import plan_cmd
 from gpucost_mlflow.cli.options import (
     AUTO_MODEL,
@@ -200,6 +201,8 @@ def _settle_jobs(experiment: str, protocol_path: Path, declared, catalogs: tuple
 
 
 fleet_group.add_command(plan_cmd)
+fleet_group.add_command(deliver_cmd)
+fleet_group.add_command(worker_cmd)
 
 
 @fleet_group.command("status")

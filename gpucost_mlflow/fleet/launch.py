@@ -80,14 +80,18 @@ def price(request: FleetRequest) -> list[budget.Worst]:
     return worsts
 
 
+def check_reachable(environ: dict[str, str]) -> None:
+    """Refuse, in one line, a tracking store the fleet's machines could not reach."""
+    why = tracking_uri.unreachable(environ.get("MLFLOW_TRACKING_URI", ""))
+    if why:
+        raise GpucostError(f"the fleet's machines could not reach the tracking store: {why}; set "
+                           "MLFLOW_TRACKING_URI to a server they can reach (docs/fleet.md); nothing launched")
+
+
 def launch(request: FleetRequest, echo: Callable[[str], None] = print) -> Launched:
     """Check, price, write and (unless a dry run) launch the fleet."""
-    uri = request.environ.get("MLFLOW_TRACKING_URI", "")
     if not request.dry_run:
-        why = tracking_uri.unreachable(uri)
-        if why:
-            raise GpucostError(f"the fleet's machines could not reach the tracking store: {why}; set "
-                               "MLFLOW_TRACKING_URI to a server they can reach (docs/fleet.md); nothing launched")
+        check_reachable(request.environ)
     worsts = price(request)
     for worst in worsts:
         echo(worst.line())

@@ -37,11 +37,18 @@ def task(config: dict, secrets: dict[str, str] | None = None):
 
 def launch(config: dict, secrets: dict[str, str]) -> int:
     """Launch the task as a managed job; its job id."""
+    return launch_ranked(config, secrets, 1)[0]
+
+
+def launch_ranked(config: dict, secrets: dict[str, str], jobs: int) -> list[int]:
+    """Launch the task as `jobs` managed jobs (SkyPilot's `num_jobs`: each told its rank, SKYPILOT_JOB_RANK, and the
+    count, SKYPILOT_NUM_JOBS); their job ids, by rank."""
     sky = _sky()
-    job_ids, _ = sky.get(sky.jobs.launch(task(config, secrets), name=config["name"]))
-    if not job_ids:
-        raise GpucostError(f"SkyPilot returned no job id for {config['name']}")
-    return int(job_ids[0])
+    extra = {"num_jobs": jobs} if jobs > 1 else {}
+    job_ids, _ = sky.get(sky.jobs.launch(task(config, secrets), name=config["name"], **extra))
+    if not job_ids or len(job_ids) != jobs:
+        raise GpucostError(f"SkyPilot returned {len(job_ids or [])} job id(s) for {config['name']}, not {jobs}")
+    return [int(job_id) for job_id in job_ids]
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ class DeliveryPlan:
     declared: Declaration
     code_root: Path
     per_child: int | None = None
+    tags: tuple[dict[str, str], ...] = ()  # each corpus's own tags, in order (a delivery fleet's key and worker)
 
 
 @dataclass
@@ -68,8 +69,9 @@ def deliver(plan: DeliveryPlan, on_child: Callable[[int, list[launcher.PassResul
     fresh lane children per corpus)."""
     requests = [PassRequest(variant=plan.variant, corpus_path=corpus, model_path=plan.model_path,
                             experiment=plan.experiment, protocol_path=plan.protocol_path,
-                            declared=plan.declared, role="deliverable", code_root=plan.code_root)
-                for corpus in plan.corpora]
+                            declared=plan.declared, role="deliverable", code_root=plan.code_root,
+                            slot_tags=dict(plan.tags[number]) if plan.tags else {})
+                for number, corpus in enumerate(plan.corpora)]
     prepared = [prepare(request) for request in requests]
     store.bound_http_retries()
     store.check()

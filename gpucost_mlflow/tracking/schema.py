@@ -45,6 +45,9 @@ FLEET_ID = "gpucost.fleet.id"
 FLEET_GPU = "gpucost.fleet.gpu"
 FLEET_JOB = "gpucost.fleet.job_id"
 FLEET_PREFIX = "gpucost.fleet."  # the fleet run's per-GPU tags: gpucost.fleet.<GPU>.<fact>
+# A delivery fleet's deliverable: its key (its corpus's fingerprint and the decision it serves) and corpus file.
+DELIVERY_KEY = "gpucost.delivery.key"
+DELIVERY_CORPUS = "gpucost.delivery.corpus"
 # On the fleet run, per GPU type, once its job has ended: what its attempts really rented (core/fleet/realized.py),
 # the metric realized_<gpu>_<currency> (realized_a10g_usd) beside the tags gpucost.fleet.<GPU>.realized and .realized_line.
 REALIZED = "realized"

@@ -31,7 +31,8 @@ state = json.loads((folder / "state.json").read_text())
 gpu = config["resources"]["accelerators"].split(":")[0]
 names = json.loads(os.environ.get("FAKE_SKY_DEVICE_NAMES", "{}"))
 env = dict(os.environ, **config.get("envs", {}), **job["secrets"], HOME=str(home),
-           SKYPILOT_MANAGED_JOB_ID=str(state["job_id"]), GPUCOST_TEST_DEVICE_NAME=names.get(gpu, gpu))
+           SKYPILOT_MANAGED_JOB_ID=str(state["job_id"]), GPUCOST_TEST_DEVICE_NAME=names.get(gpu, gpu),
+           SKYPILOT_JOB_RANK=str(job.get("rank", 0)), SKYPILOT_NUM_JOBS=str(job.get("num_jobs", 1)))
 env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parents[1] / "device_name"), env.get("PYTHONPATH", "")])
 env.pop("FAKE_SKY_STATE", None)
 

@@ -18,21 +18,30 @@ def _jobs() -> Path:
     return path
 
 
-def launch(task, name=None, **_):
+def launch(task, name=None, num_jobs=None, **_):
+    """One managed job, or `num_jobs` of them, each told its rank (SKYPILOT_JOB_RANK) and the count (SKYPILOT_NUM_JOBS)
+    as SkyPilot 0.14.1 tells them."""
+    count = num_jobs or 1
+    job_ids = [_launch_one(task, name, rank, count) for rank in range(count)]
+    return job_ids, None
+
+
+def _launch_one(task, name, rank: int, count: int) -> int:
     job_id = len(list(_jobs().iterdir())) + 1
     folder = _jobs() / str(job_id)
     folder.mkdir()
-    (folder / "task.json").write_text(json.dumps({"config": task.config, "secrets": task.secrets}))
+    (folder / "task.json").write_text(json.dumps({"config": task.config, "secrets": task.secrets, "rank": rank,
+                                                  "num_jobs": count}))
     (folder / "state.json").write_text(json.dumps({"job_id": job_id, "job_name": name, "status": "PENDING",
                                                    "recovery_count": 0}))
-    sky.record_call("jobs.launch", job_name=name, job_id=job_id, secret_names=sorted(task.secrets))
+    sky.record_call("jobs.launch", job_name=name, job_id=job_id, secret_names=sorted(task.secrets), rank=rank)
     if os.environ.get("FAKE_SKY_HOLD"):  # recorded only: the test looks at the launch, not at the job
-        return [job_id], None
+        return job_id
     controller = Path(__file__).with_name("_controller.py")
     with open(folder / "controller.log", "ab") as log:
         subprocess.Popen([sys.executable, str(controller), str(folder)], stdout=log, stderr=subprocess.STDOUT,
                          stdin=subprocess.DEVNULL, start_new_session=True, env=dict(os.environ))
-    return [job_id], None
+    return job_id
 
 
 def queue_v2(refresh, skip_finished=False, all_users=False, job_ids=None, **_):
