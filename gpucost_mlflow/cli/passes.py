@@ -120,17 +120,18 @@ def _pass_figures(metrics: dict) -> str:
 @click.option("--settle", is_flag=True, help="The protocol's pre-registered second stage: more passes of the configurations "
               "the decision over --catalog leaves undecided, each the same, then the decision read once.")
 @click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), multiple=True,
-              help="With --settle: the price catalog(s) the decision is read over, as `gpucost report --catalog`.")
+              help="The price catalog(s) the campaign's machine time is priced from (its device's cheapest hourly "
+                   "row); with --settle, the decision is read over them too, as `gpucost report --catalog`.")
 def campaign(variant_names, passes, resume, experiment, corpus_path, model_path, variants_file, protocol_file, root,
              series_name, settle, catalog_file) -> None:
     """Run every variant the protocol's number of times in rotated order, as nested runs under one campaign run."""
     from gpucost_mlflow.cli.progress import CampaignProgress  # deferred: imports torch
     from gpucost_mlflow.flow.campaign import run_campaign  # deferred: imports torch
 
-    if catalog_file and not settle:
-        raise GpucostError("--catalog goes with --settle (a campaign itself prices nothing)")
     plan = _campaign_plan(variant_names, passes, resume, experiment, series_name,
                           InputFiles(corpus_path, model_path, variants_file, protocol_file, root))
+    if catalog_file:
+        plan.catalog = _catalog(tuple(_under(root, p) for p in catalog_file))
     if settle:
         plan = _second_stage(plan, resume, catalog_file, root)
         if plan is None:
@@ -245,7 +246,8 @@ def _settled_decision(plan, catalog_file: tuple[Path, ...], root: Path):
 
 
 def _echo_campaign(result) -> None:
-    """The campaign's summary: attempts per status, passes judged again, variants not tried, harness overhead, link."""
+    """The campaign's summary: attempts per status, passes judged again, variants not tried, harness overhead, its
+    machine time (and its price, given a catalog), link."""
     statuses = [outcome.status for _, outcome in result.results]
     summary = ", ".join(f"{statuses.count(s)} {s}" for s in sorted(set(statuses))) or "nothing left to run"
     click.echo(f"campaign {result.campaign_id} (parent run {result.parent_run_id}): {summary}")
@@ -255,6 +257,9 @@ def _echo_campaign(result) -> None:
         click.echo(f"not tried: {name} ({why})")
     if result.overhead_s_per_pass is not None:
         click.echo(f"harness overhead: {result.overhead_s_per_pass:.2f} s per pass outside the timed parts")
+    if result.measuring is not None:
+        price = f"; {result.measuring_price.words}" if result.measuring_price is not None else ""
+        click.echo(f"{result.measuring.line()}{price}")
     _echo_ui_link(result.experiment_id)
 
 

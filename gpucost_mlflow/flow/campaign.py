@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpucost_mlflow.core.campaign.measuring import Measuring
 from gpucost_mlflow.core.campaign.schedule import Slot, SlotState, remaining, rotated
 from gpucost_mlflow.core.campaign.settle import STAGE, pooled, refuse_pooling
 from gpucost_mlflow.core.errors import GpucostError
@@ -23,9 +24,12 @@ from gpucost_mlflow.core.judging.seeds import DEFAULT_SEED
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement import lanes as lane_rules
 from gpucost_mlflow.core.measurement.repetitions import timed_seconds
+from gpucost_mlflow.core.money.catalog import Catalog
+from gpucost_mlflow.core.money.measuring_price import Price
 from gpucost_mlflow.core.names import PASS_S
 from gpucost_mlflow.execution import devices, models
 from gpucost_mlflow.flow.launcher import PassRequest, PassResult, execute, lock_series
+from gpucost_mlflow.flow.measuring import Clock, priced
 from gpucost_mlflow.flow.preparation import Locked
 from gpucost_mlflow.tracking import descriptions, experiments, schema, spool, store
 from gpucost_mlflow.tracking.campaign_run import CampaignRun, Opening, experiment_of_run, measured
@@ -53,6 +57,7 @@ class CampaignPlan:
     resume: str = ""
     tags: dict[str, str] = field(default_factory=dict)  # on the campaign run and every pass (a fleet's ids)
     stage: str = ""  # "settle": the protocol's pre-registered second stage (core/campaign/settle.py)
+    catalog: Catalog | None = None  # prices its machine time (flow/measuring.py), when given
 
 
 @dataclass
@@ -74,6 +79,8 @@ class CampaignResult:
     skipped: dict[str, str] = field(default_factory=dict)  # variant -> why its slots were not tried
     overhead_s_per_pass: float | None = None
     experiment_id: str = ""
+    measuring: Measuring | None = None  # its machine time, every session (core/campaign/measuring.py)
+    measuring_price: Price | None = None  # that time's cost at its device's offer, where a catalog was given
 
 
 @dataclass
@@ -98,6 +105,7 @@ class Shown:
 def run_campaign(plan: CampaignPlan, display: Display | None = None) -> CampaignResult:
     """Run (or resume) a campaign; a pass that fails stays its row and the campaign goes on."""
     display = display or Display()
+    clock = Clock()
     parent_from_mlflow_run = os.environ.pop("MLFLOW_RUN_ID", None)
     store.bound_http_retries()
     store.check()
@@ -132,7 +140,8 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
             variant = plan.declared.variant(slot.variant)
             display.on_pass_start(slot, lane_rules.batches(corpus_size, variant.settings.batch_size, variant.settings.lanes), None)
             try:
-                outcome = execute(_request(plan, opened, experiment_name, slot, state, variant, display, locked))
+                outcome = clock.timed(execute, _request(plan, opened, experiment_name, slot, state, variant, display,
+                                                        locked))
             except GpucostError as exc:
                 raise _with_spool_hint(exc, opened.campaign_id, len(result.results), len(todo)) from None
             result.results.append((slot, outcome))
@@ -145,12 +154,15 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
                                                       "is substituted")
     except KeyboardInterrupt:
         shown.update(opened, "interrupted", result)
+        _measured(plan, opened, result, clock)
         opened.end("KILLED")
         raise
     except BaseException:
         shown.update(opened, "stopped", result)
+        _measured(plan, opened, result, clock)
         opened.end("FAILED")
         raise
+    _measured(plan, opened, result, clock)
     _finish(opened, shown, result, time.time() - started)
     return result
 
@@ -264,6 +276,14 @@ def _finish(run: CampaignRun, shown: Shown, result: CampaignResult, elapsed_s: f
     run.record_end(result.overhead_s_per_pass, result.skipped)
     shown.update(run, "finished", result)
     run.finish()
+
+
+def _measured(plan: CampaignPlan, run: CampaignRun, result: CampaignResult, clock: Clock) -> None:
+    """Record the campaign's machine time with this session's added, and its price where a catalog was given."""
+    session = clock.session([outcome.metrics for _, outcome in result.results])
+    total = run.before.plus(session)
+    result.measuring_price = priced(total, plan.catalog, plan.declared, run.variants)
+    result.measuring = run.record_measuring(session, result.measuring_price)
 
 
 def harness_overhead(elapsed_s: float, metrics: list[dict]) -> float | None:

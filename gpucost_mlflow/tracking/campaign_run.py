@@ -16,8 +16,10 @@ from pathlib import Path
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
+from gpucost_mlflow.core.campaign.measuring import Measuring, from_hours
 from gpucost_mlflow.core.campaign.settle import Measured
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.money.measuring_price import Price
 from gpucost_mlflow.core.names import shown
 from gpucost_mlflow.tracking import limits, schema, search, store
 from gpucost_mlflow.tracking.reader import attempt_row
@@ -78,6 +80,7 @@ class CampaignRun:
     variants: list[str]
     passes: int
     progress: dict[str, float] = field(default_factory=dict)  # the latest figures shown, logged once at the finish
+    before: Measuring = field(default_factory=Measuring)  # what its earlier sessions recorded (a resumed campaign)
 
     @classmethod
     def open(cls, client: MlflowClient, experiment_id: str, opening: Opening, adopted_run_id: str | None = None
@@ -117,7 +120,8 @@ class CampaignRun:
             raise GpucostError(f"no campaign '{campaign_id}' in this experiment; `gpucost attempts` lists campaign ids")
         run = runs[0]
         handle = cls(client, experiment_id, run.info.run_id, campaign_id,
-                     run.data.params[schema.CAMPAIGN_VARIANTS].split(","), int(run.data.params[schema.CAMPAIGN_PASSES]))
+                     run.data.params[schema.CAMPAIGN_VARIANTS].split(","), int(run.data.params[schema.CAMPAIGN_PASSES]),
+                     before=_measured_before(run.data.metrics))
         return handle, run.data.tags.get(schema.PROTOCOL_DIGEST, "")
 
     def reopen(self) -> None:
@@ -150,6 +154,26 @@ class CampaignRun:
             self.client.set_tag(self.run_id, schema.NOT_TRIED,
                                 "; ".join(f"{k}: {v}" for k, v in not_tried.items())[:limits.TAG_VALUE])
 
+    def record_measuring(self, session: Measuring, price: Price | None = None) -> Measuring:
+        """Its machine time, this session's added to the earlier sessions', as hours (and its cost where a catalog
+        priced it, or why none did); best effort on the way out, as `end`. Returns the campaign's total."""
+        total = self.before.plus(session)
+        now = int(time.time() * 1000)
+        metrics = [Metric(schema.MEASURING_METRICS[part], shown(schema.MEASURING_METRICS[part], hours), now, 0)
+                   for part, hours in total.in_hours().items()]
+        tags = []
+        if price is not None:
+            tags.append(RunTag(schema.MEASURING_PRICED, price.words[:limits.TAG_VALUE]))
+            if price.amount is not None:
+                metrics.append(Metric(schema.in_currency(schema.MEASURING_COST, price.currency), float(price.amount),
+                                      now, 0))
+        try:
+            self.client.log_batch(self.run_id, metrics=metrics, tags=tags)
+        except Exception as exc:
+            if not store.is_store_error(exc):
+                raise
+        return total
+
     def finish(self) -> None:
         """Log the campaign's figures once (passes finished and accepted, the median pass_s per variant), then close
         the run."""
@@ -166,3 +190,11 @@ class CampaignRun:
         except Exception as exc:
             if not store.is_store_error(exc):
                 raise
+
+
+def _measured_before(metrics: dict[str, float]) -> Measuring:
+    """The machine time a campaign run's earlier sessions recorded (none before the first)."""
+    if schema.MEASURING_HOURS not in metrics:
+        return Measuring()
+    return from_hours(metrics[schema.MEASURING_HOURS], metrics.get(schema.MEASURING_PASSES_HOURS, 0.0),
+                      metrics.get(schema.MEASURING_HARNESS_HOURS, 0.0))

@@ -59,6 +59,21 @@ HEARTBEAT = "gpucost.heartbeat"
 HEARTBEAT_INTERVAL = "gpucost.heartbeat_interval_s"
 SYSTEM_METRICS_INTERVAL = "gpucost.system_metrics_interval_s"  # MLflow's system/... metrics sampled at this interval
 HARNESS_OVERHEAD = "harness_overhead_s_per_pass"  # campaign metric: wall time outside the timed parts, per pass
+# The price of measuring (core/campaign/measuring.py): a campaign's machine time in hours, summed over its sessions
+# and rewritten as each ends (finished, interrupted, stopped): its wall, its passes' walls, its harness (the wall
+# outside the passes' timed parts, idle included) and its idle time (inside no pass). The decision run records the
+# hours of the campaigns it read as measuring_h too.
+MEASURING_HOURS = "measuring_h"
+MEASURING_PASSES_HOURS = "measuring_passes_h"
+MEASURING_HARNESS_HOURS = "measuring_harness_h"
+MEASURING_IDLE_HOURS = "measuring_idle_h"
+MEASURING_METRICS = {"wall": MEASURING_HOURS, "passes": MEASURING_PASSES_HOURS, "harness": MEASURING_HARNESS_HOURS,
+                     "idle": MEASURING_IDLE_HOURS}
+# Its cost under an offer's terms (core/money/measuring_price.py), in the offer's currency (`in_currency`:
+# measuring_cost_usd): on a campaign run given --catalog, and on the decision run at the committed plan's offer; the
+# words (what priced it, or why nothing did) in the tag gpucost.measuring.priced on either.
+MEASURING_COST = "measuring_cost"
+MEASURING_PRICED = "gpucost.measuring.priced"
 NOT_TRIED = "gpucost.not_tried"  # on a campaign run: variants of a sweep skipped after a smaller batch ran out of memory
 STAGE = "gpucost.stage"  # "settle" on a pre-registered second stage's campaign run and passes (core/campaign/settle.py)
 # On a second stage's campaign run and passes: the stage fixed once over every device of the undecided group
