@@ -24,6 +24,7 @@ def test_the_evidence_holds_the_attempts_campaigns_overheads_exclusions_and_bill
     client = MlflowClient(tracking_uri=store)
     parents = list(search.all_runs(client, experiment_id, f"tags.`{schema.ROLE}` = '{schema.CAMPAIGN_ROLE}'"))
     client.log_metric(parents[0].info.run_id, schema.HARNESS_OVERHEAD, 0.37)
+    client.log_metric(parents[0].info.run_id, schema.MEASURING_HOURS, 0.11)
     accepted = next(run for run in search.all_runs(client, experiment_id, f"tags.`{schema.STATUS}` = 'accepted'"))
     exclusions.exclude(client, accepted.info.run_id, "operator", "another job on the machine", who="ana")
 
@@ -34,6 +35,7 @@ def test_the_evidence_holds_the_attempts_campaigns_overheads_exclusions_and_bill
     by_campaign = {run.data.tags[schema.CAMPAIGN_ID]: run.info.run_id for run in parents}
     assert dict(found.campaigns) == {cid: by_campaign[cid] for cid in ids} and len(ids) == count
     assert dict(found.overheads) == {parents[0].data.tags[schema.CAMPAIGN_ID]: 0.37}
+    assert dict(found.measuring) == {parents[0].data.tags[schema.CAMPAIGN_ID]: 0.11}
     (excluded,) = [a for a in found.attempts if a.status == Status.EXCLUDED]
     assert found.exclusions[excluded.run_id] == evidence.Exclusion("operator: another job on the machine", "ana",
                                                                    found.exclusions[excluded.run_id].at, "operator")

@@ -1,12 +1,13 @@
 """The price of measuring (issue 63): a campaign records its machine time (passes, harness, idle) and, given a catalog
-that prices its device, that time's cost under the offer's terms. Known answers on plain data; one campaign through
-the CLI."""
+that prices its device, that time's cost under the offer's terms; the report says it on the card's Window line and
+on the decision run, at the committed plan's offer. Known answers on plain data; one campaign through the CLI."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from decimal import Decimal
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 from mlflow.tracking import MlflowClient
@@ -16,12 +17,13 @@ from gpucost_mlflow.core.campaign.measuring import Measuring, from_hours, sessio
 from gpucost_mlflow.core.money import measuring_price
 from gpucost_mlflow.core.money.billing import HourlyTerms, PerTokenTerms
 from gpucost_mlflow.core.money.catalog import Package
-from gpucost_mlflow.core.money.measuring_price import INSIDE_PACKAGE, PER_TOKEN, at_offers, at_plan
+from gpucost_mlflow.core.money.measuring_price import INSIDE_PACKAGE, PER_TOKEN, Spent, at_offers, at_plan
 from gpucost_mlflow.core.money.plans import plan_for
+from gpucost_mlflow.report import card, decided, measuring
 from gpucost_mlflow.tracking import schema
 from gpucost_mlflow.tracking.campaign_run import CampaignRun, Opening
 from tests.helpers import VARIANTS, write_protocol
-from tests.synthetic_report import CPU
+from tests.synthetic_report import CPU, decided_report
 
 
 def _row(billing: str = "hourly", price: str = "0.10", days: int | None = None, terms=None, gpu: str = "cpu"
@@ -87,6 +89,40 @@ def test_a_campaign_is_priced_at_its_devices_cheapest_hourly_row_or_says_why_not
     assert packages.amount is None and "inside the package" in packages.words
     assert at_offers([], 0.11, device="NVIDIA L4", currency="EUR") == measuring_price.Price(
         None, "EUR", "not priced: no catalog row for NVIDIA L4")
+
+
+@pytest.mark.unit
+def test_the_report_sums_the_hours_its_campaigns_recorded_and_counts_those_that_recorded_none():
+    table = pd.DataFrame({"campaign_id": ["c1", "c1", "c2", "c3", None], "device": ["L4", "L4", "A10G", "L4", "L4"]})
+    found = measuring.spent(table, {"c1": 0.05, "c2": 0.06})
+    assert found == Spent(pytest.approx(0.11), 2, 1, ("A10G", "L4"))
+    assert measuring.spent(table, {}) is None  # a store written before campaigns recorded their hours
+    price = measuring_price.Price(Decimal("0.10"), "USD", "0.10 USD at this offer")
+    assert Spent(0.11, 1).words(price) == "decided after 0.11 h of measuring (0.10 USD at this offer)"
+    assert found.words(price) == ("decided after at least 0.11 h of measuring on 2 devices (0.10 USD were it all at "
+                                  "this offer; 1 campaign recorded none)")
+    assert Spent(0.0042, 1).words(None) == "decided after 0.0042 h of measuring"
+
+
+@pytest.mark.unit
+def test_a_decided_card_says_how_long_the_measuring_took_and_its_price_at_the_committed_offer():
+    # the synthetic report commits cpu hourly at 0.50 USD/h, min 1 h per 1 h: 0.11 h of measuring bills 1 h, 0.50 USD
+    report = decided_report(figures=False)
+    spent = Spent(0.11, 1, 0, (CPU,))
+    report = replace(report, spent=spent, spent_price=measuring.priced(spent, report.choice))
+    window = dict(card.lines(report))["Window"]
+    assert window.endswith("deadline 2026-10-02T05:00:00 (met); decided after 0.11 h of measuring (0.50 USD at this "
+                           "offer)")
+    assert len(card.lines(report)) == card.LINES
+    assert decided.measuring_figures(report) == {"measuring_h": 0.11, "measuring_cost_usd": 0.5}
+    run = decided.decided(replace(report, attempts=report.attempts.assign(campaign_id="c1")), {}, {"c1": "r1"})
+    assert run.metrics["measuring_h"] == 0.11 and run.metrics["measuring_cost_usd"] == 0.5
+    assert run.tags[schema.MEASURING_PRICED] == "0.50 USD at this offer"
+    # not priced (a per-token offer, a package that holds it): the hours stay, the money is left out, never 0
+    unpriced = replace(report, spent_price=measuring_price.Price(None, "USD", INSIDE_PACKAGE))
+    assert decided.measuring_figures(unpriced) == {"measuring_h": 0.11}
+    assert dict(card.lines(unpriced))["Window"].endswith("(inside the committed package)")
+    assert "measuring" not in dict(card.lines(replace(report, spent=None)))["Window"]
 
 
 @pytest.mark.unit

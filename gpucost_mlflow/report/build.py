@@ -34,6 +34,7 @@ from gpucost_mlflow.report import (
     alternatives,
     confirmations,
     excluded_alike,
+    measuring,
     model,
     plots,
     render,
@@ -114,6 +115,7 @@ def build(evidence: Evidence, protocol: Protocol, protocol_path: Path, catalog: 
             decision = f"What-if protocol ({options.what_if}): {decision}"
         summaries = tables.summaries(measured, configs)
         separations = tables.separated(pairs, p_values.result(), protocol.passes_per_variant, *looked(protocol, table))
+    spent = measuring.spent(table, evidence.measuring)
     report = model.Report(
         experiment=experiment,
         question=protocol.question,
@@ -159,6 +161,8 @@ def build(evidence: Evidence, protocol: Protocol, protocol_path: Path, catalog: 
                (CONFIRMATION_TITLE, CONFIRMATION_TEXT, confirmations.lines(confirmed))],
         bill=bill_lines(evidence.bill),
         measured=measured,
+        spent=spent,
+        spent_price=measuring.priced(spent, choice),
     )
     if configs:
         report.figures = plots.Drawn(lambda: plots.for_report(summaries, assessments, choice))

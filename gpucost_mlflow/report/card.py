@@ -111,6 +111,12 @@ def _lasting(report: Report, a: Assessment) -> str:
     return f"; {seen}: short runs do not show that a rate holds for hours (PROTOCOL.md)"
 
 
+def _measuring(report: Report) -> str:
+    """The price of measuring beside the window: '; decided after 0.11 h of measuring (0.10 USD at this offer)', ''
+    where no campaign recorded its hours (report/measuring.py)."""
+    return f"; {report.spent.words(report.spent_price)}" if report.spent is not None else ""
+
+
 def _past_start(report: Report, a: Assessment):
     """The declared start when it is before the moment the report was read (None when it is not, or it is that
     moment: `plan.start: at_report`)."""
@@ -312,7 +318,7 @@ def lines(report: Report) -> list[tuple[str, str]]:
         confirmed = _confirmed(report, names)
         run = _run(choice.chosen, names) + (f"; {confirmed}" if confirmed else "")
         result = [(chosen.plan.offer.kind.verb, _rent(chosen, report.written)), ("Run", run),
-                  ("Window", _window(report, chosen) + _lasting(report, chosen)),
+                  ("Window", _window(report, chosen) + _lasting(report, chosen) + _measuring(report)),
                   ("Runner-up", _runner_up(report, names)),
                   ("Would change it", _changes(report, names))]
     elif choice.none == "undecided" and choice.undecided:

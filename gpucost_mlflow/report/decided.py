@@ -50,6 +50,9 @@ def decided(report: Report, paths: Mapping[str, Path], campaigns: Mapping[str, s
         tags[schema.DECISION_RUN] = found.fastest.configuration.name
     metrics.update(candidate_figures({named(a.configuration): a for a in choice.chosen or choice.undecided},
                                      found.in_doubt if found else None))
+    metrics.update(measuring_figures(report))
+    if report.spent_price is not None:
+        tags[schema.MEASURING_PRICED] = report.spent_price.words[:limits.TAG_VALUE]
     params = {schema.DECISION_CATALOG: report.catalog[:limits.PARAM_VALUE], schema.DECISION_DEADLINE: report.deadline,
               schema.DECISION_EXPERIMENT: report.experiment}
     name = decision_text.decision_name(choice, report.example_prices, bool(report.what_if), named)
@@ -122,6 +125,19 @@ def figures(chosen: Assessment) -> dict[str, float]:
     found.update({key: _shown(value, 3) for key, value in hours.items() if value is not None})
     if chosen.spare:
         found[schema.SPARE_DELIVERABLES] = float(chosen.spare.spare)
+    return found
+
+
+def measuring_figures(report: Report) -> dict[str, float]:
+    """The price of measuring (report/measuring.py): the hours the campaigns it read recorded (`measuring_h`) and,
+    for a decided report, their cost at the committed plan's offer in its currency (`measuring_cost_usd`); a figure
+    not priced is left out, never 0 (the tag gpucost.measuring.priced says why)."""
+    found = {}
+    if report.spent is not None:
+        found[schema.MEASURING_HOURS] = _shown(report.spent.hours, 3)
+    price = report.spent_price
+    if price is not None and price.amount is not None:
+        found[schema.in_currency(schema.MEASURING_COST, price.currency)] = _shown(price.amount, 2)
     return found
 
 

@@ -37,13 +37,15 @@ class Exclusion:
 class Evidence:
     """Everything a report reads of one experiment: its attempts, oldest first; each campaign id among them (first
     seen first) with its campaign run's id ('' when the run is gone) and the harness overhead per pass that run
-    recorded (campaigns that recorded none left out); each excluded pass's exclusion by run id; the latest bill;
-    and the root of the UI the report's run links open."""
+    recorded (campaigns that recorded none left out) and the machine time it recorded in hours (`measuring_h`,
+    likewise); each excluded pass's exclusion by run id; the latest bill; and the root of the UI the report's run
+    links open."""
 
     experiment: Experiment
     attempts: tuple[Attempt, ...] = ()
     campaigns: Mapping[str, str] = field(default_factory=dict)
     overheads: Mapping[str, float] = field(default_factory=dict)
+    measuring: Mapping[str, float] = field(default_factory=dict)
     exclusions: Mapping[str, Exclusion] = field(default_factory=dict)
     bill: Bill | None = None
     ui_root: str = ui.LOCAL_UI
@@ -54,25 +56,28 @@ def read(client: MlflowClient, experiment: Experiment, now: dt.datetime | None =
     told)."""
     attempts = tuple(reader.attempts(client, experiment, now))
     ids = list(dict.fromkeys(a.row.get("campaign_id") or "" for a in attempts))
-    campaigns, overheads = _campaigns(client, experiment.id, [cid for cid in ids if cid])
+    campaigns, overheads, measuring = _campaigns(client, experiment.id, [cid for cid in ids if cid])
     excluded = {}
     if any(a.status == Status.EXCLUDED for a in attempts):
         excluded = {x.run_id: Exclusion(x.cause, x.by, x.at, x.reason)
                     for x in exclusions.listed(client, experiment.id)}
-    return Evidence(experiment, attempts, campaigns, overheads, excluded,
+    return Evidence(experiment, attempts, campaigns, overheads, measuring, excluded,
                     decision_run.latest_bill(client, experiment.id), ui.root(client.tracking_uri))
 
 
 def _campaigns(client: MlflowClient, experiment_id: str, campaign_ids: list[str]
-               ) -> tuple[dict[str, str], dict[str, float]]:
+               ) -> tuple[dict[str, str], dict[str, float], dict[str, float]]:
     """Each campaign id with its campaign run's id ('' if the run is gone; the oldest of two), in the order given,
-    and the harness overhead per pass each finished campaign recorded (flow/campaign.py): one read for both."""
+    the harness overhead per pass each finished campaign recorded (flow/campaign.py) and the machine time in hours
+    each recorded: one read for all three."""
     if not campaign_ids:
-        return {}, {}
+        return {}, {}, {}
     found: dict[str, RunRecord] = {}
     for record in tagged(client, experiment_id, schema.ROLE, schema.CAMPAIGN_ROLE):
         found.setdefault(record.tags.get(schema.CAMPAIGN_ID, ""), record)
     runs = {cid: found[cid].run_id if cid in found else "" for cid in campaign_ids}
     overheads = {cid: float(found[cid].metrics[schema.HARNESS_OVERHEAD]) for cid in campaign_ids
                  if cid in found and schema.HARNESS_OVERHEAD in found[cid].metrics}
-    return runs, overheads
+    measuring = {cid: float(found[cid].metrics[schema.MEASURING_HOURS]) for cid in campaign_ids
+                 if cid in found and schema.MEASURING_HOURS in found[cid].metrics}
+    return runs, overheads, measuring
