@@ -84,7 +84,8 @@ def test_a_per_token_offer_prices_tokens_never_machine_time():
 def test_a_campaign_is_priced_at_its_devices_cheapest_hourly_row_or_says_why_not():
     dear, cheap = _row(price="0.50"), _row(price="0.10")
     found = at_offers([dear, cheap, _row("package", "90.00", days=7)], 0.11)
-    assert found.amount == Decimal("0.10") and found.words.startswith("cpu hourly, 1 lot, 1 h billed (min 1 h, per 1 h)")
+    assert found.amount == Decimal("0.10")
+    assert found.words.startswith("cpu hourly, 1 lot, 1 h billed (min 1 h, per 1 h)")
     packages = at_offers([_row("package", "90.00", days=7)], 0.11)
     assert packages.amount is None and "inside the package" in packages.words
     assert at_offers([], 0.11, device="NVIDIA L4", currency="EUR") == measuring_price.Price(
@@ -164,7 +165,9 @@ def test_a_campaign_records_its_machine_time_and_its_price_at_the_catalogs_hourl
     assert 0 < metrics[schema.MEASURING_PASSES_HOURS] <= metrics[schema.MEASURING_HOURS]
     assert metrics[schema.MEASURING_HOURS] == pytest.approx(metrics[schema.MEASURING_PASSES_HOURS]
                                                             + metrics[schema.MEASURING_IDLE_HOURS], rel=1e-3)
-    assert metrics[schema.MEASURING_IDLE_HOURS] <= metrics[schema.MEASURING_HARNESS_HOURS] <= metrics[schema.MEASURING_HOURS]
+    idle, harness = metrics[schema.MEASURING_IDLE_HOURS], metrics[schema.MEASURING_HARNESS_HOURS]
+    assert idle <= harness <= metrics[schema.MEASURING_HOURS]
     assert metrics["measuring_cost_usd"] == 0.1  # a few seconds at 0.10 USD/h, min 1 h: 0.10 USD
-    assert parent.data.tags[schema.MEASURING_PRICED].startswith("this-machine hourly, 1 lot, 1 h billed (min 1 h, per 1 h)")
+    priced = parent.data.tags[schema.MEASURING_PRICED]
+    assert priced.startswith("this-machine hourly, 1 lot, 1 h billed (min 1 h, per 1 h)")
     assert "measuring: " in result.output and "1 h billed" in result.output

@@ -1,5 +1,6 @@
 """A campaign session's machine time as it runs (each pass's wall, its timed parts), and its price where the campaign
-was given a catalog: the device its passes ran on here and the GPUs they held, priced by core/money/measuring_price.py."""
+was given a catalog: the device its passes ran on here and the GPUs they held, priced by
+core/money/measuring_price.py."""
 
 from __future__ import annotations
 
