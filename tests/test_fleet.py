@@ -87,6 +87,34 @@ def test_a_spot_worst_case_counts_a_whole_window_per_p90_interruption():
 
 
 @pytest.mark.unit
+def test_the_worst_case_with_the_race_scales_the_campaign_by_the_races_fewest_passes():
+    worst = budget.worst_case(Job("A10G"), [A10G_EAST, A10G_WEST], max_hours=Decimal(2), setup_hours=Decimal("0.5"),
+                              spot=False, interruptions=None, clouds="aws")
+    # 6 configurations x 5 passes = 30; the race's fewest: five stop after round 2, the best runs its 5: 15 of 30.
+    # 0.5 h setup + 2 h x 15/30 = 1.5 h x 1.258 USD/h = 1.887 -> 1.89 USD, beside 3.15 USD without the race.
+    raced = budget.with_race(worst, budget.Design(6, 5, 2))
+    assert (raced.passes, raced.hours, raced.cost) == (15, Decimal("1.5"), Decimal("1.89"))
+    assert raced.line() == ("A10G:1 with the race (from round 2): at most 1.89 USD (1.5 h x 1.258 USD/h: setup 0.5 h + "
+                            "campaign 2 h x 15/30 passes; every configuration but the best stops at round 2, the best "
+                            "runs its 5, passes alike in duration)")
+    assert budget.totals_line([worst], [raced]) == (
+        "fleet worst case with the race: 1.89 USD (without it: 3.15 USD; --max-cost is checked without it, as the race "
+        "stops only what the measurements allow)")
+    assert budget.with_race(worst, budget.Design(6, 5, None)) is None and budget.totals_line([worst], []) == ""
+    one = budget.with_race(worst, budget.Design(1, 5, 2))  # one configuration: the race stops none of its passes
+    assert one.cost == worst.cost and one.line() == ("A10G:1 with the race (from round 2): the same 3.15 USD, the race "
+                                                     "stops none of 1 configuration's 5 passes (the best runs all its "
+                                                     "passes)")
+    # on spot each of the two P90 windows holds the setup and the raced campaign: 2 x 1.5 h x 0.5012 = 1.5036 -> 1.51
+    spot = budget.worst_case(Job("A10G"), [A10G_EAST, A10G_WEST], max_hours=Decimal(2), setup_hours=Decimal("0.5"),
+                             spot=True, interruptions=Interruptions(Decimal(2), Decimal(0), "last month on aws"),
+                             clouds="aws")
+    raced_spot = budget.with_race(spot, budget.Design(6, 5, 2))
+    assert (raced_spot.hours, raced_spot.cost) == (Decimal(3), Decimal("1.51"))
+    assert "2 x (setup 0.5 h + campaign 2 h x 15/30 passes)" in raced_spot.line()
+
+
+@pytest.mark.unit
 def test_a_fleet_over_budget_is_refused_with_each_gpus_figure():
     worsts = [budget.worst_case(Job(o.accelerator), [o], max_hours=Decimal(10), setup_hours=Decimal("0.5"), spot=False,
                                 interruptions=None, clouds="aws") for o in (L4, A10G_EAST)]

@@ -53,6 +53,7 @@ class FleetRequest:
     dry_run: bool = False
     environ: dict[str, str] = field(default_factory=dict)
     campaigns: dict[str, Campaign] = field(default_factory=dict)  # a job's own campaign (a second stage's share)
+    design: budget.Design | None = None  # each job's campaign, for the worst case with the protocol's race
 
     def campaign_of(self, job: Job) -> Campaign:
         """The campaign this job runs: its own, else the fleet's."""
@@ -65,6 +66,7 @@ class Launched:
 
     worsts: list[budget.Worst]
     files: dict[str, Path]
+    raced: list[budget.Raced] = field(default_factory=list)  # the worst case with the race, where it declares one
     job_ids: dict[str, int] = field(default_factory=dict)
     run_id: str = ""
 
@@ -93,9 +95,15 @@ def launch(request: FleetRequest, echo: Callable[[str], None] = print) -> Launch
     if not request.dry_run:
         check_reachable(request.environ)
     worsts = price(request)
+    raced = [r for w in worsts if request.design and (r := budget.with_race(w, request.design)) is not None]
     for worst in worsts:
         echo(worst.line())
+        for r in raced:
+            if r.worst is worst:
+                echo(r.line())
     echo(f"fleet worst case: {budget.total(worsts)} {budget.CURRENCY} of --max-cost {request.max_cost} {budget.CURRENCY}")
+    if raced:
+        echo(budget.totals_line(worsts, raced))
     built = wheel.given(request.wheel) if request.wheel else wheel.build(request.out / "wheel")
     variants = load_variants(request.variants)
     inputs = Inputs(built, request.corpus, request.model, request.protocol, request.variants,
@@ -114,7 +122,7 @@ def launch(request: FleetRequest, echo: Callable[[str], None] = print) -> Launch
     for job in request.jobs:
         files[job.gpu] = request.out / f"{job.name(request.fleet_id)}.yaml"
         files[job.gpu].write_text(yaml.dump(configs[job.gpu], Dumper=_TaskDumper, sort_keys=False), encoding="utf-8")
-    done = Launched(worsts, files)
+    done = Launched(worsts, files, raced)
     if request.dry_run:
         return done
     return _launch(request, configs, secrets, done, inputs, echo)
@@ -136,6 +144,8 @@ def _launch(request: FleetRequest, configs: dict[str, dict], secrets: dict[str, 
               "currency": budget.CURRENCY, "worst_case": f"{budget.total(done.worsts)}",
               "campaign": " ".join(request.campaign.args()), "wheel": inputs.wheel.name,
               "launched_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+    if done.raced:
+        params["worst_case_with_race"] = f"{budget.raced_total(done.worsts, done.raced)}"
     if request.spot and request.interruptions:
         params["interruptions"] = f"{request.interruptions.per_day:f} a day ({request.interruptions.source})"
     note = (f"Fleet {request.fleet_id}: one campaign per GPU type ({params['gpus']}), worst case "

@@ -269,11 +269,13 @@ class Launch:
     max_hours: Decimal
     setup_hours: Decimal
     max_cost: Decimal | None
+    design: budget.Design | None = None  # the campaign each job would run, for the worst case with the race
 
 
 def launch_lines(lines: list[Line], launch: Launch, gpus: int) -> list[str]:
-    """The worst case of a fleet measuring the launchable offers worth measuring, against --max-cost, and the
-    `gpucost fleet launch` line; what is worth measuring but not launchable is said apart."""
+    """The worst case of a fleet measuring the launchable offers worth measuring, against --max-cost (and beside it
+    the worst case with the protocol's race, where it declares one), and the `gpucost fleet launch` line; what is
+    worth measuring but not launchable is said apart."""
     worth = [x for x in lines if x.verdict == WORTH]
     if not worth:
         return ["No offer is worth measuring on these figures: no `gpucost fleet launch` line."]
@@ -295,7 +297,9 @@ def launch_lines(lines: list[Line], launch: Launch, gpus: int) -> list[str]:
     clouds = sorted({o.provider for o in offers})
     worsts = [budget.worst_case(job, offers, max_hours=launch.max_hours, setup_hours=launch.setup_hours, spot=False,
                                 interruptions=None, clouds=", ".join(clouds)) for job in jobs.values()]
-    out += [w.line() for w in worsts]
+    raced = [r for w in worsts if launch.design and (r := budget.with_race(w, launch.design)) is not None]
+    for w in worsts:
+        out += [w.line()] + [r.line() for r in raced if r.worst is w]
     total = budget.total(worsts)
     max_cost = launch.max_cost
     if max_cost is None:
@@ -309,6 +313,7 @@ def launch_lines(lines: list[Line], launch: Launch, gpus: int) -> list[str]:
     else:
         out.append(f"fleet worst case: {total} {budget.CURRENCY} of --max-cost {max_cost} {budget.CURRENCY}, over these "
                    "catalogs' offers (`fleet launch` prices it again over SkyPilot's own)")
+    out += [line for line in [budget.totals_line(worsts, raced)] if line]
     words = ["gpucost fleet launch --gpus", ",".join(j.gpu for j in jobs.values()), "--clouds", ",".join(clouds),
              "--experiment", shlex.quote(launch.experiment), "--variants", shlex.quote(launch.variant),
              "--protocol", shlex.quote(launch.protocol)]
