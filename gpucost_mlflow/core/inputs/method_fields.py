@@ -1,6 +1,6 @@
 """The protocol's fields on how the method reads its results, each parsed in one line or refused in one line:
 the separation test's confidence, the quality bars' bootstrap (`acceptance.bootstrap`), the seeds, what a repetition reproduces, the pre-registered second stage (`settle`), the
-confirmation run (`confirmation`) and how many deliverable corpora one child processes (`deliverables.per_child`)."""
+race (`race`), the confirmation run (`confirmation`) and how many deliverable corpora one child processes (`deliverables.per_child`)."""
 
 from __future__ import annotations
 
@@ -69,6 +69,27 @@ def settle(path: Path, document: dict, f) -> int | None:
         raise GpucostError(f"{path}: settle.max_passes_per_variant ({most}) must be above passes_per_variant "
                            f"({document.get('passes_per_variant')}): the second stage adds passes")
     return most
+
+
+def race(path: Path, document: dict) -> int | None:
+    """race.from_round: the round from which a configuration more passes cannot make the choice stops being measured
+    (core/campaign/race.py), a whole number from 1 to passes_per_variant; None when `race` is absent (every
+    configuration runs its passes)."""
+    declared = document.get("race")
+    if declared is None:
+        return None
+    if not isinstance(declared, dict):
+        raise GpucostError(f"{path}: field 'race' must be a mapping with from_round (a whole number >= 1), "
+                           f"got {declared!r}")
+    value = declared.get("from_round")
+    passes = document.get("passes_per_variant")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise GpucostError(f"{path}: field 'race.from_round' must be a whole number >= 1 (the first round after "
+                           f"which a configuration may stop as dominated or late), got {value!r}")
+    if isinstance(passes, int) and value > passes:
+        raise GpucostError(f"{path}: field 'race.from_round' ({value}) must be at most passes_per_variant ({passes}): "
+                           "a round the campaign never runs")
+    return value
 
 
 def seeds(path: Path, value) -> tuple[int, ...]:

@@ -77,6 +77,9 @@ class Protocol:
     # settle.max_passes_per_variant: the pre-registered second stage's ceiling (`gpucost campaign --settle`); None when
     # the protocol declares none
     settle_max_passes: int | None = None
+    # race.from_round: from this round on, a configuration dominated or late whatever the noise stops being measured,
+    # and from the first one a rejection more passes cannot change (core/campaign/race.py); None: the full design
+    race_from_round: int | None = None
     # confirmation: (file, min_s): the confirmation corpus ('' for confirmation.jsonl beside the comparison corpus) and
     # the seconds `gpucost confirm` runs the chosen configuration on it at least
     confirmation: tuple[str, float] = ("", method.DEFAULT_CONFIRMATION_S)
@@ -200,6 +203,7 @@ def load_protocol(path: Path) -> Protocol:
         confidence=method.confidence(path, document.get("confidence")),
         reproduce=method.reproduce(path, document.get("reproduce")),
         settle_max_passes=method.settle(path, document, f),
+        race_from_round=method.race(path, document),
         confirmation=method.confirmation(path, document.get("confirmation")),
         seeds=method.seeds(path, document.get("seeds")),
         max_spread_ratio=_spread_ratio(path, document.get("max_spread_ratio")),

@@ -31,6 +31,7 @@ FIELDS: dict = {
     "reproduce": None,
     "seeds": None,
     "settle": {"max_passes_per_variant": None},
+    "race": {"from_round": None},
     "confirmation": {"file": None, "min_s": None},
     "max_price_age_days": None,
     "system_metrics_interval_s": None,
