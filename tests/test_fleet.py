@@ -253,6 +253,27 @@ def test_bad_fleet_input_is_one_line_exit_2_and_nothing_is_launched(fake_sky, tm
 
 
 @pytest.mark.unit
+def test_a_dry_run_gives_the_worst_case_with_the_protocols_race_beside_the_one_without(fake_sky, tmp_path, monkeypatch):
+    """L4 at 0.8048 and A10G at 1.006 USD/h, 0.5 h setup + 1 h campaign: 1.21 + 1.51 = 2.72 USD without the race.
+    Three variants, five passes, a race from round 2: 2 x 2 + 5 = 9 of 15 passes, 0.6 h of campaign: 1.1 h each,
+    0.89 + 1.11 = 2.00 USD with it."""
+    from gpucost_mlflow.cli import main
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "https://mlflow.example.com")
+    corpus, model, protocol = plain_inputs(tmp_path)
+    protocol.write_text(protocol.read_text() + "race: {from_round: 2}\n")
+    args = launch_args(tmp_path, corpus, model, protocol, "--dry-run")
+    args[args.index("--variants") + 1] = "batch1,batch4,batch8"
+    result = cli_runner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "L4:1 with the race (from round 2): at most 0.89 USD (1.1 h x 0.8048 USD/h: setup 0.5 h + campaign 1 h x " \
+           "9/15 passes;" in result.output
+    assert "A10G:1 with the race (from round 2): at most 1.11 USD" in result.output
+    assert "fleet worst case: 2.72 USD of --max-cost 10 USD" in result.output
+    assert "fleet worst case with the race: 2.00 USD (without it: 2.72 USD;" in result.output
+
+
+@pytest.mark.unit
 def test_without_skypilot_the_fleet_is_one_line_with_its_install_command(tmp_path, monkeypatch):
     from gpucost_mlflow.cli import main
 

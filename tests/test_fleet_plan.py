@@ -113,6 +113,31 @@ def test_an_offer_whose_bound_beats_the_measured_best_is_worth_measuring_and_an_
 
 
 @pytest.mark.unit
+def test_the_plan_gives_the_worst_case_with_the_protocols_race_beside_the_one_without(experiment, tmp_path,
+                                                                                      monkeypatch):
+    """The launch line runs one configuration (the one carried): a race stops none of its five passes, so the worst
+    case with the race is the same 3.15 USD, said so beside it."""
+    from dataclasses import replace
+
+    from gpucost_mlflow.core.inputs import protocol as protocols
+
+    loaded = protocols.load_protocol
+    monkeypatch.setattr(protocols, "load_protocol", lambda path: replace(loaded(path), race_from_round=2))
+    for seconds in L4_PASSES:
+        experiment("batch8", L4, seconds, metrics_extra=ON_L4)
+    result = run_plan("--catalog", str(gcp_l4(tmp_path, "3.00")), "--catalog", str(seeded_aws(tmp_path)),
+                      "--max-cost", "20")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    at = lines.index(next(line for line in lines if line.startswith("A10G:1: at most 3.15 USD")))
+    assert lines[at + 1] == ("A10G:1 with the race (from round 2): the same 3.15 USD, the race stops none of 1 "
+                             "configuration's 5 passes (the best runs all its passes)")
+    assert lines[at + 2] == "fleet worst case: 3.15 USD of --max-cost 20 USD, over these catalogs' offers " \
+                            "(`fleet launch` prices it again over SkyPilot's own)"
+    assert lines[at + 3].startswith("fleet worst case with the race: 3.15 USD (without it: 3.15 USD;")
+
+
+@pytest.mark.unit
 def test_a_device_never_measured_gets_no_cost_but_its_bound_and_no_unrounded_hours(experiment, tmp_path):
     """A datasheet peak gives no throughput (PROTOCOL.md §8): a device no pass ran on gets its bound, a floor, and no
     dollar estimate. batch8 reached 0.04 of the L4's peak; carried to the A10G (0.04 x 31.2 TFLOP/s: 8.01 s + 4 h,

@@ -26,6 +26,7 @@ from gpucost_mlflow.cli.options import (
 from gpucost_mlflow.cli.passes import InputFiles, _campaign_plan, _echo_campaign
 from gpucost_mlflow.core.campaign.settle import STAGE, Member, StagePlan, looks, plan_stage
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.fleet.budget import Design
 from gpucost_mlflow.core.fleet.jobs import Job, new_fleet_id, parse_gpus
 from gpucost_mlflow.core.fleet.task import Campaign
 from gpucost_mlflow.core.inputs import shipped
@@ -149,6 +150,7 @@ def launch_cmd(gpus, settle, catalog_file, clouds, spot, interruptions_per_day, 
         dry_run=dry_run,
         environ=dict(os.environ),
         campaigns=own,
+        design=None if settle else _design(protocol_path, len(names), passes),
     )
     done = launch(request, click.echo)
     for gpu, path in done.files.items():
@@ -158,6 +160,15 @@ def launch_cmd(gpus, settle, catalog_file, clouds, spot, interruptions_per_day, 
         return
     click.echo(f"fleet {fleet_id} launched: {len(done.job_ids)} job(s); `gpucost fleet status --fleet {fleet_id}` "
                "follows them, `gpucost fleet down` cancels them")
+
+
+def _design(protocol_path: Path, configs: int, passes: int | None) -> Design:
+    """Each job's campaign as the protocol runs it: its configurations, passes each and the race's first look (None
+    without a race), for the worst case with the race beside the one without."""
+    from gpucost_mlflow.core.inputs.protocol import load_protocol  # deferred: imports numpy
+
+    protocol = load_protocol(protocol_path)
+    return Design(configs, passes or protocol.passes_per_variant, protocol.race_from_round)
 
 
 def _settle_jobs(experiment: str, protocol_path: Path, declared, catalogs: tuple[Path, ...]

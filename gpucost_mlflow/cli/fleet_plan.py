@@ -22,7 +22,7 @@ from gpucost_mlflow.cli.options import (
     _under,
 )
 from gpucost_mlflow.core.errors import GpucostError, one_line
-from gpucost_mlflow.core.fleet import devices
+from gpucost_mlflow.core.fleet import budget, devices
 from gpucost_mlflow.core.fleet import plan as rules
 from gpucost_mlflow.core.inputs import shipped
 from gpucost_mlflow.core.inputs.protocol_diff import against_lock
@@ -105,7 +105,8 @@ def plan_cmd(experiment, catalog_file, protocol_file, variants_file, model_path,
         click.echo("Every device of these catalogs has been measured: `gpucost report` decides over them.")
     for line in lines:
         click.echo(line.text())
-    limits = replace(limits, variant=basis.measured.variant)
+    limits = replace(limits, variant=basis.measured.variant,
+                     design=budget.Design(1, protocol.passes_per_variant, protocol.race_from_round))
     for line in rules.launch_lines(lines, limits, basis.measured.gpus):
         click.echo(line)
     click.echo(rules.NEVER_DECIDES)
