@@ -16,7 +16,7 @@ pytestmark = pytest.mark.unit
 # `fleet` (its hidden `job` is what a fleet's task runs on its machine).
 COMMANDS = {
     "attempts": None, "bill": None, "campaign": None, "confirm": None, "deliver": None, "catalog": {"example", "import"}, "corpus": {"build", "slice"}, "demo": {"variants"}, "doctor": None,
-    "exclude": None, "hosted": {"batch-file", "batch-import"}, "fleet": {"down", "job", "launch", "plan", "status"},
+    "exclude": None, "hosted": {"batch-file", "batch-import"}, "fleet": {"deliver", "down", "job", "launch", "plan", "status", "worker"},
     "memory": {"estimate", "measure"}, "model": {"prepare"}, "packages": None, "pass": None,
     "plan": None, "protocol": {"lock", "show"}, "rejudge": None, "report": None, "sync": None,
     "variants": {"propose"}, "window": None,

@@ -43,8 +43,8 @@ def test_overlapping_spreads_at_the_same_cost_are_a_tie_never_a_speed_ranking(ex
     assert separation.verdict.startswith("undecided: the 95 % interval of the difference")
     assert "add repetitions under the same protocol" in separation.verdict
     # The money is decided, the speed ranking is not: both are named, neither preferred.
-    assert built.decision.startswith("Decision (tied): batch4 on NVIDIA B200 or batch8 on NVIDIA B200, "
-                                     "1 x 7-day b200 package, 1 lot: 2,071.00 USD")
+    assert built.decision.startswith("Decision (tied): batch8 on NVIDIA B200 or batch4 on NVIDIA B200, "
+                                     "1 x 7-day b200 package, 1 lot: 2,071.00 USD")  # batch8 first: the one to run
     assert "none is preferred on speed" in built.decision and "undecided: the 95 % interval of the difference" in built.decision
 
 
