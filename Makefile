@@ -78,11 +78,11 @@ demo: $(STAMP) data/model/config.json $(DEMO_CORPUS) $(WHATIF_CATALOG)
 	$(BIN)/gpucost doctor --peak --if-missing
 	variants=$$($(BIN)/gpucost demo variants --list $(if $(DEMO_VARIANTS),--variants $(DEMO_VARIANTS))) && \
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/mlflow run projects -e campaign \
-	  -P variants=$$variants -P passes=$(DEMO_PASSES) -P protocol=$(DEMO_PROTOCOL) \
+	  -P variants=$$variants -P passes=$(DEMO_PASSES) -P protocol=$(DEMO_PROTOCOL) -P catalog=$(WHATIF_CATALOG) \
 	  --env-manager local --experiment-name $(EXPERIMENT)
 	test -f $(PROPOSED) || $(BIN)/gpucost variants propose --experiment $(EXPERIMENT) --out $(PROPOSED)
 	$(BIN)/gpucost campaign --experiment $(EXPERIMENT) --variants-file $(PROPOSED) --series combined --passes $(DEMO_PASSES) \
-	  --protocol $(DEMO_PROTOCOL)
+	  --protocol $(DEMO_PROTOCOL) --catalog $(WHATIF_CATALOG)
 	$(BIN)/gpucost campaign --settle --experiment $(EXPERIMENT) --variants-file $(PROPOSED) --protocol $(DEMO_PROTOCOL) \
 	  --catalog $(WHATIF_CATALOG)
 	$(BIN)/gpucost confirm --experiment $(EXPERIMENT) --variants-file $(PROPOSED) --protocol $(DEMO_PROTOCOL) \
