@@ -19,12 +19,14 @@ EXPERIMENT = "scenario"
 B200, RTX = "NVIDIA B200", "NVIDIA GeForce RTX 4090"
 
 
-def attempt_writer() -> Callable[..., str]:
-    """Lock the experiment to the shipped protocol; returns a writer of one attempt that gives its run id."""
+def attempt_writer(experiment: str | None = None) -> Callable[..., str]:
+    """Lock the experiment (the scenario's unless named) to the shipped protocol; returns a writer of one attempt that
+    gives its run id."""
+    experiment = experiment or EXPERIMENT
     client = MlflowClient()
     protocol = load_protocol(SHIPPED_PROTOCOL)
-    experiment_id, _ = experiments.resolve(client, EXPERIMENT, create=True)
-    experiments.lock(client, experiment_id, EXPERIMENT, protocol, SHIPPED_PROTOCOL.read_text())
+    experiment_id, _ = experiments.resolve(client, experiment, create=True)
+    experiments.lock(client, experiment_id, experiment, protocol, SHIPPED_PROTOCOL.read_text())
     clock = {"ms": 1_764_489_600_000}  # attempts follow one another, as on one rented machine
 
     def attempt(variant, device, pass_s, status="accepted", role="benchmark", fingerprint="a" * 64,
@@ -72,6 +74,7 @@ def lock_to(protocol_path: Path) -> str:
     return experiment_id
 
 
-def report(catalog: Path = CATALOG, protocol_path: Path = SHIPPED_PROTOCOL):
-    """The decision report's model of the experiment and its balance table."""
-    return build(evidence_of(EXPERIMENT), load_protocol(protocol_path), protocol_path, load_catalog(catalog), load_variants(VARIANTS))
+def report(catalog: Path = CATALOG, protocol_path: Path = SHIPPED_PROTOCOL, experiment: str | None = None):
+    """The decision report's model of the experiment (the scenario's unless named) and its balance table."""
+    return build(evidence_of(experiment or EXPERIMENT), load_protocol(protocol_path), protocol_path, load_catalog(catalog),
+                 load_variants(VARIANTS))

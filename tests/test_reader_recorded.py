@@ -86,8 +86,9 @@ def test_a_store_written_before_typed_attempts_reads_to_the_same_attempts_table(
 
 def _as_before_62(read: pd.DataFrame) -> pd.DataFrame:
     """The table as read before issue 62, which adds to an old store's table only what says its rate includes setup:
-    the steady-lap columns, empty (none recorded), and the note on each completed benchmark pass."""
-    new = [STEADY_LAP_S, SHAPE_SETUP_S, DISTINCT_SHAPES, "cold_shapes"]
+    the steady-lap columns, empty (none recorded), and the note on each completed benchmark pass; and before issue
+    63, whose race's `stopped` column is empty where no race ran."""
+    new = [STEADY_LAP_S, SHAPE_SETUP_S, DISTINCT_SHAPES, "cold_shapes", "stopped"]
     assert read[new].isna().all().all(), read[new].dropna(how="all")
     noted = read["notes"].fillna("").str.contains(SETUP_IN_RATE, regex=False)
     assert noted.sum() and (noted <= read[PASS_S].notna()).all()
@@ -107,10 +108,11 @@ def test_its_configurations_are_the_same_grouped_by_the_recorded_identity():
 
 def _before_62(configs) -> list[dict]:
     """The configurations as described before issue 62, once each says that all its counted passes' rate includes
-    setup (none of them recorded a steady lap)."""
+    setup (none of them recorded a steady lap), and before issue 63 (no race stopped any)."""
     found = _described(configs)
     for config in found:
         assert config.pop("setup_in_rate") == len(config["durations"][0])
+        assert config.pop("stopped") == ""
     return found
 
 

@@ -164,7 +164,7 @@ def _campaign_plan(variant_names: str, passes: int | None, resume: str | None, e
     names = [name.strip() for name in variant_names.split(",") if name.strip()]
     if series_name is not None:
         names = declared.members(series_name)
-    return CampaignPlan(
+    plan = CampaignPlan(
         variants=names,
         passes=passes if passes is not None else load_protocol(protocol_path).passes_per_variant,
         experiment=_experiment(experiment),
@@ -175,6 +175,29 @@ def _campaign_plan(variant_names: str, passes: int | None, resume: str | None, e
         code_root=CODE_ROOT,
         resume=resume or "",
     )
+    plan.referee = _referee(plan)
+    return plan
+
+
+def _referee(plan):
+    """The protocol's race as the campaign asks it after each round (core/campaign/race.py): the experiment's attempts
+    read again, every configuration assessed over the plan's catalog (none given: only the quality and deadline
+    stops), this campaign's the runners; None when the protocol declares no race."""
+    from gpucost_mlflow.core.inputs.protocol import load_protocol  # deferred: imports numpy
+
+    protocol = load_protocol(plan.protocol_path)
+    if protocol.race_from_round is None:
+        return None
+
+    def referee(look):
+        from gpucost_mlflow.report.race import stops_after  # deferred: imports pandas
+        from gpucost_mlflow.tracking import experiments, reader, store  # deferred: imports mlflow
+
+        client = store.client()
+        found = reader.attempts(client, experiments.named(client, look.experiment))
+        return stops_after(found, protocol, plan.catalog, look.round, look.campaign_id)
+
+    return referee
 
 
 def _device_here() -> str:
@@ -195,6 +218,7 @@ def _second_stage(plan, resume: str | None, catalog_file: tuple[Path, ...], root
     from gpucost_mlflow.report.stage import progress  # deferred: imports pandas
 
     plan.stage, plan.tags = STAGE, {**plan.tags, schema.STAGE: STAGE}
+    plan.referee = None  # the race is the first campaign's; a second stage runs the passes it fixed
     if resume:
         plan.passes = 0  # read back from the campaign run being resumed
         return plan

@@ -83,7 +83,13 @@ class CampaignProgress:
             )
             self.stream.flush()
 
-        return Display(on_plan, on_pass_start, on_child_start, on_pass_end)
+        def on_stop(stop, dropped: int) -> None:
+            self.total, self.todo = self.total - dropped, self.todo - dropped
+            prefix = "\r\x1b[2K" if self.live else ""
+            self.stream.write(f"{prefix}{stop.line()}\n")
+            self.stream.flush()
+
+        return Display(on_plan, on_pass_start, on_child_start, on_pass_end, on_stop)
 
     def close(self) -> None:
         self._stop.set()

@@ -1,7 +1,8 @@
 """A campaign: the rotated schedule of passes under one protocol, a parent run with every pass nested.
 
 Each pass runs through the same launcher as `gpucost pass`, its work in a fresh child process.
-Resume re-runs only slots without an attempt and slots whose attempt was interrupted.
+Resume re-runs only slots without an attempt and slots whose attempt was interrupted. Under a protocol's race, the
+configurations it stops after a round run no further slot, this session or a resumed one.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpucost_mlflow.core.campaign.measuring import Measuring
+from gpucost_mlflow.core.campaign.race import Stop
 from gpucost_mlflow.core.campaign.schedule import Slot, SlotState, remaining, rotated
 from gpucost_mlflow.core.campaign.settle import STAGE, pooled, refuse_pooling
 from gpucost_mlflow.core.errors import GpucostError
@@ -58,6 +60,16 @@ class CampaignPlan:
     tags: dict[str, str] = field(default_factory=dict)  # on the campaign run and every pass (a fleet's ids)
     stage: str = ""  # "settle": the protocol's pre-registered second stage (core/campaign/settle.py)
     catalog: Catalog | None = None  # prices its machine time (flow/measuring.py), when given
+    referee: Callable[[Look], list[Stop]] | None = None  # the protocol's race, asked after each round (cli/passes.py)
+
+
+@dataclass(frozen=True)
+class Look:
+    """What the race is asked after a round: the experiment, the campaign and the round just run."""
+
+    experiment: str
+    campaign_id: str
+    round: int
 
 
 @dataclass
@@ -68,6 +80,7 @@ class Display:
     on_pass_start: Callable[[Slot, int, Path | None], None] = lambda slot, batches, workdir: None
     on_child_start: Callable[[Path], None] = lambda workdir: None
     on_pass_end: Callable[[Slot, PassResult], None] = lambda slot, result: None
+    on_stop: Callable[[Stop, int], None] = lambda stop, dropped: None  # a configuration stopped, its slots dropped
 
 
 @dataclass
@@ -77,6 +90,7 @@ class CampaignResult:
     results: list = field(default_factory=list)
     rejudged: list[Rejudged] = field(default_factory=list)  # pending passes judged once their reference passed
     skipped: dict[str, str] = field(default_factory=dict)  # variant -> why its slots were not tried
+    stopped: dict[str, str] = field(default_factory=dict)  # variant -> the race's stop line (core/campaign/race.py)
     overhead_s_per_pass: float | None = None
     experiment_id: str = ""
     measuring: Measuring | None = None  # its machine time, every session (core/campaign/measuring.py)
@@ -96,9 +110,10 @@ class Shown:
     def update(self, run: CampaignRun, state: str, result: CampaignResult | None = None) -> None:
         """Rewrite the campaign run's description and progress metrics (best effort: tracking/campaign_run.py)."""
         attempts = list(self.latest.values())
+        aside = (descriptions.Aside(result.skipped, result.stopped, result.overhead_s_per_pass) if result
+                 else descriptions.Aside())
         note = descriptions.campaign_note(self.campaign_id, self.variants, self.passes, attempts, state,
-                                          self.protocol_digest, result.skipped if result else None,
-                                          result.overhead_s_per_pass if result else None)
+                                          self.protocol_digest, aside)
         run.show(note, descriptions.campaign_progress(attempts), len(attempts))
 
 
@@ -133,9 +148,15 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
     shown.update(opened, "running")
     declared = plan.declared.variants
     started = time.time()
+    result.stopped.update(_stopped(existing))
+    last_runs, looked = _last_runs(existing), 0
     try:
         for slot, state in todo:
-            if slot.variant in result.skipped:
+            if slot.round - 1 > looked:
+                looked = slot.round - 1
+                _race(plan, opened, Look(experiment_name, opened.campaign_id, looked), result, display,
+                      (last_runs, todo))
+            if slot.variant in result.skipped or slot.variant in result.stopped:
                 continue
             variant = plan.declared.variant(slot.variant)
             display.on_pass_start(slot, lane_rules.batches(corpus_size, variant.settings.batch_size, variant.settings.lanes), None)
@@ -145,6 +166,7 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
             except GpucostError as exc:
                 raise _with_spool_hint(exc, opened.campaign_id, len(result.results), len(todo)) from None
             result.results.append((slot, outcome))
+            last_runs[slot.variant] = outcome.run_id
             display.on_pass_end(slot, outcome)
             _record(protocol, experiment_name, opened, shown, result, slot, outcome)
             if outcome.status == Status.FAILED and outcome.reason.startswith("out of memory"):
@@ -268,6 +290,33 @@ def _record(protocol: Protocol, experiment_name: str, run: CampaignRun, shown: S
         for row in shown.latest.values():
             row["status"] = statuses.get(row.get("run_id"), row["status"])
     shown.update(run, "running")
+
+
+def _stopped(existing: dict[str, list[dict]]) -> dict[str, str]:
+    """The configurations the race stopped in the campaign's earlier sessions (a resume): variant -> why."""
+    return {row["variant"]: row["stopped"] for rows in existing.values() for row in rows if row.get("stopped")}
+
+
+def _last_runs(existing: dict[str, list[dict]]) -> dict[str, str]:
+    """Each variant's latest pass in the campaign so far (its run id), the one a stop is recorded on."""
+    rows = sorted((row for rows in existing.values() for row in rows),
+                  key=lambda row: tuple(int(row.get(key) or 0) for key in ("round", "position", "attempt")))
+    return {row["variant"]: row["run_id"] for row in rows}
+
+
+def _race(plan: CampaignPlan, run: CampaignRun, look: Look, result: CampaignResult, display: Display,
+          scheduled: tuple[dict[str, str], list[tuple[Slot, SlotState]]]) -> None:
+    """After a round: the configurations the protocol's race stops, each recorded on its latest pass (`scheduled`:
+    those passes' run ids, and the slots to run) and on the campaign run, and said with the slots it drops."""
+    if plan.referee is None:
+        return
+    last_runs, todo = scheduled
+    for stop in plan.referee(look):
+        if stop.variant in result.stopped or stop.variant not in last_runs:
+            continue
+        result.stopped[stop.variant] = stop.line()
+        run.record_stop(last_runs[stop.variant], stop.reason, result.stopped)
+        display.on_stop(stop, sum(1 for slot, _ in todo if slot.variant == stop.variant and slot.round > look.round))
 
 
 def _finish(run: CampaignRun, shown: Shown, result: CampaignResult, elapsed_s: float) -> None:

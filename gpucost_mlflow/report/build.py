@@ -199,20 +199,26 @@ def _one_currency(protocol: Protocol, catalog: Catalog) -> None:
                                f"{catalog.path} in {catalog.currency}; one comparison uses one currency")
 
 
-def _decided(configs: list[Configuration], protocol: Protocol, catalog: Catalog, today: dt.date, measured: Measured
-             ) -> tuple[list[Assessment], Choice, str, dict, StagePlan | None]:
-    """Every configuration assessed against the protocol and the catalog, the one choice made of them (read by the
-    tables, the note and the decision run alike) once its confirmation runs are read and every device of a second
-    stage has reported, the decision note, the chosen configurations' confirmation verdicts and the latest stage."""
-    confidence, count = looked(protocol, measured.table)
-    assessments = assess(configs, Rules(
+def rules_of(protocol: Protocol, catalog: Catalog, today: dt.date, table: pd.DataFrame) -> Rules:
+    """What the protocol and the catalog fix before any timing, the rules every configuration of these attempts is
+    assessed under (the report's and the race's, core/campaign/race.py, alike)."""
+    confidence, count = looked(protocol, table)
+    return Rules(
         catalog, protocol.plan, protocol.deadline, protocol.deliverables["expected"],
         required_passes=protocol.passes_per_variant, max_spread_ratio=protocol.max_spread_ratio,
         side_by_side=bool(protocol.deliverables.get("side_by_side")), inputs_per_deliverable=protocol.corpus_size,
         today=today, max_price_age_days=protocol.max_price_age_days, confidence=confidence,
         looks=count,
         per_child=protocol.deliverables["per_child"], audit=audit_rule(
-            protocol.deliverables["audit"], protocol.acceptance.reference_variant, protocol.corpus_size)))
+            protocol.deliverables["audit"], protocol.acceptance.reference_variant, protocol.corpus_size))
+
+
+def _decided(configs: list[Configuration], protocol: Protocol, catalog: Catalog, today: dt.date, measured: Measured
+             ) -> tuple[list[Assessment], Choice, str, dict, StagePlan | None]:
+    """Every configuration assessed against the protocol and the catalog, the one choice made of them (read by the
+    tables, the note and the decision run alike) once its confirmation runs are read and every device of a second
+    stage has reported, the decision note, the chosen configurations' confirmation verdicts and the latest stage."""
+    assessments = assess(configs, rules_of(protocol, catalog, today, measured.table))
     choice = choose(assessments, deadline_declared=protocol.deadline is not None)
     stage = latest_stage(measured.table)
     if stage is not None:

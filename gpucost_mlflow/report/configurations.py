@@ -151,6 +151,7 @@ def configurations(measured: Measured, corpus_size: int | None = None) -> list[C
             timed_s=steady_or_whole(_column(completed, STEADY_LAP_S), list(completed[PASS_S])),
             setup_in_rate=len(completed) - int(completed[STEADY_LAP_S].notna().sum()) if STEADY_LAP_S in completed
             else len(completed),
+            stopped=next((v for v in rows["stopped"] if isinstance(v, str) and v), ""),
         ))
     return configs
 

@@ -39,6 +39,7 @@ STYLES = {standing.CHOSEN: ("#2ca02c", "o", False), standing.TIED: ("#2ca02c", "
           standing.LATE: ("#8c564b", "v", False), standing.UNSTABLE: ("#e377c2", "s", False),
           standing.NOT_PRICED: ("#bcbd22", "x", False),
           standing.UNDER_SAMPLED: ("#9467bd", "o", True), standing.LEFT_OUT: ("#7f7f7f", "x", False),
+          standing.RACED: ("#9467bd", "s", True),
           standing.NOT_CONFIRMED: ("#d62728", "s", True), standing.NOT_SHOWN: ("#d62728", "o", True)}
 TIED_SHADES = ("#2ca02c", "#0b5d1e", "#8fd18a")  # tied lines share their standing's green, told apart by shade
 

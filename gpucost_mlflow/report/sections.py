@@ -258,7 +258,7 @@ def decision_table(report: Report) -> Table:
                standing.NOT_PRICED: a.priced,
                standing.LEFT_OUT: f"no decision: {choice.none}"}.get(word, "")
         f = a.forecast
-        said = (a.under_sampled if word == standing.UNDER_SAMPLED else
+        said = (a.under_sampled if word == standing.UNDER_SAMPLED else a.feasibility if word == standing.RACED else
                 f"{word}: re-measure {table.note(a.unstable)}" if word == standing.UNSTABLE else
                 f"{word} {table.note(why)}" if why else word)
         table.rows.append([a.configuration.name, said,

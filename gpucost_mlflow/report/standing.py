@@ -1,9 +1,9 @@
 """Where each configuration stands against the choice, in one vocabulary for the report's tables, its figures, the
 passes' `gpucost.standing` and the decision run's description (`WORDS`, listed in docs/report.md): chosen, tied,
 undecided, not confirmed, equal on another device, costs more or slower at the same cost (timely, priced, not a candidate), and why the others
-are out (under-sampled, infeasible, not priced, unstable, misses the deadline, left out when no decision was made for a
-reason not about them); whose committed price is shown (none of those that cannot be committed to); which of them the
-cost-against-volume figure draws, and the chosen one's nearest break-evens."""
+are out (under-sampled, stopped by the race, infeasible, not priced, unstable, misses the deadline, left out when no
+decision was made for a reason not about them); whose committed price is shown (none of those that cannot be
+committed to); which of them the cost-against-volume figure draws, and the chosen one's nearest break-evens."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from gpucost_mlflow.core.money.breakeven import BreakEven, break_even
 from gpucost_mlflow.core.money.choice import Choice
 from gpucost_mlflow.core.money.curve import priced
 from gpucost_mlflow.core.money.decision import Assessment, unpriced
-from gpucost_mlflow.core.money.feasibility import QUALITY_NOT_SHOWN
+from gpucost_mlflow.core.money.feasibility import QUALITY_NOT_SHOWN, STOPPED
 
 CHOSEN, TIED, UNDECIDED, NOT_CONFIRMED = "chosen", "tied", "undecided", "not confirmed"
 COSTS_MORE, SAME_COST = "costs more", "slower at the same cost"
@@ -21,7 +21,8 @@ EQUAL = "equal, another device"  # the chosen cost, not separated, on a device t
 INFEASIBLE, NOT_PRICED, UNSTABLE, LATE = "infeasible", "not priced", "unstable", "misses the deadline"
 UNDER_SAMPLED, LEFT_OUT = "under-sampled", "left out"
 NOT_SHOWN = QUALITY_NOT_SHOWN  # its bar judged by its interval could not tell on this corpus (core/judging/bounds.py)
-OUT = (INFEASIBLE, NOT_SHOWN, NOT_PRICED, UNSTABLE, LATE, UNDER_SAMPLED, LEFT_OUT, NOT_CONFIRMED)  # left out
+RACED = STOPPED  # measured and out: the protocol's race stopped it, fewer passes by design (core/campaign/race.py)
+OUT = (INFEASIBLE, NOT_SHOWN, NOT_PRICED, UNSTABLE, LATE, UNDER_SAMPLED, RACED, LEFT_OUT, NOT_CONFIRMED)  # left out
 WORDS = (CHOSEN, TIED, UNDECIDED, EQUAL, COSTS_MORE, SAME_COST, *OUT)  # every standing word, and no other
 DRAWN_TIED = 3  # tied configurations drawn at most (they share one cost; more lines would hide each other)
 
@@ -43,6 +44,8 @@ def role(a: Assessment, choice: Choice) -> str:
     if _among(a, choice.others):
         candidates = choice.chosen or choice.undecided
         return SAME_COST if candidates and a.committed == min(c.committed for c in candidates) else COSTS_MORE
+    if a.configuration.stopped:
+        return RACED
     if a.under_sampled:
         return UNDER_SAMPLED
     if not a.feasible:

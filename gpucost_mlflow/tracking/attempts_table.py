@@ -56,7 +56,7 @@ from gpucost_mlflow.tracking import schema
 COLUMNS = [
     "run_id", "campaign_id", "stage", "settle_plan", "pass_index", "round", "position", "attempt", "variant", "role", "corpus_fingerprint", "device", "backend",
     "batch_size", "precision", "quantization", "length_grouping", "workload", "engine", "lanes", "model_revision", *schema.STACK_IDENTITY, "seed", "endpoint",
-    "status", "reason", "status_before_exclusion",
+    "status", "reason", "status_before_exclusion", "stopped",
     LOAD_S, WARMUP_S, PASS_S, REPETITIONS, FIRST_LAP_S, STEADY_LAP_S, SHAPE_SETUP_S, DISTINCT_SHAPES, MEASURED_TOTAL_S,
     REPETITIONS_IDENTICAL, COOLDOWN_S, EVAL_S,
     EXPORT_S, CONVERT_S, TOKENS_INPUT, TOKENS_PROMPT, TOKENS_GENERATED, "quality_verdict",

@@ -154,6 +154,12 @@ class CampaignRun:
             self.client.set_tag(self.run_id, schema.NOT_TRIED,
                                 "; ".join(f"{k}: {v}" for k, v in not_tried.items())[:limits.TAG_VALUE])
 
+    def record_stop(self, run_id: str, reason: str, stopped: dict[str, str]) -> None:
+        """A configuration the protocol's race stopped: why, on its latest pass (the attempts table's `stopped`
+        column, which a resume reads), and every stop so far (`stopped`: variant -> line) on the campaign run."""
+        self.client.set_tag(run_id, schema.RACE_STOPPED, reason[:limits.TAG_VALUE])
+        self.client.set_tag(self.run_id, schema.RACE_STOPPED, "; ".join(stopped.values())[:limits.TAG_VALUE])
+
     def record_measuring(self, session: Measuring, price: Price | None = None) -> Measuring:
         """Its machine time, this session's added to the earlier sessions', as hours (and its cost where a catalog
         priced it, or why none did); best effort on the way out, as `end`. Returns the campaign's total."""

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from gpucost_mlflow.core.inputs.protocol import Protocol
@@ -205,11 +206,20 @@ def _durations(attempts: Sequence[dict], variant: str) -> list[float]:
             and not math.isnan(a[PASS_S]) and a["status"] != Status.EXCLUDED]
 
 
+@dataclass(frozen=True)
+class Aside:
+    """What a campaign's description says beside its passes: the variants not tried (variant -> why), those the
+    protocol's race stopped (variant -> its stop line) and its harness overhead per pass."""
+
+    not_tried: Mapping[str, str] = field(default_factory=dict)
+    stopped: Mapping[str, str] = field(default_factory=dict)
+    overhead_s_per_pass: float | None = None
+
+
 def campaign_note(campaign_id: str, variants: Sequence[str], passes: int, attempts: Sequence[dict], state: str,
-                  protocol_digest: str = "", skipped: dict[str, str] | None = None,
-                  overhead_s_per_pass: float | None = None) -> str:
+                  protocol_digest: str = "", aside: Aside = Aside()) -> str:
     """A campaign's description: its state and progress, then per variant the passes finished, their statuses and
-    their median pass_s; cheap to recompose after every pass."""
+    their median pass_s, then what it says beside them (`aside`); cheap to recompose after every pass."""
     total = len(variants) * passes
     lines = [f"### campaign {campaign_id}{SEP}{state}, {len(attempts)} of {total} passes finished", "",
              f"{', '.join(variants)}: {passes} passes each, in rotated order (each round starts one variant later)"
@@ -222,10 +232,12 @@ def campaign_note(campaign_id: str, variants: Sequence[str], passes: int, attemp
         rows.append([variant, f"{len(mine)} of {passes}",
                      ", ".join(f"{n} {s}" for s, n in statuses.items()) or "none yet", number(median, 3, " s")])
     lines += markdown_table(["variant", "finished", "statuses", "median pass_s"], rows) + [""]
-    for name, why in (skipped or {}).items():
+    for name, why in aside.not_tried.items():
         lines.append(f"- **Not tried:** {name} ({short(why, 240)})")
-    if overhead_s_per_pass is not None:
-        lines.append(f"- **Harness overhead:** {overhead_s_per_pass:.2f} s per pass outside the timed parts")
+    for line in aside.stopped.values():
+        lines.append(f"- **Stopped by the race:** {short(line, 240)}")
+    if aside.overhead_s_per_pass is not None:
+        lines.append(f"- **Harness overhead:** {aside.overhead_s_per_pass:.2f} s per pass outside the timed parts")
     lines.append("- The passes are this run's children: expand it in the runs table, or group the runs by the tag "
                  f"`{schema.VARIANT}`. The metrics `{schema.MEDIAN_PASS_S_PREFIX}<variant>`, `{schema.PASSES_FINISHED}` "
                  f"and `{schema.PASSES_ACCEPTED}` are logged once, when the campaign finishes; this table follows "

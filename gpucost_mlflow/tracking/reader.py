@@ -142,6 +142,7 @@ def _read(run: RunRecord, now: dt.datetime | None, exported: dict[str, str]) -> 
         "against_reference": compared_with_reference(tags),
         "stage": tags.get(schema.STAGE, ""),
         "settle_plan": tags.get(schema.SETTLE_PLAN, ""),
+        "stopped": tags.get(schema.RACE_STOPPED, ""),
         # The status says it; passes recorded before carried the tag too.
         "corpus_accepted": status == Status.ACCEPTED and tags.get(schema.CORPUS_ACCEPTED, "true") == "true",
         "protocol_digest": tags.get(schema.PROTOCOL_DIGEST, ""),
@@ -286,6 +287,14 @@ def flag_overlaps(rows: list[dict]) -> None:
                                                    row["notes"]]))
 
 
+def carry_stops(rows: list[dict]) -> None:
+    """Carry a race's stop, recorded on the last pass of the configuration it stopped, to every row of that
+    configuration (its variant on its device) in that campaign: the attempts table's `stopped` column."""
+    found = {(row["campaign_id"], row["variant"], row["device"]): row["stopped"] for row in rows if row.get("stopped")}
+    for row in rows:
+        row["stopped"] = found.get((row["campaign_id"], row["variant"], row["device"]), "")
+
+
 def attempts(client: MlflowClient, experiment: Experiment, now: dt.datetime | None = None) -> list[Attempt]:
     """Every gpucost pass of the experiment as an attempt, oldest first; running passes are judged at `now` (the
     current time unless told)."""
@@ -300,4 +309,5 @@ def attempts_of(records: list[RunRecord], now: dt.datetime | None = None) -> lis
     exported: dict[str, str] = {}
     read = [_read(run, now, exported) for run in records]
     flag_overlaps([row for _, row in read])
+    carry_stops([row for _, row in read])
     return [Attempt(identity, row) for identity, row in read]

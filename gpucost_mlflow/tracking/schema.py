@@ -79,6 +79,10 @@ STAGE = "gpucost.stage"  # "settle" on a pre-registered second stage's campaign 
 # On a second stage's campaign run and passes: the stage fixed once over every device of the undecided group
 # (core/campaign/settle.py `StagePlan.record`), so the report knows which device has not reported yet.
 SETTLE_PLAN = "gpucost.settle.plan"
+# On the last pass of a configuration the protocol's race stopped (core/campaign/race.py): why, in one line (the
+# attempts table's `stopped` column, on every row of that configuration in its campaign); on the campaign run, every
+# stop it made ("variant: why; ...").
+RACE_STOPPED = "gpucost.race.stopped"
 CORPUS_LOCK = "gpucost.corpus_lock"  # experiment tag: the corpus fingerprint of its first benchmark pass
 SERIES_LOCK_PREFIX = "gpucost.series."  # experiment tag per series: the digest of its declaration at its first pass
 OVERLAPPED_WITH = "gpucost.overlapped_with"

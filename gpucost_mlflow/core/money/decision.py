@@ -65,6 +65,7 @@ class Configuration:
     not_shown: tuple[str, ...] = ()  # each rejected pass whose quality bar was not shown: why (its interval, the
     # inputs that would show it), core/judging/bounds.py
     setup_in_rate: int = 0  # counted passes recorded before steady laps: their duration includes each shape's setup
+    stopped: str = ""  # why the protocol's race stopped measuring it (core/campaign/race.py), '' when it did not
 
     @property
     def separated_on(self) -> tuple[float, ...]:

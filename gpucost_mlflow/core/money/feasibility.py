@@ -1,5 +1,5 @@
 """Whether a configuration can be chosen at all: every attempt that counts completed the corpus with every check
-passed, with the protocol's passes; else why not, in one line. Pure."""
+passed, with the protocol's passes, and not stopped by the protocol's race; else why not, in one line. Pure."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ NOT_COUNTED = (Status.EXCLUDED, Status.INTERRUPTED)  # neither a result of the c
 
 
 QUALITY_NOT_SHOWN = "quality not shown"  # a configuration whose only rejections are bars its corpus could not show
+STOPPED = "stopped by the race"  # measured and out: the protocol's race stopped it (core/campaign/race.py)
 
 
 def feasibility(config: Configuration, required: int | None = None) -> tuple[bool, str]:
@@ -25,6 +26,8 @@ def feasibility(config: Configuration, required: int | None = None) -> tuple[boo
     counted = [s for s in config.statuses if s not in NOT_COUNTED]
     interrupted = config.statuses.count(Status.INTERRUPTED)
     besides = f"; {interrupted} interrupted attempt(s) not counted (resume the campaign)" if interrupted else ""
+    if config.stopped:  # fewer passes by design, never under-sampled: out whatever its passes show
+        return False, f"{STOPPED}: {config.stopped}"
     if config.seeds_missing:  # the seeds are repetitions of it: one that does not hold is the reason, named
         return False, f"not every seed of the protocol holds ({config.seeds_missing})"
     if not counted:
