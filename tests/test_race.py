@@ -1,11 +1,13 @@
 """The race a protocol may declare (`race: {from_round: N}`, issue 63): a configuration stops being measured once more
 passes cannot make it the choice; the rule on plain data with known answers, its field in the locked protocol, a
-demo-protocol campaign raced round by round over recorded attempts, and a real campaign."""
+demo-protocol campaign raced round by round over recorded attempts, the replay over stores, and a real campaign."""
 
 from __future__ import annotations
 
 import datetime as dt
 import re
+import subprocess
+import sys
 from decimal import Decimal
 from pathlib import Path
 
@@ -28,7 +30,7 @@ from gpucost_mlflow.report.race import stops_after
 from gpucost_mlflow.report.sections import decision_table
 from gpucost_mlflow.tracking import schema
 from tests import scenario
-from tests.helpers import ROOT, attempts_table, evidence_of, write_protocol
+from tests.helpers import ROOT, attempts_table, evidence_of, load_benchmark, write_protocol
 
 DEMO_PROTOCOL = ROOT / "projects" / "protocol-demo.yaml"
 EPYC = "AMD EPYC"
@@ -235,6 +237,45 @@ def test_a_demo_campaign_under_the_race_stops_the_rejected_and_the_dear_and_reac
     assert "under-sampled" not in built.decision
     feasibility = dict(zip(balance["variant"], balance["feasibility"]))
     assert feasibility["batch1"] == f"stopped by the race: {dominated}"  # measured and out, never chosen or tied
+
+
+# Replay before trust: the script end to end on a tiny store.
+
+@pytest.mark.integration
+def test_the_replay_over_a_tiny_store_saves_passes_and_never_stops_the_full_designs_choice(store, tmp_path):
+    write = scenario.attempt_writer()
+    for slot in rotated(list(DEMO_PASSES), 5):
+        write(slot.variant, EPYC, DEMO_PASSES[slot.variant][slot.round - 1],
+              **(REJECTED if slot.variant == "batch8-int8" else {}))
+    catalog = hourly(tmp_path / "this-machine.csv")
+    protocol = raced(tmp_path / "p.yaml")
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "race_replay.py"), "--store", store,
+                           "--experiment", scenario.EXPERIMENT, "--protocol", str(protocol), "--catalog", str(catalog),
+                           "--orders", "4", "--seed", "1"], capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert "race from round 2 of 5, 20 benchmark passes, 4 orders (seed 1)" in lines[0]
+    saved = float(re.search(r"passes saved: ([\d.]+) %", done.stdout)[1])
+    assert saved >= 100 * (4 + 3) / 20  # int8 runs 1 of 5, batch1 at most 2: at least 7 of 20 never run
+    assert "the choice stopped: 0 of 4 orders (0.0 %; the full design decides batch8 on AMD EPYC)" in done.stdout
+    assert "decision as the full design's: 4 of 4 orders" in done.stdout
+
+
+@pytest.mark.unit
+def test_the_replay_races_each_order_as_a_campaign_races_it(store, tmp_path):
+    replay = load_benchmark("race_replay")
+    write = scenario.attempt_writer()
+    for slot in rotated(list(DEMO_PASSES), 5):
+        write(slot.variant, EPYC, DEMO_PASSES[slot.variant][slot.round - 1],
+              **(REJECTED if slot.variant == "batch8-int8" else {}))
+    protocol = replay.raced_protocol(raced(tmp_path / "p.yaml", from_round=None), 2)
+    found = replay.read_store(store, scenario.EXPERIMENT, protocol, [hourly(tmp_path / "this-machine.csv")])
+    figures = replay.replay(found, orders=3, seed=0)
+    assert (figures.orders, figures.recorded, figures.choice_stopped, figures.same_decision) == (3, 20, 0, 3)
+    assert figures.full == {(EPYC, "batch8")}
+    assert figures.stops["batch8-int8 on AMD EPYC"] == figures.stops["batch1 on AMD EPYC"] == 3
+    assert set(figures.stops) <= {"batch8-int8 on AMD EPYC", "batch1 on AMD EPYC", "batch4 on AMD EPYC"}
+    assert figures.ran <= 3 * (5 + 5 + 2 + 1)  # batch4 may stop too, where its order shows its cost early
 
 
 # One real small campaign through `gpucost campaign`: the tiny model, a variant not comparable with the reference.
