@@ -266,11 +266,14 @@ def test_an_embeddings_campaign_rejudges_bf16_by_cosine_and_the_report_decides(s
     said = confirmed.output.splitlines()
     assert said[0].startswith("confirming embed-batch8") and "for at least 1 s each (confirmation.min_s)" in said[0]
     ran = [line.split(";")[0] for line in said if line.startswith(("confirmation:", "the reference's outputs:"))]
-    assert {"confirmation: embed-batch8 accepted (every check passed)",
-            "confirmation: embed-batch8-bf16 accepted (every check passed)"} <= set(ran), "\n".join(said)
+    # One configuration confirmed: the one the tie runs (the shortest slowest-pass forecast, then the most spare
+    # capacity, then the name); its tie-mate is equal in cost and not run, so not confirmed (issue 66).
+    confirmed_runs = [line for line in ran if line.startswith("confirmation:")]
+    assert len(confirmed_runs) == 1 and confirmed_runs[0].endswith(" accepted (every check passed)"), "\n".join(said)
+    (one,) = re.findall(r"^confirmation: (embed-batch8(?:-bf16)?) accepted", confirmed_runs[0])
     verdicts = [line for line in said if line.startswith("embed-batch8")]
     expected = {}
-    for verdict in verdicts:  # each one outcome, the rule's for the figures it shows: its rate against the slowest pass
+    for verdict in verdicts:  # its one outcome, the rule's for the figures it shows: its rate against the slowest pass
         found = re.search(r"^(embed-batch8(?:-bf16)?) on .*?: (confirmed|not confirmed) \(([0-9,.]+) inputs/s: "
                           r"[0-9,]+ repetitions? of 30 confirmation inputs in [0-9,.]+ s.*\(benchmark passes "
                           r"([0-9,.]+)-[0-9,.]+ inputs/s\); quality held", verdict)
@@ -278,25 +281,23 @@ def test_an_embeddings_campaign_rejudges_bf16_by_cosine_and_the_report_decides(s
         rate, slowest = (float(found.group(i).replace(",", "")) for i in (3, 4))
         expected[found.group(1)] = "confirmed" if rate >= slowest else "not confirmed"
         assert found.group(2) == expected[found.group(1)], verdict
-    assert sorted(expected) == ["embed-batch8", "embed-batch8-bf16"]
+    assert sorted(expected) == [one]
     table = pd.read_csv(_report(runner, out, catalog, embeddings_protocol) / "attempts.csv")
     confirming = table[table["role"] == "confirmation"]
-    assert set(confirming["variant"]) == {"embed-batch8", "embed-batch8-bf16"}
-    assert (confirming.groupby("variant")["measured_total_s"].max() >= 1.0).all()
+    assert one in set(confirming["variant"])  # beside it, the reference's outputs where it needs them (not repeated)
+    assert confirming[confirming["variant"] == one]["measured_total_s"].max() >= 1.0
     runs = [line for line in (out / "report.md").read_text().splitlines() if ", confirmation run " in line]
-    held = sum(outcome == "confirmed" for outcome in expected.values())
-    listed = {}  # every confirmation run is listed, a configuration with two (its reference outputs first) twice
+    listed = {}  # every confirmation run of the one confirmed is listed
     for line in runs:
         name = re.search(r"(embed-batch8(?:-bf16)?)\b", line).group(1)
         listed.setdefault(name, set()).add("not confirmed" if "): not confirmed: " in line else "confirmed")
-    for name, outcome in expected.items():  # confirmed only when every one of its runs held
-        assert (listed[name] == {"confirmed"}) == (outcome == "confirmed"), (name, outcome, runs)
-    if held == len(expected):  # a second `confirm` runs nothing more for a choice that held
+    assert (listed[one] == {"confirmed"}) == (expected[one] == "confirmed"), (one, expected, runs)
+    if expected[one] == "confirmed":  # a second `confirm` runs nothing more for a choice that held
         again = runner.invoke(main, ["confirm", "--experiment", "emb", "--protocol", str(embeddings_protocol),
                                      "--variants-file", str(VARIANTS), "--catalog", str(catalog), "--corpus",
                                      str(confirmation)])
         assert again.exit_code == 0 and "confirming" not in again.output
-        assert again.output.count(": already confirmed (") == 2
+        assert again.output.count(": already confirmed (") == 1
 
 
 def _report(runner, out, catalog, protocol):
