@@ -370,7 +370,8 @@ def test_fp32_then_lower_precision_generation_passes_record_tokens_timings_and_t
             "decode_s", "flops_prefill_useful", "flops_decode_padded", "useful_flop_per_s", "macro_f1",
             "mem_peak_rss_bytes"} <= set(metrics)
     assert metrics["expected_ids"] == metrics["observed_ids"] == 16
-    assert metrics["tokens_generated"] <= 16 * 8 and metrics["prefill_s"] + metrics["decode_s"] <= metrics["pass_s"]
+    # the prefill / decode split is the first lap's (the outputs exported and judged), inside that lap's clock
+    assert metrics["tokens_generated"] <= 16 * 8 and metrics["prefill_s"] + metrics["decode_s"] <= metrics["first_lap_s"]
     assert metrics["flops_prefill_useful"] <= metrics["flops_prefill_padded"]
     assert fp32.data.params["stack.sdpa.backend"] == "flash" and fp32.data.params["stack.sdpa.num_key_value_heads"] == "2"
     assert 0.0 <= low.data.metrics["reference_exact_match"] <= 1.0
@@ -439,7 +440,7 @@ def engines_judged_against(fp32, corpus: Path, protocol: Path, tmp_path: Path, m
         assert 0.0 <= run.data.metrics["reference_exact_match"] <= 1.0
         assert run.data.metrics["expected_ids"] == run.data.metrics["observed_ids"] == 16
     assert int8.data.metrics["convert_s"] > 0  # converted in this pass, inside its load_s
-    assert int8.data.metrics["prefill_s"] + int8.data.metrics["decode_s"] <= int8.data.metrics["pass_s"]
+    assert int8.data.metrics["prefill_s"] + int8.data.metrics["decode_s"] <= int8.data.metrics["first_lap_s"]
     assert int8.data.params["setting.engine"] == "ctranslate2" and int8.data.params["setting.quantization"] == "dynamic-int8"
     manifest = json.loads(Path(mlflow.artifacts.download_artifacts(run_id=int8.info.run_id, artifact_path="manifest.json",
                                                                    dst_path=str(tmp_path / "m"))).read_text())
