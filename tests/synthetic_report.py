@@ -119,8 +119,8 @@ def decided_report(expected: int = 2000, deadline_h: float = 20.0, changed: dict
     1,000 inputs, a deadline the slowest misses; `changed`: other durations for some variants; `priced_device`: the
     device the catalog prices (another one: nothing priced)."""
     from gpucost_mlflow.core.money.catalog import Catalog
-    from gpucost_mlflow.core.money.choice import decide
     from gpucost_mlflow.core.money.decision import Rules, assess
+    from gpucost_mlflow.core.money.decision_note import decide
 
     passes = {**DEMO_PASSES, **(changed or {})}
     medians = {"load_s": 3.0, "warmup_s": 0.5, "eval_s": 0.1, "export_s": 0.2}

@@ -25,10 +25,10 @@ from gpucost_mlflow.core.money.choice import (
     await_stage,
     break_evens,
     choose,
-    decide,
     hold,
 )
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, Assessment, Configuration, Rules, assess
+from gpucost_mlflow.core.money.decision_note import decide
 from gpucost_mlflow.core.money.startups import audit_rule
 from gpucost_mlflow.report import (
     alternatives,
