@@ -44,7 +44,7 @@ def test_a_b200_lot_already_holds_two_cards():
 def test_no_accepted_result_leaves_the_ratio_undefined_and_the_total_committed():
     result = cli("packages", "--gpu", "b200", "--days", "7", "--lots", "1", "--accepted-results", "0")
     assert "2,071.00 USD for 2 GPU(s)" in result.output
-    assert "cost per validated corpus: undefined (no accepted result)" in result.output
+    assert "cost per validated corpus: undefined (no cost per result yet: no deliverable accepted)" in result.output
 
 
 @pytest.mark.parametrize("value", ["-1", "2.5", "four"])

@@ -23,6 +23,7 @@ pytestmark = pytest.mark.unit
 UNIT_COST = re.compile(r"per[ _](1,000|1000|million)(?![\d,])", re.IGNORECASE)  # '... USD per 1,000 ...', 'cost_per_1000_'
 NAMED = re.compile(r"forecast|planned|validated", re.IGNORECASE)  # validated: from accepted deliverables only
 PHRASE = re.compile(r"[;|\n]|\.\s|\((?=[^)]*\))|, (?=[a-z])")  # a phrase ends at ; | a full stop, a list's comma
+PLANNED_UNIT = re.compile(r"per[ _](1,000|1000|million)[ _]planned[ _]inputs", re.IGNORECASE)  # the planning budget's
 
 
 def unnamed(text: str) -> list[str]:
@@ -36,6 +37,17 @@ def test_the_scan_finds_a_unit_cost_not_named_a_forecast():
         "That is 0.15 USD per 1,000 inputs"]
     assert unnamed("cost_per_1000_inputs_at_capacity") == ["cost_per_1000_inputs_at_capacity"]
     assert not unnamed("Planning budget (forecast): 0.15 USD per 1,000 planned inputs; 1.2 USD per 1,000 validated inputs")
+
+
+def planned_units(text: str) -> set[str]:
+    """The units the planning budget is given in: 'million' for '... per million planned inputs' and for the metric
+    `forecast_cost_per_million_planned_inputs_usd`."""
+    return {found.replace(",", "").lower() for found in PLANNED_UNIT.findall(text)}
+
+
+def test_the_scan_reads_the_planning_budgets_unit_in_words_and_in_a_metric_name():
+    assert planned_units("0.30 USD per million planned inputs; forecast_cost_per_1000_planned_inputs_usd") == {
+        "million", "1000"}
 
 
 def test_no_unit_cost_from_planned_volume_goes_unnamed_on_any_surface(experiment, tmp_path):
@@ -62,7 +74,11 @@ def test_no_unit_cost_from_planned_volume_goes_unnamed_on_any_surface(experiment
     assert passes
     surfaces["pass tags"] = "\n".join(f"{key}\n{value}" for run in passes for key, value in run.data.tags.items())
     surfaces["pass metrics"] = "\n".join(key for run in passes for key in run.data.metrics)
-    assert "per 1,000 planned inputs" in surfaces["decision note"]  # the scan has something to read
+    assert "per million planned inputs" in surfaces["decision note"]  # the scan has something to read
     assert any(UNIT_COST.search(text) for text in surfaces["balance.csv header"].splitlines())
     found = {name: unnamed(text) for name, text in surfaces.items() if unnamed(text)}
     assert not found, found
+    # One unit for the planning budget on every surface, the MLflow metric included (issue 66).
+    units = {name: planned_units(text) for name, text in surfaces.items() if planned_units(text)}
+    assert {"report.md", "decision note", "balance.csv header", "decision run metrics"} <= set(units), units
+    assert set().union(*units.values()) == {"million"}, units

@@ -375,7 +375,7 @@ def _figures_of(**given):
     from types import SimpleNamespace
 
     figures = {"currency": "USD", "committed": Decimal("110.00"), "saving": None,
-               "cost_per_1000_inputs": Decimal("0.0012345"), "cost_per_million_output_tokens": None,
+               "cost_per_million_inputs": Decimal("0.0012345"), "cost_per_million_output_tokens": None,
                "forecast_hours": 4.139373147779167, "forecast": SimpleNamespace(high_hours=1234.56789),
                "spare": SimpleNamespace(spare=12)}
     return decided.figures(SimpleNamespace(**{**figures, **given}))
@@ -383,7 +383,7 @@ def _figures_of(**given):
 
 @pytest.mark.unit
 def test_decision_metrics_carry_their_unit_and_are_rounded_as_the_ui_shows_them():
-    assert _figures_of() == {"committed_cost_usd": 110.0, "forecast_cost_per_1000_planned_inputs_usd": 0.001235,
+    assert _figures_of() == {"committed_cost_usd": 110.0, "forecast_cost_per_million_planned_inputs_usd": 0.001235,
                              "forecast_h": 4.14,
                              "forecast_slowest_h": 1234.57, "spare_deliverables": 12.0}
     euros = _figures_of(currency="EUR", saving=Decimal("12.5"), cost_per_million_output_tokens=Decimal("123.456"))

@@ -13,6 +13,7 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.money import units
 from gpucost_mlflow.report import render
 from gpucost_mlflow.tracking import overlaps, schema
 from tests.helpers import CATALOG, SHIPPED_PROTOCOL, VARIANTS, attempts_table
@@ -64,7 +65,7 @@ def test_no_accepted_deliverable_leaves_cost_per_validated_corpus_undefined(expe
     for seconds in (10.0, 10.1, 10.2, 10.1, 10.0):
         experiment("batch8", RTX, seconds)
     _, balance = report()
-    assert balance["cost_per_validated_corpus"][0] == "undefined (no accepted deliverable)"
+    assert balance["cost_per_validated_corpus"][0] == units.NO_RESULT
     assert balance["committed_cost"][0] == "110.00"
     experiment("batch8", RTX, 10.0, role="deliverable", fingerprint="d" * 64)
     experiment("batch8", RTX, 10.1, role="deliverable", fingerprint="d" * 64)
@@ -254,7 +255,7 @@ def test_500_expected_deliverables_scale_the_forecast_and_none_counts_as_accepte
     assert a.forecast.deliverables_h == pytest.approx(500 * (10.1 + 0.3) / 3600)
     assert a.forecast.low_hours < a.forecast.hours < a.forecast.high_hours
     assert a.configuration.accepted_deliverables == 0
-    assert balance["cost_per_validated_corpus"][0] == "undefined (no accepted deliverable)"
+    assert balance["cost_per_validated_corpus"][0] == units.NO_RESULT
     assert "500 expected deliverables, one deliverable after another (forecast)" in a.forecast.terms()
 
 

@@ -31,8 +31,8 @@ def test_the_card_says_what_to_rent_what_to_run_the_window_the_runner_up_and_wha
     assert card.lines(decided) == [
         ("Rent", ("4.00 USD committed for cpu hourly, 1 lot, 8 h billed (min 1 h, per 1 h); an example price, not a "
                  "quote")),
-        ("Run", (f"batch64-bf16-lg on {CPU} (no cost per result yet: quality bar met on the comparison corpus, no "
-                 "deliverable accepted)")),
+        ("Run", (f"batch64-bf16-lg on {CPU} (no cost per result yet: no deliverable accepted; quality bar met on the "
+                 "comparison corpus)")),
         ("Window", ("7.5 h forecast (4.0 h declared setup and waiting, 3.5 h work), 7.6 h at the slowest pass, ends by "
                    "2026-10-01T16:33; deadline 2026-10-02T05:00:00 (met)")),
         ("Runner-up", "batch8-lg at 4.50 USD (0.50 USD more, +12.5 %)"),
@@ -129,7 +129,7 @@ def test_the_card_comes_first_then_the_question_and_protocol_then_the_first_tabl
 def test_the_first_table_uses_short_names_and_says_its_constant_columns_once(decided):
     table, sentence = sections.first_table(decided)
     assert sentence == (f"Every configuration ran on {CPU}; short names: lg = lengthgrouped. The same in every row: "
-                        "cost per validated corpus: undefined (no accepted deliverable).")
+                        "cost per validated corpus: no cost per result yet: no deliverable accepted.")
     assert "cost per validated corpus" not in table.head and "deadline" in table.head  # batch1 misses it
     assert [row[0] for row in table.rows][:3] == ["batch64-bf16-lg", "batch8-lg", "batch8"]
     assert "5 rejected attempt(s) (a check failed)" in table.notes  # batch8-int8's standing

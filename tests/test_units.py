@@ -31,13 +31,15 @@ def test_110_usd_for_4_corpora_of_1000_inputs_is_27_50_per_1000_inputs():
     assert units.per_1000_inputs(Decimal("110.00"), 0, 1000) is None
 
 
-def test_a_unit_cost_keeps_two_significant_digits_and_under_a_cent_is_said_per_million_planned_inputs():
+def test_a_unit_cost_keeps_two_significant_digits_and_the_planning_budget_is_always_per_million_planned_inputs():
     cost = units.per_1000_inputs(Decimal("0.50"), 1063, 1000)
     assert cost == Decimal("0.00047") and units.money(cost, "USD") == "0.00047 USD"  # 0.0005 would be one digit
-    assert units.planned_inputs(cost, "USD") == "0.47 USD per million planned inputs"
-    demo = units.per_1000_inputs(Decimal("0.60"), 4000, 500)  # the demo: 0.60 USD over 2 million planned inputs
+    assert units.per_million_inputs(Decimal("0.50"), 1063, 1000) == Decimal("0.47")
+    demo = units.per_million_inputs(Decimal("0.60"), 4000, 500)  # the demo: 0.60 USD over 2 million planned inputs
     assert units.planned_inputs(demo, "USD") == "0.30 USD per million planned inputs"
-    assert units.planned_inputs(Decimal("27.50"), "USD") == "27.50 USD per 1,000 planned inputs"
+    # One unit whatever the size (issue 66): 110.00 over 4,000 planned inputs is never '27.50 per 1,000'.
+    dear = units.per_million_inputs(Decimal("110.00"), 4, 1000)
+    assert units.planned_inputs(dear, "USD") == "27,500.00 USD per million planned inputs"
 
 
 def test_the_cost_per_million_output_tokens_comes_from_the_measured_tokens_per_input():
@@ -71,12 +73,11 @@ def test_balance_and_decision_note_carry_unit_costs_and_spare_capacity(experimen
         experiment("batch8", RTX, seconds)
     built, balance = report(protocol_path=protocol_like_shipped(tmp_path, drop_deadline=True, expected=4))
     row = balance[balance["variant"] == "batch8"].iloc[0]
-    assert row["committed_cost"] == "110.00" and row["forecast_cost_per_1000_planned_inputs"] == "27.50"
+    assert row["committed_cost"] == "110.00" and row["forecast_cost_per_million_planned_inputs"] == "27500.00"
     assert row["forecast_cost_per_million_planned_output_tokens"] == ""
     assert row["forecast_cost_per_million_planned_output_tokens_reason"] == units.NO_TOKENS
-    assert row["validated_cost_per_1000_inputs"] == "undefined (no accepted deliverable)"
+    assert row["validated_cost_per_1000_inputs"] == units.NO_RESULT
     assert row["spare_deliverables"] > 1000 and row["plan_capacity_deliverables"] == row["spare_deliverables"] + 4
-    assert ("Planning budget, a forecast from the planned volume, not a cost per validated result (none until a "
-            "deliverable is accepted): 27.50 USD per 1,000 planned inputs; the same 110.00 USD would cover up to"
-            ) in built.decision
+    assert ("Planning budget, a forecast from the planned volume (no cost per result yet: no deliverable accepted): "
+            "27,500.00 USD per million planned inputs; the same 110.00 USD would cover up to") in built.decision
     assert "per 1,000 inputs" not in built.decision.split(". Reason")[0]  # nothing of it on the result line

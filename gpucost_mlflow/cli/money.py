@@ -13,7 +13,7 @@ from gpucost_mlflow.cli.options import WholeNumber, _catalog
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import shipped
 from gpucost_mlflow.core.inputs.corpus import write_atomic
-from gpucost_mlflow.core.money import costs, market, spot_advisor
+from gpucost_mlflow.core.money import costs, market, spot_advisor, units
 from gpucost_mlflow.core.money.catalog import PACKAGE_DAYS, example_catalog, load_catalog
 from gpucost_mlflow.core.money.plans import covering_plans, parse_hours, parse_positive, to_hours
 from gpucost_mlflow.core.money.window import consecutive_needed, covers, window
@@ -62,7 +62,7 @@ def _echo_package(catalog, gpu: str, length: int, lots: int, accepted_results: i
     if accepted_results is not None:
         per = costs.cost_per_validated_corpus(held.total, accepted_results)
         click.echo(
-            "  cost per validated corpus: undefined (no accepted result); the committed "
+            f"  cost per validated corpus: undefined ({units.NO_RESULT}); the committed "
             f"{costs.money(held.total, package.currency)} stays in the balance"
             if per is None else
             f"  cost per validated corpus: {costs.money(per, package.currency)} ({costs.money(held.total, package.currency)} / {accepted_results} accepted)"

@@ -81,7 +81,7 @@ def _run(chosen: list[Assessment], names: short.Names) -> str:
     where = f" on {names.device}" if names.device else ""
     validated = first.validated_cost_per_1000_inputs
     result = (f"{units.money(validated, first.currency)} per 1,000 validated inputs" if validated is not None
-              else "no cost per result yet: quality bar met on the comparison corpus, no deliverable accepted")
+              else f"{units.NO_RESULT}; quality bar met on the comparison corpus")
     return f"{who}{where} ({result})"
 
 

@@ -115,7 +115,7 @@ def figures(chosen: Assessment) -> dict[str, float]:
     hours to 3 (`_shown`); a figure the assessment lacks is left out, never 0."""
     currency = chosen.currency
     money_totals = {schema.COMMITTED_COST: chosen.committed, schema.POSSIBLE_SAVING: chosen.saving}
-    unit_costs = {schema.COST_PER_1000_INPUTS: chosen.cost_per_1000_inputs,
+    unit_costs = {schema.COST_PER_MILLION_INPUTS: chosen.cost_per_million_inputs,
                   schema.COST_PER_MILLION_OUTPUT_TOKENS: chosen.cost_per_million_output_tokens}
     found = {schema.in_currency(key, currency): _shown(value, 2) for key, value in money_totals.items()
              if value is not None}

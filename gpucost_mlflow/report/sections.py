@@ -188,7 +188,7 @@ def _per_corpus(table: Table, a: Assessment) -> str:
     """The cost per validated corpus, or why it is undefined."""
     if a.cost_per_validated is not None:
         return f"{a.cost_per_validated:,.2f} {a.currency}"
-    return table.fold("undefined (no accepted deliverable)")
+    return table.fold(units.NO_RESULT)
 
 
 def _saving(a: Assessment) -> str:
@@ -201,22 +201,22 @@ def _saving(a: Assessment) -> str:
 
 
 def _per_inputs(table: Table, a: Assessment) -> str:
-    """The planning budget per 1,000 planned inputs (and per million planned output tokens where they are counted), or
-    why none: a forecast from the planned volume, never a cost per validated result."""
-    if a.cost_per_1000_inputs is None:
+    """The planning budget per million planned inputs (and per million planned output tokens where they are counted),
+    or why none: a forecast from the planned volume, never a cost per validated result."""
+    if a.cost_per_million_inputs is None:
         return table.fold(a.priced) if a.committed is None else ""
     tokens = a.cost_per_million_output_tokens
     extra = f"; {units.money(tokens, a.currency)} per million planned output tokens" if tokens is not None else ""
-    return f"{units.planned_inputs(a.cost_per_1000_inputs, a.currency)}{extra}"
+    return f"{units.planned_inputs(a.cost_per_million_inputs, a.currency)}{extra}"
 
 
 def _capacity(a: Assessment) -> str:
-    """'328 corpora (324 more), 0.34 USD per 1,000 planned inputs then' (a forecast), or '' when not priced."""
+    """'328 corpora (324 more), 335.37 USD per million planned inputs then' (a forecast), or '' when not priced."""
     found = a.spare
     if found is None:
         return ""
-    then = (f", {units.planned_inputs(a.spare_cost_per_1000_inputs, a.currency)} then"
-            if a.spare_cost_per_1000_inputs is not None and found.spare else "")
+    then = (f", {units.planned_inputs(a.spare_cost_per_million_inputs, a.currency)} then"
+            if a.spare_cost_per_million_inputs is not None and found.spare else "")
     return f"{found.capacity:,} corpora ({found.spare:,} more){then}"
 
 

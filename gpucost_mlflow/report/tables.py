@@ -16,6 +16,7 @@ from gpucost_mlflow.core.measurement.stats import (
     separate,
     too_short,
 )
+from gpucost_mlflow.core.money import units
 from gpucost_mlflow.core.money.decision import Assessment, Configuration
 from gpucost_mlflow.core.names import (
     CPU_UTILISATION,
@@ -31,7 +32,7 @@ from gpucost_mlflow.core.names import (
 )
 from gpucost_mlflow.report import next_batch, versus_reference
 from gpucost_mlflow.report.measured import Measured
-from gpucost_mlflow.tracking.schema import COST_PER_1000_INPUTS as FORECAST_PER_1000
+from gpucost_mlflow.tracking.schema import COST_PER_MILLION_INPUTS as FORECAST_PER_MILLION
 from gpucost_mlflow.tracking.schema import COST_PER_MILLION_OUTPUT_TOKENS as FORECAST_PER_MILLION_TOKENS
 
 MEMORY = ("mem_peak_allocated_bytes", "mem_peak_reserved_bytes", "mem_peak_rss_bytes")
@@ -185,21 +186,22 @@ def _hours(value: float | None) -> float | None:
 
 
 def unit_costs(a: Assessment) -> dict:
-    """The unit-cost columns of balance.csv: the forecast per 1,000 planned inputs and per million planned output tokens
-    (empty with the reason where it does not apply), per 1,000 validated inputs, and the plan's spare capacity."""
+    """The unit-cost columns of balance.csv: the planning budget per million planned inputs and per million planned
+    output tokens (empty with the reason where it does not apply), per 1,000 validated inputs, and the plan's spare
+    capacity."""
     spare = a.spare
     tokens = a.cost_per_million_output_tokens
     validated = a.validated_cost_per_1000_inputs
     return {
-        FORECAST_PER_1000: str(a.cost_per_1000_inputs) if a.cost_per_1000_inputs is not None else "",
+        FORECAST_PER_MILLION: str(a.cost_per_million_inputs) if a.cost_per_million_inputs is not None else "",
         FORECAST_PER_MILLION_TOKENS: str(tokens) if tokens is not None else "",
         f"{FORECAST_PER_MILLION_TOKENS}_reason": a.tokens_reason,
         "validated_cost_per_1000_inputs": (str(validated) if validated is not None
-                                           else "undefined (no accepted deliverable)" if a.committed is not None else ""),
+                                           else units.NO_RESULT if a.committed is not None else ""),
         "spare_deliverables": spare.spare if spare else None,
         "plan_capacity_deliverables": spare.capacity if spare else None,
-        "forecast_cost_per_1000_inputs_at_capacity": (str(a.spare_cost_per_1000_inputs)
-                                                      if a.spare_cost_per_1000_inputs is not None else ""),
+        f"{FORECAST_PER_MILLION}_at_capacity": (str(a.spare_cost_per_million_inputs)
+                                                if a.spare_cost_per_million_inputs is not None else ""),
     }
 
 
@@ -252,7 +254,7 @@ def balance(assessments: list[Assessment], deadline, other_costs=()) -> pd.DataF
             "rows_not_priced": " | ".join(a.refused),
             "accepted_deliverables": c.accepted_deliverables,
             "cost_per_validated_corpus": (str(a.cost_per_validated) if a.cost_per_validated is not None
-                                          else "undefined (no accepted deliverable)"),
+                                          else units.NO_RESULT),
             **unit_costs(a),
         })
     for cost in other_costs:

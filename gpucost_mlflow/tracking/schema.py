@@ -133,7 +133,7 @@ DECIDED = "decided"  # gpucost.decision when a plan was chosen ("none" when noth
 COMMITTED_COST = "committed_cost"  # alone (no currency) on decision runs logged before the unit was named
 # Decision-run metrics beside the committed cost: the chosen plan's unit costs and its spare deliverables.
 # Unit costs from the planned volume are forecasts, named so (issue 52): never a cost per validated result.
-COST_PER_1000_INPUTS = "forecast_cost_per_1000_planned_inputs"
+COST_PER_MILLION_INPUTS = "forecast_cost_per_million_planned_inputs"  # one unit (issue 66); older runs: per_1000
 COST_PER_MILLION_OUTPUT_TOKENS = "forecast_cost_per_million_planned_output_tokens"
 SPARE_DELIVERABLES = "spare_deliverables"
 FORECAST_HOURS = "forecast_h"  # the median-pass window

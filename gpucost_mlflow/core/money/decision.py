@@ -186,21 +186,21 @@ class Assessment:
     def currency(self) -> str:
         return self.plan.currency if self.plan else ""
 
-    def _per_1000(self, deliverables: int) -> Decimal | None:
+    def _per_inputs(self, deliverables: int, per=units.per_1000_inputs) -> Decimal | None:
         inputs = self.rules.inputs_per_deliverable if self.rules else None
         if self.committed is None or not inputs:
             return None
-        return units.per_1000_inputs(self.committed, deliverables, inputs)
+        return per(self.committed, deliverables, inputs)
 
     @property
-    def cost_per_1000_inputs(self) -> Decimal | None:
-        """The committed cost per 1,000 inputs of the declared volume (None when not priced)."""
-        return self._per_1000(self.rules.expected_deliverables) if self.rules else None
+    def cost_per_million_inputs(self) -> Decimal | None:
+        """The planning budget: the committed cost per million inputs of the declared volume (None when not priced)."""
+        return self._per_inputs(self.rules.expected_deliverables, units.per_million_inputs) if self.rules else None
 
     @property
     def validated_cost_per_1000_inputs(self) -> Decimal | None:
-        """The same per 1,000 inputs of accepted deliverables: undefined (None) until one is accepted."""
-        return self._per_1000(self.configuration.accepted_deliverables)
+        """The committed cost per 1,000 inputs of accepted deliverables: undefined (None) until one is accepted."""
+        return self._per_inputs(self.configuration.accepted_deliverables)
 
     @property
     def cost_per_million_output_tokens(self) -> Decimal | None:
@@ -229,10 +229,10 @@ class Assessment:
         return units.spare(self.forecast, self.plan)
 
     @property
-    def spare_cost_per_1000_inputs(self) -> Decimal | None:
-        """The committed cost per 1,000 inputs were the plan filled to its capacity."""
+    def spare_cost_per_million_inputs(self) -> Decimal | None:
+        """The planning budget per million inputs were the plan filled to its capacity."""
         found = self.spare
-        return self._per_1000(found.capacity) if found and found.capacity else None
+        return self._per_inputs(found.capacity, units.per_million_inputs) if found and found.capacity else None
 
     @property
     def forecast_hours(self) -> float | None:

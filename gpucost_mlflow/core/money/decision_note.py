@@ -47,10 +47,11 @@ def equal_alternatives(choice: Choice) -> str:
 
 
 def capacity_note(a: Assessment) -> str:
-    """' Planning budget, a forecast ...: 27.50 USD per 1,000 planned inputs; the same 110.00 USD would cover up to
-    160 corpora (156 more) at the slowest pass, 0.69 USD per 1,000 planned inputs then.' ('' when not priced per
-    unit). Never on the decision's head: no deliverable is validated before it is delivered (PROTOCOL.md)."""
-    if a.cost_per_1000_inputs is None:
+    """' Planning budget, a forecast from the planned volume (no cost per result yet: no deliverable accepted):
+    27,500.00 USD per million planned inputs; the same 110.00 USD would cover up to 160 corpora (156 more) at the
+    slowest pass, 687.50 USD per million planned inputs then.' ('' when not priced per unit). Never on the
+    decision's head: no deliverable is validated before it is delivered (PROTOCOL.md)."""
+    if a.cost_per_million_inputs is None:
         return ""
     tokens = (f" and {units.money(a.cost_per_million_output_tokens, a.currency)} per million planned output tokens"
               if a.cost_per_million_output_tokens is not None else "")
@@ -59,9 +60,9 @@ def capacity_note(a: Assessment) -> str:
     if found is not None and found.spare > 0:
         more = (f"; the same {costs.money(a.committed, a.currency)} would cover up to {found.capacity:,} corpora "
                 f"({found.spare:,} more) at the slowest pass, "
-                f"{units.planned_inputs(a.spare_cost_per_1000_inputs, a.currency)} then")
-    return (f" {units.PLANNING} (none until a deliverable is accepted): "
-            f"{units.planned_inputs(a.cost_per_1000_inputs, a.currency)}{tokens}{more}.")
+                f"{units.planned_inputs(a.spare_cost_per_million_inputs, a.currency)} then")
+    return (f" {units.PLANNING} ({units.NO_RESULT}): "
+            f"{units.planned_inputs(a.cost_per_million_inputs, a.currency)}{tokens}{more}.")
 
 
 def decide(assessments: list[Assessment], expected_deliverables: int, corpus_size: int,

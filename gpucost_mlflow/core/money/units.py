@@ -1,10 +1,11 @@
-"""What the money buys per unit: the committed cost per 1,000 inputs and per million output tokens, and the spare
-capacity of the committed plan (how many more deliverables it holds before its end, at the slowest pass).
+"""What the money buys per unit: the planning budget per million planned inputs, the cost per 1,000 validated inputs,
+per million output tokens, and the spare capacity of the committed plan (how many more deliverables it holds before
+its end, at the slowest pass).
 
 Pure: plain numbers in, Decimal money out (rounded half up to the cent, to two significant digits below 0.10), None
 with a reason where a unit does not apply. A unit cost is of the committed total over the planned volume: a forecast,
-named so wherever it is shown ("planning budget per 1,000 planned inputs"), never a cost per validated result, which
-stays undefined until deliverables are accepted. It falls as the volume grows inside the same plan: the spare
+named so wherever it is shown ("planning budget ... per million planned inputs", one unit on every surface: issue 66),
+never a cost per validated result, which stays undefined until deliverables are accepted. It falls as the volume grows inside the same plan: the spare
 capacity says how far it could fall.
 """
 
@@ -18,14 +19,15 @@ from gpucost_mlflow.core.amounts import CENT
 from gpucost_mlflow.core.money.forecast import Forecast
 from gpucost_mlflow.core.money.plans import Plan
 
-INPUTS_UNIT = 1000  # cost per 1,000 inputs
+INPUTS_UNIT = 1000  # a validated result's cost per 1,000 validated inputs
+PLANNED_UNIT = 1_000_000  # the planning budget per million planned inputs, whatever its size (issue 66)
 TOKENS_UNIT = 1_000_000  # cost per million tokens
 NO_TOKENS = "not a generation workload: no output tokens measured"
 
 
-PLANNING = "Planning budget, a forecast from the planned volume, not a cost per validated result"  # its words
+PLANNING = "Planning budget, a forecast from the planned volume"  # its words, beside NO_RESULT
+NO_RESULT = "no cost per result yet: no deliverable accepted"  # the one phrasing, wherever a result cost would stand
 TWO_DIGITS = Decimal("0.10")  # below it a unit cost keeps two significant digits: 0.00034 USD, never 0.0003
-PER_MILLION_BELOW = Decimal("0.01")  # a per-1,000 figure under a cent is said per million inputs: 0.34, not 0.00034
 
 
 def per_unit(total: Decimal, units: float, per: int) -> Decimal | None:
@@ -43,19 +45,20 @@ def money(amount: Decimal, currency: str) -> str:
     return f"{amount:,f} {currency}"
 
 
-def planned_inputs(per_1000: Decimal, currency: str) -> str:
-    """A planning figure per 1,000 planned inputs in words with two significant digits at least: '27.50 USD per 1,000
-    planned inputs', or per million where per 1,000 is under a cent ('0.34 USD per million planned inputs')."""
-    if per_1000 < PER_MILLION_BELOW:
-        million = (per_1000 * 1000).quantize(CENT if per_1000 * 1000 >= TWO_DIGITS else per_1000.scaleb(3),
-                                              rounding=ROUND_HALF_UP)
-        return f"{money(million, currency)} per million planned inputs"
-    return f"{money(per_1000, currency)} per 1,000 planned inputs"
+def planned_inputs(per_million: Decimal, currency: str) -> str:
+    """The planning budget in words, always per million planned inputs: '27,500.00 USD per million planned inputs',
+    '0.34 USD per million planned inputs'."""
+    return f"{money(per_million, currency)} per million planned inputs"
 
 
 def per_1000_inputs(total: Decimal, deliverables: int, inputs_per_deliverable: int) -> Decimal | None:
-    """The committed total per 1,000 inputs of the declared volume (110.00 for 4 x 1,000 inputs: 27.50)."""
+    """The committed total per 1,000 inputs of a volume (110.00 for 4 x 1,000 inputs: 27.50): a validated result's."""
     return per_unit(total, deliverables * inputs_per_deliverable, INPUTS_UNIT)
+
+
+def per_million_inputs(total: Decimal, deliverables: int, inputs_per_deliverable: int) -> Decimal | None:
+    """The committed total per million inputs of the planned volume (0.60 for 4,000 x 500 inputs: 0.30)."""
+    return per_unit(total, deliverables * inputs_per_deliverable, PLANNED_UNIT)
 
 
 def per_million_tokens(total: Decimal, deliverables: int, inputs_per_deliverable: int,
