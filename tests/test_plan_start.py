@@ -13,7 +13,7 @@ from gpucost_mlflow.core.inputs.plan_start import AT_REPORT
 from gpucost_mlflow.core.inputs.protocol import load_protocol
 from gpucost_mlflow.core.inputs.variants import load_variants
 from gpucost_mlflow.core.money.catalog import example_catalog, load_catalog
-from gpucost_mlflow.report import card, sections
+from gpucost_mlflow.report import card, decided, sections
 from gpucost_mlflow.report.build import Options, build
 from tests.helpers import ROOT, VARIANTS, evidence_of
 from tests.scenario import EXPERIMENT
@@ -70,3 +70,22 @@ def test_the_demo_reports_its_window_from_the_moment_it_is_read_never_a_past_dat
     assert built.deadline == "2027-03-05T10:00:00+00:00" and "(met)" in window
     assert "Planned start 2027-03-01T10:00:00+00:00 (plan.start: at_report: the moment this report was read" in \
         sections.plan_text(built)
+
+
+def test_a_deadline_after_the_reading_is_recorded_as_its_rule_and_the_moment_read_never_a_date_to_the_second(
+        experiment, tmp_path):
+    # The demo protocol's `deadline: 96h` after `plan.start: at_report` (issue 66): the decision run's params say the
+    # rule and when the report was read, to the minute; a dated deadline stays a date.
+    for value in (2.15, 2.45, 2.25, 2.55, 2.3):
+        experiment("batch8-lengthgrouped", "AMD EPYC", value)
+    catalog = tmp_path / "this-machine.csv"
+    catalog.write_text(example_catalog("AMD EPYC", Decimal("0.10"), "usd", Decimal(1), Decimal(1), "2026-12-01"))
+    built, _ = build(evidence_of(EXPERIMENT), load_protocol(DEMO), DEMO, load_catalog(catalog), load_variants(VARIANTS),
+                     options=Options(now=NOW.replace(second=16)))
+    assert decided.deadline_params(built) == {"deadline": f"96 h after the report's reading (plan.start: {AT_REPORT})",
+                                              "deadline_read_at": "2027-03-01T10:00+00:00"}
+    fixed = demo_with(tmp_path, **{"start: at_report": 'start: "2027-03-01T09:00:00+00:00"',
+                                   "deadline: 96h": 'deadline: "2027-03-05T09:00:00+00:00"'})
+    built, _ = build(evidence_of(EXPERIMENT), fixed, DEMO, load_catalog(catalog), load_variants(VARIANTS),
+                     options=Options(now=NOW))
+    assert decided.deadline_params(built) == {"deadline": "2027-03-05T09:00:00+00:00"}

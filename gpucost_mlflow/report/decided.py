@@ -4,14 +4,16 @@ cost. tracking/decision_run.py writes it, in one go."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 import pandas as pd
 
+from gpucost_mlflow.core.inputs.plan_start import AT_REPORT
 from gpucost_mlflow.core.money.choice import doubt
-from gpucost_mlflow.core.money.decision import Assessment
+from gpucost_mlflow.core.money.decision import NO_DEADLINE, Assessment
 from gpucost_mlflow.report import decision_text, short, standing
 from gpucost_mlflow.report.model import Report
 from gpucost_mlflow.tracking import limits, schema
@@ -53,12 +55,22 @@ def decided(report: Report, paths: Mapping[str, Path], campaigns: Mapping[str, s
     metrics.update(measuring_figures(report))
     if report.spent_price is not None:
         tags[schema.MEASURING_PRICED] = report.spent_price.words[:limits.TAG_VALUE]
-    params = {schema.DECISION_CATALOG: report.catalog[:limits.PARAM_VALUE], schema.DECISION_DEADLINE: report.deadline,
+    params = {schema.DECISION_CATALOG: report.catalog[:limits.PARAM_VALUE], **deadline_params(report),
               schema.DECISION_EXPERIMENT: report.experiment}
     name = decision_text.decision_name(choice, report.example_prices, bool(report.what_if), named)
     currencies = {a.currency for a in report.assessments if a.plan is not None}
     return Decided(name, report.what_if_digest or report.protocol_digest, tags, params, metrics, list(paths.values()),
                    standings(report), committed(report), currencies.pop() if len(currencies) == 1 else "")
+
+
+def deadline_params(report: Report) -> dict[str, str]:
+    """The deadline as the protocol declares it: a date-time, or under `plan.start: at_report` the rule ('96 h after
+    the report's reading') and the moment it was read, to the minute, never a fixed date-time to the second."""
+    if not report.start_at_report or report.read_at is None or report.deadline == NO_DEADLINE:
+        return {schema.DECISION_DEADLINE: report.deadline}
+    hours = (dt.datetime.fromisoformat(report.deadline) - report.read_at).total_seconds() / 3600
+    return {schema.DECISION_DEADLINE: f"{hours:g} h after the report's reading (plan.start: {AT_REPORT})",
+            schema.DECISION_READ_AT: report.read_at.isoformat(timespec="minutes")}
 
 
 def outside_campaigns(attempts: pd.DataFrame) -> int:

@@ -155,7 +155,8 @@ BILL_AT = "gpucost.bill.at"  # UTC, to the minute: 2026-12-01T10:00Z
 PAID = "paid"  # in the plan's currency: paid_usd
 # Params of the decision run: the catalog (version and file), the deadline and the experiment it read.
 DECISION_CATALOG = "catalog"
-DECISION_DEADLINE = "deadline"
+DECISION_DEADLINE = "deadline"  # a date-time, or the rule of a deadline after a start at the report ('96 h after ...')
+DECISION_READ_AT = "deadline_read_at"  # with such a rule: the moment the report was read, to the minute
 DECISION_EXPERIMENT = "experiment"
 # The verdict's checks in one short tag (core/judging/verdicts.summary): `failed: quality · passed: ids, format`;
 # each check's reason is in verdict.json. Passes recorded before it carry one `gpucost.check.<name>` tag per check.
