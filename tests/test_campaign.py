@@ -245,3 +245,28 @@ def test_a_sweep_whose_batch_runs_out_of_memory_never_tries_the_larger_ones_nor_
     parent = MlflowClient().search_runs([MlflowClient().get_experiment_by_name("camp").experiment_id],
                                         filter_string=f"tags.`{schema.ROLE}` = 'campaign'")[0]
     assert parent.data.tags[schema.NOT_TRIED].startswith("batch8: batch4 ran out of memory")
+
+
+@pytest.mark.integration
+def test_child_imports_once_forks_every_pass_from_one_starter_and_counts_its_imports_in_load(
+        store, tmp_path, corpus_dir, model_dir, plain_child_start):
+    """`child_imports: once`: the campaign's own starter imports torch and transformers once; each pass records that
+    time as import_s and counts it in its load_s (PROTOCOL.md section 4: load is recorded, never dropped), and the
+    policy is said on the campaign and on every pass. Nothing of the starter outlives the campaign."""
+    from gpucost_mlflow.execution import forkserver
+
+    protocol = write_protocol(tmp_path / "protocol.yaml")
+    protocol.write_text(protocol.read_text().replace("passes_per_variant: 5", "passes_per_variant: 1")
+                        + "child_imports: once\n")
+    result = CliRunner().invoke(main, _campaign_cmd(corpus_dir, model_dir, protocol)[1:] + ["--passes", "1"])
+    assert result.exit_code == 0, result.output
+    assert forkserver.ENV not in os.environ
+    table = attempts_table("camp")
+    assert list(table["status"]) == ["accepted", "accepted"]
+    imports = []
+    for run_id in table["run_id"]:
+        run = MlflowClient().get_run(run_id)
+        assert run.data.metrics["load_s"] >= run.data.metrics["import_s"] > 0
+        assert run.data.params[schema.CACHE_POLICY].startswith("a child process per pass, forked from a starter")
+        imports.append(run.data.metrics["import_s"])
+    assert imports[0] == imports[1]  # timed once, by the starter both were forked from

@@ -39,6 +39,7 @@ def test_the_demo_protocol_is_the_shipped_one_on_a_slice_with_a_job_of_4000_corp
                                               "corpus.buckets.medium", "corpus.buckets.long",
                                               "settle.max_passes_per_variant",  # the demo's second stage
                                               "race.from_round",  # the demo's race: fewer passes to decide
+                                              "child_imports",  # imports once a campaign: about 3 s a pass
                                               "confirmation.min_s",
                                               # its 0.50 bucket bar, what its 50 long inputs can show, is the
                                               # shipped protocol's own since 2026-12-05 (issue 61)

@@ -144,3 +144,15 @@ def test_a_store_recorded_before_steady_laps_still_decides_and_says_its_rate_inc
             "includes the setup of each new input shape, read as rate") in built.warnings
     notes = built.attempts["notes"]
     assert notes.str.contains("recorded before steady laps", regex=False).all()
+
+
+def test_child_imports_are_per_pass_by_default_once_when_the_protocol_says_and_nothing_else(tmp_path):
+    assert load_protocol(SHIPPED_PROTOCOL).child_imports == "per_pass"
+    for value, ok in (("once", True), ("per_pass", True), ("never", False), ("true", False)):
+        path = tmp_path / "p.yaml"
+        path.write_text(SHIPPED_PROTOCOL.read_text() + f"child_imports: {value}\n")
+        if ok:
+            assert load_protocol(path).child_imports == value
+        else:
+            with pytest.raises(GpucostError, match=r"field 'child_imports' must be one of per_pass, once"):
+                load_protocol(path)

@@ -15,6 +15,7 @@ PASS_S = "pass_s"
 EVAL_S = "eval_s"
 EXPORT_S = "export_s"
 TIMINGS = (LOAD_S, WARMUP_S, PASS_S, EVAL_S, EXPORT_S)
+IMPORT_S = "import_s"  # a forked child's imports, timed once by the starter it was forked from; counted in load_s
 # The measured clock's bounds on the host's epoch clock: what overlap between passes is judged on.
 MEASURED_FROM = "measured_from_epoch_s"
 MEASURED_UNTIL = "measured_until_epoch_s"
@@ -83,6 +84,13 @@ FIRST_LAP_S = "first_lap_s"
 # distinct (batch, padded length) shapes the pass ran say how many there were.
 MIN_LAPS = 2
 STEADY_LAP_S = "steady_lap_s"
+# The one duration every surface shows and the decision reads, under one name (issue 66): the report's columns and
+# figure, the runs view's sort and the confirmation's comparison; `pass_s` (the clock's span over its laps, the
+# first lap's setup included) and the first lap are named for what they are where shown.
+STEADY_LAP = "steady lap"
+# On a confirmation run: its rate (inputs per second at its steady lap) over the slowest benchmark pass's, the rate
+# the committed plan is sized at (1.05: 5 % faster; under 1: not confirmed), written by the report that judged it.
+RATE_VS_SLOWEST = "rate_vs_slowest_benchmark"
 SHAPE_SETUP_S = "shape_setup_s"
 DISTINCT_SHAPES = "distinct_shapes"
 COLD_SHAPES_RATIO = 1.5  # a first lap above this many steady laps: the pass is flagged cold_shapes

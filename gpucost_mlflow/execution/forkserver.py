@@ -1,14 +1,17 @@
-"""A test-only way to start a pass's child without importing torch and transformers again for every pass.
+"""A pass's child started without importing torch and transformers again for every pass: the starter.
 
-`python -m gpucost_mlflow.execution.forkserver serve SOCKET` imports what a pass's child imports, then forks one
-process per request. When `GPUCOST_FORK_SERVER` names that socket, `execution/child.py` starts
+`python -m gpucost_mlflow.execution.forkserver serve SOCKET` imports what a pass's child imports, timing it, then
+forks one process per request. When `GPUCOST_FORK_SERVER` names that socket, `execution/child.py` starts
 `python -m gpucost_mlflow.execution.forkserver client SOCKET SPEC` instead of the runner: a small client that hands
 its stdin, stdout, stderr, environment and working folder to the server, forwards the signals it gets, and ends as
 the forked pass ends (same exit code, same signal). The pass itself runs the runner's own `main` on the same spec,
-so its outputs, checks and records are the product's; its `load_s` leaves out the imports the server made (torch,
-transformers, the model's modeling code), which a product pass counts. No test asserts a duration, and the product
-never sets the variable: the test suite does (tests/conftest.py), and `docs/architecture.md` ("Tests") says which
-tests start their children the product's way.
+so its outputs, checks and records are the product's.
+
+Two users. A campaign under a protocol with `child_imports: once` starts its own starter (`serving`) for its passes:
+the imports are paid once, and each pass records their time as `import_s` and counts it in its `load_s`, so the
+start-up a worker pays, which the forecast reads, is the same as with a child that imports them itself (PROTOCOL.md
+section 4: load is recorded apart from the measured pass, never dropped). The test suite starts one for its whole run
+(tests/conftest.py; `docs/architecture.md`, "Tests", says which tests start their children the product's way).
 
 Each request is served by a supervisor forked from the server, which forks the pass and waits for it: the
 server itself never waits and starts no thread, so every fork happens in a single-threaded process.
@@ -17,20 +20,26 @@ server itself never waits and starts no thread, so every fork happens in a singl
 from __future__ import annotations
 
 import array
+import contextlib
 import importlib
 import json
 import os
 import select
 import signal
 import socket
+import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from gpucost_mlflow.core.kinds import engines, registry
 from gpucost_mlflow.execution import runner
+from gpucost_mlflow.execution.orphans import die_with_parent
 
 ENV = "GPUCOST_FORK_SERVER"
+IMPORTS_ENV = "GPUCOST_IMPORT_S"  # set in a forked pass: the seconds the server's imports took, once
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 _MAX_MESSAGE = 1 << 20
 SERVER_WAIT_S = 120
@@ -57,9 +66,45 @@ def _preload() -> None:
         getattr(module, "preload", lambda: None)()
 
 
+def imported_s() -> float | None:
+    """In a forked pass, the seconds its starter's imports took (its load_s counts them); None in a plain child."""
+    value = os.environ.get(IMPORTS_ENV, "")
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None
+
+
+@contextlib.contextmanager
+def serving() -> Iterator[None]:
+    """A starter for the passes started inside: its socket in GPUCOST_FORK_SERVER, the server killed on the way out
+    (and with its launcher). One already named there (the test suite's) is used as it is."""
+    if os.environ.get(ENV):
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="gpucost-starter-") as folder:
+        path = str(Path(folder) / "s")
+        # Its own session: a Ctrl-C reaches each pass through its client, which forwards it, as a plain child gets
+        # it; the imports read the offline switches as a plain child's would.
+        env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+        hook = die_with_parent if sys.platform.startswith("linux") else None
+        server = subprocess.Popen([sys.executable, "-m", "gpucost_mlflow.execution.forkserver", "serve", path],
+                                  env=env, stdin=subprocess.DEVNULL, start_new_session=True,
+                                  preexec_fn=hook)  # noqa: PLW1509 - the launcher starts no threads
+        os.environ[ENV] = path
+        try:
+            yield
+        finally:
+            os.environ.pop(ENV, None)
+            server.kill()
+            server.wait()
+
+
 def serve(path: str) -> None:
-    """Preload, listen on the socket `path`, then fork a supervisor per request until killed."""
+    """Preload (timed), listen on the socket `path`, then fork a supervisor per request until killed."""
+    started = time.perf_counter()
     _preload()
+    os.environ[IMPORTS_ENV] = f"{time.perf_counter() - started:.3f}"
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # supervisors are reaped by the kernel: the server never waits
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path + ".tmp")
@@ -114,8 +159,9 @@ def _run_pass(request: dict, fds: list[int]) -> None:
             os.close(fd)
         for forwarded in FORWARDED:
             signal.signal(forwarded, signal.default_int_handler if forwarded == signal.SIGINT else signal.SIG_DFL)
+        imports = os.environ.get(IMPORTS_ENV, "")
         os.environ.clear()
-        os.environ.update(request["env"])
+        os.environ.update(request["env"], **{IMPORTS_ENV: imports})
         os.chdir(request["cwd"])
         # sys.path as `python -m` in the client's folder with its PYTHONPATH would start it (a kind or a stand-in
         # module kept outside the package is found the same way).

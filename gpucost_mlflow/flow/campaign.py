@@ -7,6 +7,7 @@ configurations it stops after a round run no further slot, this session or a res
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import uuid
@@ -28,8 +29,8 @@ from gpucost_mlflow.core.measurement import lanes as lane_rules
 from gpucost_mlflow.core.measurement.repetitions import timed_seconds
 from gpucost_mlflow.core.money.catalog import Catalog
 from gpucost_mlflow.core.money.measuring_price import Price
-from gpucost_mlflow.core.names import PASS_S
-from gpucost_mlflow.execution import devices, models
+from gpucost_mlflow.core.names import PASS_S, STEADY_LAP_S
+from gpucost_mlflow.execution import devices, forkserver, models
 from gpucost_mlflow.flow.launcher import PassRequest, PassResult, execute, lock_series
 from gpucost_mlflow.flow.measuring import Clock, priced
 from gpucost_mlflow.flow.preparation import Locked
@@ -37,11 +38,22 @@ from gpucost_mlflow.tracking import descriptions, experiments, schema, spool, st
 from gpucost_mlflow.tracking.campaign_run import CampaignRun, Opening, experiment_of_run, measured
 from gpucost_mlflow.tracking.rejudge import Rejudged, rejudge
 
-# What every pass of a campaign shares: recorded on the parent run.
+# What every pass of a campaign shares: recorded on the parent run and on each pass.
 CACHE_POLICY = (
     "fresh child process per pass; model and tokenizer files read from local disk (OS page cache "
     "warm after the first pass, the same for every variant); no torch.compile cache; HF hub offline"
 )
+FORKED_POLICY = (
+    "a child process per pass, forked from a starter that imported torch, transformers and the model code once "
+    "(child_imports: once; that time is each pass's import_s, counted in its load_s); model and tokenizer files read "
+    "from local disk (OS page cache warm after the first pass, the same for every variant); no torch.compile cache; "
+    "HF hub offline"
+)
+
+
+def cache_policy(protocol: Protocol) -> str:
+    """The process and cache policy every pass of the campaign shares (PROTOCOL.md section 5: the same for all)."""
+    return FORKED_POLICY if protocol.child_imports == "once" else CACHE_POLICY
 
 
 @dataclass
@@ -150,6 +162,9 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
     started = time.time()
     result.stopped.update(_stopped(existing))
     last_runs, looked = _last_runs(existing), 0
+    starter = contextlib.ExitStack()
+    if protocol.child_imports == "once" and todo:
+        starter.enter_context(forkserver.serving())  # imports timed once, each child forked from them
     try:
         for slot, state in todo:
             if slot.round - 1 > looked:
@@ -184,6 +199,8 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
         _measured(plan, opened, result, clock)
         opened.end("FAILED")
         raise
+    finally:
+        starter.close()
     _measured(plan, opened, result, clock)
     _finish(opened, shown, result, time.time() - started)
     return result
@@ -231,7 +248,8 @@ def _open(client, experiment_name: str, plan: CampaignPlan, locked: Locked, pare
     _lock(client, experiment_name, plan, locked, variants)
     campaign_id = "c" + uuid.uuid4().hex[:10]
     return CampaignRun.open(client, experiment_id, Opening(
-        campaign_id, descriptions.campaign_name(campaign_id, variants), variants, passes, protocol.digest, CACHE_POLICY,
+        campaign_id, descriptions.campaign_name(campaign_id, variants), variants, passes, protocol.digest,
+        cache_policy(protocol),
         [slot.record() for slot in rotated(variants, passes, protocol.seeds)], plan.tags), parent_from_mlflow_run)
 
 
@@ -257,7 +275,7 @@ def _request(plan: CampaignPlan, opened: CampaignRun, experiment_name: str, slot
              display: Display, locked: Locked) -> PassRequest:
     """One slot's pass, nested under the campaign run and tagged with its place in the rotation."""
     tags = {schema.ROUND: slot.round, schema.POSITION: slot.position, schema.SLOT: slot.key,
-            schema.ATTEMPT: state.attempts + 1, schema.CACHE_POLICY: CACHE_POLICY, **plan.tags}
+            schema.ATTEMPT: state.attempts + 1, schema.CACHE_POLICY: cache_policy(locked.protocol), **plan.tags}
     if state.retry_of:
         tags[schema.RETRY_OF] = state.retry_of
     return PassRequest(
@@ -282,7 +300,7 @@ def _record(protocol: Protocol, experiment_name: str, run: CampaignRun, shown: S
             slot: Slot, outcome: PassResult) -> None:
     """Show a finished pass on the campaign run; an accepted reference pass first judges the pending ones again."""
     shown.latest[slot.key] = {"variant": slot.variant, "status": outcome.status, "run_id": outcome.run_id,
-                              PASS_S: outcome.metrics.get(PASS_S)}
+                              PASS_S: outcome.metrics.get(PASS_S), STEADY_LAP_S: outcome.metrics.get(STEADY_LAP_S)}
     if slot.variant == protocol.acceptance.reference_variant and outcome.status == Status.ACCEPTED and not outcome.spooled:
         judged = rejudge(experiment_name, protocol, run.client)
         result.rejudged += judged

@@ -92,6 +92,19 @@ def race(path: Path, document: dict) -> int | None:
     return value
 
 
+CHILD_IMPORTS = ("per_pass", "once")
+
+
+def child_imports(path: Path, value) -> str:
+    """`child_imports`: per_pass (each pass's child imports torch and the model code itself, the default) or once
+    (the campaign's starter imports them once, timed, and forks each pass's child from it: execution/forkserver.py)."""
+    if value is None:
+        return CHILD_IMPORTS[0]
+    if value not in CHILD_IMPORTS:
+        raise GpucostError(f"{path}: field 'child_imports' must be one of {', '.join(CHILD_IMPORTS)}, got {value!r}")
+    return value
+
+
 def seeds(path: Path, value) -> tuple[int, ...]:
     """seeds: a list of distinct whole numbers >= 0; () when absent (every pass at seed 0, core/judging/seeds.py)."""
     if value is None:

@@ -67,6 +67,9 @@ class Protocol:
     # Laps the measured clock holds at least (2 when absent, never fewer): the first lap pays each new input shape's
     # setup, the later ones time the steady rate (core/measurement/repetitions.py)
     min_laps: int = 2
+    # per_pass: each pass's child imports torch and the model code; once: a campaign's starter imports them once,
+    # timed, and forks every child from it; each pass counts that time in its load_s (execution/forkserver.py)
+    child_imports: str = "per_pass"
     cooldown_s: float = 0.0  # each pass idles this long after loading, before warm-up: idle power where a counter exists
     min_utilisation: float = 0.5  # the pass's device busy less than this share of the measured part: starved
     alternatives: dict | None = None  # hosted endpoints priced beside the rental: catalog, endpoints, tokens per input
@@ -215,6 +218,7 @@ def load_protocol(path: Path) -> Protocol:
                              else 0.25),
         min_measured_s=_seconds(path, document, "min_measured_s", None),
         min_laps=_laps(path, document.get("min_laps")),
+        child_imports=method.child_imports(path, document.get("child_imports")),
         cooldown_s=_seconds(path, document, "cooldown_s", 0.0),
         min_utilisation=f.fraction("min_utilisation") if document.get("min_utilisation") is not None else 0.5,
     )

@@ -38,6 +38,7 @@ FIELDS: dict = {
     "max_other_cpu_share": None,
     "min_measured_s": None,
     "min_laps": None,
+    "child_imports": None,
     "cooldown_s": None,
     "min_utilisation": None,
     "alternatives": {"catalog": None, "endpoints": None, "output_tokens_per_input": None},
