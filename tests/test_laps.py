@@ -46,15 +46,22 @@ def test_the_decision_reads_steady_laps_and_a_pass_recorded_before_them_as_it_wa
     assert one_corpus_each([], [1.5, 2.0]) == (1.5, 2.0) and steady_or_whole([], [1.5]) == (1.5,)
 
 
-def test_the_protocol_asks_two_laps_by_default_and_may_ask_more_never_fewer(tmp_path):
-    assert load_protocol(SHIPPED_PROTOCOL).min_laps == 2
-    for value, ok in ((3, True), (1, False), (2.5, False), (True, False)):
+@pytest.mark.parametrize("field, default, values, refusal", [
+    ("min_laps", 2, ((3, True), (1, False), (2.5, False), (True, False)),
+     r"field 'min_laps' must be a whole number of laps >= 2"),
+    ("child_imports", "per_pass", (("once", True), ("per_pass", True), ("never", False), ("true", False)),
+     r"field 'child_imports' must be one of per_pass, once"),
+])
+def test_the_protocol_asks_two_laps_and_imports_per_pass_by_default_and_refuses_other_values(
+        tmp_path, field, default, values, refusal):
+    assert getattr(load_protocol(SHIPPED_PROTOCOL), field) == default
+    for value, ok in values:
         path = tmp_path / "p.yaml"
-        path.write_text(SHIPPED_PROTOCOL.read_text() + f"min_laps: {str(value).lower()}\n")
+        path.write_text(SHIPPED_PROTOCOL.read_text() + f"{field}: {str(value).lower()}\n")
         if ok:
-            assert load_protocol(path).min_laps == value
+            assert getattr(load_protocol(path), field) == value
         else:
-            with pytest.raises(GpucostError, match=r"field 'min_laps' must be a whole number of laps >= 2"):
+            with pytest.raises(GpucostError, match=refusal):
                 load_protocol(path)
 
 
@@ -144,15 +151,3 @@ def test_a_store_recorded_before_steady_laps_still_decides_and_says_its_rate_inc
             "includes the setup of each new input shape, read as rate") in built.warnings
     notes = built.attempts["notes"]
     assert notes.str.contains("recorded before steady laps", regex=False).all()
-
-
-def test_child_imports_are_per_pass_by_default_once_when_the_protocol_says_and_nothing_else(tmp_path):
-    assert load_protocol(SHIPPED_PROTOCOL).child_imports == "per_pass"
-    for value, ok in (("once", True), ("per_pass", True), ("never", False), ("true", False)):
-        path = tmp_path / "p.yaml"
-        path.write_text(SHIPPED_PROTOCOL.read_text() + f"child_imports: {value}\n")
-        if ok:
-            assert load_protocol(path).child_imports == value
-        else:
-            with pytest.raises(GpucostError, match=r"field 'child_imports' must be one of per_pass, once"):
-                load_protocol(path)
