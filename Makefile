@@ -93,7 +93,7 @@ demo: $(STAMP) data/model/config.json $(DEMO_CORPUS) $(WHATIF_CATALOG)
 	@$(BIN)/gpucost report --experiment $(EXPERIMENT) --variants-file $(PROPOSED) --protocol $(DEMO_PROTOCOL) \
 	  --catalog $(WHATIF_CATALOG) --out reports/$(EXPERIMENT)-what-if
 	@echo "Results: experiment '$(EXPERIMENT)' in $(MLFLOW_TRACKING_URI); attempts table: $(BIN)/gpucost attempts --experiment $(EXPERIMENT) --protocol $(DEMO_PROTOCOL)"
-	@echo "Browse them: $(BIN)/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI) (the decision run shows report.html)"
+	@echo "Browse them: $(BIN)/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI), then open a 'Decision run:' link above (each decision run shows its report.html; the what-if never supersedes the provider catalog's)"
 
 # The generation demo (not part of `make demo`: it would double its time): SmolLM2-135M-Instruct answers a
 # 200-prompt slice of the comparison corpus with 16 new tokens, greedy; batch 1 / 4 / 8 / 16, then bf16 and

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.cli import main
+from gpucost_mlflow.core import names
 from gpucost_mlflow.core.judging.preview import preview
 from gpucost_mlflow.core.measurement.stats import Durations
 from gpucost_mlflow.core.money.choice import Choice, choose
@@ -54,6 +55,20 @@ def test_a_pass_outside_any_campaign_is_named_by_its_run_id():
     assert descriptions.pass_name(tags, "a1b2c3d4e5") == "batch8 · pass a1b2c3"
     tags[schema.ROLE] = "deliverable"
     assert descriptions.pass_name(tags, "ffee00") == "batch8 · deliverable ffee00"
+
+
+@pytest.mark.unit
+def test_the_references_outputs_run_is_named_and_described_as_the_reference_not_as_a_confirmation():
+    tags = writer.start_tags(role="confirmation", variant="batch8", basis=writer.Basis("cpu", "cpu", "f", "p"),
+                             extra={schema.CONFIRMATION: schema.REFERENCE_OUTPUTS})
+    assert descriptions.pass_name(tags, "197528aa") == "batch8 · reference outputs for confirmation 197528"
+    where = descriptions.pass_note({**tags, schema.STATUS: "accepted"}, {})
+    assert "the reference's outputs on the confirmation corpus" in where and "never counted" in where
+    confirming = {**tags, schema.CONFIRMATION: "confirmed", schema.STATUS: "accepted"}
+    note = descriptions.pass_note(confirming, {"steady_lap_s": 3.5477, "pass_s": 3.4248, "first_lap_s": 3.1983,
+                                               "repetitions": 9.0})
+    assert "outside any campaign" not in note and "verdict in the latest decision: **confirmed**" in note
+    assert "| steady lap |" in note and "first lap 3.198 s" in note  # one duration named, the others for what they are
 
 
 def _assessment(variant: str, committed: str | None) -> Assessment:
@@ -160,7 +175,7 @@ def test_a_generation_preview_adds_what_the_model_wrote_to_each_row():
 
 @pytest.mark.unit
 def test_the_ui_link_opens_the_passes_view_on_the_server_or_after_mlflow_ui():
-    route = "#/experiments/7/runs?workflowType=machine_learning&viewStateShareKey=gpucost-passes-4"
+    route = f"#/experiments/7/runs?workflowType=machine_learning&viewStateShareKey={ui.PASSES_VIEW}"
     assert runs_url("https://alice:secret@mlflow.example.com/", "7") == f"https://mlflow.example.com/{route}"
     assert link_line("http://127.0.0.1:5005", "7") == f"MLflow UI: http://127.0.0.1:5005/{route}"
     local = link_line("sqlite:////data/my store/mlflow.db", "7")
@@ -171,25 +186,39 @@ def test_the_ui_link_opens_the_passes_view_on_the_server_or_after_mlflow_ui():
 
 
 @pytest.mark.unit
-def test_the_passes_view_sorts_by_pass_s_and_shows_status_standing_and_throughput():
+def test_the_passes_view_sorts_by_the_steady_lap_and_shows_status_standing_and_throughput():
     key, value = ui.passes_view(1_700_000_000_000)
     assert key == f"mlflow.sharedViewState.{ui.PASSES_VIEW}" and len(value) <= limits.EXPERIMENT_TAG_VALUE
     envelope = json.loads(value)
     assert envelope["name"] == ui.PASSES_VIEW_NAME and envelope["createdAt"] == 1_700_000_000_000
     state = json.loads(envelope["state"])
-    assert (state["orderByKey"], state["orderByAsc"]) == ("metrics.`pass_s`", True)
+    assert (state["orderByKey"], state["orderByAsc"]) == ("metrics.`steady_lap_s`", True)  # the decision's duration
+    assert envelope["name"] == "gpucost: passes by steady lap"
     # benchmark passes only: no confirmation, deliverable, campaign or decision run (each role has its own view)
     assert state["searchFilter"] == "tags.`gpucost.variant` LIKE '%' AND params.`gpucost.role` = 'benchmark'"
     assert state["selectedColumns"] == ["tags.`gpucost.standing`", "metrics.`committed_usd`",
                                         "tags.`gpucost.variant`", "tags.`gpucost.status`", "metrics.`accepted`",
-                                        "metrics.`pass_s`", "metrics.`inputs_per_s`"]  # standing and cost first
+                                        "metrics.`steady_lap_s`", "metrics.`inputs_per_s`"]  # standing and cost first
     views = ui.views(1_700_000_000_000)
     roles = {key: json.loads(json.loads(value)["state"])["searchFilter"].rsplit("= ", 1)[1] for key, value in views.items()}
     assert sorted(roles.values()) == ["'benchmark'", "'confirmation'", "'deliverable'"]
     euro = json.loads(json.loads(ui.passes_view(1, currency="eur")[1])["state"])
     assert "metrics.`committed_eur`" in euro["selectedColumns"]
     tags = dict(views)
-    assert ui.outdated(tags, "USD") == [] and sorted(ui.outdated(tags, "EUR")) == sorted(ui.VIEWS)
+    assert ui.outdated(tags, "USD") == [] and ui.outdated(tags, "EUR") == [ui.PASSES_VIEW]  # the one priced
+
+
+@pytest.mark.unit
+def test_the_confirmation_view_has_its_own_columns_verdict_rate_repetitions_agreement_and_flips():
+    state = json.loads(json.loads(ui.passes_view(1, ui.CONFIRMATIONS_VIEW)[1])["state"])
+    assert state["searchFilter"].endswith("params.`gpucost.role` = 'confirmation'")
+    assert state["selectedColumns"][:6] == [
+        f"tags.`{schema.CONFIRMATION}`", f"metrics.`{names.RATE_VS_SLOWEST}`", "metrics.`repetitions`",
+        "metrics.`label_agreement`", "metrics.`flips_lost`", "metrics.`flips_gained`"]
+    assert not any("standing" in column or "committed" in column for column in state["selectedColumns"])
+    assert state["orderByKey"] == "metrics.`steady_lap_s`"
+    delivered = json.loads(json.loads(ui.passes_view(1, ui.DELIVERABLES_VIEW)[1])["state"])
+    assert delivered["orderByKey"] == "metrics.`pass_s`"  # a deliverable is delivered in one lap
 
 
 @pytest.mark.unit
@@ -200,7 +229,7 @@ def test_campaign_medians_count_completed_passes_that_are_not_excluded():
                 {"variant": "batch8", "status": "failed"}]
     metrics = descriptions.campaign_progress(attempts)
     assert metrics == {schema.PASSES_FINISHED: 4.0, schema.PASSES_ACCEPTED: 2.0,
-                       f"{schema.MEDIAN_PASS_S_PREFIX}batch1": 3.0, f"{schema.MEDIAN_PASS_S_PREFIX}batch8": 5.0}
+                       f"{schema.MEDIAN_STEADY_LAP_PREFIX}batch1": 3.0, f"{schema.MEDIAN_STEADY_LAP_PREFIX}batch8": 5.0}
     note = descriptions.campaign_note("c1", ["batch1", "batch8", "batch4"], 2, attempts, "running")
     assert note.startswith("### campaign c1 · running, 4 of 6 passes finished")
     assert "| batch1 | 2 of 2 | 1 accepted, 1 excluded | 3.000 s |" in note
@@ -282,7 +311,7 @@ def test_after_a_campaign_and_its_report_every_run_has_a_unique_name_and_a_descr
     campaign_id = campaign.data.tags[schema.CAMPAIGN_ID]
     assert campaign.info.run_name == f"campaign {campaign_id}: batch1, batch8"
     assert campaign.data.tags[schema.NOTE].startswith(f"### campaign {campaign_id} · finished, 4 of 4 passes finished")
-    medians = {f"{schema.MEDIAN_PASS_S_PREFIX}batch1", f"{schema.MEDIAN_PASS_S_PREFIX}batch8"}
+    medians = {f"{schema.MEDIAN_STEADY_LAP_PREFIX}batch1", f"{schema.MEDIAN_STEADY_LAP_PREFIX}batch8"}
     assert medians <= set(campaign.data.metrics)
     assert campaign.data.metrics[schema.PASSES_FINISHED] == 4.0
     for key in [*medians, schema.PASSES_FINISHED]:  # logged once at the finish, not a running series
@@ -419,6 +448,21 @@ def test_a_new_decision_run_marks_the_older_ones_superseded_and_keeps_their_bill
 
 
 @pytest.mark.unit
+def test_a_what_if_decision_never_supersedes_a_decision_on_a_provider_catalog(store):
+    client = MlflowClient()
+    experiment_id = client.create_experiment("what-if")
+    provider = _decision(client, experiment_id, "nothing priced · no decision", "### Decision: none")
+    what_if = decision_run.log_decision(client, experiment_id, decision_run.Decided(
+        "batch16-bf16-lg +2 · tied · confirmed 1 of 3 · what-if", "d" * 64,
+        {schema.NOTE: "### Decision (tied)", schema.DECISION: schema.DECIDED, schema.DECISION_WHAT_IF: "example prices"}))
+    again = _decision(client, experiment_id, "batch8 · what-if", "### Decision: batch8")  # an older run's name says it
+    assert schema.SUPERSEDED_BY not in client.get_run(provider).data.tags  # the provider catalog's decision stands
+    assert client.get_run(what_if).data.tags[schema.SUPERSEDED_BY] == again  # a what-if supersedes an older what-if
+    newest = _decision(client, experiment_id, "batch8 · chosen", "### Decision: batch8")
+    assert client.get_run(provider).data.tags[schema.SUPERSEDED_BY] == newest
+
+
+@pytest.mark.unit
 def test_a_decision_run_logged_before_the_unit_was_named_still_gives_its_committed_cost(store):
     client = MlflowClient()
     experiment_id = client.create_experiment("legacy")
@@ -446,7 +490,7 @@ def test_each_pass_shows_its_configurations_standing_in_the_latest_decision(expe
     assert standing[rejected] == "infeasible"
     (decided,) = client.search_runs([client.get_experiment_by_name("scenario").experiment_id],
                                     filter_string=f"tags.`{schema.ROLE}` = '{schema.DECISION_ROLE}'")
-    assert decided.info.run_name == "batch8 · chosen"
+    assert decided.info.run_name == "batch8 · chosen · not yet confirmed"  # no confirmation run yet
     assert ui.runs_path(decided.info.experiment_id) in decided.data.tags[schema.NOTE]
     committed = {run_id: client.get_run(run_id).data.metrics.get(f"{schema.PASS_COMMITTED}_usd")
                  for run_id in [*fast, rejected]}
@@ -485,7 +529,7 @@ def test_campaign_medians_are_logged_once_when_it_finishes_not_as_a_running_seri
         assert not client.get_run(run.run_id).data.metrics  # nothing logged while it runs: the description shows it
     run.finish()
     logged = client.get_run(run.run_id).data.metrics
-    assert logged == {schema.PASSES_FINISHED: 3.0, schema.PASSES_ACCEPTED: 3.0, f"{schema.MEDIAN_PASS_S_PREFIX}batch1": 4.0}
+    assert logged == {schema.PASSES_FINISHED: 3.0, schema.PASSES_ACCEPTED: 3.0, f"{schema.MEDIAN_STEADY_LAP_PREFIX}batch1": 4.0}
     assert all(len(client.get_metric_history(run.run_id, key)) == 1 for key in logged)
 
 

@@ -46,7 +46,7 @@ def report(ctx, experiment, out_dir, catalog_file, protocol_file, what_if_file, 
 
     from gpucost_mlflow.report.build import write  # deferred: imports matplotlib
     from gpucost_mlflow.report.decided import decided  # deferred: imports pandas
-    from gpucost_mlflow.tracking import decision_run  # deferred: imports mlflow
+    from gpucost_mlflow.tracking import decision_run, ui  # deferred: imports mlflow
 
     if what_if_file is not None and ctx.get_parameter_source("protocol_file") is not ParameterSource.DEFAULT:
         raise GpucostError("pass --protocol or --what-if-protocol, not both: a what-if report decides under the "
@@ -66,6 +66,7 @@ def report(ctx, experiment, out_dir, catalog_file, protocol_file, what_if_file, 
     if not no_log:
         run_id = decision_run.log_decision(client, evidence.experiment.id, decided(built, paths, evidence.campaigns))
         click.echo(f"logged as decision run {run_id} (artifacts: {', '.join(paths)})")
+        click.echo(f"Decision run: {ui.run_url(client.tracking_uri, evidence.experiment.id, run_id)}")
     click.echo(f"report: {paths['report.html'].resolve()}")
     _echo_ui_link(evidence.experiment.id)
 

@@ -62,10 +62,10 @@ def check(chosen: list[Assessment], plan: ConfirmPlan) -> None:
                                "cannot be confirmed for confirmation.min_s")
 
 
-def _request(variant: Variant, plan: ConfirmPlan, repeat: bool) -> PassRequest:
+def _request(variant: Variant, plan: ConfirmPlan, repeat: bool, tags: dict | None = None) -> PassRequest:
     return PassRequest(variant=variant, corpus_path=plan.corpus_path, model_path=plan.model_path,
                        experiment=plan.experiment, protocol_path=plan.protocol_path, declared=plan.declared,
-                       role=schema.CONFIRMATION_ROLE, code_root=plan.code_root, repeat=repeat)
+                       role=schema.CONFIRMATION_ROLE, code_root=plan.code_root, repeat=repeat, slot_tags=tags or {})
 
 
 def _reference_outputs(a: Assessment, variant: Variant, plan: ConfirmPlan, fingerprint: str,
@@ -81,7 +81,8 @@ def _reference_outputs(a: Assessment, variant: Variant, plan: ConfirmPlan, finge
     experiment_id = experiments.named(client, plan.experiment).id
     revision = a.configuration.identity.model_revision if a.configuration.identity else ""
     if rejudge.find_reference(client, experiment_id, reference.name, fingerprint, revision) is None:
-        on_pass(reference.name, execute(_request(reference, plan, repeat=False)), "the reference's outputs")
+        marked = {schema.CONFIRMATION: schema.REFERENCE_OUTPUTS}  # named and tagged as the reference, never counted
+        on_pass(reference.name, execute(_request(reference, plan, repeat=False, tags=marked)), "the reference's outputs")
 
 
 def run(chosen: list[Assessment], plan: ConfirmPlan, on_pass: Callable[[str, PassResult, str], None]) -> None:

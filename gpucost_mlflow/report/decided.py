@@ -14,7 +14,7 @@ import pandas as pd
 from gpucost_mlflow.core.inputs.plan_start import AT_REPORT
 from gpucost_mlflow.core.money.choice import doubt
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, Assessment
-from gpucost_mlflow.report import decision_text, short, standing
+from gpucost_mlflow.report import confirmed, decision_text, short, standing
 from gpucost_mlflow.report.model import Report
 from gpucost_mlflow.tracking import limits, schema
 from gpucost_mlflow.tracking.decision_record import Decided
@@ -55,12 +55,19 @@ def decided(report: Report, paths: Mapping[str, Path], campaigns: Mapping[str, s
     metrics.update(measuring_figures(report))
     if report.spent_price is not None:
         tags[schema.MEASURING_PRICED] = report.spent_price.words[:limits.TAG_VALUE]
+    held = confirmed.said(report)
+    if held is not None:
+        tags[schema.DECISION_CONFIRMATION] = held.tag[:limits.TAG_VALUE]
+    if report.what_if or report.example_prices:
+        tags[schema.DECISION_WHAT_IF] = decision_text.WHAT_IF_PROTOCOL if report.what_if else "example prices"
     params = {schema.DECISION_CATALOG: report.catalog[:limits.PARAM_VALUE], **deadline_params(report),
               schema.DECISION_EXPERIMENT: report.experiment}
-    name = decision_text.decision_name(choice, report.example_prices, bool(report.what_if), named)
+    name = decision_text.decision_name(choice, report.example_prices, bool(report.what_if), named,
+                                       held.word if held is not None and choice.decided else "")
     currencies = {a.currency for a in report.assessments if a.plan is not None}
     return Decided(name, report.what_if_digest or report.protocol_digest, tags, params, metrics, list(paths.values()),
-                   standings(report), committed(report), currencies.pop() if len(currencies) == 1 else "")
+                   standings(report), committed(report), currencies.pop() if len(currencies) == 1 else "",
+                   confirmed.run_verdicts(report))
 
 
 def deadline_params(report: Report) -> dict[str, str]:

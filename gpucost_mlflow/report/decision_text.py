@@ -10,13 +10,14 @@ from collections.abc import Callable
 from gpucost_mlflow.core.money import costs
 from gpucost_mlflow.core.money.choice import Choice
 from gpucost_mlflow.core.money.decision import Assessment, Configuration
-from gpucost_mlflow.report import card, standing
+from gpucost_mlflow.core.names import STEADY_LAP
+from gpucost_mlflow.report import card, confirmed, standing
 from gpucost_mlflow.report.model import Report
 from gpucost_mlflow.tracking import schema, ui
 from gpucost_mlflow.tracking.descriptions import SEP, bounded, markdown_table, number, short
 
 DECISION_NAME = 60  # a decision run's name: its title and the runs table's cell show it whole
-WHAT_IF = "what-if"  # ends the name of a decision priced with example prices
+WHAT_IF = schema.WHAT_IF  # ends the name of a decision priced with example prices
 WHAT_IF_PROTOCOL = "what-if protocol"
 
 
@@ -31,14 +32,16 @@ def _decision_head(choice: Choice) -> str:
 
 
 def decision_name(choice: Choice, example_prices: bool, what_if_protocol: bool = False,
-                  named: Callable[[Configuration], str] | None = None) -> str:
+                  named: Callable[[Configuration], str] | None = None, confirmed: str = "") -> str:
     """At most DECISION_NAME characters, so the runs table and the run's title show it whole, and starting with what
     tells two decisions apart: `batch8 · chosen`, `batch64-bf16-lg +5 · tied · what-if`, `batch16-lg +2 · undecided`,
     `nothing priced · no decision`. named gives a configuration's short name (the report's, device left out when all
-    share it; the variant alone by default); `what-if` ends the name of a decision priced with example prices or made
-    under a what-if protocol."""
+    share it; the variant alone by default); `confirmed` (report/confirmed.py: `confirmed`, `confirmed 1 of 3`, `not yet
+    confirmed`, `not confirmed`) follows what was decided; `what-if` ends the name of a decision priced with example
+    prices or made under a what-if protocol."""
     named = named or (lambda config: config.label)
     ending = f"{SEP}{WHAT_IF_PROTOCOL}" if what_if_protocol else (f"{SEP}{WHAT_IF}" if example_prices else "")
+    ending = (f"{SEP}{confirmed}" if confirmed else "") + ending
     group = choice.chosen or choice.undecided
     if not group:
         tail = f"{SEP}no decision{ending}"
@@ -76,6 +79,8 @@ def decision_note(report: Report, campaigns: dict[str, str], experiment_id: str,
     head = f"{_decision_head(choice).capitalize()}: {_chosen(choice)}"
     lines = [f"### {WHAT_IF_PROTOCOL.capitalize()}: {head[0].lower()}{head[1:]}" if what_if else f"### {head}", "",
              decision, ""]
+    if confirmed.line(report):
+        lines += [confirmed.line(report), ""]
     if choice.undecided:  # what an undecided decision still answers, on one device, as the card says it
         lines += [f"- **{label}:** {text}" for label, text in card.lines(report)[1:]] + [""]
     if what_if:
@@ -86,7 +91,7 @@ def decision_note(report: Report, campaigns: dict[str, str], experiment_id: str,
     if assessments:  # by committed cost, cheapest first; those with nothing committed last
         shown = sorted((standing.shown(a, choice) for a in assessments),
                        key=lambda a: (a.committed is None, a.committed or 0))
-        lines += markdown_table(["configuration", "standing", "feasible", "median pass_s", "forecast", "committed",
+        lines += markdown_table(["configuration", "standing", "feasible", f"median {STEADY_LAP}", "forecast", "committed",
                                  "deadline"],
                                 [_balance_row(a, standings.get(a.configuration.name, "")) for a in shown],
                                 padded=True) + [""]

@@ -20,6 +20,7 @@ from gpucost_mlflow.core.money.breakeven import MAX_VOLUME
 from gpucost_mlflow.core.money.choice import Choice
 from gpucost_mlflow.core.money.curve import Step, priced, steps
 from gpucost_mlflow.core.money.decision import Assessment
+from gpucost_mlflow.core.names import STEADY_LAP
 from gpucost_mlflow.report import short, standing
 from gpucost_mlflow.report.tables import Summary
 from gpucost_mlflow.tracking import schema
@@ -113,8 +114,8 @@ def durations(assessments: list[Assessment], choice: Choice, names: short.Names)
             named.append(run)
     axes.set_yticks(range(len(shown)), [f"{names.of(a.configuration)}" for a in reversed(shown)])
     axes.set_ylim(-0.7, len(shown) - 0.3)
-    axes.set_xlabel("pass_s (s)")
-    axes.set_title("Every pass's duration (bar: median)", fontsize=11)
+    axes.set_xlabel(f"{STEADY_LAP} (s): the median of each pass's laps after the first")
+    axes.set_title(f"Every pass's {STEADY_LAP} (bar: median)", fontsize=11)
     axes.grid(axis="x", alpha=0.3)
     kinds = list(dict.fromkeys(standing.role(a, choice) for a in shown))
     handles = [Line2D([], [], linestyle="", marker=STYLES[k][1], color=STYLES[k][0],
@@ -124,9 +125,9 @@ def durations(assessments: list[Assessment], choice: Choice, names: short.Names)
                               markeredgecolor="#222", label="outlier (run named)"))
     axes.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
     counts = ", ".join(f"{sum(standing.role(a, choice) == k for a in shown)} {k}" for k in kinds)
-    alt = (f"Pass durations per configuration: {counts}"
+    alt = (f"Every pass's {STEADY_LAP} per configuration: {counts}"
            + (f"; outliers {', '.join(named)}" if named else "; no outlier"))
-    return Figure(alt, "Every pass's duration per configuration (bar: median; ringed: an outlier, named by its run)",
+    return Figure(alt, f"Every pass's {STEADY_LAP} per configuration (bar: median; ringed: an outlier, named by its run)",
                   figure, DURATIONS_FILE)
 
 

@@ -19,6 +19,8 @@ from gpucost_mlflow.core.names import (
     OBSERVED_IDS,
     PADDED_FLOP_PER_S,
     PASS_S,
+    STEADY_LAP,
+    STEADY_LAP_S,
     USEFUL_FLOP_PER_S,
 )
 from gpucost_mlflow.report import short, standing
@@ -55,13 +57,13 @@ def _attempt_counts(counts: dict) -> str:
 
 def durations_text(report: Report) -> str:
     """The per-configuration header: the protocol's pass count (`passes_per_variant`), never a literal."""
-    count = (f"{report.passes_per_variant} raw durations per configuration (passes_per_variant of the protocol)"
-             if report.passes_per_variant else "every raw duration of each configuration")
-    return f"{count}, median, min, max; no p95, no mean"
+    count = (f"{report.passes_per_variant} raw {STEADY_LAP}s per configuration (passes_per_variant of the protocol)"
+             if report.passes_per_variant else f"every raw {STEADY_LAP} of each configuration")
+    return f"{count} (each the median of a pass's laps after its first), median, min, max; no p95, no mean"
 
 
-SUMMARY_HEAD = ["device", "variant", "raw pass_s", "median", "min", "max", "overlapped", "attempts", "memory peak",
-                "macro-F1 (median)", "quality verdicts", "against the reference: agreement, answers changed",
+SUMMARY_HEAD = ["device", "variant", f"raw {STEADY_LAP}s (s)", "median", "min", "max", "overlapped", "attempts",
+                "memory peak", "macro-F1 (median)", "quality verdicts", "against the reference: agreement, answers changed",
                 "GFLOP/s useful / padded (median)", "MFU useful / padded (median)"]
 SUMMARY_TEXT = ("Overlapped: durations measured while another pass ran on the same host; contended: while other "
                 "processes used more of the machine's CPU than the protocol's max_other_cpu_share (each such pass "
@@ -234,7 +236,7 @@ def plan_table(report: Report) -> Table:
     return table
 
 
-DECISION_HEAD = ["configuration", "standing", "median pass_s", "forecast window (h)", "deadline", "committed",
+DECISION_HEAD = ["configuration", "standing", f"median {STEADY_LAP} (s)", "forecast window (h)", "deadline", "committed",
                  "planning budget (forecast)", "cost per validated corpus"]
 
 
@@ -293,7 +295,7 @@ def other_table(report: Report) -> Table:
 ATTEMPT_COLUMNS = ["pass_index", "round", "position", "variant", "device", "status", "reason", PASS_S, MACRO_F1,
                    "quality_verdict", "run_id", EXPECTED_IDS, OBSERVED_IDS, "ids_match", "corpus_accepted",
                    COMPLETED_ENTRIES, MFU_USEFUL, MFU_PADDED, "mfu_reason", "overlapped_with"]
-ATTEMPT_HEAD = ["#", "campaign", "round", "position", "variant", "device", "status", "reason", PASS_S, "macro-F1",
+ATTEMPT_HEAD = ["#", "campaign", "round", "position", "variant", "device", "status", "reason", f"{STEADY_LAP} (s)", "macro-F1",
                 "quality", "run"]
 CHECK_HEAD = ["#", "run", "ids expected", "ids observed", "ids match", "corpus accepted", "completed entries",
               "MFU useful / padded", "overlapped with"]
@@ -308,7 +310,8 @@ def attempt_tables(report: Report) -> tuple[Table, Table]:
         run = run_cell(report, row.get("run_id"))
         outcome.rows.append([number, cell(row.get("campaign_id")) or "none", cell(row.get("round")), cell(row.get("position")), cell(row.get("variant")),
                              cell(row.get("device")), cell(row.get("status")), outcome.fold(cell(row.get("reason"))),
-                             cell(row.get(PASS_S)), cell(row.get(MACRO_F1)), outcome.fold(cell(row.get("quality_verdict")), 16),
+                             cell(row.get(STEADY_LAP_S) if pd.notna(row.get(STEADY_LAP_S)) else row.get(PASS_S)),
+                             cell(row.get(MACRO_F1)), outcome.fold(cell(row.get("quality_verdict")), 16),
                              run])
         mfu = ({MFU_USEFUL: row.get(MFU_USEFUL), MFU_PADDED: row.get(MFU_PADDED)}
                if pd.notna(row.get(MFU_USEFUL)) and pd.notna(row.get(MFU_PADDED)) else {})

@@ -11,7 +11,8 @@ from pathlib import Path
 class Decided:
     """What a decision run records: its name, the protocol digest it decided under, its tags, params and metrics, its
     files, each pass's standing in it (run id -> its configuration's standing) and committed cost (run id -> (metric
-    key with its currency, amount)), and the currency gpucost's views show ('' to leave them as they are)."""
+    key with its currency, amount)), the currency gpucost's views show ('' to leave them as they are) and each
+    confirmation run's verdict."""
 
     name: str
     protocol_digest: str
@@ -22,3 +23,5 @@ class Decided:
     standings: dict[str, str] = field(default_factory=dict)
     committed: dict[str, tuple[str, float]] = field(default_factory=dict)
     currency: str = ""
+    # each confirmation run it read (run id -> its outcome in this decision, its rate over the slowest benchmark pass's)
+    confirmations: dict[str, tuple[str, float | None]] = field(default_factory=dict)

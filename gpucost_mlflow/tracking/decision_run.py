@@ -24,8 +24,10 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.money import bill as bills
 from gpucost_mlflow.core.money.bill import Bill
 from gpucost_mlflow.core.money.costs import money
+from gpucost_mlflow.core.names import RATE_VS_SLOWEST
 from gpucost_mlflow.tracking import descriptions, experiments, limits, schema, search
 from gpucost_mlflow.tracking.decision_record import Decided
+from gpucost_mlflow.tracking.descriptions import SEP
 
 NEWEST_FIRST = ["attributes.start_time DESC"]
 DECISIONS = f"tags.`{schema.ROLE}` = '{schema.DECISION_ROLE}'"
@@ -49,8 +51,9 @@ def log_decision(client: MlflowClient, experiment_id: str, decided: Decided) -> 
     for path in decided.files:
         client.log_artifact(run.info.run_id, str(path))
     client.set_terminated(run.info.run_id, "FINISHED")
-    supersede(client, experiment_id, run.info.run_id, decided.name)
+    supersede(client, experiment_id, run.info.run_id, decided.name, what_if(decided.tags, decided.name))
     stand(client, experiment_id, decided.standings)
+    confirm_runs(client, decided.confirmations)
     experiments.present(client, experiment_id)
     if decided.committed:
         price(client, experiment_id, decided.committed)
@@ -73,6 +76,27 @@ def stand(client: MlflowClient, experiment_id: str, standings: dict[str, str]) -
     return written
 
 
+def confirm_runs(client: MlflowClient, verdicts: dict[str, tuple[str, float | None]]) -> int:
+    """Give each confirmation run its verdict in this decision (the tag `gpucost.confirmation`) and its rate over the
+    slowest benchmark pass's (`rate_vs_slowest_benchmark`), the columns of the confirmation runs' view, its description
+    said again with them; only runs whose verdict or rate changed are written, and the reference's outputs keep their
+    mark. Returns how many were written."""
+    written = 0
+    for run_id, (verdict, ratio) in verdicts.items():
+        run = client.get_run(run_id)
+        tags, metrics = run.data.tags, run.data.metrics
+        shown = None if ratio is None else round(ratio, 3)
+        if tags.get(schema.CONFIRMATION) == schema.REFERENCE_OUTPUTS or (
+                tags.get(schema.CONFIRMATION) == verdict and metrics.get(RATE_VS_SLOWEST) == shown):
+            continue
+        now = int(time.time() * 1000)
+        note = descriptions.pass_note({**schema.run_facts(run), schema.CONFIRMATION: verdict}, metrics)
+        client.log_batch(run_id, metrics=[Metric(RATE_VS_SLOWEST, shown, now, 0)] if shown is not None else [],
+                         tags=[RunTag(schema.CONFIRMATION, verdict), RunTag(schema.NOTE, note)])
+        written += 1
+    return written
+
+
 def price(client: MlflowClient, experiment_id: str, committed: dict[str, tuple[str, float]]) -> int:
     """Give each pass its configuration's committed cost in the latest decision as a metric (run id -> (metric key
     with its currency, amount)), so the passes view shows what each configuration commits to; only passes whose
@@ -86,13 +110,23 @@ def price(client: MlflowClient, experiment_id: str, committed: dict[str, tuple[s
     return written
 
 
-def supersede(client: MlflowClient, experiment_id: str, newest_id: str, newest_name: str) -> list[str]:
+def what_if(tags: dict, name: str) -> bool:
+    """Whether a decision run is a what-if (example prices, or a what-if protocol): its tag, or for a run logged
+    before the tag its name's ending."""
+    return bool(tags.get(schema.DECISION_WHAT_IF)) or f"{SEP}{schema.WHAT_IF}" in name
+
+
+def supersede(client: MlflowClient, experiment_id: str, newest_id: str, newest_name: str,
+              newest_what_if: bool = False) -> list[str]:
     """Tag every older decision run of the experiment superseded by the newest one and say so first in its
-    description (a bill history at its end kept); a run already superseded is left as it is. Returns their ids."""
+    description (a bill history at its end kept); a run already superseded is left as it is, and a what-if never
+    supersedes a decision on a provider catalog (only an older what-if). Returns their ids."""
     marked = []
     for run in list(search.all_runs(client, experiment_id, DECISIONS, order_by=None)):
         tags = run.data.tags
         if run.info.run_id == newest_id or tags.get(schema.SUPERSEDED_BY):
+            continue
+        if newest_what_if and not what_if(tags, run.info.run_name or ""):
             continue
         note = tags.get(schema.NOTE, "")
         entries, left_out = _history(note)

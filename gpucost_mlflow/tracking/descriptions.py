@@ -18,7 +18,7 @@ from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.measurement.overlap import describe as describe_overlap
-from gpucost_mlflow.core.names import MACRO_F1, PASS_S, REPETITIONS
+from gpucost_mlflow.core.names import FIRST_LAP_S, MACRO_F1, PASS_S, REPETITIONS, STEADY_LAP, STEADY_LAP_S
 from gpucost_mlflow.tracking import exclusion_record, limits, schema, ui
 
 SEP = " · "
@@ -79,6 +79,8 @@ def pass_name(tags: dict, run_id: str) -> str:
             name += f" try {attempt}"
         return short(name + SEP + campaign[:6], NAME)
     kind = "pass" if tags.get(schema.ROLE, "benchmark") == "benchmark" else tags[schema.ROLE]
+    if tags.get(schema.CONFIRMATION) == schema.REFERENCE_OUTPUTS:
+        kind = f"{schema.REFERENCE_OUTPUTS} for confirmation"
     return short(f"{variant}{SEP}{kind} {run_id[:6]}", NAME)
 
 
@@ -120,7 +122,7 @@ def _missing(tags: dict) -> list[str]:
 
 
 def pass_note(tags: dict, metrics: dict) -> str:
-    """A pass's description: variant, status and reason, pass_s, main metric, throughput, failed checks,
+    """A pass's description: variant, status and reason, steady lap, main metric, throughput, failed checks,
     missing measurements, where it ran (campaign slot), exclusion, re-judging and overlap."""
     variant, status = tags.get(schema.VARIANT, "?"), tags.get(schema.STATUS, "") or "not recorded"
     reason = tags.get(schema.STATUS_REASON, "")
@@ -130,8 +132,10 @@ def pass_note(tags: dict, metrics: dict) -> str:
         lines += [short(reason, 400), ""]
     if status == Status.RUNNING:
         return "\n".join(lines + ["The pass is running; this description is completed when it ends."])
-    lines += markdown_table([PASS_S, main, schema.ACCEPTED, "inputs/s", "tokens/s"], [[
-        number(metrics.get(PASS_S), 3, " s"), number(metrics.get(main), 4),
+    duration = STEADY_LAP_S if metrics.get(STEADY_LAP_S) is not None else PASS_S  # one lap: pass_s is that lap
+    lines += markdown_table([STEADY_LAP if duration == STEADY_LAP_S else PASS_S, main, schema.ACCEPTED, "inputs/s",
+                             "tokens/s"], [[
+        number(metrics.get(duration), 3, " s"), number(metrics.get(main), 4),
         number(metrics.get(schema.ACCEPTED), 0), number(metrics.get(schema.INPUTS_PER_S), 1),
         number(metrics.get(schema.TOKENS_PER_S), 0)]]) + [""]
     facts = []
@@ -141,6 +145,8 @@ def pass_note(tags: dict, metrics: dict) -> str:
         if tags.get(schema.ATTEMPT, "1") not in ("", "1"):
             where += f" (attempt {tags[schema.ATTEMPT]}, retry of run `{tags.get(schema.RETRY_OF, '?')}`)"
         facts.append(f"**Where:** {where}")
+    elif tags.get(schema.ROLE) == schema.CONFIRMATION_ROLE:
+        facts.append(f"**Where:** {_confirmation_where(tags)}")
     else:
         facts.append(f"**Where:** a single pass ({tags.get(schema.ROLE, 'benchmark')}), outside any campaign")
     if tags.get(schema.DEVICE_NAME):
@@ -177,12 +183,27 @@ def pass_note(tags: dict, metrics: dict) -> str:
     if tags.get(schema.COLD_SHAPES):
         facts.append(f"**Cold shapes:** {tags[schema.COLD_SHAPES]}")
     if metrics.get(REPETITIONS, 1) > 1:
-        facts.append(f"**Repeated:** the clock processed the corpus {metrics[REPETITIONS]:.0f} times "
-                     f"(min_laps, min_measured_s); pass_s is one corpus")
+        facts.append(f"**Repeated:** the clock processed the corpus {metrics[REPETITIONS]:.0f} times (min_laps, "
+                     f"min_measured_s): first lap {number(metrics.get(FIRST_LAP_S), 3, ' s')} (each new shape's setup "
+                     f"included), {STEADY_LAP} {number(metrics.get(STEADY_LAP_S), 3, ' s')} (the median of the later "
+                     f"laps: what the decision reads, and inputs/s), `{PASS_S}` {number(metrics.get(PASS_S), 3, ' s')} "
+                     "(the clock's span over its laps)")
     files = (f"`{schema.PREDICTIONS}` (every prediction), `{schema.PREVIEW}` (failed predictions first, then a "
              f"sample), `{schema.VERDICT}`, `{schema.MANIFEST}`")
     facts.append(f"**Files:** {files}")
     return bounded(lines + [f"- {fact}" for fact in facts])
+
+
+def _confirmation_where(tags: dict) -> str:
+    """Where a confirmation run stands: the reference's outputs it is compared against, or a confirmation run of the
+    decision with its verdict once a report has read it."""
+    verdict = tags.get(schema.CONFIRMATION, "")
+    if verdict == schema.REFERENCE_OUTPUTS:
+        return ("the reference's outputs on the confirmation corpus (`gpucost confirm`): the confirmation run is judged "
+                "against them; not a confirmation, never counted")
+    said = f"; verdict in the latest decision: **{verdict}**" if verdict else "; its verdict: `gpucost report`"
+    return ("a confirmation run of the decision (`gpucost confirm`) on the disjoint confirmation corpus, its rate at "
+            f"the steady lap compared with the benchmark's slowest pass{said}")
 
 
 def _median(values: list[float]) -> float | None:
@@ -190,20 +211,29 @@ def _median(values: list[float]) -> float | None:
 
 
 def campaign_progress(attempts: Sequence[dict]) -> dict[str, float]:
-    """Campaign metrics from its slots' latest attempts (variant, status, pass_s): passes finished and accepted,
-    and the median pass_s per variant over its completed, not excluded passes."""
+    """Campaign metrics from its slots' latest attempts (variant, status, steady lap): passes finished and accepted,
+    and the median steady lap per variant over its completed, not excluded passes."""
     metrics = {schema.PASSES_FINISHED: float(len(attempts)),
                schema.PASSES_ACCEPTED: float(sum(1 for a in attempts if a["status"] == Status.ACCEPTED))}
     for variant in dict.fromkeys(a["variant"] for a in attempts):
         median = _median(_durations(attempts, variant))
         if median is not None:
-            metrics[f"{schema.MEDIAN_PASS_S_PREFIX}{variant}"] = median
+            metrics[f"{schema.MEDIAN_STEADY_LAP_PREFIX}{variant}"] = median
     return metrics
 
 
+def _duration(attempt: dict) -> float | None:
+    """An attempt's steady lap, or its pass_s where it has none (one lap, or recorded before steady laps)."""
+    for key in (STEADY_LAP_S, PASS_S):
+        value = attempt.get(key)
+        if value is not None and not math.isnan(value):
+            return float(value)
+    return None
+
+
 def _durations(attempts: Sequence[dict], variant: str) -> list[float]:
-    return [float(a[PASS_S]) for a in attempts if a["variant"] == variant and a.get(PASS_S) is not None
-            and not math.isnan(a[PASS_S]) and a["status"] != Status.EXCLUDED]
+    return [_duration(a) for a in attempts if a["variant"] == variant and _duration(a) is not None
+            and a["status"] != Status.EXCLUDED]
 
 
 @dataclass(frozen=True)
@@ -219,7 +249,7 @@ class Aside:
 def campaign_note(campaign_id: str, variants: Sequence[str], passes: int, attempts: Sequence[dict], state: str,
                   protocol_digest: str = "", aside: Aside = Aside()) -> str:
     """A campaign's description: its state and progress, then per variant the passes finished, their statuses and
-    their median pass_s, then what it says beside them (`aside`); cheap to recompose after every pass."""
+    their median steady lap, then what it says beside them (`aside`); cheap to recompose after every pass."""
     total = len(variants) * passes
     lines = [f"### campaign {campaign_id}{SEP}{state}, {len(attempts)} of {total} passes finished", "",
              f"{', '.join(variants)}: {passes} passes each, in rotated order (each round starts one variant later)"
@@ -231,7 +261,7 @@ def campaign_note(campaign_id: str, variants: Sequence[str], passes: int, attemp
         median = _median(_durations(attempts, variant))
         rows.append([variant, f"{len(mine)} of {passes}",
                      ", ".join(f"{n} {s}" for s, n in statuses.items()) or "none yet", number(median, 3, " s")])
-    lines += markdown_table(["variant", "finished", "statuses", "median pass_s"], rows) + [""]
+    lines += markdown_table(["variant", "finished", "statuses", f"median {STEADY_LAP}"], rows) + [""]
     for name, why in aside.not_tried.items():
         lines.append(f"- **Not tried:** {name} ({short(why, 240)})")
     for line in aside.stopped.values():
@@ -239,7 +269,7 @@ def campaign_note(campaign_id: str, variants: Sequence[str], passes: int, attemp
     if aside.overhead_s_per_pass is not None:
         lines.append(f"- **Harness overhead:** {aside.overhead_s_per_pass:.2f} s per pass outside the timed parts")
     lines.append("- The passes are this run's children: expand it in the runs table, or group the runs by the tag "
-                 f"`{schema.VARIANT}`. The metrics `{schema.MEDIAN_PASS_S_PREFIX}<variant>`, `{schema.PASSES_FINISHED}` "
+                 f"`{schema.VARIANT}`. The metrics `{schema.MEDIAN_STEADY_LAP_PREFIX}<variant>`, `{schema.PASSES_FINISHED}` "
                  f"and `{schema.PASSES_ACCEPTED}` are logged once, when the campaign finishes; this table follows "
                  "the passes as they finish.")
     return bounded(lines)

@@ -109,7 +109,7 @@ ACCEPTED = "accepted"
 CAMPAIGN_VARIANTS = "campaign.variants"
 CAMPAIGN_PASSES = "campaign.passes"
 # Campaign metrics, logged as passes finish (step: passes finished so far).
-MEDIAN_PASS_S_PREFIX = "median_pass_s."
+MEDIAN_STEADY_LAP_PREFIX = "median_steady_lap_s."  # the median steady lap per variant
 PASSES_FINISHED = "passes_finished"
 PASSES_ACCEPTED = "passes_accepted"
 # The decision run: decided / none, the chosen configuration, and the campaigns whose passes it read.
@@ -128,6 +128,13 @@ DECISION_RUN = "gpucost.decision.run"
 # other device's configuration with its own plan here.
 DECISION_EQUAL = "gpucost.decision.equal"
 DECIDED = "decided"  # gpucost.decision when a plan was chosen ("none" when nothing was)
+# Whether the decision held on its confirmation run, with how many of a tie (report/confirmed.py): `confirmed`,
+# `not yet confirmed`, `not confirmed`, then `: 1 of 3 tied, <the one to run>`; its run name says it too.
+DECISION_CONFIRMATION = "gpucost.decision.confirmation"
+# A decision priced with example prices or made under a what-if protocol (its name ends in `· what-if`): it never
+# supersedes a decision on a provider catalog (tracking/decision_run.py `supersede`).
+DECISION_WHAT_IF = "gpucost.decision.what_if"
+WHAT_IF = "what-if"  # ends the name of such a decision: `· what-if`, `· what-if protocol`
 # Decision-run metrics carry their unit in the name: a money metric ends in the plan's currency code
 # (`in_currency`: committed_cost_usd), hours in _h; tracking/decision_run.py rounds them as the UI shows them.
 COMMITTED_COST = "committed_cost"  # alone (no currency) on decision runs logged before the unit was named
@@ -182,6 +189,11 @@ EXCLUSION_UNDONE = "gpucost.exclusion_undone"
 # A pass's role: a timed comparison pass, a production corpus, or the chosen configuration's confirmation run
 # (`gpucost confirm`: a disjoint corpus, the clock repeated for the protocol's confirmation.min_s).
 CONFIRMATION_ROLE = "confirmation"
+# On a confirmation run: its verdict in the latest decision (confirmed, not confirmed, not yet confirmed, excluded,
+# not counted), written by `gpucost report`; the reference's outputs run `gpucost confirm` starts carries
+# REFERENCE_OUTPUTS from its start, and its name says so: it is compared against, never counted.
+CONFIRMATION = "gpucost.confirmation"
+REFERENCE_OUTPUTS = "reference outputs"
 DELIVERABLE_ROLE = "deliverable"
 ROLES = ("benchmark", DELIVERABLE_ROLE, CONFIRMATION_ROLE)
 

@@ -16,7 +16,7 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.core.judging.status import Status
-from gpucost_mlflow.core.names import COMPLETED_ENTRIES, PASS_S, shown, split_step
+from gpucost_mlflow.core.names import COMPLETED_ENTRIES, PASS_S, STEADY_LAP_S, shown, split_step
 from gpucost_mlflow.tracking import descriptions, heartbeat, limits, schema
 
 
@@ -56,8 +56,10 @@ def start_tags(*, role: str, variant: str, basis: Basis, campaign_id: str = "", 
 
 
 def throughput(metrics: dict) -> tuple[dict[str, float], dict[str, str]]:
-    """Inputs and real tokens per second of the measured pass, and the reason for either that cannot be had."""
-    pass_s = metrics.get(PASS_S)
+    """Inputs and real tokens per second at the steady lap, the one duration the decision reads and every surface
+    shows (a pass with one lap, or recorded before steady laps: over pass_s), and the reason for either that cannot be
+    had."""
+    pass_s = metrics.get(STEADY_LAP_S) or metrics.get(PASS_S)
     if not pass_s or pass_s <= 0:
         return {}, {}
     rates, missing = {}, {}

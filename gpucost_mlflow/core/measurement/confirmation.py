@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gpucost_mlflow.core.judging.status import Status, interrupted
+from gpucost_mlflow.core.names import STEADY_LAP
 
 CONFIRMED = "confirmed"
 NOT_CONFIRMED = "not confirmed"
@@ -30,8 +31,9 @@ COUNTED = (CONFIRMED, NOT_CONFIRMED, NOT_YET)
 
 @dataclass(frozen=True)
 class ConfirmationRun:
-    """One confirmation run of a configuration as recorded: its verdict, inputs, one corpus's seconds (the mean over
-    its repetitions), the clock's whole span and how many times it processed the corpus."""
+    """One confirmation run of a configuration as recorded: its verdict, inputs, one corpus's seconds (its steady
+    lap; before steady laps, the mean over its repetitions), the clock's whole span and how many times it processed
+    the corpus."""
 
     run_id: str
     status: str
@@ -52,6 +54,13 @@ class RunOutcome:
     figures: str
     rate: float | None = None
     measured_s: float | None = None  # the seconds its clock ran, where it gave a rate
+    slowest: float | None = None  # the slowest benchmark pass's rate it was compared with (inputs per second)
+
+    @property
+    def against_slowest(self) -> float | None:
+        """Its rate over the slowest benchmark pass's (1.05: 5 % faster; under 1: it did not hold), where it has
+        both."""
+        return self.rate / self.slowest if self.rate and self.slowest else None
 
     @property
     def counted(self) -> bool:
@@ -117,12 +126,12 @@ def outcome(run: ConfirmationRun, durations: Sequence[float], inputs_per_pass: i
         return RunOutcome(run.run_id, NOT_YET, "no benchmark duration to compare its rate with")
     held = run.inputs / run.pass_s
     slowest, fastest = inputs_per_pass / max(durations), inputs_per_pass / min(durations)
-    spread = f"benchmark passes {_number(slowest)}-{_number(fastest)} inputs/s"
+    spread = f"benchmark {STEADY_LAP}s {_number(slowest)}-{_number(fastest)} inputs/s"
     over = f"{_number(held)} inputs/s: {timed(run)}"
     if held < slowest:
-        return RunOutcome(run.run_id, NOT_CONFIRMED,
-                          f"{over}, below the slowest benchmark pass ({spread}); quality held", held, run.measured_s)
-    return RunOutcome(run.run_id, CONFIRMED, f"{over} ({spread}); quality held", held, run.measured_s)
+        return RunOutcome(run.run_id, NOT_CONFIRMED, f"{over}, below the slowest benchmark pass ({spread}); quality "
+                                                     "held", held, run.measured_s, slowest)
+    return RunOutcome(run.run_id, CONFIRMED, f"{over} ({spread}); quality held", held, run.measured_s, slowest)
 
 
 def _set_aside(outcomes: Sequence[RunOutcome]) -> str:
