@@ -285,3 +285,21 @@ def test_the_confirmation_defaults_to_600_s_beside_the_comparison_corpus(tmp_pat
     (tmp_path / "data/corpus").mkdir(parents=True)
     (tmp_path / "data/corpus/confirmation.jsonl").write_text("")
     assert corpus_of(tmp_path, shipped) == tmp_path / Path("data/corpus/confirmation.jsonl")
+
+
+@pytest.mark.unit
+def test_a_confirmation_that_lost_an_answer_says_so_beside_quality_held_and_its_one_run_is_one_line():
+    # The demo's confirmation (issue 66): one answer of 1,000 lost against the reference's outputs, quality held; the
+    # card and the Confirmation section say the lost answer, and a verdict resting on one run is not printed twice.
+    from gpucost_mlflow.core.measurement.confirmation import Confirmation, RunOutcome
+    from gpucost_mlflow.report import confirmations
+
+    held = RunOutcome("r1", CONFIRMED, "281.9 inputs/s: 9 repetitions of 1,000 "
+                                   "confirmation inputs in 31 s (benchmark passes 269.0-316.2 inputs/s); quality held",
+                                   281.9, 31.0)
+    verdict = Confirmation(CONFIRMED, held.figures, "r1", (held,))
+    changed = confirmations._with_flips(verdict, {"r1": "1 lost, 0 gained of 1,000 inputs (exact McNemar p = 1)"})
+    assert changed.figures.endswith("; quality held: 1 lost, 0 gained of 1,000 inputs (exact McNemar p = 1) against "
+                                    "the reference's outputs") and changed.runs[0].figures == changed.figures
+    one = f"batch16: confirmed by its one confirmation run (r1): {changed.figures}"
+    assert confirmations.lines({"batch16": changed}) == [one]

@@ -13,7 +13,7 @@ from gpucost_mlflow.core.inputs.protocol import load_protocol
 from gpucost_mlflow.core.judging import flips, judge
 from gpucost_mlflow.core.judging.verdicts import ReadBack
 from gpucost_mlflow.core.names import FLIPS_GAINED, FLIPS_LOST, FLIPS_P
-from gpucost_mlflow.report.versus_reference import agreement_text, flips_text
+from gpucost_mlflow.report.versus_reference import agreement_text, flips_text, said
 from tests.helpers import LABELS, SHIPPED_PROTOCOL
 
 pytestmark = pytest.mark.unit
@@ -80,3 +80,16 @@ def test_the_report_says_each_accepted_configurations_agreement_with_its_exact_i
                          "label_agreement_low": [0.9714, 0.9714], "label_agreement_high": [0.9944, 0.9944]})
     assert agreement_text(rows) == "agreement 98.60 % (exact interval 97.14-99.44 %)"
     assert agreement_text(pd.DataFrame({"status": ["accepted"]})) == ""
+
+
+def test_a_rejected_configuration_shows_its_agreement_interval_bar_and_flips_never_empty():
+    # The demo's batch8-int8 (issue 66): rejected on 94.0 % agreement against a 97 % bar; its row says so, with the
+    # answers it changed, rather than "empty: not compared".
+    rows = pd.DataFrame({"status": ["rejected", "rejected"], "label_agreement": [0.94, 0.94],
+                         "label_agreement_low": [0.91545, 0.91545], "label_agreement_high": [0.95916, 0.95916],
+                         FLIPS_LOST: [19.0, 19.0], FLIPS_GAINED: [11.0, 11.0], "expected_ids": [500, 500]})
+    assert said(rows, 0.97) == ("rejected: agreement 94.00 % (exact interval 91.55-95.92 %; bar 97.00 %); 19 lost, "
+                                "11 gained of 500 inputs (exact McNemar p = 0.2)")
+    rows.loc[0, "status"] = "accepted"  # an accepted pass's evidence is what the row shows, as before
+    assert said(rows, 0.97).startswith("agreement 94.00 % (exact interval 91.55-95.92 %); 19 lost")
+    assert said(pd.DataFrame({"status": ["rejected"], "expected_ids": [500]}), 0.97) == ""

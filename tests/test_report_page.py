@@ -57,6 +57,21 @@ def test_a_string_repeated_down_a_table_is_one_footnote_never_a_cell_on_every_ro
     assert [row[13] for row in summary.rows][:2] == ["empty [3]", "empty [3]"]
 
 
+def test_a_long_reason_that_differs_only_by_its_reference_run_is_one_footnote_naming_each_run():
+    # The demo's batch8-int8 (issue 66): four rejected passes, each judged against the reference run of its round,
+    # gave four copies of one 130-word reason; one footnote now names the four runs.
+    from gpucost_mlflow.report.cells import Table
+
+    runs = [str(n) * 32 for n in range(1, 5)]
+    reason = ("reference_agreement: labels agree with reference run {0}: 94.00 % of 500 (95 % interval 91.55-95.92 %; "
+              "bar 97.00 %); bucket_medium_macro_f1: about 160,497 needed at this value vs reference run {0}")
+    table = Table("attempts", ["reason"])
+    cells = [table.fold(reason.format(run)) for run in runs + runs[:1]]
+    assert cells == ["reference_agreement [1]"] * 5 and len(table.notes) == 1
+    assert table.notes[0] == reason.format("11111111, 22222222, 33333333, 44444444")
+    assert table.fold(reason.replace("94.00", "93.00").format(runs[0])) == "reference_agreement [2]"  # other figures
+
+
 def test_numbers_do_not_wrap_and_words_do_with_their_footnote_mark(report):
     page = render.page(report)
     assert '<td class="n">120.00 EUR</td>' in page and '<td class="n">2025-03-02T12:30</td>' in page

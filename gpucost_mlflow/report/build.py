@@ -113,7 +113,7 @@ def build(evidence: Evidence, protocol: Protocol, protocol_path: Path, catalog: 
             decision = f"{decision} {priced_hint}" if priced_hint else decision
         if options.what_if:
             decision = f"What-if protocol ({options.what_if}): {decision}"
-        summaries = tables.summaries(measured, configs)
+        summaries = tables.summaries(measured, configs, protocol.acceptance.min_label_agreement)
         separations = tables.separated(pairs, p_values.result(), protocol.passes_per_variant, *looked(protocol, table))
     spent = measuring.spent(table, evidence.measuring)
     report = model.Report(

@@ -13,6 +13,7 @@ from gpucost_mlflow.report.model import Report
 from gpucost_mlflow.tracking import ui
 
 FOLD = 28  # characters: a longer string in a cell becomes its head and a footnote
+RUN_ID = re.compile(r"\b[0-9a-f]{32}\b")  # an MLflow run id inside a footnote's text
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,8 @@ class Table:
     rows: list[list] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     keys: int = 0  # leading columns that name a row; with keys set, a table whose other cells are all empty is one line
+    # texts that differ only in their run ids share one footnote: its number, and the run ids seen at each place
+    alike: dict[str, tuple[int, list[list[str]]]] = field(default_factory=dict, repr=False)
 
     def all_empty(self) -> str:
         """One line standing for a table none of whose measured cells holds a value: how many rows, and why (its
@@ -42,10 +45,24 @@ class Table:
                 + "; ".join(self.notes) + ".")
 
     def note(self, text: str) -> str:
-        """'[n]' for text listed once under the table; identical texts share a number."""
-        if text not in self.notes:
-            self.notes.append(text)
-        return f"[{self.notes.index(text) + 1}]"
+        """'[n]' for text listed once under the table; identical texts share a number, and so do texts that differ
+        only in their run ids (each pass judged against its own reference run): the note then names each one."""
+        if text in self.notes:
+            return f"[{self.notes.index(text) + 1}]"
+        key, ids = RUN_ID.sub("\0", text), RUN_ID.findall(text)
+        if ids and key in self.alike:
+            index, seen = self.alike[key]
+            for place, run in zip(seen, ids):
+                place.extend([run] if run not in place else [])
+            parts = key.split("\0")
+            self.notes[index] = parts[0] + "".join(
+                (place[0] if len(place) == 1 else ", ".join(run[:8] for run in place)) + rest
+                for place, rest in zip(seen, parts[1:]))
+            return f"[{index + 1}]"
+        self.notes.append(text)
+        if ids:
+            self.alike[key] = (len(self.notes) - 1, [[run] for run in ids])
+        return f"[{len(self.notes)}]"
 
     def fold(self, text: str, limit: int = FOLD) -> str:
         """Short text as is; a longer one as its head (before ':', ';' or '(') and a footnote with the whole."""

@@ -12,6 +12,7 @@ from gpucost_mlflow.core.measurement.confirmation import Confirmation, Confirmat
 from gpucost_mlflow.core.money.decision import Assessment, Configuration
 from gpucost_mlflow.core.names import EXPECTED_IDS, MEASURED_TOTAL_S, PASS_S, REPETITIONS, STEADY_LAP_S
 from gpucost_mlflow.report.measured import Measured, at_each_seed
+from gpucost_mlflow.report.versus_reference import flips_text
 from gpucost_mlflow.tracking.schema import CONFIRMATION_ROLE
 
 
@@ -48,19 +49,51 @@ def runs_of(measured: Measured, config: Configuration) -> list[ConfirmationRun]:
                                                 corpus_s, total, counts)]
 
 
+HELD = "; quality held"  # how core/measurement/confirmation.py says a run's quality held
+
+
+def _changed(measured: Measured, run_ids: set[str]) -> dict[str, str]:
+    """The answers each of these runs changed against the reference's outputs ('1 lost, 0 gained of 1,000 inputs
+    (exact McNemar p = 1)'), where any changed: a held quality bar does not hide a lost answer (issue 66)."""
+    rows = measured.table[measured.table["run_id"].isin(run_ids)] if "run_id" in measured.table else measured.table[:0]
+    found = {}
+    for run_id, row in rows.groupby("run_id"):
+        changed = flips_text(row)
+        if changed and not changed.startswith("no correct answer changed"):
+            found[str(run_id)] = changed
+    return found
+
+
+def _with_flips(verdict: Confirmation, changed: dict[str, str]) -> Confirmation:
+    """The verdict with each run's changed answers after its 'quality held'."""
+    runs = tuple(replace(run, figures=run.figures.replace(HELD, f"{HELD}: {changed[run.run_id]} against the "
+                                                                 "reference's outputs", 1))
+                 if run.run_id in changed else run for run in verdict.runs)
+    figures = next((new.figures for old, new in zip(verdict.runs, runs) if old.figures == verdict.figures),
+                   verdict.figures)
+    return replace(verdict, figures=figures, runs=runs)
+
+
 def verdicts(measured: Measured, chosen: list[Assessment], inputs_per_pass: int, min_s: float
              ) -> dict[str, Confirmation]:
-    """Each chosen configuration's confirmation verdict, by its name."""
-    return {a.configuration.name: confirm(a.configuration.durations.values, inputs_per_pass,
-                                          runs_of(measured, a.configuration), min_s) for a in chosen}
+    """Each chosen configuration's confirmation verdict, by its name, with the answers its runs changed."""
+    found = {a.configuration.name: confirm(a.configuration.durations.values, inputs_per_pass,
+                                           runs_of(measured, a.configuration), min_s) for a in chosen}
+    changed = _changed(measured, {run.run_id for verdict in found.values() for run in verdict.runs})
+    return {name: _with_flips(verdict, changed) for name, verdict in found.items()}
 
 
 def lines(confirmed: dict[str, Confirmation]) -> list[str]:
     """The report's Confirmation section: each configuration's verdict, then every one of its confirmation runs with
-    its outcome (an excluded run with its cause), so no run that did not hold can go unseen."""
+    its outcome (an excluded run with its cause), so no run that did not hold can go unseen; a verdict resting on its
+    one run is one line, never the same figures twice."""
     found = []
     for name, verdict in confirmed.items():
+        runs = verdict.runs
+        if len(runs) == 1 and runs[0].outcome == verdict.verdict and runs[0].figures == verdict.figures:
+            found.append(f"{name}: {verdict.verdict} by its one confirmation run ({runs[0].run_id}): {runs[0].figures}")
+            continue
         found.append(f"{name}: {verdict.verdict} ({verdict.figures})")
-        found += [f"{name}, confirmation run {number} of {len(verdict.runs)} ({run.run_id}): {run.outcome}: "
-                  f"{run.figures}" for number, run in enumerate(verdict.runs, 1)]
+        found += [f"{name}, confirmation run {number} of {len(runs)} ({run.run_id}): {run.outcome}: "
+                  f"{run.figures}" for number, run in enumerate(runs, 1)]
     return found

@@ -65,8 +65,9 @@ class Summary:
     next_batch: str = ""  # starved: the next batch size worth trying, or that it will not fit (report/next_batch.py)
 
 
-def summaries(measured: Measured, configs: list[Configuration]) -> list[Summary]:
-    """Memory peaks (largest per counter, never added) and quality per configuration."""
+def summaries(measured: Measured, configs: list[Configuration], bar: float | None = None) -> list[Summary]:
+    """Memory peaks (largest per counter, never added) and quality per configuration; `bar`: the protocol's label
+    agreement bar, said beside a rejected configuration's agreement."""
     result = []
     for config in configs:
         rows = measured.rows_of(config)
@@ -90,7 +91,7 @@ def summaries(measured: Measured, configs: list[Configuration]) -> list[Summary]
                           {key: float(completed[key].mean()) for key in (CPU_UTILISATION, GPU_UTILISATION)
                            if key in completed and completed[key].notna().any()})
         _energy(summary, completed)
-        summary.against_reference = versus_reference.said(rows)
+        summary.against_reference = versus_reference.said(rows, bar)
         if summary.starved:
             summary.next_batch = next_batch.text(next_batch.batch_of(rows), memory, config.device)
         result.append(summary)

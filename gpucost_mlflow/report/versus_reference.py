@@ -31,27 +31,32 @@ def not_shown(rows: pd.DataFrame) -> tuple[str, ...]:
     return tuple(found)
 
 
-def agreement_text(rows: pd.DataFrame) -> str:
-    """The label agreement of its accepted passes with the reference and its exact interval (the latest pass's: the
-    outputs of a deterministic configuration do not change); '' when none was compared."""
-    if LABEL_AGREEMENT not in rows:
-        return ""
-    compared = rows[(rows["status"] == Status.ACCEPTED) & rows[LABEL_AGREEMENT].notna()]
+def _compared(rows: pd.DataFrame, column: str, status: str) -> pd.DataFrame:
+    """Its passes of this status that recorded the figure."""
+    return rows[(rows["status"] == status) & rows[column].notna()] if column in rows else rows.iloc[0:0]
+
+
+def agreement_text(rows: pd.DataFrame, status: str = Status.ACCEPTED, bar: float | None = None) -> str:
+    """The label agreement of its passes of this status (accepted by default) with the reference and its exact
+    interval (the latest pass's: the outputs of a deterministic configuration do not change), and the bar where given;
+    '' when none was compared."""
+    compared = _compared(rows, LABEL_AGREEMENT, status)
     if not len(compared):
         return ""
     last = compared.iloc[-1]
-    interval = (f" (exact interval {100 * last[LABEL_AGREEMENT_LOW]:.2f}-{100 * last[LABEL_AGREEMENT_HIGH]:.2f} %)"
-                if LABEL_AGREEMENT_LOW in compared and pd.notna(last[LABEL_AGREEMENT_LOW]) else "")
+    bar_said = f"; bar {100 * bar:.2f} %" if bar is not None else ""
+    interval = (f" (exact interval {100 * last[LABEL_AGREEMENT_LOW]:.2f}-{100 * last[LABEL_AGREEMENT_HIGH]:.2f} %"
+                f"{bar_said})" if LABEL_AGREEMENT_LOW in compared and pd.notna(last[LABEL_AGREEMENT_LOW])
+                else f" ({bar_said[2:]})" if bar_said else "")
     return f"agreement {100 * last[LABEL_AGREEMENT]:.2f} %{interval}"
 
 
-def flips_text(rows: pd.DataFrame) -> str:
-    """The answers its accepted passes changed against the reference, by direction, with the exact McNemar p-value:
-    one figure when every pass changed the same ones (a deterministic configuration), else their range; '' when
-    none was counted (no gold labels, the reference itself, or passes recorded before flips were counted)."""
-    if FLIPS_LOST not in rows:
-        return ""
-    counted = rows[(rows["status"] == Status.ACCEPTED) & rows[FLIPS_LOST].notna()]
+def flips_text(rows: pd.DataFrame, status: str = Status.ACCEPTED) -> str:
+    """The answers its passes of this status (accepted by default) changed against the reference, by direction, with
+    the exact McNemar p-value: one figure when every pass changed the same ones (a deterministic configuration), else
+    their range; '' when none was counted (no gold labels, the reference itself, or passes recorded before flips were
+    counted)."""
+    counted = _compared(rows, FLIPS_LOST, status)
     if not len(counted):
         return ""
     lost, gained = counted[FLIPS_LOST].astype(int), counted[FLIPS_GAINED].astype(int)
@@ -62,6 +67,13 @@ def flips_text(rows: pd.DataFrame) -> str:
             "(the passes changed different answers)")
 
 
-def said(rows: pd.DataFrame) -> str:
-    """Its agreement and its flips in one cell ('' when it was not compared with the reference)."""
-    return "; ".join(text for text in (agreement_text(rows), flips_text(rows)) if text)
+def said(rows: pd.DataFrame, bar: float | None = None) -> str:
+    """Its agreement and its flips in one cell: its accepted passes'; with none compared, its rejected passes' with
+    the agreement bar they were judged against (the evidence of a rejection: issue 66); '' when it was not compared
+    with the reference."""
+    accepted = "; ".join(text for text in (agreement_text(rows), flips_text(rows)) if text)
+    if accepted:
+        return accepted
+    rejected = "; ".join(text for text in (agreement_text(rows, Status.REJECTED, bar),
+                                           flips_text(rows, Status.REJECTED)) if text)
+    return f"rejected: {rejected}" if rejected else ""
