@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from gpucost_mlflow.core.names import PASS_S
+from gpucost_mlflow.core.names import RATE_VS_SLOWEST, REPETITIONS, STEADY_LAP, STEADY_LAP_S
 from gpucost_mlflow.report import decision_text
 from gpucost_mlflow.tracking import schema, ui
 from gpucost_mlflow.tracking.ui import LOCAL_UI
@@ -130,18 +130,18 @@ def _printed_link_shows_every_benchmark_pass_sorted_by_pass_s_with_its_status_st
     assert server.uri == LOCAL_UI or LOCAL_UI not in printed, f"a link assumes {LOCAL_UI}:\n{printed}"
     shown = _text(_show(tmp_path, link, "printed-link", width=WIDE))
     assert "Run Name" in shown and ui.PASSES_VIEW_NAME in shown, f"the passes view did not open: {shown[:2000]}"
-    assert f"Sort: {PASS_S}" in shown
+    assert f"Sort: {STEADY_LAP_S}" in shown  # the one duration the decision reads, under its one name
     # committed_usd is a column once a pass carries it: when the decision committed a plan (on a loaded machine the
     # chosen configuration's confirmation may not hold, and nothing is committed)
     (decision,) = _runs(client, "decision")
     decided = decision.data.tags.get(schema.DECISION) == "decided"
     committed = (schema.in_currency(schema.PASS_COMMITTED, "usd"),) if decided else ()
-    for column in (schema.STATUS, schema.VARIANT, schema.STANDING, schema.ACCEPTED, PASS_S, schema.INPUTS_PER_S,
+    for column in (schema.STATUS, schema.VARIANT, schema.STANDING, schema.ACCEPTED, STEADY_LAP_S, schema.INPUTS_PER_S,
                    *committed):
         assert column in shown, f"column {column} not shown: {shown[:3000]}"
-    fastest_first = [run.info.run_name for run in sorted(passes, key=lambda run: run.data.metrics[PASS_S])]
+    fastest_first = [run.info.run_name for run in sorted(passes, key=lambda run: run.data.metrics[STEADY_LAP_S])]
     where = [shown.find(name) for name in fastest_first]
-    assert -1 not in where and where == sorted(where), f"passes not sorted by pass_s: {fastest_first}\n{shown[:3000]}"
+    assert -1 not in where and where == sorted(where), f"passes not sorted by steady lap: {fastest_first}\n{shown[:3000]}"
     statuses = {run.data.tags[schema.STATUS] for run in passes}
     assert all(f" {status} " in shown for status in statuses), f"statuses {statuses} not shown: {shown[:3000]}"
     others = _runs(client, "decision") + _runs(client, "campaign") + _runs(client, "confirmation")
@@ -157,6 +157,13 @@ def _confirmation_and_deliverable_runs_have_views_of_their_own(served, tmp_path)
     shown = _text(_show(tmp_path, _link(served).replace(ui.PASSES_VIEW, confirming), "confirmation-view", width=WIDE))
     assert ui.VIEWS[confirming][0] in shown, f"the confirmation view did not open: {shown[:2000]}"
     assert all(run.info.run_name in shown for run in confirmations), f"confirmation runs not shown: {shown[:3000]}"
+    # its own columns: the verdict the report gave each run, its rate against the slowest benchmark pass, repetitions
+    for column in (schema.CONFIRMATION, RATE_VS_SLOWEST, REPETITIONS):
+        assert column in shown, f"confirmation column {column} not shown: {shown[:3000]}"
+    verdicts = {run.data.tags.get(schema.CONFIRMATION) for run in confirmations}
+    words = {"confirmed", "not confirmed", "not yet confirmed", "excluded", "not counted", schema.REFERENCE_OUTPUTS}
+    assert verdicts <= words and all(verdict in shown for verdict in verdicts), (verdicts, shown[:3000])
+    assert schema.STANDING not in shown, "the confirmation view shows the passes' standing column"
     assert not any(run.info.run_name in shown for run in _runs(client, "benchmark")), shown[:3000]
     (delivering,) = [key for key, (_, role) in ui.VIEWS.items() if role == "deliverable"]
     shown = _text(_show(tmp_path, _link(served).replace(ui.PASSES_VIEW, delivering), "deliverable-view", width=WIDE))
@@ -166,13 +173,16 @@ def _confirmation_and_deliverable_runs_have_views_of_their_own(served, tmp_path)
 
 def _decision_run_page_shows_its_description(served, tmp_path):
     """The decision run's description: the note, the table sorted by committed cost with padded cells, the machine
-    named as one could order it and the price's date; nothing counted outside a campaign that was not."""
-    server, client, _ = served
+    named as one could order it and the price's date; nothing counted outside a campaign that was not. The page is
+    the one `gpucost report` printed as the decision run's own link; its name, tag and description say whether the
+    one configuration it runs (of a tie, named) was confirmed."""
+    server, client, printed = served
     (decision,) = _runs(client, "decision")
     note = decision.data.tags.get("mlflow.note.content", "")
     assert note, "the decision run has no description (mlflow.note.content)"
-    dom = _show(tmp_path, f"{server.uri}/{ui.run_path(decision.info.experiment_id, decision.info.run_id)}",
-                "decision-run")
+    own = f"{server.uri}/{ui.run_path(decision.info.experiment_id, decision.info.run_id)}"
+    assert f"Decision run: {own}" in printed.splitlines(), printed
+    dom = _show(tmp_path, own, "decision-run")
     assert decision.info.run_name in _text(dom) and len(decision.info.run_name) <= decision_text.DECISION_NAME
     found = re.search(r'data-testid="note-editor-preview-content"[^>]*>(.*?)</div>', dom, re.DOTALL)
     assert found, f"no description on the decision run's page: {_text(dom)[:3000]}"
@@ -189,6 +199,15 @@ def _decision_run_page_shows_its_description(served, tmp_path):
     priced = [float(cell.split()[0]) for cell in cells if cell.endswith("USD")]
     assert priced == sorted(priced) and cells[:len(priced)] == [c for c in cells if c.endswith("USD")], rows
     assert "outside any campaign" not in shown and "undated" not in shown, shown[-2000:]
+    assert f"median {STEADY_LAP}" in shown and "pass_s" not in shown, shown[:2000]  # one duration, one name
+    tags = decision.data.tags
+    if tags.get(schema.DECISION) == "decided":
+        verdict = tags[schema.DECISION_CONFIRMATION].split(":")[0]
+        assert verdict in ("confirmed", "not yet confirmed") and verdict in decision.info.run_name, tags
+        assert f"{verdict.capitalize()}:" in shown, shown[:2000]
+        if " · tied" in decision.info.run_name:  # a tie names the one configuration it runs, the one confirmed
+            assert tags[schema.DECISION_RUN] in tags[schema.DECISION_CONFIRMATION]
+            assert "of 2 tied" in tags[schema.DECISION_CONFIRMATION], tags
     if decision.data.tags.get(schema.DECISION) == "decided":  # the machine and the price's date are the Rent's
         today = dt.datetime.now(dt.timezone.utc).date().isoformat()
         assert re.search(r"on this-machine \d+ vCPU \d+ GiB:", shown), f"the machine is not named: {shown[:2000]}"
@@ -225,19 +244,32 @@ def _printed_link_at_1440_px_shows_the_standing_uncut_and_its_charts_open_on_pas
     charts = _text(_show(tmp_path, f"{link}&compareRunsMode=CHART", "printed-link-charts", width=1440))
     section = charts.find(ui.SECTION_NAME)
     assert section >= 0, f"the charts do not open on gpucost's section: {charts[:3000]}"
-    assert 0 <= charts.find(PASS_S, section) < charts.find("load_s", section) or "load_s" not in charts[section:]
+    assert 0 <= charts.find(STEADY_LAP_S, section) < charts.find("load_s", section) or "load_s" not in charts[section:]
+
+
+def _report_links(served) -> list[str]:
+    """Every run link report.html holds."""
+    _, client, _ = served
+    (decision,) = _runs(client, "decision")
+    page = Path(client.download_artifacts(decision.info.run_id, "report.html")).read_text(encoding="utf-8")
+    return [html.unescape(href) for href in re.findall(r'<a href="([^"]+)"', page)]
 
 
 def _pass_run_page_shows_at_most_8_gpucost_tags_and_its_description(served, tmp_path):
+    """Opened from a link of report.html: every one of its links opens the served UI, never an assumed port."""
     server, client, _ = served
     run = _runs(client, "benchmark")[0]
-    dom = _show(tmp_path, f"{server.uri}/{ui.run_path(run.info.experiment_id, run.info.run_id)}", "pass-run")
+    links = _report_links(served)
+    assert links and all(link.startswith(f"{server.uri}/#/") for link in links), links[:5]
+    (link,) = {link for link in links if run.info.run_id in link}
+    dom = _show(tmp_path, link, "pass-run")
     # MLflow draws each tag as a key-value chip titled with its key; the facts are in the Parameters table instead.
     chips = re.findall(r'role="status" title="(gpucost\.[^"]+)"[^>]*data-component-id="[^"]*keyvaluetag', dom)
     assert 3 <= len(chips) <= 8, f"the pass page shows {len(chips)} gpucost tags: {chips}"
     assert schema.STATUS in chips and schema.CHECKS in chips and schema.HOST not in chips
     found = re.search(r'data-testid="note-editor-preview-content"[^>]*>(.*?)</div>', dom, re.DOTALL)
     assert found and f"{run.data.tags[schema.VARIANT]} · " in _text(found.group(1)), "no description on the pass page"
+    assert run.info.run_name in _text(dom) and STEADY_LAP in _text(found.group(1))
 
 
 def test_the_experiment_opens_on_its_runs_the_printed_link_sorts_passes_and_the_decision_shows_its_note(served, tmp_path):
