@@ -160,6 +160,7 @@ def build(evidence: Evidence, protocol: Protocol, protocol_path: Path, catalog: 
                (NOT_MEASURED_TITLE, NOT_MEASURED_TEXT, _not_measured(catalog, {c.device for c in configs})),
                (CONFIRMATION_TITLE, CONFIRMATION_TEXT, confirmations.lines(confirmed))],
         bill=bill_lines(evidence.bill),
+        delivered=evidence.delivered,
         measured=measured,
         spent=spent,
         spent_price=measuring.priced(spent, choice),

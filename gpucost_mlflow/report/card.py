@@ -334,5 +334,5 @@ def lines(report: Report) -> list[tuple[str, str]]:
                                                          if found.failed)))
         if names.device:
             result.append(("Measured on", names.device))
-    return result[:LINES]
+    return result[:LINES] + ([("Delivered", report.delivered)] if report.delivered else [])  # fleet deliver
 

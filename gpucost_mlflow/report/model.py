@@ -62,6 +62,7 @@ class Report:
     what_if_digest: str = ""  # that protocol's digest, shown beside the locked one (protocol_digest)
     protocol_file: str = ""  # the protocol file the report read (a kept one when the shipped default has changed)
     bill: list[str] = field(default_factory=list)  # committed against paid (report/bill.py), empty without a bill
+    delivered: str = ""  # the latest delivery fleet's forecast held against what it realized: the card's last line
     # Bullet sections after the plan tables, each (title, what it says, lines): prices and their age, hosted
     # endpoints, the bill; a section without lines is left out.
     lists: list[tuple[str, str, list[str]]] = field(default_factory=list)

@@ -16,7 +16,7 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.money.bill import Bill
-from gpucost_mlflow.tracking import decision_run, exclusions, reader, schema, ui
+from gpucost_mlflow.tracking import decision_run, delivery_held, exclusions, reader, schema, ui
 from gpucost_mlflow.tracking.attempts_table import Attempt
 from gpucost_mlflow.tracking.experiments import Experiment
 from gpucost_mlflow.tracking.run_records import RunRecord, tagged
@@ -49,6 +49,7 @@ class Evidence:
     exclusions: Mapping[str, Exclusion] = field(default_factory=dict)
     bill: Bill | None = None
     ui_root: str = ui.LOCAL_UI
+    delivered: str = ""  # the latest delivery's forecast held against what it realized (tracking/delivery_held.py)
 
 
 def read(client: MlflowClient, experiment: Experiment, now: dt.datetime | None = None) -> Evidence:
@@ -62,7 +63,8 @@ def read(client: MlflowClient, experiment: Experiment, now: dt.datetime | None =
         excluded = {x.run_id: Exclusion(x.cause, x.by, x.at, x.reason)
                     for x in exclusions.listed(client, experiment.id)}
     return Evidence(experiment, attempts, campaigns, overheads, measuring, excluded,
-                    decision_run.latest_bill(client, experiment.id), ui.root(client.tracking_uri))
+                    decision_run.latest_bill(client, experiment.id), ui.root(client.tracking_uri),
+                    delivery_held.latest_line(client, experiment.id))
 
 
 def _campaigns(client: MlflowClient, experiment_id: str, campaign_ids: list[str]

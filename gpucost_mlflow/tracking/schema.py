@@ -48,6 +48,11 @@ FLEET_PREFIX = "gpucost.fleet."  # the fleet run's per-GPU tags: gpucost.fleet.<
 # A delivery fleet's deliverable: its key (its corpus's fingerprint and the decision it serves) and corpus file.
 DELIVERY_KEY = "gpucost.delivery.key"
 DELIVERY_CORPUS = "gpucost.delivery.corpus"
+DELIVERY_OUTPUTS = "gpucost.delivery.outputs"  # its outputs' folder in the fleet's bucket, never the tracking store
+# On the decision run a delivery fleet served (`bill --fleet`): its forecast held against what it realized, the line
+# the next card gives, and the fleet; beside the metrics delivery_cost_ratio and delivery_window_ratio.
+DELIVERY_HELD = "gpucost.delivery.held"
+DELIVERY_FLEET = "gpucost.delivery.fleet"
 # On the fleet run, per GPU type, once its job has ended: what its attempts really rented (core/fleet/realized.py),
 # the metric realized_<gpu>_<currency> (realized_a10g_usd) beside the tags gpucost.fleet.<GPU>.realized and .realized_line.
 REALIZED = "realized"
