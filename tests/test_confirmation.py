@@ -33,7 +33,7 @@ def _run(status=Status.ACCEPTED, pass_s=11.0, measured_s=660.0, reason="every ch
 def test_a_rate_within_or_above_the_measured_spread_with_quality_held_is_confirmed():
     found = confirm(DURATIONS, 1000, [_run(pass_s=11.0)], 600)
     assert found.verdict == CONFIRMED
-    assert found.figures == ("90.9 inputs/s: 30 repetitions of 2,000 confirmation inputs in 660 s (benchmark passes "
+    assert found.figures == ("90.9 inputs/s: 30 repetitions of 2,000 confirmation inputs in 660 s (benchmark steady laps "
                              "83.3-100.0 inputs/s); quality held")
     assert confirm(DURATIONS, 1000, [_run(pass_s=9.0)], 600).verdict == CONFIRMED  # faster: the plan still covers it
 
@@ -41,7 +41,7 @@ def test_a_rate_within_or_above_the_measured_spread_with_quality_held_is_confirm
 @pytest.mark.unit
 @pytest.mark.parametrize("run, says", [
     (_run(pass_s=13.0), ("76.9 inputs/s: 25 repetitions of 2,000 confirmation inputs in 660 s, below the slowest "
-                         "benchmark pass (benchmark passes 83.3-100.0 inputs/s); quality held")),
+                         "benchmark pass (benchmark steady laps 83.3-100.0 inputs/s); quality held")),
     (_run(status=Status.REJECTED, reason="macro_f1 0.61 < 0.80"), "quality did not hold: rejected (macro_f1 0.61 < 0.80)"),
     (_run(status=Status.FAILED, pass_s=None, reason="out of memory"), "quality did not hold: failed (out of memory)"),
 ])
@@ -189,12 +189,40 @@ def test_a_confirmation_run_excluded_for_a_documented_cause_is_listed_with_it_an
     found, _ = report(protocol_path=protocol)
     assert found.decision.startswith(f"Decision: batch4 on {RTX}")
     assert dict(card.lines(found))["Run"].endswith(
-        "; confirmed: 0.0186 inputs/s: 1 repetition of 1,000 confirmation inputs in 53,640 s (benchmark passes "
+        "; confirmed: 0.0186 inputs/s: 1 repetition of 1,000 confirmation inputs in 53,640 s (benchmark steady laps "
         "0.0185-0.0188 inputs/s); quality held; 1 run excluded (each listed under Confirmation)")
     listed = {title: lines for title, _, lines in found.lists}[build.CONFIRMATION_TITLE]
     assert listed[1].startswith(f"batch4 on {RTX}, confirmation run 1 of 2 ({slowed}): excluded: contended: another "
                                 "job shared the GPU (scheduler log 4711) (excluded by ana at ")
     assert listed[2].startswith(f"batch4 on {RTX}, confirmation run 2 of 2 ({held}): confirmed: ")
+
+
+@pytest.mark.unit
+def test_the_decision_run_says_confirmed_and_each_confirmation_run_gets_its_verdict_and_rate(experiment, tmp_path):
+    """Confirmed where people look (issue 66): the decision run's name, tag and description; each confirmation run
+    its verdict and its rate over the slowest benchmark pass's, the confirmation view's columns."""
+    from mlflow.tracking import MlflowClient
+
+    from gpucost_mlflow.core.names import RATE_VS_SLOWEST
+    from gpucost_mlflow.report.decided import decided
+    from gpucost_mlflow.tracking import decision_run, exclusions, schema
+    from tests.scenario import RTX, report
+
+    protocol, slowed, held = _slow_then_held(experiment, tmp_path)
+    exclusions.exclude(MlflowClient(), slowed, "contended", "another job shared the GPU", who="ana")
+    found, _ = report(protocol_path=protocol)
+    record = decided(found, {}, {})
+    assert record.name == "batch4 · chosen · confirmed"
+    assert record.tags[schema.DECISION_CONFIRMATION] == f"confirmed: batch4 on {RTX}"
+    assert f"**Confirmed:** batch4 on {RTX} (0.0186 inputs/s" in record.tags[schema.NOTE]
+    assert record.confirmations[slowed][0] == "excluded" and record.confirmations[held][0] == "confirmed"
+    client = MlflowClient()
+    decision_run.log_decision(client, client.get_run(held).info.experiment_id, record)
+    run = client.get_run(held)
+    assert run.data.tags[schema.CONFIRMATION] == "confirmed"
+    assert run.data.metrics[RATE_VS_SLOWEST] == pytest.approx(15.0 / 14.9, abs=1e-3)  # the slowest benchmark: 15 h
+    assert "verdict in the latest decision: **confirmed**" in run.data.tags[schema.NOTE]
+    assert client.get_run(slowed).data.tags[schema.CONFIRMATION] == "excluded"
 
 
 def _chosen(variant: str, fingerprint: str):

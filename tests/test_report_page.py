@@ -81,10 +81,10 @@ def test_numbers_do_not_wrap_and_words_do_with_their_footnote_mark(report):
 
 
 def test_the_pass_count_in_the_header_is_the_protocols():
-    assert "2 raw durations per configuration (passes_per_variant of the protocol)" in render.page(
+    assert "2 raw steady laps per configuration (passes_per_variant of the protocol)" in render.page(
         synthetic_report(passes_per_variant=2, figures=False))
     unknown = render.markdown(synthetic_report(passes_per_variant=None, figures=False))
-    assert "Every raw duration of each configuration" in unknown and "five" not in unknown
+    assert "Every raw steady lap of each configuration" in unknown and "five" not in unknown
 
 
 def test_run_ids_link_to_the_run_page_and_open_outside_the_frame(report):
