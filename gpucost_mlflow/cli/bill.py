@@ -44,20 +44,36 @@ def bill(experiment, paid_text, currency, note, fleet_id) -> None:
 
 
 def _fleet_bill(experiment: str, fleet_id: str) -> None:
-    """Each GPU type's realized rental and worst case, then the fleet's beside the latest decision's committed plan."""
-    from gpucost_mlflow.fleet.status import fleet_status  # deferred: imports mlflow and SkyPilot
-    from gpucost_mlflow.tracking import decision_run, experiments, store  # deferred: imports mlflow
+    """Each GPU type's (a delivery's: each lot's) realized rental beside its worst case (its share of the committed
+    forecast), then the fleet's beside the latest decision's committed plan; a delivery fleet's forecast held against
+    it, recorded on the decision run it served once every lot has ended."""
+    from gpucost_mlflow.fleet.delivery_status import delivery_status  # deferred: imports mlflow and SkyPilot
+    from gpucost_mlflow.tracking import decision_run, delivery_held, experiments, store  # deferred: imports mlflow
 
-    jobs = fleet_status(experiment, fleet_id)
+    found = delivery_status(experiment, fleet_id)
+    jobs = found.jobs
+    against = "forecast (its share of the committed plan)" if found.delivery else "worst case"
     for job in jobs:
         click.echo(f"{job.gpu}: job {job.job_id or 'not launched'} {job.state}; {job.money()}; "
-                   f"worst case {job.worst_cost or '(not recorded)'} USD")
+                   f"{against} {job.worst_cost or '(not recorded)'} USD")
     worst = [_amount(job.worst_cost) for job in jobs]
-    found = experiments.named(store.client(), experiment)
-    committed, currency, said = decision_run.latest_committed(store.client(), found.id)
+    client = store.client()
+    committed, currency, said = decision_run.latest_committed(client, experiments.named(client, experiment).id)
     click.echo(fleet_total_line({job.gpu: job.realized for job in jobs}, any(job.partial for job in jobs),
                                 None if None in worst else sum(worst, Decimal(0)), committed, currency,
                                 f"run {said}" if committed is not None else said))
+    if not found.delivery:
+        return
+    for line in found.lines[1:]:
+        click.echo(line)
+    if found.held is None:
+        click.echo("Forecast held: not yet (recorded on the decision run once every lot has ended and is billed)")
+        return
+    delivery_held.record(client, found.decision_id, fleet_id, found.held)
+    click.echo(f"recorded on decision run {found.decision_id}: {delivery_held.COST_RATIO} "
+               f"{found.held.cost_ratio:.4f}, {delivery_held.WINDOW_RATIO} "
+               + ("empty" if found.held.window_ratio is None else f"{found.held.window_ratio:.4f}")
+               + "; the next `gpucost report` card gives them")
 
 
 def _amount(text: str) -> Decimal | None:

@@ -219,12 +219,19 @@ fleet_group.add_command(worker_cmd)
 @fleet_group.command("status")
 @click.option("--fleet", "fleet_id", required=True, help="The fleet id `gpucost fleet launch` printed.")
 @click.option("--experiment", default=None, help=EXPERIMENT_HELP)
-def status_cmd(fleet_id, experiment) -> None:
-    """Each job's SkyPilot state beside its campaign: passes done, accepted, pending, failed, left; time and cost."""
-    from gpucost_mlflow.fleet.status import fleet_status  # deferred: imports mlflow
+@click.option("--corpora", "corpora_dir", type=click.Path(path_type=Path), default=None,
+              help="A delivery fleet: the folder of its corpora, for the completeness check (default: the one it was "
+              "launched with).")
+def status_cmd(fleet_id, experiment, corpora_dir) -> None:
+    """Each job's SkyPilot state beside its campaign (passes done, accepted, pending, failed, left) or, for a delivery
+    fleet, its corpora (done, running, failed); time and cost; a delivery's finish time and completeness."""
+    from gpucost_mlflow.fleet.delivery_status import delivery_status  # deferred: imports mlflow
 
-    for job in fleet_status(_experiment(experiment), fleet_id):
+    found = delivery_status(_experiment(experiment), fleet_id, corpora_dir)
+    for job in found.jobs:
         click.echo(job.line())
+    for line in found.lines:
+        click.echo(line)
 
 
 @fleet_group.command("down")

@@ -4,6 +4,7 @@ SkyPilot managed job per lot, each delivering its share of the corpora with the 
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import shlex
 import sys
@@ -34,6 +35,7 @@ def read_decision(experiment: str, protocol_path: Path, variants_path: Path, cat
     """The experiment's decision as the report reads it, refused in one line when there is nothing to deliver: no
     decision (or none logged), an undecided one, or a chosen configuration not confirmed."""
     from gpucost_mlflow.cli.report import _build_report  # deferred: imports mlflow
+    from gpucost_mlflow.core.inputs.protocol import load_protocol  # deferred: imports numpy
     from gpucost_mlflow.core.measurement.confirmation import NOT_CONFIRMED  # deferred: imports numpy
     from gpucost_mlflow.tracking import decision_run, experiments  # deferred: imports mlflow
 
@@ -57,11 +59,14 @@ def read_decision(experiment: str, protocol_path: Path, variants_path: Path, cat
     if accelerator is None or not plan.offer.hourly:
         raise GpucostError(f"{device} ({plan.describe()}) is not an hourly offer SkyPilot names: rent it by hand and "
                            "run `gpucost deliver` there; nothing launched")
+    protocol = load_protocol(protocol_path).at(dt.datetime.now(dt.timezone.utc))
     return delivery.Decision(
         experiment=experiment, variant=chosen.configuration.variant, device=device, accelerator=accelerator,
         gpus_per_lot=plan.offer.gpus_per_lot, lots=plan.lots, provider=plan.offer.provider, region=plan.offer.region,
         instance=plan.offer.instance, committed=chosen.committed, currency=chosen.currency,
-        forecast_hours=Decimal(plan.window_hours), plan=plan.describe(), decision_id=logged.info.run_id)
+        forecast_hours=Decimal(plan.window_hours), plan=plan.describe(), decision_id=logged.info.run_id,
+        spread=protocol.max_spread_ratio,
+        deadline=protocol.deadline.isoformat(timespec="minutes") if protocol.deadline else "")
 
 
 @click.command("deliver")
@@ -74,6 +79,8 @@ def read_decision(experiment: str, protocol_path: Path, variants_path: Path, cat
 @click.option("--bucket", default="", help="A bucket (s3://, gs://, ...) holding the corpora, mounted on each worker "
               "in place of the local folder.")
 @click.option("--dry-run", is_flag=True, help="Price the delivery and write its SkyPilot task; launch nothing.")
+@click.option("--only", default="", help="Comma-separated corpus names of the folder to deliver (the ones `fleet "
+              "status` found missing); default every one.")
 @click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), multiple=True,
               help="The price catalog(s) the decision is read over, as `gpucost report --catalog`.")
 @click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL,
@@ -87,7 +94,7 @@ def read_decision(experiment: str, protocol_path: Path, variants_path: Path, cat
 @click.option("--torch", "torch_version", default=None, help="The torch version the machines install.")
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Where the task, the shares and the wheel are written (default: fleets/<fleet id>).")
-def deliver_cmd(experiment, corpora_dir, max_cost, spot, bucket, dry_run, catalog_file, protocol_file, variants_file,
+def deliver_cmd(experiment, corpora_dir, max_cost, spot, bucket, dry_run, only, catalog_file, protocol_file, variants_file,
                 model_path, setup_hours, wheel, torch_version, out) -> None:
     """Deliver the experiment's confirmed decision on the lots its plan rents: one SkyPilot managed job per lot, each
     delivering its share of the corpora with the decided configuration; the worst case is printed first."""
@@ -102,14 +109,16 @@ def deliver_cmd(experiment, corpora_dir, max_cost, spot, bucket, dry_run, catalo
     if not corpora.is_dir():
         raise GpucostError(f"{corpora}: not a folder of corpora; nothing launched")
     limit = parse_positive(max_cost, "--max-cost", "an amount")
-    decision = read_decision(name, protocol_path, variants_path, tuple(_under(root, p) for p in catalog_file))
+    catalogs = tuple(_under(root, p) for p in catalog_file)
+    decision = read_decision(name, protocol_path, variants_path, catalogs)
     fleet_id = new_fleet_id()
     request = DeliveryRequest(
         fleet_id=fleet_id, decision=decision, corpora=corpora.resolve(), max_cost=limit,
         model=_model(root, model_path, protocol_path).resolve(), protocol=protocol_path.resolve(),
         variants=variants_path.resolve(), out=out or Path("fleets") / fleet_id,
         torch_version=_torch_version(torch_version), setup_hours=parse_positive(setup_hours, "--setup-hours"),
-        spot=spot, bucket=bucket, wheel=wheel, dry_run=dry_run, environ=dict(os.environ))
+        spot=spot, bucket=bucket.rstrip("/"), wheel=wheel, dry_run=dry_run, environ=dict(os.environ),
+        only=tuple(n.strip() for n in only.split(",") if n.strip()), catalogs=tuple(p.resolve() for p in catalogs))
     done = delivering(request, click.echo)
     click.echo(f"SkyPilot task {done.task} (one managed job per lot, each told its rank)")
     if dry_run:
@@ -131,8 +140,10 @@ def deliver_cmd(experiment, corpora_dir, max_cost, spot, bucket, dry_run, catalo
 @click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), required=True)
 @click.option("--variants-file", type=click.Path(path_type=Path), required=True)
 @click.option("--model", "model_path", type=click.Path(path_type=Path), required=True)
+@click.option("--only", default="")
+@click.option("--outputs", type=click.Path(path_type=Path), default=None)
 def worker_cmd(fleet_id, experiment, variant_name, decision_id, accelerator, rank, workers, corpora_dir, protocol_file,
-               variants_file, model_path) -> None:
+               variants_file, model_path, only, outputs) -> None:
     """A delivery worker on its machine (the task's `run` calls it): its share by its SkyPilot rank, each corpus
     already delivered for this decision skipped, the rest delivered."""
     from gpucost_mlflow.cli.passes import CODE_ROOT  # deferred: imports the flow
@@ -142,7 +153,7 @@ def worker_cmd(fleet_id, experiment, variant_name, decision_id, accelerator, ran
     protocol_path = _file(protocol_file, root)
     share = Share(fleet_id, experiment, variant_name, decision_id, rank, workers, _under(root, corpora_dir),
                   protocol_path, _file(variants_file, root), _model(root, model_path, protocol_path), accelerator,
-                  CODE_ROOT)
+                  CODE_ROOT, tuple(n for n in only.split(",") if n), outputs)
     try:
         done = run_worker(share, click.echo)
     except KeyboardInterrupt:
@@ -151,5 +162,9 @@ def worker_cmd(fleet_id, experiment, variant_name, decision_id, accelerator, ran
         sys.exit(130)
     click.echo(f"worker {rank} of {workers}: {len(done.delivered)} delivered now, {len(done.skipped)} already "
                f"delivered, {len(done.failed)} failed")
+    if done.retry:
+        click.echo(f"a corpus failed its first try: exit {delivery.RETRY_EXIT}, SkyPilot starts this worker again for "
+                   "its one retry", err=True)
+        sys.exit(delivery.RETRY_EXIT)
     if done.failed:
         sys.exit(1)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import ROUND_UP, Decimal
 from pathlib import Path
 
@@ -17,7 +17,8 @@ from gpucost_mlflow.core.amounts import CENT
 from gpucost_mlflow.core.errors import GpucostError, one_line
 from gpucost_mlflow.core.fleet import delivery, delivery_task, tracking_uri
 from gpucost_mlflow.core.fleet.delivery import Decision
-from gpucost_mlflow.core.fleet.task import Inputs, Machine
+from gpucost_mlflow.core.fleet.task import Inputs, Machine, user_code
+from gpucost_mlflow.core.inputs.variants import load_variants
 from gpucost_mlflow.fleet import skypilot, wheel
 from gpucost_mlflow.fleet.launch import _TaskDumper, check_reachable
 from gpucost_mlflow.market import require
@@ -44,6 +45,8 @@ class DeliveryRequest:
     wheel: Path | None = None
     dry_run: bool = False
     environ: dict[str, str] = field(default_factory=dict)
+    only: tuple[str, ...] = ()  # the corpora of the folder to deliver (the ones a status found missing), else all
+    catalogs: tuple[Path, ...] = ()  # the catalogs the decision was read over: the finishing command names them
 
 
 @dataclass
@@ -66,20 +69,30 @@ def deliver(request: DeliveryRequest, echo: Callable[[str], None] = print) -> De
     decision = request.decision
     if not request.dry_run:
         check_reachable(request.environ)
+        if not request.bucket:
+            raise GpucostError("a delivery's outputs come back through a bucket, never the tracking store: --bucket "
+                               "URI (s3://..., gs://...) holding the corpora, mounted on every worker; nothing launched")
     echo(decision.worst_line())
     delivery.check_budget(decision, request.max_cost)
     names = [path.name for path in sorted(request.corpora.glob("*.jsonl"))]
+    unknown = sorted(set(request.only) - set(names))
+    if unknown:
+        raise GpucostError(f"--only names {', '.join(unknown)}, not in {request.corpora}; nothing launched")
+    names = [name for name in names if not request.only or name in request.only]
     if not names:
         raise GpucostError(f"{request.corpora}: no corpus (*.jsonl) to deliver; nothing launched")
+    if len(names) < decision.lots:  # never a worker without a corpus
+        decision = request.decision = replace(decision, lots=len(names))
     shares = [delivery.share(names, rank, decision.lots) for rank in range(decision.lots)]
     built = wheel.given(request.wheel) if request.wheel else wheel.build(request.out / "wheel")
-    inputs = Inputs(built, request.corpora, request.model, request.protocol, request.variants)
+    inputs = Inputs(built, request.corpora, request.model, request.protocol, request.variants,
+                    user_code(load_variants(request.variants), request.variants))  # the code its variants name
     inputs.check()
     secrets = tracking_uri.secrets(request.environ)
     machine = Machine((decision.provider,) if decision.provider else (), request.spot, request.torch_version,
                       request.setup_hours, decision.forecast_hours)
     config = delivery_task.task_config(request.fleet_id, decision, machine=machine, inputs=inputs,
-                                       secret_names=sorted(secrets), bucket=request.bucket)
+                                       secret_names=sorted(secrets), bucket=request.bucket, only=request.only)
     skypilot.task(config)  # SkyPilot itself accepts it (secrets named, their values given only at launch)
     request.out.mkdir(parents=True, exist_ok=True)
     task_file = request.out / f"{delivery_task.name(request.fleet_id)}.yaml"
@@ -89,6 +102,8 @@ def deliver(request: DeliveryRequest, echo: Callable[[str], None] = print) -> De
     for rank, mine in enumerate(shares):
         echo(f"worker {rank} ({decision.accelerators} on {decision.provider} {decision.instance} in "
              f"{decision.region}): {len(mine)} corpora: {', '.join(mine)}")
+    echo(f"outputs: {request.bucket}/{delivery_task.OUTPUTS}/{decision.decision_id}/ (the bucket, mounted on every worker)"
+         if request.bucket else "outputs: no --bucket, so they would stay on each worker's machine: a launch needs one")
     done = Delivering(task_file, shares)
     if request.dry_run:
         return done
@@ -113,7 +128,11 @@ def _launch(request: DeliveryRequest, config: dict, secrets: dict[str, str], don
               "currency": decision.currency, "worst_case": f"{decision.committed}",
               "forecast_hours": f"{decision.forecast_hours:f}", "decision": decision.decision_id,
               "variant": decision.variant, "device": decision.device, "corpora": str(sum(map(len, done.shares))),
-              "launched_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+              "launched_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+              "corpora_dir": str(request.corpora), "bucket": request.bucket, "protocol": str(request.protocol),
+              "variants_file": str(request.variants), "model": str(request.model),
+              "catalogs": ",".join(map(str, request.catalogs)), "spread": f"{decision.spread:g}",
+              "deadline": decision.deadline}
     note = (f"Delivery fleet {request.fleet_id}: {decision.variant} on {decision.device}, {decision.lots} worker(s), "
             f"worst case {decision.committed} {decision.currency}. `gpucost fleet status --fleet {request.fleet_id}` "
             "shows each worker's corpora.")

@@ -65,6 +65,7 @@ class JobState:
     recoveries: int
     last_recovered_at: float | None = None
     end_at: float | None = None
+    start_at: float | None = None  # the first attempt's start (epoch seconds)
 
 
 def _field(record, name: str):
@@ -85,7 +86,7 @@ def jobs(job_ids: list[int]) -> dict[int, JobState]:
             str(_field(record, "region") or ""),
             str(_field(record, "cluster_resources") or _field(record, "resources") or ""),
             _field(record, "job_duration"), int(_field(record, "recovery_count") or 0),
-            _field(record, "last_recovered_at"), _field(record, "end_at"))
+            _field(record, "last_recovered_at"), _field(record, "end_at"), _field(record, "start_at"))
     return found
 
 

@@ -37,9 +37,13 @@ class JobStatus:
     realized_line: str = ""
     partial: bool = False
     why_empty: str = ""
+    corpora: str = ""  # a delivery worker's corpora done, running, failed (core/fleet/delivery.py Tally)
+    hours: float | None = None  # every attempt's run time so far, setup included
+    started: float | None = None  # the first attempt's start and, once the job has ended, its end (epoch seconds)
+    ended: float | None = None
 
     def line(self) -> str:
-        progress = ("campaign not started" if self.counts is None else
+        progress = self.corpora or ("campaign not started" if self.counts is None else
                     f"campaign {self.campaign_id}: {self.counts['done']} done ({self.counts['accepted']} accepted, "
                     f"{self.counts['pending']} pending, {self.counts['failed']} failed), {self.left} left")
         return (f"{self.gpu}: job {self.job_id or 'not launched'} {self.state}; {self.offer or 'no offer yet'}; "
@@ -109,6 +113,9 @@ def _realize(client, run_id: str, job: JobStatus, state: skypilot.JobState, spot
                          "the chosen offer is not in SkyPilot's catalog here" if job.offer else
                          "SkyPilot has not placed the job yet")
         return
+    job.hours = float(attempts.used_s) / 3600
+    job.started = state.start_at if state.start_at and state.start_at > 0 else None
+    job.ended = state.end_at if job.state in realized.ENDED else None
     provider = offer.provider if offer is not None else state.cloud.lower()
     found = realized.realized(attempts, job.price, terms.get(provider), provider)
     job.realized, job.realized_line, job.partial = found.cost, found.line(), found.partial

@@ -1,7 +1,8 @@
 """A delivery worker's own side, on its machine: its share of the corpora by its SkyPilot rank, each corpus looked
 up by its key first. A corpus delivered for this decision is skipped; one a lost machine left running is ended
-interrupted and delivered again; one that failed is retried once (on whichever worker meets it next), then named
-failed. The rest are delivered as `gpucost deliver` delivers them: one child loading and warming up once."""
+interrupted and delivered again (an interruption is no failure of the corpus); one that failed is retried once, by
+the attempt SkyPilot starts when the worker exits RETRY_EXIT, then named failed. The rest are delivered as `gpucost
+deliver` delivers them: one child loading and warming up once per `deliverables.per_child` corpora."""
 
 from __future__ import annotations
 
@@ -18,8 +19,6 @@ from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.fleet.deliver import worker
 from gpucost_mlflow.flow import deliver as delivering
 from gpucost_mlflow.tracking import delivered, experiments, schema, store
-
-MAX_TRIES = 2  # a corpus that fails is retried at most once
 
 
 @dataclass(frozen=True)
@@ -39,6 +38,8 @@ class Share:
     model: Path
     accelerator: str
     code_root: Path
+    only: tuple[str, ...] = ()  # the corpora this fleet delivers, when not every one of the folder
+    outputs: Path | None = None  # where each deliverable's outputs go (the bucket's folder), not the tracking store
 
 
 @dataclass
@@ -49,6 +50,7 @@ class WorkerRun:
     skipped: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     ended: list[str] = field(default_factory=list)
+    retry: bool = False  # a corpus failed its first try: the worker asks SkyPilot for another attempt
 
 
 def run_worker(share: Share, echo: Callable[[str], None] = print) -> WorkerRun:
@@ -60,7 +62,7 @@ def run_worker(share: Share, echo: Callable[[str], None] = print) -> WorkerRun:
     client = store.client()
     experiment_id, _ = experiments.resolve(client, share.experiment, create=True)
     job_id = os.environ.get(MANAGED_JOB_ID, "")
-    names = [path.name for path in share.corpora.glob("*.jsonl")]
+    names = [path.name for path in share.corpora.glob("*.jsonl") if not share.only or path.name in share.only]
     done, todo, tags = WorkerRun(), [], []
     for name in delivery.share(names, share.rank, share.workers):
         path = share.corpora / name
@@ -70,7 +72,7 @@ def run_worker(share: Share, echo: Callable[[str], None] = print) -> WorkerRun:
         if any(one.status == Status.ACCEPTED for one in found):
             done.skipped.append(name)
             continue
-        if sum(one.status in (Status.FAILED, Status.REJECTED) for one in found) >= MAX_TRIES:
+        if delivery.failures([one.attempt() for one in found], name) >= delivery.MAX_TRIES:
             done.failed.append(name)
             continue
         todo.append(path)
@@ -85,8 +87,12 @@ def run_worker(share: Share, echo: Callable[[str], None] = print) -> WorkerRun:
     plan = delivering.DeliveryPlan(variant=declared.variant(share.variant), corpora=tuple(todo),
                                    model_path=share.model, experiment=share.experiment, protocol_path=share.protocol,
                                    declared=declared, code_root=share.code_root,
-                                   per_child=protocol.deliverables["per_child"], tags=tuple(tags))
+                                   per_child=protocol.deliverables["per_child"], tags=tuple(tags),
+                                   outputs=share.outputs)
     result = delivering.deliver(plan)
     for path, outcome in zip(todo, result.results):
         (done.delivered if outcome.status == Status.ACCEPTED else done.failed).append(path.name)
+    tries = {path.name: delivery.failures([one.attempt() for one in delivered.by_key(client, experiment_id, tag[
+        delivered.DELIVERY_KEY])], path.name) for path, tag in zip(todo, tags) if path.name in done.failed}
+    done.retry = any(count < delivery.MAX_TRIES for count in tries.values())
     return done

@@ -38,6 +38,7 @@ class DeliveryPlan:
     code_root: Path
     per_child: int | None = None
     tags: tuple[dict[str, str], ...] = ()  # each corpus's own tags, in order (a delivery fleet's key and worker)
+    outputs: Path | None = None  # a delivery fleet's bucket folder: each corpus's outputs in <folder>/<corpus stem>
 
 
 @dataclass
@@ -70,7 +71,8 @@ def deliver(plan: DeliveryPlan, on_child: Callable[[int, list[launcher.PassResul
     requests = [PassRequest(variant=plan.variant, corpus_path=corpus, model_path=plan.model_path,
                             experiment=plan.experiment, protocol_path=plan.protocol_path,
                             declared=plan.declared, role="deliverable", code_root=plan.code_root,
-                            slot_tags=dict(plan.tags[number]) if plan.tags else {})
+                            slot_tags=dict(plan.tags[number]) if plan.tags else {},
+                            outputs=plan.outputs / corpus.stem if plan.outputs else None)
                 for number, corpus in enumerate(plan.corpora)]
     prepared = [prepare(request) for request in requests]
     store.bound_http_retries()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from gpucost_mlflow.core.inputs.variants import Declaration
 from gpucost_mlflow.core.judging.status import Status
+from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.measurement.board import starved
 from gpucost_mlflow.core.measurement.contention import contended
 from gpucost_mlflow.core.measurement.repetitions import Laps
@@ -134,7 +136,7 @@ def finish(opened: Opened, outcome: PassOutcome, interrupted: bool, locked_now: 
                                                        opened.reference)
     metrics = judging.attempt_metrics(outcome, judged, (time.perf_counter_ns() - eval_started) / 1e9)
     verdict = judging.verdict(prepared, outcome, judged, metrics, audit_record)
-    table = judging.preview_table(prepared, back, workdir)
+    table = judging.preview_table(prepared, back, workdir) if request.outputs is None else None
     if table is not None:
         (workdir / schema.PREVIEW).write_text(json.dumps(table, ensure_ascii=False), encoding="utf-8")
     (workdir / schema.VERDICT).write_text(json.dumps(verdict.record(), indent=2), encoding="utf-8")
@@ -147,9 +149,21 @@ def finish(opened: Opened, outcome: PassOutcome, interrupted: bool, locked_now: 
         missing=verdict.missing_measurements, end_status=end_status, flags=_flags(request, prepared, outcome, metrics),
         outcome_tags={**outcome.measured.tags, **recording.record_observed(workdir, outcome)},
         preview=table is not None)
+    if request.outputs is not None:
+        ending.outcome_tags[schema.DELIVERY_OUTPUTS] = _keep_outputs(workdir, request.outputs)
     result = PassResult(opened.run.run_id, judged.status, judged.reason, metrics, locked_now)
     result.spooled = opened.run.record(ending, workdir)
     return result
+
+
+def _keep_outputs(workdir: Path, folder: Path) -> str:
+    """A fleet deliverable's outputs moved, once judged, to its folder in the bucket SkyPilot mounts: its run logs
+    no copy of them in the tracking store. The folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in registry.exported_files():
+        if (workdir / name).exists():
+            shutil.move(str(workdir / name), str(folder / name))
+    return str(folder)
 
 
 def _flags(request: PassRequest, prepared: Prepared, outcome: PassOutcome, metrics: dict) -> dict[str, str]:

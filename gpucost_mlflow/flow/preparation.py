@@ -60,6 +60,7 @@ class PassRequest:
     # a pass whose outputs come from elsewhere (a hosted API's batch results, flow/hosted.py): writes its export into
     # the work folder and returns its outcome, in place of a child
     imported: Callable[[Path], object] | None = None
+    outputs: Path | None = None  # a fleet deliverable's outputs folder (its bucket's mount): no copy in the store
 
 
 @dataclass
@@ -109,8 +110,9 @@ def measured_for(request: PassRequest, protocol: Protocol) -> float | None:
 def laps_for(request: PassRequest, protocol: Protocol) -> int:
     """Laps the measured clock holds at least: a benchmark or confirmation pass the protocol's min_laps (the first
     lap pays each new shape's setup, the later ones time the rate); a deliverable is delivered once, never repeated
-    for a rate."""
-    return 1 if request.role == schema.DELIVERABLE_ROLE else protocol.min_laps
+    for a rate, and the reference's outputs for a confirmation are its outputs, whose time nothing reads."""
+    outputs_only = request.role == schema.CONFIRMATION_ROLE and not request.repeat
+    return 1 if request.role == schema.DELIVERABLE_ROLE or outputs_only else protocol.min_laps
 
 
 def child_spec(corpus_path: Path, model_path: Path, workdir: Path, settings: Settings, protocol: Protocol,

@@ -5,11 +5,12 @@ machine left running; and the fleet's deliverables by corpus, for its status and
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from mlflow.entities import RunTag
 from mlflow.tracking import MlflowClient
 
+from gpucost_mlflow.core.fleet import delivery
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.names import EXPECTED_IDS, OBSERVED_IDS
 from gpucost_mlflow.tracking import limits, schema
@@ -30,6 +31,22 @@ class Deliverable:
     status: str
     observed: int | None
     expected: int | None
+    reason: str = ""
+
+    @property
+    def interrupted(self) -> bool:
+        """Ended by a lost machine or the worker's limit: no failure of the corpus."""
+        return self.reason.startswith("interrupted")
+
+    def attempt(self) -> delivery.Attempt:
+        """The run as the fleet's status counts it."""
+        if self.state == "RUNNING":
+            outcome = delivery.RUNNING
+        elif self.status == Status.ACCEPTED:
+            outcome = delivery.ACCEPTED
+        else:
+            outcome = delivery.INTERRUPTED if self.interrupted else delivery.FAILED
+        return delivery.Attempt(self.corpus, self.worker, outcome)
 
 
 def _of(run) -> Deliverable:
@@ -37,7 +54,8 @@ def _of(run) -> Deliverable:
     observed, expected = metrics.get(OBSERVED_IDS), metrics.get(EXPECTED_IDS)
     return Deliverable(run.info.run_id, tags.get(DELIVERY_CORPUS, ""), tags.get(DELIVERY_KEY, ""),
                        tags.get(schema.FLEET_GPU, ""), run.info.status, tags.get(schema.STATUS, ""),
-                       int(observed) if observed is not None else None, int(expected) if expected is not None else None)
+                       int(observed) if observed is not None else None, int(expected) if expected is not None else None,
+                       tags.get(schema.STATUS_REASON, ""))
 
 
 def of_fleet(client: MlflowClient, experiment_id: str, fleet_id: str) -> list[Deliverable]:
@@ -66,4 +84,6 @@ def end_left_running(client: MlflowClient, found: list[Deliverable], job_id: str
             schema.STATUS_REASON, INTERRUPTED.format(job=job_id or "?")[:limits.TAG_VALUE])])
         client.set_terminated(one.run_id, "KILLED", end_time=int(time.time() * 1000))
         ended.append(one.run_id)
+    found[:] = [replace(one, state="KILLED", status=str(Status.FAILED), reason=INTERRUPTED) if one.run_id in ended
+                else one for one in found]
     return ended

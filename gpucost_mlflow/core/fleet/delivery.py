@@ -14,6 +14,8 @@ from decimal import Decimal
 
 from gpucost_mlflow.core.errors import GpucostError
 
+MAX_TRIES = 2  # a corpus that fails is retried at most once; a preempted attempt is no failure of the corpus
+RETRY_EXIT = 75  # the worker's exit when a corpus failed its first try: SkyPilot restarts it (recover_on_exit_codes)
 JOB_RANK = "SKYPILOT_JOB_RANK"  # SkyPilot sets both in every managed job of `sky.jobs.launch(..., num_jobs=N)`
 NUM_JOBS = "SKYPILOT_NUM_JOBS"
 UNDECIDED = "undecided"  # core/money/choice.py's Choice.none for a close call
@@ -39,6 +41,8 @@ class Decision:
     forecast_hours: Decimal
     plan: str
     decision_id: str  # the decision run it serves (or, before one is logged, the configuration's name)
+    spread: float = 1.5  # the protocol's max_spread_ratio: a forecast missed by more than it says so
+    deadline: str = ""  # the protocol's deadline (ISO), '' without one
 
     @property
     def accelerators(self) -> str:
@@ -106,6 +110,70 @@ def completeness(expected: dict[str, tuple[str, ...]], delivered: dict[str, list
     short = tuple(sorted(name for name, runs in delivered.items() if len(runs) == 1 and name in expected
                          and sorted(runs[0]) != sorted(expected[name])))
     return Completeness(missing, twice, short)
+
+
+ACCEPTED, RUNNING, FAILED, INTERRUPTED = "accepted", "running", "failed", "interrupted"
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One deliverable run of a fleet, as its status counts it: its corpus, the worker that ran it, and how it stands
+    (accepted, running, failed, or interrupted: its machine was lost, which is no failure of the corpus)."""
+
+    corpus: str
+    worker: str
+    outcome: str
+
+
+def failures(attempts: list[Attempt], corpus: str) -> int:
+    """The corpus's failed tries (interruptions left out: a lost machine is not the corpus failing)."""
+    return sum(a.corpus == corpus and a.outcome == FAILED for a in attempts)
+
+
+@dataclass(frozen=True)
+class Tally:
+    """One worker's corpora: delivered (accepted), running, failed (its tries that failed), interrupted (lost with
+    its machine), and of its share those not delivered by anyone yet."""
+
+    done: int
+    running: int
+    failed: int
+    interrupted: int
+    left: int
+
+    def line(self) -> str:
+        return (f"corpora {self.done} done, {self.running} running, {self.failed} failed"
+                + (f" ({self.interrupted} interrupted by a lost machine, delivered again)" if self.interrupted else "")
+                + f", {self.left} of its share left")
+
+
+def tally(shares: dict[str, list[str]], attempts: list[Attempt]) -> dict[str, Tally]:
+    """Each worker's tally, by the worker each attempt ran on."""
+    accepted = {a.corpus for a in attempts if a.outcome == ACCEPTED}
+    found = {}
+    for name, share in shares.items():
+        mine = [a for a in attempts if a.worker == name]
+        found[name] = Tally(*(sum(a.outcome == outcome for a in mine) for outcome in (ACCEPTED, RUNNING, FAILED,
+                                                                                       INTERRUPTED)),
+                            left=sum(corpus not in accepted for corpus in share))
+    return found
+
+
+def failed_named(attempts: list[Attempt]) -> list[str]:
+    """Every corpus with a failed try, named with what became of it: retried and delivered, failed twice and not
+    retried again, or waiting for its one retry."""
+    said = []
+    for corpus in sorted({a.corpus for a in attempts if a.outcome == FAILED}):
+        mine = [a for a in attempts if a.corpus == corpus]
+        on = ", ".join(dict.fromkeys(a.worker for a in mine if a.outcome == FAILED))
+        done = [a.worker for a in mine if a.outcome == ACCEPTED]
+        if done:
+            said.append(f"{corpus} (failed on {on}; retried once, delivered on {done[0]})")
+        elif failures(attempts, corpus) >= MAX_TRIES:
+            said.append(f"{corpus} (failed on {on}, twice: not retried again)")
+        else:
+            said.append(f"{corpus} (failed on {on}; retried once when SkyPilot restarts its worker)")
+    return said
 
 
 def ratio(realized: Decimal | None, forecast: Decimal | None) -> float | None:
