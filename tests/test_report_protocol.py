@@ -126,7 +126,7 @@ def test_a_what_if_protocol_is_reported_titled_and_named_so_with_both_digests(ex
     page = (tmp_path / "out" / "report.html").read_text()
     assert "<h1>What-if protocol: decision report: scenario</h1>" in page and f"<code>{digest[:16]}</code>" in page
     (run,) = decision_runs()
-    assert run.info.run_name == "batch8 · chosen · what-if protocol"
+    assert run.info.run_name == "batch8 · chosen · not yet confirmed · what-if protocol"
     assert run.data.tags[schema.PROTOCOL_DIGEST] == digest
     note = run.data.tags[schema.NOTE]
     assert note.startswith("### What-if protocol: decision: batch8 on NVIDIA B200")
