@@ -37,9 +37,9 @@ import torch
 from gpucost_mlflow.core.inputs.corpus import read_corpus
 from gpucost_mlflow.core.inputs.protocol import load_protocol
 from gpucost_mlflow.core.inputs.variants import get_variant, load_series
-from gpucost_mlflow.core.judging import verdicts
-from gpucost_mlflow.core.judging.judge import settle
-from gpucost_mlflow.core.judging.quality import evaluate
+from gpucost_mlflow.core.judging import judge, like_for_like, verdicts
+from gpucost_mlflow.core.judging.status import Status
+from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.measurement import flops
 from gpucost_mlflow.execution import models, peak, runner
 from gpucost_mlflow.execution.timing import Stopwatch, no_sync
@@ -62,14 +62,33 @@ def pipeline_pass(pipe, corpus: Path, batch_size: int, max_length: int, sync) ->
     return dict(zip(ids, labels)), seconds
 
 
-def judge(rows, labels: list[str], predicted: dict[str, str], reference: dict[str, str], reference_quality: dict,
-          settings: dict, reference_settings: dict, acceptance) -> tuple[dict, list[verdicts.Check]]:
-    """The launcher's verdict on a pass: quality bars, and the reference checks when the numerics differ."""
-    quality = evaluate(rows, predicted, labels)
-    checks = verdicts.quality_checks(quality, acceptance)
-    if verdicts.needs_reference(settings, reference_settings):
-        checks += verdicts.reference_checks(quality, predicted, reference_quality, reference, acceptance, "batch8")[0]
-    return quality, checks
+def judged(rows: list[dict], labels: list[str], protocol, predicted: dict[str, str],
+           reference: judge.Reference | None = None, unlike: verdicts.Check | None = None) -> judge.Judgement:
+    """The launcher's verdict on a pass (flow/judging.py): its output's rules on its labels by id, against `reference`
+    when given, `unlike` the failed check of a variant asking other work than the reference's. The product's own judge,
+    so a change of its checks changes this verdict too, never breaks it."""
+    back = verdicts.ReadBack(ids=list(predicted), labels=dict(predicted))
+    return registry.output(protocol.acceptance.output).judge_pass(judge.Judging(
+        completed=True, failure_reason="", rows=rows, back=back, protocol=protocol, labels=labels,
+        needs_reference=reference is not None, reference=reference,
+        reference_name=reference.run_id if reference else "", unlike=unlike))
+
+
+def judged_against(rows: list[dict], labels: list[str], protocol, predicted: dict[str, str], settings,
+                   reference_settings, reference: judge.Reference) -> judge.Judgement:
+    """A variant judged as a campaign judges it: against the reference when its output's rules say its settings
+    differ in what matters (numerics, work), on the bars alone otherwise."""
+    rules = registry.output(protocol.acceptance.output)
+    if not rules.needs_reference(settings, reference_settings):
+        return judged(rows, labels, protocol, predicted)
+    unlike = like_for_like.check(settings, reference_settings, reference.run_id, getattr(rules, "LIKE_FOR_LIKE", ()),
+                                 protocol.acceptance.changes_work)
+    return judged(rows, labels, protocol, predicted, reference, unlike)
+
+
+def failures(judgement: judge.Judgement) -> str:
+    """The failed (or not shown) checks of a verdict, each with its reason."""
+    return "; ".join(f"{c.name}: {c.reason}" for c in judgement.checks if not c.passed)
 
 
 def main() -> None:
@@ -164,7 +183,9 @@ def main() -> None:
         print(f"{name:24} {median[name]:9.3f} {min(times[name]):8.3f} {max(times[name]):8.3f} "
               f"{median[PIPELINE] / median[name]:10.3f} {' '.join(cells)}")
 
-    ref_quality, ref_checks = judge(rows, info.labels, predicted[args.reference], {}, {}, reference, reference, protocol.acceptance)
+    ref_judged = judged(rows, info.labels, protocol, predicted[args.reference])
+    ref_quality = ref_judged.quality
+    against = judge.Reference(args.reference, dict(ref_quality), predicted[args.reference])
     print(f"\n(a) identical settings ({args.reference}: batch {reference.batch_size}, {reference.precision}, "
           f"corpus order, max length {reference.max_length}):")
     print(f"    pipeline_s / pass_s = {median[PIPELINE] / median[args.reference]:.3f} (target >= 1.0); "
@@ -177,19 +198,16 @@ def main() -> None:
           f"|difference| <= {protocol.acceptance.max_metric_difference}):")
     accepted = []
     for name in names[1:]:
-        quality, checks = judge(rows, info.labels, predicted[name], predicted[args.reference], ref_quality,
-                                settings[name], reference, protocol.acceptance)
-        ok = settle(True, "", checks, "")[0] == "accepted"
+        verdict = judged_against(rows, info.labels, protocol, predicted[name], settings[name], reference, against)
+        ok = verdict.status == Status.ACCEPTED
         share = verdicts.agreement(predicted[name], predicted[args.reference])
-        diff = quality[protocol.acceptance.main_metric] - ref_quality[protocol.acceptance.main_metric]
-        failed = "; ".join(f"{c.name}: {c.reason}" for c in checks if not c.passed)
+        diff = verdict.quality[protocol.acceptance.main_metric] - ref_quality[protocol.acceptance.main_metric]
         print(f"    {name:24} median {median[name]:7.3f} s  agreement {100 * share:6.2f} %  macro-F1 difference "
-              f"{diff:+.4f}  {'accepted' if ok else 'rejected: ' + failed}")
+              f"{diff:+.4f}  {'accepted' if ok else 'rejected: ' + failures(verdict)}")
         if ok:
             accepted.append((median[name], name, share, diff))
-    ref_ok = settle(True, "", ref_checks, "")[0] == "accepted"
-    if not ref_ok:
-        print(f"    note: the reference itself fails the quality bar: {'; '.join(c.reason for c in ref_checks if not c.passed)}")
+    if ref_judged.status != Status.ACCEPTED:
+        print(f"    note: the reference itself fails the quality bar: {failures(ref_judged)}")
     if accepted:
         seconds, name, share, diff = min(accepted)
         print(f"\n(b) fastest accepted configuration {name} vs pipeline at batch 8 fp32 in corpus order: "
