@@ -45,6 +45,7 @@ long the pause. A half-second pause outside the clock still precedes each timed 
 doctor --peak` to have cached the peaks; a row without one says so.
 
     .venv/bin/python benchmarks/engines.py [--repeats 3] [--gen-prompts 48] [--device auto]
+        [--configs batch8,ort-batch8] [--gen-configs gen-batch8,ct2-gen-batch8] [--gen-model FILE.gguf]
 
 Nothing is downloaded: HF_HUB_OFFLINE and TRANSFORMERS_OFFLINE are set. Without data/model, run
 `make model` first.
@@ -68,21 +69,20 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import torch
-from vs_pipeline import pipeline_pass  # the same baseline pass vs_pipeline.py times (this folder is on the path)
+from vs_pipeline import judged, pipeline_pass  # vs_pipeline.py's baseline pass and verdict (this folder is on the path)
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import sources
 from gpucost_mlflow.core.inputs.corpus import read_corpus
 from gpucost_mlflow.core.inputs.protocol import load_protocol
 from gpucost_mlflow.core.inputs.variants import Variant, get_variant
-from gpucost_mlflow.core.judging import verdicts
-from gpucost_mlflow.core.judging.quality import evaluate
-from gpucost_mlflow.core.kinds import registry
+from gpucost_mlflow.core.judging import judge, verdicts
 from gpucost_mlflow.core.kinds.settings import Settings
 from gpucost_mlflow.core.names import MFU_USEFUL, OUTPUT_TOKENS_PER_S, USEFUL_FLOP_PER_S
 from gpucost_mlflow.execution import models, peak, runner
 from gpucost_mlflow.execution.timing import Stopwatch, no_sync
 from gpucost_mlflow.flow import workloads
+from gpucost_mlflow.flow.preparation import child_spec
 from gpucost_mlflow.workloads import encoder_flops, engine_cache
 from gpucost_mlflow.workloads.generation import output as gen_output
 from gpucost_mlflow.workloads.generation.task import render
@@ -125,10 +125,8 @@ def load(config: Config, variants_file: Path, model_path: Path, protocol, corpus
     variant = config.variant
     described = workloads.describe(variant, variants_file, model_path, protocol)
     record = workloads.engine_record(variant, described.model["revision"], device.type)
-    spec = runner.PassSpec(corpus_path=str(corpus), model_path=str(model_path.resolve()), workdir=str(workdir),
-                           settings=variant.settings, warmup=dict(protocol.warmup),
-                           implementation=registry.implementation(variant.settings),
-                           workload_settings={**described.record, "engine": record})
+    spec = child_spec(corpus, model_path, workdir, variant.settings, protocol,
+                      workload=described.record.with_engine(record))
     started = time.perf_counter()
     work = runner.load_workload(spec, device)
     return work, record, time.perf_counter() - started, described.record
@@ -177,14 +175,14 @@ def versions() -> str:
 # --- (1) classification -------------------------------------------------------------------------------------------
 
 
-def verdict(rows, labels, predicted, reference, reference_quality, acceptance) -> tuple[dict, list[verdicts.Check]]:
-    """The protocol's quality bars, and its reference bars (agreement, metric difference) against the fp32
-    reference, applied to every configuration whatever its numerics."""
-    quality = evaluate(rows, predicted, labels)
-    checks = verdicts.quality_checks(quality, acceptance)
-    if reference is not None:
-        checks += verdicts.reference_checks(quality, predicted, reference_quality, reference, acceptance, "batch8")[0]
-    return quality, checks
+def chosen(configs: list[Config], names: str) -> list[Config]:
+    """The configurations named (comma-separated) and the section's reference, the first; all of them when none is."""
+    wanted = {name for name in names.split(",") if name}
+    unknown = wanted - {c.name for c in configs}
+    if unknown:
+        raise SystemExit(f"unknown configuration(s) {', '.join(sorted(unknown))}; this section measures "
+                         + ", ".join(c.name for c in configs))
+    return [c for i, c in enumerate(configs) if not wanted or i == 0 or c.name in wanted]
 
 
 def classification(args) -> dict:
@@ -193,7 +191,7 @@ def classification(args) -> dict:
     info = models.describe_model(args.model)
     rows = read_corpus(args.corpus, labels=info.labels).rows
     v = args.variants
-    configs = [
+    configs = chosen([
         variant_named(v, "batch8", "batch8"),
         variant_named(v, "batch64-lengthgrouped", "batch8", batch_size=64, length_grouping="sorted"),
         variant_named(v, "batch32-bf16-lengthgrouped", "batch8", batch_size=32, precision="bf16",
@@ -205,7 +203,7 @@ def classification(args) -> dict:
         variant_named(v, "ort-batch8-int8", "ort-batch8-int8"),
         variant_named(v, "ort-batch64-lengthgrouped-int8", "ort-batch8-int8", batch_size=64,
                       length_grouping="sorted"),
-    ]
+    ], args.configs)
     settings = {c.name: c.variant.settings for c in configs}
     reference = settings["batch8"]
     model = args.model.relative_to(ROOT) if args.model.is_relative_to(ROOT) else args.model
@@ -214,19 +212,26 @@ def classification(args) -> dict:
     for config in configs:
         if not config.origin.endswith(".yaml"):
             print(f"  {config.name}: not in {v.name}; built as {config.origin}")
-    workers, _ = start_workers("classification", configs, "batch8", args, args.model, args.protocol, args.corpus, v)
+    workers, failed = start_workers("classification", configs, "batch8", args, args.model, args.protocol,
+                                    args.corpus, v)
+    if "batch8" not in workers:
+        raise SystemExit(f"the reference batch8 did not load, nothing to compare with: {'; '.join(failed)}")
     order = [name for name in [PIPELINE] + [c.name for c in configs] if name in workers]
     times, predicted = timed_runs(order, workers, args.repeats)
 
     median = {name: statistics.median(values) for name, values in times.items()}
     acceptance = protocol.acceptance
     metric = acceptance.main_metric
-    ref_quality, _ = verdict(rows, info.labels, predicted["batch8"], None, {}, acceptance)
+    # The protocol's bars, and its reference bars (agreement, metric difference) against the fp32 reference applied
+    # to every configuration whatever its numerics: the launcher's verdict (vs_pipeline.judged).
+    ref_judged = judged(rows, info.labels, protocol, predicted["batch8"])
+    ref_quality = ref_judged.quality
+    against = judge.Reference("batch8", dict(ref_quality), predicted["batch8"])
     rows_out = {}
     for name in order:
-        quality, checks = verdict(rows, info.labels, predicted[name], None if name == "batch8" else predicted["batch8"],
-                                  ref_quality, acceptance)
-        failed = [c for c in checks if not c.passed]
+        verdict = ref_judged if name == "batch8" else judged(rows, info.labels, protocol, predicted[name], against)
+        quality = verdict.quality
+        failed = [c for c in verdict.checks if not c.passed]
         rows_out[name] = {
             "name": name, "median": median[name], "min": min(times[name]), "max": max(times[name]),
             "ratio": median[PIPELINE] / median[name],
@@ -235,7 +240,7 @@ def classification(args) -> dict:
             "passes": not failed, "failed": failed,
             "utilisation": {} if name == PIPELINE else workers[name].call("utilisation", name, median[name]),
             "precision": peak.precision_of(settings[name]) if name != PIPELINE else "fp32",
-            "engine": "pipeline" if name == PIPELINE else settings[name].get("engine", "torch"),
+            "engine": "pipeline" if name == PIPELINE else settings[name].engine,
         }
 
     print(f"\n  {len(predicted[PIPELINE])} inputs, {args.repeats} repetitions, max length {reference.max_length}; "
@@ -294,25 +299,28 @@ def generation(args) -> None:
     """Section (2)."""
     protocol = load_protocol(args.gen_protocol)
     task = protocol.task
-    source = ROOT / "data/corpus/generation-200.jsonl"
-    source = source if source.exists() else args.corpus
+    source = args.gen_corpus if args.gen_corpus.exists() else args.corpus
     workdir = Path(tempfile.mkdtemp(prefix="gpucost-engines-gen-"))
     corpus = workdir / f"generation-{args.gen_prompts}.jsonl"
     lines = [line for line in source.read_text(encoding="utf-8").splitlines() if line.strip()][: args.gen_prompts]
     corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    gguf = sources.package_path(*sources.DEFAULT_GENERATION_PACKAGE)
+    gguf = args.gen_model or sources.package_path(*sources.DEFAULT_GENERATION_PACKAGE)
     warm = min(protocol.warmup["inputs"], len(lines))
     print(f"\n== (2) generation: {gguf.name} (dequantised cache) on the first {len(lines)} inputs of {source.name}, "
           f"protocol {args.gen_protocol.name} ({task.max_new_tokens} new tokens, greedy, chat template "
           f"{task.chat_template}), device {args.device}, warm-up {warm} inputs")
     configs = [variant_named(SHIPPED, name, name) for name in
                ("gen-batch8", "gen-batch8-lengthgrouped", "ct2-gen-batch8", "ct2-gen-batch8-int8", "ct2-gen-batch8-bf16")]
-    configs.append(variant_named(SHIPPED, "ct2-gen-batch8-lengthgrouped", "ct2-gen-batch8", length_grouping="sorted"))
+    configs = chosen(configs + [variant_named(SHIPPED, "ct2-gen-batch8-lengthgrouped", "ct2-gen-batch8",
+                                              length_grouping="sorted")], args.gen_configs)
     names = [c.name for c in configs]
     for config in configs:
         if not config.origin.endswith(".yaml"):
             print(f"  {config.name}: not in {SHIPPED.name}; built as {config.origin}")
-    workers, _ = start_workers("generation", configs, "gen-batch8", args, gguf, args.gen_protocol, corpus, SHIPPED)
+    workers, failed = start_workers("generation", configs, "gen-batch8", args, gguf, args.gen_protocol, corpus,
+                                    SHIPPED)
+    if "gen-batch8" not in workers:
+        raise SystemExit(f"the reference gen-batch8 did not load, nothing to compare with: {'; '.join(failed)}")
     order = [name for name in [PIPELINE] + names if name in workers]
     times, outputs = timed_runs(order, workers, args.repeats)
 
@@ -323,7 +331,7 @@ def generation(args) -> None:
     reference_pass = gen_output.GenerationReference("gen-batch8", ref_back)
     bar = protocol.acceptance.bar
     tokenizer = models.load_tokenizer(Path(workloads.describe(configs[0].variant, SHIPPED, gguf, protocol)
-                                           .record["cache"]))
+                                           .record.cache))
     print(f"\n  {len(lines)} prompts, {args.repeats} repetitions; {versions()}")
     print(f"  bars ({args.gen_protocol.name}) vs torch gen-batch8: exact match >= {bar.min_exact_match}, "
           f"token agreement >= {bar.min_token_agreement}")
@@ -386,7 +394,7 @@ def profile_ort(work, record: dict, corpus: Path, settings: dict, device) -> tup
     options.log_severity_level = 3
     options.enable_profiling = True
     options.profile_file_prefix = str(Path(tempfile.mkdtemp(prefix="gpucost-ort-profile-")) / "ort")
-    session = onnxruntime.InferenceSession(str(path), options, providers=[record["options"]["provider"]])
+    session = onnxruntime.InferenceSession(str(path), options, providers=[record.options["provider"]])
     ids, texts = runner.read_texts(str(corpus))
     work.process(ids[:32], texts[:32], work.tokenizer, session, settings, device)  # warm-up, as the pass's
     started = time.perf_counter()
@@ -453,7 +461,7 @@ def bound(row: dict, settings: dict, work, result, record: dict, model_config: d
     metrics = row["utilisation"].get("metrics", {})
     shape = encoder_flops.encoder_shape(model_config)
     count = encoder_flops.count(shape, result.batch_lengths())
-    engine = settings.get("engine", "torch")
+    engine = settings.engine
     print(f"\n  {title}: {name} ({engine}, {row['precision']}, batch {settings.batch_size}, "
           f"grouping {settings.length_grouping})")
     print(f"    median {row['median']:.3f} s, {row['ratio']:.2f} x the pipeline, agreement "
@@ -575,13 +583,13 @@ class Worker:
         s = self.settings[first.name]
         self.loaded = (f"{s.engine} {s.precision} quantization {s.quantization} (pid "
                        f"{os.getpid()}, for {', '.join(self.configs)}): loaded in {seconds:.1f} s")
-        if self.record.get("cache"):
-            marker = engine_cache.cached(Path(self.record["cache"])) or {}
-            self.loaded += (f"; engine cache {Path(self.record['cache']).name} present at start: "
-                            f"{self.record['cache_present_at_start']} (its export or conversion took "
+        if self.record.cache:
+            marker = engine_cache.cached(Path(self.record.cache)) or {}
+            self.loaded += (f"; engine cache {Path(self.record.cache).name} present at start: "
+                            f"{self.record.cache_present_at_start} (its export or conversion took "
                             f"{marker.get('convert_s', 0):.1f} s); options "
-                            + ", ".join(f"{k}={self.record['options'][k]}" for k in ("provider", "compute_type")
-                                        if k in self.record["options"]))
+                            + ", ".join(f"{k}={self.record.options[k]}" for k in ("provider", "compute_type")
+                                        if k in self.record.options))
         self.warm = min(self.protocol.warmup["inputs"], len(runner.read_texts(str(self.corpus))[0]))
         for name in self.configs:
             warm_up(self.work, self.corpus, self.settings[name], self.device, self.warm)
@@ -591,7 +599,7 @@ class Worker:
         if job["pipeline"]:
             self._pipeline(first.name, described)
 
-    def _pipeline(self, name: str, described: dict) -> None:
+    def _pipeline(self, name: str, described) -> None:
         """transformers.pipeline on the same model object, warmed up on the same first inputs."""
         from transformers import pipeline
         from transformers.utils import logging as hf_logging
@@ -605,7 +613,8 @@ class Worker:
             self.pipe(texts, batch_size=settings.batch_size, truncation=True, max_length=settings.max_length)
             return
         # the folder the causal LM was loaded from: a GGUF file's dequantised cache, else the model folder
-        tokenizer = models.load_tokenizer(Path(described["cache"]) if described.get("gguf") else self.model_path)
+        tokenizer = models.load_tokenizer(Path(described.cache) if getattr(described, "gguf", None)
+                                          else self.model_path)
         tokenizer.padding_side = "left"
         self.pipe = pipeline("text-generation", model=self.work.model, tokenizer=tokenizer, device=self.device)
         lines = [line for line in self.corpus.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -751,6 +760,13 @@ def main() -> None:
     parser.add_argument("--model", type=Path, default=ROOT / "data/model")
     parser.add_argument("--protocol", type=Path, default=ROOT / "projects/protocol.yaml")
     parser.add_argument("--gen-protocol", type=Path, default=ROOT / "projects/protocol-generation.yaml")
+    parser.add_argument("--gen-corpus", type=Path, default=ROOT / "data/corpus/generation-200.jsonl",
+                        help="the generation prompts' source (default: the demo's slice when made, else --corpus)")
+    parser.add_argument("--gen-model", type=Path, default=None, help="default: the packaged SmolLM2 GGUF file")
+    parser.add_argument("--configs", default="", help="comma-separated classification configurations (default: "
+                        "all; batch8, the reference, always runs)")
+    parser.add_argument("--gen-configs", default="", help="comma-separated generation configurations (default: all; "
+                        "gen-batch8, the reference, always runs)")
     proposed = ROOT / "reports/gpucost-demo-variants-proposed.yaml"
     parser.add_argument("--variants", type=Path, default=proposed if proposed.exists() else SHIPPED,
                         help="Where the classification variants are read from when declared (default: the demo's "
