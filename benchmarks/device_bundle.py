@@ -13,7 +13,7 @@ travels with every call. Each part is a folder, .device-bundle/part-N (ignored b
 last call runs benchmarks/device_run.sh, which joins, verifies and unpacks the parts, installs the wheels offline and
 runs benchmarks/device_check.sh whole. What cannot be carried (onnxruntime-gpu, the generation model) is a SKIP there.
 
-    python benchmarks/device_bundle.py [--out .device-bundle] [--python-version 3.12]
+    python benchmarks/device_bundle.py [--out .device-bundle] [--python-version 3.12] [--data CHECKOUT]
 """
 
 from __future__ import annotations
@@ -208,11 +208,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / ".device-bundle")
     parser.add_argument("--python-version", default="3.12", help="the device's Python (3.12 on the H200 image)")
+    parser.add_argument("--data", type=Path, default=ROOT, help="the folder whose data/ is packed (default: this "
+                        "checkout)")
     args = parser.parse_args(argv)
     try:
         pins = missing(_requires, _installed, image_packages(), target_environment(args.python_version))
         wheels = download(pins, args.out / "wheels", args.python_version)
-        payload = pack(wheels)
+        payload = pack(wheels, args.data)
         tree = travelling_bytes()
         chunks = split(payload, CALL_BYTES - tree - MARGIN_BYTES)
         parts = write(args.out, chunks)

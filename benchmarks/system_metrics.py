@@ -7,6 +7,7 @@ store, and prints each side's pass_s (median, min, max), the ratio of medians an
 sampling is harmless when the ratio sits inside the spread.
 
     .venv/bin/python benchmarks/system_metrics.py [--variant batch8] [--pairs 4] [--interval 1]
+        [--corpus FILE --protocol FILE --model DIR]
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ def main() -> None:
     parser.add_argument("--interval", type=float, default=1.0, help="system_metrics_interval_s of the sampled side")
     parser.add_argument("--corpus", type=Path, default=ROOT / "data/corpus/comparison.jsonl")
     parser.add_argument("--model", type=Path, default=ROOT / "data/model")
+    parser.add_argument("--protocol", type=Path, default=ROOT / "projects/protocol.yaml",
+                        help="the corpus's protocol; the sampled side adds its system_metrics_interval_s")
     args = parser.parse_args()
 
     from gpucost_mlflow.tracking import system_metrics
@@ -54,17 +57,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="gpucost-bench-") as temp:
         os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{temp}/mlflow.db"
         protocol = Path(temp) / "protocol.yaml"
-        protocol.write_text((ROOT / "projects/protocol.yaml").read_text(encoding="utf-8")
+        protocol.write_text(args.protocol.read_text(encoding="utf-8")
                             + f"system_metrics_interval_s: {args.interval:g}\n", encoding="utf-8")
         sampled, plain = [], []
         start = system_metrics.Sampler.start
-        for pair in range(args.pairs):
-            for side in (("on", "off") if pair % 2 == 0 else ("off", "on")):
-                system_metrics.Sampler.start = start if side == "on" else (lambda self: self)
-                seconds = one_pass(args.variant, args.corpus.resolve(), args.model.resolve(), protocol, "bench")
-                (sampled if side == "on" else plain).append(seconds)
-                print(f"pair {pair + 1} sampling {side}: pass_s {seconds:.3f}", flush=True)
-        system_metrics.Sampler.start = start
+        try:
+            for pair in range(args.pairs):
+                for side in (("on", "off") if pair % 2 == 0 else ("off", "on")):
+                    system_metrics.Sampler.start = start if side == "on" else (lambda self: self)
+                    seconds = one_pass(args.variant, args.corpus.resolve(), args.model.resolve(), protocol, "bench")
+                    (sampled if side == "on" else plain).append(seconds)
+                    print(f"pair {pair + 1} sampling {side}: pass_s {seconds:.3f}", flush=True)
+        finally:
+            system_metrics.Sampler.start = start
 
     def line(name: str, values: list[float]) -> str:
         return (f"{name}: median {statistics.median(values):.3f} s, min {min(values):.3f}, max {max(values):.3f}, "
