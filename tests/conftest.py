@@ -136,6 +136,28 @@ def corpus_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def model_cache(tmp_path_factory) -> Path:
+    """The dequantised GGUF goes to a folder of this test session, never to the developer's own cache; the session's
+    workers share it (the cache is written whole and renamed, so a worker reads it whole or writes its own). Only a
+    worker's base folder has the session's as its parent: a run without workers keeps the cache in its own."""
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "model-cache"
+    shared.mkdir(exist_ok=True)
+    return shared
+
+
+@pytest.fixture(scope="session")
+def tiny_gguf(tmp_path_factory) -> Path:
+    """A 2-layer Llama GGUF file with the packaged SmolLM2 file's tokenizer (tests/tiny_gguf.py): the same bytes in
+    every worker, so its dequantised copy in `model_cache` is made once per session."""
+    from gpucost_mlflow.core.inputs import sources
+    from tests.tiny_gguf import build_tiny_gguf
+
+    packaged = sources.package_path(*sources.DEFAULT_GENERATION_PACKAGE)
+    return build_tiny_gguf(tmp_path_factory.mktemp("tiny-gguf") / "tiny-llama.gguf", packaged)
+
+
+@pytest.fixture(scope="session")
 def minilm_dir(tmp_path_factory) -> Path:
     """all-MiniLM-L6-v2 with a seeded, untrained 3-label head: the real architecture, for the tests about its
     numbers (shape, FLOPs, parameter count)."""

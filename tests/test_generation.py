@@ -295,26 +295,6 @@ def generation_slice(corpus_dir, tmp_path_factory) -> tuple[Path, Path]:
     return path, protocol
 
 
-@pytest.fixture(scope="module")
-def model_cache(tmp_path_factory) -> Path:
-    """The dequantised GGUF goes to a folder of this test session, never to the developer's own cache; the session's
-    workers share it (the cache is written whole and renamed, so a worker reads it whole or writes its own). Only a
-    worker's base folder has the session's as its parent: a run without workers keeps the cache in its own."""
-    base = tmp_path_factory.getbasetemp()
-    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "model-cache"
-    shared.mkdir(exist_ok=True)
-    return shared
-
-
-@pytest.fixture(scope="module")
-def tiny_gguf(tmp_path_factory) -> Path:
-    """A 2-layer Llama GGUF file with the packaged SmolLM2 file's tokenizer (tests/tiny_gguf.py)."""
-    from tests.tiny_gguf import build_tiny_gguf
-
-    packaged = sources.package_path(*sources.DEFAULT_GENERATION_PACKAGE)
-    return build_tiny_gguf(tmp_path_factory.mktemp("tiny-gguf") / "tiny-llama.gguf", packaged)
-
-
 def gen_pass(corpus: Path, protocol: Path, variant: str, *model: str):
     return CliRunner().invoke(main, ["pass", "--variant", variant, "--corpus", str(corpus), "--variants", str(VARIANTS),
                                      "--experiment", "gen", "--protocol", str(protocol), *model])
