@@ -31,6 +31,7 @@ SLOW_S = {
     "tests/test_model.py::test_model_prepare_saves": 22,
     "tests/test_mlflow_project.py::test_unknown_variant_through": 20,
     "tests/test_market.py::test_skypilots_catalog_is_imported": 20,
+    "tests/test_benchmarks_run.py::test_the_engines_benchmark": 30,
 }
 OTHER_S = 0.3  # what any other test is counted for
 
