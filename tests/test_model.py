@@ -45,6 +45,16 @@ def test_model_prepare_saves_a_standard_classifier_with_provenance_and_never_rea
     assert evaluation["split"]["seed"] == 0 and evaluation["split"]["validation"]["size"] == 6
     assert 0.0 <= evaluation["metrics"]["macro_f1"] <= 1.0 and "label" in evaluation["majority_baseline"]
     assert classifier_model.predict_labels(out, ["a fine film", "a dull film"])  # loads offline as a transformers classifier
+    # The three lowest encoder layers are the base model's, bit for bit; the fourth is trained (docs/model.md).
+    from safetensors.torch import load_file
+
+    from gpucost_mlflow.workloads.classification.demo_inputs import base_model_dir
+
+    assert provenance["training"]["settings"]["frozen_layers"] == 3
+    base, tuned = load_file(base_model_dir() / "model.safetensors"), load_file(out / "model.safetensors")
+    weight = "encoder.layer.{}.attention.self.query.weight"
+    assert all(tuned["bert." + weight.format(i)].equal(base[weight.format(i)]) for i in range(3))
+    assert not tuned["bert." + weight.format(3)].equal(base[weight.format(3)])
 
     monkeypatch.undo()
     again = tmp_path / "again"

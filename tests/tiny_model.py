@@ -33,5 +33,5 @@ def build_tiny_classifier(folder: Path, tuning: Path, seed: int = 0) -> Path:
     AutoTokenizer.from_pretrained(str(base_model_dir())).save_pretrained(base)
     rows = [json.loads(line) for line in tuning.read_text(encoding="utf-8").splitlines() if line.strip()]
     training.train_classifier(rows, LABELS, base, out, training.Hyperparameters(
-        seed=seed, epochs=8, batch_size=8, learning_rate=3e-3, freeze_embeddings=False))
+        seed=seed, epochs=8, batch_size=8, learning_rate=3e-3, freeze_embeddings=False, frozen_layers=0))
     return out

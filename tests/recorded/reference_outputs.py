@@ -6,6 +6,8 @@ into a store, then read here:
 
     .venv/bin/python -m tests.recorded.reference_outputs STORE_URI PROTOCOL=RUN_ID ...
 
+(the protocols named are recorded again, the others kept).
+
 Each entry keeps the pass's run, corpus fingerprint and model revision, the inputs in order with their gold labels
 and buckets, the labels the reference gave (read from its outputs for generated text), and the point figures a bar
 reads without an interval (recall@k of embeddings).
@@ -75,7 +77,9 @@ def main(argv: list[str]) -> None:
 
     mlflow.set_tracking_uri(argv[0])
     client = MlflowClient()
-    recorded = {protocol: entry(client, protocol, run_id) for protocol, run_id in (a.split("=", 1) for a in argv[1:])}
+    recorded = json.loads(gzip.decompress(FILE.read_bytes())) if FILE.exists() else {}  # the others kept as they are
+    recorded.update({protocol: entry(client, protocol, run_id)
+                     for protocol, run_id in (a.split("=", 1) for a in argv[1:])})
     FILE.write_bytes(gzip.compress(json.dumps(recorded, sort_keys=True).encode("utf-8"), mtime=0))
     print(f"{FILE}: {', '.join(recorded)}")
 
