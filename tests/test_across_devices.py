@@ -18,7 +18,7 @@ from gpucost_mlflow.core.inputs import shipped
 from gpucost_mlflow.core.money import market
 from gpucost_mlflow.core.money.choice import doubt
 from gpucost_mlflow.core.money.market import Offer
-from gpucost_mlflow.report import card
+from gpucost_mlflow.report import card, render
 from gpucost_mlflow.tracking import schema
 from tests.helpers import log_report
 from tests.scenario import EXPERIMENT, report
@@ -95,8 +95,10 @@ def test_a_gpu_cheaper_whatever_the_noise_is_decided(experiment, tmp_path):
     assert built.decision.startswith(f"Decision: batch8 on {L4}, l4 hourly, 1 lot, 6.6889 h billed (min 60 s, per 1 s) "
                                      "on aws g6.xlarge in us-east-1: 5.38 USD")
     lines = dict(card.lines(built))
-    assert lines["Rent"].endswith(f"on aws g6.xlarge in us-east-1; {AGED}") and lines["Run"].startswith("batch8 on L4 (no cost per result yet")
-    assert lines["Runner-up"] == "batch8 on A10G at 6.95 USD (1.57 USD more, +29.2 %)"
+    assert lines["Rent"].endswith(f"on aws g6.xlarge in us-east-1, at 0.8048 USD per lot-hour; {AGED}")
+    assert lines["Run"].startswith("batch8 on L4 (no cost per result yet")
+    assert lines["Runner-up"] == ("batch8 on A10G at 6.95 USD (1.57 USD more, +29.2 %): 1.006 USD per lot-hour for "
+                                  "6 h 55 min billed against 0.8048 USD per lot-hour for 6 h 41 min")
     devices, run = rented_and_run(built)
     assert run == L4 and L4 in devices
 
@@ -110,9 +112,9 @@ def test_a_close_call_across_devices_is_undecided_and_its_card_keeps_to_one_devi
                                      "at 5.53 USD")
     lines = card.lines(built)
     assert lines[1:4] == [
-        ("Rent", ("5.38 USD committed for l4 hourly, 1 lot, 6.6889 h billed (min 60 s, per 1 s) on aws g6.xlarge in "
+        ("Rent", ("5.38 USD committed for l4 hourly, 1 lot, 6 h 41 min billed (min 60 s, per 1 s) on aws g6.xlarge in "
                   "us-east-1: it covers the slowest pass of every undecided configuration on L4; on the group's other "
-                  "device, batch8 on A10G would commit 5.53 USD (a10g hourly, 1 lot, 6.9114 h billed (min 60 s, per 1 s) "
+                  "device, batch8 on A10G would commit 5.53 USD (a10g hourly, 1 lot, 6 h 55 min billed (min 60 s, per 1 s) "
                   f"on aws g5.xlarge in us-east-1); {AGED}")),
         ("Run", "batch8 on L4, the fastest median (10.400 s), or any of them on L4: the plan covers each"),
         ("In doubt", ("0.00 USD on L4: the plan is its one undecided configuration's own (batch8 on L4 at 5.38 USD); "
@@ -349,3 +351,39 @@ def test_at_equal_medians_the_tie_across_devices_rents_the_device_of_the_first_n
     built, _ = report(catalog, protocol_like_shipped(tmp_path))
     assert [a.configuration.name for a in built.choice.chosen + built.choice.equal] == [
         "batch8 on GPU A", "batch8 on GPU B"]
+
+
+def test_a_two_device_card_says_each_offers_rate_and_price_the_windows_parts_and_one_end_in_one_zone(experiment,
+                                                                                                    tmp_path):
+    # Issue 66's held-out store: batch8 on an L4 (0.8048 USD/h) and on the faster-at-best A10G (1.006 USD/h), five
+    # passes of about two hours each, one deliverable, the shipped protocol (4 h setup, its start long past). The card
+    # says why the L4 wins (its rate against the A10G's), what the 12.5 h of work are (10.4 h of comparison passes,
+    # 2.1 h for the deliverable), one end time in the deadline's zone, and billed hours in hours and minutes.
+    write(experiment, {("batch8", L4): tuple(720 * s for s in L4_PASSES),
+                       ("batch8", A10G): tuple(720 * s for s in A10G_PASSES)})
+    built, _ = report(sky_catalog(tmp_path, L4, A10G), protocol_like_shipped(tmp_path, expected=1))
+    lines = dict(card.lines(built))
+    assert lines["Rent"].startswith("13.33 USD committed for l4 hourly, 1 lot, 16 h 34 min billed (min 60 s, per 1 s) "
+                                    "on aws g6.xlarge in us-east-1, at 0.8048 USD per lot-hour; price as of")
+    assert lines["Runner-up"] == ("batch8 on A10G at 16.89 USD (3.56 USD more, +26.7 %): 1.006 USD per lot-hour for "
+                                  "16 h 47 min billed against 0.8048 USD per lot-hour for 16 h 34 min")
+    window = lines["Window"]
+    assert window.startswith("16.5 h forecast (4.0 h declared setup and waiting, 10.4 h comparison passes, 2.1 h for 1 "
+                             "deliverable), 16.6 h at the slowest pass, ends by ")
+    ends = re.findall(r"ends by (\S+)", window)
+    assert len(ends) == 1 and ends[0].endswith("+01:00") and "if started now (the declared start is past)" in window
+    assert "deadline 2026-12-04T09:00+01:00 (met from the declared start 2026-11-30T09:00+01:00, missed started now)" \
+        in window and "+00:00" not in window and "2026-12-01T01:" not in window  # the past end is not said
+    assert not re.search(r"\d\.\d{4} h", "\n".join(lines.values()))  # never '16.5689 h billed'
+    assert "started now, at every volume" in lines["Would change it"]  # never 'above 0'
+
+
+def test_a_volume_of_one_corpus_gives_no_degenerate_break_even_and_no_empty_separability_table(experiment, tmp_path):
+    write(experiment, {("batch8", L4): tuple(720 * s for s in L4_PASSES),
+                       ("batch8", A10G): tuple(720 * s for s in A10G_PASSES)})
+    built, _ = report(sky_catalog(tmp_path, L4, A10G), protocol_like_shipped(tmp_path, drop_deadline=True, expected=1))
+    assert dict(card.lines(built))["Would change it"] == ("no break-even searched beyond the declared 1 corpus, where "
+                                                          "it costs the least")
+    page = render.markdown(built)
+    assert "from 1 to 1" not in page and "between 1 and 1 " not in page
+    assert render.NO_PAIRS in page and "| series | faster |" not in page

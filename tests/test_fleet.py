@@ -531,7 +531,8 @@ def test_two_gpu_types_make_two_campaigns_in_one_store_a_preempted_one_resumes_a
         card = {line.split(":**")[0][4:]: line.split(":** ", 1)[1] for line in page.splitlines()
                 if line.startswith("- **") and ":** " in line}
         assert "Decision: batch8 on NVIDIA L4, l4 hourly" in page, page[:3000]
-        assert card["Rent"].split("; price as of 2026-11-28 (")[0].endswith("on aws g6.xlarge in us-east-1") and card["Run"].startswith("batch8 on L4 (no cost per result yet")
+        assert card["Rent"].split("; price as of 2026-11-28 (")[0].endswith("on aws g6.xlarge in us-east-1, at 0.8048 USD per lot-hour")
+        assert card["Run"].startswith("batch8 on L4 (no cost per result yet")
         assert "A10G" not in card["Rent"] + card["Run"]
         assert card["Runner-up"].startswith("batch8 on A10G at "), card["Runner-up"]
 

@@ -264,7 +264,7 @@ def test_a_report_over_two_devices_priced_from_two_imported_catalogs_names_the_o
     assert "next: batch8 on NVIDIA A10G" in decision
     page = (tmp_path / "r" / "report.md").read_text()
     assert "### Offers not measured" in page
-    assert "- a100 (NVIDIA A100-SXM4-40GB; NVIDIA A100-PCIE-40GB): 1 row, the cheapest 3.67 USD per lot" in page
+    assert "- a100 (NVIDIA A100-SXM4-40GB; NVIDIA A100-PCIE-40GB): 1 row, the cheapest 3.673 USD per lot-hour" in page
     assert "l4 hourly, 1 lot, 4.0292 h billed (min 60 s, per 1 s) on gcp g2-standard-4 in us-central1-a" in page
     a10g_row = next(line for line in page.splitlines() if line.startswith("| NVIDIA A10G | batch8 |") and "hourly" in line)
     assert "on aws g5.xlarge in us-east-1: 4.05 USD" in a10g_row and "on aws g5.xlarge in eu-west-1" in a10g_row  # next plans
@@ -289,5 +289,5 @@ def test_a_pass_on_a_device_the_names_table_cannot_map_stays_not_priced(experime
     built, _ = report(catalog=tmp_path / "z.csv")
     assert built.decision.startswith("No decision: nothing priced (not priced: NVIDIA Z900 has no package in"), built.decision
     listed = {title: lines for title, _, lines in built.lists}["Offers not measured"]
-    assert listed == [("z900 (device names unknown): 1 row, the cheapest 3.50 USD per lot: z900 hourly (min 60 s, "
+    assert listed == [("z900 (device names unknown): 1 row, the cheapest 3.50 USD per lot-hour: z900 hourly (min 60 s, "
                       "per 1 s) on aws x9.large in us-east-1")]

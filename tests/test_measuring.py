@@ -112,7 +112,7 @@ def test_a_decided_card_says_how_long_the_measuring_took_and_its_price_at_the_co
     spent = Spent(0.11, 1, 0, (CPU,))
     report = replace(report, spent=spent, spent_price=measuring.priced(spent, report.choice))
     window = dict(card.lines(report))["Window"]
-    assert window.endswith("deadline 2026-10-02T05:00:00 (met); decided after 0.11 h of measuring (0.50 USD at this "
+    assert window.endswith("deadline 2026-10-02T05:00 (met); decided after 0.11 h of measuring (0.50 USD at this "
                            "offer)")
     assert len(card.lines(report)) == card.LINES
     assert decided.measuring_figures(report) == {"measuring_h": 0.11, "measuring_cost_usd": 0.5}

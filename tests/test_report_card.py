@@ -29,12 +29,13 @@ def test_the_card_says_what_to_rent_what_to_run_the_window_the_runner_up_and_wha
     # batch64-bf16-lg: 4 h setup + 0.172 h of attempts + 2,000 x (5.8 + 0.3) s = 7.56 h at the slowest pass -> 8 h
     # billed, 4.00 USD; batch8-lg: 2,000 x 8.0 s -> 8.62 h -> 9 h, 4.50 USD. In time up to (20 - 4.17) h / 6.1 s.
     assert card.lines(decided) == [
-        ("Rent", ("4.00 USD committed for cpu hourly, 1 lot, 8 h billed (min 1 h, per 1 h); an example price, not a "
-                 "quote")),
+        ("Rent", ("4.00 USD committed for cpu hourly, 1 lot, 8 h billed (min 1 h, per 1 h), at 0.50 USD per lot-hour; "
+                 "an example price, not a quote")),
         ("Run", (f"batch64-bf16-lg on {CPU} (no cost per result yet: no deliverable accepted; quality bar met on the "
                  "comparison corpus)")),
-        ("Window", ("7.5 h forecast (4.0 h declared setup and waiting, 3.5 h work), 7.6 h at the slowest pass, ends by "
-                   "2026-10-01T16:33; deadline 2026-10-02T05:00:00 (met)")),
+        ("Window", ("7.5 h forecast (4.0 h declared setup and waiting, 0.2 h comparison passes, 3.3 h for 2,000 "
+                   "deliverables), 7.6 h at the slowest pass, ends by 2026-10-01T16:33; deadline 2026-10-02T05:00 "
+                   "(met)")),
         ("Runner-up", "batch8-lg at 4.50 USD (0.50 USD more, +12.5 %)"),
         ("Would change it", ("no break-even: it stays the cheapest wherever the others meet the deadline; above 9,340 "
                             "corpora it misses the deadline")),
@@ -47,7 +48,8 @@ def test_the_rent_line_says_how_old_the_committed_price_is():
 
     report = decided_report(figures=False)
     undated = replace(report, written=dt.date(2026, 10, 1))
-    assert dict(card.lines(undated))["Rent"].endswith("8 h billed (min 1 h, per 1 h); an undated example price, not a quote")
+    assert dict(card.lines(undated))["Rent"].endswith("8 h billed (min 1 h, per 1 h), at 0.50 USD per lot-hour; an undated "
+                                                      "example price, not a quote")
     plan = report.choice.chosen[0].plan
     dated = replace(plan, offer=replace(plan.offer, as_of=dt.date(2026, 9, 24)))
     assert card.price_age(dated, dt.date(2026, 10, 1)) == "; an example price as of 2026-09-24 (7 days), not a quote"
@@ -231,13 +233,15 @@ def test_a_planned_start_before_the_report_is_said_to_be_past():
     import dataclasses
     import datetime as dt
 
-    # Read at 14:00 on the start day, five hours after the declared 09:00 start: the window is said from the declared
-    # start as pre-registered, and also from now (7.6 h at the slowest pass: by 21:33), and so is the volume that fits.
+    # Read at 14:00 on the start day, five hours after the declared 09:00 start: one end, from now (7.6 h at the
+    # slowest pass: by 21:33), never the past one; the deadline's standing from the declared start as pre-registered
+    # and from now, and so is the volume that fits.
     read = dt.datetime(2026, 10, 1, 14, 0, tzinfo=dt.timezone.utc)
     report = dataclasses.replace(decided_report(figures=False), written=read.date(), read_at=read)
     lines = dict(card.lines(report))
-    assert lines["Window"].endswith("deadline 2026-10-02T05:00:00 (met); the declared start 2026-10-01T09:00 is past: "
-                                    "started now, it would end by 2026-10-01T21:33 (met)")
+    assert "ends by 2026-10-01T21:33 if started now (the declared start is past); deadline 2026-10-02T05:00 (met " \
+        "from the declared start 2026-10-01T09:00, met started now)" in lines["Window"]
+    assert "16:33" not in lines["Window"]  # the end from the declared start, now past, is not said
     assert lines["Would change it"].endswith("above 9,340 corpora it misses the deadline from the declared start; "
                                              "started now, above 6,389")
     assert "(past: this report was read at 2026-10-01T14:00:00+00:00; the window still runs from the declared start" \

@@ -7,6 +7,7 @@ deadline, the runner-up and its margin, and what would change the decision. Name
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import replace
 
 from gpucost_mlflow.core.inputs.plan_start import like
@@ -44,9 +45,26 @@ HINTS = {
 }
 
 
+BILLED = re.compile(r"\b(\d+\.\d+) h billed")  # billed hours with a fraction, as a plan describes them
+
+
+def hours_minutes(hours: float) -> str:
+    """Hours as a person reads them: '16 h 34 min' for 16.5689, '45 min' under an hour, '3 h' for whole hours."""
+    whole, minutes = divmod(round(float(hours) * 60), 60)
+    return " ".join(part for part in (f"{whole} h" if whole else "", f"{minutes} min" if minutes else "")
+                    if part) or "0 min"
+
+
 def _plan(plan: Plan) -> str:
-    """'cpu hourly, 1 lot, 125 h billed (min 1 h, per 1 h)': the plan without its total."""
-    return plan.describe().replace(f": {costs.money(plan.total, plan.currency)}", "", 1)
+    """'cpu hourly, 1 lot, 16 h 34 min billed (min 60 s, per 1 s)': the plan without its total, its billed hours in
+    hours and minutes."""
+    said = plan.describe().replace(f": {costs.money(plan.total, plan.currency)}", "", 1)
+    return BILLED.sub(lambda found: f"{hours_minutes(float(found.group(1)))} billed", said)
+
+
+def _rate(plan: Plan) -> str:
+    """', at 0.8048 USD per lot-hour': an hourly plan's rate, which with its billed hours makes its price."""
+    return f", at {plan.offer.kind.price(plan.offer)}" if plan.offer.kind.by_the_hour else ""
 
 
 def price_age(plan: Plan, today: dt.date | None) -> str:
@@ -63,7 +81,7 @@ def _rent(chosen: Assessment, today: dt.date | None) -> str:
     """What to rent: the committed cost with its currency, the plan (row, lots, billed hours or periods), and the
     price's date."""
     return (f"{costs.money(chosen.committed, chosen.currency)} committed for {_plan(chosen.plan)}"
-            f"{price_age(chosen.plan, today)}")
+            f"{_rate(chosen.plan)}{price_age(chosen.plan, today)}")
 
 
 def _run(chosen: list[Assessment], names: short.Names) -> str:
@@ -126,31 +144,53 @@ def _past_start(report: Report, a: Assessment):
     return start
 
 
-def _window(report: Report, a: Assessment) -> str:
-    """The forecast window split into declared setup and work, its slow end (what the plan covers), when it ends,
-    and the deadline with its standing; a declared start in the past is said so, with the end from now as well."""
-    f = a.forecast
+def _minutes(moment: dt.datetime, zone: dt.datetime | None = None) -> str:
+    """A moment to the minute, in the zone of `zone` where both carry one: the card's one zone."""
+    if zone is not None and zone.tzinfo is not None and moment.tzinfo is not None:
+        moment = moment.astimezone(zone.tzinfo)
+    return moment.isoformat(timespec="minutes")
+
+
+def _parts(f) -> str:
+    """The window's parts: declared setup and waiting, the comparison passes, the deliverables, and the start-up
+    (with the shape setup of each worker process, issue 62) with whatever else the forecast adds (audits, an
+    engine's conversion)."""
     setup = f.setup_h + f.waiting_h
-    shapes = _shape_setup(f)
-    split = (f" ({setup:,.1f} h declared setup and waiting, {f.hours - setup:,.1f} h work{shapes})" if setup
-             else f" ({shapes[2:]})" if shapes else "")
-    end = f", ends by {a.forecast_end_high.isoformat(timespec='minutes')}" if a.forecast_end_high else ""
-    if report.start_at_report and a.forecast_end_high and report.read_at:
-        end += f" from this report's reading at {report.read_at.isoformat(timespec='minutes')}"
-    deadline = (NO_DEADLINE if report.deadline == NO_DEADLINE
-                else f"deadline {report.deadline} ({a.deadline_status or 'not checked'})")
+    rest = f.hours - setup - f.comparisons_h - f.deliverables_h
+    label = "start-up" if not (f.audit or f.conversion_h) else "start-up, audits and conversion"
+    return ", ".join(part for part in (
+        f"{setup:,.1f} h declared setup and waiting" if setup else "",
+        f"{f.comparisons_h:,.1f} h comparison passes",
+        f"{f.deliverables_h:,.1f} h for {f.deliverables:,} deliverable{'s' if f.deliverables != 1 else ''}",
+        f"{max(rest, 0.0):,.1f} h {label}{_shape_setup(f)}" if rest >= 0.05 or _shape_setup(f) else "") if part)
+
+
+def _window(report: Report, a: Assessment) -> str:
+    """The forecast window in its parts, its slow end (what the plan covers), one end time in one zone (from now,
+    where the declared start is past), and the deadline with its standing."""
+    f = a.forecast
+    dl = a.rules.deadline if a.rules else None
     start = _past_start(report, a)
     if start is not None:
         from_now = like(report.read_at, start) + dt.timedelta(hours=f.high_hours)
-        met = ""
-        if a.rules and a.rules.deadline is not None:
-            met = " (met)" if from_now <= a.rules.deadline else " (missed)"
-        deadline += (f"; the declared start {start.isoformat(timespec='minutes')} is past: started now, it would end "
-                     f"by {from_now.isoformat(timespec='minutes')}{met}")
+        end = f", ends by {_minutes(from_now, dl or start)} if started now (the declared start is past)"
+    else:
+        end = f", ends by {_minutes(a.forecast_end_high, dl)}" if a.forecast_end_high else ""
+        if report.start_at_report and a.forecast_end_high and report.read_at:
+            end += f" from this report's reading at {_minutes(report.read_at, dl)}"
+    if report.deadline == NO_DEADLINE or dl is None:
+        deadline = NO_DEADLINE if report.deadline == NO_DEADLINE else f"deadline {report.deadline}"
+        deadline += f" ({a.deadline_status or 'not checked'})" if report.deadline != NO_DEADLINE else ""
+    elif start is not None:
+        now_met = "met" if from_now <= dl else "missed"
+        deadline = (f"deadline {_minutes(dl)} ({a.deadline_status or 'not checked'} from the declared start "
+                    f"{_minutes(start, dl)}, {now_met} started now)")
+    else:
+        deadline = f"deadline {_minutes(dl)} ({a.deadline_status or 'not checked'})"
     bound = a.plan.window_hours if a.plan is not None else None
     own = (f"; the plan is bound by its own {float(bound):,.1f} h window, not the measured rate"
            if bound is not None and bound != to_hours(f.high_hours) else "")
-    return f"{f.hours:,.1f} h forecast{split}, {f.high_hours:,.1f} h at the slowest pass{end}{own}; {deadline}"
+    return f"{f.hours:,.1f} h forecast ({_parts(f)}), {f.high_hours:,.1f} h at the slowest pass{end}{own}; {deadline}"
 
 
 def _shape_setup(f) -> str:
@@ -168,7 +208,19 @@ def _margin(chosen: Assessment, other: Assessment) -> str:
     if difference == 0:
         return "the same cost, slower (its durations separate)"
     share = f", {100 * difference / chosen.committed:+.1f} %" if chosen.committed else ""
-    return f"{costs.money(other.committed, other.currency)} ({costs.money(difference, other.currency)} more{share})"
+    return (f"{costs.money(other.committed, other.currency)} ({costs.money(difference, other.currency)} more{share})"
+            f"{_why(chosen, other)}")
+
+
+def _why(chosen: Assessment, other: Assessment) -> str:
+    """Why the other costs more where the two rent different hourly offers: each one's rate and billed hours (a
+    faster device at a dearer rate: ': 1.006 USD per lot-hour for 16 h 47 min against 0.8048 ... for 16 h 34 min')."""
+    mine, theirs = chosen.plan, other.plan
+    if (mine is None or theirs is None or mine.offer == theirs.offer
+            or not (mine.offer.kind.by_the_hour and theirs.offer.kind.by_the_hour)):
+        return ""
+    return (f": {theirs.offer.kind.price(theirs.offer)} for {hours_minutes(theirs.hours_billed)} billed against "
+            f"{mine.offer.kind.price(mine.offer)} for {hours_minutes(mine.hours_billed)}")
 
 
 def _runner_up(report: Report, names: short.Names) -> str:
@@ -219,13 +271,16 @@ def _changes(report: Report, names: short.Names) -> str:
         if choice.others and not (found.below or found.above):
             words.append("no break-even: it stays the cheapest wherever the others meet the deadline"
                          if found.reach is not None else
-                         f"no break-even from 1 to {found.searched_to:,} corpora")
+                         f"no break-even from 1 to {found.searched_to:,} corpora" if found.searched_to > volume else
+                         f"no break-even searched beyond the declared {volume:,} corp{'ora' if volume != 1 else 'us'}, where it "
+                         "costs the least")
         if found.reach is not None:
             words.append(f"above {found.reach:,} corpora it misses the deadline" if found.reach else
                          "it misses the deadline at every volume")
             now = _reach_from_now(report, chosen)
             if now is not None:
-                words[-1] += f" from the declared start; started now, above {now:,}"
+                words[-1] += (f" from the declared start; started now, above {now:,}" if now else
+                              " from the declared start; started now, at every volume")
     return "; ".join(words) or "nothing: no other timely configuration to compare with"
 
 

@@ -126,8 +126,13 @@ def _per_configuration_md(report: Report) -> list[str]:
             "", SUMMARY_TEXT, "", _md_table(energy_table(report)), "", ENERGY_TEXT, "", MFU_TEXT, ""]
 
 
+NO_PAIRS = ("No two configurations of one series on one device, and no series member beside its reference there: "
+            "nothing to separate (projects/variants.yaml names the series).")
+
+
 def _separability_md(report: Report) -> list[str]:
-    return ["## Separability within each series", "", _md_table(separation_table(report)), ""]
+    table = separation_table(report)
+    return ["## Separability within each series", "", _md_table(table) if table.rows else NO_PAIRS, ""]
 
 
 def _plan_md(report: Report) -> list[str]:
@@ -293,7 +298,9 @@ def _per_configuration_html(report: Report) -> list[str]:
 
 
 def _separability_html(report: Report) -> list[str]:
-    return ["<h2>Separability within each series</h2>", _html_table(separation_table(report))]
+    table = separation_table(report)
+    return ["<h2>Separability within each series</h2>",
+            _html_table(table) if table.rows else f"<p>{html.escape(NO_PAIRS)}</p>"]
 
 
 def _plan_html(report: Report) -> list[str]:

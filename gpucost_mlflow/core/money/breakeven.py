@@ -118,7 +118,9 @@ class BreakEven:
             parts.append(f"from {self.flip_above[0]:,} deliverables {self.flip_above[1]} is cheaper")
         if self.flip_below:
             parts.append(f"up to {self.flip_below[0]:,} deliverables {self.flip_below[1]} was cheaper")
-        if not parts:
+        if not parts and self.searched_to <= self.volume:
+            parts.append("the order was not searched beyond the expected deliverables")
+        elif not parts:
             parts.append(f"the order does not flip between 1 and {self.searched_to:,} deliverables"
                          + (" (where both meet the deadline)" if stops else ""))
         return head + "; " + "; ".join(parts + stops) + "."

@@ -72,6 +72,11 @@ class HourlyBilling(Billing):
     def terms(self, offer) -> str:
         return f"min {_span(offer.terms.min_hours)}, per {_span(offer.terms.increment_hours)}"
 
+    def price(self, offer):
+        """'0.8048 USD per lot-hour': an hourly row's price is per lot and per hour, to the catalog's own digits."""
+        exact = offer.price_per_lot.as_tuple().exponent < -2
+        return f"{offer.price_per_lot:,{'f' if exact else '.2f'}} {offer.currency} per lot-hour"
+
     def describe(self, offer):
         return f"{offer.gpu} hourly ({self.terms(offer)})"
 
