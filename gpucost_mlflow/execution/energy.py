@@ -262,16 +262,15 @@ def amdsmi_board(ident: DeviceIdentity) -> Board:
 
 
 def rapl_board(folder: Path = RAPL_DIR) -> Board:
-    """The CPU package's RAPL counter through Linux powercap, when this user may read it."""
+    """The CPU package's RAPL counter through Linux powercap, when this user may read it; why not in a reason short
+    enough for a tag (`tracking/descriptions.py` SHORT, 100 characters), so it is never cut (issue 66)."""
     counter = folder / "energy_uj"
     try:
         int(counter.read_text())
     except FileNotFoundError:
-        return _no_counter(f"CPU pass without an energy counter: {counter} is absent (no RAPL powercap "
-                           "interface, as in most virtual machines)")
+        return _no_counter(f"no energy counter: {counter} is absent (no RAPL, as in most VMs)")
     except PermissionError:
-        return _no_counter(f"CPU pass without an energy counter: {counter} is not readable by this user "
-                           "(root-only on most kernels since 2020)")
+        return _no_counter(f"no energy counter: {counter} is not readable here (root-only)")
     except (OSError, ValueError) as exc:
         return _no_counter(f"CPU pass without an energy counter: {counter}: {exc}")
     try:
