@@ -81,6 +81,8 @@ def test_repetitions_go_on_until_the_clock_reached_min_measured_s_and_pass_s_sta
     assert timed_seconds({"load_s": 1, "warmup_s": 1, "pass_s": 0.6, "measured_total_s": 2.4, "eval_s": 1,
                           "export_s": 1, "cooldown_waited_s": 5}) == pytest.approx(11.4)
     assert timed_seconds({"load_s": 1, "pass_s": 0.6}) == pytest.approx(1.6)
+    # A forked child's load_s counts its starter's imports, made once before the pass: not this run's seconds.
+    assert timed_seconds({"load_s": 3.2, "import_s": 3.0, "pass_s": 0.6}) == pytest.approx(0.8)
 
 
 @pytest.mark.unit

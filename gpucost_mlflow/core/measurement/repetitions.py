@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from gpucost_mlflow.core.names import COLD_SHAPES_RATIO, COOLDOWN_S, MEASURED_TOTAL_S, PASS_S, TIMINGS
+from gpucost_mlflow.core.names import COLD_SHAPES_RATIO, COOLDOWN_S, IMPORT_S, MEASURED_TOTAL_S, PASS_S, TIMINGS
 
 
 def again(elapsed_s: float, min_measured_s: float | None, laps: int = 1, min_laps: int = 1) -> bool:
@@ -64,12 +64,13 @@ def per_corpus(total_s: float, repetitions: int) -> float:
 
 def timed_seconds(metrics: Mapping[str, float]) -> float:
     """The seconds of a pass's run that its timed parts account for: load, warm-up, the whole measured clock (every
-    repetition), evaluation, export, and the cooldown it waited; the rest of its wall time is harness overhead."""
+    repetition), evaluation, export, and the cooldown it waited; the rest of its wall time is harness overhead. A
+    forked child's load counts imports its starter made once, before the pass (import_s): not this run's seconds."""
     total = 0.0
     for key in TIMINGS:
         value = metrics.get(MEASURED_TOTAL_S, metrics.get(PASS_S)) if key == PASS_S else metrics.get(key)
         total += float(value or 0.0)
-    return total + float(metrics.get(COOLDOWN_S) or 0.0)
+    return total + float(metrics.get(COOLDOWN_S) or 0.0) - float(metrics.get(IMPORT_S) or 0.0)
 
 
 def one_corpus_each(first_laps: Sequence[float | None], pass_s: Sequence[float],
