@@ -67,7 +67,7 @@ $(WHATIF_CATALOG): | $(STAMP)
 # proposed from the finished campaign before any of its timings exist (written once per experiment). Then the
 # protocol's second stage: when the decision over the what-if catalog is undecided, the undecided configurations get
 # the same number of further passes (at most 10 each, projects/protocol-demo.yaml), and the decision is read once.
-# Last, the chosen configuration's confirmation run: 30 s (the demo protocol's confirmation.min_s) on the disjoint
+# Last, the chosen configuration's confirmation run: 20 s (the demo protocol's confirmation.min_s) on the disjoint
 # confirmation corpus `gpucost corpus build` wrote; the report then says confirmed or not confirmed.
 PROPOSED = reports/$(EXPERIMENT)-variants-proposed.yaml
 

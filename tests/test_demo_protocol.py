@@ -31,7 +31,7 @@ DURATIONS = {
 def test_the_demo_protocol_is_the_shipped_one_on_a_slice_with_a_job_of_4000_corpora_a_second_stage_and_a_short_confirmation():
     demo = load_protocol(DEMO_PROTOCOL)
     assert demo.deliverables["expected"] == 4000 and demo.corpus_size == 500 and demo.settle_max_passes == 10
-    assert demo.confirmation == ("", 30.0)  # a CPU demo's confirmation: 30 s, not the default 600 (README)
+    assert demo.confirmation == ("", 20.0)  # a CPU demo's confirmation: 20 s, not the default 600 (README)
     assert "4,000 corpora of 500 texts" in demo.question and "(2 million inputs" in demo.question
     differences = changed_fields(SHIPPED_PROTOCOL.read_text(), DEMO_PROTOCOL.read_text())
     assert {d.field for d in differences} == {"question", "deliverables.expected", "deliverables.description",

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-# The demo's first and second series (projects/variants.yaml): batch size alone, then one change each against
-# the fp32 batch8 reference.
-DEMO_VARIANTS = ("batch1", "batch4", "batch8", "batch8-bf16", "batch8-int8", "batch8-lengthgrouped")
+# The demo's first and second series (projects/variants.yaml): batch size alone (1 and 8: the third series sweeps the
+# batch sizes under the accepted changes, so batch4 alone told nothing the demo's 7 minutes could spare), then one
+# change each against the fp32 batch8 reference.
+DEMO_VARIANTS = ("batch1", "batch8", "batch8-bf16", "batch8-int8", "batch8-lengthgrouped")
 
 
 @dataclass(frozen=True)
