@@ -31,15 +31,16 @@ SPECS = devices.load_device_specs([shipped.shipped(shipped.DEVICE_SPECS)])
 NAMES = market.load_device_names([shipped.shipped(shipped.DEVICE_NAMES)])
 TABLES = devices.Tables(SPECS, NAMES)
 L4, XEON = "NVIDIA L4", "Intel(R) Xeon(R) CPU @ 2.20GHz"
-# A median pass of 10 s doing 1e12 useful FLOP/s: 1e13 useful FLOPs per corpus; the shipped protocol wants 1 corpus after
-# 4 h of setup. GPU peaks as measured there: 2e9 bytes reserved (1.86 GiB).
+# A median pass of 10 s doing 1e12 useful FLOP/s: 1e13 useful FLOPs per corpus; the shipped protocol wants 1 corpus
+# after 4 h of setup. GPU peaks as measured there: 2e9 bytes reserved (1.86 GiB).
 L4_PASSES = (9.9, 10.0, 10.0, 10.1, 10.2)
 ON_L4 = {USEFUL_FLOP_PER_S: 1e12, MFU_USEFUL: 0.25, "mem_peak_reserved_bytes": 2e9, "mem_peak_allocated_bytes": 1.5e9}
 
 
 def seeded_aws(tmp_path: Path) -> Path:
     """The seeded SkyPilot home's AWS offers (g5.xlarge A10G in two regions, the 8 x A100 p4d.24xlarge), one row per
-    instance and region at its cheapest zone as the import writes them, on AWS's billing terms (per second, 60 s min)."""
+    instance and region at its cheapest zone as the import writes them, on AWS's billing terms (per second, 60 s
+    min)."""
     cheapest: dict[tuple, market.Offer] = {}
     for instance, gpu, count, _, _, mib, price, _, region, _ in AWS_VMS:
         offer = market.Offer("aws", instance, region, gpu, count, mib / 1024, Decimal(price), None)
@@ -56,8 +57,9 @@ def seeded_aws(tmp_path: Path) -> Path:
 
 def gcp_l4(tmp_path: Path, price: str) -> Path:
     """One GCP L4 offer at this hourly price: where the measured configuration is priced."""
-    text = market.catalog_text([market.Offer("gcp", "g2-standard-4", "us-central1-a", "L4", 1, 24.0, Decimal(price), None)],
-                               version="gpuhunt-2026-11-27", source="gpuhunt catalog", as_of={"gcp": dt.date(2026, 11, 27)},
+    offer = market.Offer("gcp", "g2-standard-4", "us-central1-a", "L4", 1, 24.0, Decimal(price), None)
+    text = market.catalog_text([offer], version="gpuhunt-2026-11-27", source="gpuhunt catalog",
+                               as_of={"gcp": dt.date(2026, 11, 27)},
                                names=NAMES, terms=market.load_terms(shipped.shipped(shipped.BILLING_TERMS)),
                                interruptions=None)
     path = tmp_path / "gcp.csv"
@@ -98,14 +100,16 @@ def test_an_offer_whose_bound_beats_the_measured_best_is_worth_measuring_and_an_
     out = result.output
     assert "Best committed cost measured so far: 12.08 USD, batch8 on NVIDIA L4" in out
     a10g = block(out, "a10g x1")
-    assert "3 rows" not in a10g and "2 rows, lowest bound on aws g5.xlarge in us-east-1 at 1.006 USD per lot-hour" in a10g
+    assert "3 rows" not in a10g
+    assert "2 rows, lowest bound on aws g5.xlarge in us-east-1 at 1.006 USD per lot-hour" in a10g
     assert "lower bound 4.02 USD: 1e+13 useful FLOPs" in a10g and "the fp32 dense peak 31.2 TFLOP/s" in a10g
     assert "memory: fits: 1.86 GiB (measured: mem_peak_reserved_bytes on NVIDIA L4) for 24 GiB" in a10g
     assert "verdict: worth measuring: its bound 4.02 USD beats the best committed 12.08 USD" in a10g
     a100 = block(out, "a100 x8")
     assert "lower bound 131.10 USD" in a100 and "x 8 GPUs (the work split over the whole lot at best" in a100
     assert "verdict: not worth measuring: even its bound 131.10 USD costs as much as or more than the best" in a100
-    assert "A10G:1: at most 3.15 USD (2.5 h x 1.258 USD/h, the dearest offer SkyPilot may choose: aws g5.xlarge in eu-west-1" in out
+    assert ("A10G:1: at most 3.15 USD (2.5 h x 1.258 USD/h, the dearest offer SkyPilot may choose: "
+            "aws g5.xlarge in eu-west-1") in out
     assert "fleet worst case: 3.15 USD of --max-cost 20 USD" in out
     assert (f"gpucost fleet launch --gpus A10G --clouds aws --experiment {EXPERIMENT} --variants batch8 --protocol "
             f"{SHIPPED_PROTOCOL}") in out and "--max-hours 2 --setup-hours 0.5 --max-cost 20" in out
@@ -202,7 +206,8 @@ def test_on_a_cpu_store_the_memory_fit_is_the_encoders_estimate_and_a_bound_abov
     assert "Best committed cost measured so far: 0.50 USD, batch8 on Intel(R) Xeon(R) CPU @ 2.20GHz" in result.output
     assert "memory: fits: 0.01 GiB (estimate: `gpucost memory estimate --model" in a10g
     assert "--precision fp32 --batch 8 --max-length 256`, no GPU peak measured) for 24 GiB" in a10g
-    assert "verdict: not worth measuring: even its bound 4.02 USD costs as much as or more than the best committed 0.50 USD" in a10g
+    assert ("verdict: not worth measuring: even its bound 4.02 USD costs as much as or more than the best committed "
+            "0.50 USD") in a10g
     assert "No offer is worth measuring on these figures: no `gpucost fleet launch` line." in result.output
 
 
@@ -250,8 +255,8 @@ def test_an_experiment_without_a_carried_configuration_is_one_line(experiment, t
     assert len(result.output.strip().splitlines()) == 1
 
 
-def measured(name: str, quantization: str = "none", flops: float | None = 1e13) -> plan.Measured:
-    return plan.Measured(name, name.split()[0], XEON, "fp32", quantization, flops, "", 1e8, "", 1)
+def measured(name: str, quantization: str = "none", flops: float | None = 1e13) -> plan.ConfigurationFigures:
+    return plan.ConfigurationFigures(name, name.split()[0], XEON, "fp32", quantization, flops, "", 1e8, "", 1)
 
 
 @pytest.mark.unit
@@ -332,7 +337,8 @@ def test_a_plan_over_skypilots_own_import_of_the_seeded_catalog_keeps_the_a10g_a
 
     if market_gpucost("sky") is None:
         pytest.skip("SkyPilot is installed neither in .venv-market nor here (make install builds .venv-market)")
-    done = import_skypilot(skypilot_home(tmp_path / "home", dt.date(2026, 11, 28)), tmp_path / "aws.csv", "--clouds", "aws")
+    home = skypilot_home(tmp_path / "home", dt.date(2026, 11, 28))
+    done = import_skypilot(home, tmp_path / "aws.csv", "--clouds", "aws")
     assert done.returncode == 0, done.stderr[-2000:]
     for seconds in L4_PASSES:
         experiment("batch8", L4, seconds, metrics_extra=ON_L4)

@@ -44,7 +44,8 @@ def _encoder(workload: str) -> bool:
         return False
 
 
-GPU_MEMORY = ("mem_peak_reserved_bytes", "mem_peak_allocated_bytes")  # a GPU pass's peaks (attempts_table.COLUMNS), largest first
+# a GPU pass's peaks (attempts_table.COLUMNS), largest first
+GPU_MEMORY = ("mem_peak_reserved_bytes", "mem_peak_allocated_bytes")
 
 
 @click.command("plan")
@@ -79,7 +80,8 @@ def plan_cmd(experiment, catalog_file, protocol_file, variants_file, model_path,
     catalog = _catalog(tuple(_under(root, path) for path in catalog_file))
     tables = devices.Tables(devices.load_device_specs([shipped.shipped(shipped.DEVICE_SPECS), *device_tables]),
                           load_device_names([shipped.shipped(shipped.DEVICE_NAMES)]))
-    limits = rules.Launch(name, "", str(protocol_file), None if variants_file == shipped.VARIANTS else str(variants_file),
+    variants = None if variants_file == shipped.VARIANTS else str(variants_file)
+    limits = rules.Launch(name, "", str(protocol_file), variants,
                           parse_positive(max_hours, "--max-hours"), parse_positive(setup_hours, "--setup-hours"),
                           parse_positive(max_cost, "--max-cost", "an amount") if max_cost is not None else None)
     built = _report(name, protocol, protocol_path, catalog, declared, allow_stale_prices)
@@ -162,8 +164,8 @@ def _candidate(assessment, measured, declared: Declaration, model_dir: Path):
     flop_note = (f"useful_flop_per_s x pass_s, median of {count} accepted pass{'es' if count > 1 else ''}" if flops
                  else "no FLOP count recorded on its accepted passes")
     memory, memory_note = _memory(accepted, declared, config, precision, model_dir)
-    measured = rules.Measured(config.name, config.variant, config.device, precision, quantization, flops, flop_note,
-                              memory, memory_note, config.gpus)
+    measured = rules.ConfigurationFigures(config.name, config.variant, config.device, precision, quantization, flops,
+                                          flop_note, memory, memory_note, config.gpus)
     return rules.Candidate(measured, assessment.feasible, assessment.committed, assessment.currency,
                            assessment.priced, config.durations.median, assessment.meets_deadline)
 

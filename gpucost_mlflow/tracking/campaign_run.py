@@ -17,7 +17,7 @@ from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.campaign.measuring import Measuring, from_hours
-from gpucost_mlflow.core.campaign.settle import Measured
+from gpucost_mlflow.core.campaign.settle import FinishedVariant
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.money.measuring_price import Price
 from gpucost_mlflow.core.names import shown
@@ -31,11 +31,11 @@ def pass_runs(client: MlflowClient, experiment_id: str, campaign_id: str) -> lis
     return search.by_fact(client, experiment_id, schema.CAMPAIGN_ID, campaign_id, f"tags.`{schema.VARIANT}` LIKE '%'")
 
 
-def measured(client: MlflowClient, experiment_id: str) -> list[Measured]:
+def measured(client: MlflowClient, experiment_id: str) -> list[FinishedVariant]:
     """Every variant and device the experiment's finished campaigns ran benchmark passes of, with the campaign: what a
     new ordinary campaign over the same configuration would pool its passes with (core/campaign/settle.py `pooled`)."""
     runs = search.all_runs(client, experiment_id, f"tags.`{schema.ROLE}` = '{schema.CAMPAIGN_ROLE}'", order_by=None)
-    found: dict[tuple[str, str], Measured] = {}
+    found: dict[tuple[str, str], FinishedVariant] = {}
     for run in runs:
         campaign_id = run.data.tags.get(schema.CAMPAIGN_ID, "")
         if run.info.status != "FINISHED" or not campaign_id:
@@ -44,7 +44,7 @@ def measured(client: MlflowClient, experiment_id: str) -> list[Measured]:
             facts = schema.run_facts(done)
             if facts.get(schema.ROLE, "benchmark") == "benchmark":
                 key = (facts.get(schema.VARIANT, ""), facts.get(schema.DEVICE_NAME, ""))
-                found.setdefault(key, Measured(*key, campaign_id))
+                found.setdefault(key, FinishedVariant(*key, campaign_id))
     return list(found.values())
 
 
@@ -149,7 +149,8 @@ class CampaignRun:
     def record_end(self, overhead_s_per_pass: float | None, not_tried: dict[str, str]) -> None:
         """What the finished campaign adds: its harness overhead per pass and the variants not tried, with why."""
         if overhead_s_per_pass is not None:
-            self.client.log_metric(self.run_id, schema.HARNESS_OVERHEAD, shown(schema.HARNESS_OVERHEAD, overhead_s_per_pass))
+            self.client.log_metric(self.run_id, schema.HARNESS_OVERHEAD,
+                                   shown(schema.HARNESS_OVERHEAD, overhead_s_per_pass))
         if not_tried:
             self.client.set_tag(self.run_id, schema.NOT_TRIED,
                                 "; ".join(f"{k}: {v}" for k, v in not_tried.items())[:limits.TAG_VALUE])

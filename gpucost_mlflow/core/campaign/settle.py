@@ -43,7 +43,8 @@ class SecondStage:
                 "when the stage has run")
 
 
-def second_stage(undecided: Sequence[tuple[str, Sequence[float]]], ceiling: int | None, confidence: float) -> SecondStage:
+def second_stage(undecided: Sequence[tuple[str, Sequence[float]]], ceiling: int | None,
+                 confidence: float) -> SecondStage:
     """The stage for the undecided configurations, each (variant, its durations so far): the most passes any pair
     needs, within the ceiling (none, with why, when more passes cannot help); a one-line error when the protocol
     declares no second stage."""
@@ -59,8 +60,8 @@ def second_stage(undecided: Sequence[tuple[str, Sequence[float]]], ceiling: int 
     estimates = [repetitions_needed(first, other, confidence) for _, other in undecided[1:]]
     done = max(len(durations) for _, durations in undecided)
     if not any(estimates):
-        return SecondStage(tuple(names), 0, done, None, ceiling,
-                           f"no median difference between {', '.join(names)}: more passes are unlikely to separate them")
+        why = f"no median difference between {', '.join(names)}: more passes are unlikely to separate them"
+        return SecondStage(tuple(names), 0, done, None, ceiling, why)
     needed = max(e for e in estimates if e)
     target = min(needed, ceiling)
     if target <= done:
@@ -161,7 +162,7 @@ def unreported(plan: StagePlan, progress: Mapping[tuple[str, str], Progress]) ->
 
 
 @dataclass(frozen=True)
-class Measured:
+class FinishedVariant:
     """A variant a finished campaign of the experiment ran benchmark passes of, on one device."""
 
     variant: str
@@ -169,14 +170,15 @@ class Measured:
     campaign_id: str
 
 
-def pooled(devices: Mapping[str, str], measured: Sequence[Measured]) -> list[Measured]:
+def pooled(devices: Mapping[str, str], measured: Sequence[FinishedVariant]) -> list[FinishedVariant]:
     """What a new ordinary campaign over these variants (each with the device its passes would record here) would pool
     its passes with: the same variant on the same device in a finished campaign. Another device's campaign over the
     same variants (a fleet's) measures other configurations and pools with nothing."""
     return [m for m in measured if devices.get(m.variant) == m.device]
 
 
-def refuse_pooling(found: Sequence[Measured], experiment: str, files: tuple[Path, Path], ceiling: int | None) -> None:
+def refuse_pooling(found: Sequence[FinishedVariant], experiment: str, files: tuple[Path, Path],
+                   ceiling: int | None) -> None:
     """Refuse, in one line, a second ordinary campaign over configurations a finished campaign already measured: its
     passes would be pooled with theirs, a look at the data the protocol did not pre-register (PROTOCOL.md §6: add
     repetitions under one protocol); the protocol's second stage (`files`: its protocol and variants file) is the way

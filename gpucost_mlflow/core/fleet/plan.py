@@ -43,8 +43,9 @@ HINT_LISTED = 8  # devices a nothing-priced hint names before 'and N more'
 
 
 @dataclass(frozen=True)
-class Measured:
-    """A measured configuration as the plan carries it: its figures, each with where it comes from or why it is empty."""
+class ConfigurationFigures:
+    """A measured configuration as the plan carries it: its figures, each with where it comes from or why it is
+    empty."""
 
     name: str  # 'batch8 on NVIDIA L4'
     variant: str
@@ -62,7 +63,7 @@ class Measured:
 class Candidate:
     """A configuration as the report assessed it: what the plan may carry and compare with."""
 
-    measured: Measured
+    measured: ConfigurationFigures
     feasible: bool
     committed: Decimal | None  # the committed cost of its cheapest covering plan (None: not priced)
     currency: str
@@ -89,7 +90,7 @@ class Basis:
     """What the plan carries, and against what: the measured configuration, the best cost, the precisions accepted so
     far (the bound takes the fastest of them) and the protocol's volume and setup."""
 
-    measured: Measured
+    measured: ConfigurationFigures
     best: Best | None
     precisions: tuple[str, ...]
     deliverables: int
@@ -112,7 +113,8 @@ def basis(candidates: list[Candidate], deliverables: int, setup_hours: Decimal) 
     cheapest = priced[0] if priced else None
     best = Best(cheapest.committed, cheapest.currency, cheapest.measured.name, cheapest.plan) if cheapest else None
     usable = sorted((c for c in candidates
-                     if c.measured.quantization == NO_QUANTIZATION and c.measured.flop_per_corpus is not None), key=_rank)
+                     if c.measured.quantization == NO_QUANTIZATION and c.measured.flop_per_corpus is not None),
+                    key=_rank)
     if not usable:
         raise GpucostError("no measured configuration to carry: none has an accepted pass with a FLOP count and no "
                            "CPU-only quantization (run a campaign first; a python: workload without a FLOP count "
@@ -196,7 +198,8 @@ def _fit(basis_: Basis, spec: DeviceSpec | None) -> tuple[bool | None, str]:
 
 
 def _bound(basis_: Basis, spec: DeviceSpec, rows: list[Package]) -> tuple[Plan | None, str]:
-    """The lowest plan of these rows at the device's fastest accepted precision over all of a lot's GPUs, and its basis."""
+    """The lowest plan of these rows at the device's fastest accepted precision over all of a lot's GPUs, and its
+    basis."""
     m = basis_.measured
     peaks = [(peak, words, precision) for precision in basis_.precisions
              for peak, words in [peak_for(spec, precision, m.quantization)] if peak is not None]
@@ -225,8 +228,8 @@ def _verdict(basis_: Basis, bound: Plan | None, fit: tuple[bool | None, str], wh
     fits, memory = fit
     best = basis_.best
     if best is not None and bound.total >= best.cost:
-        return NOT_WORTH, (f"even its bound {money(bound.total, bound.currency)} costs as much as or more than the best "
-                           f"committed {money(best.cost, best.currency)} ({best.name})")
+        return NOT_WORTH, (f"even its bound {money(bound.total, bound.currency)} costs as much as or more than the "
+                           f"best committed {money(best.cost, best.currency)} ({best.name})")
     if fits is False:
         return NOT_WORTH, f"the memory does not fit ({memory})"
     if fits is None:
@@ -286,8 +289,9 @@ def launch_lines(lines: list[Line], launch: Launch, gpus: int) -> list[str]:
             out.append(f"{x.gpu} x{x.gpus_per_lot} is worth measuring but not through `gpucost fleet launch`: "
                        f"{x.offer.describe()} is not an on-demand SkyPilot offer; rent it by hand")
         elif x.gpus_per_lot != gpus:
-            out.append(f"{x.gpu} x{x.gpus_per_lot} is worth measuring but `gpucost fleet launch` rents {x.accelerator}:"
-                       f"{gpus} for this {gpus}-GPU configuration, not its {x.gpus_per_lot}-GPU lot; rent that lot by hand")
+            out.append(f"{x.gpu} x{x.gpus_per_lot} is worth measuring but `gpucost fleet launch` rents "
+                       f"{x.accelerator}:{gpus} for this {gpus}-GPU configuration, not its {x.gpus_per_lot}-GPU lot; "
+                       "rent that lot by hand")
         else:
             jobs.setdefault(x.accelerator.lower(), Job(x.accelerator, gpus))
     if not jobs:
@@ -311,8 +315,8 @@ def launch_lines(lines: list[Line], launch: Launch, gpus: int) -> list[str]:
         out.append(f"fleet worst case: {total} {budget.CURRENCY} exceeds --max-cost {max_cost} {budget.CURRENCY}: "
                    "`fleet launch` would refuse it; raise --max-cost or drop a GPU type")
     else:
-        out.append(f"fleet worst case: {total} {budget.CURRENCY} of --max-cost {max_cost} {budget.CURRENCY}, over these "
-                   "catalogs' offers (`fleet launch` prices it again over SkyPilot's own)")
+        out.append(f"fleet worst case: {total} {budget.CURRENCY} of --max-cost {max_cost} {budget.CURRENCY}, over "
+                   "these catalogs' offers (`fleet launch` prices it again over SkyPilot's own)")
     out += [line for line in [budget.totals_line(worsts, raced)] if line]
     words = ["gpucost fleet launch --gpus", ",".join(j.gpu for j in jobs.values()), "--clouds", ",".join(clouds),
              "--experiment", shlex.quote(launch.experiment), "--variants", shlex.quote(launch.variant),
