@@ -16,7 +16,7 @@ from pathlib import Path
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.execution import batch_counter, forkserver, runner
 from gpucost_mlflow.execution.orphans import die_with_parent
-from gpucost_mlflow.execution.outcome import Measured, PassOutcome
+from gpucost_mlflow.execution.outcome import Counted, PassOutcome
 
 CHILD_GRACE_S = 60
 
@@ -82,7 +82,7 @@ def died(workdir: Path, returncode: int) -> PassOutcome:
         reason = f"killed by signal {signal.Signals(-returncode).name}"
     else:
         reason = f"child exited with code {returncode} without an outcome"
-    return PassOutcome(status=Status.FAILED, reason=reason, measured=Measured(
+    return PassOutcome(status=Status.FAILED, reason=reason, measured=Counted(
         completed_entries=progress[1] if progress else None,
         completed_entries_reason=(
             "child died before reporting; counted from its progress counter, its predictions were lost with it"

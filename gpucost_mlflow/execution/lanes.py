@@ -21,7 +21,7 @@ from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.measurement import lanes as rules
 from gpucost_mlflow.execution import child, gate, runner
-from gpucost_mlflow.execution.outcome import BoardFacts, Measured, PassOutcome, Timings
+from gpucost_mlflow.execution.outcome import BoardFacts, Counted, PassOutcome, Timings
 
 READY_POLL_S = 0.02
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS")
@@ -162,7 +162,7 @@ def merge(outcomes: list[PassOutcome], workdir: Path, interrupted: bool) -> Pass
             measured_until_epoch_s=_largest(t.measured_until_epoch_s for t in times),
             clock_started_ns=_smallest(start for start, _ in bounds),
             clock_stopped_ns=_largest(stop for _, stop in bounds)),
-        measured=Measured(
+        measured=Counted(
             memory_peaks=rules.largest([m.memory_peaks for m in counted]),
             memory_counter=counted[0].memory_counter,
             metrics=metrics,
@@ -175,12 +175,12 @@ def merge(outcomes: list[PassOutcome], workdir: Path, interrupted: bool) -> Pass
         lanes=[_lane_record(k, o) for k, o in enumerate(outcomes)],
     )
     if merged.timings.export_s is not None:
-        merged.timings.export_s += merge_s
+        merged.timed(export_s=merged.timings.export_s + merge_s)
     _completed_entries(merged, outcomes)
     if not completed:
         failed = [(k, o.reason) for k, o in enumerate(outcomes) if not o.completed]
         merged.reason = str(Status.INTERRUPTED) if interrupted else rules.failure_reason(failed, len(outcomes))
-        merged.timings.elapsed_until_failure_s = _until_failure(outcomes)
+        merged.timed(elapsed_until_failure_s=_until_failure(outcomes))
     return merged
 
 
@@ -189,10 +189,9 @@ def _completed_entries(merged: PassOutcome, outcomes: list[PassOutcome]) -> None
     unknown = [(k, o.measured.completed_entries_reason or o.reason) for k, o in enumerate(outcomes)
                if o.measured.completed_entries is None]
     if unknown:
-        merged.measured.completed_entries = None
-        merged.measured.completed_entries_reason = rules.lane_reasons(unknown, len(outcomes))
+        merged.counted(completed_entries=None, completed_entries_reason=rules.lane_reasons(unknown, len(outcomes)))
     else:
-        merged.measured.completed_entries = sum(o.measured.completed_entries for o in outcomes)
+        merged.counted(completed_entries=sum(o.measured.completed_entries for o in outcomes))
 
 
 def _until_failure(outcomes: list[PassOutcome]) -> float | None:

@@ -8,7 +8,7 @@ The child writes one `PassOutcome` as `outcome.json` in its work folder; the lau
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from gpucost_mlflow.core.judging.status import Status
@@ -16,7 +16,7 @@ from gpucost_mlflow.core.judging.status import Status
 OUTCOME = "outcome.json"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Timings:
     """The stage times (a stage that did not run is None, never 0) and the measured clock's bounds: its wall-clock
     bounds read outside it, and its own reads (time.perf_counter_ns: CLOCK_MONOTONIC on Linux, one clock for every
@@ -37,8 +37,8 @@ class Timings:
         return {name: getattr(self, name) for name in names if getattr(self, name, None) is not None}
 
 
-@dataclass
-class Measured:
+@dataclass(frozen=True)
+class Counted:
     """What the pass counted: entries completed (None: not known, with why), memory peaks by their counter, and the
     generic metrics, missing measurements and run tags the launcher logs as they are (energy, device events, FLOP
     rates, a workload's figures), with the cached device peak MFU was computed against."""
@@ -53,7 +53,7 @@ class Measured:
     peak: dict = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(frozen=True)
 class BoardFacts:
     """The device's own record around the pass: the board's state (clocks, temperature, throttling, other
     processes), the energy counter's facts, the driver; a lanes pass's lanes beside the first's."""
@@ -70,7 +70,11 @@ PARTS = {"metrics": "measured", "missing_measurements": "measured", "tags": "mea
 @dataclass
 class PassOutcome:
     """One pass as the child saw it: status, reason and traceback, the device and determinism it ran with, and its
-    `Timings`, `Measured` and `BoardFacts` records, the stack it saw; a lanes pass also each lane's own outcome."""
+    `Timings`, `Counted` and `BoardFacts` records, the stack it saw; a lanes pass also each lane's own outcome.
+
+    The one mutable record of the tree: the child's builder, filled stage by stage (load, cool-down, warm-up, the
+    measured part, the reads after it, the export) across the runner's functions; its three parts are frozen and
+    replaced whole (`timed`, `counted`, `merge`)."""
 
     status: str = Status.FAILED  # Status.COMPLETED or Status.FAILED
     reason: str = ""  # why it failed: one line
@@ -79,7 +83,7 @@ class PassOutcome:
     tokenizer_parallelism: bool | None = None
     deterministic: dict = field(default_factory=dict)
     timings: Timings = field(default_factory=Timings)
-    measured: Measured = field(default_factory=Measured)
+    measured: Counted = field(default_factory=Counted)
     board: BoardFacts = field(default_factory=BoardFacts)
     # what the child saw of the stack, joined to the manifest's by the launcher (the attention kernel: `sdpa`)
     stack: dict = field(default_factory=dict)
@@ -89,6 +93,14 @@ class PassOutcome:
     def completed(self) -> bool:
         return self.status == Status.COMPLETED
 
+    def timed(self, **stages: float | None) -> None:
+        """These timings set, the rest kept."""
+        self.timings = replace(self.timings, **stages)
+
+    def counted(self, **found: object) -> None:
+        """These counts set, the rest kept."""
+        self.measured = replace(self.measured, **found)
+
     def merge(self, found: dict) -> None:
         """Add a part's metrics, missing measurements, tags, device facts and stack to the records' own (its peak
         replaces the one known)."""
@@ -96,13 +108,13 @@ class PassOutcome:
             if key not in PARTS:
                 raise TypeError(f"a part of the pass's outcome has no record for {key!r}")
             if key == "device_facts":
-                self.board.facts = {**self.board.facts, **value}
+                self.board = BoardFacts({**self.board.facts, **value})
             elif key == "stack":
                 self.stack = {**self.stack, **value}
             elif key == "peak":
-                self.measured.peak = value
+                self.counted(peak=value)
             else:
-                setattr(self.measured, key, {**getattr(self.measured, key), **value})
+                self.counted(**{key: {**getattr(self.measured, key), **value}})
 
     def write(self, workdir: Path) -> None:
         (workdir / OUTCOME).write_text(json.dumps(asdict(self), indent=2), encoding="utf-8")
@@ -114,7 +126,7 @@ class PassOutcome:
         if not path.exists():
             return None
         values = json.loads(path.read_text(encoding="utf-8"))
-        return cls(**{**values, "timings": Timings(**values["timings"]), "measured": Measured(**values["measured"]),
+        return cls(**{**values, "timings": Timings(**values["timings"]), "measured": Counted(**values["measured"]),
                       "board": BoardFacts(**values["board"])})
 
 

@@ -31,7 +31,7 @@ from gpucost_mlflow.core.names import (
 )
 from gpucost_mlflow.execution import faults, gate, timing
 from gpucost_mlflow.execution.batch_counter import BatchCounter
-from gpucost_mlflow.execution.outcome import Measured, PassFailure, PassOutcome
+from gpucost_mlflow.execution.outcome import Counted, PassFailure, PassOutcome
 
 WARMUP_RULE = {
     "inputs": 32,
@@ -42,7 +42,7 @@ WARMUP_RULE = {
 SEED = 0
 
 
-@dataclass
+@dataclass(frozen=True)
 class PassSpec:
     """Everything the child needs, as plain JSON: paths, the variant's settings, the rules."""
 
@@ -184,15 +184,15 @@ def load(spec: PassSpec, started_ns: int) -> tuple[Loaded, PassOutcome]:
     work = load_workload(spec, device)
     sync()
     imports = forkserver.imported_s()  # a forked child's imports, made once by its starter, are its load too
-    outcome.timings.load_s = _seconds(started_ns) + (imports or 0.0)
+    outcome.timed(load_s=_seconds(started_ns) + (imports or 0.0))
     if imports is not None:
-        outcome.measured.metrics[IMPORT_S] = imports
+        outcome.counted(metrics={**outcome.measured.metrics, IMPORT_S: imports})
     outcome.device = str(device)
     outcome.deterministic = determinism(spec.seed)
     board = energy.open_board(device)
     outcome.merge(energy.cool_down(board, spec.cooldown_s, sync))
     loaded = Loaded(work, device, sync, board, fault, outcome.tokenizer_parallelism)
-    outcome.timings.warmup_s = _warm_up(spec, loaded)
+    outcome.timed(warmup_s=_warm_up(spec, loaded))
     return loaded, outcome
 
 
@@ -236,26 +236,27 @@ def measure_corpus(spec: PassSpec, loaded: Loaded, corpus_path: str, workdir: Pa
         gate.wait(workdir)
     clock = timing.Stopwatch(sync)
     state_before = board_state.board_state(board)  # clocks, temperature, throttling, other processes: outside the clock
-    timings = outcome.timings
-    timings.measured_from_epoch_s = time.time()
+    outcome.timed(measured_from_epoch_s=time.time())
     out_of_memory = False
     before = contention.sample()  # other processes' CPU time: read just outside the clock, like the epoch bounds
     measured_s = None
     try:
         processing = Processing(work.process, work.tokenizer, work.model, spec.settings, device, on_batch)
         predictions, measured_s = measure(corpus_path, processing, sync, probe, events, clock=clock, repeats=repeats)
-        outcome.status, timings.pass_s = Status.COMPLETED, per_corpus(measured_s, repeats.count)
+        outcome.status = Status.COMPLETED
+        outcome.timed(pass_s=per_corpus(measured_s, repeats.count))
     except PassFailure as failure:  # every failure is kept as a row with its reason
         predictions, out_of_memory = _failed(outcome, failure, work)
     after = contention.sample()
-    timings.measured_until_epoch_s = time.time()
+    outcome.timed(measured_until_epoch_s=time.time())
     state_after = board_state.board_state(board)
     outcome.merge(contention.during(before, after, measured_s))
+    timings = outcome.timings
     outcome.merge(board_state.state_fields(board, state_before, state_after, timings.measured_from_epoch_s,
                                            timings.measured_until_epoch_s, measured_s))
-    timings.clock_started_ns, timings.clock_stopped_ns = clock.started_ns, clock.stopped_ns
+    outcome.timed(clock_started_ns=clock.started_ns, clock_stopped_ns=clock.stopped_ns)
     _after_pass(outcome, loaded, predictions, out_of_memory, events, probe, facts, repeats.count)
-    timings.export_s = _export(work, workdir, predictions, fault, sync)
+    outcome.timed(export_s=_export(work, workdir, predictions, fault, sync))
     if outcome.completed:
         outcome.merge(repetitions.compared(repeats, measured_s, work, workdir, fault))
     return outcome
@@ -289,7 +290,7 @@ def _failed(outcome: PassOutcome, failure: PassFailure, work) -> tuple[object, b
     predictions = failure.partial if failure.partial is not None else work.empty()
     out_of_memory = faults.is_out_of_memory(failure.cause)
     outcome.reason = faults.reason(failure.cause)
-    outcome.timings.elapsed_until_failure_s = failure.elapsed_s
+    outcome.timed(elapsed_until_failure_s=failure.elapsed_s)
     outcome.error = "".join(traceback.format_exception(failure.cause))
     return predictions, out_of_memory
 
@@ -303,14 +304,15 @@ def _after_pass(outcome: PassOutcome, loaded: Loaded, predictions, out_of_memory
     work, device = loaded.work, loaded.device
     if out_of_memory:
         memory.release(device)
-    measured, pass_s = outcome.measured, outcome.timings.pass_s
-    measured.completed_entries = len(predictions.ids)
+    pass_s = outcome.timings.pass_s
     peaks = (work.memory or memory.peaks)(device)
-    measured.memory_peaks, measured.memory_counter = peaks["metrics"], peaks["counter"]
+    outcome.counted(completed_entries=len(predictions.ids), memory_peaks=peaks["metrics"],
+                    memory_counter=peaks["counter"])
     outcome.merge(work.utilisation(predictions, pass_s))
     event_s, no_event = events.result(outcome.completed)
     event_s = per_corpus(event_s, repetitions) if event_s is not None else None
-    outcome.merge(energy.outcome_fields(probe, facts, pass_s, repetitions, measured.metrics.get(IDLE_POWER_W)))
+    idle_w = outcome.measured.metrics.get(IDLE_POWER_W)
+    outcome.merge(energy.outcome_fields(probe, facts, pass_s, repetitions, idle_w))
     outcome.merge({"metrics": {timing.DEVICE_EVENT_METRIC: event_s}} if event_s is not None
                   else {"missing_measurements": {timing.DEVICE_EVENT_METRIC: no_event}})
 
@@ -358,7 +360,7 @@ def main(argv: list[str]) -> int:
         for corpus_path, workdir in corpora:
             if written:  # a later corpus: the child's load and warm-up were the first corpus's
                 outcome = PassOutcome(tokenizer_parallelism=loaded.parallel, device=str(loaded.device),
-                                      deterministic=determinism(spec.seed), measured=Measured(
+                                      deterministic=determinism(spec.seed), measured=Counted(
                                           missing_measurements={LOAD_S: LOADED_ONCE, WARMUP_S: LOADED_ONCE}))
             measure_corpus(spec, loaded, corpus_path, workdir, outcome).write(workdir)
             written.append(outcome)

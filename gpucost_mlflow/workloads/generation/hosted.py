@@ -24,7 +24,7 @@ from gpucost_mlflow.core.names import (
     TOKENS_PROMPT,
     WARMUP_S,
 )
-from gpucost_mlflow.execution.outcome import Measured, PassOutcome, Timings
+from gpucost_mlflow.execution.outcome import Counted, PassOutcome, Timings
 from gpucost_mlflow.workloads.generation import batch_api, child
 from gpucost_mlflow.workloads.generation.output import GENERATIONS, write_generations
 from gpucost_mlflow.workloads.generation.task import GenerationSettings
@@ -83,7 +83,7 @@ class Asked:
             if returned.errors:
                 first = next(iter(returned.errors.items()))
                 tags[ENDPOINT_FAILED_TAG] = f"{len(returned.errors)}: {first[0]}: {first[1]}"
-            return PassOutcome(status=Status.COMPLETED, timings=Timings(pass_s=pass_s), measured=Measured(
+            return PassOutcome(status=Status.COMPLETED, timings=Timings(pass_s=pass_s), measured=Counted(
                 completed_entries=len(ids),
                 metrics={TOKENS_PROMPT: float(sum(int(u.get("prompt_tokens") or 0) for u in usage)),
                          TOKENS_GENERATED: generated, OUTPUT_TOKENS_PER_S: generated / pass_s},
