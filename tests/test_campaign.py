@@ -69,6 +69,8 @@ def test_progress_is_plain_lines_when_not_a_tty():
     assert "\r" not in text and "\x1b" not in text
     assert text.splitlines() == ["campaign c1: 2 of 2 scheduled passes to run", "[1/2] round 1 position 1 batch1: accepted, pass_s 1.50"]
     assert "pass 1/2 done" in progress.line() and "remaining" in progress.line()
+    display.on_pass_end(slot, types.SimpleNamespace(status="accepted", metrics={"pass_s": 1.5, "steady_lap_s": 1.43}))
+    assert stream.getvalue().splitlines()[-1].endswith("batch1: accepted, steady lap 1.43 s")  # what the decision reads
 
 
 def _campaign_cmd(corpus_dir, model_dir, protocol, *extra):

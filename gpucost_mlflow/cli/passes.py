@@ -23,6 +23,7 @@ from gpucost_mlflow.cli.options import (
     _model,
     _under,
 )
+from gpucost_mlflow.cli.progress import timing_words
 from gpucost_mlflow.cli.report import _build_report
 from gpucost_mlflow.core.campaign.settle import STAGE, Member, looks, plan_stage
 from gpucost_mlflow.core.errors import GpucostError
@@ -33,7 +34,6 @@ from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.measurement.stats import per_look
 from gpucost_mlflow.core.money.choice import STAGE_OPEN
-from gpucost_mlflow.core.names import PASS_S
 from gpucost_mlflow.tracking import schema
 
 # The package folder whose git commit a pass records (the folder above this cli/ package).
@@ -101,7 +101,7 @@ def _pass_request(variant_name: str, experiment: str | None, role: str, files: I
 
 def _pass_figures(metrics: dict) -> str:
     """The pass's duration and the quality figures its judge recorded, as the summary line shows them."""
-    timing = f"{PASS_S} {metrics[PASS_S]:.2f}" if PASS_S in metrics else f"{PASS_S} empty"
+    timing = timing_words(metrics)
     quality = "".join(registry.output(name).figures(metrics) for name in registry.output_names())
     return f"{timing}{quality}"
 
