@@ -14,7 +14,8 @@ from gpucost_mlflow.report.bill import bill_lines, fleet_total_line
 
 
 @click.command("bill")
-@click.option("--experiment", required=True, help="The MLflow experiment whose latest decision run chose the plan paid for.")
+@click.option("--experiment", required=True,
+              help="The MLflow experiment whose latest decision run chose the plan paid for.")
 @click.option("--paid", "paid_text", default=None, help="What was paid for the chosen plan, in its currency (118.40).")
 @click.option("--currency", default=None, help="The plan's currency (the decision run's gpucost.decision.currency).")
 @click.option("--note", default=None, help="One line kept with the bill (an invoice number, why it differs).")

@@ -16,15 +16,18 @@ from gpucost_mlflow.core.measurement.confirmation import NOT_YET
 
 @click.command("confirm")
 @click.option("--experiment", default=None, help=EXPERIMENT_HELP)
-@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True)
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL,
+              show_default=True)
 @click.option("--variants-file", type=click.Path(path_type=Path), default=shipped.VARIANTS, show_default=True)
 @click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), multiple=True,
               help="The price catalog(s) the decision is read over, as `gpucost report --catalog`.")
 @click.option("--corpus", "corpus_path", type=click.Path(path_type=Path), default=None,
               help="The confirmation corpus (default: the protocol's confirmation.file, else confirmation.jsonl beside "
                    "the comparison corpus, as `gpucost corpus build` writes it).")
-@click.option("--model", "model_path", type=click.Path(path_type=Path), default=AUTO_MODEL, show_default=True, help=MODEL_HELP)
-@click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."), help="Folder that relative paths are resolved from.")
+@click.option("--model", "model_path", type=click.Path(path_type=Path), default=AUTO_MODEL, show_default=True,
+              help=MODEL_HELP)
+@click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."),
+              help="Folder that relative paths are resolved from.")
 def confirm(experiment, protocol_file, variants_file, catalog_file, corpus_path, model_path, root) -> None:
     """Run the chosen configuration (of a tie, the one the card runs) on the confirmation corpus for the protocol's
     confirmation.min_s, judged by the same bars; the report then says confirmed or not confirmed."""

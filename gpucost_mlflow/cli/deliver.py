@@ -18,11 +18,15 @@ from gpucost_mlflow.core.judging.status import Status
 @click.option("--corpora", "corpora_dir", type=click.Path(path_type=Path), required=True,
               help="A folder of corpus files (*.jsonl: id and text, labels optional), delivered in name order.")
 @click.option("--variant", "variant_name", required=True, help="The variant that delivers (the decision's choice).")
-@click.option("--variants", "variants_file", type=click.Path(path_type=Path), default=shipped.VARIANTS, show_default=True)
-@click.option("--model", "model_path", type=click.Path(path_type=Path), default=AUTO_MODEL, show_default=True, help=MODEL_HELP)
+@click.option("--variants", "variants_file", type=click.Path(path_type=Path), default=shipped.VARIANTS,
+              show_default=True)
+@click.option("--model", "model_path", type=click.Path(path_type=Path), default=AUTO_MODEL, show_default=True,
+              help=MODEL_HELP)
 @click.option("--experiment", default=None, help=EXPERIMENT_HELP)
-@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True)
-@click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."), help="Folder that relative paths are resolved from.")
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL,
+              show_default=True)
+@click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."),
+              help="Folder that relative paths are resolved from.")
 def deliver(corpora_dir, variant_name, variants_file, model_path, experiment, protocol_file, root) -> None:
     """Deliver every corpus of the folder: one deliverable run per corpus under one delivery run, loading and warming
     up once per child of the protocol's deliverables.per_child corpora (all of them when not declared; a lanes variant:

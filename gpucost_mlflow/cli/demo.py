@@ -120,8 +120,9 @@ def _batch_series(declared: dict[str, Variant], device_choice: str, model_dir: P
     for size in series.sizes[1:]:
         name = f"batch{size}"
         if name not in declared or declared[name].settings != start.settings.changed(batch_size=size):
-            return names, (f"batch series on {props.name}: {series.line()}; only up to {names[-1] if names else 'batch8'}"
-                           f": {name} is not declared in the variants file as batch8 with batch_size {size}")
+            return names, (f"batch series on {props.name}: {series.line()}; only up to "
+                           f"{names[-1] if names else 'batch8'}: {name} is not declared in the variants file as batch8 "
+                           f"with batch_size {size}")
         names.append(name)
     return names, f"batch series on {props.name}: {series.line()}" + (f" ({missing})" if missing else "")
 

@@ -93,13 +93,15 @@ def _torch_version(given: str | None) -> str:
 @click.option("--max-cost", required=True, help="The whole fleet's budget, in USD: a worst case above it is refused.")
 @click.option("--wheel", type=click.Path(path_type=Path), default=None,
               help="The gpucost wheel the machines install (default: built from this checkout).")
-@click.option("--torch", "torch_version", default=None, help="The torch version the machines install (default: this one's).")
+@click.option("--torch", "torch_version", default=None,
+              help="The torch version the machines install (default: this one's).")
 @click.option("--dry-run", is_flag=True, help="Price the fleet and write its SkyPilot tasks; launch nothing.")
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Where the tasks and the wheel are written (default: fleets/<fleet id>).")
 @_campaign_options
 def launch_cmd(gpus, settle, catalog_file, clouds, spot, interruptions_per_day, interruptions_source, max_hours,
-               setup_hours, max_cost, wheel, torch_version, dry_run, out, variant_names, series_name, passes, experiment,
+               setup_hours, max_cost, wheel, torch_version, dry_run, out, variant_names, series_name, passes,
+               experiment,
                corpus_path, model_path, variants_file, protocol_file) -> None:
     """Launch one managed SkyPilot job per GPU type, each running the same campaign into one tracking server; with
     --settle, one job per device of the undecided group, each running its own share of the second stage."""
@@ -124,8 +126,8 @@ def launch_cmd(gpus, settle, catalog_file, clouds, spot, interruptions_per_day, 
         raise GpucostError("--gpus names the GPU types to launch on (or --settle, the undecided group's)")
     lanes = max(declared.variant(name).settings.lanes for name in names)
     if spot and interruptions_per_day is None:
-        raise GpucostError("--spot needs --interruptions-per-day (your expectation for these offers): without it a spot "
-                           "fleet's worst case cannot be priced; nothing launched")
+        raise GpucostError("--spot needs --interruptions-per-day (your expectation for these offers): without it a "
+                           "spot fleet's worst case cannot be priced; nothing launched")
     if interruptions_per_day is not None and not spot:
         raise GpucostError("--interruptions-per-day is for --spot fleets only")
     fleet_id = new_fleet_id()

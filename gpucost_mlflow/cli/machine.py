@@ -19,8 +19,10 @@ def memory() -> None:
 
 def _memory_options(function):
     for option in reversed([
-        click.option("--model", "model_dir", type=click.Path(path_type=Path), default=DEFAULT_MODEL_DIR, show_default=True),
-        click.option("--precision", type=click.Choice(["fp32", "bf16", "fp16", "int8"]), default="fp32", show_default=True),
+        click.option("--model", "model_dir", type=click.Path(path_type=Path), default=DEFAULT_MODEL_DIR,
+                     show_default=True),
+        click.option("--precision", type=click.Choice(["fp32", "bf16", "fp16", "int8"]), default="fp32",
+                     show_default=True),
         click.option("--batch", type=click.IntRange(min=1), default=8, show_default=True),
         click.option("--max-length", type=click.IntRange(min=1), default=256, show_default=True),
         click.option("--device-memory-gib", type=click.FloatRange(min=0, min_open=True), default=None,
@@ -68,7 +70,8 @@ def memory_measure(model_dir, precision, batch, max_length, device_memory_gib) -
     click.echo(f"OBSERVED on {observed['device']} (counter: {observed['counter']}):")
     for counter, value in observed["observed"].items():
         if isinstance(value, dict):
-            extra = ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in value.items() if k not in ("peak_bytes", "after", "at_s"))
+            skipped = ("peak_bytes", "after", "at_s")
+            extra = ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in value.items() if k not in skipped)
             click.echo(f"  {counter:10} peak {value['peak_bytes'] / 2**20:9.1f} MiB after {value['after']} "
                        f"at {value['at_s']:.3f} s{'; ' + extra if extra else ''}")
     grown = observed["observed"]["model_and_activations_bytes"]
@@ -86,11 +89,13 @@ def _doctor_lines() -> None:
 
     info = doctor_report()
     lines = [f"python {platform.python_version()}, torch {info['torch']} (build: {info['torch_build']})",
-             f"CUDA runtime: {info['cuda_runtime'] or '-'}; HIP runtime: {info['hip_runtime'] or '-'}; driver: {info['driver'] or '-'}"]
+             (f"CUDA runtime: {info['cuda_runtime'] or '-'}; HIP runtime: {info['hip_runtime'] or '-'}; "
+              f"driver: {info['driver'] or '-'}")]
     if info["gpus"]:
         lines += [f"GPU {g['index']}: {g['name']}, {g['memory_gib']:.1f} GiB, {g['arch']}" for g in info["gpus"]]
     else:
-        lines.append(f"no GPU: torch sees no CUDA or ROCm device; passes run on the CPU ({info['cpu']}, {info['cpu_count']} cores)")
+        lines.append(f"no GPU: torch sees no CUDA or ROCm device; passes run on the CPU ({info['cpu']}, "
+                     f"{info['cpu_count']} cores)")
     if info["hip_runtime"]:
         verdict = rocm_matrix(info["hip_runtime"], info["torch"])
         lines.append(f"ROCm matrix (checked against {verdict['snapshot'] or 'no snapshot'}): "
@@ -103,10 +108,14 @@ def _doctor_lines() -> None:
 
 
 @click.command("doctor")
-@click.option("--peak", "measure_peak", is_flag=True, help="Measure dense matmul FLOP/s per precision on the device and cache it for MFU.")
-@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True, help="Device whose peak is measured or shown.")
-@click.option("--min-time", type=click.FloatRange(min=0.01), default=1.0, show_default=True, help="Seconds of timing per precision and size.")
-@click.option("--if-missing", is_flag=True, help="With --peak: measure only the precisions not cached yet for this device.")
+@click.option("--peak", "measure_peak", is_flag=True,
+              help="Measure dense matmul FLOP/s per precision on the device and cache it for MFU.")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
+              help="Device whose peak is measured or shown.")
+@click.option("--min-time", type=click.FloatRange(min=0.01), default=1.0, show_default=True,
+              help="Seconds of timing per precision and size.")
+@click.option("--if-missing", is_flag=True,
+              help="With --peak: measure only the precisions not cached yet for this device.")
 def doctor(measure_peak, device, min_time, if_missing) -> None:
     """The stack actually present: torch build, CUDA / HIP runtime, driver, GPUs, Python and key packages."""
     _doctor_lines()
@@ -129,12 +138,15 @@ def _peak_lines(choice: str, measure_peak: bool, min_time: float, if_missing: bo
         click.echo(f"cached in {path}")
     record = peak.cached_for(device)
     if not record["peaks"]:
-        click.echo(f"dense matmul peak: none cached for {device} in {record['cache']} (run `gpucost doctor --peak`); MFU stays empty")
+        click.echo(f"dense matmul peak: none cached for {device} in {record['cache']} (run `gpucost doctor --peak`); "
+                   "MFU stays empty")
         return
     for precision, entry in record["peaks"].items():
         threads = f", {entry['threads']} threads" if entry["threads"] else ""
         click.echo(f"dense matmul peak {precision}: {entry['flop_per_s'] / 1e9:,.1f} GFLOP/s "
-                   f"({entry['device']}{threads}, n={entry['size']}{', ' + entry['operation'] if entry['operation'] else ''}, measured {entry['measured_at']})")
+                   f"({entry['device']}{threads}, "
+                   f"n={entry['size']}{', ' + entry['operation'] if entry['operation'] else ''}, measured "
+                   f"{entry['measured_at']})")
 
 
 COMMANDS = (memory, doctor)

@@ -22,10 +22,14 @@ from gpucost_mlflow.market import gpuhunt, skypilot
 
 @click.command("packages")
 @click.option("--gpu", required=True, help="GPU id in the catalog (rtx-4090, b200).")
-@click.option("--days", type=WholeNumber(1), default=None, help="Package length; without it, the 3-, 7- and 30-day packages are listed.")
-@click.option("--lots", type=WholeNumber(1), default=1, show_default=True, help="Number of lots (a lot holds the catalog's gpus_per_lot).")
-@click.option("--accepted-results", type=WholeNumber(0), default=None, help="Distinct, finished and validated useful corpora.")
-@click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), default=None, help=f"Your catalog CSV (default: {shipped.CATALOG.as_posix()}, the newest shipped lab kit).")
+@click.option("--days", type=WholeNumber(1), default=None,
+              help="Package length; without it, the 3-, 7- and 30-day packages are listed.")
+@click.option("--lots", type=WholeNumber(1), default=1, show_default=True,
+              help="Number of lots (a lot holds the catalog's gpus_per_lot).")
+@click.option("--accepted-results", type=WholeNumber(0), default=None,
+              help="Distinct, finished and validated useful corpora.")
+@click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), default=None,
+              help=f"Your catalog CSV (default: {shipped.CATALOG.as_posix()}, the newest shipped lab kit).")
 def packages(gpu, days, lots, accepted_results, catalog_file) -> None:
     """Package calculator: total = price per lot x lots; cost per validated corpus only from accepted results."""
 
@@ -42,9 +46,9 @@ def _echo_hourly(catalog, gpu: str) -> None:
     """One line per hourly rate of the GPU id, pointing at `gpucost plan` to price a window with it."""
 
     for rate in (p for p in catalog.for_gpu(gpu) if p.hourly):
-        click.echo(f"{gpu}, hourly: {costs.money(rate.price_per_lot, rate.currency)} per lot-hour (lot of {rate.gpus_per_lot}; "
-                   f"min {rate.terms.min_hours:g} h, billed per {rate.terms.increment_hours:g} h; catalog {catalog.version}): "
-                   f"price a window with `gpucost plan --gpu {gpu} --hours H`")
+        click.echo(f"{gpu}, hourly: {costs.money(rate.price_per_lot, rate.currency)} per lot-hour (lot of "
+                   f"{rate.gpus_per_lot}; min {rate.terms.min_hours:g} h, billed per {rate.terms.increment_hours:g} h; "
+                   f"catalog {catalog.version}): price a window with `gpucost plan --gpu {gpu} --hours H`")
 
 
 def _echo_package(catalog, gpu: str, length: int, lots: int, accepted_results: int | None) -> None:
@@ -56,8 +60,9 @@ def _echo_package(catalog, gpu: str, length: int, lots: int, accepted_results: i
         return
     held = costs.commit(package, lots)
     click.echo(
-        f"{gpu}, {length}-day package, {lots} lot(s): {costs.money(held.total, package.currency)} for {held.gpus} GPU(s) "
-        f"({costs.money(package.price_per_lot, package.currency)} per lot of {package.gpus_per_lot}; catalog {catalog.version})"
+        f"{gpu}, {length}-day package, {lots} lot(s): {costs.money(held.total, package.currency)} for {held.gpus} "
+        f"GPU(s) ({costs.money(package.price_per_lot, package.currency)} per lot of {package.gpus_per_lot}; catalog "
+        f"{catalog.version})"
     )
     if accepted_results is not None:
         per = costs.cost_per_validated_corpus(held.total, accepted_results)
@@ -65,7 +70,8 @@ def _echo_package(catalog, gpu: str, length: int, lots: int, accepted_results: i
             f"  cost per validated corpus: undefined ({units.NO_RESULT}); the committed "
             f"{costs.money(held.total, package.currency)} stays in the balance"
             if per is None else
-            f"  cost per validated corpus: {costs.money(per, package.currency)} ({costs.money(held.total, package.currency)} / {accepted_results} accepted)"
+            f"  cost per validated corpus: {costs.money(per, package.currency)} "
+            f"({costs.money(held.total, package.currency)} / {accepted_results} accepted)"
         )
 
 
@@ -74,7 +80,8 @@ def _echo_package(catalog, gpu: str, length: int, lots: int, accepted_results: i
 @click.option("--end", required=True, help="Local end of the access window, ISO.")
 @click.option("--tz", "tz_name", required=True, help="IANA time zone of both times (Europe/Amsterdam).")
 @click.option("--gpu", default=None, help="Price every covering plan of this GPU id (packages and hourly rates).")
-@click.option("--gpus", type=WholeNumber(1), default=1, show_default=True, help="GPUs the configuration uses (lots = ceil(GPUs / GPUs per lot)).")
+@click.option("--gpus", type=WholeNumber(1), default=1, show_default=True,
+              help="GPUs the configuration uses (lots = ceil(GPUs / GPUs per lot)).")
 @click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), default=None)
 def window_cmd(start, end, tz_name, gpu, gpus, catalog_file) -> None:
     """Real elapsed hours of a campaign window, which 3-, 7-, 30-day packages cover it, and its covering plans."""
@@ -89,7 +96,8 @@ def window_cmd(start, end, tz_name, gpu, gpus, catalog_file) -> None:
         if covers(days, span.hours):
             click.echo(f"  {days}-day package ({days * 24} h): covers the window")
         else:
-            click.echo(f"  {days}-day package ({days * 24} h): does not cover it; {consecutive_needed(days, span.hours)} consecutive packages needed")
+            click.echo(f"  {days}-day package ({days * 24} h): does not cover it; "
+                       f"{consecutive_needed(days, span.hours)} consecutive packages needed")
     if not any(covers(days, span.hours) for days in PACKAGE_DAYS):
         click.echo("  no single package covers this window: budget the consecutive packages explicitly; "
                    "a rental is never extended automatically")
@@ -106,7 +114,8 @@ def _echo_plans(catalog, gpu: str, hours, gpus: int, fmt: str, deliverable_h: fl
     if fmt == "json":
         click.echo(json.dumps([p.as_dict() for p in plans], indent=2))
         return
-    click.echo(f"covering plans for {gpu}, {gpus} GPU(s), {hours.normalize():f} h (catalog {catalog.version}), cheapest first:")
+    click.echo(f"covering plans for {gpu}, {gpus} GPU(s), {hours.normalize():f} h (catalog {catalog.version}), "
+               "cheapest first:")
     for number, plan in enumerate(plans, 1):
         example = " [example price]" if plan.offer.example else ""
         click.echo(f"  {number}. {plan.describe()}{example}")
@@ -116,8 +125,10 @@ def _echo_plans(catalog, gpu: str, hours, gpus: int, fmt: str, deliverable_h: fl
 @click.command("plan")
 @click.option("--gpu", required=True, help="GPU id in the catalog (rtx-4090, b200, or your own row's id).")
 @click.option("--hours", required=True, help="The whole window to cover, in hours (a decimal number > 0).")
-@click.option("--gpus", type=WholeNumber(1), default=1, show_default=True, help="GPUs the configuration uses (lots = ceil(GPUs / GPUs per lot)).")
-@click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), default=None, help=f"Your catalog CSV (default: {shipped.CATALOG.as_posix()}, the newest shipped lab kit).")
+@click.option("--gpus", type=WholeNumber(1), default=1, show_default=True,
+              help="GPUs the configuration uses (lots = ceil(GPUs / GPUs per lot)).")
+@click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), default=None,
+              help=f"Your catalog CSV (default: {shipped.CATALOG.as_posix()}, the newest shipped lab kit).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--deliverable-hours", default="0", show_default=True,
               help="Hours one deliverable takes: an interruption on an interruptible row loses half of it on average.")
@@ -150,12 +161,14 @@ def machine_shape() -> str:
 
 
 @catalog_group.command("example")
-@click.option("--out", "out_path", type=click.Path(path_type=Path), required=True, help="The CSV to write (never overwritten).")
+@click.option("--out", "out_path", type=click.Path(path_type=Path), required=True,
+              help="The CSV to write (never overwritten).")
 @click.option("--price-per-hour", default="0.10", show_default=True, help="Example price of this machine for one hour.")
 @click.option("--currency", default="USD", show_default=True)
 @click.option("--min-hours", default="1", show_default=True)
 @click.option("--increment-hours", default="1", show_default=True)
-@click.option("--device", "device_choice", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
+@click.option("--device", "device_choice", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
+              show_default=True)
 def catalog_example(out_path, price_per_hour, currency, min_hours, increment_hours, device_choice) -> None:
     """One hourly row for this machine's device, as passes name it, labelled "example price"; edit it to your rate."""
     import datetime as dt
@@ -204,14 +217,16 @@ def market_options(command):
         click.option("--device-names", "names_files", type=click.Path(path_type=Path), multiple=True,
                      help="Your own accelerator-to-driver-names rows, added to the shipped table (repeatable)."),
         click.option("--billing-terms", "terms_file", type=click.Path(path_type=Path), default=None,
-                     help="A billing terms table instead of the shipped one (provider, min_seconds, increment_seconds)."),
+                     help="A billing terms table instead of the shipped one (provider, min_seconds, "
+                          "increment_seconds)."),
         click.option("--interruptions-per-day", default=None, help="Spot offers: interruptions you expect per day."),
         click.option("--restart-hours", default=None, help="Spot offers: hours one restart costs."),
         click.option("--interruptions-source", default=None, help="Spot offers: where your expectation comes from."),
         click.option("--spot-advisor", "spot_advisor_file", type=click.Path(path_type=Path), default=None,
-                     help="AWS spot offers: AWS Spot Advisor's spot-advisor-data.json, each offer at its band's upper edge "
-                          "(needs --restart-hours and --spot-advisor-as-of)."),
-        click.option("--spot-advisor-as-of", default=None, help="The day the --spot-advisor file was downloaded (YYYY-MM-DD)."),
+                     help="AWS spot offers: AWS Spot Advisor's spot-advisor-data.json, each offer at its band's upper "
+                          "edge (needs --restart-hours and --spot-advisor-as-of)."),
+        click.option("--spot-advisor-as-of", default=None,
+                     help="The day the --spot-advisor file was downloaded (YYYY-MM-DD)."),
     ]
     for option in reversed(options):
         command = option(command)
@@ -238,7 +253,8 @@ def import_skypilot(clouds, gpus, regions, **market) -> None:
 
 
 @catalog_import.command("gpuhunt")
-@click.option("--providers", default=None, help="Comma-separated gpuhunt providers (aws, gcp, lambdalabs, runpod, ...).")
+@click.option("--providers", default=None,
+              help="Comma-separated gpuhunt providers (aws, gcp, lambdalabs, runpod, ...).")
 @click.option("--gpus", default=None, help="Comma-separated GPU names as gpuhunt spells them (A10G,L4,A100).")
 @market_options
 def import_gpuhunt(providers, gpus, **market) -> None:

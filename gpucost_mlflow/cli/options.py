@@ -54,7 +54,8 @@ def _file(path: Path, root: Path = Path(".")) -> Path:
 AUTO_MODEL = "auto"
 MODEL_HELP = ("A model folder, or auto: data/model (the demo classifier) under a labels protocol, the packaged "
               "all-MiniLM-L6-v2 files under an embeddings protocol, the packaged SmolLM2-135M-Instruct GGUF file under "
-              "a generations protocol (a .gguf file may be given). A python: workload gets it as settings['model_path'].")
+              "a generations protocol (a .gguf file may be given). A python: workload gets it as "
+              "settings['model_path'].")
 
 
 def _model(root: Path, model_path: Path, protocol_path: Path) -> Path:

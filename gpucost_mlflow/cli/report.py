@@ -24,10 +24,12 @@ from gpucost_mlflow.core.inputs.variants import Declaration, read_declaration
 
 @click.command("report")
 @click.option("--experiment", default=None, help=EXPERIMENT_HELP)
-@click.option("--out", "out_dir", type=click.Path(path_type=Path), default=None, help="Folder for the files (default: reports/<experiment>).")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), default=None,
+              help="Folder for the files (default: reports/<experiment>).")
 @click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), multiple=True,
               help="A price catalog (default: the shipped lab kit); repeat it to read several as one (one currency).")
-@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True,
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL,
+              show_default=True,
               help="The protocol locked on the experiment; another one is refused, naming the fields that differ.")
 @click.option("--what-if-protocol", "what_if_file", type=click.Path(path_type=Path), default=None,
               help="Decide under this protocol although it is not the locked one: the title, the decision note and the "
@@ -124,9 +126,11 @@ def _rejudge_first(experiment, protocol, locked_tags: dict | None, client) -> li
 
 @click.command("attempts")
 @click.option("--experiment", default=None, help=EXPERIMENT_HELP)
-@click.option("--format", "fmt", type=click.Choice(["table", "csv", "markdown", "json"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "markdown", "json"]), default="table",
+              show_default=True)
 @click.option("--out", "out_path", type=click.Path(path_type=Path), help="Write to this file instead of the terminal.")
-@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True, help="Compared with the experiment's locked protocol.")
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL,
+              show_default=True, help="Compared with the experiment's locked protocol.")
 def show_attempts(experiment, fmt, out_path, protocol_file) -> None:
     """The raw attempts table: one row per attempted pass, failed and interrupted ones included."""
     from gpucost_mlflow.tracking import experiments, store  # deferred: imports mlflow
