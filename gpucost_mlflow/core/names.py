@@ -41,7 +41,8 @@ ELAPSED_UNTIL_FAILURE_S = "elapsed_until_failure_s"
 ACCURACY = "accuracy"
 MACRO_F1 = "macro_f1"
 # Answers that changed against the reference, where gold labels exist (core/judging/flips.py): right in the
-# reference and wrong in the pass (lost), the reverse (gained), and the exact McNemar p-value (absent when none changed).
+# reference and wrong in the pass (lost), the reverse (gained), and the exact McNemar p-value (absent when
+# none changed).
 # Label agreement with the reference and its exact interval at the protocol's confidence (core/judging/bounds.py).
 LABEL_AGREEMENT = "label_agreement"
 LABEL_AGREEMENT_LOW = "label_agreement_low"

@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 START = 8  # the series' first size: the shipped reference's batch
-START_VARIANT = "batch8"  # the shipped variant at that size; the series' others are batch16, batch32, ... (variants.yaml)
+# the shipped variant at that size; the series' others are batch16, batch32, ... (variants.yaml)
+START_VARIANT = "batch8"
 FIT_MARGIN = 0.15  # within 15 % of the device's memory an estimate cannot tell (workloads/encoder_memory.TOO_CLOSE)
 
 

@@ -50,7 +50,8 @@ def run_script(fleet_id: str, decision: Decision, inputs: Inputs, max_hours: Dec
         "set -e",
         f'export PATH="{VENV}/bin:$PATH" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1',
         f'cd "{HOME}"',
-        f"timeout --signal=INT --kill-after={KILL_AFTER_S} {_seconds(max_hours)} {worker_command(fleet_id, decision, inputs, only, bucket)}",
+        (f"timeout --signal=INT --kill-after={KILL_AFTER_S} {_seconds(max_hours)} "
+         f"{worker_command(fleet_id, decision, inputs, only, bucket)}"),
         "",
     ])
 

@@ -49,7 +49,8 @@ def _peak(path: Path, line: int, column: str, text: str) -> float | None:
         return None
     value = number(path, line, column, text)
     if value <= 0:
-        raise GpucostError(f"{path}:{line}: {column} '{text}' must be > 0 (leave the cell empty when there is no figure)")
+        raise GpucostError(f"{path}:{line}: {column} '{text}' must be > 0 (leave the cell empty when there is no "
+                           "figure)")
     return float(value)
 
 
@@ -117,8 +118,8 @@ def peak_for(spec: DeviceSpec, precision: str, quantization: str) -> tuple[float
     """The dense peak (FLOP/s) a configuration of this precision and quantization could reach on the device, with the
     words saying which; None and why when there is none."""
     if quantization != NO_QUANTIZATION:
-        return None, (f"its quantization {quantization} has no GPU analogue here (dynamic int8 quantization runs on the "
-                      "CPU only): no GPU peak applies")
+        return None, (f"its quantization {quantization} has no GPU analogue here (dynamic int8 quantization runs on "
+                      "the CPU only): no GPU peak applies")
     value = spec.peak(precision)
     if value is None:
         return None, f"{spec.accelerator} has no {precision} figure in {spec.table} (its vendor publishes none)"

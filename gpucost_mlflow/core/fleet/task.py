@@ -25,7 +25,8 @@ VENV = "$HOME/gpucost-venv"
 # torch for an AMD Instinct GPU comes from PyTorch's ROCm index; PyPI's Linux wheel is the CUDA build.
 ROCM_INDEX = "https://download.pytorch.org/whl/rocm6.4"
 KILL_AFTER_S = 120
-SAFE_NAME = re.compile(r"[A-Za-z0-9._+-]+")  # after the limit's Ctrl-C, what the campaign gets to record the interrupted pass
+# after the limit's Ctrl-C, what the campaign gets to record the interrupted pass
+SAFE_NAME = re.compile(r"[A-Za-z0-9._+-]+")
 
 
 @dataclass(frozen=True)
@@ -148,11 +149,11 @@ def user_code(variants: dict, variants_path: Path) -> tuple[tuple[str, Path], ..
             continue
         target = variant.settings.workload[len(PYTHON):].strip()
         if not (target.endswith(".py") or "/" in target or "\\" in target):
-            raise GpucostError(f"variant '{name}' has workload {variant.settings.workload}: a module importable here is not on the "
-                               "fleet's machines; name its .py file relative to the variants file")
+            raise GpucostError(f"variant '{name}' has workload {variant.settings.workload}: a module importable here "
+                               "is not on the fleet's machines; name its .py file relative to the variants file")
         if Path(target).is_absolute():
-            raise GpucostError(f"variant '{name}' has workload {variant.settings.workload}: an absolute path does not exist on "
-                               "the fleet's machines; write it relative to the variants file")
+            raise GpucostError(f"variant '{name}' has workload {variant.settings.workload}: an absolute path does not "
+                               "exist on the fleet's machines; write it relative to the variants file")
         found[PurePosixPath(Path(target).as_posix()).as_posix()] = (variants_path.parent / target).resolve()
     return tuple(sorted(found.items()))
 
@@ -187,7 +188,8 @@ def run_script(fleet_id: str, job: Job, inputs: Inputs, campaign: Campaign, max_
     command = " ".join(["gpucost fleet job", *(shlex.quote(part) for part in
                                                 ["--fleet", fleet_id, "--gpu", job.gpu, *campaign.args()])])
     paths = " ".join(f'--{option} "{inputs.remote(name)}"' for option, name in
-                     (("protocol", "protocol"), ("variants-file", "variants"), ("corpus", "corpus"), ("model", "model")))
+                     (("protocol", "protocol"), ("variants-file", "variants"), ("corpus", "corpus"),
+                      ("model", "model")))
     return "\n".join([
         "set -e",
         f'export PATH="{VENV}/bin:$PATH" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1',

@@ -43,7 +43,8 @@ class Acceptance:
     min_label_agreement: float | None
     output: str = DEFAULT_OUTPUT  # what a pass delivers and is judged on: labels, embeddings or generations
     confidence: float = 0.95  # the protocol's: a share's bar is judged by its exact interval at it (judging/bounds.py)
-    # a metric's bars by its bootstrap interval over inputs, drawn as declared (`acceptance.bootstrap`, judging/bootstrap.py)
+    # a metric's bars by its bootstrap interval over inputs, drawn as declared (`acceptance.bootstrap`,
+    # judging/bootstrap.py)
     resampling: Resampling = field(default_factory=Resampling)
     # settings a variant may change and still be judged against the reference, declared a change of work
     # (`acceptance.reference.changes_work`); any other difference in what is asked is not comparable (like_for_like.py)

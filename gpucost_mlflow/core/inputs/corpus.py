@@ -247,7 +247,8 @@ def stratified_sample(rows: Sequence[dict], sizes: dict[str, int], seed: int) ->
 def proportional_sample(rows: Sequence[dict], size: int, seed: int) -> list[dict]:
     """Draw size rows keeping the (bucket, label) mix of rows, order-independent."""
     if len(rows) < size:
-        raise GpucostError(f"{len(rows)} inputs left for the tuning corpus, {size} requested: use a smaller --tuning-size")
+        raise GpucostError(f"{len(rows)} inputs left for the tuning corpus, {size} requested: use a smaller "
+                           "--tuning-size")
     strata: dict[str, list[dict]] = {}
     for row in rows:
         strata.setdefault(f"{row['bucket']}/{row['label']}", []).append(row)

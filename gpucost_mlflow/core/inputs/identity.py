@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from dataclasses import astuple, dataclass, fields
 
-LABELS = {"workload": "workload", "engine": "engine", "lanes": "lanes", "model_revision": "model revision", "corpus_fingerprint": "corpus",
-          "torch_build": "torch build", "cuda_runtime": "CUDA runtime", "hip_runtime": "HIP runtime", "driver": "driver",
+LABELS = {"workload": "workload", "engine": "engine", "lanes": "lanes", "model_revision": "model revision",
+          "corpus_fingerprint": "corpus",
+          "torch_build": "torch build", "cuda_runtime": "CUDA runtime", "hip_runtime": "HIP runtime",
+          "driver": "driver",
           "torch_version": "torch", "transformers_version": "transformers", "engine_version": "engine version",
           "seed": "seed", "endpoint": "endpoint"}
 SEEDS = ","  # between the seeds of one configuration ('0,1'): a protocol's seeds are repetitions of it

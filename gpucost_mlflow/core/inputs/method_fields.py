@@ -111,7 +111,8 @@ def seeds(path: Path, value) -> tuple[int, ...]:
         return ()
     if (not isinstance(value, list) or not value or len(set(map(str, value))) != len(value)
             or not all(isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0 for seed in value)):
-        raise GpucostError(f"{path}: field 'seeds' must list distinct whole numbers >= 0 (e.g. [0, 1, 2]), got {value!r}")
+        raise GpucostError(f"{path}: field 'seeds' must list distinct whole numbers >= 0 (e.g. [0, 1, 2]), got "
+                           f"{value!r}")
     return tuple(value)
 
 
@@ -150,5 +151,6 @@ def per_child(path: Path, value) -> int | None:
     if value is None or value == "all":
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise GpucostError(f"{path}: field 'deliverables.per_child' must be a whole number >= 1 or 'all', got {value!r}")
+        raise GpucostError(f"{path}: field 'deliverables.per_child' must be a whole number >= 1 or 'all', got "
+                           f"{value!r}")
     return value

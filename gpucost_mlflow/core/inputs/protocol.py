@@ -70,7 +70,8 @@ class Protocol:
     # per_pass: each pass's child imports torch and the model code; once: a campaign's starter imports them once,
     # timed, and forks every child from it; each pass counts that time in its load_s (execution/forkserver.py)
     child_imports: str = "per_pass"
-    cooldown_s: float = 0.0  # each pass idles this long after loading, before warm-up: idle power where a counter exists
+    # each pass idles this long after loading, before warm-up: idle power where a counter exists
+    cooldown_s: float = 0.0
     min_utilisation: float = 0.5  # the pass's device busy less than this share of the measured part: starved
     alternatives: dict | None = None  # hosted endpoints priced beside the rental: catalog, endpoints, tokens per input
     corpus_slice_of: str = ""  # corpus.slice_of: corpus.file is `gpucost corpus slice` of this corpus ("" if none)
@@ -188,12 +189,14 @@ def load_protocol(path: Path) -> Protocol:
         labels=list(f.get("corpus.labels", list)),
         acceptance=replace(rules.acceptance(f, metric), confidence=method.confidence(path, document.get("confidence")),
                            resampling=method.resampling(path, document),
-                           changes_work=method.changes_work(path, document, tuple(getattr(rules, "LIKE_FOR_LIKE", ())))),
+                           changes_work=method.changes_work(path, document,
+                                                            tuple(getattr(rules, "LIKE_FOR_LIKE", ())))),
         passes_per_variant=f.positive("passes_per_variant"),
         warmup=warmup,
         exclusion_rule=" ".join(f.get("exclusion_rule", str).split()),
         deadline=deadline,
-        deliverables={"expected": f.positive("deliverables.expected"), "description": f.get("deliverables.description", str),
+        deliverables={"expected": f.positive("deliverables.expected"),
+                      "description": f.get("deliverables.description", str),
                       "side_by_side": _side_by_side(path, document["deliverables"].get("side_by_side", False)),
                       "audit": _audit(f) if (document.get("deliverables") or {}).get("audit") is not None else None,
                       "per_child": method.per_child(path, document["deliverables"].get("per_child"))},
@@ -248,7 +251,8 @@ def _interval(path: Path, value) -> float:
     if value is None:
         return 1.0
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0.1:
-        raise GpucostError(f"{path}: field 'system_metrics_interval_s' must be a number of seconds >= 0.1, got {value!r}")
+        raise GpucostError(f"{path}: field 'system_metrics_interval_s' must be a number of seconds >= 0.1, got "
+                           f"{value!r}")
     return float(value)
 
 
@@ -345,7 +349,8 @@ def _other_costs(path: Path, entries) -> tuple[OtherCost, ...]:
             value = None
         if value is None or not value.is_finite() or value < 0:
             raise GpucostError(f"{where}.amount' must be a number >= 0")
-        result.append(OtherCost(entry["label"].strip(), value.quantize(CENT, rounding=ROUND_HALF_UP), entry["currency"].strip().upper(), " ".join(entry["basis"].split())))
+        result.append(OtherCost(entry["label"].strip(), value.quantize(CENT, rounding=ROUND_HALF_UP),
+                                entry["currency"].strip().upper(), " ".join(entry["basis"].split())))
     return tuple(result)
 
 

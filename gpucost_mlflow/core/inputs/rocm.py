@@ -43,12 +43,14 @@ def check(matrix: dict[str, list[str]], rocm_version: str, torch_version: str, s
     torch_minor = _minor(torch_version)
     candidates = [key for key in matrix if key == rocm_version or _minor(key) == _minor(rocm_version)]
     if not candidates:
-        return MatrixCheck("warning", f"ROCm {rocm_version} is not in the {snapshot} matrix snapshot: combination unverified")
+        return MatrixCheck("warning", f"ROCm {rocm_version} is not in the {snapshot} matrix snapshot: combination "
+                                      "unverified")
     listed = {_minor(v) for key in candidates for v in matrix[key]}
     if torch_minor in listed:
-        return MatrixCheck("listed", f"ROCm {rocm_version} with PyTorch {torch_minor} is listed in the {snapshot} matrix snapshot")
-    return MatrixCheck("warning", f"PyTorch {torch_minor} is not listed for ROCm {rocm_version} in the {snapshot} matrix snapshot "
-                                  f"(listed: {', '.join(sorted(listed))}): combination unverified")
+        return MatrixCheck("listed", f"ROCm {rocm_version} with PyTorch {torch_minor} is listed in the {snapshot} "
+                                     "matrix snapshot")
+    return MatrixCheck("warning", f"PyTorch {torch_minor} is not listed for ROCm {rocm_version} in the {snapshot} "
+                                  f"matrix snapshot (listed: {', '.join(sorted(listed))}): combination unverified")
 
 
 @dataclass(frozen=True)

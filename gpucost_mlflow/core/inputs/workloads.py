@@ -49,7 +49,8 @@ def parse(text, base: Path, where: str = "workload") -> Workload:
 
     A relative path is read from `base` (the variants file's folder)."""
     if not isinstance(text, str) or not text.strip():
-        raise GpucostError(f"{where} needs workload as one of {', '.join(registry.built_in())} or python:PATH_OR_MODULE")
+        raise GpucostError(f"{where} needs workload as one of {', '.join(registry.built_in())} or "
+                           "python:PATH_OR_MODULE")
     text = text.strip()
     if text in registry.built_in():
         return Workload(text, text)
@@ -132,7 +133,8 @@ def check_output(workload: Workload, output: str, protocol_path: str) -> None:
     """A built-in workload must deliver what the protocol judges; user code may deliver labels or embeddings."""
     if not workload.output and not registry.output(output).FROM_USER_CODE:
         raise GpucostError(f"workload {workload.declared} delivers labels or embeddings, but {protocol_path} judges "
-                           f"{output} (acceptance.output); {output} come from workload: {registry.for_output(output).name}")
+                           f"{output} (acceptance.output); {output} come from workload: "
+                           f"{registry.for_output(output).name}")
     if workload.output and workload.output != output:
         example = registry.output(workload.output).EXAMPLE_PROTOCOL
         raise GpucostError(f"workload {workload.declared} delivers {workload.output}, but {protocol_path} judges "

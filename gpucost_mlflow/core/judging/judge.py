@@ -183,11 +183,13 @@ def audit_check(labels: dict[str, str], reference_labels: dict[str, str], sample
     """Agreement of the deliverable's labels with the reference variant's on the audit sample, judged by its exact
     interval as every share is (core/judging/bounds.py): passed, failed, or not shown on a sample too small for it."""
     if len(reference_labels) < len(sample):
-        return Check("audit", False, f"the {reference_name} audit labelled {len(reference_labels)} of {len(sample)} sampled inputs")
+        return Check("audit", False,
+                     f"the {reference_name} audit labelled {len(reference_labels)} of {len(sample)} sampled inputs")
     hits = sum(1 for ident in sample if labels.get(ident) == reference_labels.get(ident))
     bound = share_bound(hits, len(sample), minimum, confidence)
     return Check("audit", bound.outcome == PASSED,
-                 f"sampled inputs labelled as {reference_name} labels them: {bound.words()}", bound.outcome != NOT_SHOWN)
+                 f"sampled inputs labelled as {reference_name} labels them: {bound.words()}",
+                 bound.outcome != NOT_SHOWN)
 
 
 def rejudged(prior: Sequence[Check], replaced: Sequence[str], found: Sequence[Check], comparison: dict,

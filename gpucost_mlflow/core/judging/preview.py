@@ -21,7 +21,8 @@ def _short(text: str, limit: int = TEXT_CHARS) -> str:
 
 
 def preview(rows: Sequence[dict], predicted: dict[str, str], gold_labels: bool = True,
-            failed_rows: int = FAILED_ROWS, sample_rows: int = SAMPLE_ROWS, outputs: dict[str, str] | None = None) -> dict:
+            failed_rows: int = FAILED_ROWS, sample_rows: int = SAMPLE_ROWS,
+            outputs: dict[str, str] | None = None) -> dict:
     """Missing, unexpected and wrong predictions first (corpus order), then evenly spaced right (or unlabelled) ones.
     With `outputs` (a generation pass's text per id) an `output` column shows what the model wrote."""
     failed, rest = [], []

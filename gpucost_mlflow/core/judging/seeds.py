@@ -29,7 +29,8 @@ def every_seed(pooled: Sequence, apart: Sequence, seeds: Sequence[int],
     result = []
     for config in pooled:
         siblings = by_seed.get(_without_seed(config), {})
-        gaps = [f"seed {seed}: no pass" if str(seed) not in siblings else f"seed {seed}: {feasible(siblings[str(seed)])[1]}"
+        gaps = [f"seed {seed}: no pass" if str(seed) not in siblings
+                else f"seed {seed}: {feasible(siblings[str(seed)])[1]}"
                 for seed in seeds if str(seed) not in siblings or not feasible(siblings[str(seed)])[0]]
         result.append(replace(config, seeds_missing="; ".join(gaps)) if gaps else config)
     return result

@@ -242,7 +242,8 @@ def reference_checks(metrics: dict, labels: dict[str, str], reference_metrics: d
         worst = differences[worst_key]
         metric = Check("reference_metric", worst <= acceptance.max_metric_difference,
                        f"largest |{name} difference| {worst:.4f} ({worst_key}){against} (maximum "
-                       f"{acceptance.max_metric_difference}; point estimate: this pass kept no gold labels to resample)")
+                       f"{acceptance.max_metric_difference}; point estimate: this pass kept no gold labels to "
+                       "resample)")
         bounds: list[MetricBound] = []
     else:
         bounds = bootstrap.difference_bounds(scored, labels, reference_labels, name, acceptance.max_metric_difference,

@@ -76,8 +76,9 @@ class Kind:
     # Whether its model is a BERT-style encoder whose memory workloads/encoder_memory.py estimates (`gpucost memory
     # estimate`, the fleet plan's memory fit where no GPU peak was measured).
     encoder_memory: bool = False
-    # The `endpoint.api` values its `with_openai.py` sends (checked by registry.check_engine): a variant on engine openai
-    # asking another is refused when the variants file is read; () leaves the choice to its own `with_openai.py`.
+    # The `endpoint.api` values its `with_openai.py` sends (checked by registry.check_engine): a variant on engine
+    # openai asking another is refused when the variants file is read; () leaves the choice to its own
+    # `with_openai.py`.
     endpoint_apis: tuple[str, ...] = ()
 
     def child(self, engine: str = "torch") -> ModuleType:

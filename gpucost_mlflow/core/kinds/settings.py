@@ -35,8 +35,10 @@ class Settings:
     length_grouping: str  # none | sorted
     device: str  # auto | cpu | cuda
     workload: str = DEFAULT_WORKLOAD  # a kind's name, or python:PATH_OR_MODULE (core/inputs/workloads.py)
-    engine: str = DEFAULT_ENGINE  # what runs the workload: torch, onnxruntime, ctranslate2, vllm (core/kinds/engines.py)
-    lanes: int = 1  # devices one pass splits its corpus over, each running a fixed slice at once (core/measurement/lanes.py)
+    # what runs the workload: torch, onnxruntime, ctranslate2, vllm (core/kinds/engines.py)
+    engine: str = DEFAULT_ENGINE
+    # devices one pass splits its corpus over, each running a fixed slice at once (core/measurement/lanes.py)
+    lanes: int = 1
     endpoint: Endpoint | None = None  # engine openai: the OpenAI-compatible endpoint it sends the corpus to
     # each batch padded to the next multiple of this many tokens, never past max_length (0: to its longest input): the
     # tokenizer's argument of that name, which bounds the distinct shapes a pass runs

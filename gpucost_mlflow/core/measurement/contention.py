@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-BUSY_FIELDS = (0, 1, 2, 5, 6, 7)  # user, nice, system, irq, softirq, steal: /proc/stat's busy columns (not idle, iowait)
+# user, nice, system, irq, softirq, steal: /proc/stat's busy columns (not idle, iowait)
+BUSY_FIELDS = (0, 1, 2, 5, 6, 7)
 DEFAULT_MAX_SHARE = 0.25
 
 

@@ -49,8 +49,8 @@ def currency_of(text: str, plan_currency: str) -> str:
     """The bill's currency, which must be the plan's: one comparison uses one currency."""
     currency = (text or "").strip().upper()
     if currency != plan_currency.strip().upper():
-        raise GpucostError(f"--currency '{(text or '').strip()}' is not the plan's currency ({plan_currency}): a bill is "
-                           f"recorded in the currency the plan was priced in; nothing recorded")
+        raise GpucostError(f"--currency '{(text or '').strip()}' is not the plan's currency ({plan_currency}): a bill "
+                           f"is recorded in the currency the plan was priced in; nothing recorded")
     return plan_currency
 
 

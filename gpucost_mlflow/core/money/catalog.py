@@ -15,7 +15,8 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.money import billing
 from gpucost_mlflow.core.money.billing.base import Terms, number, whole
 
-COLUMNS = ("provider", "catalog_version", "gpu", "device_names", "gpus_per_lot", "days", "price_per_lot", "currency", "source")
+COLUMNS = ("provider", "catalog_version", "gpu", "device_names", "gpus_per_lot", "days", "price_per_lot", "currency",
+           "source")
 # Optional columns: a catalog without them holds fixed packages only (billing `package`); each billing kind names
 # the columns its rows read (min and increment hours, an interruptible row's expectation); as_of: when the price was
 # observed.
@@ -125,7 +126,8 @@ class Catalog:
 
     def require_gpu(self, gpu: str) -> None:
         if gpu not in self.gpus():
-            raise GpucostError(f"GPU '{gpu}' is not in catalog {self.version} ({self.path}); known: {', '.join(self.gpus())}")
+            raise GpucostError(f"GPU '{gpu}' is not in catalog {self.version} ({self.path}); known: "
+                               f"{', '.join(self.gpus())}")
 
     def for_device(self, device_name: str, rows: tuple[Package, ...] | None = None) -> list[Package]:
         """Packages whose GPU the driver reports under this name (case-insensitive exact match)."""
@@ -207,7 +209,8 @@ def _billing(path: Path, line: int, values: dict) -> dict:
     kind = billing.kind(name)
     for column in billing.columns():
         if values.get(column) and column not in kind.columns:
-            raise GpucostError(f"{path}:{line}: {column} is for {billing.owner(column)} rows, this one is billed {name}")
+            raise GpucostError(f"{path}:{line}: {column} is for {billing.owner(column)} rows, this one is billed "
+                               f"{name}")
     return {"billing": name, **kind.read(path, line, values)}
 
 
@@ -283,14 +286,17 @@ def load_catalog(path: Path) -> Catalog:
         key = (package.provider, package.gpu, package.billing, package.days, package.instance, package.region,
                package.billed_as)
         if key in seen:
-            raise GpucostError(f"{path}:{line}: duplicate package {package.gpu} {package.billed_as} of {package.provider} (first at line {seen[key]})")
+            raise GpucostError(f"{path}:{line}: duplicate package {package.gpu} {package.billed_as} of "
+                               f"{package.provider} (first at line {seen[key]})")
         seen[key] = line
         if packages and package.currency != packages[0].currency:
             raise GpucostError(
-                f"{path}:{line}: currency {package.currency} mixed with {packages[0].currency} (line {packages[0].line}); one comparison uses one currency"
+                f"{path}:{line}: currency {package.currency} mixed with {packages[0].currency} (line "
+                f"{packages[0].line}); one comparison uses one currency"
             )
         if packages and package.catalog_version != packages[0].catalog_version:
-            raise GpucostError(f"{path}:{line}: catalog_version {package.catalog_version} differs from {packages[0].catalog_version}; one file, one snapshot")
+            raise GpucostError(f"{path}:{line}: catalog_version {package.catalog_version} differs from "
+                               f"{packages[0].catalog_version}; one file, one snapshot")
         packages.append(package)
     if not packages:
         raise GpucostError(f"{path}: no packages")

@@ -179,7 +179,8 @@ def choose(assessments: list[Assessment], deadline_declared: bool = True) -> Cho
         return Choice(none="no configuration is feasible", notes=notes,
                       detail=" (" + "; ".join(f"{a.configuration.name}: {a.feasibility}" for a in assessments) + ")")
     if all(a.forecast_note == NO_PLAN for a in feasible):
-        return Choice(none=NO_PLAN, detail=" (declare `plan:` in the protocol: setup and waiting hours, restarts, start)")
+        return Choice(none=NO_PLAN,
+                      detail=" (declare `plan:` in the protocol: setup and waiting hours, restarts, start)")
     priced = [a for a in feasible if a.plan is not None]
     if not priced:
         return Choice(none=NOTHING_PRICED, detail=" (" + "; ".join(sorted({a.priced for a in feasible})) + ")")
@@ -189,7 +190,8 @@ def choose(assessments: list[Assessment], deadline_declared: bool = True) -> Cho
     if not timely:
         return Choice(none="deadline missed", notes=notes,
                       detail=" (no priced feasible configuration's slowest-pass forecast ends before the deadline)")
-    notes += [f"Unstable, neither chosen nor tied: {a.configuration.name} is {a.unstable}; outlier pass(es): {a.outliers()}"
+    notes += [f"Unstable, neither chosen nor tied: {a.configuration.name} is {a.unstable}; outlier pass(es): "
+              f"{a.outliers()}"
               for a in timely if not a.stable and (a.committed <= min(b.committed for b in timely if b.stable)
                                                    if any(b.stable for b in timely) else True)]
     stable = [a for a in timely if a.stable]
@@ -274,8 +276,8 @@ def await_stage(choice: Choice, assessments: list[Assessment], stage: dict[str, 
              and decidable(a)]
     return Choice(none=STAGE_OPEN, undecided=group, notes=choice.notes,
                   others=[a for a in choice.chosen + choice.others if not any(a is g for g in group)],
-                  detail=(f" (no result yet from {', '.join(missing)}: its stage is still running there, or its machine "
-                          "was lost; the decision is read once, when every device of the stage has reported)"))
+                  detail=(f" (no result yet from {', '.join(missing)}: its stage is still running there, or its "
+                          "machine was lost; the decision is read once, when every device of the stage has reported)"))
 
 
 NOT_HELD = "the choice did not hold on the confirmation run"
@@ -291,7 +293,8 @@ def hold(choice: Choice, confirmations: dict) -> Choice:
         return choice
     held = [a for a in choice.chosen if a not in failed]
     if held:
-        return replace(choice, chosen=held, tie=choice.tie if len(held) > 1 else "", unconfirmed=failed, notes=choice.notes + [
+        return replace(choice, chosen=held, tie=choice.tie if len(held) > 1 else "", unconfirmed=failed,
+                       notes=choice.notes + [
             f"{a.configuration.name} left the tie: not confirmed ({confirmations[a.configuration.name].figures})"
             for a in failed])
     return Choice(none=NOT_HELD, notes=choice.notes, others=choice.others, unconfirmed=failed,
@@ -299,7 +302,8 @@ def hold(choice: Choice, confirmations: dict) -> Choice:
                                           for a in failed) + ")")
 
 
-def _would_be_chosen(assessments: list[Assessment], held: list[Assessment], deadline_declared: bool) -> list[Assessment]:
+def _would_be_chosen(assessments: list[Assessment], held: list[Assessment],
+                     deadline_declared: bool) -> list[Assessment]:
     """Of the configurations held out of the choice (under-sampled, quality not shown), those its passes so far would
     have made the choice (or tied, or undecided) were they feasible."""
     if not held:

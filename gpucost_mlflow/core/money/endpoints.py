@@ -72,7 +72,8 @@ def load_endpoints(path: Path, names: list[str] | None = None) -> list[Endpoint]
     if names:
         unknown = sorted(set(names) - {e.name for e in found})
         if unknown:
-            raise GpucostError(f"{path}: no api row for {', '.join(unknown)} (known: {', '.join(e.name for e in found)})")
+            raise GpucostError(f"{path}: no api row for {', '.join(unknown)} (known: "
+                               f"{', '.join(e.name for e in found)})")
         found = [e for e in found if e.name in names]
     if not found:
         raise GpucostError(f"{path}: no api rows")

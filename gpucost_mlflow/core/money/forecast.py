@@ -214,7 +214,8 @@ def forecast(plan: dict, expected_deliverables: int, durations: Durations, media
         restarts=int(plan["planned_restarts"]),
         startup_h=(shape.children(expected_deliverables) + plan["planned_restarts"]) * startup_s / 3600,
         deliverables=expected_deliverables,
-        per_deliverable_h=tuple((value + after_s) / 3600 for value in (durations.minimum, durations.median, durations.maximum)),
+        per_deliverable_h=tuple((value + after_s) / 3600
+                                for value in (durations.minimum, durations.median, durations.maximum)),
         comparisons_sum_h=sum_seconds(attempts) / 3600,
         streams=streams,
         streams_note=delivery.streams_note,

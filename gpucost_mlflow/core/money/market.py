@@ -175,7 +175,8 @@ def catalog_text(offers: list[Offer], *, version: str, source: str, as_of: dict[
         if found is None:
             unmapped.add(f"{offer.accelerator}" + (f" ({offer.memory_gib:g} GiB)" if offer.memory_gib else ""))
         term = terms[offer.provider.lower()]
-        base = [offer.provider.lower(), version, offer.accelerator.lower(), ";".join(found.device_names) if found else "",
+        base = [offer.provider.lower(), version, offer.accelerator.lower(),
+                ";".join(found.device_names) if found else "",
                 offer.count, ""]
         where = (f"{source}, {offer.provider} {offer.instance} in {offer.region}; billing terms {term.table} "
                  f"({term.source})")
@@ -196,8 +197,9 @@ def catalog_text(offers: list[Offer], *, version: str, source: str, as_of: dict[
     notes = [f"{name}: not in the device names table, written with empty device_names (no measured device matches "
              "it; add it with --device-names FILE)" for name in sorted(unmapped)]
     if spot_left_out:
-        notes.append(f"{spot_left_out} spot offer(s) left out: no interruption assumption (give --interruptions-per-day, "
-                     "--restart-hours and --interruptions-source to price them as interruptible rows)")
+        notes.append(f"{spot_left_out} spot offer(s) left out: no interruption assumption (give "
+                     "--interruptions-per-day, --restart-hours and --interruptions-source to price them as "
+                     "interruptible rows)")
     if not rows:
         raise GpucostError("no priced offer left for these filters: nothing written")
     return Imported(out.getvalue(), rows, notes)

@@ -73,7 +73,8 @@ class SpotAdvisor:
         if per_day is None:
             return Advice(band, None, self.source, f"band {band.label} reaches {band.upper_percent:g} % a month in the "
                                                    "file: no finite rate bounds it")
-        return Advice(band, per_day, f"{self.source} ({SYSTEM}), {region} {instance} band {band.label}: P90 at its upper "
+        return Advice(band, per_day,
+                      f"{self.source} ({SYSTEM}), {region} {instance} band {band.label}: P90 at its upper "
                                      f"edge, {band.upper_percent:g} % a month = {per_day} a day")
 
 
@@ -165,7 +166,8 @@ def assumptions(advisor: SpotAdvisor, offers: list[Offer], restart_hours: Decima
             continue
         found = advisor.advice(offer.instance, offer.region)
         if found is not None and found.per_day is not None:
-            advised[(PROVIDER, offer.instance, offer.region)] = Interruptions(found.per_day, restart_hours, found.source)
+            where = (PROVIDER, offer.instance, offer.region)
+            advised[where] = Interruptions(found.per_day, restart_hours, found.source)
         elif found is not None:
             unbounded.setdefault(found.band.label, []).append(found.why_not)
     notes = [f"{len(whys)} AWS spot offer(s) in Spot Advisor band {label}: {whys[0]} (your own assumption, if given, "
@@ -187,7 +189,8 @@ def rewrite(path: Path, text: str, advisor: SpotAdvisor) -> Rewritten:
     instance and region the advisor covers; every other cell is kept as read."""
     reader = csv.DictReader(io.StringIO(text, newline=""))
     header = reader.fieldnames or []
-    needed = [c for c in ("provider", "billing", "instance", "region", *billing.INTERRUPTIBLE.columns) if c not in header]
+    needed = [c for c in ("provider", "billing", "instance", "region",
+                          *billing.INTERRUPTIBLE.columns) if c not in header]
     if needed:
         raise GpucostError(f"{path}:1: no {', '.join(needed)} column: the catalog holds no interruptible row the Spot "
                            "Advisor could date (docs/catalogs.md); nothing written")
@@ -206,8 +209,8 @@ def rewrite(path: Path, text: str, advisor: SpotAdvisor) -> Rewritten:
                 if found is None:
                     not_covered += 1
                 elif found.per_day is None:
-                    notes.append(f"{path}:{reader.line_num}: {values['instance']} in {values['region']} left as it was: "
-                                 f"{found.why_not}")
+                    notes.append(f"{path}:{reader.line_num}: {values['instance']} in {values['region']} left as it "
+                                 f"was: {found.why_not}")
                 else:
                     record = {**record, "interruptions_per_day": str(found.per_day),
                               "interruptions_source": found.source}

@@ -31,7 +31,8 @@ def local_time(text: str, tz: ZoneInfo, name: str) -> dt.datetime:
     if early.astimezone(UTC).astimezone(tz).replace(tzinfo=None) != value:
         raise GpucostError(f"{name} {text} does not exist in {tz.key} (clocks go forward)")
     if early.utcoffset() != late.utcoffset():
-        raise GpucostError(f"{name} {text} is ambiguous in {tz.key} (clocks go back); add the UTC offset, e.g. {early.isoformat()}")
+        raise GpucostError(f"{name} {text} is ambiguous in {tz.key} (clocks go back); add the UTC offset, e.g. "
+                           f"{early.isoformat()}")
     return early
 
 

@@ -82,14 +82,14 @@ class PerTokenBilling(Billing):
             if hours <= 0:
                 raise GpucostError(f"{path}:{line}: completion_window_hours '{window}' must be > 0")
         prices = [_price(path, line, column, values.get(column, "")) for column in PRICES]
-        return {"days": None, "terms": PerTokenTerms(*prices, tier, number(path, line, "completion_window_hours", window)
-                                                     if window else None)}
+        hours = number(path, line, "completion_window_hours", window) if window else None
+        return {"days": None, "terms": PerTokenTerms(*prices, tier, hours)}
 
     def elsewhere(self, offer, device, variant):
         if is_remote(device):
             return ""
-        return (f"{variant} was timed and judged on {device}, not through {offer.provider}'s endpoint (a hosted model's "
-                f"precision, tokens and speed are its own); a variant of {variant} on `engine: openai` whose "
+        return (f"{variant} was timed and judged on {device}, not through {offer.provider}'s endpoint (a hosted "
+                f"model's precision, tokens and speed are its own); a variant of {variant} on `engine: openai` whose "
                 f"endpoint.base_url is {offer.provider}'s API, priced by a row whose device_names lists "
                 f"`{REMOTE}<its host>`, or `gpucost hosted batch-import` of its batch output, would measure it")
 
@@ -103,8 +103,8 @@ class PerTokenBilling(Billing):
         window = self.window(offer, Decimal(0), work)
         if offer.terms.tier == BATCH and work.deadline_h is not None and window > to_hours(work.deadline_h):
             setup = f" after {_hours(work.setup_h)} h setup" if work.setup_h else ""
-            return (f"infeasible: batch tier's {_hours(offer.terms.completion_window_hours)} h completion window{setup} does not fit the "
-                    f"{_hours(work.deadline_h)} h deadline")
+            return (f"infeasible: batch tier's {_hours(offer.terms.completion_window_hours)} h completion "
+                    f"window{setup} does not fit the {_hours(work.deadline_h)} h deadline")
         return ""
 
     def window(self, offer, hours, work):
@@ -122,8 +122,8 @@ class PerTokenBilling(Billing):
         return HOUR_STEP
 
     def price(self, offer):
-        return (f"{rate(offer.terms.input_per_million)}/{rate(offer.terms.output_per_million)} {offer.currency} per million "
-                "input/output tokens")
+        return (f"{rate(offer.terms.input_per_million)}/{rate(offer.terms.output_per_million)} {offer.currency} per "
+                "million input/output tokens")
 
     def _bound(self, offer) -> str:
         if offer.terms.tier == BATCH:
