@@ -20,13 +20,15 @@ def batches(lengths: list[int], batch_size: int, grouping: str) -> list[list[int
     return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
 
-def tokenized(tokenizer, texts: list[str], settings: Settings) -> tuple[list[list[int]], list[int], list[list[int]], int]:
+def tokenized(tokenizer, texts: list[str],
+              settings: Settings) -> tuple[list[list[int]], list[int], list[list[int]], int]:
     """Every text's token ids (truncated at max_length, no padding yet), their lengths, the batch plan, the pad id."""
     encoded = tokenizer(
         texts, truncation=True, max_length=settings.max_length, return_attention_mask=False, return_token_type_ids=False
     )["input_ids"]
     lengths = [len(seq) for seq in encoded]
-    return encoded, lengths, batches(lengths, settings.batch_size, settings.length_grouping), tokenizer.pad_token_id or 0
+    planned = batches(lengths, settings.batch_size, settings.length_grouping)
+    return encoded, lengths, planned, tokenizer.pad_token_id or 0
 
 
 Shape = tuple[int, int]  # a batch's inputs and padded length in tokens

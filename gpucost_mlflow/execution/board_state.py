@@ -80,7 +80,8 @@ def state_fields(board: Board, start: BoardState | None, end: BoardState | None,
     if start is None and end is None:
         return {}
     metrics, missing = {}, {}
-    for key, state, attribute in ((TEMPERATURE_START_C, start, "temperature_c"), (TEMPERATURE_END_C, end, "temperature_c"),
+    for key, state, attribute in ((TEMPERATURE_START_C, start, "temperature_c"),
+                                  (TEMPERATURE_END_C, end, "temperature_c"),
                                   (SM_CLOCK_END_MHZ, end, "sm_clock_mhz")):
         value = getattr(state, attribute, None) if state else None
         if value is not None:

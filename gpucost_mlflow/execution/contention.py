@@ -36,7 +36,8 @@ def during(before: CpuSample | None, after: CpuSample | None, measured_s: float 
     of the machine's CPU time then, or why they were not read: an outcome part."""
     keys = (OTHER_CPU_S, OTHER_CPU_SHARE, CPU_UTILISATION)
     if before is None or after is None:
-        return {"missing_measurements": dict.fromkeys(keys, "no /proc/stat on this system: other processes' load not read")}
+        why = "no /proc/stat on this system: other processes' load not read"
+        return {"missing_measurements": dict.fromkeys(keys, why)}
     if measured_s is None:
         return {"missing_measurements": dict.fromkeys(keys, "pass did not complete")}
     count = cpus()

@@ -35,7 +35,8 @@ from gpucost_mlflow.execution.board_state import amd_process, number, read_state
 # reports for newer GPUs (https://petsc.org/main/manualpages/Log/PetscLogGpuEnergyMeter).
 NVML_UPDATE_PERIOD_S = 0.1
 NVML = CounterSpec("nvml total energy counter (mJ, nvmlDeviceGetTotalEnergyConsumption)", 1e-3, None,
-                   NVML_UPDATE_PERIOD_S, "assumed: upper end of 20-100 ms reported for newer GPUs; NVIDIA publishes none")
+                   NVML_UPDATE_PERIOD_S,
+                   "assumed: upper end of 20-100 ms reported for newer GPUs; NVIDIA publishes none")
 # amdsmi_get_energy_count gives a 64-bit accumulator and its resolution in microjoules per count; AMD
 # publishes no update period either, so the NVML bound is assumed.
 AMDSMI_UPDATE_PERIOD_S = 0.1

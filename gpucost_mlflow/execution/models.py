@@ -55,7 +55,8 @@ def read_folder(path: Path, missing: str) -> tuple[dict, dict]:
 
 def describe_model(path: Path) -> ModelInfo:
     """Revisions (content hashes) and labels of a classifier directory, checked before any run starts."""
-    config, described = read_folder(path, "model directory not found (run `gpucost model prepare` or pass -P model=PATH)")
+    config, described = read_folder(path, "model directory not found (run `gpucost model prepare` or pass -P "
+                                          "model=PATH)")
     id2label = config.get("id2label") or {}
     labels = [id2label[key] for key in sorted(id2label, key=int)]
     if not labels:

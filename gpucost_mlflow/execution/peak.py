@@ -28,8 +28,9 @@ DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 CPU_SIZES = (512, 1024, 2048)
 GPU_SIZES = (2048, 4096, 8192)
 METHOD = ("median of torch.utils.benchmark blocked_autorange over square n x n @ n x n products "
-          "(2 n^3 operations each) through torch.mm and F.linear, best size and entry point kept (sizes tried smallest first, stopping once one product takes "
-          "longer than the timing budget); int8-dynamic: a dynamically quantized nn.Linear(n, n) on n rows")
+          "(2 n^3 operations each) through torch.mm and F.linear, best size and entry point kept (sizes tried smallest "
+          "first, stopping once one product takes longer than the timing budget); int8-dynamic: a dynamically "
+          "quantized nn.Linear(n, n) on n rows")
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,8 @@ def _operations(device: torch.device, precision: str, size: int) -> tuple[list[s
         layer = torch.nn.Linear(size, size, bias=False)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            layer = torch.ao.quantization.quantize_dynamic(torch.nn.Sequential(layer), {torch.nn.Linear}, dtype=torch.qint8)
+            layer = torch.ao.quantization.quantize_dynamic(torch.nn.Sequential(layer), {torch.nn.Linear},
+                                                           dtype=torch.qint8)
         return ["layer(a)"], {"layer": layer, "a": torch.randn(size, size, generator=generator)}
     a = torch.randn(size, size, generator=generator).to(device=device, dtype=DTYPES[precision])
     b = torch.randn(size, size, generator=generator).to(device=device, dtype=DTYPES[precision])
@@ -204,7 +206,8 @@ def measure(device: torch.device, precisions: list[str] | None = None, sizes: tu
             failed[precision] = one_line(exc)
             continue
         peaks.append(Peak(
-            device=name, torch=torch.__version__, threads=threads, precision=precision, flop_per_s=best[0], size=best[1], operation=best[2],
+            device=name, torch=torch.__version__, threads=threads, precision=precision, flop_per_s=best[0],
+            size=best[1], operation=best[2],
             measured_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             matmul_precision=f"torch.get_float32_matmul_precision() = {matmul}",
         ))

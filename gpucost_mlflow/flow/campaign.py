@@ -174,7 +174,8 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
             if slot.variant in result.skipped or slot.variant in result.stopped:
                 continue
             variant = plan.declared.variant(slot.variant)
-            display.on_pass_start(slot, lane_rules.batches(corpus_size, variant.settings.batch_size, variant.settings.lanes), None)
+            display.on_pass_start(slot, lane_rules.batches(corpus_size, variant.settings.batch_size,
+                                                           variant.settings.lanes), None)
             try:
                 outcome = clock.timed(execute, _request(plan, opened, experiment_name, slot, state, variant, display,
                                                         locked))
@@ -186,9 +187,9 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
             _record(protocol, experiment_name, opened, shown, result, slot, outcome)
             if outcome.status == Status.FAILED and outcome.reason.startswith("out of memory"):
                 for larger in larger_batches(declared, variant, opened.variants):
-                    result.skipped.setdefault(larger, f"{variant.name} ran out of memory at batch {variant.settings.batch_size}: "
-                                                      "larger batch sizes of its sweep are not tried, no smaller one "
-                                                      "is substituted")
+                    result.skipped.setdefault(larger, f"{variant.name} ran out of memory at batch "
+                                                      f"{variant.settings.batch_size}: larger batch sizes of its sweep "
+                                                      "are not tried, no smaller one is substituted")
     except KeyboardInterrupt:
         shown.update(opened, "interrupted", result)
         _measured(plan, opened, result, clock)
@@ -217,7 +218,8 @@ def _resume(client, experiment_name: str, plan: CampaignPlan, locked: Locked) ->
         )
     run, digest = CampaignRun.find(client, locked.experiment_id, plan.resume)
     if digest != locked.protocol.digest:
-        raise GpucostError(f"campaign '{plan.resume}' ran under another protocol than {plan.protocol_path}; it cannot be resumed under this one")
+        raise GpucostError(f"campaign '{plan.resume}' ran under another protocol than {plan.protocol_path}; it cannot "
+                           "be resumed under this one")
     _lock(client, experiment_name, plan, locked, list(run.variants))
     run.reopen()
     return run
@@ -271,7 +273,8 @@ def _lock(client, experiment_name: str, plan: CampaignPlan, locked: Locked, vari
     lock_series(client, locked.experiment_id, experiment_name, plan.declared, variants)
 
 
-def _request(plan: CampaignPlan, opened: CampaignRun, experiment_name: str, slot: Slot, state: SlotState, variant: Variant,
+def _request(plan: CampaignPlan, opened: CampaignRun, experiment_name: str, slot: Slot, state: SlotState,
+             variant: Variant,
              display: Display, locked: Locked) -> PassRequest:
     """One slot's pass, nested under the campaign run and tagged with its place in the rotation."""
     tags = {schema.ROUND: slot.round, schema.POSITION: slot.position, schema.SLOT: slot.key,
@@ -376,5 +379,6 @@ def _with_spool_hint(exc: GpucostError, campaign_id: str, done: int, todo: int) 
         return exc
     return GpucostError(
         f"{exc} (stopped before pass {done + 1} of {todo}; {len(waiting)} finished pass(es) wait in the spool "
-        f"{spool.spool_dir()}: when the store is back, run `gpucost sync`, then `gpucost campaign --resume {campaign_id}`)"
+        f"{spool.spool_dir()}: when the store is back, run `gpucost sync`, then `gpucost campaign --resume "
+        f"{campaign_id}`)"
     )

@@ -82,7 +82,8 @@ def _reference_outputs(a: Assessment, variant: Variant, plan: ConfirmPlan, finge
     revision = a.configuration.identity.model_revision if a.configuration.identity else ""
     if rejudge.find_reference(client, experiment_id, reference.name, fingerprint, revision) is None:
         marked = {schema.CONFIRMATION: schema.REFERENCE_OUTPUTS}  # named and tagged as the reference, never counted
-        on_pass(reference.name, execute(_request(reference, plan, repeat=False, tags=marked)), "the reference's outputs")
+        on_pass(reference.name, execute(_request(reference, plan, repeat=False, tags=marked)),
+                "the reference's outputs")
 
 
 def run(chosen: list[Assessment], plan: ConfirmPlan, on_pass: Callable[[str, PassResult, str], None]) -> None:

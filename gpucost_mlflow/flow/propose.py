@@ -100,7 +100,8 @@ def changes(experiment: str, variants_path: Path, client: MlflowClient | None = 
             ok, why = feasibility(Configuration("", member, list(rows["status"]), Durations(()), {}))
             accepted = rows[rows["status"] == Status.ACCEPTED]
             compared = bool(len(accepted)) and bool(accepted["against_reference"].all())
-            found_changes.append(Change(member, changes_of(variants[reference], variants[member]), ok, "" if ok else why,
+            found_changes.append(Change(member, changes_of(variants[reference], variants[member]), ok,
+                                        "" if ok else why,
                                         compared))
     if not found_changes:
         raise GpucostError(f"experiment '{experiment}': its finished campaigns measured no variant of a series with a "
@@ -124,7 +125,8 @@ def text(proposal: Proposal, variants_path: Path, campaigns: str, out_folder: Pa
         raise GpucostError(f"{variants_path} already declares {', '.join(clash)}; nothing written")
     for name, settings in proposal.variants.items():
         values = {**settings.record(), "engine": settings.engine}  # the engine named even when it is torch
-        declared[name] = {k: v for k, v in values.items() if defaults.get(k) != v} or {"batch_size": settings.batch_size}
+        declared[name] = ({k: v for k, v in values.items() if defaults.get(k) != v}
+                          or {"batch_size": settings.batch_size})
     series[proposal.series] = {"field": list(proposal.fields), "reference": proposal.reference, "combines": True,
                                "proposed_from": campaigns, "variants": list(proposal.variants)}
     left = "".join(f"#   {name}: {why}\n" for name, why in proposal.left_out.items()) or "#   (none)\n"

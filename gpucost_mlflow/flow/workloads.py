@@ -27,7 +27,8 @@ def default_model(output: str, root: Path) -> Path:
 
 def describe(variant: Variant, variants_path: Path, model_path: Path, protocol: Protocol) -> Described:
     """Check the workload against the protocol's output and describe its model and code (before anything is recorded)."""
-    workload = workloads.parse(variant.settings.workload, variants_path.parent, f"{variants_path}: variant '{variant.name}'")
+    workload = workloads.parse(variant.settings.workload, variants_path.parent,
+                               f"{variants_path}: variant '{variant.name}'")
     workloads.check_output(workload, protocol.acceptance.output, protocol.path)
     record = WorkloadRecord(declared=workload.declared, kind=workload.kind,
                             output=workload.output or "labels or embeddings, as its infer() returns them")
@@ -46,5 +47,6 @@ def engine_record(variant: Variant, model_revision: str, device_type: str) -> En
     options = implementation.options(variant.settings, device_type)
     if not getattr(implementation, "CACHED", True):  # nothing exported or converted: the engine loads the folder
         return EngineRecord(chosen.name, chosen.version(), options)
-    folder = engine_cache.cache_folder(chosen.name, model_revision, chosen.version(), engine_cache.keyed(implementation, options))
+    keyed = engine_cache.keyed(implementation, options)
+    folder = engine_cache.cache_folder(chosen.name, model_revision, chosen.version(), keyed)
     return EngineRecord(chosen.name, chosen.version(), options, str(folder), engine_cache.cached(folder) is not None)
