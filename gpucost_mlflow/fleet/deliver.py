@@ -71,7 +71,8 @@ def deliver(request: DeliveryRequest, echo: Callable[[str], None] = print) -> De
         check_reachable(request.environ)
         if not request.bucket:
             raise GpucostError("a delivery's outputs come back through a bucket, never the tracking store: --bucket "
-                               "URI (s3://..., gs://...) holding the corpora, mounted on every worker; nothing launched")
+                               "URI (s3://..., gs://...) holding the corpora, mounted on every worker; nothing "
+                               "launched")
     echo(decision.worst_line())
     delivery.check_budget(decision, request.max_cost)
     names = [path.name for path in sorted(request.corpora.glob("*.jsonl"))]
@@ -102,7 +103,8 @@ def deliver(request: DeliveryRequest, echo: Callable[[str], None] = print) -> De
     for rank, mine in enumerate(shares):
         echo(f"worker {rank} ({decision.accelerators} on {decision.provider} {decision.instance} in "
              f"{decision.region}): {len(mine)} corpora: {', '.join(mine)}")
-    echo(f"outputs: {request.bucket}/{delivery_task.OUTPUTS}/{decision.decision_id}/ (the bucket, mounted on every worker)"
+    echo(f"outputs: {request.bucket}/{delivery_task.OUTPUTS}/{decision.decision_id}/ (the bucket, mounted on every "
+         "worker)"
          if request.bucket else "outputs: no --bucket, so they would stay on each worker's machine: a launch needs one")
     done = Delivering(task_file, shares)
     if request.dry_run:

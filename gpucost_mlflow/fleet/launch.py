@@ -101,7 +101,8 @@ def launch(request: FleetRequest, echo: Callable[[str], None] = print) -> Launch
         for r in raced:
             if r.worst is worst:
                 echo(r.line())
-    echo(f"fleet worst case: {budget.total(worsts)} {budget.CURRENCY} of --max-cost {request.max_cost} {budget.CURRENCY}")
+    echo(f"fleet worst case: {budget.total(worsts)} {budget.CURRENCY} of --max-cost {request.max_cost} "
+         f"{budget.CURRENCY}")
     if raced:
         echo(budget.totals_line(worsts, raced))
     built = wheel.given(request.wheel) if request.wheel else wheel.build(request.out / "wheel")
@@ -151,7 +152,8 @@ def _launch(request: FleetRequest, configs: dict[str, dict], secrets: dict[str, 
     note = (f"Fleet {request.fleet_id}: one campaign per GPU type ({params['gpus']}), worst case "
             f"{params['worst_case']} {budget.CURRENCY}. `gpucost fleet status --fleet {request.fleet_id}` shows its "
             "jobs; filter the passes with tags.`gpucost.fleet.id` = '" + request.fleet_id + "'.")
-    done.run_id = fleet_run.open_fleet(client, experiment_id, request.fleet_id, [j.gpu for j in request.jobs], params, note)
+    done.run_id = fleet_run.open_fleet(client, experiment_id, request.fleet_id, [j.gpu for j in request.jobs], params,
+                                       note)
     for worst in done.worsts:
         fleet_run.record(client, done.run_id, worst.job.gpu, {
             "accelerators": worst.job.accelerators, "worst_cost": f"{worst.cost}",

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from gpucost_mlflow.core.errors import GpucostError
 
-GUIDES = {"fleet": "docs/fleet.md", "skypilot": "in a venv of its own: make install builds .venv-market; docs/catalogs.md",
+GUIDES = {"fleet": "docs/fleet.md",
+          "skypilot": "in a venv of its own: make install builds .venv-market; docs/catalogs.md",
           "gpuhunt": "in a venv of its own: make install builds .venv-market; docs/catalogs.md"}
 
 

@@ -75,7 +75,8 @@ def read(providers: list[str] | None, gpus: list[str] | None) -> Read:
         dated_by = {p: f"the date of {p}.csv in {CATALOG_DIR}" for p in read_from}
     else:
         as_of = {p: dt.date.today() for p in read_from}
-        dated_by = {p: f"fetched by gpuhunt during this import (version {getattr(catalog.catalog.get(p), 'version', '?')})"
+        dated_by = {p: "fetched by gpuhunt during this import (version "
+                       f"{getattr(catalog.catalog.get(p), 'version', '?')})"
                     for p in read_from}
     joined: dict[tuple[str, str, str], dict] = {}
     for item in (item for p in read_from for item in items[p]):

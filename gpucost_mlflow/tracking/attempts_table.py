@@ -54,8 +54,10 @@ from gpucost_mlflow.core.names import (
 from gpucost_mlflow.tracking import schema
 
 COLUMNS = [
-    "run_id", "campaign_id", "stage", "settle_plan", "pass_index", "round", "position", "attempt", "variant", "role", "corpus_fingerprint", "device", "backend",
-    "batch_size", "precision", "quantization", "length_grouping", "workload", "engine", "lanes", "model_revision", *schema.STACK_IDENTITY, "seed", "endpoint",
+    "run_id", "campaign_id", "stage", "settle_plan", "pass_index", "round", "position", "attempt", "variant", "role",
+    "corpus_fingerprint", "device", "backend",
+    "batch_size", "precision", "quantization", "length_grouping", "workload", "engine", "lanes", "model_revision",
+    *schema.STACK_IDENTITY, "seed", "endpoint",
     "status", "reason", "status_before_exclusion", "stopped",
     LOAD_S, WARMUP_S, PASS_S, REPETITIONS, FIRST_LAP_S, STEADY_LAP_S, SHAPE_SETUP_S, DISTINCT_SHAPES, MEASURED_TOTAL_S,
     REPETITIONS_IDENTICAL, COOLDOWN_S, EVAL_S,
@@ -63,12 +65,14 @@ COLUMNS = [
     *(column for output in registry.output_names() for column in registry.output(output).COLUMNS),
     EXPECTED_IDS, OBSERVED_IDS, "ids_match", "against_reference", "corpus_accepted", COMPLETED_ENTRIES,
     "mem_peak_allocated_bytes", "mem_peak_reserved_bytes", "mem_peak_rss_bytes",
-    "memory_counter", *schema.UTILISATION, "mfu_reason", energy.ENERGY_METRIC, "energy_reason", IDLE_POWER_W, ENERGY_NET_J, "protocol_digest", "start_time", "end_time", "wall_s",
+    "memory_counter", *schema.UTILISATION, "mfu_reason", energy.ENERGY_METRIC, "energy_reason", IDLE_POWER_W,
+    ENERGY_NET_J, "protocol_digest", "start_time", "end_time", "wall_s",
     "host", *schema.MEASURED_SPAN, "overlapped_with", OTHER_CPU_S, OTHER_CPU_SHARE, OTHER_GPU_PROCESSES, "contended",
     CPU_UTILISATION, GPU_UTILISATION, "starved", "throttled", "cold_shapes", "notes",
 ]
 SHOWN = ["variant", "status", "batch_size", PASS_S, REPETITIONS, MFU_USEFUL, MFU_PADDED, "quality_verdict", MACRO_F1,
-         EXPECTED_IDS, OBSERVED_IDS, "ids_match", "against_reference", "corpus_accepted", COMPLETED_ENTRIES, "reason", "overlapped_with"]
+         EXPECTED_IDS, OBSERVED_IDS, "ids_match", "against_reference", "corpus_accepted", COMPLETED_ENTRIES, "reason",
+         "overlapped_with"]
 COUNTS = (EXPECTED_IDS, OBSERVED_IDS, COMPLETED_ENTRIES)  # whole numbers that may be missing: nullable integers
 
 
@@ -123,7 +127,8 @@ def protocol_warnings(table: pd.DataFrame, experiment_tags: Mapping[str, str], p
             )
     others = sorted({d for d in table["protocol_digest"] if d and d != locked})
     if others:
-        warnings.append(f"{len(others)} protocol digest(s) other than the locked one among the passes: {', '.join(d[:12] for d in others)}")
+        warnings.append(f"{len(others)} protocol digest(s) other than the locked one among the passes: "
+                        f"{', '.join(d[:12] for d in others)}")
     return warnings
 
 
@@ -147,4 +152,5 @@ def render(table: pd.DataFrame, fmt: str, warnings: list[str]) -> str:
         return "(no attempts)\n"
     shown = table[SHOWN].copy()
     shown["reason"] = shown["reason"].map(lambda text: text if len(text) <= 70 else text[:67] + "...")
-    return f"{len(table)} attempt(s):\n" + shown.to_string(index=False, na_rep="", float_format=lambda v: f"{v:.3f}") + "\n"
+    text = shown.to_string(index=False, na_rep="", float_format=lambda v: f"{v:.3f}")
+    return f"{len(table)} attempt(s):\n" + text + "\n"

@@ -31,5 +31,6 @@ def close_delivery(client: MlflowClient, run_id: str, statuses: list[str], child
     """The delivery's counts as metrics, and its end: FINISHED, FAILED or KILLED."""
     counts = {"delivery_corpora_recorded": len(statuses), "delivery_children": children,
               "delivery_corpora_accepted": sum(status == Status.ACCEPTED for status in statuses)}
-    client.log_batch(run_id, metrics=[Metric(key, float(value), int(time.time() * 1000), 0) for key, value in counts.items()])
+    now = int(time.time() * 1000)
+    client.log_batch(run_id, metrics=[Metric(key, float(value), now, 0) for key, value in counts.items()])
     client.set_terminated(run_id, state)

@@ -199,8 +199,8 @@ def _confirmation_where(tags: dict) -> str:
     decision with its verdict once a report has read it."""
     verdict = tags.get(schema.CONFIRMATION, "")
     if verdict == schema.REFERENCE_OUTPUTS:
-        return ("the reference's outputs on the confirmation corpus (`gpucost confirm`): the confirmation run is judged "
-                "against them; not a confirmation, never counted")
+        return ("the reference's outputs on the confirmation corpus (`gpucost confirm`): the confirmation run is "
+                "judged against them; not a confirmation, never counted")
     said = f"; verdict in the latest decision: **{verdict}**" if verdict else "; its verdict: `gpucost report`"
     return ("a confirmation run of the decision (`gpucost confirm`) on the disjoint confirmation corpus, its rate at "
             f"the steady lap compared with the benchmark's slowest pass{said}")
@@ -269,9 +269,9 @@ def campaign_note(campaign_id: str, variants: Sequence[str], passes: int, attemp
     if aside.overhead_s_per_pass is not None:
         lines.append(f"- **Harness overhead:** {aside.overhead_s_per_pass:.2f} s per pass outside the timed parts")
     lines.append("- The passes are this run's children: expand it in the runs table, or group the runs by the tag "
-                 f"`{schema.VARIANT}`. The metrics `{schema.MEDIAN_STEADY_LAP_PREFIX}<variant>`, `{schema.PASSES_FINISHED}` "
-                 f"and `{schema.PASSES_ACCEPTED}` are logged once, when the campaign finishes; this table follows "
-                 "the passes as they finish.")
+                 f"`{schema.VARIANT}`. The metrics `{schema.MEDIAN_STEADY_LAP_PREFIX}<variant>`, "
+                 f"`{schema.PASSES_FINISHED}` and `{schema.PASSES_ACCEPTED}` are logged once, when the campaign "
+                 "finishes; this table follows the passes as they finish.")
     return bounded(lines)
 
 

@@ -136,11 +136,13 @@ def _refuse_results(run: Run) -> None:
     status, reason, run_id = row["status"], row["reason"][:MESSAGE_LIMIT], run.info.run_id
     if status in EXCLUDABLE:
         return
-    if status == Status.FAILED and excludable_failure(reason, row.get("contended", "")) and not interrupted(status, reason):
+    if (status == Status.FAILED and excludable_failure(reason, row.get("contended", ""))
+            and not interrupted(status, reason)):
         return
     if status == Status.RUNNING:
-        raise GpucostError(f"run '{run_id}' is still running (launcher {schema.run_facts(run).get(schema.LAUNCHER, '?')}): "
-                           "exclude it once it has ended; nothing changed")
+        raise GpucostError(f"run '{run_id}' is still running (launcher "
+                           f"{schema.run_facts(run).get(schema.LAUNCHER, '?')}): exclude it once it has ended; nothing "
+                           "changed")
     if status in (Status.REJECTED, Status.FAILED):
         said = "was rejected" if status == Status.REJECTED else "failed"
         raise GpucostError(f"run '{run_id}' {said} ({reason or 'no reason recorded'}): a quality or failure verdict is "
@@ -156,7 +158,8 @@ def undo(client: MlflowClient, run_id: str, who: str | None = None) -> Exclusion
     tags = schema.run_facts(run)
     status = tags.get(schema.STATUS, "")
     if status != EXCLUDED:
-        raise GpucostError(f"run '{run.info.run_id}' is not excluded (status {status or 'not recorded'}): nothing to undo")
+        raise GpucostError(f"run '{run.info.run_id}' is not excluded (status {status or 'not recorded'}): nothing to "
+                           "undo")
     if not details(tags)["status_before"]:
         raise GpucostError(f"run '{run.info.run_id}' has no recorded status before its exclusion (not excluded by "
                            "`gpucost exclude`): nothing to restore; nothing changed")

@@ -42,7 +42,8 @@ def open_fleet(client: MlflowClient, experiment_id: str, fleet_id: str, gpus: li
 
 def record(client: MlflowClient, run_id: str, gpu: str, facts: dict[str, str]) -> None:
     """One GPU type's facts on the fleet run (its job id, its worst case, the offer SkyPilot chose)."""
-    client.log_batch(run_id, tags=[RunTag(tag(gpu, key), str(value)[:limits.TAG_VALUE]) for key, value in facts.items()])
+    client.log_batch(run_id, tags=[RunTag(tag(gpu, key), str(value)[:limits.TAG_VALUE])
+                                   for key, value in facts.items()])
 
 
 def realized_metric(gpu: str, currency: str) -> str:
@@ -78,7 +79,8 @@ def find(client: MlflowClient, experiment_id: str, fleet_id: str) -> Fleet:
         raise GpucostError(f"no fleet '{fleet_id}' in this experiment (`gpucost fleet launch` prints its id)")
     run = runs[0]
     gpus = run.data.params.get("gpus", "").split(",")
-    facts = {gpu: {key[len(tag(gpu, '')):]: value for key, value in run.data.tags.items() if key.startswith(tag(gpu, ''))}
+    facts = {gpu: {key[len(tag(gpu, '')):]: value
+                   for key, value in run.data.tags.items() if key.startswith(tag(gpu, ''))}
              for gpu in gpus}
     return Fleet(run.info.run_id, experiment_id, fleet_id, gpus, dict(run.data.params), facts)
 

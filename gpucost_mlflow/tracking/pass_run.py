@@ -121,9 +121,11 @@ class PassRun:
             missing=ending.missing)
         outcome_tags += [RunTag(key, value) for key, value in ending.flags.items()]
         if ending.preview:
-            outcome_tags.append(RunTag(schema.LOGGED_ARTIFACTS, json.dumps([{"path": schema.PREVIEW, "type": "table"}])))
+            logged = json.dumps([{"path": schema.PREVIEW, "type": "table"}])
+            outcome_tags.append(RunTag(schema.LOGGED_ARTIFACTS, logged))
         ended = {**self.start_tags, **{tag.key: tag.value for tag in outcome_tags}}
-        outcome_tags.append(RunTag(schema.NOTE, descriptions.pass_note(ended, {m.key: m.value for m in metric_entities})))
+        outcome_tags.append(RunTag(schema.NOTE,
+                                   descriptions.pass_note(ended, {m.key: m.value for m in metric_entities})))
         record = self._attempt_record(ending, outcome_tags, metric_entities)
         if self.beat is not None:
             self.beat.finish(self.run_id)  # the attempt is recorded now: no heartbeat may race its publication

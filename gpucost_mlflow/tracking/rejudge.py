@@ -146,7 +146,8 @@ def rejudge(experiment: str | experiments.Experiment, protocol: Protocol, client
     with tempfile.TemporaryDirectory(prefix="gpucost-rejudge-") as temp:
         folder = Path(temp)
         for run in pending:
-            key = (schema.run_facts(run).get(schema.CORPUS_FINGERPRINT, ""), run.data.params.get(schema.MODEL_REVISION, ""),
+            key = (schema.run_facts(run).get(schema.CORPUS_FINGERPRINT, ""),
+                   run.data.params.get(schema.MODEL_REVISION, ""),
                    run.data.params.get(schema.SEED_TORCH, "") if protocol.seeds else "")
             if key not in references:
                 references[key] = find_reference(client, experiment_id, reference_name, *key)
@@ -198,7 +199,8 @@ def _record(client: MlflowClient, run, result: judge.Judgement, reference_run: s
     metrics, note = writer.restated({**schema.run_facts(run), **{tag.key: tag.value for tag in tags}},
                                     {**run.data.metrics, **measured})
     now = int(time.time() * 1000)
-    client.log_batch(run.info.run_id, metrics=metrics + [writer.metric(key, value, now) for key, value in measured.items()],
+    client.log_batch(run.info.run_id,
+                     metrics=metrics + [writer.metric(key, value, now) for key, value in measured.items()],
                      tags=tags + note)
     verdict = first.rejudged_as(result.status, result.reason, result.quality_verdict, result.checks, result.comparison,
                                 at, reference_run).record()

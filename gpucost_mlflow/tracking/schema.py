@@ -54,7 +54,8 @@ DELIVERY_OUTPUTS = "gpucost.delivery.outputs"  # its outputs' folder in the flee
 DELIVERY_HELD = "gpucost.delivery.held"
 DELIVERY_FLEET = "gpucost.delivery.fleet"
 # On the fleet run, per GPU type, once its job has ended: what its attempts really rented (core/fleet/realized.py),
-# the metric realized_<gpu>_<currency> (realized_a10g_usd) beside the tags gpucost.fleet.<GPU>.realized and .realized_line.
+# the metric realized_<gpu>_<currency> (realized_a10g_usd) beside the tags gpucost.fleet.<GPU>.realized
+# and .realized_line.
 REALIZED = "realized"
 LAUNCHER = "gpucost.launcher"
 HOST = "gpucost.host"
@@ -79,7 +80,8 @@ MEASURING_METRICS = {"wall": MEASURING_HOURS, "passes": MEASURING_PASSES_HOURS, 
 # words (what priced it, or why nothing did) in the tag gpucost.measuring.priced on either.
 MEASURING_COST = "measuring_cost"
 MEASURING_PRICED = "gpucost.measuring.priced"
-NOT_TRIED = "gpucost.not_tried"  # on a campaign run: variants of a sweep skipped after a smaller batch ran out of memory
+# on a campaign run: variants of a sweep skipped after a smaller batch ran out of memory
+NOT_TRIED = "gpucost.not_tried"
 STAGE = "gpucost.stage"  # "settle" on a pre-registered second stage's campaign run and passes (core/campaign/settle.py)
 # On a second stage's campaign run and passes: the stage fixed once over every device of the undecided group
 # (core/campaign/settle.py `StagePlan.record`), so the report knows which device has not reported yet.
@@ -99,14 +101,16 @@ NOTE = "mlflow.note.content"  # a run's or an experiment's markdown description 
 # The experiment's kind as MLflow's experiment-kind selector reads and writes it: model development, not GenAI.
 EXPERIMENT_KIND = "mlflow.experimentKind"
 MODEL_DEVELOPMENT = "custom_model_development"
-SAVED_VIEW_PREFIX = "mlflow.sharedViewState."  # an experiment tag per saved runs-table view, opened by viewStateShareKey
+# an experiment tag per saved runs-table view, opened by viewStateShareKey
+SAVED_VIEW_PREFIX = "mlflow.sharedViewState."
 RUN_NAME = "mlflow.runName"
 PARENT_RUN_ID = "mlflow.parentRunId"  # nests a pass under its campaign run
 DATASET_CONTEXT_TAG = "mlflow.data.context"  # input tag of the run's dataset; its value is DATASET_CONTEXT
 SPOOL_ID = "gpucost.spool_id"  # a pass published from the spool: finds the run an earlier sync made
 LOGGED_ARTIFACTS = "mlflow.loggedArtifacts"  # what mlflow.log_table records: the UI shows these files as tables
 MAIN_METRIC = "gpucost.main_metric"  # the protocol's main metric, named on the pass so its description can show it
-EXPORTED = "gpucost.exported"  # the file the pass exported for its verdict (its output's FILE: workloads/<kind>/output.py)
+# the file the pass exported for its verdict (its output's FILE: workloads/<kind>/output.py)
+EXPORTED = "gpucost.exported"
 MISSING_PREFIX = "gpucost.missing."  # a measurement absent from a pass: gpucost.missing.<metric> = short reason
 # Pass metric a user can filter on: 1/0 for the verdict (updated when it changes).
 ACCEPTED = "accepted"
@@ -182,7 +186,8 @@ REJUDGED_AGAINST = "gpucost.rejudged_against"
 FIRST_STATUS = "gpucost.first_status"
 # A pass excluded for a documented external cause (`gpucost exclude`, PROTOCOL.md §6): one tag holding, as JSON, its
 # reason and note (core/judging/exclusion_reasons.py) and the cause line they make, who and when (UTC), and the status
-# and reason it had before, which `--undo` restores; undo leaves one trace in it. Passes excluded before it carry the six tags after it (tracking/exclusions.py reads both).
+# and reason it had before, which `--undo` restores; undo leaves one trace in it. Passes excluded before it carry the
+# six tags after it (tracking/exclusions.py reads both).
 EXCLUSION = "gpucost.exclusion"
 EXCLUDED_CAUSE = "gpucost.excluded_cause"
 EXCLUDED_BY = "gpucost.excluded_by"

@@ -104,7 +104,8 @@ def entries(root: Path | None = None) -> list[Entry]:
 def of_campaign(campaign_id: str, root: Path | None = None) -> list[Entry]:
     """The spooled passes of one campaign (its id is a fact: a param now, a tag in entries spooled before)."""
     return [entry for entry in entries(root)
-            if schema.facts(entry.record["tags"], entry.record.get("params", {})).get(schema.CAMPAIGN_ID) == campaign_id]
+            if schema.facts(entry.record["tags"],
+                            entry.record.get("params", {})).get(schema.CAMPAIGN_ID) == campaign_id]
 
 
 def _experiment_id(client: MlflowClient, record: dict) -> str:
@@ -154,7 +155,8 @@ def publish(client: MlflowClient, entry: Entry) -> str:
         client.log_batch(run_id, metrics=chunk)
     if created and record.get("dataset"):
         dataset = Dataset(**record["dataset"])
-        client.log_inputs(run_id, [DatasetInput(dataset, tags=[InputTag(schema.DATASET_CONTEXT_TAG, schema.DATASET_CONTEXT)])])
+        context = InputTag(schema.DATASET_CONTEXT_TAG, schema.DATASET_CONTEXT)
+        client.log_inputs(run_id, [DatasetInput(dataset, tags=[context])])
     for name in record["artifacts"]:
         client.log_artifact(run_id, str(entry.folder / ARTIFACTS / name))
     client.set_terminated(run_id, record["end_status"], end_time=record["end_time"])

@@ -82,7 +82,8 @@ def check(uri: str | None = None) -> str:
             except (urllib.error.URLError, OSError) as exc:
                 reason = getattr(exc, "reason", exc)
                 raise GpucostError(
-                    f"tracking server {uri} unreachable after {time.monotonic() - started:.1f} s ({reason}); no pass started"
+                    f"tracking server {uri} unreachable after {time.monotonic() - started:.1f} s ({reason}); no pass "
+                    "started"
                 ) from None
         return uri
     if parsed.scheme == "sqlite":
@@ -100,7 +101,8 @@ def check(uri: str | None = None) -> str:
         return uri
     if parsed.scheme in ("", "file"):
         raise GpucostError(
-            f"tracking URI {uri!r} is a file store, refused by MLflow 3 by default: use sqlite:///mlflow.db or an mlflow server"
+            f"tracking URI {uri!r} is a file store, refused by MLflow 3 by default: use sqlite:///mlflow.db or an "
+            "mlflow server"
         )
     return uri
 

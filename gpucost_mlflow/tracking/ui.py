@@ -96,7 +96,8 @@ def passes_view_state(role: str = "benchmark", currency: str = CURRENCY) -> dict
     """The view of one role's runs (benchmark passes by default: no confirmation, deliverable, campaign or decision
     run), fastest steady lap first, with the columns `_selected` gives; every run drawn in the charts, whose tab opens
     on the steady lap and inputs/s."""
-    widths = {_column("tags", schema.STANDING): STANDING_WIDTH_PX, _column("tags", schema.CONFIRMATION): VERDICT_WIDTH_PX}
+    widths = {_column("tags", schema.STANDING): STANDING_WIDTH_PX,
+              _column("tags", schema.CONFIRMATION): VERDICT_WIDTH_PX}
     return {
         "searchFilter": f"{_column('tags', schema.VARIANT)} LIKE '%' AND {_column('params', schema.ROLE)} = '{role}'",
         "orderByKey": _column("metrics", DURATION[role]),

@@ -103,7 +103,8 @@ def metric(key: str, value: float, now: int) -> Metric:
 def restated(tags: dict, metrics: dict) -> tuple[list[Metric], list[RunTag]]:
     """After a recorded pass's verdict changed (re-judged, excluded, restored): its `accepted` metric and its
     description, from its tags and metrics as they now are."""
-    accepted = Metric(schema.ACCEPTED, 1.0 if tags.get(schema.STATUS) == Status.ACCEPTED else 0.0, int(time.time() * 1000), 0)
+    accepted = Metric(schema.ACCEPTED, 1.0 if tags.get(schema.STATUS) == Status.ACCEPTED else 0.0,
+                      int(time.time() * 1000), 0)
     return [accepted], [RunTag(schema.NOTE, descriptions.pass_note(tags, {**metrics, schema.ACCEPTED: accepted.value}))]
 
 
