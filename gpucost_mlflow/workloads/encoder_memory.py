@@ -69,11 +69,13 @@ def estimate(config: dict, parameters: int, linear_parameters: int, *, precision
     b, L = batch, max_length
     if precision == "int8":
         weights = Part("weights (estimate)", linear_parameters * 1 + (parameters - linear_parameters) * 4,
-                       f"{linear_parameters:,} linear weights x 1 B (dynamic int8) + {parameters - linear_parameters:,} others x 4 B")
+                       f"{linear_parameters:,} linear weights x 1 B (dynamic int8) + "
+                       f"{parameters - linear_parameters:,} others x 4 B")
         e = 4  # dynamic quantization computes activations in fp32
     else:
         weights = Part("weights (estimate)", parameters * e, f"{parameters:,} parameters x {e} B ({precision})")
-    hidden = Part("hidden states in and out of a layer (estimate)", 2 * b * L * h * e, f"2 x batch {b} x length {L} x hidden {h} x {e} B")
+    hidden = Part("hidden states in and out of a layer (estimate)", 2 * b * L * h * e,
+                  f"2 x batch {b} x length {L} x hidden {h} x {e} B")
     qkv = Part("query, key, value (estimate)", 3 * b * L * h * e, f"3 x {b} x {L} x {h} x {e} B")
     scores = Part("attention scores and probabilities (estimate)", 2 * b * heads * L * L * e,
                   f"2 x batch {b} x heads {heads} x length {L} x length {L} x {e} B")

@@ -71,7 +71,8 @@ def build_cached(record, build: Callable[[Path], None]) -> tuple[Path, float | N
     try:
         build(temp)
         seconds = time.perf_counter() - started
-        (temp / MARKER).write_text(json.dumps({**record.record(), CONVERT_S: seconds}, sort_keys=True), encoding="utf-8")
+        (temp / MARKER).write_text(json.dumps({**record.record(), CONVERT_S: seconds}, sort_keys=True),
+                                   encoding="utf-8")
         try:
             os.rename(temp, folder)
         except OSError:  # another pass built it meanwhile: keep theirs

@@ -2,4 +2,5 @@
 
 from gpucost_mlflow.core.kinds.base import Kind
 
-KIND = Kind("classification", "labels", __name__, encoder_memory=True)  # declared in setup.cfg's entry points (gpucost.workloads)
+# declared in setup.cfg's entry points (gpucost.workloads)
+KIND = Kind("classification", "labels", __name__, encoder_memory=True)

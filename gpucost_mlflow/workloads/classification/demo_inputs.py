@@ -69,7 +69,8 @@ def build_corpus(out_dir: Path, *, source: Path | None, labels: Sequence[str] | 
     if tokenizer_dir is None:
         tokenizer_sources = [r for r in model_sources() if not r["path"].endswith(("model.safetensors", "config.json"))]
     else:
-        tokenizer_sources = [{"package": "", "version": "", "path": str(tokenizer_dir), "sha256": tokenizer_info["revision"]}]
+        tokenizer_sources = [{"package": "", "version": "", "path": str(tokenizer_dir),
+                              "sha256": tokenizer_info["revision"]}]
     metadata = {
         "name": f"{name}-{size}",
         "seed": seed,
@@ -85,7 +86,8 @@ def build_corpus(out_dir: Path, *, source: Path | None, labels: Sequence[str] | 
     corpora.write_atomic(out_dir / TUNING, corpora.jsonl_bytes(tuning))
     if confirmation:
         corpora.write_atomic(out_dir / CONFIRMATION, corpora.jsonl_bytes(confirmation))
-    corpora.write_atomic(out_dir / METADATA, (json.dumps(metadata, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+    written = json.dumps(metadata, indent=2, ensure_ascii=False) + "\n"
+    corpora.write_atomic(out_dir / METADATA, written.encode("utf-8"))
     return metadata
 
 
@@ -114,7 +116,8 @@ def validation_split(rows: Sequence[dict], fraction: float, seed: int) -> tuple[
     return [r for r in rows if r["id"] not in held_out], [r for r in rows if r["id"] in held_out]
 
 
-def prepare_model(out_dir: Path, tuning_path: Path, *, seed: int, validation_fraction: float = VALIDATION_FRACTION) -> dict:
+def prepare_model(out_dir: Path, tuning_path: Path, *, seed: int,
+                  validation_fraction: float = VALIDATION_FRACTION) -> dict:
     """Train the demo classifier on the tuning corpus only and evaluate it on a split carved from it.
 
     The comparison corpus is never read here (PROTOCOL.md section 2): the figures that justify the
@@ -138,7 +141,8 @@ def prepare_model(out_dir: Path, tuning_path: Path, *, seed: int, validation_fra
         out_dir, [row["text"] for row in validation_rows], max_length=EVALUATION_MAX_LENGTH
     )
     quality = evaluate(validation_rows, dict(zip((row["id"] for row in validation_rows), predicted)), labels)
-    baseline = majority_baseline([row["label"] for row in train_rows], [row["label"] for row in validation_rows], labels)
+    baseline = majority_baseline([row["label"] for row in train_rows], [row["label"] for row in validation_rows],
+                                 labels)
     validation = {
         "data": "validation split of the tuning corpus; the comparison corpus is never read",
         "split": {

@@ -9,11 +9,13 @@ import torch
 from gpucost_mlflow.execution import models
 
 
-def load_classifier(path: Path, device: torch.device, precision: str, quantization: str, attention: str, compile_: bool):
+def load_classifier(path: Path, device: torch.device, precision: str, quantization: str, attention: str,
+                    compile_: bool):
     """The classifier in eval mode on its device, with the variant's precision and quantization."""
     from transformers import AutoModelForSequenceClassification
 
-    return models.load_auto(AutoModelForSequenceClassification, path, device, precision, quantization, attention, compile_)
+    return models.load_auto(AutoModelForSequenceClassification, path, device, precision, quantization, attention,
+                            compile_)
 
 
 def predict_labels(path: Path, texts: list[str], batch_size: int = 32, max_length: int = 256) -> list[str]:

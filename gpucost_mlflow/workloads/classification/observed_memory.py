@@ -21,7 +21,8 @@ def measure(model_dir, precision: str, batch: int, max_length: int, device_choic
     device = models.resolve_device(device_choice)
     before_load = torch.cuda.memory_allocated(device) if device.type == "cuda" else memory.rss_bytes()
     quantization = "dynamic-int8" if precision == "int8" else "none"
-    model = load_classifier(model_dir, device, "fp32" if precision == "int8" else precision, quantization, "sdpa", False)
+    model = load_classifier(model_dir, device, "fp32" if precision == "int8" else precision, quantization, "sdpa",
+                            False)
     started = time.perf_counter()
     samples: list[tuple[str, float, dict]] = []
 

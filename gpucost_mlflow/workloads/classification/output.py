@@ -33,7 +33,8 @@ FILES = (FILE,)
 MAIN_METRIC = ""  # a labels protocol always declares its main metric
 REFERENCE_CHECKS = judge.REFERENCE_CHECKS
 # Against the reference: agreement and its interval; flips where gold labels exist.
-COLUMNS = (ACCURACY, MACRO_F1, LABEL_AGREEMENT, LABEL_AGREEMENT_LOW, LABEL_AGREEMENT_HIGH, FLIPS_LOST, FLIPS_GAINED, FLIPS_P)
+COLUMNS = (ACCURACY, MACRO_F1, LABEL_AGREEMENT, LABEL_AGREEMENT_LOW, LABEL_AGREEMENT_HIGH, FLIPS_LOST, FLIPS_GAINED,
+           FLIPS_P)
 QUALITY_CHECKS: tuple[str, ...] = ()  # the label checks are the judge's own (judge.QUALITY_CHECKS)
 FIELDS: dict = {}  # the label fields other outputs refuse are checked by their own acceptance()
 AUDITED = True

@@ -49,8 +49,9 @@ def utilisation(config: dict, settings: Settings, device, predictions, pass_s: f
     precision = peak.precision_of(settings)
     found, why = peak.lookup(device, precision)
     result = {
-        "metrics": {**flops.rates(encoder_flops.count(shape, predictions.batch_lengths(), lambda lengths: batching.width(lengths, settings)), pass_s,
-                                  found.flop_per_s if found else None),
+        "metrics": {**flops.rates(encoder_flops.count(shape, predictions.batch_lengths(),
+                                                      lambda lengths: batching.width(lengths, settings)),
+                                  pass_s, found.flop_per_s if found else None),
                     TOKENS_INPUT: float(sum(map(sum, predictions.batch_lengths())))},
         "peak": asdict(found) if found else {},
     }

@@ -32,7 +32,8 @@ def load(spec, device) -> Work:
     from gpucost_mlflow.workloads.classification import model as classifier_model  # torch, as models
 
     record, settings = spec.workload.engine, spec.settings
-    torch_model = classifier_model.load_classifier(Path(spec.model_path), torch.device("cpu"), "fp32", "none", "sdpa", False)
+    torch_model = classifier_model.load_classifier(Path(spec.model_path), torch.device("cpu"), "fp32", "none", "sdpa",
+                                                   False)
     config = torch_model.config.to_dict()
     label_names = [torch_model.config.id2label[i] for i in range(torch_model.config.num_labels)]
     path, convert_s = ort.exported(torch_model, record, OUTPUT)

@@ -2,4 +2,5 @@
 
 from gpucost_mlflow.core.kinds.base import Kind
 
-KIND = Kind("embeddings", "embeddings", __name__, encoder_memory=True, endpoint_apis=("embeddings",))  # declared in setup.cfg's entry points (gpucost.workloads)
+# declared in setup.cfg's entry points (gpucost.workloads)
+KIND = Kind("embeddings", "embeddings", __name__, encoder_memory=True, endpoint_apis=("embeddings",))

@@ -127,8 +127,9 @@ def utilisation(config: dict, settings: Settings, device, outputs: Embedded, pas
     except GpucostError as exc:
         return {"missing_measurements": {key: str(exc) for key in (*keys, USEFUL_FLOP_PER_S)}}
     found, why = peak.lookup(device, peak.precision_of(settings))
-    result = {"metrics": {**flops.rates(encoder_flops.count(shape, outputs.batch_lengths(), lambda lengths: batching.width(lengths, settings)), pass_s,
-                                        found.flop_per_s if found else None),
+    result = {"metrics": {**flops.rates(encoder_flops.count(shape, outputs.batch_lengths(),
+                                                            lambda lengths: batching.width(lengths, settings)),
+                                        pass_s, found.flop_per_s if found else None),
                           TOKENS_INPUT: float(sum(map(sum, outputs.batch_lengths())))},
               "peak": asdict(found) if found else {}}
     if found is None:
@@ -155,7 +156,8 @@ def describe(path: Path) -> dict:
     """What the manifest records of an encoder folder: revisions, architecture, pooling (checked before any run)."""
     from gpucost_mlflow.execution import models  # deferred: imports torch
 
-    _, described = models.read_folder(path, "model directory not found (an encoder folder, e.g. the all-MiniLM-L6-v2 files)")
+    _, described = models.read_folder(path, "model directory not found (an encoder folder, e.g. the all-MiniLM-L6-v2 "
+                                            "files)")
     return {**described, "pooling": pooling(path)}
 
 

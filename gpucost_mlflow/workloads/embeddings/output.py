@@ -193,7 +193,8 @@ def retrieval(back: EmbeddingReadBack, rows: Sequence[dict], acceptance) -> tupl
         {RECALL: recall}
 
 
-def reference_checks(back: EmbeddingReadBack, reference: EmbeddingReference, acceptance) -> tuple[list[Check], dict, dict]:
+def reference_checks(back: EmbeddingReadBack, reference: EmbeddingReference,
+                     acceptance) -> tuple[list[Check], dict, dict]:
     """Cosine per input with the reference's embedding: (checks, comparison for the verdict, metrics)."""
     bar = acceptance.bar
     shared, values = cosines(back, reference.back)

@@ -34,7 +34,8 @@ def load(spec, device) -> Work:
     del encoder
     session = ort.session(onnx_file, record.options["provider"])
     return Work(models.load_tokenizer(path), session, partial(process, normalize=child.pooling(path)["normalize"]),
-                partial(_utilisation, config, settings, device, convert_s), child.export, memory=ort.memory, empty=child.Embedded)
+                partial(_utilisation, config, settings, device, convert_s), child.export, memory=ort.memory,
+                empty=child.Embedded)
 
 
 def process(ids, texts, tokenizer, session, settings, device, on_batch: Callable[..., None] | None = None, *,

@@ -2,4 +2,5 @@
 
 from gpucost_mlflow.core.kinds.base import Kind
 
-KIND = Kind("generation", "generations", __name__, endpoint_apis=("chat", "completions"))  # declared in setup.cfg's entry points (gpucost.workloads)
+# declared in setup.cfg's entry points (gpucost.workloads)
+KIND = Kind("generation", "generations", __name__, endpoint_apis=("chat", "completions"))

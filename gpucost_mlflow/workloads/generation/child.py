@@ -304,7 +304,8 @@ def describe(model_path: Path, task: GenerationSettings | None, labels: list[str
     run = {"generation": task, "labels": list(labels), "gguf": {}, "cache": ""}
     if model_path.suffix == ".gguf" or model_path.is_file():
         if not model_path.is_file():
-            raise GpucostError(f"{model_path}: GGUF file not found (--model takes a transformers folder or a .gguf file)")
+            raise GpucostError(f"{model_path}: GGUF file not found (--model takes a transformers folder or a .gguf "
+                               "file)")
         digest = sha256_file(model_path)
         folder = cache_folder(digest)
         packaged = _packaged(model_path, digest, sources)
@@ -313,7 +314,8 @@ def describe(model_path: Path, task: GenerationSettings | None, labels: list[str
         return {"path": str(model_path.resolve()), "revision": digest, "tokenizer_revision": digest, "labels": labels,
                 "architecture": "AutoModelForCausalLM from GGUF (dequantised to fp32)",
                 "sources": [packaged] if packaged else [], "trained_on": {}}, run
-    _, described = models.read_folder(model_path, "model not found (--model takes a transformers folder or a .gguf file)")
+    _, described = models.read_folder(model_path,
+                                      "model not found (--model takes a transformers folder or a .gguf file)")
     return {"path": str(model_path.resolve()), **described, "labels": labels, "sources": [], "trained_on": {}}, run
 
 

@@ -29,7 +29,8 @@ def task_of(variant, protocol):
         return task
     if own > task.max_new_tokens:
         raise GpucostError(f"variant '{variant.name}': max_new_tokens {own} is above the protocol's "
-                           f"generation.max_new_tokens {task.max_new_tokens} (the ceiling every output is read against)")
+                           f"generation.max_new_tokens {task.max_new_tokens} (the ceiling every output is read "
+                           "against)")
     return replace(task, max_new_tokens=own)
 
 

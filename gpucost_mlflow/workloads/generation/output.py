@@ -116,7 +116,8 @@ def read_generations(path: Path, max_new_tokens: int) -> GenerationReadBack:
             back.format_errors.append(f"line {number}: id and text must be strings, tokens a list of token ids")
             continue
         if len(new) > max_new_tokens:
-            back.format_errors.append(f"line {number}: {len(new)} new tokens, more than max_new_tokens {max_new_tokens}")
+            back.format_errors.append(f"line {number}: {len(new)} new tokens, more than max_new_tokens "
+                                      f"{max_new_tokens}")
             continue
         back.ids.append(ident)
         back.texts.setdefault(ident, text)
@@ -142,7 +143,8 @@ def token_agreement(mine: Sequence[int], theirs: Sequence[int]) -> tuple[int, in
     return sum(1 for a, b in zip(mine, theirs) if a == b), width
 
 
-def reference_checks(back: GenerationReadBack, reference: GenerationReference, acceptance) -> tuple[list[Check], dict, dict]:
+def reference_checks(back: GenerationReadBack, reference: GenerationReference,
+                     acceptance) -> tuple[list[Check], dict, dict]:
     """Exact match and token agreement with the reference's outputs: (checks, comparison for the verdict, metrics)."""
     bar = acceptance.bar
     shared = [ident for ident in reference.back.texts if ident in back.texts]

@@ -50,7 +50,8 @@ def load(spec, device) -> Work:
     endpoint = settings.endpoint
     generation = workload.generation
     if endpoint.api == "embeddings":
-        raise GpucostError("endpoint.api embeddings is for the embeddings workload; generation uses chat or completions")
+        raise GpucostError("endpoint.api embeddings is for the embeddings workload; generation uses chat or "
+                           "completions")
     if endpoint.api == "chat" and not generation.chat_template:
         raise GpucostError("endpoint.api chat wraps every prompt in the server's chat template, but the protocol's "
                            "generation.chat_template is false: use api completions")

@@ -47,7 +47,8 @@ def load(spec, device) -> Work:
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     ends = _end_tokens(folder, tokenizer)
     return Work(tokenizer, llm, partial(process, prompting=child.Prompting(generation, workload.labels, ends)),
-                partial(_utilisation, config, settings, device), child.export, memory=partial(memory.outside_torch, "vllm"), empty=child.Generated)
+                partial(_utilisation, config, settings, device), child.export,
+                memory=partial(memory.outside_torch, "vllm"), empty=child.Generated)
 
 
 def process(ids, texts, tokenizer, llm, settings, device, on_batch: Callable[[int, int], None] | None = None, *,
@@ -65,7 +66,8 @@ def process(ids, texts, tokenizer, llm, settings, device, on_batch: Callable[[in
         started = time.perf_counter()
         results = llm.generate([{"prompt_token_ids": encoded[i]} for i in batch], sampling, use_tqdm=False)
         new = [list(result.outputs[0].token_ids) for result in results]
-        done.add(tokenizer, [ids[i] for i in batch], [lengths[i] for i in batch], new, time.perf_counter() - started, 0.0)
+        done.add(tokenizer, [ids[i] for i in batch], [lengths[i] for i in batch], new, time.perf_counter() - started,
+                 0.0)
 
     return each_batch(plan, on_batch, step, lambda failed: done)
 

@@ -157,7 +157,8 @@ def _checked(result, expected: int, number: int, kind: str) -> str:
                 raise OutputError(f"{where} has width {len(output)}, the batch's first has {width}")
             width = len(output)
         else:
-            raise OutputError(f"{where} is a {type(output).__name__}: expected a dict with 'label' or a list of numbers")
+            raise OutputError(f"{where} is a {type(output).__name__}: expected a dict with 'label' or a list of "
+                              "numbers")
         if kind and found != kind:
             raise OutputError(f"{where} is {found}, earlier outputs were {kind}: one kind per pass")
         kind = found
