@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from gpucost_mlflow.cli.durations import timing_words
 from gpucost_mlflow.cli.options import (
     AUTO_MODEL,
     CORPUS_HELP,
@@ -23,7 +24,6 @@ from gpucost_mlflow.cli.options import (
     _model,
     _under,
 )
-from gpucost_mlflow.cli.progress import timing_words
 from gpucost_mlflow.cli.report import _build_report
 from gpucost_mlflow.core.campaign.settle import STAGE, Member, looks, plan_stage
 from gpucost_mlflow.core.errors import GpucostError

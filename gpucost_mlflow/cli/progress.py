@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from gpucost_mlflow.cli.durations import timing_words
 from gpucost_mlflow.core.campaign.schedule import Slot
-from gpucost_mlflow.core.names import PASS_S, STEADY_LAP_S
 from gpucost_mlflow.execution.batch_counter import read_pass
 from gpucost_mlflow.flow.campaign import Display
 
@@ -22,13 +22,6 @@ def _clock(seconds: float) -> str:
     return f"{seconds // 3600:d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
-
-def timing_words(metrics: dict) -> str:
-    """A finished pass's duration as the decision reads it: 'steady lap 1.43 s' (issue 66: one name everywhere), else
-    'pass_s 1.50' for a pass of one lap (a deliverable, a lanes pass), else 'pass_s empty'."""
-    if metrics.get(STEADY_LAP_S) is not None:
-        return f"steady lap {metrics[STEADY_LAP_S]:.2f} s"
-    return f"{PASS_S} {metrics[PASS_S]:.2f}" if metrics.get(PASS_S) is not None else f"{PASS_S} empty"
 
 class CampaignProgress:
     """Holds the counters and draws them; `display()` gives the hooks for run_campaign."""
