@@ -33,7 +33,7 @@ def test_the_interval_is_scipys_exact_clopper_pearson_at_the_protocols_confidenc
     (499, PASSED, "99.80 % of 500 (95 % interval 98.89-99.99 %; bar 97.00 %)"),
     (470, FAILED, "94.00 % of 500 (95 % interval 91.55-95.92 %; bar 97.00 %)"),
     (490, NOT_SHOWN, ("98.00 % of 500 (95 % interval 96.35-99.04 %; bar 97.00 %): quality not shown on 500 inputs: "
-                      "about 1,225 needed at this rate")),
+                      "about 1,230 needed at this rate")),
     (485, NOT_SHOWN, ("97.00 % of 500 (95 % interval 95.10-98.31 %; bar 97.00 %): quality not shown on 500 inputs: "
                       "no corpus shows it at this rate (it is not above the bar)")),
 ])
@@ -51,9 +51,14 @@ def test_the_inputs_needed_are_the_fewest_whose_lower_bound_reaches_the_bar_at_t
     assert inputs_needed(1.0, 0.97, 0.95) == 122 and inputs_needed(0.97, 0.97, 0.95) is None
 
 
+def test_the_inputs_needed_are_said_to_three_significant_figures_rounded_up_and_recorded_exactly():
+    bound = share_bound(490, 500, 0.97, 0.95)  # 1,225 needed: an estimate at an observed rate, said "about 1,230"
+    assert bound.words().endswith("about 1,230 needed at this rate") and bound.record()["inputs_needed"] == 1225
+
+
 def test_a_bar_not_shown_rejects_the_pass_with_its_own_verdict_never_failed():
     checks = [Check("ids", True, "exactly the expected ids"),
-              Check("reference_agreement", False, "... quality not shown on 500 inputs: about 1,225 needed", False)]
+              Check("reference_agreement", False, "... quality not shown on 500 inputs: about 1,230 needed", False)]
     status, reason, quality = judge.settle(True, "", checks, "")
     assert (status, quality) == ("rejected", "not shown: reference_agreement")
     assert reason.startswith("reference_agreement: ... quality not shown on 500 inputs")
@@ -68,7 +73,7 @@ def test_a_configuration_whose_quality_was_not_shown_is_never_chosen_and_its_sta
     from tests.scenario import B200, report
 
     unshown = ("reference_agreement: labels agree with reference run r: 98.00 % of 500 (95 % interval 96.35-99.04 %; "
-               "bar 97.00 %): quality not shown on 500 inputs: about 1,225 needed at this rate")
+               "bar 97.00 %): quality not shown on 500 inputs: about 1,230 needed at this rate")
     for seconds in (10.0, 10.1, 10.2, 10.1, 10.0):
         experiment("batch8", B200, seconds)
         experiment("batch8-bf16", B200, seconds / 2, status="rejected", quality="not shown: reference_agreement",
@@ -76,15 +81,15 @@ def test_a_configuration_whose_quality_was_not_shown_is_never_chosen_and_its_sta
     built, _ = report()
     bf16 = next(a for a in built.assessments if a.configuration.variant == "batch8-bf16")
     assert not bf16.feasible
-    assert bf16.feasibility == ("quality not shown on 500 inputs: about 1,225 needed at this rate (reference_agreement)")
+    assert bf16.feasibility == ("quality not shown on 500 inputs: about 1,230 needed at this rate (reference_agreement)")
     assert built.decision.startswith("Decision: batch8 on NVIDIA B200")
-    assert ("Quality not shown, not chosen: batch8-bf16 on NVIDIA B200, quality not shown on 500 inputs: about 1,225 "
+    assert ("Quality not shown, not chosen: batch8-bf16 on NVIDIA B200, quality not shown on 500 inputs: about 1,230 "
             "needed at this rate (reference_agreement); its passes so far would make it the choice") in built.decision
-    assert "`gpucost corpus build --size 1225`" in built.decision  # the comparison corpus that would show it
+    assert "`gpucost corpus build --size 1230`" in built.decision  # the comparison corpus that would show it
     table = sections.decision_table(built)
     said = next(row for row in table.rows if row[0] == "batch8-bf16 on NVIDIA B200")[1]
     assert said.startswith("quality not shown [")  # its footnote: the inputs that would show the bar
-    assert table.notes[int(said[-2]) - 1] == "on 500 inputs: about 1,225 needed at this rate (reference_agreement)"
+    assert table.notes[int(said[-2]) - 1] == "on 500 inputs: about 1,230 needed at this rate (reference_agreement)"
     assert set(plots.for_report(built.summaries, built.assessments, built.choice)) == {"cost_volume", "durations",
                                                                                        "memory"}  # drawn, no error
 

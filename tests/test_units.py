@@ -81,3 +81,15 @@ def test_balance_and_decision_note_carry_unit_costs_and_spare_capacity(experimen
     assert ("Planning budget, a forecast from the planned volume (no cost per result yet: no deliverable accepted): "
             "27,500.00 USD per million planned inputs; the same 110.00 USD would cover up to") in built.decision
     assert "per 1,000 inputs" not in built.decision.split(". Reason")[0]  # nothing of it on the result line
+
+
+def test_a_forecast_capacity_is_said_to_three_significant_figures_rounded_down_never_to_six_digits():
+    # The demo's 260,620 corpora (issue 66): a forecast said "about 260,000"; the metrics keep the count exactly.
+    from gpucost_mlflow.core import approximate
+
+    assert units.Spare(260_620, 4_000).said() == "about 260,000 corpora (256,000 more)"
+    assert units.Spare(2_258, 2_000).said() == "about 2,250 corpora (250 more)"
+    assert units.Spare(328, 4).said() == "328 corpora (324 more)"  # three figures already
+    assert units.Spare(2_004, 2_000).said() == "2,004 corpora (4 more)"  # rounding would hide the spare
+    assert (approximate.at_most(160_497), approximate.at_least(160_497)) == (160_000, 161_000)
+    assert approximate.at_least(1_225) == 1_230 and approximate.at_least(999) == 999 and approximate.at_most(7) == 7

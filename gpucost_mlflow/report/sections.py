@@ -219,7 +219,7 @@ def _capacity(a: Assessment) -> str:
         return ""
     then = (f", {units.planned_inputs(a.spare_cost_per_million_inputs, a.currency)} then"
             if a.spare_cost_per_million_inputs is not None and found.spare else "")
-    return f"{found.capacity:,} corpora ({found.spare:,} more){then}"
+    return f"{found.said()}{then}"
 
 
 def plan_table(report: Report) -> Table:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpucost_mlflow.core import approximate
 from gpucost_mlflow.core.inputs.acceptance import Resampling
 from gpucost_mlflow.core.judging.bounds import FAILED, NOT_SHOWN, PASSED
 from gpucost_mlflow.core.names import ACCURACY, MACRO_F1
@@ -122,7 +123,7 @@ class MetricBound:
         if self.outcome != NOT_SHOWN:
             return said
         needed = self.needed
-        more = (f"about {needed:,} needed at this value" if needed is not None
+        more = (f"about {approximate.at_least(needed):,} needed at this value" if needed is not None
                 else "too few to resample" if self.inputs < 2
                 else "no corpus shows it at this value (it is not inside the bar)")
         where = f"{self.total:,} inputs ({self.inputs:,} in this bucket)" if self.total else f"{self.inputs:,} inputs"

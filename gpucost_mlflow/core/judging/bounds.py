@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from gpucost_mlflow.core import approximate
+
 PASSED, FAILED, NOT_SHOWN = "passed", "failed", "not shown"
 MOST_INPUTS = 10_000_000  # the search for the inputs that would show a bar stops here
 
@@ -75,7 +77,7 @@ class ShareBound:
         if self.outcome != NOT_SHOWN:
             return said
         needed = self.needed
-        more = (f"about {needed:,} needed at this rate" if needed is not None
+        more = (f"about {approximate.at_least(needed):,} needed at this rate" if needed is not None
                 else "no corpus shows it at this rate (it is not above the bar)")
         return f"{said}: quality not shown on {self.inputs:,} inputs: {more}"
 

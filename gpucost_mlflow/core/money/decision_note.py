@@ -58,8 +58,8 @@ def capacity_note(a: Assessment) -> str:
     found = a.spare
     more = ""
     if found is not None and found.spare > 0:
-        more = (f"; the same {costs.money(a.committed, a.currency)} would cover up to {found.capacity:,} corpora "
-                f"({found.spare:,} more) at the slowest pass, "
+        more = (f"; the same {costs.money(a.committed, a.currency)} would cover up to {found.said()} "
+                "at the slowest pass, "
                 f"{units.planned_inputs(a.spare_cost_per_million_inputs, a.currency)} then")
     return (f" {units.PLANNING} ({units.NO_RESULT}): "
             f"{units.planned_inputs(a.cost_per_million_inputs, a.currency)}{tokens}{more}.")

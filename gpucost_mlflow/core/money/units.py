@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
+from gpucost_mlflow.core import approximate
 from gpucost_mlflow.core.amounts import CENT
 from gpucost_mlflow.core.money.forecast import Forecast
 from gpucost_mlflow.core.money.plans import Plan
@@ -79,6 +80,14 @@ class Spare:
     @property
     def spare(self) -> int:
         return max(0, self.capacity - self.declared)
+
+    def said(self) -> str:
+        """'about 260,000 corpora (256,000 more)': a forecast's capacity to three significant figures, rounded down
+        (exact where rounding would reach the declared volume and hide the spare), and what it holds beyond it."""
+        shown = approximate.at_most(self.capacity)
+        shown = shown if shown > self.declared else self.capacity
+        about = "about " if shown != self.capacity else ""
+        return f"{about}{shown:,} corpora ({shown - self.declared:,} more)"
 
 
 def spare(forecast: Forecast, plan: Plan) -> Spare:
