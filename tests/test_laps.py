@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from types import SimpleNamespace
 
 import pytest
@@ -136,6 +137,7 @@ def test_a_comparison_is_decided_on_steady_laps_and_the_card_shows_the_setup_onc
     assert math.isclose(chosen.forecast.shape_setup_each_h * 3600, 7.5)
     window = dict(card.lines(built))["Window"]
     assert "of it 2 x 7.5 s shape setup, once per worker process" in window, window
+    assert "0.0 h" not in window and re.search(r", \d+ (s|min) start-up, of it", window), window  # never "0.0 h"
     assert not any("before steady laps" in w for w in built.warnings)
     assert "start-up ((1 + 1 restarts) x load + warm-up + 7.5 s shape setup)" in chosen.forecast.terms()
 

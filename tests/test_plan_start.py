@@ -65,7 +65,7 @@ def test_the_demo_reports_its_window_from_the_moment_it_is_read_never_a_past_dat
                      options=Options(now=NOW))
     window = dict(card.lines(built))["Window"]
     assert "from this report's reading at 2027-03-01T10:00+00:00" in window and "past" not in window
-    assert window.startswith("6.9 h forecast (4.0 h declared setup and waiting, 0.0 h comparison passes, 2.9 h for "
+    assert window.startswith("6.9 h forecast (4.0 h declared setup and waiting, 1 min comparison passes, 2.9 h for "
                              "4,000 deliverables)")  # setup apart from the passes and the deliverables
     assert "ends by 2027-03-01T17:11+00:00 from this report's reading" in window
     assert built.deadline == "2027-03-05T10:00:00+00:00" and "(met)" in window

@@ -160,9 +160,16 @@ def _parts(f) -> str:
     label = "start-up" if not (f.audit or f.conversion_h) else "start-up, audits and conversion"
     return ", ".join(part for part in (
         f"{setup:,.1f} h declared setup and waiting" if setup else "",
-        f"{f.comparisons_h:,.1f} h comparison passes",
-        f"{f.deliverables_h:,.1f} h for {f.deliverables:,} deliverable{'s' if f.deliverables != 1 else ''}",
-        f"{max(rest, 0.0):,.1f} h {label}{_shape_setup(f)}" if rest >= 0.05 or _shape_setup(f) else "") if part)
+        f"{_span(f.comparisons_h)} comparison passes",
+        f"{_span(f.deliverables_h)} for {f.deliverables:,} deliverable{'s' if f.deliverables != 1 else ''}",
+        f"{_span(max(rest, 0.0))} {label}{_shape_setup(f)}" if rest >= 0.05 or _shape_setup(f) else "") if part)
+
+
+def _span(hours: float) -> str:
+    """A part of the window in the unit that shows it: '2.0 h', else '14 min', else '8 s' (never '0.0 h')."""
+    if hours >= 0.05:
+        return f"{hours:,.1f} h"
+    return f"{hours * 60:,.0f} min" if hours * 60 >= 1 else f"{hours * 3600:,.0f} s"
 
 
 def _window(report: Report, a: Assessment) -> str:
