@@ -80,6 +80,15 @@ def test_numbers_do_not_wrap_and_words_do_with_their_footnote_mark(report):
     assert "<td>not priced\u00a0[" in page  # a footnote mark stays on its word's line
 
 
+def test_the_memory_legend_names_each_counter_in_words_with_its_unit_never_its_metric_name(report):
+    from gpucost_mlflow.report import plots, short
+
+    figure = plots.memory(report.summaries, short.names([s.configuration for s in report.summaries]))
+    legend = [text.get_text() for text in figure.drawing.axes[0].get_legend().get_texts()]
+    assert legend == ["peak device memory allocated (MiB)", "peak device memory reserved (MiB)",
+                      "peak resident memory, RSS (MiB)"]
+
+
 def test_the_pass_count_in_the_header_is_the_protocols():
     assert "2 raw steady laps per configuration (passes_per_variant of the protocol)" in render.page(
         synthetic_report(passes_per_variant=2, figures=False))

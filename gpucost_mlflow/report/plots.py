@@ -43,6 +43,10 @@ STYLES = {standing.CHOSEN: ("#2ca02c", "o", False), standing.TIED: ("#2ca02c", "
           standing.RACED: ("#9467bd", "s", True),
           standing.NOT_CONFIRMED: ("#d62728", "s", True), standing.NOT_SHOWN: ("#d62728", "o", True)}
 TIED_SHADES = ("#2ca02c", "#0b5d1e", "#8fd18a")  # tied lines share their standing's green, told apart by shade
+# The memory figure's legend: each counter in words with its unit, never its metric name (mem_peak_rss_bytes).
+COUNTER_WORDS = {"mem_peak_allocated_bytes": "peak device memory allocated (MiB)",
+                 "mem_peak_reserved_bytes": "peak device memory reserved (MiB)",
+                 "mem_peak_rss_bytes": "peak resident memory, RSS (MiB)"}
 
 
 @dataclass(frozen=True)
@@ -256,7 +260,8 @@ def memory(summaries: list[Summary], names: short.Names) -> Figure:
                       "Peak memory per configuration and counter", figure, MEMORY_FILE)
     for k, counter in enumerate(counters):
         shown = [(i + k * width, s.memory[counter] / 2**20) for i, s in enumerate(summaries) if counter in s.memory]
-        axes.bar([x for x, _ in shown], [y for _, y in shown], width=width, label=counter)
+        axes.bar([x for x, _ in shown], [y for _, y in shown], width=width,
+                 label=COUNTER_WORDS.get(counter, f"{counter} (MiB)"))
     centre = width * (len(counters) - 1) / 2
     for i in (i for i, s in enumerate(summaries) if not s.memory):
         axes.text(i + centre, 0, NOT_MEASURED, rotation=90, ha="center", va="bottom", fontsize=7, color="#7f7f7f")
