@@ -458,8 +458,14 @@ def test_a_what_if_decision_never_supersedes_a_decision_on_a_provider_catalog(st
     again = _decision(client, experiment_id, "batch8 · what-if", "### Decision: batch8")  # an older run's name says it
     assert schema.SUPERSEDED_BY not in client.get_run(provider).data.tags  # the provider catalog's decision stands
     assert client.get_run(what_if).data.tags[schema.SUPERSEDED_BY] == again  # a what-if supersedes an older what-if
+    # A bill or a delivery acts on the provider's plan, never on a newer what-if's.
+    assert decision_run.latest_decision(client, experiment_id).info.run_id == provider
     newest = _decision(client, experiment_id, "batch8 · chosen", "### Decision: batch8")
     assert client.get_run(provider).data.tags[schema.SUPERSEDED_BY] == newest
+    decision_run.log_decision(client, experiment_id, decision_run.Decided(
+        "batch8 · what-if", "e" * 64, {schema.NOTE: "### Decision: batch8", schema.DECISION: schema.DECIDED,
+                                       schema.DECISION_WHAT_IF: "example prices"}))
+    assert decision_run.latest_decision(client, experiment_id).info.run_id == newest  # never a newer what-if
 
 
 @pytest.mark.unit

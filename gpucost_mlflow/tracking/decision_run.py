@@ -141,9 +141,13 @@ def supersede(client: MlflowClient, experiment_id: str, newest_id: str, newest_n
 
 
 def latest_decision(client: MlflowClient, experiment_id: str) -> Run | None:
-    """The experiment's newest decision run, or None when `gpucost report` never logged one."""
-    runs = client.search_runs([experiment_id], filter_string=DECISIONS, order_by=NEWEST_FIRST, max_results=1)
-    return runs[0] if runs else None
+    """The decision a bill or a delivery acts on: the experiment's newest decision run on a provider catalog (a newer
+    one that chose nothing included: the caller refuses), else, with only what-ifs logged, its newest what-if; None
+    when `gpucost report` never logged one. A what-if, at example prices, never stands in for the provider's
+    decision, as it never supersedes it."""
+    runs = client.search_runs([experiment_id], filter_string=DECISIONS, order_by=NEWEST_FIRST, max_results=100)
+    provider = [run for run in runs if not what_if(run.data.tags, run.info.run_name or "")]
+    return (provider or runs or [None])[0]
 
 
 def latest_committed(client: MlflowClient, experiment_id: str) -> tuple[Decimal | None, str, str]:
