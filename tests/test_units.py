@@ -88,7 +88,8 @@ def test_a_forecast_capacity_is_said_to_three_significant_figures_rounded_down_n
     from gpucost_mlflow.core import approximate
 
     assert units.Spare(260_620, 4_000).said() == "about 260,000 corpora (256,000 more)"
-    assert units.Spare(2_258, 2_000).said() == "about 2,250 corpora (250 more)"
+    assert units.Spare(2_258, 2_000).said() == "about 2,250 corpora (258 more)"
+    assert units.Spare(53_003, 1).said() == "about 53,000 corpora (53,000 more)"  # never "(53,002 more)"
     assert units.Spare(328, 4).said() == "328 corpora (324 more)"  # three figures already
     assert units.Spare(2_004, 2_000).said() == "2,004 corpora (4 more)"  # rounding would hide the spare
     assert (approximate.at_most(160_497), approximate.at_least(160_497)) == (160_000, 161_000)

@@ -82,12 +82,13 @@ class Spare:
         return max(0, self.capacity - self.declared)
 
     def said(self) -> str:
-        """'about 260,000 corpora (256,000 more)': a forecast's capacity to three significant figures, rounded down
-        (exact where rounding would reach the declared volume and hide the spare), and what it holds beyond it."""
-        shown = approximate.at_most(self.capacity)
-        shown = shown if shown > self.declared else self.capacity
-        about = "about " if shown != self.capacity else ""
-        return f"{about}{shown:,} corpora ({shown - self.declared:,} more)"
+        """'about 260,000 corpora (256,000 more)': a forecast's capacity and what it holds beyond the declared volume,
+        each to three significant figures rounded down (both exact where rounding would reach the declared volume)."""
+        shown, more = approximate.at_most(self.capacity), approximate.at_most(self.spare)
+        if shown <= self.declared:
+            shown, more = self.capacity, self.spare
+        about = "about " if (shown, more) != (self.capacity, self.spare) else ""
+        return f"{about}{shown:,} corpora ({more:,} more)"
 
 
 def spare(forecast: Forecast, plan: Plan) -> Spare:
