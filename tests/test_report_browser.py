@@ -119,6 +119,9 @@ for (const part of document.querySelectorAll("#card, #cost-volume img")) {
     loaded: part.naturalWidth === undefined ? true : part.naturalWidth > 0,
     text: part.innerText || "", background: getComputedStyle(part).backgroundColor};
 }
+const moments = [...document.querySelectorAll("#card .nw")];  // each date or time of the card: on one line or not
+found.moments = {count: moments.length,
+                 broken: moments.filter(m => m.getClientRects().length > 1).map(m => m.textContent)};
 const out = document.createElement("pre");
 out.id = "measured";
 out.hidden = true;  // measured already; hidden, so its long line never widens the screenshot
@@ -164,6 +167,8 @@ def test_the_decision_card_and_first_table_fit_600_px_without_scrolling_sideways
     card, table = found["boxes"]["card"], found["tables"]["decision"]
     assert card["right"] <= found["viewport"] and card["scroll"] <= card["visible"], f"the card is cut: {card}"
     assert table["right"] <= found["viewport"] and table["scroll"] <= table["visible"], f"table#decision scrolls: {table}"
+    assert found["moments"]["count"] >= 2 and not found["moments"]["broken"], found["moments"]  # ends by, deadline
+    assert "`" not in card["text"], card["text"]  # inline code as code, never raw backticks (issue 66)
 
 
 def test_the_cost_against_volume_figure_is_on_the_first_screen_at_1440_by_900(decided_html, tmp_path):

@@ -49,7 +49,8 @@ def test_the_decision_table_puts_the_chosen_configuration_first_and_says_why_the
 def test_a_string_repeated_down_a_table_is_one_footnote_never_a_cell_on_every_row(report):
     page = render.page(report)
     assert page.count(html.escape(COUNTER)) == 1  # three configurations' memory cells point to one footnote
-    assert page.count(html.escape(PEAK_REASON)) == 2  # once under the per-configuration table, once under the checks
+    peak_reason = html.escape(PEAK_REASON).replace("`gpucost doctor --peak`", "<code>gpucost doctor --peak</code>")
+    assert page.count(peak_reason) == 2  # once under the per-configuration table, once under the checks
     assert page.count(html.escape(UNPRICED)) == 2  # once under the decision table, once under the plan table
     summary = sections.summary_table(report)
     assert [row[8] for row in summary.rows] == ["900 MiB RSS [1]", "600 MiB RSS [1]", "2,100 MiB allocated; 2,400 MiB reserved [4]"]
@@ -78,6 +79,29 @@ def test_numbers_do_not_wrap_and_words_do_with_their_footnote_mark(report):
     assert '<td class="n">900 MiB RSS\u00a0[1]</td>' in page and "td.n{white-space:nowrap}" in page
     assert "<td>every check passed</td>" in page
     assert "<td>not priced\u00a0[" in page  # a footnote mark stays on its word's line
+
+
+def test_inline_code_is_code_and_a_date_never_breaks_in_the_html_while_report_md_keeps_its_backticks():
+    # Issue 66's leftovers: raw `backticks` in the HTML card, and 2026-10-01T16:33 broken at a hyphen at 600 px.
+    from tests.synthetic_report import decided_report
+
+    report = decided_report(figures=False, priced_device="another device")  # the card says `gpucost catalog example`
+    page, md = render.page(report), render.markdown(report)
+    card = page[page.index('id="card"'):page.index("</ul>", page.index('id="card"'))]
+    assert "`" not in card and "<code>gpucost catalog example</code>" in card and "`gpucost catalog example`" in md
+    assert "`" not in page.split("<body>", 1)[1]  # nowhere in the page's text
+    assert '<span class="nw">2026-10-02T05:00:00</span>' in page and ".nw{white-space:nowrap}" in page
+    assert "2026-10-02T05:00:00" in md and '<span class="nw">' not in md  # report.md as it was
+    said = render.page(decided_report(figures=False))
+    card = said[said.index('id="card"'):said.index("</ul>", said.index('id="card"'))]
+    assert 'ends by <span class="nw">2026-10-01T16:33</span>; deadline <span class="nw">2026-10-02T05:00</span>' in card
+
+
+def test_a_run_string_with_backticks_or_a_date_stays_text():
+    from gpucost_mlflow.report.render import _text
+
+    assert _text("`<b>` at 2026-12-05T08:44+00:00") == ('<code>&lt;b&gt;</code> at '
+                                                        '<span class="nw">2026-12-05T08:44+00:00</span>')
 
 
 def test_the_memory_legend_names_each_counter_in_words_with_its_unit_never_its_metric_name(report):

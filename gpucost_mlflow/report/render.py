@@ -157,6 +157,18 @@ def markdown(report: Report) -> str:
 
 # ---- HTML ----
 
+CODE = re.compile(r"`([^`\n]+)`")  # inline code in the Markdown's text: `gpucost doctor --peak`
+# a date or a moment (2026-12-05, 2026-12-05T08:44+00:00, 2026-12-05T08:44Z): one unbreakable piece on any screen
+MOMENT = re.compile(r"\b\d{4}-\d\d-\d\d(?:T\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:[+-]\d\d:\d\d|Z)?)?\b")
+
+
+def _text(text) -> str:
+    """A string as HTML text: escaped, its backticked inline code as <code> (report.md keeps the backticks), and each
+    date or moment in a span that never wraps, so a narrow screen never breaks one at a hyphen."""
+    written = CODE.sub(r"<code>\1</code>", html.escape(str(text)))
+    return MOMENT.sub(lambda found: f'<span class="nw">{found.group(0)}</span>', written)
+
+
 def _numeric(text: str) -> bool:
     """A number-like cell (figures, units, ranges, dates) that must not wrap: every word holds a digit or is short."""
     words = re.sub(r" \[\d+\]", "", text).split()
@@ -164,7 +176,8 @@ def _numeric(text: str) -> bool:
 
 
 def _html_cell(cell, tag: str = "td", label: str = "") -> str:
-    """One cell; `label`: its column's header, shown beside it where a narrow screen stacks the table's rows."""
+    """One cell; `label`: its column's header, shown beside it where a narrow screen stacks the table's rows. A
+    number-like cell is kept whole as it is (`td.n`), so its dates need no span of their own."""
     e = html.escape
     labelled = f' data-label="{e(label)}"' if label else ""
     if isinstance(cell, Link):
@@ -172,31 +185,32 @@ def _html_cell(cell, tag: str = "td", label: str = "") -> str:
         return (f'<{tag} class="n"{labelled}><a href="{e(cell.href)}" target="_blank" rel="noopener noreferrer"'
                 f"{title}>{e(cell.text)}</a></{tag}>")
     text = str(cell)
-    numeric = ' class="n"' if tag == "td" and _numeric(text) else ""
+    numeric = tag == "td" and _numeric(text)
+    written, kind = (e, ' class="n"') if numeric else (_text, "")
     glued = re.sub(r" (\[\d+\])", "\u00a0\\1", text)  # a footnote mark never wraps away from its word
-    return f"<{tag}{numeric}{labelled}>" + "<br>".join(e(line) for line in glued.split("\n")) + f"</{tag}>"
+    return f"<{tag}{kind}{labelled}>" + "<br>".join(written(line) for line in glued.split("\n")) + f"</{tag}>"
 
 
 def _html_table(table: Table, stacked: bool = False) -> str:
     """A table in its scrolling frame and its footnotes; `stacked`: its rows become blocks of labelled cells on a
     narrow screen (the first table, read in MLflow's artifact pane), never a sideways scroll."""
-    e = html.escape
+    e = _text
     if table.all_empty():
-        return f'<p id="{e(table.ident)}">{e(table.all_empty())}</p>'
+        return f'<p id="{html.escape(table.ident)}">{e(table.all_empty())}</p>'
     kind = ' class="stack"' if stacked else ""
-    out = [f'<div class="scroll"><table id="{e(table.ident)}"{kind}><thead><tr>'
+    out = [f'<div class="scroll"><table id="{html.escape(table.ident)}"{kind}><thead><tr>'
            + "".join(_html_cell(h, "th") for h in table.head) + "</tr></thead><tbody>"]
     out += ["<tr>" + "".join(_html_cell(c, label=str(h) if stacked else "") for c, h in zip(row, table.head)) + "</tr>"
             for row in table.rows]
     out.append("</tbody></table></div>")
     if table.notes:
-        out.append(f'<ol class="notes" id="{e(table.ident)}-notes">'
+        out.append(f'<ol class="notes" id="{html.escape(table.ident)}-notes">'
                    + "".join(f"<li>{e(text)}</li>" for text in table.notes) + "</ol>")
     return "".join(out)
 
 
 def _exclusions_html(report: Report) -> list[str]:
-    e = html.escape
+    e = _text
     counts, rule = exclusion_text(report)
     table = exclusions_table(report)
     parts = [f"<h2>{e(EXCLUSIONS_TITLE)}</h2>",
@@ -206,7 +220,7 @@ def _exclusions_html(report: Report) -> list[str]:
 
 
 def _optional_html(report: Report) -> list[str]:
-    e = html.escape
+    e = _text
     parts = []
     if report.other_costs:
         parts += ["<h3>Other costs</h3>", f"<p>{e(OTHER_TEXT)}</p>", _html_table(other_table(report))]
@@ -222,7 +236,7 @@ def _optional_html(report: Report) -> list[str]:
 
 def _scope_html(report: Report) -> list[str]:
     """The closing section (scope, reproducibility; PROTOCOL.md §1, §7, §12) and the licences footer, escaped."""
-    e = html.escape
+    e = _text
 
     def items(lines: list[str]) -> str:
         return "<ul>" + "".join(f"<li>{e(line)}</li>" for line in lines) + "</ul>"
@@ -245,31 +259,31 @@ th{background:#f0f0f0;font-weight:600}td.n{white-space:nowrap}.warning{backgroun
 table.stack tr{border:1px solid #ccc;margin:.4em 0;padding:.3em .5em}table.stack td{display:inline-block;border:0;padding:1px 12px 1px 0;white-space:normal}
 table.stack td::before{content:attr(data-label) ": ";color:#555}table.stack td:first-child{display:block;font-weight:600}
 table.stack td:first-child::before{content:none}}
-.scroll{overflow-x:auto;max-width:100%}figure{display:inline-block;margin:.5em 1em .5em 0;max-width:100%}
+.nw{white-space:nowrap}.scroll{overflow-x:auto;max-width:100%}figure{display:inline-block;margin:.5em 1em .5em 0;max-width:100%}
 ol.notes{font-size:12px;color:#444;margin:.2em 0 1em;padding-left:2.2em}ol.notes li::marker{content:"[" counter(list-item) "] "}"""
 
 
 def _figure_html(report: Report, key: str) -> str:
     """A figure inline (data URI) with its alt text and caption, or nothing when the report has none."""
-    e = html.escape
+    e = _text
     found = report.figures.get(key)
     if found is None:
         return ""
-    ident = f' id="{e(key.replace("_", "-"))}"'
-    return (f'<figure{ident}><img alt="{e(found.alt)}" src="{found.uri}"><figcaption>{e(found.caption)}'
+    ident = f' id="{html.escape(key.replace("_", "-"))}"'
+    return (f'<figure{ident}><img alt="{html.escape(found.alt)}" src="{found.uri}"><figcaption>{e(found.caption)}'
             "</figcaption></figure>")
 
 
 def _card_html(report: Report) -> str:
     """The card, coloured by its state: decided (green), tied (dark green), undecided (amber), no decision (grey)."""
-    e = html.escape
+    e = _text
     return (f'<ul class="decision {card.state(report)}" id="card">'
             + "".join(f"<li><b>{e(label)}:</b> {e(text)}</li>" for label, text in card.lines(report)) + "</ul>")
 
 
 def _lead_html(report: Report) -> list[str]:
     """The title, then the card, the question and the protocol beside the cost-against-volume figure."""
-    e = html.escape
+    e = _text
     answer = [_card_html(report), f"<p><b>Question.</b> {e(report.question)}</p>",
               f"<p>{digest_text(report, lambda text: f'<code>{e(text)}</code>', e)}</p>",
               *([f"<p><b>Re-judged first.</b> {e(rejudged_text(report))}</p>"] if report.rejudged else [])]
@@ -278,20 +292,20 @@ def _lead_html(report: Report) -> list[str]:
 
 
 def _first_html(report: Report) -> list[str]:
-    e = html.escape
+    e = _text
     first, sentence = first_table(report)
     return [*([f'<p id="same">{e(sentence)}</p>'] if sentence else []), _html_table(first, stacked=True),
             f"<p>{e(DECISION_TEXT)}</p>", _figure_html(report, "durations"), f"<p><b>Decision note.</b> {e(report.decision)}</p>"]
 
 
 def _notices_html(report: Report) -> list[str]:
-    e = html.escape
+    e = _text
     return ([f"<p><b>The bill.</b> {e(text)}</p>" for text in report.bill]
             + [f'<p class="warning">Warning: {e(w)}</p>' for w in report.warnings])
 
 
 def _per_configuration_html(report: Report) -> list[str]:
-    e = html.escape
+    e = _text
     return [f"<h2>Per configuration</h2><p>{e(durations_text(report).capitalize())}.</p>",
             _html_table(summary_table(report)), f"<p>{e(SUMMARY_TEXT)}</p>", _html_table(energy_table(report)),
             f"<p>{e(ENERGY_TEXT)}</p>", f"<p>{e(MFU_TEXT)}</p>"]
@@ -300,11 +314,11 @@ def _per_configuration_html(report: Report) -> list[str]:
 def _separability_html(report: Report) -> list[str]:
     table = separation_table(report)
     return ["<h2>Separability within each series</h2>",
-            _html_table(table) if table.rows else f"<p>{html.escape(NO_PAIRS)}</p>"]
+            _html_table(table) if table.rows else f"<p>{_text(NO_PAIRS)}</p>"]
 
 
 def _plan_html(report: Report) -> list[str]:
-    e = html.escape
+    e = _text
     return ["<h2>Campaign plan and committed cost</h2>", f"<p>{e(plan_text(report))}</p>",
             f"<p>{e(overhead_text(report))}</p>", _html_table(forecast_table(report)), _html_table(plan_table(report))]
 
@@ -314,7 +328,7 @@ def _memory_html(report: Report) -> list[str]:
 
 
 def _attempts_html(report: Report) -> list[str]:
-    e = html.escape
+    e = _text
     outcome, checks = attempt_tables(report)
     return [f"<h2>Attempts ({len(report.attempts)} rows, one per attempted pass)</h2>", f"<p>{e(links_text(report))}</p>",
             "<h3>Outcome</h3>", _html_table(outcome), "<h3>Checks, utilisation and overlaps</h3>", _html_table(checks)]
