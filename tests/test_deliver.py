@@ -51,7 +51,7 @@ def test_a_three_corpus_delivery_runs_as_the_forecast_counts_it(store, corpus_di
     from gpucost_mlflow.core.inputs.protocol import load_protocol
     from gpucost_mlflow.core.money.forecast import Delivery, forecast
     from gpucost_mlflow.report.configurations import configurations
-    from gpucost_mlflow.report.measured import Measured
+    from gpucost_mlflow.report.measured import ReportAttempts
 
     protocol = tmp_path / "protocol.yaml"
     protocol.write_text(PROTOCOL_TEMPLATE.format(threshold=0.0, max_diff=0.05, min_agreement=0.8).replace(
@@ -80,7 +80,7 @@ def test_a_three_corpus_delivery_runs_as_the_forecast_counts_it(store, corpus_di
     (later,) = [run for run in nested if LOAD_S not in run.data.metrics]
     assert later.data.params[f"{schema.MISSING_PREFIX}{LOAD_S}"].startswith("loaded and warmed up once")
 
-    measured = Measured.of(evidence_of("t").attempts)
+    measured = ReportAttempts.of(evidence_of("t").attempts)
     delivered = measured.table[measured.table["role"] == "deliverable"]
     assert list(delivered["status"]) == [Status.ACCEPTED] * 3
     (config,) = configurations(measured, declared.corpus_size)
@@ -223,7 +223,7 @@ def test_a_lanes_variant_is_delivered_one_corpus_per_fresh_child_as_the_forecast
     from gpucost_mlflow.core.inputs.protocol import load_protocol
     from gpucost_mlflow.core.money.decision import assess
     from gpucost_mlflow.report.configurations import configurations
-    from gpucost_mlflow.report.measured import Measured
+    from gpucost_mlflow.report.measured import ReportAttempts
 
     variants = tmp_path / "variants.yaml"
     variants.write_text(yaml.safe_dump({"defaults": yaml.safe_load(VARIANTS.read_text())["defaults"],
@@ -241,7 +241,7 @@ def test_a_lanes_variant_is_delivered_one_corpus_per_fresh_child_as_the_forecast
     loaded = [run for run in nested if LOAD_S in run.data.metrics]
     assert len(loaded) == 3  # every corpus loaded and warmed up in fresh lane children
 
-    (config,) = configurations(Measured.of(evidence_of("t").attempts), declared.corpus_size)
+    (config,) = configurations(ReportAttempts.of(evidence_of("t").attempts), declared.corpus_size)
     (assessed,) = assess([config], _rules(declared.plan, 3, per_child=declared.deliverables["per_child"]))
     f = assessed.forecast
     assert f.children(3) == delivery.data.metrics["delivery_children"] == len(loaded) == 3

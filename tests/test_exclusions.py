@@ -12,7 +12,7 @@ from mlflow.tracking import MlflowClient
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.report import render
 from gpucost_mlflow.report.configurations import configurations
-from gpucost_mlflow.report.measured import Measured
+from gpucost_mlflow.report.measured import ReportAttempts
 from gpucost_mlflow.tracking import evidence, schema, writer
 from gpucost_mlflow.tracking.exclusion_record import details
 from tests.helpers import attempts_table, evidence_of
@@ -68,7 +68,7 @@ def test_an_excluded_pass_keeps_its_row_with_its_cause_and_leaves_the_durations(
     assert (recorded["reason"], recorded["note"]) == ("operator", CAUSE)
     assert recorded["cause"] == f"operator: {CAUSE}" and recorded["by"] and recorded["at"].endswith("+00:00")
 
-    (config,) = configurations(Measured.of(evidence_of("scenario").attempts))
+    (config,) = configurations(ReportAttempts.of(evidence_of("scenario").attempts))
     assert config.durations.values == (10.1, 10.3, 10.2, 10.0)
     assert config.durations.median == pytest.approx(10.15)
     assert config.counts["excluded"] == 1 and config.counts["accepted"] == 4

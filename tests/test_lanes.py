@@ -27,7 +27,7 @@ from gpucost_mlflow.execution import lanes
 from gpucost_mlflow.execution.batch_counter import BatchCounter
 from gpucost_mlflow.execution.outcome import Counted, PassOutcome, Timings
 from gpucost_mlflow.report.configurations import configurations
-from gpucost_mlflow.report.measured import Measured
+from gpucost_mlflow.report.measured import ReportAttempts
 from gpucost_mlflow.tracking import schema
 from gpucost_mlflow.tracking.attempts_table import COLUMNS, Attempt
 from tests.helpers import CATALOG, only_run, run_pass
@@ -148,7 +148,7 @@ def test_lanes_is_a_positive_whole_number_listed_only_when_a_pass_splits(tmp_pat
             load_variants(path)
 
 
-def _attempts(*configs: tuple[str, str, str, int]) -> Measured:
+def _attempts(*configs: tuple[str, str, str, int]) -> ReportAttempts:
     """Three accepted attempts per (variant, device, backend, lanes), as the reader reads them back."""
     found = []
     for variant, device, backend, count in configs:
@@ -158,7 +158,7 @@ def _attempts(*configs: tuple[str, str, str, int]) -> Measured:
                 "backend": backend, "role": "benchmark", "status": "accepted", "lanes": count,
                 "workload": "classification", "pass_s": 100.0 + n, "load_s": 5.0, "warmup_s": 1.0,
                 "eval_s": 1.0, "export_s": 1.0, "wall_s": 110.0 + n}))
-    return Measured.of(found)
+    return ReportAttempts.of(found)
 
 
 @pytest.mark.unit

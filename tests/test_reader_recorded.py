@@ -26,7 +26,7 @@ from gpucost_mlflow.core.measurement.repetitions import SETUP_IN_RATE
 from gpucost_mlflow.core.names import DISTINCT_SHAPES, PASS_S, SHAPE_SETUP_S, STEADY_LAP_S
 from gpucost_mlflow.report import seeded
 from gpucost_mlflow.report.configurations import configurations
-from gpucost_mlflow.report.measured import Measured
+from gpucost_mlflow.report.measured import ReportAttempts
 from gpucost_mlflow.tracking.attempts_table import frame
 from gpucost_mlflow.tracking.reader import attempts_of
 from gpucost_mlflow.tracking.run_records import RunRecord
@@ -100,7 +100,7 @@ def _as_before_62(read: pd.DataFrame) -> pd.DataFrame:
 
 def test_its_configurations_are_the_same_grouped_by_the_recorded_identity():
     records, now = _recorded()
-    measured = Measured.of(attempts_of(records, now))
+    measured = ReportAttempts.of(attempts_of(records, now))
     before = json.loads((BEFORE / "configurations.json").read_text(encoding="utf-8"))
     assert _before_62(configurations(measured, CORPUS_SIZE)) == before["apart"]
     assert _before_62(configurations(seeded.pooled_seeds(measured), CORPUS_SIZE)) == before["seeds"]

@@ -45,7 +45,7 @@ from gpucost_mlflow.report import (
 from gpucost_mlflow.report.bill import bill_lines
 from gpucost_mlflow.report.commands import command, settle_command
 from gpucost_mlflow.report.configurations import identity_notes, rate_notes
-from gpucost_mlflow.report.measured import Measured
+from gpucost_mlflow.report.measured import ReportAttempts
 from gpucost_mlflow.report.stage import latest_stage, looked, progress, stage_notes
 from gpucost_mlflow.tracking import schema
 from gpucost_mlflow.tracking.attempts_table import protocol_warnings
@@ -95,7 +95,7 @@ def build(evidence: Evidence, protocol: Protocol, protocol_path: Path, catalog: 
     today = options.today or now.date()
     catalog, prices = dated(catalog, today, protocol.max_price_age_days, options.allow_stale)
     experiment, experiment_tags = evidence.experiment.name, evidence.experiment.tags
-    measured = Measured.of(evidence.attempts)
+    measured = ReportAttempts.of(evidence.attempts)
     table = measured.table
     warnings = [w for w in protocol_warnings(table, experiment_tags, protocol_path)
                 if not (options.what_if and w.startswith(CHANGED_PROTOCOL))]
@@ -214,8 +214,8 @@ def rules_of(protocol: Protocol, catalog: Catalog, today: dt.date, table: pd.Dat
             protocol.deliverables["audit"], protocol.acceptance.reference_variant, protocol.corpus_size))
 
 
-def _decided(configs: list[Configuration], protocol: Protocol, catalog: Catalog, today: dt.date, measured: Measured
-             ) -> tuple[list[Assessment], Choice, str, dict, StagePlan | None]:
+def _decided(configs: list[Configuration], protocol: Protocol, catalog: Catalog, today: dt.date,
+             measured: ReportAttempts) -> tuple[list[Assessment], Choice, str, dict, StagePlan | None]:
     """Every configuration assessed against the protocol and the catalog, the one choice made of them (read by the
     tables, the note and the decision run alike) once its confirmation runs are read and every device of a second
     stage has reported, the decision note, the chosen configurations' confirmation verdicts and the latest stage."""

@@ -32,7 +32,7 @@ from gpucost_mlflow.core.names import (
     WARMUP_S,
 )
 from gpucost_mlflow.report import versus_reference
-from gpucost_mlflow.report.measured import Measured
+from gpucost_mlflow.report.measured import ReportAttempts
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ def excluded_passes(rows: pd.DataFrame) -> tuple[ExcludedPass, ...]:
                  for run_id, status, value, reason in zip(rows["run_id"], before, seconds, rows["reason"]))
 
 
-def configurations(measured: Measured, corpus_size: int | None = None) -> list[Configuration]:
+def configurations(measured: ReportAttempts, corpus_size: int | None = None) -> list[Configuration]:
     """One Configuration per identity of the benchmark attempts (device, variant, workload, model revision, corpus,
     stack: PROTOCOL.md §2), in first-seen order; configurations sharing a device and variant are told apart by name.
     Accepted deliverables count only on corpora the protocol declares: `corpus_size` inputs each (the size its

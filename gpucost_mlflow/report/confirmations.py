@@ -11,7 +11,7 @@ from gpucost_mlflow.core.inputs.identity import Identity
 from gpucost_mlflow.core.measurement.confirmation import Confirmation, ConfirmationRun, confirm
 from gpucost_mlflow.core.money.decision import Assessment, Configuration
 from gpucost_mlflow.core.names import EXPECTED_IDS, MEASURED_TOTAL_S, PASS_S, REPETITIONS, STEADY_LAP_S
-from gpucost_mlflow.report.measured import Measured, at_each_seed
+from gpucost_mlflow.report.measured import ReportAttempts, at_each_seed
 from gpucost_mlflow.report.versus_reference import flips_text
 from gpucost_mlflow.tracking.schema import CONFIRMATION_ROLE
 
@@ -24,7 +24,7 @@ def _any_corpus(identity: Identity) -> Identity:
     return replace(identity, corpus_fingerprint="")
 
 
-def runs_of(measured: Measured, config: Configuration) -> list[ConfirmationRun]:
+def runs_of(measured: ReportAttempts, config: Configuration) -> list[ConfirmationRun]:
     """The confirmation runs of one configuration, oldest first: its device, variant and identity (at any of its
     seeds), on any corpus."""
     if config.identity is None:
@@ -52,7 +52,7 @@ def runs_of(measured: Measured, config: Configuration) -> list[ConfirmationRun]:
 HELD = "; quality held"  # how core/measurement/confirmation.py says a run's quality held
 
 
-def _changed(measured: Measured, run_ids: set[str]) -> dict[str, str]:
+def _changed(measured: ReportAttempts, run_ids: set[str]) -> dict[str, str]:
     """The answers each of these runs changed against the reference's outputs ('1 lost, 0 gained of 1,000 inputs
     (exact McNemar p = 1)'), where any changed: a held quality bar does not hide a lost answer (issue 66)."""
     rows = measured.table[measured.table["run_id"].isin(run_ids)] if "run_id" in measured.table else measured.table[:0]
@@ -74,7 +74,7 @@ def _with_flips(verdict: Confirmation, changed: dict[str, str]) -> Confirmation:
     return replace(verdict, figures=figures, runs=runs)
 
 
-def verdicts(measured: Measured, chosen: list[Assessment], inputs_per_pass: int, min_s: float
+def verdicts(measured: ReportAttempts, chosen: list[Assessment], inputs_per_pass: int, min_s: float
              ) -> dict[str, Confirmation]:
     """Each chosen configuration's confirmation verdict, by its name, with the answers its runs changed."""
     found = {a.configuration.name: confirm(a.configuration.durations.values, inputs_per_pass,

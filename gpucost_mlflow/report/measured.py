@@ -22,7 +22,7 @@ def at_each_seed(identity: Identity) -> tuple[Identity, ...]:
 
 
 @dataclass(frozen=True, eq=False)
-class Measured:
+class ReportAttempts:
     """The attempts of one report, oldest first, and their table: row i of the table is attempt i (its identity may
     be a pooled one, report/seeded.py, while the table shows each pass's own seed)."""
 
@@ -30,7 +30,7 @@ class Measured:
     table: pd.DataFrame
 
     @classmethod
-    def of(cls, attempts: Sequence[Attempt]) -> Measured:
+    def of(cls, attempts: Sequence[Attempt]) -> ReportAttempts:
         return cls(tuple(attempts), frame(attempts))
 
     @cached_property

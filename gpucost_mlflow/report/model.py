@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # annotations only: importing plots would load matplotlib for
     from gpucost_mlflow.core.measurement.stats import Separation
     from gpucost_mlflow.core.money.decision import Assessment
     from gpucost_mlflow.core.money.measuring_price import Price, Spent
-    from gpucost_mlflow.report.measured import Measured
+    from gpucost_mlflow.report.measured import ReportAttempts
     from gpucost_mlflow.report.plots import Figure
     from gpucost_mlflow.report.tables import Summary
 
@@ -68,7 +68,7 @@ class Report:
     lists: list[tuple[str, str, list[str]]] = field(default_factory=list)
     # The attempts as read, beside `attempts` (their table): each configuration's passes found by its identity, for
     # the standing and committed cost the decision run gives them; None for a report made without them.
-    measured: Measured | None = None
+    measured: ReportAttempts | None = None
     # The price of measuring (report/measuring.py): the hours the campaigns it read recorded (None: none recorded),
     # and those hours at the committed plan's offer for a decided report, or why they are not priced.
     spent: Spent | None = None

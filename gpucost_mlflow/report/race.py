@@ -16,7 +16,7 @@ from gpucost_mlflow.core.money.choice import Choice, choose
 from gpucost_mlflow.core.money.decision import Assessment, assess
 from gpucost_mlflow.report import seeded
 from gpucost_mlflow.report.build import rules_of
-from gpucost_mlflow.report.measured import Measured
+from gpucost_mlflow.report.measured import ReportAttempts
 from gpucost_mlflow.tracking.attempts_table import Attempt
 
 # No --catalog: nothing is priced, so only the quality and deadline stops apply.
@@ -31,12 +31,12 @@ def race_of(protocol: Protocol) -> Race | None:
 
 
 def assessed(attempts: Sequence[Attempt], protocol: Protocol, catalog: Catalog | None, now: dt.datetime
-             ) -> tuple[list[Assessment], Measured]:
+             ) -> tuple[list[Assessment], ReportAttempts]:
     """Every configuration of these attempts assessed as the report assesses it at `now` (its window placed, its
     prices aged), and the attempts measured."""
     protocol = protocol.at(now)
     catalog, _ = dated(catalog or NO_CATALOG, now.date(), protocol.max_price_age_days)
-    measured = Measured.of(attempts)
+    measured = ReportAttempts.of(attempts)
     configs, _ = seeded.configurations(measured, protocol)
     return assess(configs, rules_of(protocol, catalog, now.date(), measured.table)), measured
 
@@ -47,7 +47,7 @@ def chosen(attempts: Sequence[Attempt], protocol: Protocol, catalog: Catalog | N
     return choose(assessments, deadline_declared=protocol.deadline is not None)
 
 
-def _runner(a: Assessment, measured: Measured) -> Runner:
+def _runner(a: Assessment, measured: ReportAttempts) -> Runner:
     """A configuration as the race reads it: its rejected passes' quality verdicts, and whether its workload is
     deterministic (its kind's declaration, which each pass records as `seed.workload_deterministic`)."""
     rows = measured.rows_of(a.configuration)

@@ -31,7 +31,7 @@ from gpucost_mlflow.core.names import (
     USEFUL_FLOP_PER_S,
 )
 from gpucost_mlflow.report import next_batch, versus_reference
-from gpucost_mlflow.report.measured import Measured
+from gpucost_mlflow.report.measured import ReportAttempts
 from gpucost_mlflow.tracking.schema import COST_PER_MILLION_INPUTS as FORECAST_PER_MILLION
 from gpucost_mlflow.tracking.schema import COST_PER_MILLION_OUTPUT_TOKENS as FORECAST_PER_MILLION_TOKENS
 
@@ -65,7 +65,7 @@ class Summary:
     next_batch: str = ""  # starved: the next batch size worth trying, or that it will not fit (report/next_batch.py)
 
 
-def summaries(measured: Measured, configs: list[Configuration], bar: float | None = None) -> list[Summary]:
+def summaries(measured: ReportAttempts, configs: list[Configuration], bar: float | None = None) -> list[Summary]:
     """Memory peaks (largest per counter, never added) and quality per configuration; `bar`: the protocol's label
     agreement bar, said beside a rejected configuration's agreement."""
     result = []
