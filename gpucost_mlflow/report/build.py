@@ -62,11 +62,11 @@ NOT_MEASURED_TEXT = ("Catalog rows for GPUs no pass here ran on: a device that w
 CONFIRMATION_TITLE = "Confirmation"
 CONFIRMATION_TEXT = ("Each chosen configuration run on the disjoint confirmation corpus for at least the protocol's "
                      "confirmation.min_s, judged by the same bars (`gpucost confirm`): confirmed when quality held and "
-                     "its rate stayed at or above its slowest benchmark pass's, the rate the committed plan is sized at, "
-                     "on every one of its confirmation runs: one that did not hold is not retried away. A run excluded "
-                     "for a documented cause (`gpucost exclude`), one interrupted before a result and the reference's "
-                     "outputs are listed, not counted. A choice not confirmed is not committed (docs/costs.md, "
-                     "\"Confirmation\").")
+                     "its rate stayed at or above its slowest benchmark pass's, the rate the committed plan is sized "
+                     "at, on every one of its confirmation runs: one that did not hold is not retried away. A run "
+                     "excluded for a documented cause (`gpucost exclude`), one interrupted before a result and the "
+                     "reference's outputs are listed, not counted. A choice not confirmed is not committed "
+                     "(docs/costs.md, \"Confirmation\").")
 CHANGED_PROTOCOL = "protocol changed after results"  # protocol_warnings' warning, which a what-if supersedes
 
 
@@ -77,7 +77,8 @@ class Options:
     rejudged: tuple[str, ...] = ()  # the pending passes judged just before (their lines), said near the top
     what_if: str = ""  # what this protocol changes against the locked one (`changed deadline`), allowed as a what-if
     today: dt.date | None = None  # the date prices are aged against (the UTC date when not given)
-    now: dt.datetime | None = None  # when the report is read: a start at the report is placed there (UTC now if not given)
+    # when the report is read: a start at the report is placed there (UTC now if not given)
+    now: dt.datetime | None = None
     allow_stale: bool = False  # price rows older than the protocol's max_price_age_days anyway
     variants_path: Path | None = None  # the variants file the report's exact commands name
 
@@ -196,8 +197,8 @@ def _one_currency(protocol: Protocol, catalog: Catalog) -> None:
     """Refuse an other cost in another currency than the catalog's: one comparison uses one currency."""
     for number, cost in enumerate(protocol.other_costs, 1):
         if cost.currency != catalog.currency:
-            raise GpucostError(f"{protocol.path}: other_costs[{number}] ({cost.label}) is in {cost.currency}, the catalog "
-                               f"{catalog.path} in {catalog.currency}; one comparison uses one currency")
+            raise GpucostError(f"{protocol.path}: other_costs[{number}] ({cost.label}) is in {cost.currency}, the "
+                               f"catalog {catalog.path} in {catalog.currency}; one comparison uses one currency")
 
 
 def rules_of(protocol: Protocol, catalog: Catalog, today: dt.date, table: pd.DataFrame) -> Rules:
@@ -240,7 +241,8 @@ def excluded_per_variant(table: pd.DataFrame, found: Mapping) -> list[model.Vari
         excluded = []
         for run_id, device in rows.loc[rows["status"] == Status.EXCLUDED, ["run_id", "device"]].itertuples(index=False):
             x = found.get(run_id)
-            excluded.append([device, run_id, x.cause, x.by, x.at] if x and x.cause else [device, run_id, "not recorded", "", ""])
+            excluded.append([device, run_id, x.cause, x.by, x.at] if x and x.cause
+                            else [device, run_id, "not recorded", "", ""])
         result.append(model.VariantExclusions(variant, len(rows), excluded))
     return result
 

@@ -279,8 +279,8 @@ def _changes(report: Report, names: short.Names) -> str:
             words.append("no break-even: it stays the cheapest wherever the others meet the deadline"
                          if found.reach is not None else
                          f"no break-even from 1 to {found.searched_to:,} corpora" if found.searched_to > volume else
-                         f"no break-even searched beyond the declared {volume:,} corp{'ora' if volume != 1 else 'us'}, where it "
-                         "costs the least")
+                         f"no break-even searched beyond the declared {volume:,} corp{'ora' if volume != 1 else 'us'}, "
+                         "where it costs the least")
         if found.reach is not None:
             words.append(f"above {found.reach:,} corpora it misses the deadline" if found.reach else
                          "it misses the deadline at every volume")

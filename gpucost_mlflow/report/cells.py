@@ -73,7 +73,8 @@ class Table:
         return f"{head} {self.note(text)}" if head and len(head) <= limit and head != text else self.note(text)
 
     def advice(self, text: str) -> str:
-        """The finding before the first '; ' kept in the cell, the advice after it (the same on every row) a footnote."""
+        """The finding before the first '; ' kept in the cell, the advice after it (the same on every row) a
+        footnote."""
         finding, sep, rest = str(text).partition("; ")
         return f"{finding} {self.note(rest)}" if sep else finding
 

@@ -33,12 +33,12 @@ def _decision_head(choice: Choice) -> str:
 
 def decision_name(choice: Choice, example_prices: bool, what_if_protocol: bool = False,
                   named: Callable[[Configuration], str] | None = None, confirmed: str = "") -> str:
-    """At most DECISION_NAME characters, so the runs table and the run's title show it whole, and starting with what
-    tells two decisions apart: `batch8 · chosen`, `batch64-bf16-lg +5 · tied · what-if`, `batch16-lg +2 · undecided`,
-    `nothing priced · no decision`. named gives a configuration's short name (the report's, device left out when all
-    share it; the variant alone by default); `confirmed` (report/confirmed.py: `confirmed`, `confirmed 1 of 3`, `not yet
-    confirmed`, `not confirmed`) follows what was decided; `what-if` ends the name of a decision priced with example
-    prices or made under a what-if protocol."""
+    """At most DECISION_NAME characters, so the runs table and the run's title show it whole, and starting with
+    what tells two decisions apart: `batch8 · chosen`, `batch64-bf16-lg +5 · tied · what-if`,
+    `batch16-lg +2 · undecided`, `nothing priced · no decision`. named gives a configuration's short name (the
+    report's, device left out when all share it; the variant alone by default); `confirmed` (report/confirmed.py:
+    `confirmed`, `confirmed 1 of 3`, `not yet confirmed`, `not confirmed`) follows what was decided; `what-if`
+    ends the name of a decision priced with example prices or made under a what-if protocol."""
     named = named or (lambda config: config.label)
     ending = f"{SEP}{WHAT_IF_PROTOCOL}" if what_if_protocol else (f"{SEP}{WHAT_IF}" if example_prices else "")
     ending = (f"{SEP}{confirmed}" if confirmed else "") + ending
@@ -84,15 +84,15 @@ def decision_note(report: Report, campaigns: dict[str, str], experiment_id: str,
     if choice.undecided:  # what an undecided decision still answers, on one device, as the card says it
         lines += [f"- **{label}:** {text}" for label, text in card.lines(report)[1:]] + [""]
     if what_if:
-        lines += [(f"**What-if:** decided under {what_if} (`{report.what_if_digest[:12]}`), not the protocol locked on the "
-                   f"experiment (`{protocol_digest[:12]}`)."), ""]
+        lines += [(f"**What-if:** decided under {what_if} (`{report.what_if_digest[:12]}`), not the protocol locked on "
+                   f"the experiment (`{protocol_digest[:12]}`)."), ""]
     if report.example_prices:
         lines += [f"**What-if:** priced with example prices ({catalog}), not a provider's quote.", ""]
     if assessments:  # by committed cost, cheapest first; those with nothing committed last
         shown = sorted((standing.shown(a, choice) for a in assessments),
                        key=lambda a: (a.committed is None, a.committed or 0))
-        lines += markdown_table(["configuration", "standing", "feasible", f"median {STEADY_LAP}", "forecast", "committed",
-                                 "deadline"],
+        lines += markdown_table(["configuration", "standing", "feasible", f"median {STEADY_LAP}", "forecast",
+                                 "committed", "deadline"],
                                 [_balance_row(a, standings.get(a.configuration.name, "")) for a in shown],
                                 padded=True) + [""]
     read = [f"[{cid}]({ui.run_path(experiment_id, run_id)})" if run_id else f"`{cid}`"

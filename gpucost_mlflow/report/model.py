@@ -56,9 +56,11 @@ class Report:
     written: dt.date | None = None  # the day the report was built: a planned start before it is said to be past
     read_at: dt.datetime | None = None  # the moment it was built: a start at the report is placed there
     start_at_report: bool = False  # the protocol's plan.start is at_report (the window runs from read_at)
-    ui_root: str = LOCAL_UI  # the MLflow UI run links open: the tracking server, else where `mlflow ui` serves by default
+    # the MLflow UI run links open: the tracking server, else where `mlflow ui` serves by default
+    ui_root: str = LOCAL_UI
     rejudged: list[str] = field(default_factory=list)  # pending passes `gpucost report` judged first, one line each
-    what_if: str = ""  # 'what-if protocol other.yaml (changed deadline)' when decided under another protocol than the lock
+    # 'what-if protocol other.yaml (changed deadline)' when decided under another protocol than the lock
+    what_if: str = ""
     what_if_digest: str = ""  # that protocol's digest, shown beside the locked one (protocol_digest)
     protocol_file: str = ""  # the protocol file the report read (a kept one when the shipped default has changed)
     bill: list[str] = field(default_factory=list)  # committed against paid (report/bill.py), empty without a bill

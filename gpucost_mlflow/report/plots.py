@@ -1,6 +1,6 @@
-"""Report figures (matplotlib's object API, no pyplot state) as PNG bytes, shown as data URIs in report.html and written as files
-next to it: committed cost against volume first, then every pass's duration, then memory peaks. Configurations
-carry their short names (report/short.py), the same as in the decision card."""
+"""Report figures (matplotlib's object API, no pyplot state) as PNG bytes, shown as data URIs in report.html and
+written as files next to it: committed cost against volume first, then every pass's duration, then memory peaks.
+Configurations carry their short names (report/short.py), the same as in the decision card."""
 
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ FAR_SHARE = 0.10  # ... and further than this share of the median (five equal pa
 JITTER = 0.07  # vertical offset between one configuration's dots, so five equal durations stay five dots
 # Per standing: colour, marker and whether the marker is hollow (under-sampled: too few passes to count).
 STYLES = {standing.CHOSEN: ("#2ca02c", "o", False), standing.TIED: ("#2ca02c", "D", False),
-          standing.EQUAL: ("#2ca02c", "D", True), standing.COSTS_MORE: ("#1f77b4", "o", False), standing.SAME_COST: ("#7f7f7f", "o", False),
+          standing.EQUAL: ("#2ca02c", "D", True), standing.COSTS_MORE: ("#1f77b4", "o", False),
+          standing.SAME_COST: ("#7f7f7f", "o", False),
           standing.UNDECIDED: ("#ff7f0e", "o", False), standing.INFEASIBLE: ("#d62728", "x", False),
           standing.LATE: ("#8c564b", "v", False), standing.UNSTABLE: ("#e377c2", "s", False),
           standing.NOT_PRICED: ("#bcbd22", "x", False),
@@ -131,7 +132,8 @@ def durations(assessments: list[Assessment], choice: Choice, names: short.Names)
     counts = ", ".join(f"{sum(standing.role(a, choice) == k for a in shown)} {k}" for k in kinds)
     alt = (f"Every pass's {STEADY_LAP} per configuration: {counts}"
            + (f"; outliers {', '.join(named)}" if named else "; no outlier"))
-    return Figure(alt, f"Every pass's {STEADY_LAP} per configuration (bar: median; ringed: an outlier, named by its run)",
+    return Figure(alt, f"Every pass's {STEADY_LAP} per configuration "
+                       "(bar: median; ringed: an outlier, named by its run)",
                   figure, DURATIONS_FILE)
 
 
@@ -180,7 +182,8 @@ def _marks(axes, anchor: Assessment, volume: int, found: standing.Flips | None, 
     axes.axvline(volume, color="#444", linestyle=":", linewidth=1)
     axes.annotate(f"declared {volume:,}", (volume, 1), xycoords=("data", "axes fraction"), xytext=(3, -12),
                   textcoords="offset points", fontsize=8)
-    flips = ([found.below[0] + 1] if found and found.below else []) + ([found.above[0]] if found and found.above else [])
+    flips = (([found.below[0] + 1] if found and found.below else [])
+             + ([found.above[0]] if found and found.above else []))
     marked = []
     for at in (v for v in flips if v <= high):
         cost = float(priced(anchor).cost(at))

@@ -80,7 +80,8 @@ def _optional_md(report: Report) -> list[str]:
     if report.other_costs:
         parts += ["### Other costs", "", OTHER_TEXT, "", _md_table(other_table(report)), ""]
     if report.break_evens:
-        parts += ["### Break-even volume (forecast)", "", BREAK_EVEN_TEXT, ""] + [f"- {line}" for line in report.break_evens] + [""]
+        parts += (["### Break-even volume (forecast)", "", BREAK_EVEN_TEXT, ""]
+                  + [f"- {line}" for line in report.break_evens] + [""])
     for title, text, lines in report.lists:
         if lines:
             parts += [f"### {title}", "", text, ""] + [f"- {line}" for line in lines] + [""]
@@ -89,8 +90,10 @@ def _optional_md(report: Report) -> list[str]:
 
 def _scope_md(report: Report) -> list[str]:
     """The closing section (scope, reproducibility; PROTOCOL.md §1, §7, §12) and the licences footer."""
-    return ([f"## {scope.TITLE}", "", "**Scope.**", ""] + [f"- {line}" for line in scope.covers(report.attempts, report.catalog)]
-            + ["", "**Reproducibility.**", ""] + [f"- {line}" for line in scope.reproducible(report.attempts, report.reproduce, report.seeds)]
+    return ([f"## {scope.TITLE}", "", "**Scope.**", ""]
+            + [f"- {line}" for line in scope.covers(report.attempts, report.catalog)]
+            + ["", "**Reproducibility.**", ""]
+            + [f"- {line}" for line in scope.reproducible(report.attempts, report.reproduce, report.seeds)]
             + ["", "---", "", "**Licences and sources.**", ""] + [f"- {line}" for line in scope.licences()] + [""])
 
 
@@ -147,7 +150,8 @@ def _memory_md(report: Report) -> list[str]:
 def _attempts_md(report: Report) -> list[str]:
     outcome, checks = attempt_tables(report)
     return [f"## Attempts ({len(report.attempts)} rows, one per attempted pass)", "", links_text(report), "",
-            "### Outcome", "", _md_table(outcome), "", "### Checks, utilisation and overlaps", "", _md_table(checks), ""]
+            "### Outcome", "", _md_table(outcome), "",
+            "### Checks, utilisation and overlaps", "", _md_table(checks), ""]
 
 
 def markdown(report: Report) -> str:
@@ -172,7 +176,8 @@ def _text(text) -> str:
 def _numeric(text: str) -> bool:
     """A number-like cell (figures, units, ranges, dates) that must not wrap: every word holds a digit or is short."""
     words = re.sub(r" \[\d+\]", "", text).split()
-    return 0 < len(text) <= 24 and text[:1].isdigit() and all(any(ch.isdigit() for ch in w) or len(w) <= 3 for w in words)
+    return (0 < len(text) <= 24 and text[:1].isdigit()
+            and all(any(ch.isdigit() for ch in w) or len(w) <= 3 for w in words))
 
 
 def _html_cell(cell, tag: str = "td", label: str = "") -> str:
@@ -214,7 +219,8 @@ def _exclusions_html(report: Report) -> list[str]:
     counts, rule = exclusion_text(report)
     table = exclusions_table(report)
     parts = [f"<h2>{e(EXCLUSIONS_TITLE)}</h2>",
-             "<ul>" + "".join(f"<li>{e(line)}</li>" for line in counts) + "</ul>" if counts else "<p>No attempt excluded.</p>",
+             "<ul>" + "".join(f"<li>{e(line)}</li>" for line in counts) + "</ul>" if counts
+             else "<p>No attempt excluded.</p>",
              f"<p>{e(rule)}</p>"]
     return parts + ([_html_table(table)] if table.rows else [])
 
@@ -241,26 +247,37 @@ def _scope_html(report: Report) -> list[str]:
     def items(lines: list[str]) -> str:
         return "<ul>" + "".join(f"<li>{e(line)}</li>" for line in lines) + "</ul>"
 
-    return [f'<h2 id="scope">{e(scope.TITLE)}</h2>', "<h3>Scope</h3>", items(scope.covers(report.attempts, report.catalog)),
+    return [f'<h2 id="scope">{e(scope.TITLE)}</h2>',
+            "<h3>Scope</h3>", items(scope.covers(report.attempts, report.catalog)),
             "<h3>Reproducibility</h3>", items(scope.reproducible(report.attempts, report.reproduce, report.seeds)),
             f'<footer id="licences"><hr><p><b>Licences and sources.</b></p>{items(scope.licences())}</footer>']
 
 
-STYLE = """body{font-family:system-ui,sans-serif;margin:1em 1.5em;color:#222;max-width:1400px}h1{font-size:1.5em;margin:.2em 0 .5em}
-table{border-collapse:collapse;margin:1em 0 .3em;font-size:13px}th,td{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
-th{background:#f0f0f0;font-weight:600}td.n{white-space:nowrap}.warning{background:#fff3cd;padding:.5em 1em;border-left:4px solid #e0a800}
-.decision{background:#e8f4ea;padding:.6em 1em;border-left:4px solid #2ca02c;font-size:15px;margin:0 0 .8em;list-style:none}
-.decision.tied{background:#eef6e8;border-left-color:#0b5d1e}.decision.undecided{background:#fff3cd;border-left-color:#e0a800}
-.decision.none{background:#f0f0f0;border-left-color:#7f7f7f}.decision li{margin:.2em 0}.decision,table.stack td{overflow-wrap:anywhere}img{max-width:100%}
+STYLE = """body{font-family:system-ui,sans-serif;margin:1em 1.5em;color:#222;max-width:1400px}\
+h1{font-size:1.5em;margin:.2em 0 .5em}
+table{border-collapse:collapse;margin:1em 0 .3em;font-size:13px}\
+th,td{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
+th{background:#f0f0f0;font-weight:600}td.n{white-space:nowrap}\
+.warning{background:#fff3cd;padding:.5em 1em;border-left:4px solid #e0a800}
+.decision{background:#e8f4ea;padding:.6em 1em;border-left:4px solid #2ca02c;font-size:15px;margin:0 0 .8em;\
+list-style:none}
+.decision.tied{background:#eef6e8;border-left-color:#0b5d1e}\
+.decision.undecided{background:#fff3cd;border-left-color:#e0a800}
+.decision.none{background:#f0f0f0;border-left-color:#7f7f7f}.decision li{margin:.2em 0}\
+.decision,table.stack td{overflow-wrap:anywhere}img{max-width:100%}
 .lead{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1.1fr);gap:1.5em;align-items:start}
 .lead figure{margin:0;display:block}.lead img{width:100%;height:auto}.lead p{margin:.5em 0}
 @media (max-width:1100px){.lead{display:block}.lead figure{margin:1em 0}}
 @media (max-width:720px){table.stack,table.stack tbody,table.stack tr{display:block}table.stack thead{display:none}
-table.stack tr{border:1px solid #ccc;margin:.4em 0;padding:.3em .5em}table.stack td{display:inline-block;border:0;padding:1px 12px 1px 0;white-space:normal}
-table.stack td::before{content:attr(data-label) ": ";color:#555}table.stack td:first-child{display:block;font-weight:600}
+table.stack tr{border:1px solid #ccc;margin:.4em 0;padding:.3em .5em}\
+table.stack td{display:inline-block;border:0;padding:1px 12px 1px 0;white-space:normal}
+table.stack td::before{content:attr(data-label) ": ";color:#555}\
+table.stack td:first-child{display:block;font-weight:600}
 table.stack td:first-child::before{content:none}}
-.nw{white-space:nowrap}.scroll{overflow-x:auto;max-width:100%}figure{display:inline-block;margin:.5em 1em .5em 0;max-width:100%}
-ol.notes{font-size:12px;color:#444;margin:.2em 0 1em;padding-left:2.2em}ol.notes li::marker{content:"[" counter(list-item) "] "}"""
+.nw{white-space:nowrap}.scroll{overflow-x:auto;max-width:100%}\
+figure{display:inline-block;margin:.5em 1em .5em 0;max-width:100%}
+ol.notes{font-size:12px;color:#444;margin:.2em 0 1em;padding-left:2.2em}\
+ol.notes li::marker{content:"[" counter(list-item) "] "}"""
 
 
 def _figure_html(report: Report, key: str) -> str:
@@ -295,7 +312,8 @@ def _first_html(report: Report) -> list[str]:
     e = _text
     first, sentence = first_table(report)
     return [*([f'<p id="same">{e(sentence)}</p>'] if sentence else []), _html_table(first, stacked=True),
-            f"<p>{e(DECISION_TEXT)}</p>", _figure_html(report, "durations"), f"<p><b>Decision note.</b> {e(report.decision)}</p>"]
+            f"<p>{e(DECISION_TEXT)}</p>", _figure_html(report, "durations"),
+            f"<p><b>Decision note.</b> {e(report.decision)}</p>"]
 
 
 def _notices_html(report: Report) -> list[str]:
@@ -330,7 +348,8 @@ def _memory_html(report: Report) -> list[str]:
 def _attempts_html(report: Report) -> list[str]:
     e = _text
     outcome, checks = attempt_tables(report)
-    return [f"<h2>Attempts ({len(report.attempts)} rows, one per attempted pass)</h2>", f"<p>{e(links_text(report))}</p>",
+    return [f"<h2>Attempts ({len(report.attempts)} rows, one per attempted pass)</h2>",
+            f"<p>{e(links_text(report))}</p>",
             "<h3>Outcome</h3>", _html_table(outcome), "<h3>Checks, utilisation and overlaps</h3>", _html_table(checks)]
 
 

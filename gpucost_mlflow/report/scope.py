@@ -1,4 +1,5 @@
-"""What a decision covers, what of it is reproducible, and whose corpus, models and catalog it used (PROTOCOL.md §1, §7, §12).
+"""What a decision covers, what of it is reproducible, and whose corpus, models and catalog it used
+(PROTOCOL.md §1, §7, §12).
 
 Pure text from the attempts table and the shipped sources: the report's last section and its footer. The licences are
 the ones read in each package's metadata and model card; docs/licences.md holds the same table with every detail.
@@ -107,9 +108,9 @@ def stacks(attempts: pd.DataFrame) -> list[str]:
 
 NOT_MLPERF = ("Not an MLPerf result nor a certification: it keeps MLPerf Inference's separation of dataset, quality "
               "target and scenario, not its rules, audit or submission (PROTOCOL.md §1).")
-NOT_OTHER_USES = ("Not an interactive service (arrival pattern, concurrency and acceptable latency were not tested), not "
-                  "training, not another corpus or model: each needs its useful unit and checks defined again and a new "
-                  "comparison (PROTOCOL.md §12).")
+NOT_OTHER_USES = ("Not an interactive service (arrival pattern, concurrency and acceptable latency were not tested), "
+                  "not training, not another corpus or model: each needs its useful unit and checks defined again and "
+                  "a new comparison (PROTOCOL.md §12).")
 def no_sampling() -> str:
     """How the built-in workloads avoid sampling, each way once, as the outputs' rules say it (base.Output)."""
     ways = (registry.output(name).NO_SAMPLING for name in registry.output_names())
@@ -118,8 +119,8 @@ def no_sampling() -> str:
 
 def seed_flags() -> str:
     """What a pass seeds and records of its deterministic flags, and why the built-in workloads need no seed."""
-    return ("(torch.manual_seed in the child; a python: workload's Python and numpy generators too, and its load gets the "
-            "seed where it takes one) and records, in its manifest (`seeds`), its verdict.json "
+    return ("(torch.manual_seed in the child; a python: workload's Python and numpy generators too, and its load gets "
+            "the seed where it takes one) and records, in its manifest (`seeds`), its verdict.json "
             "(`deterministic`) and its run params (`seed.*`), whether torch's deterministic algorithms, cuDNN "
             "deterministic mode and cuDNN benchmark were on; a pass does not force them. The built-in workloads are "
             f"deterministic (no sampling: {no_sampling()}), so their "
@@ -131,21 +132,22 @@ def seed_flags() -> str:
 def seeds_line(seeds: tuple[int, ...]) -> str:
     """The seeds the passes ran with: the protocol's, repetitions of each configuration, or seed 0 for every pass."""
     if seeds:
-        return (f"Seeds and deterministic flags: the protocol declares seeds {', '.join(map(str, seeds))}; every variant "
-                "ran its passes at each, each judged against the reference at the same seed; the seeds are repetitions "
-                "of one configuration, accepted only when every seed's passes are and committed at its slowest seed's "
-                f"passes (its durations pool every seed's); each pass seeds torch with its seed {seed_flags()}")
+        return (f"Seeds and deterministic flags: the protocol declares seeds {', '.join(map(str, seeds))}; every "
+                "variant ran its passes at each, each judged against the reference at the same seed; the seeds are "
+                "repetitions of one configuration, accepted only when every seed's passes are and committed at its "
+                "slowest seed's passes (its durations pool every seed's); each pass seeds torch with its seed "
+                f"{seed_flags()}")
     return (f"Seeds and deterministic flags: the protocol declares no seeds, so every pass seeds torch with "
             f"{DEFAULT_SEED} {seed_flags()}")
-MANIFEST_STACK = ("The manifest's stack (manifest.json, run params `stack.*`, environment.txt): backend, torch build, CUDA "
-                  "or HIP runtime, cuDNN, driver, device names and properties, CPU, threads, platform and Python, beside "
-                  "the corpus fingerprint and order, the model and tokenizer revisions, the code commit and every "
-                  "dependency version (PROTOCOL.md §2).")
+MANIFEST_STACK = ("The manifest's stack (manifest.json, run params `stack.*`, environment.txt): backend, torch build, "
+                  "CUDA or HIP runtime, cuDNN, driver, device names and properties, CPU, threads, platform and Python, "
+                  "beside the corpus fingerprint and order, the model and tokenizer revisions, the code commit and "
+                  "every dependency version (PROTOCOL.md §2).")
 # What is reproduced, as the protocol declares it (`reproduce`), then the limit every choice shares.
 REPRODUCED = {
-    "identical-outputs": ("What is reproduced (the protocol's `reproduce: identical-outputs`): the same output for every "
-                          "input as the accepted passes gave, on the same stack; a repetition whose outputs differ "
-                          "anywhere does not reproduce this decision."),
+    "identical-outputs": ("What is reproduced (the protocol's `reproduce: identical-outputs`): the same output for "
+                          "every input as the accepted passes gave, on the same stack; a repetition whose outputs "
+                          "differ anywhere does not reproduce this decision."),
     "bounded-deviation": ("What is reproduced (the protocol's `reproduce: bounded-deviation`): outputs accepted under "
                           "the protocol's quality bar and tolerance against its reference (bounded deviation, not "
                           "bit-identical numbers)."),
@@ -157,18 +159,21 @@ OTHER_STACKS = ("PyTorch does not guarantee identical results across versions, p
 
 
 def covers(attempts: pd.DataFrame, catalog: str) -> list[str]:
-    """The decision's scope (PROTOCOL.md §1, §12): offline batch work on this corpus, model and stacks, and what it is not."""
+    """The decision's scope (PROTOCOL.md §1, §12): offline batch work on this corpus, model and stacks, and what it is
+    not."""
     bench = _benchmark(attempts)
     corpus = _short(_distinct(attempts, "corpus_fingerprint", bench))
     model = _short(_distinct(attempts, "model_revision", bench))
     workloads = ", ".join(_distinct(attempts, "workload", bench)) or NOT_RECORDED
-    offline = ("Offline batch processing only: a whole corpus processed in batches, with no arrival pattern, concurrency "
-               f"or latency target; of this corpus (fingerprint {corpus}), this model (revision {model}, workload "
-               f"{workloads}) and these stacks ({len(stacks(attempts))}, listed below), priced with catalog {catalog}.")
+    offline = ("Offline batch processing only: a whole corpus processed in batches, with no arrival pattern, "
+               f"concurrency or latency target; of this corpus (fingerprint {corpus}), this model (revision {model}, "
+               f"workload {workloads}) and these stacks ({len(stacks(attempts))}, listed below), priced with catalog "
+               f"{catalog}.")
     return [offline, NOT_MLPERF, NOT_OTHER_USES]
 
 
-def reproducible(attempts: pd.DataFrame, reproduce: str = "bounded-deviation", seeds: tuple[int, ...] = ()) -> list[str]:
+def reproducible(attempts: pd.DataFrame, reproduce: str = "bounded-deviation",
+                 seeds: tuple[int, ...] = ()) -> list[str]:
     """What can be repeated (PROTOCOL.md §7): the seed, the deterministic flags, the manifest's stack, what the
     protocol declares is to be reproduced, and the limit."""
     seen = stacks(attempts)

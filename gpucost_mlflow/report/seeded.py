@@ -21,7 +21,8 @@ def configurations(measured: ReportAttempts, protocol: Protocol) -> tuple[list[C
     if not protocol.seeds:
         return apart, []
     together = apart_by_identity(pooled_seeds(measured), protocol.corpus_size)
-    return (every_seed(together, apart, protocol.seeds, lambda config: feasibility(config, protocol.passes_per_variant)),
+    return (every_seed(together, apart, protocol.seeds,
+                       lambda config: feasibility(config, protocol.passes_per_variant)),
             kept_apart(apart))
 
 

@@ -1,9 +1,10 @@
 """Where each configuration stands against the choice, in one vocabulary for the report's tables, its figures, the
 passes' `gpucost.standing` and the decision run's description (`WORDS`, listed in docs/report.md): chosen, tied,
-undecided, not confirmed, equal on another device, costs more or slower at the same cost (timely, priced, not a candidate), and why the others
-are out (under-sampled, stopped by the race, infeasible, not priced, unstable, misses the deadline, left out when no
-decision was made for a reason not about them); whose committed price is shown (none of those that cannot be
-committed to); which of them the cost-against-volume figure draws, and the chosen one's nearest break-evens."""
+undecided, not confirmed, equal on another device, costs more or slower at the same cost (timely, priced, not a
+candidate), and why the others are out (under-sampled, stopped by the race, infeasible, not priced, unstable, misses the
+deadline, left out when no decision was made for a reason not about them); whose committed price is shown (none of those
+that cannot be committed to); which of them the cost-against-volume figure draws, and the chosen one's nearest
+break-evens."""
 
 from __future__ import annotations
 

@@ -83,7 +83,8 @@ def summaries(measured: ReportAttempts, configs: list[Configuration], bar: float
             reasons = ["no completed pass"]
         overlapped = int((completed["overlapped_with"].fillna("") != "").sum()) if "overlapped_with" in completed else 0
         busy = _flagged(completed, "contended")
-        clocked = completed[MEASURED_TOTAL_S].fillna(completed[PASS_S]) if MEASURED_TOTAL_S in completed else completed[PASS_S]
+        clocked = (completed[MEASURED_TOTAL_S].fillna(completed[PASS_S]) if MEASURED_TOTAL_S in completed
+                   else completed[PASS_S])
         short = sum(1 for value in clocked if too_short(float(value)))
         summary = Summary(config, memory, "; ".join(counters), float(f1.median()) if len(f1) else None, verdicts,
                           utilisation, "; ".join(reasons), overlapped, busy, short, _flagged(completed, "throttled"),
@@ -259,6 +260,6 @@ def balance(assessments: list[Assessment], deadline, other_costs=()) -> pd.DataF
             **unit_costs(a),
         })
     for cost in other_costs:
-        rows.append({"entry": "other cost", "package": f"{cost.label}: {cost.basis}", "committed_cost": str(cost.amount),
-                     "currency": cost.currency})
+        rows.append({"entry": "other cost", "package": f"{cost.label}: {cost.basis}",
+                     "committed_cost": str(cost.amount), "currency": cost.currency})
     return pd.DataFrame(rows)
