@@ -47,7 +47,8 @@ def rejudged_text(report: Report) -> str:
             f"runs before this report: {'; '.join(report.rejudged)}.")
 
 
-MEMORY_NAMES = {"mem_peak_allocated_bytes": "allocated", "mem_peak_reserved_bytes": "reserved", "mem_peak_rss_bytes": "RSS"}
+MEMORY_NAMES = {"mem_peak_allocated_bytes": "allocated", "mem_peak_reserved_bytes": "reserved",
+                "mem_peak_rss_bytes": "RSS"}
 
 
 def _attempt_counts(counts: dict) -> str:
@@ -63,25 +64,27 @@ def durations_text(report: Report) -> str:
 
 
 SUMMARY_HEAD = ["device", "variant", f"raw {STEADY_LAP}s (s)", "median", "min", "max", "overlapped", "attempts",
-                "memory peak", "macro-F1 (median)", "quality verdicts", "against the reference: agreement, answers changed",
+                "memory peak", "macro-F1 (median)", "quality verdicts",
+                "against the reference: agreement, answers changed",
                 "GFLOP/s useful / padded (median)", "MFU useful / padded (median)"]
 SUMMARY_TEXT = ("Overlapped: durations measured while another pass ran on the same host; contended: while other "
                 "processes used more of the machine's CPU than the protocol's max_other_cpu_share (each such pass "
                 "may be excluded with `gpucost exclude RUN_ID --reason contended`, its recorded figures as the note: "
                 "the attempts table's contended column). Memory: the largest peak per counter, never added; its "
-                "counter in the footnote. MFU: of the dense-matmul peak. Too short to time reliably: a measured pass under 1 s, "
-                "where clock noise and boost behaviour weigh more than the work (the protocol's min_measured_s repeats "
-                "the corpus inside the clock). Throttled: the board reported a power or thermal slowdown at the start "
-                "or end of the measured pass. Busy: the mean utilisation of the pass's device while measured (the "
-                "pass's own share of the CPU, or the GPU's); starved: under the protocol's min_utilisation. Against "
-                "the reference: the labels it agrees on, with the exact interval the bar is judged on, and on gold "
-                "labels the inputs right in the reference and wrong here (lost) and the reverse (gained), with the "
-                "exact McNemar p-value (docs/protocol.md): correct answers lost while the macro-F1 holds show.")
+                "counter in the footnote. MFU: of the dense-matmul peak. Too short to time reliably: a measured pass "
+                "under 1 s, where clock noise and boost behaviour weigh more than the work (the protocol's "
+                "min_measured_s repeats the corpus inside the clock). Throttled: the board reported a power or thermal "
+                "slowdown at the start or end of the measured pass. Busy: the mean utilisation of the pass's device "
+                "while measured (the pass's own share of the CPU, or the GPU's); starved: under the protocol's "
+                "min_utilisation. Against the reference: the labels it agrees on, with the exact interval the bar is "
+                "judged on, and on gold labels the inputs right in the reference and wrong here (lost) and the reverse "
+                "(gained), with the exact McNemar p-value (docs/protocol.md): correct answers lost while the macro-F1 "
+                "holds show.")
 
 
 def flags_text(s, counted: int) -> str:
-    """'; contended 1; throttled 2 of 5; starved 1 of 5: 23 % mean GPU; next batch size worth trying: 16; busy GPU 23 %':
-    what flags a configuration's durations carry, and how busy its device was on average."""
+    """'; contended 1; throttled 2 of 5; starved 1 of 5: 23 % mean GPU; next batch size worth trying: 16;
+    busy GPU 23 %': what flags a configuration's durations carry, and how busy its device was on average."""
     parts = [f"contended {s.contended}" if s.contended else "",
              f"throttled {s.throttled} of {counted}" if s.throttled else "",
              f"too short to time reliably {s.too_short}" if s.too_short else ""]
@@ -101,7 +104,8 @@ def summary_table(report: Report) -> Table:
     for s in report.summaries:
         c, d = s.configuration, s.configuration.durations
         peaks = "; ".join(f"{v / 2**20:,.0f} MiB {MEMORY_NAMES.get(k, k)}" for k, v in s.memory.items())
-        memory = f"{peaks} {table.note(s.memory_counter)}" if peaks and s.memory_counter else (peaks or empty(table, "no memory peak recorded"))
+        memory = (f"{peaks} {table.note(s.memory_counter)}" if peaks and s.memory_counter
+                  else (peaks or empty(table, "no memory peak recorded")))
         verdicts = "; ".join(f"{n} {table.fold(verdict, 16)}" for verdict, n in s.quality_verdicts.items())
         table.rows.append([
             c.device, c.label, " ".join(f"{v:.3f}" for v in d.values), cell(d.median), cell(d.minimum), cell(d.maximum),
@@ -118,8 +122,9 @@ ENERGY_HEAD = ["device", "variant", "energy per pass (J, median)", "net of idle 
                "energy per corpus (J, accepted benchmark passes)"]
 ENERGY_TEXT = ("Energy: the board's (or CPU package's) cumulative counter read just before and just after each "
                "measured pass (docs/pass.md); per corpus, the median over accepted benchmark passes, each of which "
-               "processed one whole comparison corpus (no deliverable corpus is counted here until one is accepted). Net of idle power: less the board's idle power (measured during the protocol's "
-               "cooldown_s) times pass_s. Empty with the reason where no counter exists.")
+               "processed one whole comparison corpus (no deliverable corpus is counted here until one is accepted). "
+               "Net of idle power: less the board's idle power (measured during the protocol's cooldown_s) times "
+               "pass_s. Empty with the reason where no counter exists.")
 
 
 def energy_table(report: Report) -> Table:
@@ -148,11 +153,13 @@ def separation_table(report: Report) -> Table:
         interval = (f"{s.interval[0]:.3f} to {s.interval[1]:.3f} ({s.level})" if s.interval
                     else "" if s.median_difference is None else "too few passes")
         table.rows.append([name, s.faster, s.slower, cell(s.median_difference), interval, cell(s.largest_spread),
-                           "" if s.ranges_overlap is None else str(s.ranges_overlap), cell(s.p_value), table.advice(s.verdict)])
+                           "" if s.ranges_overlap is None else str(s.ranges_overlap), cell(s.p_value),
+                           table.advice(s.verdict)])
     return table
 
 
-FORECAST_HEAD = ["device", "variant", "setup (h)", "waiting (h)", "comparisons on the real schedule (h, attempts on the device)",
+FORECAST_HEAD = ["device", "variant", "setup (h)", "waiting (h)",
+                 "comparisons on the real schedule (h, attempts on the device)",
                  "comparisons summed (h)", "start-up (h)", "deliverables (h, expected, streams)", "forecast window (h)",
                  "range (h): fastest-slowest pass", "forecast end (median / slowest)", "deadline"]
 
@@ -168,16 +175,19 @@ def forecast_table(report: Report) -> Table:
             continue
         estimated = f", {f.comparisons_estimated} by stage times" if f.comparisons_estimated else ""
         ends = " / ".join(end.isoformat(timespec="minutes") for end in (a.forecast_end, a.forecast_end_high) if end)
-        table.rows.append([c.device, c.label, f"{f.setup_h:g}", f"{f.waiting_h:g}", f"{f.comparisons_h:.3f} ({f.comparisons}{estimated})",
+        table.rows.append([c.device, c.label, f"{f.setup_h:g}", f"{f.waiting_h:g}",
+                           f"{f.comparisons_h:.3f} ({f.comparisons}{estimated})",
                            f"{f.comparisons_sum_h if f.comparisons_sum_h is not None else f.comparisons_h:.3f}",
-                           f.startup_said(table.note), f"{f.deliverables_h:.3f} ({f.deliverables:,}, {f.streams}) {table.note(f.streams_note)}",
-                           f"{f.hours:,.3f}", f"{f.low_hours:,.3f}-{f.high_hours:,.3f}", ends, table.fold(a.deadline_status)])
+                           f.startup_said(table.note),
+                           f"{f.deliverables_h:.3f} ({f.deliverables:,}, {f.streams}) {table.note(f.streams_note)}",
+                           f"{f.hours:,.3f}", f"{f.low_hours:,.3f}-{f.high_hours:,.3f}", ends,
+                           table.fold(a.deadline_status)])
     return table
 
 
 PLAN_HEAD = ["device", "variant", "feasible", "committed plan (covers the slowest-pass forecast)", "committed",
-             "median-pass plan (possible saving)", "spare capacity (slowest pass)", "next plans", "accepted deliverables",
-             "cost per validated corpus"]
+             "median-pass plan (possible saving)", "spare capacity (slowest pass)", "next plans",
+             "accepted deliverables", "cost per validated corpus"]
 
 
 def _committed(table: Table, a: Assessment) -> str:
@@ -236,8 +246,8 @@ def plan_table(report: Report) -> Table:
     return table
 
 
-DECISION_HEAD = ["configuration", "standing", f"median {STEADY_LAP} (s)", "forecast window (h)", "deadline", "committed",
-                 "planning budget (forecast)", "cost per validated corpus"]
+DECISION_HEAD = ["configuration", "standing", f"median {STEADY_LAP} (s)", "forecast window (h)", "deadline",
+                 "committed", "planning budget (forecast)", "cost per validated corpus"]
 
 
 def decision_table(report: Report) -> Table:
@@ -266,7 +276,8 @@ def decision_table(report: Report) -> Table:
         table.rows.append([a.configuration.name, said,
                            cell(a.configuration.durations.median),
                            f"{f.hours:,.3f}" if f else empty(table, a.forecast_note), table.fold(a.deadline_status),
-                           *(cost(table, standing.shown(a, choice)) for cost in (_committed, _per_inputs, _per_corpus))])
+                           *(cost(table, standing.shown(a, choice))
+                             for cost in (_committed, _per_inputs, _per_corpus))])
     return table
 
 
@@ -295,8 +306,8 @@ def other_table(report: Report) -> Table:
 ATTEMPT_COLUMNS = ["pass_index", "round", "position", "variant", "device", "status", "reason", PASS_S, MACRO_F1,
                    "quality_verdict", "run_id", EXPECTED_IDS, OBSERVED_IDS, "ids_match", "corpus_accepted",
                    COMPLETED_ENTRIES, MFU_USEFUL, MFU_PADDED, "mfu_reason", "overlapped_with"]
-ATTEMPT_HEAD = ["#", "campaign", "round", "position", "variant", "device", "status", "reason", f"{STEADY_LAP} (s)", "macro-F1",
-                "quality", "run"]
+ATTEMPT_HEAD = ["#", "campaign", "round", "position", "variant", "device", "status", "reason", f"{STEADY_LAP} (s)",
+                "macro-F1", "quality", "run"]
 CHECK_HEAD = ["#", "run", "ids expected", "ids observed", "ids match", "corpus accepted", "completed entries",
               "MFU useful / padded", "overlapped with"]
 
@@ -308,7 +319,8 @@ def attempt_tables(report: Report) -> tuple[Table, Table]:
     for index, row in enumerate(report.attempts.to_dict("records"), 1):
         number = str(index)
         run = run_cell(report, row.get("run_id"))
-        outcome.rows.append([number, cell(row.get("campaign_id")) or "none", cell(row.get("round")), cell(row.get("position")), cell(row.get("variant")),
+        outcome.rows.append([number, cell(row.get("campaign_id")) or "none", cell(row.get("round")),
+                             cell(row.get("position")), cell(row.get("variant")),
                              cell(row.get("device")), cell(row.get("status")), outcome.fold(cell(row.get("reason"))),
                              cell(row.get(STEADY_LAP_S) if pd.notna(row.get(STEADY_LAP_S)) else row.get(PASS_S)),
                              cell(row.get(MACRO_F1)), outcome.fold(cell(row.get("quality_verdict")), 16),
@@ -317,8 +329,10 @@ def attempt_tables(report: Report) -> tuple[Table, Table]:
                if pd.notna(row.get(MFU_USEFUL)) and pd.notna(row.get(MFU_PADDED)) else {})
         overlapped = ", ".join(other[:8] for other in cell(row.get("overlapped_with")).split(",") if other)
         checks.rows.append([number, run, cell(row.get(EXPECTED_IDS)), cell(row.get(OBSERVED_IDS)),
-                            cell(row.get("ids_match")), cell(row.get("corpus_accepted")), cell(row.get(COMPLETED_ENTRIES)),
-                            pair(checks, mfu, MFU_USEFUL, MFU_PADDED, lambda v: f"{v:.3f}", cell(row.get("mfu_reason"))),
+                            cell(row.get("ids_match")), cell(row.get("corpus_accepted")),
+                            cell(row.get(COMPLETED_ENTRIES)),
+                            pair(checks, mfu, MFU_USEFUL, MFU_PADDED, lambda v: f"{v:.3f}",
+                                 cell(row.get("mfu_reason"))),
                             overlapped])
     return outcome, checks
 
@@ -331,7 +345,8 @@ def exclusion_text(report: Report) -> tuple[list[str], str]:
     """Per variant 'excluded k of n attempts' (none: one line saying so), and the protocol's rule."""
     counts = ([f"{v.variant}: excluded {len(v.excluded)} of {v.attempts} attempts" for v in report.exclusions]
               if any(v.excluded for v in report.exclusions) else [])
-    return counts, f"Exclusion rule of the protocol, the same for every variant: {report.exclusion_rule or 'not declared'}"
+    rule = report.exclusion_rule or "not declared"
+    return counts, f"Exclusion rule of the protocol, the same for every variant: {rule}"
 
 
 def exclusions_table(report: Report) -> Table:
@@ -356,38 +371,43 @@ def overhead_text(report: Report) -> str:
     """The harness overhead per pass, as the campaigns recorded it (one definition), or why it is empty."""
     seconds, count, campaigns = report.overhead
     if seconds is None:
-        return "Harness overhead per pass: empty (no campaign recorded one: passes outside a campaign have no gaps to count)."
+        return ("Harness overhead per pass: empty (no campaign recorded one: passes outside a campaign have no gaps "
+                "to count).")
     return (f"Harness overhead per pass: {seconds:.2f} s (each campaign's own figure, `harness_overhead_s_per_pass`, "
             f"weighted by its attempts: {count} attempts in {campaigns} campaign(s); its wall time minus every pass's "
-            "load, warm-up, measured clock, evaluation, export and cooldown, per pass: process start, manifest, logging, "
-            "reference download and the gaps between passes); it is inside the comparisons term of the forecast.")
+            "load, warm-up, measured clock, evaluation, export and cooldown, per pass: process start, manifest, "
+            "logging, reference download and the gaps between passes); it is inside the comparisons term of the "
+            "forecast.")
 
 
 def plan_text(report: Report) -> str:
     """What the forecast window adds up and how the committed plan covers it, or why nothing is priced."""
     p = report.plan
     if p is None:
-        return "No plan declared in the protocol: no forecast, so no window to cover and nothing priced (no plan: no forecast)."
+        return ("No plan declared in the protocol: no forecast, so no window to cover and nothing priced "
+                "(no plan: no forecast).")
     start = p["start"].isoformat() if p.get("start") else "not declared"
     if report.start_at_report:
-        start += " (plan.start: at_report: the moment this report was read; the deadline is the declared hours after it)"
+        start += (" (plan.start: at_report: the moment this report was read; the deadline is the declared hours "
+                  "after it)")
     elif p.get("start") and report.read_at and p["start"] < like(report.read_at, p["start"]):
         start += (f" (past: this report was read at {report.read_at.isoformat()}; the window still runs from the "
                   "declared start, as pre-registered, so the deadline is checked against the plan; the card also "
                   "gives the end and the volume that fits from now)")
-    return (f"Forecast, not a measurement, and never counted as accepted deliverables: window = {p['setup_hours']:g} h setup "
-            f"+ {p['waiting_hours']:g} h declared waiting + every benchmark attempt run on the device on the real schedule "
-            f"(the union of their run wall times per host: attempts run side by side on one lot's GPUs count once; "
-            f"failed, rejected and excluded attempts included; the plain sum is shown beside it) + (children + "
-            f"{p['planned_restarts']} planned restarts) x (median load + warm-up), one child per deliverables.per_child "
-            f"corpora (all when not declared; lanes: one per corpus, as `gpucost deliver` runs them) + a deliverables "
-            f"audit per corpus under deliverables.audit (the reference variant's child) + expected deliverables x (median pass + "
-            f"evaluation + export), one deliverable after another unless the protocol declares them side by side (the "
-            f"assumption is in each row's footnote); the range puts the deliverables at the fastest and slowest observed "
-            f"pass. Planned start {start}; deadline {report.deadline}, met only if the slowest-pass forecast ends before "
-            f"it. The committed plan is the cheapest way the catalog covers the slowest-pass window (package length x "
-            f"consecutive periods x lots, or hours billed), on a tie the shorter: what finishes the work for sure; the "
-            f"median-pass plan is shown as the possible saving, and the next two plans beside it.")
+    return (f"Forecast, not a measurement, and never counted as accepted deliverables: window = {p['setup_hours']:g} h "
+            f"setup + {p['waiting_hours']:g} h declared waiting + every benchmark attempt run on the device on the "
+            "real schedule (the union of their run wall times per host: attempts run side by side on one lot's GPUs "
+            "count once; failed, rejected and excluded attempts included; the plain sum is shown beside it) + "
+            f"(children + {p['planned_restarts']} planned restarts) x (median load + warm-up), one child per "
+            "deliverables.per_child corpora (all when not declared; lanes: one per corpus, as `gpucost deliver` runs "
+            "them) + a deliverables audit per corpus under deliverables.audit (the reference variant's child) + "
+            "expected deliverables x (median pass + evaluation + export), one deliverable after another unless the "
+            "protocol declares them side by side (the assumption is in each row's footnote); the range puts the "
+            f"deliverables at the fastest and slowest observed pass. Planned start {start}; deadline "
+            f"{report.deadline}, met only if the slowest-pass forecast ends before it. The committed plan is the "
+            "cheapest way the catalog covers the slowest-pass window (package length x consecutive periods x lots, or "
+            "hours billed), on a tie the shorter: what finishes the work for sure; the median-pass plan is shown as "
+            "the possible saving, and the next two plans beside it.")
 
 
 MFU_TEXT = ("GFLOP/s and MFU: forward-pass FLOPs counted from the model config and the real token counts of the "
@@ -398,7 +418,7 @@ MFU_TEXT = ("GFLOP/s and MFU: forward-pass FLOPs counted from the model config a
 
 def links_text(report: Report) -> str:
     """Where the run links open, and how to follow one from inside MLflow's artifact view."""
-    return (f"Run ids link to the run's page in the MLflow UI at {report.ui_root} (the tracking server the report read, "
-            "or `mlflow ui`'s default address for a database or folder store). Inside MLflow's artifact view this page "
-            "sits in a sandboxed frame that may refuse to open a link: open it with your browser's 'Open link in new "
-            "tab'. attempts.csv holds every column of every attempt.")
+    return (f"Run ids link to the run's page in the MLflow UI at {report.ui_root} (the tracking server the report "
+            "read, or `mlflow ui`'s default address for a database or folder store). Inside MLflow's artifact view "
+            "this page sits in a sandboxed frame that may refuse to open a link: open it with your browser's 'Open "
+            "link in new tab'. attempts.csv holds every column of every attempt.")
