@@ -54,12 +54,17 @@ class InputFiles:
 @click.command("pass")
 @click.option("--variant", "variant_name", required=True, help="A variant name from the variants file.")
 @click.option("--corpus", "corpus_path", type=click.Path(), default=None, help=CORPUS_HELP)
-@click.option("--model", "model_path", type=click.Path(path_type=Path), default=AUTO_MODEL, show_default=True, help=MODEL_HELP)
-@click.option("--variants", "variants_file", type=click.Path(path_type=Path), default=shipped.VARIANTS, show_default=True)
+@click.option("--model", "model_path", type=click.Path(path_type=Path), default=AUTO_MODEL, show_default=True,
+              help=MODEL_HELP)
+@click.option("--variants", "variants_file", type=click.Path(path_type=Path), default=shipped.VARIANTS,
+              show_default=True)
 @click.option("--experiment", default=None, help=f"{EXPERIMENT_HELP} Ignored under `mlflow run`.")
-@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True, help="The pre-registered protocol; its digest is locked on the experiment.")
-@click.option("--role", default="benchmark", show_default=True, help="benchmark, or deliverable for a production corpus.")
-@click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."), help="Folder that relative paths are resolved from (the MLproject passes the repository root).")
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL,
+              show_default=True, help="The pre-registered protocol; its digest is locked on the experiment.")
+@click.option("--role", default="benchmark", show_default=True,
+              help="benchmark, or deliverable for a production corpus.")
+@click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."),
+              help="Folder that relative paths are resolved from (the MLproject passes the repository root).")
 def run_pass(variant_name, corpus_path, model_path, variants_file, experiment, protocol_file, role, root) -> None:
     """Run one pass of a variant over the corpus as one MLflow run."""
     from gpucost_mlflow.flow.launcher import execute  # deferred: imports torch
@@ -76,7 +81,8 @@ def run_pass(variant_name, corpus_path, model_path, variants_file, experiment, p
     click.echo(f"pass {request.variant.name}: {result.status} ({result.reason}); {_pass_figures(result.metrics)}; "
                f"run {result.run_id}")
     if result.spooled:
-        click.echo(f"not yet in the tracking store: kept in {result.spooled}; run `gpucost sync` when it is back", err=True)
+        click.echo(f"not yet in the tracking store: kept in {result.spooled}; run `gpucost sync` when it is back",
+                   err=True)
     if result.status == Status.FAILED:
         sys.exit(1)
 
@@ -107,17 +113,25 @@ def _pass_figures(metrics: dict) -> str:
 
 
 @click.command("campaign")
-@click.option("--variants", "variant_names", default="batch1,batch4,batch8", show_default=True, help="Comma-separated variant names, in the first round's order.")
-@click.option("--passes", type=WholeNumber(1), default=None, help="Passes per variant (default and required value: the protocol's).")
-@click.option("--resume", default=None, help="Campaign id: run only its slots without an attempt, and its interrupted ones again.")
+@click.option("--variants", "variant_names", default="batch1,batch4,batch8", show_default=True,
+              help="Comma-separated variant names, in the first round's order.")
+@click.option("--passes", type=WholeNumber(1), default=None,
+              help="Passes per variant (default and required value: the protocol's).")
+@click.option("--resume", default=None,
+              help="Campaign id: run only its slots without an attempt, and its interrupted ones again.")
 @click.option("--experiment", default=None, help=f"{EXPERIMENT_HELP} Ignored under `mlflow run`.")
 @click.option("--corpus", "corpus_path", type=click.Path(), default=None, help=CORPUS_HELP)
-@click.option("--model", "model_path", type=click.Path(path_type=Path), default=AUTO_MODEL, show_default=True, help=MODEL_HELP)
+@click.option("--model", "model_path", type=click.Path(path_type=Path), default=AUTO_MODEL, show_default=True,
+              help=MODEL_HELP)
 @click.option("--variants-file", type=click.Path(path_type=Path), default=shipped.VARIANTS, show_default=True)
-@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True)
-@click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."), help="Folder that relative paths are resolved from.")
-@click.option("--series", "series_name", default=None, help="Run every variant of this declared series (instead of --variants).")
-@click.option("--settle", is_flag=True, help="The protocol's pre-registered second stage: more passes of the configurations "
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL,
+              show_default=True)
+@click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."),
+              help="Folder that relative paths are resolved from.")
+@click.option("--series", "series_name", default=None,
+              help="Run every variant of this declared series (instead of --variants).")
+@click.option("--settle", is_flag=True,
+              help="The protocol's pre-registered second stage: more passes of the configurations "
               "the decision over --catalog leaves undecided, each the same, then the decision read once.")
 @click.option("--catalog", "catalog_file", type=click.Path(path_type=Path), multiple=True,
               help="The price catalog(s) the campaign's machine time is priced from (its device's cheapest hourly "
@@ -276,7 +290,8 @@ def _echo_campaign(result) -> None:
     summary = ", ".join(f"{statuses.count(s)} {s}" for s in sorted(set(statuses))) or "nothing left to run"
     click.echo(f"campaign {result.campaign_id} (parent run {result.parent_run_id}): {summary}")
     for judged in result.rejudged:
-        click.echo(f"re-judged {judged.variant} run {judged.run_id}: pending -> {judged.status} (reference run {judged.reference_run})")
+        click.echo(f"re-judged {judged.variant} run {judged.run_id}: pending -> {judged.status} (reference run "
+                   f"{judged.reference_run})")
     for name, why in result.skipped.items():
         click.echo(f"not tried: {name} ({why})")
     if result.overhead_s_per_pass is not None:
@@ -289,8 +304,8 @@ def _echo_campaign(result) -> None:
 
 @click.command("rejudge")
 @click.option("--experiment", default=None, help=EXPERIMENT_HELP)
-@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL, show_default=True,
-              help="The protocol the experiment is locked to.")
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path), default=shipped.PROTOCOL,
+              show_default=True, help="The protocol the experiment is locked to.")
 def rejudge_cmd(experiment, protocol_file) -> None:
     """Judge every pending pass whose reference now exists (same judge as the pass; raw metrics untouched)."""
     from gpucost_mlflow.core.inputs.protocol import load_protocol  # deferred: imports numpy
@@ -301,7 +316,8 @@ def rejudge_cmd(experiment, protocol_file) -> None:
     store.bound_http_retries()
     store.check()
     judged = _echo_rejudged(rejudge(_experiment(experiment), protocol))
-    click.echo(f"{len(judged)} pending pass(es) judged" if judged else "nothing to re-judge: no pending pass has its reference yet")
+    click.echo(f"{len(judged)} pending pass(es) judged" if judged
+               else "nothing to re-judge: no pending pass has its reference yet")
 
 
 @click.command("exclude")
@@ -338,14 +354,16 @@ def exclude_cmd(run_id, reason, note, cause, undo) -> None:
     client = MlflowClient()
     if why is None:
         done = exclusions.undo(client, run_id)
-        click.echo(f"{done.variant} run {done.run_id}: excluded -> {done.status_before} ({done.reason_before or 'no reason recorded'}); "
-                   f"exclusion by {done.by} at {done.at} undone (cause was: {done.cause})")
+        click.echo(f"{done.variant} run {done.run_id}: excluded -> {done.status_before} "
+                   f"({done.reason_before or 'no reason recorded'}); exclusion by {done.by} at {done.at} undone (cause "
+                   f"was: {done.cause})")
         return
     done = exclusions.exclude(client, run_id, why.reason, why.note)
     click.echo(f"{done.variant} run {done.run_id}: {done.status_before or 'no status'} -> excluded for {done.cause} "
                f"(by {done.by} at {done.at}); its row stays in the attempts table, out of durations and medians")
     rule = exclusions.rule(client, done.experiment_id)
-    click.echo(f"exclusion rule of the protocol, to apply alike to every variant: {rule or 'not recorded on the experiment'}")
+    click.echo("exclusion rule of the protocol, to apply alike to every variant: "
+               f"{rule or 'not recorded on the experiment'}")
 
 
 @click.command("sync")

@@ -79,8 +79,8 @@ class CampaignProgress:
             timing = timing_words(result.metrics)
             prefix = "\r\x1b[2K" if self.live else ""
             self.stream.write(
-                f"{prefix}[{self.total - self.todo + self.done}/{self.total}] round {slot.round} position {slot.position} "
-                f"{slot.variant}: {result.status}, {timing}\n"
+                f"{prefix}[{self.total - self.todo + self.done}/{self.total}] round {slot.round} position "
+                f"{slot.position} {slot.variant}: {result.status}, {timing}\n"
             )
             self.stream.flush()
 
