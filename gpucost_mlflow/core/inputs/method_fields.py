@@ -1,6 +1,7 @@
-"""The protocol's fields on how the method reads its results, each parsed in one line or refused in one line:
-the separation test's confidence, the quality bars' bootstrap (`acceptance.bootstrap`), the seeds, what a repetition reproduces, the pre-registered second stage (`settle`), the
-race (`race`), the confirmation run (`confirmation`) and how many deliverable corpora one child processes (`deliverables.per_child`)."""
+"""The protocol's fields on how the method reads its results, each parsed in one line or refused in one line: the
+separation test's confidence, the quality bars' bootstrap (`acceptance.bootstrap`), the seeds, what a repetition
+reproduces, the pre-registered second stage (`settle`), the race (`race`), the confirmation run (`confirmation`) and how
+many deliverable corpora one child processes (`deliverables.per_child`)."""
 
 from __future__ import annotations
 

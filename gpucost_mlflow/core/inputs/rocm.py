@@ -39,7 +39,8 @@ def _minor(version: str) -> str:
 
 
 def check(matrix: dict[str, list[str]], rocm_version: str, torch_version: str, snapshot: str) -> MatrixCheck:
-    """Listed only when the snapshot names this ROCm release with this PyTorch minor version; anything else is a warning."""
+    """Listed only when the snapshot names this ROCm release with this PyTorch minor version; anything else is a
+    warning."""
     torch_minor = _minor(torch_version)
     candidates = [key for key in matrix if key == rocm_version or _minor(key) == _minor(rocm_version)]
     if not candidates:

@@ -36,7 +36,8 @@ class Workload:
 
     @property
     def output(self) -> str:
-        """labels, embeddings or generations for a built-in workload; "" for user code (told by what its infer returns)."""
+        """labels, embeddings or generations for a built-in workload; "" for user code (told by what its infer
+        returns)."""
         return registry.outputs().get(self.kind, "")
 
     def code_digest(self) -> str:

@@ -58,7 +58,8 @@ def _macro_f1(gold: np.ndarray, guess: np.ndarray, kinds: int) -> np.ndarray:
 METRICS = {ACCURACY: _accuracy, MACRO_F1: _macro_f1}
 
 
-def _interval(data: tuple[np.ndarray, ...], statistic, confidence: float, resampling: Resampling) -> tuple[float, float]:
+def _interval(data: tuple[np.ndarray, ...], statistic, confidence: float,
+              resampling: Resampling) -> tuple[float, float]:
     """The percentile interval of `statistic` over inputs drawn together from every array in `data` (paired)."""
     from scipy.stats import bootstrap
 

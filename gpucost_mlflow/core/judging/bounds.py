@@ -46,7 +46,8 @@ def inputs_needed(share: float, bar: float, confidence: float) -> int | None:
 
 @dataclass(frozen=True)
 class ShareBound:
-    """Hits out of inputs against a bar: the interval, the outcome and, when not shown, the inputs that would show it."""
+    """Hits out of inputs against a bar: the interval, the outcome and, when not shown, the inputs that would show
+    it."""
 
     hits: int
     inputs: int

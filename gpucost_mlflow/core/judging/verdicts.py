@@ -175,8 +175,8 @@ REFERENCE_CHECK_PREFIX = "reference_"  # every kind's checks against the referen
 
 
 def needs_reference(settings: Settings, reference_settings: Settings) -> bool:
-    """A variant whose numerics differ from the reference (precision, quantization, attention or its kernel,
-    compile, or the engine that runs it), or whose work does (max_length), is judged against the reference's stored predictions,
+    """A variant whose numerics differ from the reference (precision, quantization, attention or its kernel, compile, or
+    the engine that runs it), or whose work does (max_length), is judged against the reference's stored predictions,
     never against the absolute bars alone."""
     return bool(set(settings.differing(reference_settings)) & set(NUMERIC_FIELDS + WORK_FIELDS))
 

@@ -88,7 +88,8 @@ class Kind:
         return engines.engine(engine).implementation(self.package)
 
     def launch(self) -> ModuleType:
-        """The launcher side: `describe(workload, variant, model_path, protocol) -> Described`, `default_model(root)`."""
+        """The launcher side: `describe(workload, variant, model_path, protocol) -> Described`,
+        `default_model(root)`."""
         return importlib.import_module(f"{self.package}.launch")
 
     def output_rules(self) -> ModuleType:
@@ -184,7 +185,8 @@ class Output(Protocol):
 
     def judge_pass(self, given) -> object:
         """The pass's judgement (core/judging/judge.Judgement) from `given` (core/judging/judge.Judging: the pass, its
-        files as read back, the protocol, the reference); its counts carry the expected and observed ids (core/judging/verdicts.basic_checks gives them with the format, ids and coverage checks)."""
+        files as read back, the protocol, the reference); its counts carry the expected and observed ids
+        (core/judging/verdicts.basic_checks gives them with the format, ids and coverage checks)."""
 
     def judge_against_reference(self, prior: list, metrics: dict, back, reference, acceptance,
                                 first: dict | None = None) -> object:

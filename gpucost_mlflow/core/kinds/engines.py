@@ -96,7 +96,8 @@ def engine(name: str) -> Engine:
 
 def check_settings(name: str, settings: Settings, where: str) -> None:
     """Refuse, in one line, a variant whose engine does not take its precision, quantization, compile or sdpa_backend
-    (torch.compile and the SDPA kernel are torch's own); whether it serves the variant's kind is registry.check_engine's."""
+    (torch.compile and the SDPA kernel are torch's own); whether it serves the variant's kind is
+    registry.check_engine's."""
     chosen = engine(name)
     if (name == ENDPOINT) != (settings.endpoint is not None):
         raise GpucostError(f"{where}: engine {ENDPOINT} sends the corpus to the endpoint a variant declares: "

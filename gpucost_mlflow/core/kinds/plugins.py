@@ -1,11 +1,11 @@
 """Workload kinds and engines from other packages, found as MLflow finds its plug-ins: through Python entry points.
 
-gpucost's own kinds are declared the same way, in its setup.cfg, so the registry names no kind's folder and the
-harness below it imports none. A package declares `[project.entry-points."gpucost.workloads"] toy = "toy_kind:KIND"` (a `base.Kind`) or
-`[project.entry-points."gpucost.engines"] myengine = "my_engine:ENGINE"` (an `engines.Engine`); installing it is
-all it takes. The environment variable GPUCOST_WORKLOADS ("name:output:package", comma-separated), which a pass's
-child inherits, still declares a kind without installing anything: an override, refused in one line when an item
-is not of that form, never silently dropped.
+gpucost's own kinds are declared the same way, in its setup.cfg, so the registry names no kind's folder and the harness
+below it imports none. A package declares `[project.entry-points."gpucost.workloads"] toy = "toy_kind:KIND"` (a
+`base.Kind`) or `[project.entry-points."gpucost.engines"] myengine = "my_engine:ENGINE"` (an `engines.Engine`);
+installing it is all it takes. The environment variable GPUCOST_WORKLOADS ("name:output:package", comma-separated),
+which a pass's child inherits, still declares a kind without installing anything: an override, refused in one line when
+an item is not of that form, never silently dropped.
 """
 
 from __future__ import annotations

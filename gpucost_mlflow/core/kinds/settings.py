@@ -1,11 +1,12 @@
 """A pass's settings as one typed, frozen record: how a variant processes the corpus.
 
-The variants file declares them, the launcher writes them into the pass's spec and manifest, the child and the
-rules read them by attribute. Every built-in kind reads this record; a kind with settings of its own declares a
-subclass adding them (`<package>/settings.py`, `Settings`: fields with defaults, checked in `__post_init__`), found
-by `Kind.settings_record()`. The recorded form (`record()`) is what the manifest, the params and the series locks
-hold: `lanes` only when a pass splits, `engine` only when it is not torch, `endpoint` only where one is declared,
-`pad_to_multiple_of` only where it is set, so records written before any of them existed read back the same. Pure: no torch, no mlflow.
+The variants file declares them, the launcher writes them into the pass's spec and manifest, the child and the rules
+read them by attribute. Every built-in kind reads this record; a kind with settings of its own declares a subclass
+adding them (`<package>/settings.py`, `Settings`: fields with defaults, checked in `__post_init__`), found by
+`Kind.settings_record()`. The recorded form (`record()`) is what the manifest, the params and the series locks hold:
+`lanes` only when a pass splits, `engine` only when it is not torch, `endpoint` only where one is declared,
+`pad_to_multiple_of` only where it is set, so records written before any of them existed read back the same. Pure: no
+torch, no mlflow.
 """
 
 from __future__ import annotations

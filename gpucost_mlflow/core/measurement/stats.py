@@ -232,11 +232,11 @@ def separate(name_a: str, a: Sequence[float], name_b: str, b: Sequence[float], r
              confidence: float = DEFAULT_CONFIDENCE, too_short_to_time: tuple[str, str] = ("", ""), looks: int = 1
              ) -> Separation:
     """Decided only when both have the required passes (one pass never beats five, PROTOCOL.md §5), neither side's
-    durations were measured under the floor (`too_short_to_time`: each side's `too_short` reason, '' when it was not)
-    and the Hodges-Lehmann interval of the shift at `confidence` excludes zero (a spread comparable to the difference
-    does not decide, §6). `confidence` is this look's level; `looks` (2 under a pre-registered second stage: `per_look`)
-    only says so in the verdict. Its permutation p-value (a supporting figure, never the decision) is left to the
-    caller that shows it: `PValues` computes a table's beside the rest of the report."""
+    durations were measured under the floor (`too_short_to_time`: each side's `too_short` reason, '' when it was
+    not) and the Hodges-Lehmann interval of the shift at `confidence` excludes zero (a spread comparable to the
+    difference does not decide, §6). `confidence` is this look's level; `looks` (2 under a pre-registered second
+    stage: `per_look`) only says so in the verdict. Its permutation p-value (a supporting figure, never the
+    decision) is left to the caller that shows it: `PValues` computes a table's beside the rest of the report."""
     da, db = Durations(tuple(a)), Durations(tuple(b))
     if not da.values or not db.values:
         missing = name_a if not da.values else name_b

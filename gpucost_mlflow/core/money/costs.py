@@ -1,4 +1,5 @@
-"""Committed cost: a package is paid whole (a short run never turns it into an hourly bill); cost per validated corpus only from accepted results."""
+"""Committed cost: a package is paid whole (a short run never turns it into an hourly bill); cost per validated corpus
+only from accepted results."""
 
 from __future__ import annotations
 

@@ -23,9 +23,9 @@ def _exclusion_notes(choice: Choice, assessments: list[Assessment], deadline_dec
             why = (restored.feasibility if not restored.feasible else restored.unstable or
                    (f"the decision would be {' or '.join(a.configuration.name for a in again.chosen)}" if again.chosen
                     else f"no decision: {again.none}"))
-            notes.append(f"Excluded run {excluded.run_id[:8]} of {chosen.configuration.name} (was {excluded.status_before or 'not recorded'}; "
-                         f"cause: {excluded.cause or 'not recorded'}) decides it: without that exclusion it would not be "
-                         f"chosen ({why})")
+            notes.append(f"Excluded run {excluded.run_id[:8]} of {chosen.configuration.name} (was "
+                         f"{excluded.status_before or 'not recorded'}; cause: {excluded.cause or 'not recorded'}) "
+                         f"decides it: without that exclusion it would not be chosen ({why})")
     return notes
 
 
@@ -100,6 +100,6 @@ def decide(assessments: list[Assessment], expected_deliverables: int, corpus_siz
     if choice.equal:
         why += f"; {equal_alternatives(choice)}"
     return (f"{head}, {chosen.priced}, covers {load} within a forecast window of {f.hours:,.1f} h (range "
-            f"{f.low_hours:,.1f}-{f.high_hours:,.1f} h; the plan covers the slowest pass's {f.high_hours:,.1f} h){when} "
-            f"({status}). Reason: {why}"
+            f"{f.low_hours:,.1f}-{f.high_hours:,.1f} h; the plan covers the slowest pass's "
+            f"{f.high_hours:,.1f} h){when} ({status}). Reason: {why}"
             f"{versus}.{per_unit}{saving}{example}{extra}")

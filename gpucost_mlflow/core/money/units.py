@@ -2,11 +2,11 @@
 per million output tokens, and the spare capacity of the committed plan (how many more deliverables it holds before
 its end, at the slowest pass).
 
-Pure: plain numbers in, Decimal money out (rounded half up to the cent, to two significant digits below 0.10), None
-with a reason where a unit does not apply. A unit cost is of the committed total over the planned volume: a forecast,
-named so wherever it is shown ("planning budget ... per million planned inputs", one unit on every surface: issue 66),
-never a cost per validated result, which stays undefined until deliverables are accepted. It falls as the volume grows inside the same plan: the spare
-capacity says how far it could fall.
+Pure: plain numbers in, Decimal money out (rounded half up to the cent, to two significant digits below 0.10), None with
+a reason where a unit does not apply. A unit cost is of the committed total over the planned volume: a forecast, named
+so wherever it is shown ("planning budget ... per million planned inputs", one unit on every surface: issue 66), never a
+cost per validated result, which stays undefined until deliverables are accepted. It falls as the volume grows inside
+the same plan: the spare capacity says how far it could fall.
 """
 
 from __future__ import annotations
