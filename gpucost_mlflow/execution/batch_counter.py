@@ -36,8 +36,8 @@ def read(workdir: Path) -> tuple[int, int] | None:
 
 
 def read_pass(workdir: Path) -> tuple[int, int] | None:
-    """(batches done, entries done) of a pass: its child's counter, or the sum of its lanes' (core/measurement/lanes.py) while
-    they run apart; None when no child started counting."""
+    """(batches done, entries done) of a pass: its child's counter, or the sum of its lanes' (core/measurement/lanes.py)
+    while they run apart; None when no child started counting."""
     found = read(workdir)
     if found is not None:
         return found

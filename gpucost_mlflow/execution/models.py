@@ -40,7 +40,8 @@ class ModelInfo:
 
 def read_folder(path: Path, missing: str) -> tuple[dict, dict]:
     """A transformers folder's config and what the manifest records of it: content hashes of the weights and of the
-    tokenizer apart, and the architecture. Checked before any run starts; `missing` says what to do when it is absent."""
+    tokenizer apart, and the architecture. Checked before any run starts; `missing` says what to do when it is
+    absent."""
     if not path.is_dir():
         raise GpucostError(f"{path}: {missing}")
     try:

@@ -358,7 +358,8 @@ def _measured(plan: CampaignPlan, run: CampaignRun, result: CampaignResult, cloc
 
 def harness_overhead(elapsed_s: float, metrics: list[dict]) -> float | None:
     """Seconds per pass the campaign spent outside the protocol's timed parts (load, warm-up, the measured clock,
-    evaluation, export, the cooldown): process start, manifest, logging, reference download and the gaps between passes."""
+    evaluation, export, the cooldown): process start, manifest, logging, reference download and the gaps between
+    passes."""
     if not metrics:
         return None
     timed = sum(timed_seconds(m) for m in metrics)

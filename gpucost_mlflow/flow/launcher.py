@@ -99,7 +99,8 @@ class Opened:
 
 
 def begin(request: PassRequest, prepared: Prepared, run: pass_run.PassRun, workdir: Path) -> Opened:
-    """Inside the open run, while the store is needed: the start record, then the reference pass it is judged against."""
+    """Inside the open run, while the store is needed: the start record, then the reference pass it is judged
+    against."""
     recording.record_start(request, prepared, run, workdir)
     needs_reference = judging.reference_needed(request, prepared)
     reference = judging.reference_pass(run.client, run.experiment_id, prepared, workdir) if needs_reference else None

@@ -26,7 +26,8 @@ def default_model(output: str, root: Path) -> Path:
 
 
 def describe(variant: Variant, variants_path: Path, model_path: Path, protocol: Protocol) -> Described:
-    """Check the workload against the protocol's output and describe its model and code (before anything is recorded)."""
+    """Check the workload against the protocol's output and describe its model and code (before anything is
+    recorded)."""
     workload = workloads.parse(variant.settings.workload, variants_path.parent,
                                f"{variants_path}: variant '{variant.name}'")
     workloads.check_output(workload, protocol.acceptance.output, protocol.path)

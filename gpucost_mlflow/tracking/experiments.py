@@ -51,8 +51,8 @@ def resolve(client: MlflowClient, name: str | None, *, create: bool) -> tuple[st
 
 
 def name_of(experiment_id: str) -> str:
-    """The name of the experiment MLFLOW_EXPERIMENT_ID names, so a command without --experiment uses the one `mlflow run`
-    would; refused in one line when the store has none."""
+    """The name of the experiment MLFLOW_EXPERIMENT_ID names, so a command without --experiment uses the one `mlflow
+    run` would; refused in one line when the store has none."""
     client = MlflowClient()
     try:
         return client.get_experiment(experiment_id).name

@@ -56,7 +56,8 @@ def last_sign_of_life(tags: dict, start_time_ms: int | None) -> tuple[dt.datetim
 
 
 def stale_reason(tags: dict, start_time_ms: int | None, now: dt.datetime | None = None) -> str:
-    """Why a RUNNING run is taken as interrupted ('' while its heartbeat is fresh): no heartbeat for MISSED intervals."""
+    """Why a RUNNING run is taken as interrupted ('' while its heartbeat is fresh): no heartbeat for MISSED
+    intervals."""
     now = now or dt.datetime.now(dt.timezone.utc)
     seen, is_beat = last_sign_of_life(tags, start_time_ms)
     interval = interval_of(tags)

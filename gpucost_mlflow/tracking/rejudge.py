@@ -1,11 +1,10 @@
 """Re-judging pending passes once their reference exists, with the same pure judge the launcher uses.
 
-A variant whose numerics differ from the fp32 reference is `pending` when it ran before any accepted
-reference pass on the same corpus and model. Re-judging reads its written predictions and the
-reference's back from the store, applies its output's rules (`workloads/<kind>/output.py`), and records the new verdict on the run
-(when, against which reference run) and in its verdict.json, which keeps the first verdict beside the new one; raw
-metrics stay untouched. A pass no longer pending is never
-touched again, so re-judging twice changes nothing.
+A variant whose numerics differ from the fp32 reference is `pending` when it ran before any accepted reference pass on
+the same corpus and model. Re-judging reads its written predictions and the reference's back from the store, applies its
+output's rules (`workloads/<kind>/output.py`), and records the new verdict on the run (when, against which reference
+run) and in its verdict.json, which keeps the first verdict beside the new one; raw metrics stay untouched. A pass no
+longer pending is never touched again, so re-judging twice changes nothing.
 """
 
 from __future__ import annotations

@@ -26,7 +26,8 @@ class Sampler:
         self.missing = ""
 
     def start(self) -> Sampler:
-        """Log the interval (a param: schema.FACTS) and start MLflow's monitor thread; a monitor that cannot start leaves the reason."""
+        """Log the interval (a param: schema.FACTS) and start MLflow's monitor thread; a monitor that cannot start
+        leaves the reason."""
         try:
             from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
 

@@ -1,15 +1,15 @@
 """Where the MLflow UI shows an experiment's runs: the link a user can open as is, and the saved view it opens.
 
-MLflow 3.17 opens an experiment on the GenAI or the model-training side by its "GenAI / Model training" switch,
-which a link sets with `workflowType=machine_learning`; earlier MLflow 3 releases read the experiment tag
-`mlflow.experimentKind` instead (tracking/experiments.py writes it). The runs table takes its sort and filter
-from the URL but its shown columns only from a saved view: an experiment tag `mlflow.sharedViewState.<id>` holding
-the view, opened by `viewStateShareKey=<id>`. gpucost's view lists the passes sorted by the steady lap (the one
-duration the decision reads) with the columns that say what each one is worth, the standing's column wide enough for
-its longest word; its Charts tab (`compareRunsMode=CHART`) opens on a section of the steady lap and inputs/s per pass
-before MLflow's own charts; the confirmation runs' view shows each one's verdict, rate against the benchmark's
-slowest pass, repetitions, agreement and flips. A tracking server is linked directly; a database or folder store needs `mlflow
-ui` started on it first, so the line says how.
+MLflow 3.17 opens an experiment on the GenAI or the model-training side by its "GenAI / Model training" switch, which a
+link sets with `workflowType=machine_learning`; earlier MLflow 3 releases read the experiment tag
+`mlflow.experimentKind` instead (tracking/experiments.py writes it). The runs table takes its sort and filter from the
+URL but its shown columns only from a saved view: an experiment tag `mlflow.sharedViewState.<id>` holding the view,
+opened by `viewStateShareKey=<id>`. gpucost's view lists the passes sorted by the steady lap (the one duration the
+decision reads) with the columns that say what each one is worth, the standing's column wide enough for its longest
+word; its Charts tab (`compareRunsMode=CHART`) opens on a section of the steady lap and inputs/s per pass before
+MLflow's own charts; the confirmation runs' view shows each one's verdict, rate against the benchmark's slowest pass,
+repetitions, agreement and flips. A tracking server is linked directly; a database or folder store needs `mlflow ui`
+started on it first, so the line says how.
 """
 
 from __future__ import annotations

@@ -32,7 +32,8 @@ class Basis:
 
 def start_tags(*, role: str, variant: str, basis: Basis, campaign_id: str = "", pass_index: str = "",
                extra: dict | None = None, main_metric: str = "") -> dict[str, str]:
-    """The tags a pass run gets when it opens (status `running`, launcher host:pid, first heartbeat and its interval)."""
+    """The tags a pass run gets when it opens (status `running`, launcher host:pid, first heartbeat and its
+    interval)."""
     tags = {
         schema.ROLE: role,
         schema.VARIANT: variant,

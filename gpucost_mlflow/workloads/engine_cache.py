@@ -60,8 +60,9 @@ def with_conversion(result: dict, convert_s: float | None) -> dict:
 
 def build_cached(record, build: Callable[[Path], None]) -> tuple[Path, float | None]:
     """The export's cache folder (the engine record's `cache`: core/kinds/workload.EngineRecord), built first when
-    absent: `build(folder)` writes into a temporary folder beside it, the marker goes in last, and the whole is
-    renamed into place, so a reader never sees half of it. Returns the folder and the seconds the build took (None when the cache held it)."""
+    absent: `build(folder)` writes into a temporary folder beside it, the marker goes in last, and the whole is renamed
+    into place, so a reader never sees half of it. Returns the folder and the seconds the build took (None when the
+    cache held it)."""
     folder = Path(record.cache)
     if cached(folder) is not None:
         return folder, None

@@ -114,7 +114,8 @@ def _to_host(ids, order, done, lengths, plan) -> Embedded:
 
 
 def utilisation(config: dict, settings: Settings, device, outputs: Embedded, pass_s: float | None) -> dict:
-    """FLOPs as workloads/encoder_flops.py counts an encoder, without a classifier head (the pooler is counted: it runs)."""
+    """FLOPs as workloads/encoder_flops.py counts an encoder, without a classifier head (the pooler is counted: it
+    runs)."""
     from dataclasses import asdict
 
     from gpucost_mlflow.execution import peak  # deferred: imports torch

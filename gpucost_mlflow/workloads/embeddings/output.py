@@ -322,7 +322,8 @@ def figures(metrics: dict) -> str:
 
 
 def bar(a: Acceptance) -> str:
-    """An embeddings protocol's bar in words: ids and coverage, retrieval when declared, cosine against the reference."""
+    """An embeddings protocol's bar in words: ids and coverage, retrieval when declared, cosine against the
+    reference."""
     e = a.bar
     retrieval = (f"; recall@{e.retrieval_k} of same-label neighbours at least {e.retrieval_min_recall:g}"
                  if e.retrieval_k is not None else "")
