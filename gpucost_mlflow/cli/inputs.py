@@ -91,7 +91,8 @@ def corpus_slice(corpus_path, size, out_path) -> None:
 
     rows = bucket_slice(read_corpus(corpus_path).rows, size)
     write_atomic(out_path, jsonl_bytes(rows))
-    counts = {bucket: sum(1 for row in rows if row["bucket"] == bucket) for bucket in dict.fromkeys(r["bucket"] for r in rows)}
+    counts = {bucket: sum(1 for row in rows if row["bucket"] == bucket)
+              for bucket in dict.fromkeys(r["bucket"] for r in rows)}
     click.echo(f"{out_path}: {len(rows)} inputs of {corpus_path} ({', '.join(f'{b} {n}' for b, n in counts.items())}); "
                f"fingerprint {describe(rows)['fingerprint']}")
 

@@ -299,7 +299,8 @@ def _users_assumption(options: MarketWrite) -> market.Interruptions | None:
         raise GpucostError("--spot-advisor needs --restart-hours (the hours one restart costs)")
     if options.spot_advisor_file is not None and any(rate) and not all(rate):
         raise GpucostError("--interruptions-per-day and --interruptions-source go together")
-    if options.spot_advisor_file is None and any((*rate, options.restart_hours)) and not all((*rate, options.restart_hours)):
+    if (options.spot_advisor_file is None and any((*rate, options.restart_hours))
+            and not all((*rate, options.restart_hours))):
         raise GpucostError("spot offers need all three: --interruptions-per-day, --restart-hours and "
                            "--interruptions-source")
     if not all(rate):

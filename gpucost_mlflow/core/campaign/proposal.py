@@ -75,7 +75,8 @@ def _refusal(settings: Settings) -> str:
 
 def _name(settings: Settings, reference: Variant) -> str:
     parts = [f"batch{settings.batch_size}"]
-    parts += [_tag(key, getattr(settings, key)) for key in settings.differing(reference.settings) if key != "batch_size"]
+    parts += [_tag(key, getattr(settings, key))
+              for key in settings.differing(reference.settings) if key != "batch_size"]
     return "-".join(parts)
 
 

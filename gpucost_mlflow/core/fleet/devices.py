@@ -106,10 +106,12 @@ def spec_for(tables: Tables, gpu: str, device_names: Sequence[str]) -> tuple[Dev
     if not found:
         names_said = "; ".join(device_names) or "device names unknown"
         table = specs[0].table if specs else "the device table"
-        return None, f"no row for {gpu or names_said} ({names_said}) in {table}: add one with --device-table FILE (docs/catalogs.md)"
+        return None, (f"no row for {gpu or names_said} ({names_said}) in {table}: add one with --device-table FILE "
+                      "(docs/catalogs.md)")
     if len({(s.memory_gib, s.peaks) for s in found}) > 1:
         sizes = " and ".join(sorted({f"{s.memory_gib:g} GiB" for s in found}))
-        return None, f"{gpu} names several devices in the device table ({sizes}) and the row's device names do not tell which"
+        return None, (f"{gpu} names several devices in the device table ({sizes}) and the row's device names do not "
+                      "tell which")
     same = [s for s in found if s.accelerator.lower() == gpu.lower()]
     return (same or found)[0], ""
 

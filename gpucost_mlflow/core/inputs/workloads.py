@@ -86,7 +86,8 @@ def relocated(text, source: Path, target: Path):
     if not isinstance(text, str) or not text.strip().startswith(PYTHON):
         return text
     target_path = text.strip()[len(PYTHON):].strip()
-    if Path(target_path).is_absolute() or not (target_path.endswith(".py") or "/" in target_path or "\\" in target_path):
+    if Path(target_path).is_absolute() or not (target_path.endswith(".py") or "/" in target_path
+                                               or "\\" in target_path):
         return text
     moved = os.path.relpath((source / target_path).resolve(), target.resolve())
     return PYTHON + Path(moved).as_posix()

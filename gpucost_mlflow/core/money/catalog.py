@@ -89,7 +89,9 @@ class Package:
     @property
     def offer(self) -> str:
         """An imported offer's 'aws g5.xlarge in us-east-1'; '' for a row that names no instance."""
-        return f"{self.provider} {self.instance}" + (f" in {self.region}" if self.region else "") if self.instance else ""
+        if not self.instance:
+            return ""
+        return f"{self.provider} {self.instance}" + (f" in {self.region}" if self.region else "")
 
     def describe(self) -> str:
         """rtx-4090 7-day package / cpu hourly (min 1 h, per 1 h) / cpu interruptible hourly (...), and where an

@@ -78,7 +78,8 @@ def decide(assessments: list[Assessment], expected_deliverables: int, corpus_siz
     chosen, tied = choice.chosen[0], choice.chosen
     others = [a for a in choice.others if not any(a is e for e in choice.equal)]
     load = f"{expected_deliverables:,} corpus(es) of {corpus_size:,} inputs"
-    versus = f"; next: {others[0].configuration.name} at {costs.money(others[0].committed, others[0].currency)}" if others else ""
+    versus = (f"; next: {others[0].configuration.name} at {costs.money(others[0].committed, others[0].currency)}"
+              if others else "")
     f = chosen.forecast
     when = (f" ending by {chosen.forecast_end_high.isoformat(timespec='minutes')}" if chosen.forecast_end_high else "")
     status = f"deadline {chosen.deadline_status}" if deadline_declared else NO_DEADLINE

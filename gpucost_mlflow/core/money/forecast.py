@@ -114,7 +114,8 @@ class Forecast:
     def hours_for(self, deliverables: int, which: int = 1) -> float:
         """The window for another volume, from the same terms (which: 0 fastest, 1 median, 2 slowest pass)."""
         fixed = self.setup_h + self.waiting_h + self.comparisons_h + self.startup_for(deliverables) + self.conversion_h
-        return fixed + self.audit_for(deliverables) + math.ceil(deliverables / self.streams) * self.per_deliverable_h[which]
+        return (fixed + self.audit_for(deliverables)
+                + math.ceil(deliverables / self.streams) * self.per_deliverable_h[which])
 
     @property
     def hours(self) -> float:
@@ -140,7 +141,8 @@ class Forecast:
 
     def terms(self) -> str:
         """'4 h setup + 0 h waiting + 0.17 h comparisons (30 attempts) + ...', the sum spelled out."""
-        estimated = f", {self.comparisons_estimated} without an end time counted by their stage times" if self.comparisons_estimated else ""
+        estimated = (f", {self.comparisons_estimated} without an end time counted by their stage times"
+                     if self.comparisons_estimated else "")
         saved = (f", {_h(self.comparisons_sum_h)} if their overlaps were counted twice" if self.overlap_saved_h > 0
                  else "")
         return (f"{self.setup_h:g} h setup + {self.waiting_h:g} h waiting + {_h(self.comparisons_h)} comparisons "
