@@ -203,7 +203,8 @@ def amdsmi_board(ident: DeviceIdentity) -> Board:
         handles = list(amdsmi.amdsmi_get_processor_handles())
         handle = None
         for candidate in handles:
-            if ((ident.pci_bus_id and safely(lambda c=candidate: amdsmi.amdsmi_get_gpu_device_bdf(c)) == ident.pci_bus_id)
+            if ((ident.pci_bus_id
+                 and safely(lambda c=candidate: amdsmi.amdsmi_get_gpu_device_bdf(c)) == ident.pci_bus_id)
                     or (ident.uuid and safely(lambda c=candidate: amdsmi.amdsmi_get_gpu_device_uuid(c)) == ident.uuid)):
                 handle = candidate
                 break

@@ -163,7 +163,8 @@ def measure_one(device: torch.device, precision: str, size: int, stmt: str, min_
     timer = benchmark.Timer(stmt=stmt, globals=scope, num_threads=torch.get_num_threads())
     with torch.inference_mode():
         single = timer.timeit(1).median
-        median = timer.timeit(1).median if single > min_run_time else timer.blocked_autorange(min_run_time=min_run_time).median
+        median = (timer.timeit(1).median if single > min_run_time
+                  else timer.blocked_autorange(min_run_time=min_run_time).median)
     return 2 * size**3 / median
 
 

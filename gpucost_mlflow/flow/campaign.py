@@ -304,7 +304,8 @@ def _record(protocol: Protocol, experiment_name: str, run: CampaignRun, shown: S
     """Show a finished pass on the campaign run; an accepted reference pass first judges the pending ones again."""
     shown.latest[slot.key] = {"variant": slot.variant, "status": outcome.status, "run_id": outcome.run_id,
                               PASS_S: outcome.metrics.get(PASS_S), STEADY_LAP_S: outcome.metrics.get(STEADY_LAP_S)}
-    if slot.variant == protocol.acceptance.reference_variant and outcome.status == Status.ACCEPTED and not outcome.spooled:
+    if (slot.variant == protocol.acceptance.reference_variant and outcome.status == Status.ACCEPTED
+            and not outcome.spooled):
         judged = rejudge(experiment_name, protocol, run.client)
         result.rejudged += judged
         statuses = {item.run_id: item.status for item in judged}

@@ -16,7 +16,8 @@ from gpucost_mlflow.core.names import EXPECTED_IDS, OBSERVED_IDS
 from gpucost_mlflow.tracking import limits, schema
 
 DELIVERY_KEY, DELIVERY_CORPUS = schema.DELIVERY_KEY, schema.DELIVERY_CORPUS
-INTERRUPTED = "interrupted (its worker's machine was lost: SkyPilot relaunched job {job}; the corpus is delivered again)"
+INTERRUPTED = ("interrupted (its worker's machine was lost: SkyPilot relaunched job {job}; the corpus is delivered "
+               "again)")
 
 
 @dataclass(frozen=True)

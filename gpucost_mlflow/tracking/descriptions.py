@@ -73,7 +73,8 @@ def pass_name(tags: dict, run_id: str) -> str:
     variant = tags.get(schema.VARIANT, "?")
     campaign = tags.get(schema.CAMPAIGN_ID, "")
     if campaign:
-        name = f"{variant}{SEP}r{tags.get(schema.ROUND, '?')}p{tags.get(schema.POSITION, '?')}{SEP}#{tags.get(schema.PASS_INDEX, '?')}"
+        name = (f"{variant}{SEP}r{tags.get(schema.ROUND, '?')}p{tags.get(schema.POSITION, '?')}"
+                f"{SEP}#{tags.get(schema.PASS_INDEX, '?')}")
         attempt = tags.get(schema.ATTEMPT, "1")
         if attempt not in ("", "1"):
             name += f" try {attempt}"

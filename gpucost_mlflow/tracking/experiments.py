@@ -59,7 +59,8 @@ def name_of(experiment_id: str) -> str:
     except MlflowException as exc:
         if exc.error_code not in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE"):
             raise
-        raise GpucostError(f"MLFLOW_EXPERIMENT_ID={experiment_id}: no such experiment in {client.tracking_uri}") from None
+        raise GpucostError(f"MLFLOW_EXPERIMENT_ID={experiment_id}: no such experiment in "
+                           f"{client.tracking_uri}") from None
 
 
 def named(client: MlflowClient, name: str) -> Experiment:

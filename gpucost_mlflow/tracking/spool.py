@@ -60,7 +60,8 @@ class Entry:
 
     def describe(self) -> str:
         r = self.record
-        return f"{self.name}: {r['tags'].get(schema.VARIANT, '?')} pass, status {r['tags'].get(schema.STATUS, '?')}, run {r['run_id']}"
+        return (f"{self.name}: {r['tags'].get(schema.VARIANT, '?')} pass, status {r['tags'].get(schema.STATUS, '?')}, "
+                f"run {r['run_id']}")
 
 
 def write(record: dict, files: list[Path], root: Path | None = None) -> Entry:

@@ -54,10 +54,12 @@ def measure(model_dir, precision: str, batch: int, max_length: int, device_choic
     if device.type == "cuda":
         observed["allocated"]["max_memory_allocated"] = torch.cuda.max_memory_allocated(device)
         observed["reserved"]["max_memory_reserved"] = torch.cuda.max_memory_reserved(device)
-        counter_name = "torch.cuda.memory_allocated / memory_reserved sampled after each module; max_memory_* as the true peaks"
+        counter_name = ("torch.cuda.memory_allocated / memory_reserved sampled after each module; max_memory_* as the "
+                        "true peaks")
     else:
         observed["rss"]["ru_maxrss"] = memory.peaks(device)["metrics"]["mem_peak_rss_bytes"]
-        counter_name = "process RSS (/proc/self/statm) sampled after each module; ru_maxrss = whole-process peak, load included"
+        counter_name = ("process RSS (/proc/self/statm) sampled after each module; ru_maxrss = whole-process peak, "
+                        "load included")
     key = "allocated" if device.type == "cuda" else "rss"
     observed["model_and_activations_bytes"] = observed[key]["peak_bytes"] - before_load
     return {"device": str(device), "counter": counter_name, "observed": observed,

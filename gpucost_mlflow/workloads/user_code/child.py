@@ -92,7 +92,8 @@ def load(spec, device) -> Work:
             raise OutputError(f"user code {spec.workload.code} has no callable {name}()")
     settings = spec.settings
     counting = callable(getattr(module, "flops", None))
-    tokenizer = models.load_tokenizer(Path(spec.model_path)) if counting or settings.length_grouping == "sorted" else None
+    tokenizer = (models.load_tokenizer(Path(spec.model_path)) if counting or settings.length_grouping == "sorted"
+                 else None)
     state = module.load({**settings.record(), "model_path": spec.model_path}, str(device),
                         **seed_argument(module.load, spec.seed))
     return attention.observed(Work(tokenizer, state, partial(process, infer=module.infer),
