@@ -15,23 +15,25 @@ import html
 import re
 
 from gpucost_mlflow.report import card, scope
+from gpucost_mlflow.report.attempt_sections import (
+    ATTEMPT_COLUMNS,
+    EXCLUSIONS_TITLE,
+    attempt_tables,
+    exclusion_text,
+    exclusions_table,
+)
 from gpucost_mlflow.report.cells import Link, Table, run_href
 from gpucost_mlflow.report.model import Report, VariantExclusions
 from gpucost_mlflow.report.sections import (
-    ATTEMPT_COLUMNS,
     BREAK_EVEN_TEXT,
     DECISION_TEXT,
     ENERGY_TEXT,
-    EXCLUSIONS_TITLE,
     MFU_TEXT,
     OTHER_TEXT,
     SUMMARY_TEXT,
-    attempt_tables,
     digest_text,
     durations_text,
     energy_table,
-    exclusion_text,
-    exclusions_table,
     first_table,
     forecast_table,
     links_text,
