@@ -55,12 +55,13 @@ HELD = "; quality held"  # how core/measurement/confirmation.py says a run's qua
 def _changed(measured: ReportAttempts, run_ids: set[str]) -> dict[str, str]:
     """The answers each of these runs changed against the reference's outputs ('1 lost, 0 gained of 1,000 inputs
     (exact McNemar p = 1)'), where any changed: a held quality bar does not hide a lost answer (issue 66)."""
-    rows = measured.table[measured.table["run_id"].isin(run_ids)] if "run_id" in measured.table else measured.table[:0]
     found = {}
-    for run_id, row in rows.groupby("run_id"):
-        changed = flips_text(row)
+    for position, attempt in enumerate(measured.attempts):  # row i of the table is attempt i: found by its run
+        if attempt.run_id not in run_ids:
+            continue
+        changed = flips_text(measured.table.iloc[[position]])
         if changed and not changed.startswith("no correct answer changed"):
-            found[str(run_id)] = changed
+            found[attempt.run_id] = changed
     return found
 
 
