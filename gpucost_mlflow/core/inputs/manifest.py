@@ -15,7 +15,8 @@ from typing import Any
 
 from gpucost_mlflow.core.inputs.identity import Identity
 from gpucost_mlflow.core.kinds.settings import Settings
-from gpucost_mlflow.core.kinds.workload import EngineRecord, WorkloadRecord, known
+from gpucost_mlflow.core.kinds.workload import EngineRecord, WorkloadRecord
+from gpucost_mlflow.core.records import Record
 
 SCHEMA_VERSION = 1
 # Fields that legitimately differ between two passes of one comparison.
@@ -23,7 +24,7 @@ RUN_SPECIFIC = ("run",)
 
 
 @dataclass(frozen=True)
-class CorpusRecord:
+class CorpusRecord(Record):
     """The comparison corpus as the pass read it: its file, fingerprints, size, labels, buckets and sources."""
 
     path: str
@@ -36,16 +37,9 @@ class CorpusRecord:
     bucket_tokenizer: str = ""
     sources: list = field(default_factory=list)
 
-    def record(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-    @classmethod
-    def from_record(cls, record: Mapping) -> CorpusRecord:
-        return cls(**known(cls, record))
-
 
 @dataclass(frozen=True)
-class ModelRecord:
+class ModelRecord(Record):
     """The model a pass loaded: its revisions, labels and provenance; what else its kind describes in `more`."""
 
     path: str
@@ -58,17 +52,19 @@ class ModelRecord:
     more: dict = field(default_factory=dict)  # a kind's own facts of its model (user code: the folder's revision)
 
     def record(self) -> dict:
-        return {**{f.name: getattr(self, f.name) for f in fields(self) if f.name != "more"}, **self.more}
+        """The model section: the kind's own facts beside the fields, not under `more`."""
+        values = super().record()
+        more = values.pop("more")
+        return {**values, **more}
 
     @classmethod
     def from_record(cls, record: Mapping) -> ModelRecord:
         known = {f.name for f in fields(cls)} - {"more"}
-        return cls(**{k: v for k, v in record.items() if k in known},
-                   more={k: v for k, v in record.items() if k not in known})
+        return replace(super().from_record(record), more={k: v for k, v in record.items() if k not in known})
 
 
 @dataclass(frozen=True)
-class Seeds:
+class Seeds(Record):
     """The seed a pass ran with and what makes its outputs reproducible (PROTOCOL.md §2)."""
 
     torch: int
@@ -77,16 +73,9 @@ class Seeds:
     cudnn_deterministic: bool
     cudnn_benchmark: bool
 
-    def record(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-    @classmethod
-    def from_record(cls, record: Mapping) -> Seeds:
-        return cls(**known(cls, record))
-
 
 @dataclass(frozen=True)
-class PassPlace:
+class PassPlace(Record):
     """The only pass-specific section: its variant and series, role, campaign and slot, and once open its run."""
 
     variant: str
@@ -97,13 +86,9 @@ class PassPlace:
     run_id: str = ""
     experiment_id: str = ""
 
-    def record(self) -> dict:
-        values = {f.name: getattr(self, f.name) for f in fields(self)}
-        return values if self.run_id else {k: v for k, v in values.items() if k not in ("run_id", "experiment_id")}
-
-    @classmethod
-    def from_record(cls, record: Mapping) -> PassPlace:
-        return cls(**known(cls, record))
+    def omitted(self, field) -> bool:
+        """The run's ids only once the run is open."""
+        return field.name in ("run_id", "experiment_id") and not self.run_id
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,12 @@ the file: only the variable's name is recorded. Pure: no openai, no network.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from urllib.parse import urlparse
 
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.records import Record
 
 MODEL = "{model}"  # in serve and model: the variant's model folder (a GGUF file's dequantised folder)
 PORT = "{port}"  # in serve and base_url: the port the pass picks for the server it starts
@@ -22,7 +24,7 @@ NO_KEY = "not-needed"  # what the client sends to a server that asks for no key 
 
 
 @dataclass(frozen=True)
-class Endpoint:
+class Endpoint(Record):
     """One endpoint as a variant declares it."""
 
     model: str = MODEL  # the served model's id, as the server's /v1/models lists it
@@ -45,9 +47,11 @@ class Endpoint:
         """The host and port requests go to: part of the configuration's identity."""
         return urlparse(self.url).netloc
 
-    def record(self) -> dict:
-        """What the manifest, the params and the series locks hold: every field, the key's variable by name only."""
-        return asdict(self)
+    @classmethod
+    def from_record(cls, record: Mapping) -> Endpoint:
+        """An endpoint read back (its recorded form: every field, the key's variable by name only), checked as a
+        variants file's is."""
+        return parse(dict(record), "endpoint")
 
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "0.0.0.0", "[::1]")

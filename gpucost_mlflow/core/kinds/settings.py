@@ -11,11 +11,11 @@ torch, no mlflow.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 
 from gpucost_mlflow.core.kinds import endpoint as endpoints
 from gpucost_mlflow.core.kinds.endpoint import Endpoint
+from gpucost_mlflow.core.records import Record
 
 DEFAULT_WORKLOAD = "classification"  # a variant that names no workload runs the built-in classifier
 DEFAULT_ENGINE = "torch"  # a variant that names no engine runs on PyTorch
@@ -23,7 +23,7 @@ SDPA_DEFAULT = "default"  # a variant that pins no attention kernel: torch choos
 
 
 @dataclass(frozen=True)
-class Settings:
+class Settings(Record):
     """Everything a pass needs to know about how to process the corpus."""
 
     batch_size: int
@@ -52,25 +52,9 @@ class Settings:
         if self.endpoint is not None and not isinstance(self.endpoint, Endpoint):  # read back from its record
             object.__setattr__(self, "endpoint", endpoints.parse(self.endpoint, "settings"))
 
-    def record(self) -> dict:
-        """The recorded form: what the manifest compares between variants and the params show."""
-        values = asdict(self)
-        if values["lanes"] == 1:
-            values.pop("lanes")
-        if values["engine"] == DEFAULT_ENGINE:
-            values.pop("engine")
-        if values["endpoint"] is None:
-            values.pop("endpoint")
-        if not values["pad_to_multiple_of"]:
-            values.pop("pad_to_multiple_of")
-        if values["sdpa_backend"] == SDPA_DEFAULT:
-            values.pop("sdpa_backend")
-        return values
-
-    @classmethod
-    def from_record(cls, record: Mapping) -> Settings:
-        """The record back from its recorded form (a spec, a manifest); a field it lacks takes its default."""
-        return cls(**{key: record[key] for key in names(cls) if key in record})
+    # The recorded form (what the manifest compares between variants and the params show) leaves these out at their
+    # default, so records written before they existed read back the same.
+    SPARSE = ("lanes", "engine", "endpoint", "pad_to_multiple_of", "sdpa_backend")
 
     def changed(self, **values) -> Settings:
         """The same settings with some fields set otherwise."""

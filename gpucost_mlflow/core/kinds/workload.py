@@ -7,17 +7,13 @@ subclasses `Settings`. The recorded form is the manifest's `workload` section an
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
-
-def known(cls, record: Mapping) -> dict:
-    """The fields of `cls` a record holds (a field it lacks takes its default)."""
-    return {f.name: record[f.name] for f in fields(cls) if f.name in record}
+from gpucost_mlflow.core.records import Record
 
 
 @dataclass(frozen=True)
-class EngineRecord:
+class EngineRecord(Record):
     """The engine that ran the pass: name and version; for an engine other than torch its export or conversion
     options (the execution provider among them), the cache folder and whether it held them when the pass started."""
 
@@ -27,16 +23,11 @@ class EngineRecord:
     cache: str | None = None
     cache_present_at_start: bool | None = None
 
-    def record(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
-
-    @classmethod
-    def from_record(cls, record: Mapping) -> EngineRecord:
-        return cls(**known(cls, record))
+    SPARSE = ("options", "cache", "cache_present_at_start")
 
 
 @dataclass(frozen=True)
-class WorkloadRecord:
+class WorkloadRecord(Record):
     """A variant's workload as the launcher checked it: the declared value, its kind and output, the engine; a kind
     that needs more in its child subclasses it in its folder (`<package>/workload.py`, `Workload`)."""
 
@@ -52,18 +43,10 @@ class WorkloadRecord:
         """This record as a kind's own subclass, with the kind's fields."""
         return record(declared=self.declared, kind=self.kind, output=self.output, engine=self.engine, **own)
 
-    def own(self) -> dict:
-        """The kind's own fields in their recorded form (a subclass with nested records overrides it)."""
-        base = {f.name for f in fields(WorkloadRecord)}
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in base}
+    SPARSE = ("engine",)
 
     def record(self) -> dict:
-        engine = {"engine": self.engine.record()} if self.engine is not None else {}
-        return {"declared": self.declared, "kind": self.kind, "output": self.output, **self.own(), **engine}
-
-    @classmethod
-    def from_record(cls, record: Mapping) -> WorkloadRecord:
-        values = known(cls, record)
-        if values.get("engine") is not None:
-            values["engine"] = EngineRecord.from_record(values["engine"])
-        return cls(**values)
+        """The workload section: the kind's own fields before the engine's, as the manifest has always held it."""
+        values = super().record()
+        engine = values.pop("engine", None)
+        return {**values, **({"engine": engine} if engine is not None else {})}

@@ -20,15 +20,10 @@ PROTOCOLS = 0  # max_new_tokens: the protocol's generation.max_new_tokens
 class Settings(settings.Settings):
     max_new_tokens: int = PROTOCOLS
 
+    SPARSE = (*settings.Settings.SPARSE, "max_new_tokens")  # only where a variant sets its own
+
     def __post_init__(self):
         super().__post_init__()
         value = self.max_new_tokens
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise GpucostError(f"needs max_new_tokens as a whole number >= 1 (or 0: the protocol's), got {value!r}")
-
-    def record(self) -> dict:
-        """As every kind's record, with max_new_tokens only where a variant sets its own."""
-        values = super().record()
-        if values["max_new_tokens"] == PROTOCOLS:
-            values.pop("max_new_tokens")
-        return values

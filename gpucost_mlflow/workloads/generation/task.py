@@ -14,8 +14,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from gpucost_mlflow.core.errors import GpucostError
+from gpucost_mlflow.core.records import Record
 
 TEXT = "{text}"
 LABELS = "{labels}"
@@ -25,7 +27,7 @@ DECODING = {"decoding": "greedy (do_sample=False, num_beams=1)", "kv_cache": Tru
 
 
 @dataclass(frozen=True)
-class GenerationSettings:
+class GenerationSettings(Record):
     """The generation task as the protocol declares it."""
 
     prompt: str  # the template: {text} is the input text, {labels} the corpus labels joined by ", "
@@ -33,14 +35,11 @@ class GenerationSettings:
     chat_template: bool  # wrap the rendered prompt as one user message with the model's chat template
     answer: str  # label: the output is read for one of the corpus labels; text: the output is the deliverable
 
+    RENAMED: ClassVar[dict[str, str]] = {"prompt": "prompt_template"}
+
     def record(self) -> dict:
         """What the manifest and the child get: the template, the settings and the fixed decoding rules."""
-        return {"prompt_template": self.prompt, "max_new_tokens": self.max_new_tokens,
-                "chat_template": self.chat_template, "answer": self.answer, **DECODING}
-
-    @classmethod
-    def from_record(cls, record: dict) -> GenerationSettings:
-        return cls(record["prompt_template"], record["max_new_tokens"], record["chat_template"], record["answer"])
+        return {**super().record(), **DECODING}
 
 
 def parse(section, where: str) -> GenerationSettings:

@@ -3,10 +3,9 @@ as, and a GGUF model file with its dequantised cache (core/kinds/workload.py).""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gpucost_mlflow.core.kinds.workload import EngineRecord, WorkloadRecord, known
+from gpucost_mlflow.core.kinds.workload import WorkloadRecord
 from gpucost_mlflow.workloads.generation.task import GenerationSettings
 
 
@@ -21,16 +20,4 @@ class Workload(WorkloadRecord):
     cache: str = ""
     cache_present_at_start: bool | None = None  # a GGUF file: whether its dequantised folder existed already
 
-    def own(self) -> dict:
-        present = {} if self.cache_present_at_start is None else {"cache_present_at_start": self.cache_present_at_start}
-        return {"generation": self.generation.record() if self.generation is not None else None,
-                "labels": list(self.labels), "gguf": self.gguf, "cache": self.cache, **present}
-
-    @classmethod
-    def from_record(cls, record: Mapping) -> Workload:
-        values = known(cls, record)
-        if values.get("generation") is not None:
-            values["generation"] = GenerationSettings.from_record(values["generation"])
-        if values.get("engine") is not None:
-            values["engine"] = EngineRecord.from_record(values["engine"])
-        return cls(**values)
+    SPARSE = ("engine", "cache_present_at_start")
