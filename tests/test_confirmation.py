@@ -331,3 +331,34 @@ def test_a_confirmation_that_lost_an_answer_says_so_beside_quality_held_and_its_
                                     "the reference's outputs") and changed.runs[0].figures == changed.figures
     one = f"batch16: confirmed by its one confirmation run (r1): {changed.figures}"
     assert confirmations.lines({"batch16": changed}) == [one]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("child_imports, starters", [("once", 1), ("per_pass", 0)])
+def test_under_child_imports_once_the_confirmation_forks_from_one_starter(tmp_path, monkeypatch, child_imports,
+                                                                         starters):
+    """`child_imports: once` holds for the confirmation as for a campaign: its passes fork from one starter, whose
+    imports each counts in its load_s; without it each pass's child imports for itself."""
+    import contextlib
+    import dataclasses
+
+    from gpucost_mlflow.execution import forkserver
+    from gpucost_mlflow.flow import confirm as confirm_flow
+
+    entered, seen = [], []
+
+    @contextlib.contextmanager
+    def starter():
+        entered.append(1)
+        monkeypatch.setenv(forkserver.ENV, "starter")
+        yield
+        monkeypatch.delenv(forkserver.ENV)
+
+    monkeypatch.delenv(forkserver.ENV, raising=False)
+    monkeypatch.setattr(forkserver, "serving", starter)
+    monkeypatch.setattr(confirm_flow, "execute", lambda request: seen.append(forkserver.command("spec")) or "ran")
+    plan, _ = _plan(tmp_path)
+    plan = dataclasses.replace(plan, protocol=dataclasses.replace(plan.protocol, child_imports=child_imports))
+    confirm_flow.run([_chosen("batch8", "compared-elsewhere")], plan, lambda *_: None)
+    assert len(entered) == starters
+    assert (seen[0] is not None) == (starters == 1)

@@ -3,11 +3,13 @@ disjoint confirmation corpus for at least the protocol's `confirmation.min_s`, j
 
 Where the chosen configuration is judged against the reference variant, the reference's outputs on the confirmation
 corpus come first, from one pass of its own (its clock is not repeated: it serves the comparison, not a rate). The
-verdicts are read by the report (report/confirmations.py, core/measurement/confirmation.py).
+verdicts are read by the report (report/confirmations.py, core/measurement/confirmation.py). Under the protocol's
+`child_imports: once` both passes fork from one starter, as a campaign's do (execution/forkserver.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +21,7 @@ from gpucost_mlflow.core.inputs.protocol import Protocol
 from gpucost_mlflow.core.inputs.variants import Declaration, Variant
 from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.money.decision import Assessment
+from gpucost_mlflow.execution import forkserver
 from gpucost_mlflow.flow.launcher import PassResult, execute
 from gpucost_mlflow.flow.preparation import PassRequest
 from gpucost_mlflow.tracking import experiments, rejudge, schema, store
@@ -90,7 +93,9 @@ def run(chosen: list[Assessment], plan: ConfirmPlan, on_pass: Callable[[str, Pas
     """Each chosen configuration not yet confirmed: the reference's outputs first where it needs them, then its
     confirmation run."""
     fingerprint = read_corpus(plan.corpus_path).fingerprint
-    for a in chosen:
-        variant = plan.declared.variant(a.configuration.variant)
-        _reference_outputs(a, variant, plan, fingerprint, on_pass)
-        on_pass(variant.name, execute(_request(variant, plan, repeat=True)), "confirmation")
+    once = plan.protocol.child_imports == "once" and bool(chosen)
+    with forkserver.serving() if once else contextlib.nullcontext():  # imports timed once: each pass's import_s
+        for a in chosen:
+            variant = plan.declared.variant(a.configuration.variant)
+            _reference_outputs(a, variant, plan, fingerprint, on_pass)
+            on_pass(variant.name, execute(_request(variant, plan, repeat=True)), "confirmation")
