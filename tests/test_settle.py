@@ -237,6 +237,6 @@ def test_two_looks_keep_the_declared_error_rate(experiment, tmp_path):
     assert all(a.rules.confidence == 0.975 and a.rules.looks == 2 for a in declared.assessments)
     from mlflow.tracking import MlflowClient
 
-    MlflowClient().set_tag(runs[-1], schema.SETTLE_PLAN, StagePlan(5, (DeviceShare(RTX, ("batch8",), 0),)).record())
+    MlflowClient().set_tag(runs[-1], schema.SETTLE_PLAN, StagePlan(5, (DeviceShare(RTX, ("batch8",), 0),)).tag())
     staged, _ = report()  # a stage has run: its looks count, whatever the protocol read now declares
     assert verdict(staged).startswith("undecided: the 97.5 % interval (95 % over two looks)")

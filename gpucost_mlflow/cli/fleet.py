@@ -265,7 +265,7 @@ def job_cmd(fleet_id, gpu, settle_plan, variant_names, series_name, passes, expe
                           InputFiles(corpus_path, model_path, variants_file, protocol_file, Path(".")))
     if settle_plan:
         plan.stage = STAGE
-        plan.tags = {**plan.tags, schema.STAGE: STAGE, schema.SETTLE_PLAN: StagePlan.from_record(settle_plan).record()}
+        plan.tags = {**plan.tags, schema.STAGE: STAGE, schema.SETTLE_PLAN: StagePlan.from_record(settle_plan).tag()}
     progress = CampaignProgress()
     try:
         done = run_job(fleet_id, gpu, plan, progress.display())

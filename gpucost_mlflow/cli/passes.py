@@ -268,7 +268,7 @@ def _second_stage(plan, resume: str | None, catalog_file: tuple[Path, ...], root
                    ("its share has run" if share else "no undecided configuration ran on it"))
         return None
     plan.variants, plan.passes = list(share.variants), more
-    plan.tags[schema.SETTLE_PLAN] = stage_plan.record()
+    plan.tags[schema.SETTLE_PLAN] = stage_plan.tag()
     return plan
 
 

@@ -5,7 +5,8 @@ derives from `Record`, as every optimum-benchmark record derives from its mixin:
 declaration order, nested records, tuples and mappings made plain; reading it back types each nested record again by
 the field's annotation, a key the record does not know is ignored and a field it lacks takes its default, so records
 written before a field existed read back the same. `SPARSE` names the fields left out while at their default,
-`RENAMED` the fields recorded under another key. Pure: no torch, no mlflow.
+`RENAMED` the fields (or `DERIVED` properties) recorded under another key, `DERIVED` the properties recorded after the
+fields for a reader without this code, and computed again, never read, on the way back. Pure: no torch, no mlflow.
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ class Record:
 
     SPARSE: ClassVar[tuple[str, ...]] = ()  # fields left out of the record while at their default
     RENAMED: ClassVar[Mapping[str, str]] = {}  # field -> the key the record holds it under
+    DERIVED: ClassVar[tuple[str, ...]] = ()  # properties recorded after the fields
 
     def record(self) -> dict[str, Any]:
-        """The recorded form: every field in declaration order (those in `SPARSE` only away from their default)."""
-        return {self.RENAMED.get(f.name, f.name): plain(getattr(self, f.name))
-                for f in dataclasses.fields(self) if not self.omitted(f)}
+        """The recorded form: every field in declaration order (those in `SPARSE` only away from their default),
+        then the `DERIVED` properties."""
+        names = [f.name for f in dataclasses.fields(self) if not self.omitted(f)] + list(self.DERIVED)
+        return {self.RENAMED.get(name, name): plain(getattr(self, name)) for name in names}
 
     def omitted(self, field: dataclasses.Field) -> bool:
         """Whether the field is left out of the record: a `SPARSE` field at its default."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -22,6 +22,7 @@ from torch.overrides import TorchFunctionMode
 from gpucost_mlflow.core.errors import GpucostError, one_line
 from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.core.kinds.settings import SDPA_DEFAULT, Settings
+from gpucost_mlflow.core.records import Record
 from gpucost_mlflow.execution.outcome import PassFailure
 
 # The variant's names (core/inputs/variants.py CHOICES) of torch's backends
@@ -47,7 +48,7 @@ UNKNOWN = "unknown"  # not observed; the note says why
 
 
 @dataclass(frozen=True)
-class Choice:
+class Choice(Record):
     """What the manifest's stack records of a pass's attention (`stack.sdpa`), as the child saw it."""
 
     backend: str  # flash | efficient | cudnn | math | overrideable; none: no SDPA call; unknown: not observed
@@ -60,9 +61,6 @@ class Choice:
     num_key_value_heads: int | None = None
     call: dict = field(default_factory=dict)  # the first SDPA call's query, key, value, mask and flags
     note: str = ""
-
-    def record(self) -> dict:
-        return asdict(self)
 
 
 def pinned(backend: str) -> contextlib.AbstractContextManager:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from gpucost_mlflow.core.judging.status import interrupted
+from gpucost_mlflow.core.records import Record
 
 
 @dataclass(frozen=True)
-class Slot:
+class Slot(Record):
     """One scheduled pass: its round (from 1), position in the round (from 1) and overall index (from 1)."""
 
     index: int
@@ -21,9 +22,6 @@ class Slot:
     @property
     def key(self) -> str:
         return f"{self.round}-{self.position}"
-
-    def record(self) -> dict:
-        return asdict(self)
 
 
 def rotated(variants: Sequence[str], passes: int, seeds: Sequence[int] = ()) -> list[Slot]:

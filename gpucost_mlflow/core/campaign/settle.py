@@ -10,9 +10,11 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.measurement.stats import NOT_BY_PASSES, repetitions_needed
+from gpucost_mlflow.core.records import Record
 
 STAGE = "settle"  # the campaign stage tag of a second stage's campaign and passes
 
@@ -72,7 +74,7 @@ def second_stage(undecided: Sequence[tuple[str, Sequence[float]]], ceiling: int 
 
 
 @dataclass(frozen=True)
-class DeviceShare:
+class DeviceShare(Record):
     """What one device runs in a stage: its undecided variants and how many more passes each."""
 
     device: str
@@ -81,26 +83,26 @@ class DeviceShare:
 
 
 @dataclass(frozen=True)
-class StagePlan:
+class StagePlan(Record):
     """A second stage fixed once, over every device of the undecided group: the passes per configuration it runs to,
     and each device's share. Recorded on each of its passes, so the report knows which device has not reported."""
 
     target: int
     shares: tuple[DeviceShare, ...]
 
+    RENAMED: ClassVar[dict[str, str]] = {"shares": "devices"}
+
     def share(self, device: str) -> DeviceShare | None:
         return next((s for s in self.shares if s.device == device), None)
 
-    def record(self) -> str:
+    def tag(self) -> str:
         """The plan as the JSON a tag holds."""
-        return json.dumps({"target": self.target, "devices": [
-            {"device": s.device, "variants": list(s.variants), "more": s.more} for s in self.shares]})
+        return json.dumps(self.record())
 
     @classmethod
-    def from_record(cls, text: str) -> StagePlan:
-        data = json.loads(text)
-        return cls(int(data["target"]), tuple(DeviceShare(share["device"], tuple(share["variants"]),
-                                                          int(share["more"])) for share in data["devices"]))
+    def from_record(cls, record: Mapping | str) -> StagePlan:
+        """The plan back from its record, or from the JSON its tag holds."""
+        return super().from_record(json.loads(record) if isinstance(record, str) else record)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gpucost_mlflow.core.records import Record
+
 DEFAULT_OUTPUT = "labels"  # a protocol that names no acceptance.output judges labels
 # Acceptance's fields that judge labels (the core's judge scores labels, whichever kind delivers them): an output
 # that reads no label from its deliverable refuses them.
@@ -19,15 +21,17 @@ LABEL_FIELDS = ("main_metric", "threshold", "per_bucket_threshold", "reference.m
 
 
 @dataclass(frozen=True)
-class Resampling:
+class Resampling(Record):
     """The protocol's declared bootstrap: how many resamples and the seed that draws them (`acceptance.bootstrap`)."""
 
     resamples: int = 2000
     seed: int = 0
 
-    def record(self) -> dict:
-        """The bootstrap as verdict.json records it beside each checked bar, so a re-judge can say how it drew."""
-        return {"resamples": self.resamples, "seed": self.seed, "method": "percentile"}
+    DERIVED = ("method",)  # verdict.json records it beside each checked bar, so a re-judge can say how it drew
+
+    @property
+    def method(self) -> str:
+        return "percentile"
 
 
 @dataclass(frozen=True)

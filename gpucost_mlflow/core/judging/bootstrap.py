@@ -22,6 +22,7 @@ from gpucost_mlflow.core import approximate
 from gpucost_mlflow.core.inputs.acceptance import Resampling
 from gpucost_mlflow.core.judging.bounds import FAILED, NOT_SHOWN, PASSED
 from gpucost_mlflow.core.names import ACCURACY, MACRO_F1
+from gpucost_mlflow.core.records import Record
 
 AT_LEAST, WITHIN = "at least", "within"  # an absolute bar; a bar on the difference with the reference
 BATCH = 500  # resamples computed at once: bounds the memory at BATCH x inputs per array
@@ -150,8 +151,9 @@ def _bound(name: str, value: float, data: tuple[np.ndarray, ...], statistic, bar
 
 
 @dataclass(frozen=True)
-class Scored:
-    """The inputs a metric is computed over: their ids, gold labels and length buckets, in one order."""
+class Scored(Record):
+    """The inputs a metric is computed over: their ids, gold labels and length buckets, in one order; a verdict
+    keeps its record so a pass judged again later resamples the same inputs without the corpus."""
 
     ids: tuple[str, ...]
     gold: tuple[str, ...]
@@ -161,14 +163,6 @@ class Scored:
     def from_rows(cls, rows: Sequence[dict]) -> Scored:
         return cls(tuple(row["id"] for row in rows), tuple(row["label"] for row in rows),
                    tuple(str(row.get("bucket", "")) for row in rows))
-
-    def record(self) -> dict:
-        """What a verdict keeps so a pass judged again later resamples the same inputs without the corpus."""
-        return {"ids": list(self.ids), "gold": list(self.gold), "buckets": list(self.buckets)}
-
-    @classmethod
-    def from_record(cls, record: dict) -> Scored:
-        return cls(tuple(record["ids"]), tuple(record["gold"]), tuple(record["buckets"]))
 
     @property
     def labels(self) -> tuple[str, ...]:

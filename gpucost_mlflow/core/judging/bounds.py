@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 from gpucost_mlflow.core import approximate
+from gpucost_mlflow.core.records import Record
 
 PASSED, FAILED, NOT_SHOWN = "passed", "failed", "not shown"
 MOST_INPUTS = 10_000_000  # the search for the inputs that would show a bar stops here
@@ -45,7 +47,7 @@ def inputs_needed(share: float, bar: float, confidence: float) -> int | None:
 
 
 @dataclass(frozen=True)
-class ShareBound:
+class ShareBound(Record):
     """Hits out of inputs against a bar: the interval, the outcome and, when not shown, the inputs that would show
     it."""
 
@@ -55,6 +57,9 @@ class ShareBound:
     confidence: float
     low: float
     high: float
+
+    DERIVED = ("outcome", "needed")
+    RENAMED: ClassVar[dict[str, str]] = {"needed": "inputs_needed"}
 
     @property
     def share(self) -> float:
@@ -81,10 +86,6 @@ class ShareBound:
         more = (f"about {approximate.at_least(needed):,} needed at this rate" if needed is not None
                 else "no corpus shows it at this rate (it is not above the bar)")
         return f"{said}: quality not shown on {self.inputs:,} inputs: {more}"
-
-    def record(self) -> dict:
-        return {"hits": self.hits, "inputs": self.inputs, "bar": self.bar, "confidence": self.confidence,
-                "low": self.low, "high": self.high, "outcome": self.outcome, "inputs_needed": self.needed}
 
 
 def share_bound(hits: int, inputs: int, bar: float, confidence: float) -> ShareBound:

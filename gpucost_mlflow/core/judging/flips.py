@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from gpucost_mlflow.core.names import EXPECTED_IDS
+from gpucost_mlflow.core.records import Record
 
 
 def correct_ids(gold: Mapping[str, str], labels: Mapping[str, str]) -> list[str]:
@@ -18,13 +20,16 @@ def correct_ids(gold: Mapping[str, str], labels: Mapping[str, str]) -> list[str]
 
 
 @dataclass(frozen=True)
-class Flips:
+class Flips(Record):
     """The reference and the variant on the same inputs: lost (right in the reference, wrong in the variant),
     gained (the reverse), and the inputs compared."""
 
     lost: int
     gained: int
     inputs: int
+
+    DERIVED = ("p_value",)
+    RENAMED: ClassVar[dict[str, str]] = {"p_value": "mcnemar_p"}
 
     @property
     def p_value(self) -> float | None:
@@ -33,9 +38,6 @@ class Flips:
 
         changed = self.lost + self.gained
         return float(binomtest(self.lost, changed, 0.5).pvalue) if changed else None
-
-    def record(self) -> dict:
-        return {"lost": self.lost, "gained": self.gained, "inputs": self.inputs, "mcnemar_p": self.p_value}
 
     def line(self) -> str:
         """'3 lost, 1 gained of 500 inputs (exact McNemar p = 0.625)': what the report's quality table says."""

@@ -6,17 +6,17 @@ Pure: no torch, no mlflow.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 
 from gpucost_mlflow.core.judging.status import Status
-from gpucost_mlflow.core.judging.verdicts import Check, from_records
+from gpucost_mlflow.core.judging.verdicts import Check
+from gpucost_mlflow.core.records import Record
 
 FIRST_KEYS = ("status", "reason", "quality_verdict", "checks")  # what a re-judged verdict keeps of the first
 
 
 @dataclass(frozen=True)
-class PassVerdict:
+class PassVerdict(Record):
     """verdict.json: a field a verdict recorded by an earlier version lacks reads as its default."""
 
     status: str = ""
@@ -39,25 +39,15 @@ class PassVerdict:
     rejudged: dict | None = None  # a verdict made again: when, and against which reference run
     first: dict | None = None  # ... and what the first verdict said
 
+    DERIVED = ("corpus_accepted",)
+    OPTIONAL = ("correct_ids", "scored", "lanes", "rejudged", "first")  # absent rather than empty, as verdicts were
+
     @property
     def corpus_accepted(self) -> bool:
         return self.status == Status.ACCEPTED
 
-    def record(self) -> dict:
-        """The verdict.json document (an optional section absent rather than null, as earlier verdicts wrote it)."""
-        optional = ("correct_ids", "scored", "lanes", "rejudged", "first")
-        document = {f.name: getattr(self, f.name) for f in fields(self)
-                    if not (f.name in optional and not getattr(self, f.name))}
-        document["checks"] = [check.record() for check in self.checks]
-        document["corpus_accepted"] = self.corpus_accepted
-        return document
-
-    @classmethod
-    def from_record(cls, record: Mapping) -> PassVerdict:
-        """A verdict.json read back ({} when the pass has none)."""
-        values = {f.name: record[f.name] for f in fields(cls) if f.name in record}
-        values["checks"] = tuple(from_records(record.get("checks") or []))
-        return cls(**values)
+    def omitted(self, field) -> bool:
+        return field.name in self.OPTIONAL and not getattr(self, field.name)
 
     def rejudged_as(self, status: str, reason: str, quality_verdict: str, checks: list[Check], comparison: dict,
                     at: str, against: str) -> PassVerdict:

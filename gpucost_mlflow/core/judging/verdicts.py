@@ -6,7 +6,7 @@ import gzip
 import json
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gpucost_mlflow.core.judging import bootstrap
@@ -20,25 +20,22 @@ from gpucost_mlflow.core.names import (
     LABEL_AGREEMENT_LOW,
     OBSERVED_IDS,
 )
+from gpucost_mlflow.core.records import Record
 
 PREDICTIONS = "predictions.jsonl.gz"  # the labels file a pass exports: one JSON object per input
 
 
-@dataclass
-class Check:
+@dataclass(frozen=True)
+class Check(Record):
     """One check: passed, failed, or not shown (`shown` False: its bar judged with its interval could not tell, the
     corpus too small for it; not passed either, core/judging/bounds.py)."""
 
     name: str
     passed: bool
-    reason: str
+    reason: str = ""
     shown: bool = True
 
-    def record(self) -> dict:
-        found = asdict(self)
-        if self.shown:
-            del found["shown"]  # verdict.json as before for every check that was shown
-        return found
+    SPARSE = ("shown",)  # verdict.json as before for every check that was shown
 
 
 def summary(checks: Sequence[Check]) -> str:
@@ -64,8 +61,7 @@ def outcomes(text: str) -> dict[str, bool]:
 
 def from_records(records: Sequence[dict]) -> list[Check]:
     """The checks as verdict.json keeps them (`Check.record`)."""
-    return [Check(str(item["name"]), bool(item["passed"]), str(item.get("reason", "")), bool(item.get("shown", True)))
-            for item in records]
+    return [Check.from_record(item) for item in records]
 
 
 @dataclass
@@ -249,7 +245,7 @@ def reference_checks(metrics: dict, labels: dict[str, str], reference_metrics: d
         bounds = bootstrap.difference_bounds(scored, labels, reference_labels, name, acceptance.max_metric_difference,
                                              acceptance.confidence, acceptance.resampling)
         metric = bars_check("reference_metric", bounds)
-        metric.reason += against
+        metric = replace(metric, reason=metric.reason + against)
     comparison = {"run_id": reference_run, LABEL_AGREEMENT: share, f"{LABEL_AGREEMENT}_bound": bound.record(),
                   "metric_differences": differences,
                   "metrics": {LABEL_AGREEMENT: share, LABEL_AGREEMENT_LOW: bound.low, LABEL_AGREEMENT_HIGH: bound.high}}

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from gpucost_mlflow.core.records import Record
+
 # NVML's clocks event (throttle) reasons, nvmlClocksEventReason* bits. Idle, an application clock setting, sync
 # boost and a display clock setting are the board's choice, not a slowdown the pass suffered.
 NVML_REASONS = {
@@ -21,7 +23,7 @@ NVML_THROTTLING = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
 
 
 @dataclass(frozen=True)
-class BoardState:
+class BoardState(Record):
     """One read of the board: clocks, temperature, power limit, the throttle reasons active, other processes."""
 
     sm_clock_mhz: float | None = None
@@ -31,13 +33,6 @@ class BoardState:
     throttle_reasons: tuple[str, ...] = ()
     other_processes: tuple[str, ...] = ()  # "pid 4242 (2.0 GiB)": processes other than the pass's holding the device
     unavailable: dict = field(default_factory=dict)  # what could not be read, and why
-
-    def record(self) -> dict:
-        """The state as plain JSON for the pass's device facts."""
-        return {"sm_clock_mhz": self.sm_clock_mhz, "memory_clock_mhz": self.memory_clock_mhz,
-                "temperature_c": self.temperature_c, "power_limit_w": self.power_limit_w,
-                "throttle_reasons": list(self.throttle_reasons), "other_processes": list(self.other_processes),
-                "unavailable": dict(self.unavailable)}
 
 
 def nvml_reasons(mask: int) -> tuple[str, ...]:
