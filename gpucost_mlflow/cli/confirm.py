@@ -55,7 +55,7 @@ def confirm(experiment, protocol_file, variants_file, catalog_file, corpus_path,
             model_path=_model(root, model_path, protocol_path), code_root=CODE_ROOT)
         confirming.check(waiting, plan)
         click.echo(f"confirming {', '.join(a.configuration.name for a in waiting)} on {plan.corpus_path} for at least "
-                   f"{protocol.confirmation[1]:g} s each (confirmation.min_s)")
+                   f"{protocol.confirmation.min_s:g} s each (confirmation.min_s)")
         confirming.run(waiting, plan, lambda variant, result, why: click.echo(
             f"{why}: {variant} {result.status} ({result.reason}); run {result.run_id}"))
         built, _, _, _ = _build_report(name, protocol_path, catalogs, declared, what_if=False)

@@ -40,7 +40,7 @@ def deliver(corpora_dir, variant_name, variants_file, model_path, experiment, pr
         variant=declared.variant(variant_name), corpora=delivering.corpora_in(_under(root, corpora_dir)),
         model_path=_model(root, model_path, protocol_path), experiment=_experiment(experiment),
         protocol_path=protocol_path, declared=declared, code_root=CODE_ROOT,
-        per_child=protocol.deliverables["per_child"])
+        per_child=protocol.deliverables.per_child)
 
     def said(number: int, results) -> None:
         for result in results:

@@ -88,8 +88,8 @@ def plan_cmd(experiment, catalog_file, protocol_file, variants_file, model_path,
     model_dir = _model(root, model_path, protocol_path)
     candidates = [found for a in built.assessments
                   if (found := _candidate(a, built.measured, declared, model_dir)) is not None]
-    setup = Decimal(str((protocol.plan or {}).get("setup_hours", 0))).normalize()
-    basis = rules.basis(candidates, protocol.deliverables["expected"], setup)
+    setup = Decimal(str(protocol.plan.setup_hours if protocol.plan else 0)).normalize()
+    basis = rules.basis(candidates, protocol.deliverables.expected, setup)
     fresh, _ = dated(catalog, dt.datetime.now(dt.timezone.utc).date(), protocol.max_price_age_days, allow_stale_prices)
     lines = rules.plan_offers(basis, fresh, {a.configuration.device for a in built.assessments}, tables)
     click.echo(f"Plan for experiment '{name}' over catalog {catalog.version}, device table "

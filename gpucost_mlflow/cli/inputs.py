@@ -191,7 +191,7 @@ def protocol_show(protocol_file) -> None:
         click.echo(f"{registry.output(loaded.acceptance.output).SECTION}: {loaded.task.record()}")
     deadline = loaded.deadline_words or "no deadline declared"
     click.echo(f"passes per variant: {loaded.passes_per_variant}; warm-up: {loaded.warmup}; deadline: {deadline}")
-    side = "side by side on a lot's idle GPUs" if loaded.deliverables.get("side_by_side") else "one after another"
+    side = "side by side on a lot's idle GPUs" if loaded.deliverables.side_by_side else "one after another"
     click.echo(f"unstable above max/min {loaded.max_spread_ratio:g} of a configuration's own durations; "
                f"deliverables forecast {side}")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from functools import cache
 from typing import Any, ClassVar, Self
 
@@ -46,6 +46,22 @@ class Record:
             if f.init and key in record:
                 values[f.name] = typed(hints.get(f.name), record[key])
         return cls(**values)
+
+
+class Keyed(Mapping):
+    """Read-only key access to a frozen record's fields (`plan["start"]`, `plan.get("start")`), for readers still
+    written against the dict the record replaced; new code reads attributes."""
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.__dataclass_fields__:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.__dataclass_fields__)
+
+    def __len__(self) -> int:
+        return len(self.__dataclass_fields__)
 
 
 def default(field: dataclasses.Field) -> Any:

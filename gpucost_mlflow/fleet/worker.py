@@ -87,7 +87,7 @@ def run_worker(share: Share, echo: Callable[[str], None] = print) -> WorkerRun:
     plan = delivering.DeliveryPlan(variant=declared.variant(share.variant), corpora=tuple(todo),
                                    model_path=share.model, experiment=share.experiment, protocol_path=share.protocol,
                                    declared=declared, code_root=share.code_root,
-                                   per_child=protocol.deliverables["per_child"], tags=tuple(tags),
+                                   per_child=protocol.deliverables.per_child, tags=tuple(tags),
                                    outputs=share.outputs)
     result = delivering.deliver(plan)
     for path, outcome in zip(todo, result.results):

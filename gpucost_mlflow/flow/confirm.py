@@ -43,7 +43,7 @@ class ConfirmPlan:
 def corpus_of(root: Path, protocol: Protocol) -> Path:
     """The confirmation corpus: the protocol's confirmation.file under root, else confirmation.jsonl beside the corpus
     the comparison corpus was built as (corpus.slice_of, else corpus.file); a missing one is refused in one line."""
-    declared = protocol.confirmation[0]
+    declared = protocol.confirmation.file
     built_as = Path(protocol.corpus_slice_of or protocol.corpus_file)
     path = root / (Path(declared) if declared else built_as.parent / CONFIRMATION_FILE)
     if not path.exists():

@@ -52,7 +52,7 @@ def judge_outcome(request: PassRequest, prepared: Prepared, outcome: PassOutcome
     rules = registry.output(protocol.acceptance.output)
     back = rules.read_back(workdir, protocol, labels)
     audit, audit_record = None, {}
-    if rules.AUDITED and not corpus.gold_labels and protocol.deliverables["audit"] and outcome.completed:
+    if rules.AUDITED and not corpus.gold_labels and protocol.deliverables.audit and outcome.completed:
         audit, audit_record = _audit(request, prepared, rules, back, workdir)
     unlike = like_for_like.check(request.variant.settings, prepared.reference.settings, prepared.reference.name,
                                  getattr(rules, "LIKE_FOR_LIKE", ()), protocol.acceptance.changes_work)
@@ -68,9 +68,9 @@ def _audit(request: PassRequest, prepared: Prepared, rules, back: verdicts.ReadB
     """A deliverable without gold labels: the reference variant re-labels the protocol's audit sample in a child
     of its own (timed with the evaluation; its own stage times kept in the record, the start-up the forecast counts
     per delivered corpus); returns the audit check and what the verdict records of it."""
-    declared = prepared.protocol.deliverables["audit"]
+    declared = prepared.protocol.deliverables.audit
     corpus = prepared.corpus
-    sample = judge.audit_sample(corpus.ids, declared["sample"], corpus.fingerprint)
+    sample = judge.audit_sample(corpus.ids, declared.sample, corpus.fingerprint)
     folder = workdir / "audit"
     folder.mkdir()
     chosen = set(sample)
@@ -86,7 +86,7 @@ def _audit(request: PassRequest, prepared: Prepared, rules, back: verdicts.ReadB
     if not ran.completed:
         check = verdicts.Check("audit", False, f"the {prepared.reference.name} audit pass failed: {ran.reason}")
     else:
-        check = judge.audit_check(back.labels, labels, sample, declared["min_label_agreement"], prepared.reference.name,
+        check = judge.audit_check(back.labels, labels, sample, declared.min_label_agreement, prepared.reference.name,
                                   prepared.protocol.acceptance.confidence)
     return check, {"variant": prepared.reference.name, "sample_ids": sample, "reference_labels": labels,
                    "check": check.record(), "stages": ran.timings.named(schema.TIMINGS)}

@@ -104,7 +104,7 @@ def measured_for(request: PassRequest, protocol: Protocol) -> float | None:
     """How long the measured clock runs at least: a confirmation run its confirmation.min_s, any other pass (the
     reference's outputs for a confirmation among them) the protocol's min_measured_s."""
     confirming = request.role == schema.CONFIRMATION_ROLE and request.repeat
-    return protocol.confirmation[1] if confirming else protocol.min_measured_s
+    return protocol.confirmation.min_s if confirming else protocol.min_measured_s
 
 
 def laps_for(request: PassRequest, protocol: Protocol) -> int:

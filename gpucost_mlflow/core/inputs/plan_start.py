@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
@@ -56,9 +57,9 @@ def like(moment: dt.datetime, other: dt.datetime) -> dt.datetime:
     return moment.replace(tzinfo=None) if other.tzinfo is None else moment
 
 
-def resolved(plan: dict | None, fixed: dt.datetime | None, after_h: float | None,
-             now: dt.datetime) -> tuple[dict | None, dt.datetime | None]:
-    """The plan and the deadline as dates: a start at the report becomes `now`, its deadline `now` plus its hours."""
-    if not plan or plan.get("start") != AT_REPORT:
+def resolved(plan, fixed: dt.datetime | None, after_h: float | None, now: dt.datetime) -> tuple:
+    """The plan (protocol_sections.Plan) and the deadline as dates: a start at the report becomes `now`, its deadline
+    `now` plus its hours."""
+    if plan is None or plan.start != AT_REPORT:
         return plan, fixed
-    return {**plan, "start": now}, (now + dt.timedelta(hours=after_h) if after_h is not None else None)
+    return replace(plan, start=now), (now + dt.timedelta(hours=after_h) if after_h is not None else None)

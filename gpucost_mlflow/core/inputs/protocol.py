@@ -4,35 +4,29 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import math
-import re
-from dataclasses import dataclass, replace
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
 
-from gpucost_mlflow.core.amounts import CENT
 from gpucost_mlflow.core.errors import GpucostError, one_line
 from gpucost_mlflow.core.inputs import method_fields as method
 from gpucost_mlflow.core.inputs import plan_start, yaml_text
+from gpucost_mlflow.core.inputs import protocol_sections as sections
 from gpucost_mlflow.core.inputs.acceptance import DEFAULT_OUTPUT, Acceptance
 from gpucost_mlflow.core.inputs.protocol_fields import refuse_other_outputs, refuse_unknown
+from gpucost_mlflow.core.inputs.protocol_sections import (
+    DEFAULT_SPREAD_RATIO,
+    ConfirmationRule,
+    Deliverables,
+    OtherCost,
+    Plan,
+)
 from gpucost_mlflow.core.kinds import registry
-from gpucost_mlflow.core.names import ACCURACY, MACRO_F1, MIN_LAPS
+from gpucost_mlflow.core.names import ACCURACY, MACRO_F1
 
 SCENARIOS = ("offline",)
 METRICS = (MACRO_F1, ACCURACY)
-DEFAULT_SPREAD_RATIO = 1.5
-
-@dataclass(frozen=True)
-class OtherCost:
-    """A real cost outside the rental (storage, egress, engineer time), listed apart with its justification."""
-
-    label: str
-    amount: Decimal
-    currency: str
-    basis: str
 
 
 @dataclass(frozen=True)
@@ -50,8 +44,8 @@ class Protocol:
     warmup: dict
     exclusion_rule: str
     deadline: dt.datetime | None
-    deliverables: dict
-    plan: dict | None
+    deliverables: Deliverables
+    plan: Plan | None
     other_costs: tuple[OtherCost, ...] = ()
     # The task its output's protocol section fixes (base.Output.task: a generations protocol's prompt and new tokens;
     # its record() is what the manifest and the child get), None when the output has no section.
@@ -84,9 +78,8 @@ class Protocol:
     # race.from_round: from this round on, a configuration dominated or late whatever the noise stops being measured,
     # and from the first one a rejection more passes cannot change (core/campaign/race.py); None: the full design
     race_from_round: int | None = None
-    # confirmation: (file, min_s): the confirmation corpus ('' for confirmation.jsonl beside the comparison corpus) and
-    # the seconds `gpucost confirm` runs the chosen configuration on it at least
-    confirmation: tuple[str, float] = ("", method.DEFAULT_CONFIRMATION_S)
+    # confirmation: the confirmation corpus and the seconds `gpucost confirm` runs the chosen configuration on it
+    confirmation: ConfirmationRule = field(default_factory=ConfirmationRule)
     seeds: tuple[int, ...] = ()  # seeds: every variant's passes at each, kept apart (core/judging/seeds.py); () seed 0
     # the deadline's hours after a start at the report (`plan.start: at_report`, `deadline: 96h`); None for a date
     deadline_after_h: float | None = None
@@ -98,7 +91,7 @@ class Protocol:
 
     @property
     def starts_at_report(self) -> bool:
-        return bool(self.plan) and self.plan.get("start") == plan_start.AT_REPORT
+        return self.plan is not None and self.plan.start == plan_start.AT_REPORT
 
     @property
     def deadline_words(self) -> str:
@@ -174,9 +167,9 @@ def load_protocol(path: Path) -> Protocol:
     for name, count in buckets.items():
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
             raise GpucostError(f"{path}: field 'corpus.buckets.{name}' must be a whole number")
-    plan = _plan(path, document["plan"]) if document.get("plan") is not None else None
+    plan = sections.plan(path, document["plan"]) if document.get("plan") is not None else None
     deadline, after_h = plan_start.deadline(path, document.get("deadline"),
-                                            bool(plan) and plan["start"] == plan_start.AT_REPORT)
+                                            plan is not None and plan.start == plan_start.AT_REPORT)
     warmup = {"inputs": f.positive("warmup.inputs"), "passes": f.positive("warmup.passes")}
     return Protocol(
         path=str(path),
@@ -195,86 +188,32 @@ def load_protocol(path: Path) -> Protocol:
         warmup=warmup,
         exclusion_rule=" ".join(f.get("exclusion_rule", str).split()),
         deadline=deadline,
-        deliverables={"expected": f.positive("deliverables.expected"),
-                      "description": f.get("deliverables.description", str),
-                      "side_by_side": _side_by_side(path, document["deliverables"].get("side_by_side", False)),
-                      "audit": _audit(f) if (document.get("deliverables") or {}).get("audit") is not None else None,
-                      "per_child": method.per_child(path, document["deliverables"].get("per_child"))},
+        deliverables=sections.deliverables(f, path, document.get("deliverables") or {}),
         plan=plan,
         deadline_after_h=after_h,
-        other_costs=_other_costs(path, document.get("other_costs")),
+        other_costs=sections.other_costs(path, document.get("other_costs")),
         task=task,
         corpus_slice_of=f.get("corpus.slice_of", str) if document["corpus"].get("slice_of") is not None else "",
-        corpus_fingerprint=_fingerprint(path, document["corpus"].get("fingerprint")),
+        corpus_fingerprint=sections.fingerprint(path, document["corpus"].get("fingerprint")),
         confidence=method.confidence(path, document.get("confidence")),
         reproduce=method.reproduce(path, document.get("reproduce")),
         settle_max_passes=method.settle(path, document, f),
         race_from_round=method.race(path, document),
-        confirmation=method.confirmation(path, document.get("confirmation")),
+        confirmation=ConfirmationRule(*method.confirmation(path, document.get("confirmation"))),
         seeds=method.seeds(path, document.get("seeds")),
-        max_spread_ratio=_spread_ratio(path, document.get("max_spread_ratio")),
+        max_spread_ratio=sections.spread_ratio(path, document.get("max_spread_ratio")),
         max_price_age_days=(f.positive("max_price_age_days") if document.get("max_price_age_days") is not None
                             else None),
-        alternatives=_alternatives(path, document.get("alternatives")),
-        system_metrics_interval_s=_interval(path, document.get("system_metrics_interval_s")),
+        alternatives=sections.alternatives(path, document.get("alternatives")),
+        system_metrics_interval_s=sections.interval(path, document.get("system_metrics_interval_s")),
         max_other_cpu_share=(f.fraction("max_other_cpu_share") if document.get("max_other_cpu_share") is not None
                              else 0.25),
-        min_measured_s=_seconds(path, document, "min_measured_s", None),
-        min_laps=_laps(path, document.get("min_laps")),
+        min_measured_s=sections.seconds(path, document, "min_measured_s", None),
+        min_laps=sections.laps(path, document.get("min_laps")),
         child_imports=method.child_imports(path, document.get("child_imports")),
-        cooldown_s=_seconds(path, document, "cooldown_s", 0.0),
+        cooldown_s=sections.seconds(path, document, "cooldown_s", 0.0),
         min_utilisation=f.fraction("min_utilisation") if document.get("min_utilisation") is not None else 0.5,
     )
-
-
-def _seconds(path: Path, document: dict, name: str, absent: float | None) -> float | None:
-    """An optional duration field: a finite number of seconds, above zero; `absent` when it is not given."""
-    value = document.get(name)
-    if value is None:
-        return absent
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise GpucostError(f"{path}: field '{name}' must be a number of seconds above 0, got {value!r}")
-    return float(value)
-
-
-def _laps(path: Path, value) -> int:
-    """`min_laps`: a whole number of laps >= 2 (a first lap alone cannot tell setup from rate), 2 when absent."""
-    if value is None:
-        return MIN_LAPS
-    if isinstance(value, bool) or not isinstance(value, int) or value < MIN_LAPS:
-        raise GpucostError(f"{path}: field 'min_laps' must be a whole number of laps >= {MIN_LAPS}, got {value!r}")
-    return value
-
-
-def _interval(path: Path, value) -> float:
-    """`system_metrics_interval_s`: seconds between two samples of MLflow's system metrics, 1 when absent."""
-    if value is None:
-        return 1.0
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0.1:
-        raise GpucostError(f"{path}: field 'system_metrics_interval_s' must be a number of seconds >= 0.1, got "
-                           f"{value!r}")
-    return float(value)
-
-
-def _alternatives(path: Path, value) -> dict | None:
-    """`alternatives:` the hosted endpoints the report prices the same deliverables through: a catalog of `api` rows
-    (relative to the protocol's folder), the endpoints named (provider/model; all of the file when absent), and the
-    output tokens per input for an output that generates none (labels: the label word)."""
-    if value is None:
-        return None
-    if not isinstance(value, dict) or not isinstance(value.get("catalog"), str) or not value["catalog"].strip():
-        raise GpucostError(f"{path}: field 'alternatives' must be a mapping with catalog (a CSV of api rows), "
-                           "optionally endpoints (provider/model names) and output_tokens_per_input")
-    endpoints = value.get("endpoints") or []
-    if not isinstance(endpoints, list) or not all(isinstance(e, str) and "/" in e for e in endpoints):
-        raise GpucostError(f"{path}: field 'alternatives.endpoints' must list provider/model names")
-    tokens = value.get("output_tokens_per_input")
-    if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, (int, float)) or tokens <= 0
-                               or not math.isfinite(tokens)):
-        raise GpucostError(f"{path}: field 'alternatives.output_tokens_per_input' must be a number > 0, got {tokens!r}")
-    catalog = Path(value["catalog"])
-    return {"catalog": str(catalog if catalog.is_absolute() else path.parent / catalog), "endpoints": list(endpoints),
-            "output_tokens_per_input": float(tokens) if tokens is not None else None}
 
 
 def _read(path: Path) -> tuple[bytes, dict]:
@@ -292,16 +231,6 @@ def _read(path: Path) -> tuple[bytes, dict]:
     return data, document
 
 
-def _spread_ratio(path: Path, value) -> float:
-    """`max_spread_ratio`: a number above 1, 1.5 when absent (the report's bound on a configuration's max/min)."""
-    if value is None:
-        return DEFAULT_SPREAD_RATIO
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 1:
-        raise GpucostError(f"{path}: field 'max_spread_ratio' must be a number > 1 (largest max/min of a "
-                           f"configuration's pass durations; {DEFAULT_SPREAD_RATIO} when absent), got {value!r}")
-    return float(value)
-
-
 def _task(f: _Fields, output: str, rules) -> object | None:
     """The task the output's own section fixes, read by its rules (`base.Output.task`), which also refuse it missing;
     another output's section is refused by that output's rules; None when the output has no section."""
@@ -309,74 +238,3 @@ def _task(f: _Fields, output: str, rules) -> object | None:
         if owner != output and f.document.get(name) is not None:
             registry.output(owner).task(f.document[name], str(f.path), output)  # refuses it: not this output's task
     return rules.task(f.document.get(rules.SECTION), str(f.path), output) if rules.SECTION else None
-
-
-def _side_by_side(path: Path, value) -> bool:
-    """`deliverables.side_by_side`: whether several deliverables may run at once on the idle GPUs of a lot."""
-    if not isinstance(value, bool):
-        raise GpucostError(f"{path}: field 'deliverables.side_by_side' must be true or false")
-    return value
-
-
-def _audit(f: _Fields) -> dict:
-    """How a deliverable without gold labels is audited: the reference variant on a sample of its inputs,
-    whose labels must agree with the deliverable's at least this much."""
-    return {"sample": f.positive("deliverables.audit.sample"),
-            "min_label_agreement": f.fraction("deliverables.audit.min_label_agreement")}
-
-
-def _other_costs(path: Path, entries) -> tuple[OtherCost, ...]:
-    """`other_costs:` entries (label, amount, currency, basis): recorded apart, never folded into a configuration."""
-    if entries is None:
-        return ()
-    if not isinstance(entries, list):
-        raise GpucostError(f"{path}: field 'other_costs' must be a list of entries with label, amount, currency, basis")
-    result = []
-    for number, entry in enumerate(entries, 1):
-        where = f"{path}: field 'other_costs[{number}]"
-        if not isinstance(entry, dict):
-            raise GpucostError(f"{where}' must be a mapping with label, amount, currency, basis")
-        unknown = sorted(set(entry) - {"label", "amount", "currency", "basis"})
-        if unknown:
-            raise GpucostError(f"{where}' has unknown field(s) {', '.join(map(str, unknown))}")
-        for key in ("label", "currency", "basis"):
-            if not isinstance(entry.get(key), str) or not entry[key].strip():
-                raise GpucostError(f"{where}.{key}' must be a non-empty text")
-        amount = entry.get("amount")
-        try:
-            value = Decimal(str(amount)) if not isinstance(amount, bool) and amount is not None else None
-        except InvalidOperation:
-            value = None
-        if value is None or not value.is_finite() or value < 0:
-            raise GpucostError(f"{where}.amount' must be a number >= 0")
-        result.append(OtherCost(entry["label"].strip(), value.quantize(CENT, rounding=ROUND_HALF_UP),
-                                entry["currency"].strip().upper(), " ".join(entry["basis"].split())))
-    return tuple(result)
-
-
-def _plan(path: Path, plan: dict) -> dict:
-    """The campaign-plan assumptions: planned start, setup and waiting hours, planned restarts (each optional)."""
-    if not isinstance(plan, dict):
-        raise GpucostError(f"{path}: field 'plan' must be a mapping")
-    result = {"start": None, "setup_hours": 0.0, "waiting_hours": 0.0, "planned_restarts": 0}
-    for key in ("setup_hours", "waiting_hours"):
-        value = plan.get(key, 0)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise GpucostError(f"{path}: field 'plan.{key}' must be a number >= 0")
-        result[key] = float(value)
-    restarts = plan.get("planned_restarts", 0)
-    if isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 0:
-        raise GpucostError(f"{path}: field 'plan.planned_restarts' must be a whole number >= 0")
-    result["planned_restarts"] = restarts
-    result["start"] = plan_start.start(path, plan.get("start"))
-    return result
-
-
-def _fingerprint(path: Path, value) -> str:
-    """corpus.fingerprint: a corpus fingerprint as `gpucost corpus build` writes it (64 hex digits), or ''."""
-    if value is None:
-        return ""
-    if not isinstance(value, str) or not re.fullmatch(r"[0-9a-f]{64}", value.strip()):
-        raise GpucostError(f"{path}: corpus.fingerprint must be a corpus fingerprint (64 hex digits, the `fingerprint` "
-                           f"of corpus.json), got {value!r}")
-    return value.strip()
