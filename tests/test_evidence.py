@@ -37,8 +37,8 @@ def test_the_evidence_holds_the_attempts_campaigns_overheads_exclusions_and_bill
     assert dict(found.overheads) == {parents[0].data.tags[schema.CAMPAIGN_ID]: 0.37}
     assert dict(found.measuring) == {parents[0].data.tags[schema.CAMPAIGN_ID]: 0.11}
     (excluded,) = [a for a in found.attempts if a.status == Status.EXCLUDED]
-    assert found.exclusions[excluded.run_id] == evidence.Exclusion("operator: another job on the machine", "ana",
-                                                                   found.exclusions[excluded.run_id].at, "operator")
+    read = found.exclusions[excluded.run_id]
+    assert (read.cause, read.by, read.reason) == ("operator: another job on the machine", "ana", "operator")
     assert found.bill is None and found.ui_root
     with pytest.raises(dataclasses.FrozenInstanceError):
         found.attempts = ()

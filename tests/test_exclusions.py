@@ -13,8 +13,8 @@ from gpucost_mlflow.cli import main
 from gpucost_mlflow.report import render
 from gpucost_mlflow.report.configurations import configurations
 from gpucost_mlflow.report.measured import ReportAttempts
-from gpucost_mlflow.tracking import evidence, schema, writer
-from gpucost_mlflow.tracking.exclusion_record import details
+from gpucost_mlflow.tracking import schema, writer
+from gpucost_mlflow.tracking.exclusion_record import Exclusion, details
 from tests.helpers import attempts_table, evidence_of
 from tests.scenario import B200
 from tests.scenario import report as built_report
@@ -267,10 +267,10 @@ def test_a_pass_excluded_with_a_free_text_cause_before_the_list_still_reads(atte
     client.log_batch(old, tags=[RunTag(key, value) for key, value in
                                 {schema.STATUS: "excluded", schema.STATUS_REASON: CAUSE, **tags}.items()])
 
-    assert details(client.get_run(old).data.tags) | {"undone": ""} == {**fields, "reason": "operator", "note": CAUSE,
-                                                                       "undone": ""}
+    assert details(client.get_run(old).data.tags) == Exclusion(**fields, reason="operator", note=CAUSE)
     assert row(old)["status"] == "excluded" and row(old)["reason"].startswith(f"{CAUSE} (excluded by someone at ")
-    assert evidence_of("scenario").exclusions[old] == evidence.Exclusion(CAUSE, "someone", fields["at"], "operator")
+    read = evidence_of("scenario").exclusions[old]
+    assert (read.cause, read.by, read.at, read.reason, read.run_id) == (CAUSE, "someone", fields["at"], "operator", old)
     built = report()
     assert [(v.variant, len(v.excluded)) for v in built.exclusions] == [("batch4", 0), ("batch8", 1)]
     assert not any("not applied alike" in w for w in built.warnings)

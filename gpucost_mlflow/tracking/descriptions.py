@@ -160,11 +160,11 @@ def pass_note(tags: dict, metrics: dict) -> str:
     if missing:
         facts.append("**Missing measurements:** " + "; ".join(missing))
     excluded = exclusion_record.details(tags)
-    if excluded["cause"]:
-        facts.append(f"**Excluded** by {excluded['by'] or '?'} at {excluded['at'] or '?'}: "
-                     f"{short(excluded['cause'], 300)} (before: {excluded['status_before'] or '?'})")
-    elif excluded["undone"]:
-        facts.append(f"**Exclusion undone:** {short(excluded['undone'], 300)}")
+    if excluded.cause:
+        facts.append(f"**Excluded** by {excluded.by or '?'} at {excluded.at or '?'}: "
+                     f"{short(excluded.cause, 300)} (before: {excluded.status_before or '?'})")
+    elif excluded.undone:
+        facts.append(f"**Exclusion undone:** {short(excluded.undone, 300)}")
     if tags.get(schema.REJUDGED):
         facts.append(f"**Re-judged** {tags[schema.REJUDGED]}")
     elif tags.get(schema.REJUDGED_AT):

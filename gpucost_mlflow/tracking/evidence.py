@@ -18,19 +18,9 @@ from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.money.bill import Bill
 from gpucost_mlflow.tracking import decision_run, delivery_held, exclusions, reader, schema, ui
 from gpucost_mlflow.tracking.attempts_table import Attempt
+from gpucost_mlflow.tracking.exclusion_record import Exclusion
 from gpucost_mlflow.tracking.experiments import Experiment
 from gpucost_mlflow.tracking.run_records import RunRecord, tagged
-
-
-@dataclass(frozen=True)
-class Exclusion:
-    """Why one pass was excluded: the cause, who excluded it and when ('' each when not recorded), and the reason
-    of the fixed list the cause is made of (core/judging/exclusion_reasons.py; '' when not recorded)."""
-
-    cause: str
-    by: str
-    at: str
-    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -60,8 +50,7 @@ def read(client: MlflowClient, experiment: Experiment, now: dt.datetime | None =
     campaigns, overheads, measuring = _campaigns(client, experiment.id, [cid for cid in ids if cid])
     excluded = {}
     if any(a.status == Status.EXCLUDED for a in attempts):
-        excluded = {x.run_id: Exclusion(x.cause, x.by, x.at, x.reason)
-                    for x in exclusions.listed(client, experiment.id)}
+        excluded = {x.run_id: x for x in exclusions.listed(client, experiment.id)}
     return Evidence(experiment, attempts, campaigns, overheads, measuring, excluded,
                     decision_run.latest_bill(client, experiment.id), ui.root(client.tracking_uri),
                     delivery_held.latest_line(client, experiment.id))

@@ -9,8 +9,10 @@ reason `operator` with the cause as its note.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from gpucost_mlflow.core.judging.exclusion_reasons import recorded
+from gpucost_mlflow.core.records import Keyed, Record
 from gpucost_mlflow.tracking import schema
 
 # The fields of an exclusion, and the tags that held them on passes excluded before `gpucost.exclusion`.
@@ -22,10 +24,28 @@ FIELDS = {"cause": schema.EXCLUDED_CAUSE, "by": schema.EXCLUDED_BY, "at": schema
 REASON_FIELDS = ("reason", "note")  # written only since reasons exist, in `gpucost.exclusion` alone
 
 
-def details(tags: dict) -> dict[str, str]:
-    """The pass's exclusion as recorded (every FIELDS and REASON_FIELDS key; all empty when never excluded, `cause`
-    and `reason` empty once undone): from its `gpucost.exclusion` tag, else from the tags a pass excluded before it
-    carries."""
+@dataclass(frozen=True)
+class Exclusion(Keyed, Record):
+    """One pass's exclusion as recorded: the cause line its reason and note make, who and when, the status and reason
+    it had before, the trace of an undo (each '' when not recorded); and, read from its run, the pass it belongs to."""
+
+    cause: str = ""
+    by: str = ""
+    at: str = ""
+    status_before: str = ""
+    reason_before: str = ""
+    undone: str = ""
+    reason: str = ""  # of the fixed list (core/judging/exclusion_reasons.py)
+    note: str = ""
+    run_id: str = ""
+    experiment_id: str = ""
+    variant: str = ""
+    device: str = ""
+
+
+def details(tags: dict) -> Exclusion:
+    """The pass's exclusion as recorded (all empty when never excluded, `cause` and `reason` empty once undone): from
+    its `gpucost.exclusion` tag, else from the tags a pass excluded before it carries."""
     text = tags.get(schema.EXCLUSION, "")
     if text:
         try:
@@ -39,7 +59,7 @@ def details(tags: dict) -> dict[str, str]:
     if read["cause"] or read["reason"]:
         why = recorded(read["reason"], read["note"], read["cause"])
         read.update(reason=why.reason, note=why.note, cause=read["cause"] or why.line())
-    return read
+    return Exclusion(**read)
 
 
 def encoded(fields: dict[str, str]) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import getpass
-from dataclasses import dataclass
+from dataclasses import replace
 
 import yaml
 from mlflow.entities import Run, RunTag
@@ -28,27 +28,10 @@ from gpucost_mlflow.core.inputs import yaml_text
 from gpucost_mlflow.core.judging.exclusion_reasons import ExclusionReason, reason_of
 from gpucost_mlflow.core.judging.status import EXCLUDABLE, Status, excludable_failure, interrupted
 from gpucost_mlflow.tracking import limits, schema, search, writer
-from gpucost_mlflow.tracking.exclusion_record import details, encoded
+from gpucost_mlflow.tracking.exclusion_record import Exclusion, details, encoded
 from gpucost_mlflow.tracking.run_records import RunRecord
 
 EXCLUDED = Status.EXCLUDED
-
-
-@dataclass(frozen=True)
-class Exclusion:
-    """One pass's exclusion as recorded: its reason and note, the cause line they make, who, when, and before."""
-
-    run_id: str
-    experiment_id: str
-    variant: str
-    device: str
-    cause: str
-    by: str
-    at: str
-    status_before: str
-    reason_before: str
-    reason: str = ""
-    note: str = ""
 
 
 # A cause fits the exclusion's tag with the pass's own reason beside it.
@@ -66,15 +49,14 @@ def user() -> str:
 def describe(tags: dict) -> str:
     """The reason an excluded pass shows in the attempts table: its cause, who excluded it and when."""
     found = details(tags)
-    return f"{found['cause']} (excluded by {found['by'] or 'unknown'} at {found['at'] or 'unknown time'})"
+    return f"{found.cause} (excluded by {found.by or 'unknown'} at {found.at or 'unknown time'})"
 
 
 def of(run: Run) -> Exclusion:
+    """The pass's exclusion as recorded, with the pass it belongs to."""
     tags = schema.run_facts(run)
-    found = details(tags)
-    return Exclusion(run.info.run_id, run.info.experiment_id, tags.get(schema.VARIANT, ""),
-                     tags.get(schema.DEVICE_NAME, ""), found["cause"], found["by"], found["at"],
-                     found["status_before"], found["reason_before"], found["reason"], found["note"])
+    return replace(details(tags), run_id=run.info.run_id, experiment_id=run.info.experiment_id,
+                   variant=tags.get(schema.VARIANT, ""), device=tags.get(schema.DEVICE_NAME, ""))
 
 
 def checked(reason: str | None, note: str | None = None) -> ExclusionReason:
@@ -160,7 +142,7 @@ def undo(client: MlflowClient, run_id: str, who: str | None = None) -> Exclusion
     if status != EXCLUDED:
         raise GpucostError(f"run '{run.info.run_id}' is not excluded (status {status or 'not recorded'}): nothing to "
                            "undo")
-    if not details(tags)["status_before"]:
+    if not details(tags).status_before:
         raise GpucostError(f"run '{run.info.run_id}' has no recorded status before its exclusion (not excluded by "
                            "`gpucost exclude`): nothing to restore; nothing changed")
     undone = of(run)
