@@ -25,7 +25,7 @@ def attempt_writer(experiment: str | None = None) -> Callable[..., str]:
     experiment = experiment or EXPERIMENT
     client = MlflowClient()
     protocol = load_protocol(SHIPPED_PROTOCOL)
-    experiment_id, _ = experiments.resolve(client, experiment, create=True)
+    experiment_id = experiments.resolve(client, experiment, create=True).id
     experiments.lock(client, experiment_id, experiment, protocol, SHIPPED_PROTOCOL.read_text())
     clock = {"ms": 1_764_489_600_000}  # attempts follow one another, as on one rented machine
 

@@ -243,7 +243,7 @@ def test_excluding_a_pass_sets_accepted_to_0_and_says_so_in_its_description_undo
 
     client = MlflowClient()
     protocol = load_protocol(SHIPPED_PROTOCOL)
-    experiment_id, _ = experiments.resolve(client, "ui", create=True)
+    experiment_id = experiments.resolve(client, "ui", create=True).id
     experiments.lock(client, experiment_id, "ui", protocol, (SHIPPED_PROTOCOL).read_text())
     assert "Quality bar:** macro_f1 at least 0.8" in client.get_experiment(experiment_id).tags[schema.NOTE]
     tags = writer.start_tags(role="benchmark", variant="batch8", basis=writer.Basis("cpu", "cpu", "f", protocol.digest))
@@ -376,7 +376,7 @@ def test_an_experiment_gpucost_creates_or_locks_is_a_model_development_experimen
 
     client = MlflowClient()
     view = f"{schema.SAVED_VIEW_PREFIX}{ui.PASSES_VIEW}"
-    created, _ = experiments.resolve(client, "new", create=True)
+    created = experiments.resolve(client, "new", create=True).id
     assert client.get_experiment(created).tags[schema.EXPERIMENT_KIND] == schema.MODEL_DEVELOPMENT
     assert view in client.get_experiment(created).tags
     older = client.create_experiment("older")  # made before gpucost tagged experiments, or by `mlflow run`

@@ -128,7 +128,7 @@ def finished_campaign(store, protocol_file):
     """An experiment under the test protocol with one finished campaign: bf16 accepted, lengthgrouped rejected."""
     client = MlflowClient()
     protocol = load_protocol(protocol_file)
-    experiment_id, _ = experiments.resolve(client, "t", create=True)
+    experiment_id = experiments.resolve(client, "t", create=True).id
     experiments.lock(client, experiment_id, "t", protocol, protocol_file.read_text())
     parent = client.create_run(experiment_id, tags={schema.ROLE: schema.CAMPAIGN_ROLE, schema.CAMPAIGN_ID: "c1"})
     for variant, status in (("batch8", "accepted"), ("batch8-bf16", "accepted"), ("batch8-lengthgrouped", "rejected")):

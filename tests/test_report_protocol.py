@@ -227,7 +227,7 @@ def test_a_pass_under_the_new_default_into_an_experiment_locked_to_the_old_names
     from gpucost_mlflow.tracking import experiments
 
     client = MlflowClient()
-    experiment_id, _ = experiments.resolve(client, "old", create=True)
+    experiment_id = experiments.resolve(client, "old", create=True).id
     experiments.lock(client, experiment_id, "old", load_protocol(KEPT), KEPT.read_text())
     with pytest.raises(GpucostError, match=r"a new protocol means a new experiment \(use another --experiment, or "
                                            r"--protocol \S+protocol-2026-12-04.yaml \(-P protocol=...\), the file it is "

@@ -211,7 +211,8 @@ def protocol_lock(experiment, protocol_file) -> None:
     loaded = load_protocol(protocol_file)
     client = MlflowClient()
     name = _experiment(experiment)
-    experiment_id, name = experiments.resolve(client, name, create=True)
+    found = experiments.resolve(client, name, create=True)
+    experiment_id, name = found.id, found.name
     newly = experiments.lock(client, experiment_id, name, loaded, protocol_file.read_text(encoding="utf-8"))
     state = "locked" if newly else "already locked"
     click.echo(f"experiment '{name}' {state} to protocol {loaded.digest[:12]} ({protocol_file})")

@@ -122,7 +122,7 @@ def _launch(request: DeliveryRequest, config: dict, secrets: dict[str, str], don
     store.bound_http_retries()
     store.check()
     client = store.client()
-    experiment_id, _ = experiments.resolve(client, decision.experiment, create=True)
+    experiment_id = experiments.resolve(client, decision.experiment, create=True).id
     workers = [worker(decision.accelerator, rank) for rank in range(decision.lots)]
     params = {"kind": ROLE, "gpus": ",".join(workers), "clouds": decision.provider or "any",
               "spot": str(request.spot).lower(), "max_hours": f"{decision.forecast_hours:f}",

@@ -29,7 +29,7 @@ def run_job(fleet_id: str, gpu: str, plan: CampaignPlan, display: Display | None
     store.bound_http_retries()
     store.check()
     client = store.client()
-    experiment_id, _ = experiments.resolve(client, plan.experiment, create=True)
+    experiment_id = experiments.resolve(client, plan.experiment, create=True).id
     job_id = os.environ.get(MANAGED_JOB_ID, "")
     plan.tags = {**plan.tags, schema.FLEET_ID: fleet_id, schema.FLEET_GPU: gpu, schema.FLEET_JOB: job_id}
     found = fleet_run.campaign_of(client, experiment_id, fleet_id, gpu)

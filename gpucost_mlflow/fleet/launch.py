@@ -138,7 +138,7 @@ def _launch(request: FleetRequest, configs: dict[str, dict], secrets: dict[str, 
     store.bound_http_retries()
     store.check()
     client = store.client()
-    experiment_id, _ = experiments.resolve(client, request.campaign.experiment, create=True)
+    experiment_id = experiments.resolve(client, request.campaign.experiment, create=True).id
     params = {"gpus": ",".join(job.gpu for job in request.jobs), "clouds": ",".join(request.clouds) or "any",
               "spot": str(request.spot).lower(), "max_hours": f"{request.max_hours:f}",
               "setup_hours": f"{request.setup_hours:f}", "max_cost": f"{request.max_cost:f}",

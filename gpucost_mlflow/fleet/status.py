@@ -154,4 +154,4 @@ def _experiment_id(client, name: str) -> str:
     found = experiments.resolve(client, name, create=False)
     if found is None:
         raise GpucostError(f"no experiment '{name}' in this tracking store")
-    return found[0]
+    return found.id

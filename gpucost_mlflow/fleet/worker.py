@@ -60,7 +60,7 @@ def run_worker(share: Share, echo: Callable[[str], None] = print) -> WorkerRun:
     store.bound_http_retries()
     store.check()
     client = store.client()
-    experiment_id, _ = experiments.resolve(client, share.experiment, create=True)
+    experiment_id = experiments.resolve(client, share.experiment, create=True).id
     job_id = os.environ.get(MANAGED_JOB_ID, "")
     names = [path.name for path in share.corpora.glob("*.jsonl") if not share.only or path.name in share.only]
     done, todo, tags = WorkerRun(), [], []

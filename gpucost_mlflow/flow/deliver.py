@@ -78,7 +78,8 @@ def deliver(plan: DeliveryPlan, on_child: Callable[[int, list[launcher.PassResul
     store.bound_http_retries()
     store.check()
     client = store.client()
-    experiment_id, name = experiments.resolve(client, plan.experiment, create=True)
+    experiment = experiments.resolve(client, plan.experiment, create=True)
+    experiment_id, name = experiment.id, experiment.name
     locked_now = experiments.lock(client, experiment_id, name, prepared[0].protocol, prepared[0].protocol_text)
     if plan.variant.series:
         series = plan.declared.series[plan.variant.series]
@@ -92,7 +93,7 @@ def deliver(plan: DeliveryPlan, on_child: Callable[[int, list[launcher.PassResul
     try:
         for first in range(0, len(requests), size):
             results = _one_child(requests[first:first + size], prepared[first:first + size], client,
-                                 (experiment_id, name), locked_now, run_id)
+                                 experiment, locked_now, run_id)
             delivered.results += results
             delivered.children += 1
             if on_child is not None:
@@ -106,12 +107,12 @@ def deliver(plan: DeliveryPlan, on_child: Callable[[int, list[launcher.PassResul
     return delivered
 
 
-def _one_child(requests: list[PassRequest], prepared: list[Prepared], client, experiment: tuple[str, str],
+def _one_child(requests: list[PassRequest], prepared: list[Prepared], client, experiment: experiments.Experiment,
                locked_now: bool, delivery_id: str) -> list[launcher.PassResult]:
     """One child for these corpora (a lanes variant: its lane children for one corpus): their runs opened and started,
     the child run once over all of them, then each corpus's outcome judged and recorded; a launcher stopped on the way
     closes the runs it had not recorded."""
-    protocol, (experiment_id, experiment_name) = prepared[0].protocol, experiment
+    protocol, experiment_id, experiment_name = prepared[0].protocol, experiment.id, experiment.name
     with tempfile.TemporaryDirectory(prefix="gpucost-delivery-") as temp:
         folders = [Path(temp) / f"{number:05d}" for number in range(len(requests))]
         for folder in folders:

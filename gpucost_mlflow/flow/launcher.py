@@ -64,7 +64,8 @@ def execute(request: PassRequest) -> PassResult:
     if request.locked is not None:  # its campaign resolved the experiment and locked protocol and series, once
         experiment_id, experiment_name, locked_now = request.locked.experiment_id, request.experiment, False
     else:
-        experiment_id, experiment_name = experiments.resolve(client, request.experiment, create=True)
+        found = experiments.resolve(client, request.experiment, create=True)
+        experiment_id, experiment_name = found.id, found.name
         locked_now = experiments.lock(client, experiment_id, experiment_name, prepared.protocol, prepared.protocol_text)
         lock_series(client, experiment_id, experiment_name, request.declared, [request.variant.name])
     if request.role == "benchmark":  # every pass's corpus is checked against the experiment's: the file may change

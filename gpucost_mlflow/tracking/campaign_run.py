@@ -21,7 +21,8 @@ from gpucost_mlflow.core.campaign.settle import FinishedVariant
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.money.measuring_price import Price
 from gpucost_mlflow.core.names import shown
-from gpucost_mlflow.tracking import limits, schema, search, store
+from gpucost_mlflow.tracking import experiments, limits, schema, search, store
+from gpucost_mlflow.tracking.experiments import Experiment
 from gpucost_mlflow.tracking.reader import attempt_row
 from gpucost_mlflow.tracking.run_records import RunRecord
 
@@ -48,10 +49,9 @@ def measured(client: MlflowClient, experiment_id: str) -> list[FinishedVariant]:
     return list(found.values())
 
 
-def experiment_of_run(client: MlflowClient, run_id: str) -> tuple[str, str]:
-    """The id and name of the experiment an existing run (the one `mlflow run` opened) belongs to."""
-    experiment_id = client.get_run(run_id).info.experiment_id
-    return experiment_id, client.get_experiment(experiment_id).name
+def experiment_of_run(client: MlflowClient, run_id: str) -> Experiment:
+    """The experiment an existing run (the one `mlflow run` opened) belongs to."""
+    return experiments.of(client.get_experiment(client.get_run(run_id).info.experiment_id))
 
 
 @dataclass(frozen=True)

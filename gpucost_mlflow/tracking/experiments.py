@@ -28,26 +28,32 @@ class Experiment:
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
-def resolve(client: MlflowClient, name: str | None, *, create: bool) -> tuple[str, str] | None:
-    """(experiment id, name): under `mlflow run` the run's experiment, else the named one."""
+def resolve(client: MlflowClient, name: str | None, *, create: bool) -> Experiment | None:
+    """The experiment a command writes to: under `mlflow run` the run's experiment, else the named one (created when
+    `create`; None when it does not exist and is not to be created)."""
     env_id = os.environ.get("MLFLOW_EXPERIMENT_ID") if os.environ.get("MLFLOW_RUN_ID") else None
     if env_id:
-        experiment = client.get_experiment(env_id)
-        return experiment.experiment_id, experiment.name
+        return of(client.get_experiment(env_id))
     experiment = client.get_experiment_by_name(name)
     if experiment is not None:
         if experiment.lifecycle_stage == "deleted":
             raise GpucostError(f"experiment '{name}' is deleted; restore it or choose another name")
-        return experiment.experiment_id, experiment.name
+        return of(experiment)
     if not create:
         return None
+    tags = _presentation()
     try:
-        return client.create_experiment(name, tags=_presentation()), name
+        return Experiment(client.create_experiment(name, tags=tags), name, tags)
     except MlflowException as exc:
         # Passes started at once on several machines: one creates the experiment, the others find it.
         if exc.error_code != "RESOURCE_ALREADY_EXISTS":
             raise
-        return client.get_experiment_by_name(name).experiment_id, name
+        return of(client.get_experiment_by_name(name))
+
+
+def of(experiment) -> Experiment:
+    """An MLflow experiment entity as the record a command reads: its id, name and tags."""
+    return Experiment(experiment.experiment_id, experiment.name, dict(experiment.tags))
 
 
 def name_of(experiment_id: str) -> str:
@@ -68,7 +74,7 @@ def named(client: MlflowClient, name: str) -> Experiment:
     experiment = client.get_experiment_by_name(name)
     if experiment is None:
         raise GpucostError(f"experiment '{name}' not found in {client.tracking_uri}")
-    return Experiment(experiment.experiment_id, experiment.name, dict(experiment.tags))
+    return of(experiment)
 
 
 def locked_digest(client: MlflowClient, experiment_id: str) -> str:

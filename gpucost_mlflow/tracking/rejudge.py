@@ -131,7 +131,7 @@ def rejudge(experiment: str | experiments.Experiment, protocol: Protocol, client
         found = experiments.resolve(client, experiment, create=False)
         if found is None:
             raise GpucostError(f"experiment '{experiment}' not found in {client.tracking_uri}")
-        experiment_id, name = found
+        experiment_id, name = found.id, found.name
         locked = experiments.locked_digest(client, experiment_id)
     if locked and locked != protocol.digest:
         raise GpucostError(f"experiment '{name}' is locked to protocol {locked[:12]}, {protocol.path} is "
