@@ -72,7 +72,7 @@ def test_an_unknown_demo_variant_is_one_line_and_exit_2():
 def test_the_third_series_leaves_out_a_precision_slower_than_fp32(tmp_path, monkeypatch):
     """The proposal reads the same cache as the demo (its pure rule: test_proposal.py): where bf16 is emulated, an
     accepted bf16 change is never combined."""
-    from gpucost_mlflow.flow.propose import slow_precisions
+    from gpucost_mlflow.execution.peak import slow_precisions
 
     cache = tmp_path / "peak.json"
     monkeypatch.setenv("GPUCOST_PEAK_CACHE", str(cache))
@@ -96,12 +96,11 @@ def _fake_gpu(monkeypatch, name: str, memory_bytes: int) -> None:
     import types
 
     torch = pytest.importorskip("torch", reason="the device is resolved through torch")
-    from gpucost_mlflow.execution import models
-    from gpucost_mlflow.flow import propose
+    from gpucost_mlflow.execution import models, peak
 
     monkeypatch.setattr(models, "resolve_device", lambda choice: torch.device("cuda"))
-    monkeypatch.setattr(propose, "peaks_known", lambda choice: False)
-    monkeypatch.setattr(propose, "slow_precisions", lambda choice: {})
+    monkeypatch.setattr(peak, "peaks_known", lambda choice: False)
+    monkeypatch.setattr(peak, "slow_precisions", lambda choice: {})
     monkeypatch.setattr(torch.cuda, "get_device_properties",
                         lambda device: types.SimpleNamespace(name=name, total_memory=memory_bytes))
 

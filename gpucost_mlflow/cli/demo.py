@@ -42,7 +42,7 @@ def demo_variants(names, variants_file, device, as_list, model_dir, protocol_fil
     saying why; with no peak cached, keep every variant and say so. On a GPU, add the batch series after batch8: it
     doubles from 8 until a measured pass is no longer starved, the memory estimate says the next size will not fit,
     or a batch would hold the whole corpus (core/campaign/batch_series.py). On a CPU the list is unchanged."""
-    from gpucost_mlflow.flow.propose import peaks_known, slow_precisions  # deferred: imports mlflow
+    from gpucost_mlflow.execution.peak import peaks_known, slow_precisions  # deferred: imports torch
 
     declared = load_variants(_file(variants_file))
     wanted = [name.strip() for name in names.split(",") if name.strip()]

@@ -20,6 +20,7 @@ import torch
 from gpucost_mlflow.core.errors import GpucostError, one_line
 from gpucost_mlflow.core.inputs.corpus import write_atomic
 from gpucost_mlflow.core.kinds.settings import Settings
+from gpucost_mlflow.execution import models
 from gpucost_mlflow.execution.devices import device_names
 
 ENV = "GPUCOST_PEAK_CACHE"
@@ -127,6 +128,27 @@ def cached_for(device: torch.device, path: Path | None = None) -> dict:
     if not peaks:
         record["note"] = "no peak measured on this device: run `gpucost doctor --peak`"
     return record
+
+
+def _cached_peaks(device_choice: str) -> dict:
+    load_cache()
+    return cached_for(models.resolve_device(device_choice))["peaks"]
+
+
+def peaks_known(device_choice: str = "auto") -> bool:
+    """Whether fp32's dense-matmul peak is cached for this device (the other precisions are judged against it)."""
+    return "fp32" in _cached_peaks(device_choice)
+
+
+def slow_precisions(device_choice: str = "auto") -> dict[str, str]:
+    """Precisions whose cached dense-matmul peak on this device is below fp32's: not run natively faster."""
+    peaks = _cached_peaks(device_choice)
+    if "fp32" not in peaks:
+        return {}
+    fp32 = peaks["fp32"]["flop_per_s"]
+    return {name: f"its dense-matmul peak here ({entry['flop_per_s'] / 1e9:,.1f} GFLOP/s) is below fp32's "
+                  f"({fp32 / 1e9:,.1f} GFLOP/s)"
+            for name, entry in peaks.items() if name in ("bf16", "fp16") and entry["flop_per_s"] < fp32}
 
 
 def _operations(device: torch.device, precision: str, size: int) -> tuple[list[str], dict]:

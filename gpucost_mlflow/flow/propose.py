@@ -38,29 +38,6 @@ def _finished_campaigns(client: MlflowClient, experiment_id: str) -> list[str]:
     return [r.data.tags.get(schema.CAMPAIGN_ID, "") for r in runs if r.info.status == "FINISHED"]
 
 
-def _cached_peaks(device_choice: str) -> dict:
-    from gpucost_mlflow.execution import models, peak  # deferred: imports torch
-
-    peak.load_cache()
-    return peak.cached_for(models.resolve_device(device_choice))["peaks"]
-
-
-def peaks_known(device_choice: str = "auto") -> bool:
-    """Whether fp32's dense-matmul peak is cached for this device (the other precisions are judged against it)."""
-    return "fp32" in _cached_peaks(device_choice)
-
-
-def slow_precisions(device_choice: str = "auto") -> dict[str, str]:
-    """Precisions whose cached dense-matmul peak on this device is below fp32's: not run natively faster."""
-    peaks = _cached_peaks(device_choice)
-    if "fp32" not in peaks:
-        return {}
-    fp32 = peaks["fp32"]["flop_per_s"]
-    return {name: f"its dense-matmul peak here ({entry['flop_per_s'] / 1e9:,.1f} GFLOP/s) is below fp32's "
-                  f"({fp32 / 1e9:,.1f} GFLOP/s)"
-            for name, entry in peaks.items() if name in ("bf16", "fp16") and entry["flop_per_s"] < fp32}
-
-
 def utilisation_by_batch(experiment: str, device: str, client: MlflowClient | None = None) -> dict[int, float]:
     """The median GPU utilisation of the experiment's completed one-lane passes on this device, per batch size (the
     batch series stops at the first size no longer starved, core/campaign/batch_series.py); {} when none."""
@@ -162,7 +139,9 @@ def run(experiment: str, variants_path: Path, out: Path, client: MlflowClient | 
     from gpucost_mlflow.execution.models import resolve_device  # deferred: imports torch
 
     gpu = resolve_device("auto").type == "cuda"
-    proposal = propose(variants[reference], found, SERIES_NAME, slow_precisions(), gpu=gpu)
+    from gpucost_mlflow.execution import peak  # deferred: imports torch
+
+    proposal = propose(variants[reference], found, SERIES_NAME, peak.slow_precisions(), gpu=gpu)
     content = text(proposal, variants_path, campaigns, out.parent)
     check = out.with_name(f".{out.name}.check.yaml")
     write_atomic(check, content.encode("utf-8"))
