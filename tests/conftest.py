@@ -4,6 +4,7 @@ and the two kinds of test: `unit` and `integration`."""
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import os
 import subprocess
@@ -65,6 +66,33 @@ def pytest_runtest_makereport(item, call):
     if report.failed and call.excinfo is not None and _for_want_of_torch(str(call.excinfo.value)):
         report.outcome, report.longrepr = "skipped", (str(item.path), 0, f"Skipped: {NEEDS_TORCH}")
     return report
+
+
+# The collector's full passes scan every object that lives, and a worker's live objects are mostly what it imported
+# (torch, transformers, MLflow, SQLAlchemy: about a million): a full pass took half a second, and a worker spent 7 to
+# 9 s of `make unit` in them (2026-12-05, docs/benchmarks.md). What lives when a test module starts has survived
+# every test before it and is here to stay: it is collected once, then frozen out of later passes.
+_FROZEN_AT: list = [None]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """At the first test of each module: collect, then freeze what survived (gc.freeze)."""
+    module = getattr(item, "module", None)
+    if module is not _FROZEN_AT[0]:
+        _FROZEN_AT[0] = module
+        gc.collect()
+        gc.freeze()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """MLflow keeps every SQL store a process opened, with its engine, for the life of the process (a cache of 100
+    stores, a map of engines without bound); each test opens its own, so the stores are let go when it ends."""
+    if "mlflow" in sys.modules:
+        from tests.helpers import release_stores
+
+        release_stores()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -97,6 +97,20 @@ def use_store(folder: Path, monkeypatch: pytest.MonkeyPatch, migrated: Path) -> 
     return uri
 
 
+def release_stores() -> None:
+    """Close and forget the SQL stores MLflow opened in this process (its tracking and model-registry caches): a
+    later call opens them again, as a new process would."""
+    for module, cls in (("mlflow.store.tracking.sqlalchemy_store", "SqlAlchemyStore"),
+                        ("mlflow.store.model_registry.sqlalchemy_store", "SqlAlchemyStore"),
+                        ("mlflow.tracking._tracking_service.registry", "TrackingStoreRegistry"),
+                        ("mlflow.tracking._model_registry.registry", "ModelRegistryStoreRegistry")):
+        found = getattr(sys.modules.get(module), cls, None)
+        for uri in list(getattr(found, "_engine_map", {})):
+            found._engine_map.pop(uri).dispose()
+        if hasattr(found, "_get_store_with_resolved_uri"):
+            found._get_store_with_resolved_uri.cache_clear()
+
+
 def pass_args(corpus: Path, model: Path, protocol: Path, variant: str = "batch8", *extra: str,
               variants: Path = VARIANTS, experiment: str = "t") -> list[str]:
     """The arguments of `gpucost pass` on a corpus file, as a user types them."""
