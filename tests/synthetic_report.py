@@ -13,6 +13,7 @@ from gpucost_mlflow.core.measurement.timeline import Span
 from gpucost_mlflow.core.money.billing import HourlyTerms
 from gpucost_mlflow.core.money.catalog import Package
 from gpucost_mlflow.core.money.choice import choose
+from gpucost_mlflow.core.money.decided import made
 from gpucost_mlflow.core.money.decision import Assessment, Configuration
 from gpucost_mlflow.core.money.forecast import forecast
 from gpucost_mlflow.core.money.plans import covering_plans
@@ -84,7 +85,7 @@ def synthetic_report(passes_per_variant: int | None = 5, figures: bool = True) -
     rows[0]["overlapped_with"] = f"{1:032x},{2:032x}"
     attempts = pd.DataFrame(rows)
     assert set(render.ATTEMPT_COLUMNS) <= set(attempts.columns)
-    choice = choose(assessments)
+    decided = made(assessments, choose(assessments))
     return render.Report(
         experiment="browser-check", question="Which batch size validates the corpus cheapest before the deadline?",
         protocol_digest="0123456789abcdef" * 4, catalog="2025-01 (catalog/example.yaml)",
@@ -93,8 +94,8 @@ def synthetic_report(passes_per_variant: int | None = 5, figures: bool = True) -
         attempts=attempts, summaries=summaries,
         separations=[("batch on NVIDIA GeForce RTX 4090", separate("batch8", fast.durations.values, "batch1",
                                                                    slow.durations.values))],
-        assessments=assessments, deadline="2025-03-10T00:00:00", plan=plan, choice=choice,
-        figures=plots.for_report(summaries, assessments, choice) if figures else {},
+        decided=decided, deadline="2025-03-10T00:00:00", plan=plan,
+        figures=plots.for_report(summaries, decided) if figures else {},
         passes_per_variant=passes_per_variant, experiment_id="7",
     )
 
@@ -146,6 +147,7 @@ def decided_report(expected: int = 2000, deadline_h: float = 20.0, changed: dict
     assessments = assess(configs, Rules(catalog, plan, deadline, expected, required_passes=5, max_spread_ratio=1.5,
                                         inputs_per_deliverable=1000, today=DEMO_START.date()))
     choice = choose(assessments)
+    decided = made(assessments, choice, decide(assessments, expected, 1000, choice=choice))
     summaries = [Summary(c, {"mem_peak_rss_bytes": 700 * 2**20}, COUNTER, 0.71, {"passed": len(c.statuses)})
                  for c in configs]
     rows = [{"pass_index": i + 1, "round": i + 1, "position": 1, "variant": c.variant, "device": c.device,
@@ -158,7 +160,7 @@ def decided_report(expected: int = 2000, deadline_h: float = 20.0, changed: dict
         experiment="gpucost-demo", question="Which configuration validates 2,000 corpora of 1,000 inputs cheapest "
                                             "before the deadline?",
         protocol_digest="fedcba9876543210" * 4, catalog="example (catalog/this-machine.csv)",
-        decision=decide(assessments, expected, 1000, choice=choice), warnings=[], attempts=pd.DataFrame(rows),
-        summaries=summaries, separations=[], assessments=assessments, deadline=deadline.isoformat(), plan=plan,
-        choice=choice, figures=plots.for_report(summaries, assessments, choice) if figures else {}, example_prices=True,
+        decision=decided.note, warnings=[], attempts=pd.DataFrame(rows),
+        summaries=summaries, separations=[], decided=decided, deadline=deadline.isoformat(), plan=plan,
+        figures=plots.for_report(summaries, decided) if figures else {}, example_prices=True,
         passes_per_variant=5, experiment_id="3")

@@ -86,7 +86,7 @@ def test_the_cost_figure_draws_no_infeasible_configuration():
     assert drawn.alt == ("Committed cost against volume: nothing priced that can be committed to, no committed cost "
                          "to draw")
     assert not drawn.drawing.axes[0].get_lines()
-    assert not standing.drawn(late.assessments, late.choice)
+    assert not standing.drawn(late.decided)
 
 
 def test_a_missing_memory_peak_draws_no_zero_bar_and_says_why():

@@ -90,7 +90,7 @@ def test_a_configuration_whose_quality_was_not_shown_is_never_chosen_and_its_sta
     said = next(row for row in table.rows if row[0] == "batch8-bf16 on NVIDIA B200")[1]
     assert said.startswith("quality not shown [")  # its footnote: the inputs that would show the bar
     assert table.notes[int(said[-2]) - 1] == "on 500 inputs: about 1,230 needed at this rate (reference_agreement)"
-    assert set(plots.for_report(built.summaries, built.assessments, built.choice)) == {"cost_volume", "durations",
+    assert set(plots.for_report(built.summaries, built.decided)) == {"cost_volume", "durations",
                                                                                        "memory"}  # drawn, no error
 
 

@@ -270,8 +270,8 @@ def test_the_window_says_how_long_the_rate_was_seen_to_hold_against_the_hours_co
     report = decided_report(figures=False)
     chosen = report.choice.chosen[0]
     run = RunOutcome("r1", CONFIRMED, "687.6 inputs/s", 687.6, 31.2)
-    confirmed = dataclasses.replace(report, confirmations={chosen.configuration.name: Confirmation(
-        CONFIRMED, "687.6 inputs/s", "r1", (run,))})
+    confirmed = dataclasses.replace(report, decided=dataclasses.replace(report.decided, confirmations={
+        chosen.configuration.name: Confirmation(CONFIRMED, "687.6 inputs/s", "r1", (run,))}))
     assert dict(card.lines(confirmed))["Window"].endswith(
         "; the confirmation timed 31 s of the 7.6 h window: short runs do not show that a rate holds for hours "
         "(PROTOCOL.md)")

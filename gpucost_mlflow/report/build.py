@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from gpucost_mlflow.core.campaign.settle import StagePlan, unreported
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.fleet.plan import priced_devices_hint
 from gpucost_mlflow.core.inputs.corpus import write_atomic
@@ -19,34 +18,26 @@ from gpucost_mlflow.core.inputs.protocol import Protocol
 from gpucost_mlflow.core.inputs.variants import Variant
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.money.catalog import Catalog, dated
-from gpucost_mlflow.core.money.choice import (
-    NOTHING_PRICED,
-    Choice,
-    await_stage,
-    break_evens,
-    choose,
-    hold,
-)
-from gpucost_mlflow.core.money.decision import NO_DEADLINE, Assessment, Configuration, Rules, assess
-from gpucost_mlflow.core.money.decision_note import decide
-from gpucost_mlflow.core.money.startups import audit_rule
+from gpucost_mlflow.core.money.choice import NOTHING_PRICED
+from gpucost_mlflow.core.money.decided import Decision
+from gpucost_mlflow.core.money.decision import NO_DEADLINE, Configuration, Rules
 from gpucost_mlflow.report import (
     alternatives,
     confirmations,
+    deciding,
     excluded_alike,
     measuring,
     model,
     plots,
     render,
     seeded,
-    standing,
     tables,
 )
 from gpucost_mlflow.report.bill import bill_lines
 from gpucost_mlflow.report.commands import command, settle_command
 from gpucost_mlflow.report.configurations import identity_notes, rate_notes
 from gpucost_mlflow.report.measured import ReportAttempts
-from gpucost_mlflow.report.stage import latest_stage, looked, progress, stage_notes
+from gpucost_mlflow.report.stage import looked, stage_notes
 from gpucost_mlflow.tracking import schema
 from gpucost_mlflow.tracking.attempts_table import protocol_warnings
 from gpucost_mlflow.tracking.evidence import Evidence
@@ -85,91 +76,82 @@ class Options:
 
 def build(evidence: Evidence, protocol: Protocol, protocol_path: Path, catalog: Catalog,
           variants: dict[str, Variant], options: Options = Options()) -> tuple[model.Report, pd.DataFrame]:
-    """Assess every configuration of the evidence against the protocol and the catalog.
+    """Assess every configuration of the evidence against the protocol and the catalog, decide once, and compose the
+    report of the evidence and that decision (report/deciding.py), with the balance.
 
     A what-if's changes are said in the title, the digest line and the decision note's first words (which replace
     the changed-protocol warning)."""
     _one_currency(protocol, catalog)
     now = options.now or dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
-    at_report = protocol.starts_at_report
-    protocol = protocol.at(now)  # plan.start: at_report starts the window now, its deadline so many hours after
+    at_report, protocol = protocol.starts_at_report, protocol.at(now)  # at_report: the window starts now
     today = options.today or now.date()
     catalog, prices = dated(catalog, today, protocol.max_price_age_days, options.allow_stale)
-    experiment, experiment_tags = evidence.experiment.name, evidence.experiment.tags
     measured = ReportAttempts.of(evidence.attempts)
     table = measured.table
-    warnings = [w for w in protocol_warnings(table, experiment_tags, protocol_path)
-                if not (options.what_if and w.startswith(CHANGED_PROTOCOL))]
     configs, seed_notes = seeded.configurations(measured, protocol)
     pairs = tables.pairs_to_separate(configs, variants)
     with tables.p_values_of(pairs) as p_values:  # computed beside the rest of the build where they are many
-        warnings += identity_notes(configs) + rate_notes(configs) + seed_notes
+        warnings = _warnings(evidence, protocol, protocol_path, options, measured, configs) + seed_notes
         warnings += stage_notes(table, configs, protocol.settle_max_passes)
         warnings += excluded_alike.warnings(table, evidence.exclusions)
-        assessments, choice, decision, confirmed, stage = _decided(configs, protocol, catalog, today, measured)
-        priced_hint = ""
-        if choice.none == NOTHING_PRICED:  # what to do next: the devices the catalog does price, and how to weigh them
-            priced_hint = priced_devices_hint(catalog, experiment, [p for p in catalog.path.split(", ") if p],
-                                              protocol_path=protocol_path, variants_path=options.variants_path)
-            decision = f"{decision} {priced_hint}" if priced_hint else decision
-        if options.what_if:
-            decision = f"What-if protocol ({options.what_if}): {decision}"
+        decided = deciding.decision(configs, rules_of(protocol, catalog, today, table), protocol, measured)
         summaries = tables.summaries(measured, configs, protocol.acceptance.min_label_agreement)
         separations = tables.separated(pairs, p_values.result(), protocol.passes_per_variant, *looked(protocol, table))
+    note, priced_hint = _note(decided, catalog, evidence, protocol_path, options)
     spent = measuring.spent(table, evidence.measuring)
+    experiment, choice = evidence.experiment.name, decided.choice
     report = model.Report(
-        experiment=experiment,
-        question=protocol.question,
-        protocol_digest=experiment_tags.get(schema.PROTOCOL_DIGEST, protocol.digest),
-        protocol_file=str(protocol_path),
-        catalog=f"{catalog.version} ({catalog.path})",
-        decision=decision,
-        warnings=warnings,
-        attempts=table,
-        summaries=summaries,
-        separations=separations,
-        assessments=assessments,
-        deadline=protocol.deadline.isoformat() if protocol.deadline else NO_DEADLINE,
-        choice=choice,
-        plan=protocol.plan,
-        break_evens=[b.describe() for b in break_evens(assessments)],
-        overhead=overhead(table, evidence.overheads),
-        other_costs=protocol.other_costs,
-        example_prices=catalog.example,
-        exclusions=excluded_per_variant(table, evidence.exclusions),
-        exclusion_rule=protocol.exclusion_rule,
-        passes_per_variant=protocol.passes_per_variant,
+        experiment=experiment, question=protocol.question,
+        protocol_digest=evidence.experiment.tags.get(schema.PROTOCOL_DIGEST, protocol.digest),
+        protocol_file=str(protocol_path), catalog=f"{catalog.version} ({catalog.path})", decision=note,
+        warnings=warnings, attempts=table, summaries=summaries, separations=separations, decided=decided,
+        deadline=protocol.deadline.isoformat() if protocol.deadline else NO_DEADLINE, plan=protocol.plan,
+        overhead=overhead(table, evidence.overheads), other_costs=protocol.other_costs,
+        example_prices=catalog.example, exclusions=excluded_per_variant(table, evidence.exclusions),
+        exclusion_rule=protocol.exclusion_rule, passes_per_variant=protocol.passes_per_variant,
         settle=settle_command(experiment, protocol, protocol_path, catalog, options.variants_path, choice.undecided),
-        stage=stage,
-        priced_hint=priced_hint,
-        reproduce=protocol.reproduce,
-        confirmations=confirmed,
-        seeds=protocol.seeds,
-        written=today,
-        read_at=now,
+        priced_hint=priced_hint, reproduce=protocol.reproduce, seeds=protocol.seeds, written=today, read_at=now,
         start_at_report=at_report,
         confirm=command("confirm", experiment, protocol_path, options.variants_path, catalog),
-        experiment_id=evidence.experiment.id,
-        ui_root=evidence.ui_root,
-        rejudged=list(options.rejudged),
+        experiment_id=evidence.experiment.id, ui_root=evidence.ui_root, rejudged=list(options.rejudged),
         what_if=f"what-if protocol {protocol_path.name} ({options.what_if})" if options.what_if else "",
         what_if_digest=protocol.digest if options.what_if else "",
-        lists=[(PRICES_TITLE, PRICES_TEXT, prices),
-               (alternatives.TITLE, alternatives.TEXT,
-                alternatives.endpoint_lines(protocol, today, options.allow_stale)),
-               (alternatives.ELSEWHERE_TITLE, alternatives.ELSEWHERE_TEXT, alternatives.elsewhere_lines(assessments)),
-               (NOT_MEASURED_TITLE, NOT_MEASURED_TEXT, _not_measured(catalog, {c.device for c in configs})),
-               (CONFIRMATION_TITLE, CONFIRMATION_TEXT, confirmations.lines(confirmed))],
-        bill=bill_lines(evidence.bill),
-        delivered=evidence.delivered,
-        measured=measured,
-        spent=spent,
-        spent_price=measuring.priced(spent, choice),
-    )
-    if configs:
-        report.figures = plots.Drawn(lambda: plots.for_report(summaries, assessments, choice))
-    return report, tables.balance([standing.shown(a, choice) for a in assessments], protocol.deadline,
-                                  protocol.other_costs)
+        lists=_lists(prices, protocol, today, options, decided, catalog, configs), bill=bill_lines(evidence.bill),
+        delivered=evidence.delivered, measured=measured, spent=spent, spent_price=measuring.priced(spent, choice),
+        figures=plots.Drawn(lambda: plots.for_report(summaries, decided)) if configs else {})
+    return report, tables.balance(list(decided.shown), protocol.deadline, protocol.other_costs)
+
+
+def _warnings(evidence: Evidence, protocol: Protocol, protocol_path: Path, options: Options,
+              measured: ReportAttempts, configs: list[Configuration]) -> list[str]:
+    """The protocol's warnings on these attempts (a what-if's own change not warned of) and those on the
+    configurations' identities and rates."""
+    return [w for w in protocol_warnings(measured.table, evidence.experiment.tags, protocol_path)
+            if not (options.what_if and w.startswith(CHANGED_PROTOCOL))] + identity_notes(configs) + rate_notes(configs)
+
+
+def _note(decided: Decision, catalog: Catalog, evidence: Evidence, protocol_path: Path, options: Options
+          ) -> tuple[str, str]:
+    """The decision note as the report says it, and the hint when nothing is priced: the devices the catalog does
+    price and how to weigh them (what to do next); a what-if protocol's changes first."""
+    note, hint = decided.note, ""
+    if decided.choice.none == NOTHING_PRICED:
+        hint = priced_devices_hint(catalog, evidence.experiment.name, [p for p in catalog.path.split(", ") if p],
+                                   protocol_path=protocol_path, variants_path=options.variants_path)
+        note = f"{note} {hint}" if hint else note
+    return (f"What-if protocol ({options.what_if}): {note}" if options.what_if else note), hint
+
+
+def _lists(prices: list[str], protocol: Protocol, today: dt.date, options: Options, decided: Decision,
+           catalog: Catalog, configs: list[Configuration]) -> list[tuple[str, str, list[str]]]:
+    """The bullet sections after the plan tables: prices and their age, hosted endpoints, offers priced elsewhere,
+    offers not measured, the confirmation."""
+    return [(PRICES_TITLE, PRICES_TEXT, prices),
+            (alternatives.TITLE, alternatives.TEXT, alternatives.endpoint_lines(protocol, today, options.allow_stale)),
+            (alternatives.ELSEWHERE_TITLE, alternatives.ELSEWHERE_TEXT,
+             alternatives.elsewhere_lines(list(decided.assessments))),
+            (NOT_MEASURED_TITLE, NOT_MEASURED_TEXT, _not_measured(catalog, {c.device for c in configs})),
+            (CONFIRMATION_TITLE, CONFIRMATION_TEXT, confirmations.lines(decided.confirmations))]
 
 
 def overhead(table: pd.DataFrame, overheads: Mapping[str, float]) -> tuple[float | None, int, int]:
@@ -203,34 +185,8 @@ def _one_currency(protocol: Protocol, catalog: Catalog) -> None:
 
 def rules_of(protocol: Protocol, catalog: Catalog, today: dt.date, table: pd.DataFrame) -> Rules:
     """What the protocol and the catalog fix before any timing, the rules every configuration of these attempts is
-    assessed under (the report's and the race's, core/campaign/race.py, alike)."""
-    confidence, count = looked(protocol, table)
-    return Rules(
-        catalog, protocol.plan, protocol.deadline, protocol.deliverables["expected"],
-        required_passes=protocol.passes_per_variant, max_spread_ratio=protocol.max_spread_ratio,
-        side_by_side=bool(protocol.deliverables.get("side_by_side")), inputs_per_deliverable=protocol.corpus_size,
-        today=today, max_price_age_days=protocol.max_price_age_days, confidence=confidence,
-        looks=count,
-        per_child=protocol.deliverables["per_child"], audit=audit_rule(
-            protocol.deliverables["audit"], protocol.acceptance.reference_variant, protocol.corpus_size))
-
-
-def _decided(configs: list[Configuration], protocol: Protocol, catalog: Catalog, today: dt.date,
-             measured: ReportAttempts) -> tuple[list[Assessment], Choice, str, dict, StagePlan | None]:
-    """Every configuration assessed against the protocol and the catalog, the one choice made of them (read by the
-    tables, the note and the decision run alike) once its confirmation runs are read and every device of a second
-    stage has reported, the decision note, the chosen configurations' confirmation verdicts and the latest stage."""
-    assessments = assess(configs, rules_of(protocol, catalog, today, measured.table))
-    choice = choose(assessments, deadline_declared=protocol.deadline is not None)
-    stage = latest_stage(measured.table)
-    if stage is not None:
-        missing = unreported(stage, progress(assessments))
-        choice = await_stage(choice, assessments, {s.device: s.variants for s in stage.shares}, missing)
-    confirmed = confirmations.verdicts(measured, choice.chosen, protocol.corpus_size, protocol.confirmation[1])
-    choice = hold(choice, confirmed)
-    decision = decide(assessments, protocol.deliverables["expected"], protocol.corpus_size,
-                      deadline_declared=protocol.deadline is not None, choice=choice)
-    return assessments, choice, decision, confirmed, stage
+    assessed under (the report's and the race's, report/race.py, alike), at this look's confidence."""
+    return Rules.of(protocol, catalog, today, *looked(protocol, table))
 
 
 def excluded_per_variant(table: pd.DataFrame, found: Mapping) -> list[model.VariantExclusions]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import replace
 
 from gpucost_mlflow.core.inputs.plan_start import like
 from gpucost_mlflow.core.measurement.confirmation import NOT_YET
@@ -21,11 +20,11 @@ from gpucost_mlflow.core.measurement.stats import (
 )
 from gpucost_mlflow.core.money import costs, units
 from gpucost_mlflow.core.money.catalog import UNDATED
-from gpucost_mlflow.core.money.choice import NOT_HELD, NOTHING_PRICED, STAGE_OPEN, Doubt, doubt
-from gpucost_mlflow.core.money.curve import priced
-from gpucost_mlflow.core.money.decision import NO_DEADLINE, NO_PLAN, Assessment
-from gpucost_mlflow.core.money.plans import Plan, to_hours
-from gpucost_mlflow.report import short, standing
+from gpucost_mlflow.core.money.choice import NOT_HELD, NOTHING_PRICED, STAGE_OPEN, Doubt
+from gpucost_mlflow.core.money.decision import NO_PLAN, Assessment
+from gpucost_mlflow.core.money.plans import Plan
+from gpucost_mlflow.report import short
+from gpucost_mlflow.report.card_window import lasting, measuring, past_start, window
 from gpucost_mlflow.report.model import Report
 
 LINES = 5
@@ -115,100 +114,6 @@ def _confirmed(report: Report, names: short.Names) -> str:
     return said + (f" (`{report.confirm}`)" if found.verdict == NOT_YET and report.confirm else "")
 
 
-def _lasting(report: Report, a: Assessment) -> str:
-    """The method's caveat beside the window: how long the rate was seen to hold (the confirmation's seconds, else
-    one benchmark pass's) against the hours the plan commits to; short runs do not show long-run stability."""
-    found = report.confirmations.get(a.configuration.name)
-    window = f"{a.forecast.high_hours:,.1f} h window"
-    if found is not None and found.timed_s:
-        seen = f"the confirmation timed {found.timed_s:,.0f} s of the {window}"
-    elif a.configuration.measured_s:
-        seen = f"no pass timed more than {max(a.configuration.measured_s):,.1f} s of the {window}"
-    else:
-        return ""
-    return f"; {seen}: short runs do not show that a rate holds for hours (PROTOCOL.md)"
-
-
-def _measuring(report: Report) -> str:
-    """The price of measuring beside the window: '; decided after 0.11 h of measuring (0.10 USD at this offer)', ''
-    where no campaign recorded its hours (report/measuring.py)."""
-    return f"; {report.spent.words(report.spent_price)}" if report.spent is not None else ""
-
-
-def _past_start(report: Report, a: Assessment):
-    """The declared start when it is before the moment the report was read (None when it is not, or it is that
-    moment: `plan.start: at_report`)."""
-    start = (a.rules.plan or {}).get("start") if a.rules else None
-    if start is None or report.start_at_report or report.read_at is None or start >= like(report.read_at, start):
-        return None
-    return start
-
-
-def _minutes(moment: dt.datetime, zone: dt.datetime | None = None) -> str:
-    """A moment to the minute, in the zone of `zone` where both carry one: the card's one zone."""
-    if zone is not None and zone.tzinfo is not None and moment.tzinfo is not None:
-        moment = moment.astimezone(zone.tzinfo)
-    return moment.isoformat(timespec="minutes")
-
-
-def _parts(f) -> str:
-    """The window's parts: declared setup and waiting, the comparison passes, the deliverables, and the start-up
-    (with the shape setup of each worker process, issue 62) with whatever else the forecast adds (audits, an
-    engine's conversion)."""
-    setup = f.setup_h + f.waiting_h
-    rest = f.hours - setup - f.comparisons_h - f.deliverables_h
-    label = "start-up" if not (f.audit or f.conversion_h) else "start-up, audits and conversion"
-    return ", ".join(part for part in (
-        f"{setup:,.1f} h declared setup and waiting" if setup else "",
-        f"{_span(f.comparisons_h)} comparison passes",
-        f"{_span(f.deliverables_h)} for {f.deliverables:,} deliverable{'s' if f.deliverables != 1 else ''}",
-        f"{_span(max(rest, 0.0))} {label}{_shape_setup(f)}" if rest >= 0.05 or _shape_setup(f) else "") if part)
-
-
-def _span(hours: float) -> str:
-    """A part of the window in the unit that shows it: '2.0 h', else '14 min', else '8 s' (never '0.0 h')."""
-    if hours >= 0.05:
-        return f"{hours:,.1f} h"
-    return f"{hours * 60:,.0f} min" if hours * 60 >= 1 else f"{hours * 3600:,.0f} s"
-
-
-def _window(report: Report, a: Assessment) -> str:
-    """The forecast window in its parts, its slow end (what the plan covers), one end time in one zone (from now,
-    where the declared start is past), and the deadline with its standing."""
-    f = a.forecast
-    dl = a.rules.deadline if a.rules else None
-    start = _past_start(report, a)
-    if start is not None:
-        from_now = like(report.read_at, start) + dt.timedelta(hours=f.high_hours)
-        end = f", ends by {_minutes(from_now, dl or start)} if started now (the declared start is past)"
-    else:
-        end = f", ends by {_minutes(a.forecast_end_high, dl)}" if a.forecast_end_high else ""
-        if report.start_at_report and a.forecast_end_high and report.read_at:
-            end += f" from this report's reading at {_minutes(report.read_at, dl)}"
-    if report.deadline == NO_DEADLINE or dl is None:
-        deadline = NO_DEADLINE if report.deadline == NO_DEADLINE else f"deadline {report.deadline}"
-        deadline += f" ({a.deadline_status or 'not checked'})" if report.deadline != NO_DEADLINE else ""
-    elif start is not None:
-        now_met = "met" if from_now <= dl else "missed"
-        deadline = (f"deadline {_minutes(dl)} ({a.deadline_status or 'not checked'} from the declared start "
-                    f"{_minutes(start, dl)}, {now_met} started now)")
-    else:
-        deadline = f"deadline {_minutes(dl)} ({a.deadline_status or 'not checked'})"
-    bound = a.plan.window_hours if a.plan is not None else None
-    own = (f"; the plan is bound by its own {float(bound):,.1f} h window, not the measured rate"
-           if bound is not None and bound != to_hours(f.high_hours) else "")
-    return f"{f.hours:,.1f} h forecast ({_parts(f)}), {f.high_hours:,.1f} h at the slowest pass{end}{own}; {deadline}"
-
-
-def _shape_setup(f) -> str:
-    """', of it 2 x 36 s shape setup, once per worker process' where the passes' first laps paid one (issue 62)."""
-    seconds = f.shape_setup_each_h * 3600
-    if seconds <= 0:
-        return ""
-    starts = f.children(f.deliverables) + f.restarts
-    return f", of it {starts:,} x {seconds:,.3g} s shape setup, once per worker process"
-
-
 def _margin(chosen: Assessment, other: Assessment) -> str:
     """The other's committed cost and how much more it is, in money and per cent of the chosen one's."""
     difference = other.committed - chosen.committed
@@ -255,22 +160,19 @@ def _confidence(a: Assessment) -> float:
 def _reach_from_now(report: Report, a: Assessment) -> int | None:
     """The volume whose slowest-pass forecast meets the deadline when started at the report's reading (None unless
     the declared start is past and a deadline is declared)."""
-    found = priced(a)
-    if _past_start(report, a) is None or found is None or a.rules is None or a.rules.deadline is None:
+    found = report.decided.curve(a)
+    if past_start(report, a) is None or found is None or a.rules is None or a.rules.deadline is None:
         return None
-    hours = (a.rules.deadline - like(report.read_at, a.rules.deadline)).total_seconds() / 3600
-    return replace(found, deadline_h=hours).deadline_reach()
+    return found.reach_within((a.rules.deadline - like(report.read_at, a.rules.deadline)).total_seconds() / 3600)
 
 
 def _changes(report: Report, names: short.Names) -> str:
     """The nearest break-even volumes against any other timely configuration, where the chosen one stops meeting the
     deadline; never a step that cannot change the cost (more passes to split a tie at one cost change nothing)."""
-    choice = report.choice
+    choice, volume, found = report.choice, report.decided.volume, report.decided.flips
     chosen = choice.chosen[0]
-    volume = standing.volume(report.assessments)
     words = []
     if volume is not None:
-        found = standing.flips(chosen, choice.others, volume)
         if found.below:
             words.append(f"up to {found.below[0]:,} corpora {names.of(found.below[1].configuration)} costs less")
         if found.above:
@@ -340,7 +242,7 @@ def _undecided(report: Report, names: short.Names) -> list[tuple[str, str]]:
     prices = ", ".join(f"{names.of(a.configuration)} at {costs.money(a.committed, a.currency)}" for a in group)
     result = [("No decision", (f"undecided between {prices}: their durations do not separate, yet their slowest-pass "
                               "plans differ in price (PROTOCOL.md §6)"))]
-    found = doubt(group)
+    found = report.decided.doubt
     if found is not None:
         result += _rent_run_doubt(found, group, names, report.written)
     settle = []
@@ -380,7 +282,7 @@ def lines(report: Report) -> list[tuple[str, str]]:
         confirmed = _confirmed(report, names)
         run = _run(choice.chosen, names) + (f"; {confirmed}" if confirmed else "")
         result = [(chosen.plan.offer.kind.verb, _rent(chosen, report.written)), ("Run", run),
-                  ("Window", _window(report, chosen) + _lasting(report, chosen) + _measuring(report)),
+                  ("Window", window(report, chosen) + lasting(report, chosen) + measuring(report)),
                   ("Runner-up", _runner_up(report, names)),
                   ("Would change it", _changes(report, names))]
     elif choice.none == "undecided" and choice.undecided:

@@ -12,7 +12,6 @@ from pathlib import Path
 import pandas as pd
 
 from gpucost_mlflow.core.inputs.plan_start import AT_REPORT
-from gpucost_mlflow.core.money.choice import doubt
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, Assessment
 from gpucost_mlflow.report import confirmed, decision_text, short, standing
 from gpucost_mlflow.report.model import Report
@@ -45,7 +44,7 @@ def decided(report: Report, paths: Mapping[str, Path], campaigns: Mapping[str, s
             tags[schema.DECISION_EQUAL] = "; ".join(f"{a.configuration.name}: {a.plan.describe()}"
                                                     for a in choice.equal)[:limits.TAG_VALUE]
     named = short.names([a.configuration for a in report.assessments]).of
-    found = doubt(choice.undecided)
+    found = report.decided.doubt
     if found is not None:
         tags[schema.DECISION_RENT_DEVICE] = found.rent.configuration.device
         tags[schema.DECISION_RENT_OFFER] = found.plan.describe()[:limits.TAG_VALUE]
@@ -100,7 +99,7 @@ def committed(report: Report) -> dict[str, tuple[str, float]]:
         return {}
     found = {}
     for a in report.assessments:
-        if a.plan is not None and not standing.withheld(a, report.choice):
+        if a.plan is not None and not report.decided.withheld(a):
             amount = (schema.in_currency(schema.PASS_COMMITTED, a.currency), float(a.committed))
             found.update(dict.fromkeys(_runs(report, a), amount))
     return found

@@ -59,7 +59,7 @@ def standing_tag(role: str, example_prices: bool) -> str:
 
 
 def _balance_row(a: Assessment, standing_word: str) -> list[str]:
-    """One configuration in the description's balance; `a` as standing.shown gives it: "not committed: <reason>"
+    """One configuration in the description's balance; `a` as the decision shows it: "not committed: <reason>"
     where a configuration that cannot be committed to would show a price."""
     c = a.configuration
     committed = costs.money(a.committed, a.currency) if a.committed is not None else short(a.priced, 80)
@@ -89,7 +89,7 @@ def decision_note(report: Report, campaigns: dict[str, str], experiment_id: str,
     if report.example_prices:
         lines += [f"**What-if:** priced with example prices ({catalog}), not a provider's quote.", ""]
     if assessments:  # by committed cost, cheapest first; those with nothing committed last
-        shown = sorted((standing.shown(a, choice) for a in assessments),
+        shown = sorted((report.decided.shown_of(a) for a in assessments),
                        key=lambda a: (a.committed is None, a.committed or 0))
         lines += markdown_table(["configuration", "standing", "feasible", f"median {STEADY_LAP}", "forecast",
                                  "committed", "deadline"],

@@ -7,13 +7,17 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gpucost_mlflow.core.money.choice import Choice
+from gpucost_mlflow.core.money.decided import Decision
 from gpucost_mlflow.tracking.ui import LOCAL_UI
 
 if TYPE_CHECKING:  # annotations only: importing plots would load matplotlib for every reader of the model
+    from collections.abc import Mapping
+
     import pandas as pd
 
+    from gpucost_mlflow.core.measurement.confirmation import Confirmation
     from gpucost_mlflow.core.measurement.stats import Separation
+    from gpucost_mlflow.core.money.choice import Choice
     from gpucost_mlflow.core.money.decision import Assessment
     from gpucost_mlflow.core.money.measuring_price import Price, Spent
     from gpucost_mlflow.report.measured import ReportAttempts
@@ -32,12 +36,10 @@ class Report:
     attempts: pd.DataFrame
     summaries: list[Summary]
     separations: list[tuple[str, Separation]]
-    assessments: list[Assessment]
+    decided: Decision  # what the report decided, made once (report/deciding.py): every writer reads it, none decides
     deadline: str
     plan: dict | None
-    choice: Choice = field(default_factory=Choice)  # the one choice made of the assessments (build), read by the tables
     figures: dict[str, Figure] = field(default_factory=dict)  # by key: cost_volume, durations, memory (plots.py)
-    break_evens: list[str] = field(default_factory=list)
     overhead: tuple = (None, 0, 0)  # harness overhead per pass (s) by the campaigns' figure, attempts, campaigns
     other_costs: tuple = ()
     example_prices: bool = False
@@ -48,9 +50,7 @@ class Report:
     # The command that runs the protocol's second stage (`gpucost campaign --settle ...`, its ceiling), or why none can
     settle: str = ""
     priced_hint: str = ""  # nothing priced: which devices the catalog prices, and the `gpucost fleet plan` command
-    stage: object = None  # core/campaign/settle.StagePlan: the latest second stage recorded on the passes, if any
     reproduce: str = "bounded-deviation"  # what the protocol declares a repetition is to reproduce
-    confirmations: dict = field(default_factory=dict)  # the chosen configurations' Confirmation, by name
     confirm: str = ""  # the exact `gpucost confirm` command of this decision
     seeds: tuple = ()  # the protocol's seeds (none: every pass at seed 0)
     written: dt.date | None = None  # the day the report was built: a planned start before it is said to be past
@@ -75,6 +75,28 @@ class Report:
     # and those hours at the committed plan's offer for a decided report, or why they are not priced.
     spent: Spent | None = None
     spent_price: Price | None = None
+
+    @property
+    def assessments(self) -> tuple[Assessment, ...]:
+        return self.decided.assessments
+
+    @property
+    def choice(self) -> Choice:
+        return self.decided.choice
+
+    @property
+    def confirmations(self) -> Mapping[str, Confirmation]:
+        """The chosen configurations' Confirmation, by name."""
+        return self.decided.confirmations
+
+    @property
+    def stage(self) -> object:
+        """core/campaign/settle.StagePlan: the latest second stage recorded on the passes, if any."""
+        return self.decided.stage
+
+    @property
+    def break_evens(self) -> list[str]:
+        return [b.describe() for b in self.decided.break_evens]
 
     @property
     def title(self) -> str:

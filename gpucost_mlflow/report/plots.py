@@ -16,9 +16,9 @@ from matplotlib.figure import Figure as Drawing
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
-from gpucost_mlflow.core.money.breakeven import MAX_VOLUME
 from gpucost_mlflow.core.money.choice import Choice
-from gpucost_mlflow.core.money.curve import Step, priced, steps
+from gpucost_mlflow.core.money.curve import Step
+from gpucost_mlflow.core.money.decided import Decision
 from gpucost_mlflow.core.money.decision import Assessment
 from gpucost_mlflow.core.names import STEADY_LAP
 from gpucost_mlflow.report import short, standing
@@ -29,7 +29,6 @@ COST_VOLUME_ALT = "Committed cost against volume"
 COST_VOLUME_FILE = schema.COST_VOLUME_FIGURE
 DURATIONS_FILE = schema.DURATIONS_FIGURE
 MEMORY_FILE = schema.MEMORY_FIGURE
-VOLUME_SPAN = 10  # the figure runs to ten times the declared volume (further when a break-even lies beyond)
 FAR_MADS = 3.0  # a duration further than this many median absolute deviations from its median is an outlier ...
 FAR_SHARE = 0.10  # ... and further than this share of the median (five equal passes have no deviation at all)
 JITTER = 0.07  # vertical offset between one configuration's dots, so five equal durations stay five dots
@@ -153,20 +152,14 @@ def _polylines(curve: list[Step], high: int) -> list[tuple[bool, list[float], li
     return pieces
 
 
-def _span(volume: int, found: standing.Flips | None) -> int:
-    """Where the volume axis ends: ten times the declared volume, or past the nearest break-even above it."""
-    furthest = max(volume, found.above[0] if found and found.above else 0)
-    return min(MAX_VOLUME, max(VOLUME_SPAN * volume, 2 * furthest))
-
-
-def _curves(axes, group: list[Assessment], choice: Choice, names: short.Names, high: int) -> float:
+def _curves(axes, group: list[Assessment], decision: Decision, names: short.Names, high: int) -> float:
     """Each drawn configuration's step curve, solid in time and dashed late; returns the highest cost drawn."""
     top, tied = 0.0, 0
     for a in group:
-        role = standing.role(a, choice)
+        role = standing.role(a, decision.choice)
         colour = TIED_SHADES[tied % len(TIED_SHADES)] if role == standing.TIED else STYLES[role][0]
         tied += role == standing.TIED
-        curve = steps(priced(a), 1, high)
+        curve = decision.curve(a).steps
         top = max([top] + [float(step.cost) for step in curve])
         label = f"{names.of(a.configuration)} ({role})"
         for in_time, xs, ys in _polylines(curve, high):
@@ -176,48 +169,45 @@ def _curves(axes, group: list[Assessment], choice: Choice, names: short.Names, h
     return top
 
 
-def _marks(axes, anchor: Assessment, volume: int, found: standing.Flips | None, high: int) -> list[str]:
+def _marks(axes, decision: Decision, volume: int) -> list[str]:
     """The declared volume as a dotted line, each break-even of the chosen one as a point on its curve; returns the
     break-even volumes marked."""
     axes.axvline(volume, color="#444", linestyle=":", linewidth=1)
     axes.annotate(f"declared {volume:,}", (volume, 1), xycoords=("data", "axes fraction"), xytext=(3, -12),
                   textcoords="offset points", fontsize=8)
-    flips = (([found.below[0] + 1] if found and found.below else [])
-             + ([found.above[0]] if found and found.above else []))
     marked = []
-    for at in (v for v in flips if v <= high):
-        cost = float(priced(anchor).cost(at))
+    for at, amount in decision.marks:
+        cost = float(amount)
         axes.plot([at], [cost], marker="D", color="#222", markersize=5, zorder=4)
         axes.annotate(f"break-even {at:,}", (at, cost), xytext=(4, -12), textcoords="offset points", fontsize=8)
         marked.append(f"{at:,}")
     return marked
 
 
-def _nothing_drawn(assessments: list[Assessment], choice: Choice) -> str:
+def _nothing_drawn(decision: Decision) -> str:
     """Why no curve is drawn: nothing priced, or nothing priced that can be committed to (each other configuration
     infeasible, unstable or late: its price is withheld, report/standing.py)."""
-    if any(priced(a) is not None and standing.withheld(a, choice) for a in assessments):
+    if any(decision.curve(a) is not None and standing.withheld(a, decision.choice) for a in decision.assessments):
         return "nothing priced that can be committed to"
     return "nothing priced"
 
 
-def cost_volume(assessments: list[Assessment], choice: Choice, names: short.Names) -> Figure:
+def cost_volume(decision: Decision, names: short.Names) -> Figure:
     """Committed cost against volume (log volume axis): a step line per configuration drawn (chosen, tied, runner-up,
     those at the nearest break-evens, the fastest left out), dashed where its slowest-pass forecast misses the
-    deadline; the declared volume and the break-evens of the chosen one marked."""
-    volume = standing.volume(assessments)
-    found = standing.flips(choice.chosen[0], choice.others, volume) if choice.chosen and volume else None
-    group = standing.drawn(assessments, choice, found)
+    deadline; the declared volume and the break-evens of the chosen one marked (each read from the decision)."""
+    volume, choice = decision.volume, decision.choice
+    group = standing.drawn(decision)
     figure, axes = _axes(7, 3.8)
     if not group or volume is None:
-        why = "no declared volume" if volume is None else _nothing_drawn(assessments, choice)
+        why = "no declared volume" if volume is None else _nothing_drawn(decision)
         axes.text(0.5, 0.5, f"{why}: no committed cost to draw", ha="center", va="center", transform=axes.transAxes)
         axes.set_axis_off()
         return Figure(f"{COST_VOLUME_ALT}: {why}, no committed cost to draw", f"{COST_VOLUME_ALT}: {why}",
                       figure, COST_VOLUME_FILE)
-    currency, high = group[0].currency, _span(volume, found)
-    top = _curves(axes, group, choice, names, high)
-    marked = _marks(axes, group[0], volume, found, high)
+    currency, high = group[0].currency, decision.curve(group[0]).span
+    top = _curves(axes, group, decision, names, high)
+    marked = _marks(axes, decision, volume)
     axes.set_xscale("log")
     axes.set_xlim(1, high)
     axes.set_ylim(bottom=0)
@@ -279,11 +269,11 @@ def memory(summaries: list[Summary], names: short.Names) -> Figure:
     return Figure(alt, "Peak memory per configuration and counter", figure, MEMORY_FILE)
 
 
-def for_report(summaries: list[Summary], assessments: list[Assessment], choice: Choice) -> dict[str, Figure]:
+def for_report(summaries: list[Summary], decision: Decision) -> dict[str, Figure]:
     """The report's figures by key: cost against volume, durations, memory."""
-    names = short.names([a.configuration for a in assessments])
-    return {"cost_volume": cost_volume(assessments, choice, names),
-            "durations": durations(assessments, choice, names),
+    names = short.names([a.configuration for a in decision.assessments])
+    return {"cost_volume": cost_volume(decision, names),
+            "durations": durations(list(decision.assessments), decision.choice, names),
             "memory": memory(summaries, names)}
 
 

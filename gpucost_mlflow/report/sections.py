@@ -183,8 +183,8 @@ PLAN_HEAD = ["device", "variant", "feasible", "committed plan (covers the slowes
 
 
 def _committed(table: Table, a: Assessment) -> str:
-    """The committed cost, or why there is none: not priced, or not committed (`standing.shown`: a configuration
-    that cannot be committed to shows its reason, never its would-be price)."""
+    """The committed cost, or why there is none: not priced, or not committed (the decision's `shown_of`: a
+    configuration that cannot be committed to shows its reason, never its would-be price)."""
     return money(a.committed, a.currency) if a.committed is not None else table.fold(a.priced)
 
 
@@ -226,9 +226,9 @@ def _capacity(a: Assessment) -> str:
 
 def plan_table(report: Report) -> Table:
     """Feasibility, the committed and median-pass plans and the cost per validated corpus of each configuration; none
-    priced for a configuration that cannot be committed to (`standing.shown`)."""
+    priced for a configuration that cannot be committed to (the decision's `shown_of`)."""
     table = Table("balance", PLAN_HEAD)
-    for a in (standing.shown(a, report.choice) for a in report.assessments):
+    for a in (report.decided.shown_of(a) for a in report.assessments):
         c = a.configuration
         table.rows.append([c.device, c.label, f"{'yes' if a.feasible else 'no'} {table.note(a.feasibility)}",
                            a.plan.describe() if a.plan else f"none {table.note(a.priced)}", _committed(table, a),
@@ -245,13 +245,13 @@ DECISION_HEAD = ["configuration", "standing", f"median {STEADY_LAP} (s)", "forec
 def decision_table(report: Report) -> Table:
     """Every configuration as the decision saw it, by committed cost (the ones without a committed price last), its
     standing in report/standing.py's words with why it is out as a footnote; no price for one that cannot be
-    committed to, its reason instead (`standing.shown`)."""
+    committed to, its reason instead (the decision's `shown_of`)."""
     table = Table("decision", DECISION_HEAD)
     choice = report.choice
     rank = {id(a): i for i, a in enumerate(choice.chosen + choice.undecided + choice.others)}
 
     def order(a) -> tuple:
-        committed = standing.shown(a, choice).committed
+        committed = report.decided.shown_of(a).committed
         return (committed is None, committed or 0, rank.get(id(a), len(rank)))
 
     for a in sorted(report.assessments, key=order):
@@ -268,7 +268,7 @@ def decision_table(report: Report) -> Table:
         table.rows.append([a.configuration.name, said,
                            cell(a.configuration.durations.median),
                            f"{f.hours:,.3f}" if f else empty(table, a.forecast_note), table.fold(a.deadline_status),
-                           *(cost(table, standing.shown(a, choice))
+                           *(cost(table, report.decided.shown_of(a))
                              for cost in (_committed, _per_inputs, _per_corpus))])
     return table
 

@@ -42,7 +42,7 @@ def break_evens(assessments: list[Assessment]) -> list[BreakEven]:
     return result
 
 
-@dataclass
+@dataclass(frozen=True)
 class Choice:
     """What the decision rule settled: the chosen configuration (with any tied at its cost), or why there is none."""
 
@@ -135,12 +135,10 @@ def _rank(timely: list[Assessment]) -> Choice:
         return Choice(none="undecided", undecided=group, others=rest, detail=_undecided_detail(tied + equal, dearer))
     tied.sort(key=to_run)  # the one to run first: every figure of the card is its own
     faster = [a for a in at_cost if a not in tied and a not in equal]
-    choice = Choice(tied, tie=_separation(tied[0], tied[1]).verdict if len(tied) > 1 else "", equal=equal,
-                    others=equal + faster + sorted((a for a in timely if a.committed > cheapest),
-                                                   key=lambda a: a.committed))
-    if faster:
-        choice.faster = _separation(tied[0], faster[0]).verdict
-    return choice
+    return Choice(tied, tie=_separation(tied[0], tied[1]).verdict if len(tied) > 1 else "", equal=equal,
+                  others=equal + faster + sorted((a for a in timely if a.committed > cheapest),
+                                                 key=lambda a: a.committed),
+                  faster=_separation(tied[0], faster[0]).verdict if faster else "")
 
 
 def _undecided_detail(tied: list[Assessment], dearer: list[Assessment]) -> str:
@@ -198,9 +196,7 @@ def choose(assessments: list[Assessment], deadline_declared: bool = True) -> Cho
     if not stable:
         return Choice(none="no stable configuration", notes=notes,
                       detail=" (every timely configuration's own durations spread beyond max_spread_ratio: re-measure)")
-    choice = _rank(stable)
-    choice.notes = notes
-    return choice
+    return replace(_rank(stable), notes=notes)
 
 
 @dataclass(frozen=True)
