@@ -6,7 +6,9 @@ declaration order, nested records, tuples and mappings made plain; reading it ba
 the field's annotation, a key the record does not know is ignored and a field it lacks takes its default, so records
 written before a field existed read back the same. `SPARSE` names the fields left out while at their default,
 `RENAMED` the fields (or `DERIVED` properties) recorded under another key, `DERIVED` the properties recorded after the
-fields for a reader without this code, and computed again, never read, on the way back. Pure: no torch, no mlflow.
+fields for a reader without this code, and computed again, never read, on the way back; `OPEN` names the one mapping
+field holding the keys a record does not name (an environment's own facts), recorded beside the fields. Pure: no torch,
+no mlflow.
 """
 
 from __future__ import annotations
@@ -25,12 +27,14 @@ class Record:
     SPARSE: ClassVar[tuple[str, ...]] = ()  # fields left out of the record while at their default
     RENAMED: ClassVar[Mapping[str, str]] = {}  # field -> the key the record holds it under
     DERIVED: ClassVar[tuple[str, ...]] = ()  # properties recorded after the fields
+    OPEN: ClassVar[str] = ""  # the mapping field whose keys are recorded beside the fields
 
     def record(self) -> dict[str, Any]:
         """The recorded form: every field in declaration order (those in `SPARSE` only away from their default),
-        then the `DERIVED` properties."""
-        names = [f.name for f in dataclasses.fields(self) if not self.omitted(f)] + list(self.DERIVED)
-        return {self.RENAMED.get(name, name): plain(getattr(self, name)) for name in names}
+        then the `DERIVED` properties, then the `OPEN` field's keys."""
+        names = [f.name for f in dataclasses.fields(self) if not self.omitted(f) and f.name != self.OPEN]
+        found = {self.RENAMED.get(name, name): plain(getattr(self, name)) for name in names + list(self.DERIVED)}
+        return {**found, **plain(getattr(self, self.OPEN))} if self.OPEN else found
 
     def omitted(self, field: dataclasses.Field) -> bool:
         """Whether the field is left out of the record: a `SPARSE` field at its default."""
@@ -43,25 +47,26 @@ class Record:
         values = {}
         for f in dataclasses.fields(cls):
             key = cls.RENAMED.get(f.name, f.name)
-            if f.init and key in record:
+            if f.init and key in record and f.name != cls.OPEN:
                 values[f.name] = typed(hints.get(f.name), record[key])
+        if cls.OPEN:
+            named = {cls.RENAMED.get(f.name, f.name) for f in dataclasses.fields(cls)} | set(cls.DERIVED)
+            values[cls.OPEN] = {key: value for key, value in record.items() if key not in named}
         return cls(**values)
 
 
 class Keyed(Mapping):
-    """Read-only key access to a frozen record's fields (`plan["start"]`, `plan.get("start")`), for readers still
-    written against the dict the record replaced; new code reads attributes."""
+    """Read-only key access to a record's recorded form (`plan["start"]`, `stack.get("driver", "")`), for readers
+    still written against the dict the record replaced; new code reads attributes."""
 
     def __getitem__(self, key: str) -> Any:
-        if key not in self.__dataclass_fields__:
-            raise KeyError(key)
-        return getattr(self, key)
+        return self.record()[key]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.__dataclass_fields__)
+        return iter(self.record())
 
     def __len__(self) -> int:
-        return len(self.__dataclass_fields__)
+        return len(self.record())
 
 
 def default(field: dataclasses.Field) -> Any:

@@ -15,7 +15,7 @@ from pathlib import Path
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.corpus import Corpus, corpus_metadata, read_corpus
 from gpucost_mlflow.core.inputs.fingerprints import sha256_file
-from gpucost_mlflow.core.inputs.manifest import CorpusRecord, Manifest, ModelRecord, PassPlace, Seeds
+from gpucost_mlflow.core.inputs.manifest import CorpusRecord, Manifest, ModelRecord, PassPlace, Seeds, Stack, Warmup
 from gpucost_mlflow.core.inputs.protocol import Protocol, load_protocol
 from gpucost_mlflow.core.inputs.variants import Declaration, Variant
 from gpucost_mlflow.core.judging.seeds import DEFAULT_SEED
@@ -164,9 +164,9 @@ def prepare(request: PassRequest) -> Prepared:
     manifest = Manifest(
         run=PassPlace(request.variant.name, request.variant.series, request.role, request.campaign_id,
                       request.pass_index),
-        settings=settings, corpus=corpus_record, model=model, stack=stack,
+        settings=settings, corpus=corpus_record, model=model, stack=Stack.from_record(stack),
         code=environment.code_version(request.code_root), dependencies=dependencies,
-        warmup={**runner.WARMUP_RULE, **protocol.warmup},
+        warmup=Warmup.from_record({**runner.WARMUP_RULE, **protocol.warmup}),
         seeds=Seeds(torch=request.seed, workload_deterministic=registry.of_settings(settings).deterministic,
                     deterministic_algorithms=torch.are_deterministic_algorithms_enabled(),
                     cudnn_deterministic=bool(torch.backends.cudnn.deterministic),

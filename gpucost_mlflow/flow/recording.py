@@ -35,7 +35,7 @@ def _tags(request: PassRequest, manifest: Manifest, main_metric: str, exported: 
     return writer.start_tags(
         role=request.role,
         variant=request.variant.name,
-        basis=writer.Basis(device=manifest.device, backend=manifest.stack["backend"],
+        basis=writer.Basis(device=manifest.device, backend=manifest.stack.backend,
                            corpus_fingerprint=manifest.corpus.fingerprint, protocol_digest=manifest.protocol_digest),
         campaign_id=request.campaign_id,
         pass_index=request.pass_index,

@@ -10,13 +10,13 @@ the document a pass logs and the record the launcher and the child read are one 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpucost_mlflow.core.inputs.identity import Identity
 from gpucost_mlflow.core.kinds.settings import Settings
 from gpucost_mlflow.core.kinds.workload import EngineRecord, WorkloadRecord
-from gpucost_mlflow.core.records import Record
+from gpucost_mlflow.core.records import Keyed, Record
 
 SCHEMA_VERSION = 1
 # Fields that legitimately differ between two passes of one comparison.
@@ -51,16 +51,55 @@ class ModelRecord(Record):
     trained_on: dict = field(default_factory=dict)
     more: dict = field(default_factory=dict)  # a kind's own facts of its model (user code: the folder's revision)
 
-    def record(self) -> dict:
-        """The model section: the kind's own facts beside the fields, not under `more`."""
-        values = super().record()
-        more = values.pop("more")
-        return {**values, **more}
+    OPEN = "more"  # recorded beside the fields, not under `more`
 
-    @classmethod
-    def from_record(cls, record: Mapping) -> ModelRecord:
-        known = {f.name for f in fields(cls)} - {"more"}
-        return replace(super().from_record(record), more={k: v for k, v in record.items() if k not in known})
+
+@dataclass(frozen=True)
+class Stack(Keyed, Record):
+    """The environment a pass ran in (PROTOCOL.md §2): the device and its runtime, the host, the libraries and how
+    the model was compiled; each field absent (None) where the pass did not record it (its device has none, or it
+    was recorded before the field existed), and what the child saw itself (`sdpa`, a build's own facts) in `more`."""
+
+    backend: str | None = None
+    torch_build: str | None = None
+    cuda_runtime: str | None = None
+    hip_runtime: str | None = None
+    cudnn: str | None = None
+    driver: str | None = None
+    device_type: str | None = None
+    device_names: list | None = None
+    device_properties: dict | None = None
+    cpu: str | None = None
+    cpu_count: int | None = None
+    torch_threads: int | None = None
+    platform: str | None = None
+    python_executable_version: str | None = None
+    matmul_peak: dict | None = None
+    compilation: str | None = None
+    attention_backend: str | None = None
+    torch_version: str | None = None
+    transformers_version: str | None = None
+    engine_version: str | None = None
+    gpucost_version: str | None = None
+    more: dict = field(default_factory=dict)
+
+    SPARSE = ("backend", "torch_build", "cuda_runtime", "hip_runtime", "cudnn", "driver", "device_type", "device_names",
+              "device_properties", "cpu", "cpu_count", "torch_threads", "platform", "python_executable_version",
+              "matmul_peak", "compilation", "attention_backend", "torch_version", "transformers_version",
+              "engine_version", "gpucost_version")
+    OPEN = "more"
+
+
+@dataclass(frozen=True)
+class Warmup(Keyed, Record):
+    """How a pass warmed up before its clock started: the inputs and passes, which inputs, and what recompiles."""
+
+    inputs: int | None = None
+    passes: int | None = None
+    selection: str | None = None
+    recompilations: str | None = None
+
+    SPARSE = ("inputs", "passes", "selection", "recompilations")
 
 
 @dataclass(frozen=True)
@@ -93,17 +132,17 @@ class PassPlace(Record):
 
 @dataclass(frozen=True)
 class Manifest:
-    """The manifest as PROTOCOL §2 lists it: `run` holds the only pass-specific fields. `stack`, `code`,
-    `dependencies` and `warmup` are the environment's own open sections (their keys differ by device and build)."""
+    """The manifest as PROTOCOL §2 lists it: `run` holds the only pass-specific fields. `code` and `dependencies`
+    are the environment's own open sections (their keys differ by build)."""
 
     run: PassPlace
     settings: Settings
     corpus: CorpusRecord
     model: ModelRecord
-    stack: dict
+    stack: Stack
     code: dict
     dependencies: dict
-    warmup: dict
+    warmup: Warmup
     seeds: Seeds
     protocol_digest: str
     protocol_path: str
@@ -118,7 +157,7 @@ class Manifest:
     @property
     def device(self) -> str:
         """The device names as the pass's tags and identity carry them."""
-        return ", ".join(self.stack["device_names"])
+        return ", ".join(self.stack.device_names)
 
     @property
     def identity(self) -> Identity:
@@ -142,10 +181,10 @@ class Manifest:
             "settings": self.settings.record(),
             "corpus": self.corpus.record(),
             "model": self.model.record(),
-            "stack": self.stack,
+            "stack": self.stack.record(),
             "code": self.code,
             "dependencies": self.dependencies,
-            "warmup": self.warmup,
+            "warmup": self.warmup.record(),
             "seeds": self.seeds.record(),
             "protocol": {"digest": self.protocol_digest, "path": self.protocol_path},
             "engine": self.engine.record(),
@@ -161,9 +200,9 @@ class Manifest:
         """A manifest.json read back, its settings and workload typed by the kind's records."""
         return cls(run=PassPlace.from_record(document["run"]), settings=settings.from_record(document["settings"]),
                    corpus=CorpusRecord.from_record(document["corpus"]),
-                   model=ModelRecord.from_record(document["model"]), stack=dict(document["stack"]),
+                   model=ModelRecord.from_record(document["model"]), stack=Stack.from_record(document["stack"]),
                    code=dict(document["code"]), dependencies=dict(document["dependencies"]),
-                   warmup=dict(document["warmup"]), seeds=Seeds.from_record(document["seeds"]),
+                   warmup=Warmup.from_record(document["warmup"]), seeds=Seeds.from_record(document["seeds"]),
                    protocol_digest=document["protocol"]["digest"], protocol_path=document["protocol"]["path"],
                    workload=workload.from_record(document["workload"]), lanes=document.get("lanes"),
                    schema_version=document.get("schema_version", SCHEMA_VERSION))
