@@ -2,9 +2,9 @@
 
 One module per command group, each command parsing its options, calling one function and printing:
 inputs (corpus, model, variants, protocol), passes (pass, campaign), kept (rejudge, exclude, sync),
-money (packages, window, plan, catalog), report (report, attempts), machine (memory, doctor), bill (bill),
-demo (what `make demo` runs here), fleet (one campaign per GPU type through SkyPilot), hosted (a hosted API's
-batch tier);
+money (packages, window, plan), catalog (catalog example, catalog import), report (report, attempts), machine
+(memory, doctor), bill (bill), demo (what `make demo` runs here), fleet (one campaign per GPU type through SkyPilot),
+hosted (a hosted API's batch tier);
 options holds what they share. Every import that reaches torch or mlflow stays inside a command.
 """
 
@@ -12,7 +12,21 @@ from __future__ import annotations
 
 import click
 
-from gpucost_mlflow.cli import bill, confirm, deliver, demo, fleet, hosted, inputs, kept, machine, money, passes, report
+from gpucost_mlflow.cli import (
+    bill,
+    catalog,
+    confirm,
+    deliver,
+    demo,
+    fleet,
+    hosted,
+    inputs,
+    kept,
+    machine,
+    money,
+    passes,
+    report,
+)
 from gpucost_mlflow.core.errors import GpucostError
 
 
@@ -40,6 +54,6 @@ def main() -> None:
     """Which GPU configuration costs the least for the same ML result? Passes, campaigns and costs on MLflow."""
 
 
-for _module in (inputs, passes, kept, confirm, deliver, money, report, machine, bill, demo, fleet, hosted):
+for _module in (inputs, passes, kept, confirm, deliver, money, catalog, report, machine, bill, demo, fleet, hosted):
     for _command in _module.COMMANDS:
         main.add_command(_command)
