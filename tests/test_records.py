@@ -75,3 +75,14 @@ def test_a_workload_records_its_engine_last_and_reads_it_back():
     assert Workload.from_record(written) == workload
     assert WorkloadRecord.from_record(WorkloadRecord("d", "k", "o").record()) == WorkloadRecord("d", "k", "o")
     assert Endpoint.from_record(Endpoint(base_url="http://h/v1").record()) == Endpoint(base_url="http://h/v1")
+
+
+def test_an_engines_options_are_its_own_record_and_read_back_by_key_without_it():
+    from gpucost_mlflow.workloads import ort
+
+    options = ort.Options(exported_by_torch="2.9", output="labels", provider="CPUExecutionProvider")
+    assert list(options.record()) == ["exporter", "opset", "exported_by_torch", "output", "graph_optimization",
+                                      "quantization", "provider"]
+    read = EngineRecord.from_record(EngineRecord("onnxruntime", "1.0", options, "c", False).record())
+    assert read.options["provider"] == "CPUExecutionProvider" and read.options.record() == options.record()
+    assert ort.Options.from_record(read.options) == options

@@ -21,6 +21,7 @@ from urllib.parse import urlparse
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.kinds.endpoint import MODEL, NO_KEY, Endpoint
 from gpucost_mlflow.core.kinds.settings import Settings
+from gpucost_mlflow.core.kinds.workload import EngineOptions
 from gpucost_mlflow.core.names import (
     CONVERT_S,
     ENDPOINT_FAILED_TAG,
@@ -54,9 +55,10 @@ class Client:
         self.failed.append(f"{ident}: {type(error).__name__}: {str(error)[:200]}")
 
 
-def options(settings: Settings) -> dict:
-    """What the manifest records of the endpoint: everything declared, the key's variable by name only."""
-    return {"api": f"openai {settings.endpoint.api}", **settings.endpoint.record()}
+def options(settings: Settings, **more) -> EngineOptions:
+    """What the manifest records of the endpoint: everything declared (its own record, `Endpoint`), the key's variable
+    by name only, and what the workload adds (`more`)."""
+    return EngineOptions({"api": f"openai {settings.endpoint.api}", **settings.endpoint.record(), **more})
 
 
 def key(endpoint: Endpoint) -> str:

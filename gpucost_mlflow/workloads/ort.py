@@ -14,10 +14,12 @@ import contextlib
 import io
 import logging
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.kinds.settings import Settings
+from gpucost_mlflow.core.kinds.workload import EngineOptions
 from gpucost_mlflow.workloads import engine_cache
 
 OPSET = 18
@@ -42,22 +44,33 @@ def provider(device_type: str) -> str:
     return found
 
 
-def options(settings: Settings, device_type: str, output: str) -> dict:
-    """What the export depends on (its cache key, recorded in the manifest): exporter, opset, the torch that
+@dataclass(frozen=True)
+class Options(EngineOptions):
+    """What an ONNX export depends on (its cache key, recorded in the manifest): exporter, opset, the torch that
     exported, the graph the session runs, the quantisation, and the provider."""
+
+    exporter: str = "torch.onnx.export (dynamo)"
+    opset: int = OPSET
+    exported_by_torch: str = ""
+    output: str = ""
+    graph_optimization: str = "ORT_ENABLE_ALL"
+    quantization: str = "none"
+    provider: str = ""
+
+
+def options(settings: Settings, device_type: str, output: str) -> Options:
+    """The export's options for this variant on this device type."""
     import torch
 
     int8 = settings.quantization == "dynamic-int8"
-    return {"exporter": "torch.onnx.export (dynamo)", "opset": OPSET, "exported_by_torch": torch.__version__,
-            "output": output, "graph_optimization": "ORT_ENABLE_ALL",
-            "quantization": "ORT dynamic int8 (QInt8 weights)" if int8 else "none",
-            "provider": provider(device_type)}
+    return Options(exported_by_torch=torch.__version__, output=output,
+                   quantization="ORT dynamic int8 (QInt8 weights)" if int8 else "none", provider=provider(device_type))
 
 
 def exported(model, record, output: str) -> tuple[Path, float | None]:
     """The model file of this export, written first when the cache lacks it; returns it and the seconds the export
     took (None when the cache held it)."""
-    name = "model.int8.onnx" if record.options["quantization"] != "none" else "model.onnx"
+    name = "model.int8.onnx" if Options.from_record(record.options).quantization != "none" else "model.onnx"
 
     def build(folder: Path) -> None:
         _export(model, folder / "model.onnx", output)

@@ -7,9 +7,21 @@ subclasses `Settings`. The recorded form is the manifest's `workload` section an
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
-from gpucost_mlflow.core.records import Record
+from gpucost_mlflow.core.records import Keyed, Record
+
+
+@dataclass(frozen=True)
+class EngineOptions(Keyed, Record):
+    """An engine's export, conversion or run options: what the engine cache is keyed by and the child builds the engine
+    with. Each engine's implementation declares its own as a subclass with its fields (`<kind>/with_<engine>.py` or
+    the module it shares, `Options`); read back from a record without its implementation at hand, every option is in
+    `more`, by key."""
+
+    more: dict = field(default_factory=dict)
+
+    OPEN = "more"
 
 
 @dataclass(frozen=True)
@@ -19,7 +31,7 @@ class EngineRecord(Record):
 
     name: str
     version: str
-    options: dict | None = None
+    options: EngineOptions | None = None
     cache: str | None = None
     cache_present_at_start: bool | None = None
 

@@ -39,10 +39,10 @@ class Served(child.Embedded):
     usage_tokens: int | None = 0
 
 
-def options(settings: Settings, device_type: str) -> dict:
+def options(settings: Settings, device_type: str) -> endpoint_client.EngineOptions:
     """What the manifest records of the endpoint (everything declared, the key's variable by name only) and what each
     request carries."""
-    return {**endpoint_client.options(settings), "inputs_per_request": settings.batch_size}
+    return endpoint_client.options(settings, inputs_per_request=settings.batch_size)
 
 
 def load(spec, device) -> Work:

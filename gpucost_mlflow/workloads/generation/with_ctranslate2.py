@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.core.kinds.settings import Settings
+from gpucost_mlflow.core.kinds.workload import EngineOptions
 from gpucost_mlflow.execution.batching import each_batch
 from gpucost_mlflow.workloads import engine_cache
 from gpucost_mlflow.workloads.generation import child
@@ -32,9 +34,19 @@ def compute_type(settings: Settings) -> str:
     return {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}[settings.precision]
 
 
-def options(settings: Settings, device_type: str) -> dict:
-    """The conversion (keyed: converter and weights) and how the Generator runs it (compute type, device); a compute
-    type this CTranslate2 build does not run on the device is refused before any run exists."""
+@dataclass(frozen=True)
+class Options(EngineOptions):
+    """The conversion (keyed: converter and weights) and how the Generator runs it (compute type, device)."""
+
+    converter: str = "ctranslate2.converters.TransformersConverter"
+    weights: str = "float32 (as converted)"
+    compute_type: str = ""
+    device: str = ""
+
+
+def options(settings: Settings, device_type: str) -> Options:
+    """The variant's options on this device type; a compute type this CTranslate2 build does not run on the device is
+    refused before any run exists."""
     import ctranslate2
 
     device, chosen = ("cuda" if device_type == "cuda" else "cpu"), compute_type(settings)
@@ -42,8 +54,7 @@ def options(settings: Settings, device_type: str) -> dict:
     if chosen not in supported:
         raise GpucostError(f"ctranslate2 {ctranslate2.__version__} does not run compute type {chosen} on {device} "
                            f"(it runs {', '.join(supported)}); choose another precision or device")
-    return {"converter": "ctranslate2.converters.TransformersConverter", "weights": "float32 (as converted)",
-            "compute_type": chosen, "device": device}
+    return Options(compute_type=chosen, device=device)
 
 
 def load(spec, device) -> Work:
@@ -58,8 +69,8 @@ def load(spec, device) -> Work:
     folder = child.model_folder(workload, spec.model_path)
     converted, convert_s = _converted(folder, record)
     tokenizer = models.load_tokenizer(folder)
-    generator = ctranslate2.Generator(str(converted), device=record.options["device"],
-                                      compute_type=record.options["compute_type"])
+    chosen = Options.from_record(record.options)
+    generator = ctranslate2.Generator(str(converted), device=chosen.device, compute_type=chosen.compute_type)
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     ends = _end_tokens(folder, tokenizer)
     return Work(tokenizer, generator, partial(process, prompting=child.Prompting(generation, workload.labels, ends)),

@@ -36,9 +36,9 @@ CACHED = False  # nothing is exported or converted here: the server loads its mo
 NOT_SPLIT = "an endpoint returns whole answers: prefill and decode are not timed apart"
 
 
-def options(settings: Settings, device_type: str) -> dict:
+def options(settings: Settings, device_type: str) -> endpoint_client.EngineOptions:
     """What the manifest records of the endpoint: everything declared, the key's variable by name only."""
-    return {**endpoint_client.options(settings), "sampling": "greedy (temperature 0)"}
+    return endpoint_client.options(settings, sampling="greedy (temperature 0)")
 
 
 def load(spec, device) -> Work:

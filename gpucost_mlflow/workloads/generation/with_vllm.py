@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 
 from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.core.kinds.settings import Settings
+from gpucost_mlflow.core.kinds.workload import EngineOptions
 from gpucost_mlflow.core.names import CONVERT_S, DECODE_S, PREFILL_S
 from gpucost_mlflow.execution.batching import each_batch
 from gpucost_mlflow.workloads.generation import child
@@ -24,10 +26,20 @@ DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 NOT_SPLIT = "vLLM's offline generate returns whole outputs: prefill and decode are not timed apart"
 
 
-def options(settings: Settings, device_type: str) -> dict:
+@dataclass(frozen=True)
+class Options(EngineOptions):
     """How the LLM is built: its dtype, eager or graphs, and the share of GPU memory it may take."""
-    return {"api": "vllm.LLM.generate (offline)", "dtype": DTYPES[settings.precision], "enforce_eager": False,
-            "gpu_memory_utilization": 0.9, "sampling": "greedy (temperature 0)"}
+
+    api: str = "vllm.LLM.generate (offline)"
+    dtype: str = ""
+    enforce_eager: bool = False
+    gpu_memory_utilization: float = 0.9
+    sampling: str = "greedy (temperature 0)"
+
+
+def options(settings: Settings, device_type: str) -> Options:
+    """The LLM's options for this variant."""
+    return Options(dtype=DTYPES[settings.precision])
 
 
 def load(spec, device) -> Work:
@@ -39,11 +51,11 @@ def load(spec, device) -> Work:
     from gpucost_mlflow.execution import memory, models  # deferred: imports torch
 
     workload, settings = spec.workload, spec.settings
-    chosen, generation = workload.engine.options, workload.generation
+    chosen, generation = Options.from_record(workload.engine.options), workload.generation
     folder = child.model_folder(workload, spec.model_path)
     tokenizer = models.load_tokenizer(folder)
-    llm = vllm.LLM(model=str(folder), tokenizer=str(folder), dtype=chosen["dtype"], seed=spec.seed,
-                   enforce_eager=chosen["enforce_eager"], gpu_memory_utilization=chosen["gpu_memory_utilization"])
+    llm = vllm.LLM(model=str(folder), tokenizer=str(folder), dtype=chosen.dtype, seed=spec.seed,
+                   enforce_eager=chosen.enforce_eager, gpu_memory_utilization=chosen.gpu_memory_utilization)
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     ends = _end_tokens(folder, tokenizer)
     return Work(tokenizer, llm, partial(process, prompting=child.Prompting(generation, workload.labels, ends)),
