@@ -80,9 +80,9 @@ def test_a_workload_records_its_engine_last_and_reads_it_back():
 def test_an_engines_options_are_its_own_record_and_read_back_by_key_without_it():
     from gpucost_mlflow.workloads import ort
 
-    options = ort.Options(exported_by_torch="2.9", output="labels", provider="CPUExecutionProvider")
+    options = ort.OrtOptions(exported_by_torch="2.9", output="labels", provider="CPUExecutionProvider")
     assert list(options.record()) == ["exporter", "opset", "exported_by_torch", "output", "graph_optimization",
                                       "quantization", "provider"]
     read = EngineRecord.from_record(EngineRecord("onnxruntime", "1.0", options, "c", False).record())
     assert read.options["provider"] == "CPUExecutionProvider" and read.options.record() == options.record()
-    assert ort.Options.from_record(read.options) == options
+    assert ort.OrtOptions.from_record(read.options) == options

@@ -45,7 +45,7 @@ def provider(device_type: str) -> str:
 
 
 @dataclass(frozen=True)
-class Options(EngineOptions):
+class OrtOptions(EngineOptions):
     """What an ONNX export depends on (its cache key, recorded in the manifest): exporter, opset, the torch that
     exported, the graph the session runs, the quantisation, and the provider."""
 
@@ -58,19 +58,19 @@ class Options(EngineOptions):
     provider: str = ""
 
 
-def options(settings: Settings, device_type: str, output: str) -> Options:
+def options(settings: Settings, device_type: str, output: str) -> OrtOptions:
     """The export's options for this variant on this device type."""
     import torch
 
     int8 = settings.quantization == "dynamic-int8"
-    return Options(exported_by_torch=torch.__version__, output=output,
+    return OrtOptions(exported_by_torch=torch.__version__, output=output,
                    quantization="ORT dynamic int8 (QInt8 weights)" if int8 else "none", provider=provider(device_type))
 
 
 def exported(model, record, output: str) -> tuple[Path, float | None]:
     """The model file of this export, written first when the cache lacks it; returns it and the seconds the export
     took (None when the cache held it)."""
-    name = "model.int8.onnx" if Options.from_record(record.options).quantization != "none" else "model.onnx"
+    name = "model.int8.onnx" if OrtOptions.from_record(record.options).quantization != "none" else "model.onnx"
 
     def build(folder: Path) -> None:
         _export(model, folder / "model.onnx", output)

@@ -58,8 +58,8 @@ def like(moment: dt.datetime, other: dt.datetime) -> dt.datetime:
 
 
 def resolved(plan, fixed: dt.datetime | None, after_h: float | None, now: dt.datetime) -> tuple:
-    """The plan (protocol_sections.Plan) and the deadline as dates: a start at the report becomes `now`, its deadline
-    `now` plus its hours."""
+    """The plan (protocol_sections.PlanAssumptions) and the deadline as dates: a start at the report becomes `now`,
+    its deadline `now` plus its hours."""
     if plan is None or plan.start != AT_REPORT:
         return plan, fixed
     return replace(plan, start=now), (now + dt.timedelta(hours=after_h) if after_h is not None else None)

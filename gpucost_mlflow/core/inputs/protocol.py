@@ -20,7 +20,7 @@ from gpucost_mlflow.core.inputs.protocol_sections import (
     ConfirmationRule,
     Deliverables,
     OtherCost,
-    Plan,
+    PlanAssumptions,
 )
 from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.names import ACCURACY, MACRO_F1
@@ -45,7 +45,7 @@ class Protocol:
     exclusion_rule: str
     deadline: dt.datetime | None
     deliverables: Deliverables
-    plan: Plan | None
+    plan: PlanAssumptions | None
     other_costs: tuple[OtherCost, ...] = ()
     # The task its output's protocol section fixes (base.Output.task: a generations protocol's prompt and new tokens;
     # its record() is what the manifest and the child get), None when the output has no section.

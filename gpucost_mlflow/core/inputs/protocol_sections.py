@@ -33,7 +33,7 @@ class OtherCost:
 
 
 @dataclass(frozen=True)
-class Audit(Keyed, Record):
+class DeliverablesAudit(Keyed, Record):
     """How a deliverable without gold labels is audited: the reference variant on a sample of its inputs, whose
     labels must agree with the deliverable's at least this much."""
 
@@ -49,12 +49,12 @@ class Deliverables(Keyed, Record):
     expected: int
     description: str
     side_by_side: bool = False
-    audit: Audit | None = None
+    audit: DeliverablesAudit | None = None
     per_child: int | None = None
 
 
 @dataclass(frozen=True)
-class Plan(Keyed, Record):
+class PlanAssumptions(Keyed, Record):
     """The campaign-plan assumptions: planned start (a date, or `at_report` until the report places it), setup and
     waiting hours, planned restarts."""
 
@@ -75,8 +75,10 @@ class ConfirmationRule(NamedTuple):
 def deliverables(f, path: Path, section: dict) -> Deliverables:
     """`deliverables:` read by the protocol's field reader `f` (its `positive`, `get` and `fraction`)."""
     expected = f.positive("deliverables.expected")
-    audit = (Audit(f.positive("deliverables.audit.sample"), f.fraction("deliverables.audit.min_label_agreement"))
-             if section.get("audit") is not None else None)
+    audit = None
+    if section.get("audit") is not None:
+        audit = DeliverablesAudit(f.positive("deliverables.audit.sample"),
+                                  f.fraction("deliverables.audit.min_label_agreement"))
     return Deliverables(expected, f.get("deliverables.description", str),
                         _side_by_side(path, section.get("side_by_side", False)), audit,
                         method.per_child(path, section.get("per_child")))
@@ -178,7 +180,7 @@ def other_costs(path: Path, entries) -> tuple[OtherCost, ...]:
     return tuple(result)
 
 
-def plan(path: Path, section: dict) -> Plan:
+def plan(path: Path, section: dict) -> PlanAssumptions:
     """The campaign-plan assumptions: planned start, setup and waiting hours, planned restarts (each optional)."""
     if not isinstance(section, dict):
         raise GpucostError(f"{path}: field 'plan' must be a mapping")
@@ -191,7 +193,7 @@ def plan(path: Path, section: dict) -> Plan:
     restarts = section.get("planned_restarts", 0)
     if isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 0:
         raise GpucostError(f"{path}: field 'plan.planned_restarts' must be a whole number >= 0")
-    return Plan(plan_start.start(path, section.get("start")), planned_restarts=restarts, **hours)
+    return PlanAssumptions(plan_start.start(path, section.get("start")), planned_restarts=restarts, **hours)
 
 
 def fingerprint(path: Path, value) -> str:

@@ -17,7 +17,7 @@ from gpucost_mlflow.workloads.classification import records
 OUTPUT = "logits"
 
 
-def options(settings: Settings, device_type: str) -> ort.Options:
+def options(settings: Settings, device_type: str) -> ort.OrtOptions:
     """What its export depends on (workloads/ort.py)."""
     return ort.options(settings, device_type, OUTPUT)
 
@@ -38,7 +38,7 @@ def load(spec, device) -> Work:
     label_names = [torch_model.config.id2label[i] for i in range(torch_model.config.num_labels)]
     path, convert_s = ort.exported(torch_model, record, OUTPUT)
     del torch_model
-    session = ort.session(path, ort.Options.from_record(record.options).provider)
+    session = ort.session(path, ort.OrtOptions.from_record(record.options).provider)
     return Work(
         models.load_tokenizer(Path(spec.model_path)), session, process,
         partial(_utilisation, config, settings, device, convert_s),

@@ -16,7 +16,7 @@ from gpucost_mlflow.workloads.embeddings import child
 OUTPUT = "last_hidden_state"
 
 
-def options(settings: Settings, device_type: str) -> ort.Options:
+def options(settings: Settings, device_type: str) -> ort.OrtOptions:
     """What its export depends on (workloads/ort.py)."""
     return ort.options(settings, device_type, OUTPUT)
 
@@ -32,7 +32,7 @@ def load(spec, device) -> Work:
     config = encoder.config.to_dict()
     onnx_file, convert_s = ort.exported(encoder, record, OUTPUT)
     del encoder
-    session = ort.session(onnx_file, ort.Options.from_record(record.options).provider)
+    session = ort.session(onnx_file, ort.OrtOptions.from_record(record.options).provider)
     return Work(models.load_tokenizer(path), session, partial(process, normalize=child.pooling(path)["normalize"]),
                 partial(_utilisation, config, settings, device, convert_s), child.export, memory=ort.memory,
                 empty=child.Embedded)

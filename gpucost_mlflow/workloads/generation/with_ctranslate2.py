@@ -35,7 +35,7 @@ def compute_type(settings: Settings) -> str:
 
 
 @dataclass(frozen=True)
-class Options(EngineOptions):
+class CTranslate2Options(EngineOptions):
     """The conversion (keyed: converter and weights) and how the Generator runs it (compute type, device)."""
 
     converter: str = "ctranslate2.converters.TransformersConverter"
@@ -44,7 +44,7 @@ class Options(EngineOptions):
     device: str = ""
 
 
-def options(settings: Settings, device_type: str) -> Options:
+def options(settings: Settings, device_type: str) -> CTranslate2Options:
     """The variant's options on this device type; a compute type this CTranslate2 build does not run on the device is
     refused before any run exists."""
     import ctranslate2
@@ -54,7 +54,7 @@ def options(settings: Settings, device_type: str) -> Options:
     if chosen not in supported:
         raise GpucostError(f"ctranslate2 {ctranslate2.__version__} does not run compute type {chosen} on {device} "
                            f"(it runs {', '.join(supported)}); choose another precision or device")
-    return Options(compute_type=chosen, device=device)
+    return CTranslate2Options(compute_type=chosen, device=device)
 
 
 def load(spec, device) -> Work:
@@ -69,7 +69,7 @@ def load(spec, device) -> Work:
     folder = child.model_folder(workload, spec.model_path)
     converted, convert_s = _converted(folder, record)
     tokenizer = models.load_tokenizer(folder)
-    chosen = Options.from_record(record.options)
+    chosen = CTranslate2Options.from_record(record.options)
     generator = ctranslate2.Generator(str(converted), device=chosen.device, compute_type=chosen.compute_type)
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     ends = _end_tokens(folder, tokenizer)

@@ -27,7 +27,7 @@ NOT_SPLIT = "vLLM's offline generate returns whole outputs: prefill and decode a
 
 
 @dataclass(frozen=True)
-class Options(EngineOptions):
+class VllmOptions(EngineOptions):
     """How the LLM is built: its dtype, eager or graphs, and the share of GPU memory it may take."""
 
     api: str = "vllm.LLM.generate (offline)"
@@ -37,9 +37,9 @@ class Options(EngineOptions):
     sampling: str = "greedy (temperature 0)"
 
 
-def options(settings: Settings, device_type: str) -> Options:
+def options(settings: Settings, device_type: str) -> VllmOptions:
     """The LLM's options for this variant."""
-    return Options(dtype=DTYPES[settings.precision])
+    return VllmOptions(dtype=DTYPES[settings.precision])
 
 
 def load(spec, device) -> Work:
@@ -51,7 +51,7 @@ def load(spec, device) -> Work:
     from gpucost_mlflow.execution import memory, models  # deferred: imports torch
 
     workload, settings = spec.workload, spec.settings
-    chosen, generation = Options.from_record(workload.engine.options), workload.generation
+    chosen, generation = VllmOptions.from_record(workload.engine.options), workload.generation
     folder = child.model_folder(workload, spec.model_path)
     tokenizer = models.load_tokenizer(folder)
     llm = vllm.LLM(model=str(folder), tokenizer=str(folder), dtype=chosen.dtype, seed=spec.seed,
