@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import corpus as corpora
+from gpucost_mlflow.core.inputs import sampling
 from gpucost_mlflow.core.inputs.corpus import SourceRow
 from gpucost_mlflow.core.inputs.sources import (
     DEFAULT_CORPUS_PACKAGE,
@@ -36,33 +37,33 @@ def synthetic(n: int = 400) -> list[SourceRow]:
 
 
 def test_bucket_sizes_keep_the_600_300_100_ratio():
-    assert corpora.split_sizes(1000) == {"short": 600, "medium": 300, "long": 100}
-    assert corpora.split_sizes(100) == {"short": 60, "medium": 30, "long": 10}
+    assert sampling.split_sizes(1000) == {"short": 600, "medium": 300, "long": 100}
+    assert sampling.split_sizes(100) == {"short": 60, "medium": 30, "long": 10}
 
 
 def test_allocation_is_proportional_and_exact():
-    assert corpora.allocate(10, {"a": 1, "b": 1, "c": 2}) == {"a": 3, "b": 2, "c": 5}
-    assert corpora.allocate(7, {"x": 70, "y": 30}) == {"x": 5, "y": 2}
+    assert sampling.allocate(10, {"a": 1, "b": 1, "c": 2}) == {"a": 3, "b": 2, "c": 5}
+    assert sampling.allocate(7, {"x": 70, "y": 30}) == {"x": 5, "y": 2}
 
 
 def test_ids_and_files_do_not_depend_on_source_row_order():
     source = synthetic()
     shuffled = list(source)
     random.Random(1).shuffle(shuffled)
-    first = corpora.build(source, _words, size=100, tuning_size=100, seed=0)
-    second = corpora.build(shuffled, _words, size=100, tuning_size=100, seed=0)
+    first = sampling.build(source, _words, size=100, tuning_size=100, seed=0)
+    second = sampling.build(shuffled, _words, size=100, tuning_size=100, seed=0)
     assert corpora.jsonl_bytes(first[0]) == corpora.jsonl_bytes(second[0])
     assert corpora.jsonl_bytes(first[1]) == corpora.jsonl_bytes(second[1])
 
 
 def test_tuning_corpus_is_disjoint_from_comparison_corpus():
-    comparison, tuning, _, _ = corpora.build(synthetic(), _words, size=100, tuning_size=200, seed=0)
+    comparison, tuning, _, _ = sampling.build(synthetic(), _words, size=100, tuning_size=200, seed=0)
     assert not {r["id"] for r in comparison} & {r["id"] for r in tuning}
     assert not {r["text"] for r in comparison} & {r["text"] for r in tuning}
 
 
 def test_class_mix_inside_each_bucket_follows_the_source():
-    _, _, description, _ = corpora.build(synthetic(), _words, size=100, tuning_size=100, seed=0)
+    _, _, description, _ = sampling.build(synthetic(), _words, size=100, tuning_size=100, seed=0)
     for bucket, counts in description["classes"].items():
         source = description["source_classes"][bucket]
         total, source_total = sum(counts.values()), sum(source.values())
@@ -166,14 +167,14 @@ def test_missing_source_file_is_refused(tmp_path):
 def test_fingerprint_ignores_order_but_order_digest_does_not():
     rows = [{"id": str(i), "text": f"t{i}", "label": "a", "bucket": "short"} for i in range(5)]
     turned = list(reversed(rows))
-    assert corpora.describe(rows)["fingerprint"] == corpora.describe(turned)["fingerprint"]
-    assert corpora.describe(rows)["order_digest"] != corpora.describe(turned)["order_digest"]
+    assert sampling.describe(rows)["fingerprint"] == sampling.describe(turned)["fingerprint"]
+    assert sampling.describe(rows)["order_digest"] != sampling.describe(turned)["order_digest"]
 
 
 def test_a_protocols_own_bucket_names_and_ratios_cut_and_fill_the_corpus():
     mix = {"tiny": 40, "small": 40, "large": 20}
-    assert corpora.quantiles_of(mix) == (0.4, 0.8) and corpora.quantiles_of(corpora.DEFAULT_BUCKET_SIZES) == (0.6, 0.9)
-    comparison, _, described, _ = corpora.build(synthetic(), _words, size=50, tuning_size=100, seed=0, mix=mix)
+    assert sampling.quantiles_of(mix) == (0.4, 0.8) and sampling.quantiles_of(sampling.DEFAULT_BUCKET_SIZES) == (0.6, 0.9)
+    comparison, _, described, _ = sampling.build(synthetic(), _words, size=50, tuning_size=100, seed=0, mix=mix)
     assert list(described["bounds_tokens"]) == ["tiny", "small", "large"]
     assert described["counts"] == {"tiny": 20, "small": 20, "large": 10}
     lows = [bounds[0] for bounds in described["bounds_tokens"].values()]

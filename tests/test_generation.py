@@ -17,8 +17,9 @@ from mlflow.tracking import MlflowClient
 from gpucost_mlflow.cli import main
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import sources
-from gpucost_mlflow.core.inputs.corpus import bucket_slice, jsonl_bytes, read_corpus
+from gpucost_mlflow.core.inputs.corpus import jsonl_bytes, read_corpus
 from gpucost_mlflow.core.inputs.protocol import load_protocol
+from gpucost_mlflow.core.inputs.sampling import bucket_slice
 from gpucost_mlflow.core.inputs.variants import load_variants
 from gpucost_mlflow.core.judging.judge import Judging
 from gpucost_mlflow.tracking import schema

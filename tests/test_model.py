@@ -65,6 +65,7 @@ def test_model_prepare_saves_a_standard_classifier_with_provenance_and_never_rea
 @pytest.mark.unit
 def test_validation_split_is_carved_from_the_tuning_corpus_and_disjoint_from_training(corpus_dir):
     from gpucost_mlflow.core.inputs import corpus as corpora
+    from gpucost_mlflow.core.inputs import sampling
     from gpucost_mlflow.workloads.classification.demo_inputs import validation_split
 
     tuning = corpora.read_corpus(corpus_dir / "tuning.jsonl").rows
@@ -82,7 +83,7 @@ def test_validation_split_is_carved_from_the_tuning_corpus_and_disjoint_from_tra
     strata = {}
     for row in tuning:
         strata[(row["bucket"], row["label"])] = strata.get((row["bucket"], row["label"]), 0) + 1
-    quota = corpora.allocate(6, {f"{b}/{l}": n for (b, l), n in strata.items()})
+    quota = sampling.allocate(6, {f"{b}/{l}": n for (b, l), n in strata.items()})
     for bucket, label in strata:
         taken = sum(1 for r in held_out if r["bucket"] == bucket and r["label"] == label)
         assert taken == quota[f"{bucket}/{label}"]

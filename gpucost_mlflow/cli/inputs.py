@@ -15,14 +15,8 @@ from gpucost_mlflow.cli.options import (
     _file,
 )
 from gpucost_mlflow.core.inputs import shipped
-from gpucost_mlflow.core.inputs.corpus import (
-    bucket_names,
-    bucket_slice,
-    describe,
-    jsonl_bytes,
-    read_corpus,
-    write_atomic,
-)
+from gpucost_mlflow.core.inputs.corpus import bucket_names, jsonl_bytes, read_corpus, write_atomic
+from gpucost_mlflow.core.inputs.sampling import bucket_slice, describe
 from gpucost_mlflow.core.inputs.variants import load_variants
 from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.names import ACCURACY, MACRO_F1

@@ -10,7 +10,7 @@ import click
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import shipped
-from gpucost_mlflow.core.inputs.corpus import DEFAULT_BUCKET_SIZES
+from gpucost_mlflow.core.inputs.sampling import DEFAULT_BUCKET_SIZES
 from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.money.catalog import load_catalog, merged
 from gpucost_mlflow.tracking import schema

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs import corpus as corpora
-from gpucost_mlflow.core.inputs import sources
+from gpucost_mlflow.core.inputs import sampling, sources
 from gpucost_mlflow.core.inputs.fingerprints import sha256_file, stable_rank
 from gpucost_mlflow.core.inputs.method_fields import CONFIRMATION_FILE
 from gpucost_mlflow.core.judging.quality import evaluate, majority_baseline
@@ -63,7 +63,7 @@ def build_corpus(out_dir: Path, *, source: Path | None, labels: Sequence[str] | 
     if len(rows) < needed:
         raise GpucostError(f"the source has {len(rows)} usable rows, {needed} needed for --size, --tuning-size and "
                            "--confirmation-size")
-    comparison, tuning, buckets, confirmation = corpora.build(rows, count_tokens, size=size, tuning_size=tuning_size,
+    comparison, tuning, buckets, confirmation = sampling.build(rows, count_tokens, size=size, tuning_size=tuning_size,
                                                               seed=seed, mix=mix, confirmation_size=confirmation_size)
     buckets["tokenizer_revision"] = tokenizer_info["revision"]
     if tokenizer_dir is None:
@@ -74,9 +74,9 @@ def build_corpus(out_dir: Path, *, source: Path | None, labels: Sequence[str] | 
     metadata = {
         "name": f"{name}-{size}",
         "seed": seed,
-        "comparison": {"file": COMPARISON, **corpora.describe(comparison)},
-        "tuning": {"file": TUNING, **corpora.describe(tuning)},
-        **({"confirmation": {"file": CONFIRMATION, **corpora.describe(confirmation)}} if confirmation else {}),
+        "comparison": {"file": COMPARISON, **sampling.describe(comparison)},
+        "tuning": {"file": TUNING, **sampling.describe(tuning)},
+        **({"confirmation": {"file": CONFIRMATION, **sampling.describe(confirmation)}} if confirmation else {}),
         "disjoint": {"shared_ids": 0, "shared_texts": 0},
         "buckets": buckets,
         "dropped_from_source": dropped,
@@ -108,7 +108,7 @@ def validation_split(rows: Sequence[dict], fraction: float, seed: int) -> tuple[
     strata: dict[str, list[dict]] = {}
     for row in rows:
         strata.setdefault(f"{row['bucket']}/{row['label']}", []).append(row)
-    quota = corpora.allocate(size, {key: len(members) for key, members in strata.items()})
+    quota = sampling.allocate(size, {key: len(members) for key, members in strata.items()})
     held_out = set()
     for key, members in sorted(strata.items()):
         ranked = sorted(members, key=lambda r: stable_rank(seed, "validation:" + r["id"]))
@@ -149,8 +149,8 @@ def prepare_model(out_dir: Path, tuning_path: Path, *, seed: int,
             "fraction": validation_fraction,
             "seed": seed,
             "stratified_by": ["bucket", "label"],
-            "training": corpora.describe(train_rows),
-            "validation": corpora.describe(validation_rows),
+            "training": sampling.describe(train_rows),
+            "validation": sampling.describe(validation_rows),
             "validation_buckets": {b: sum(1 for r in validation_rows if r["bucket"] == b)
                                    for b in corpora.bucket_names(tuning_path)},
         },
