@@ -10,7 +10,7 @@ import pytest
 
 from gpucost_mlflow.core.measurement.stats import Durations
 from gpucost_mlflow.core.money.decision import Configuration
-from gpucost_mlflow.report import build, card, plots, render, sections, short
+from gpucost_mlflow.report import build, card, formats, plots, render, sections, short
 from gpucost_mlflow.report.cells import Table, lift
 from tests.synthetic_report import CPU, decided_report
 
@@ -216,9 +216,9 @@ def test_a_table_whose_measured_cells_are_all_empty_is_one_line_with_its_reason(
     for variant in ("batch1", "batch8"):
         table.rows.append(["cpu", variant, empty(table, "no energy counter on this CPU"), empty(table, "no cooldown_s")])
     line = "energy (J), net (J): empty for all 2 configurations: no energy counter on this CPU; no cooldown_s."
-    assert render._md_table(table) == line and line in render._html_table(table)
+    assert formats.md_table(table) == line and line in formats.html_table(table)
     table.rows[0][2] = "12.0"
-    assert render._md_table(table).startswith("| device |")
+    assert formats.md_table(table).startswith("| device |")
 
 
 def test_a_shortened_line_is_cut_between_words_or_path_parts_never_inside_one():
@@ -257,7 +257,7 @@ def test_the_cards_colour_follows_its_state_decided_tied_undecided_or_none():
                           (decided_report(priced_device="NVIDIA B200", figures=False), "none")):
         assert card.state(report) == state
         assert f'<ul class="decision {state}" id="card">' in render._card_html(report)
-    assert ".decision.undecided{background:#fff3cd" in render.STYLE  # the amber the warnings use, never success green
+    assert ".decision.undecided{background:#fff3cd" in formats.STYLE  # the amber the warnings use, never success green
 
 
 def test_the_window_says_how_long_the_rate_was_seen_to_hold_against_the_hours_committed():

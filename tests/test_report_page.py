@@ -98,10 +98,10 @@ def test_inline_code_is_code_and_a_date_never_breaks_in_the_html_while_report_md
 
 
 def test_a_run_string_with_backticks_or_a_date_stays_text():
-    from gpucost_mlflow.report.render import _text
+    from gpucost_mlflow.report.formats import html_text
 
-    assert _text("`<b>` at 2026-12-05T08:44+00:00") == ('<code>&lt;b&gt;</code> at '
-                                                        '<span class="nw">2026-12-05T08:44+00:00</span>')
+    assert html_text("`<b>` at 2026-12-05T08:44+00:00") == ('<code>&lt;b&gt;</code> at '
+                                                           '<span class="nw">2026-12-05T08:44+00:00</span>')
 
 
 def test_the_memory_legend_names_each_counter_in_words_with_its_unit_never_its_metric_name(report):
