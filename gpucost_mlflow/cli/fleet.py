@@ -208,7 +208,7 @@ def _settle_jobs(experiment: str, protocol_path: Path, declared, catalogs: tuple
                                "`gpucost campaign --settle`; nothing launched")
         lanes = max(declared.variant(name).settings.lanes for name in share.variants)
         jobs.append(Job(gpu, lanes))
-        own[gpu] = Campaign(experiment, ",".join(share.variants), "", share.more, plan.record())
+        own[gpu] = Campaign(experiment, ",".join(share.variants), "", share.more, plan.tag())
         click.echo(f"{share.device} ({gpu}): {', '.join(share.variants)}, {share.more} more pass(es) each")
     return jobs, own
 
