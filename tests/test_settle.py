@@ -149,7 +149,7 @@ def test_a_second_ordinary_campaign_over_the_same_variants_is_refused_with_the_s
     from gpucost_mlflow.cli import main
     from gpucost_mlflow.execution.devices import device_names
     from gpucost_mlflow.execution.models import resolve_device
-    from gpucost_mlflow.flow import campaign
+    from gpucost_mlflow.flow import opening
     from gpucost_mlflow.tracking import schema
     from tests.helpers import SHIPPED_PROTOCOL, VARIANTS, cli_runner
     from tests.scenario import B200, EXPERIMENT
@@ -190,7 +190,7 @@ def test_a_second_ordinary_campaign_over_the_same_variants_is_refused_with_the_s
     def reached(*args):
         raise _PastTheCheck
 
-    monkeypatch.setattr(campaign, "_lock", reached)
+    monkeypatch.setattr(opening, "_lock", reached)
     for variants in ("batch4", "batch8-bf16,batch8-lengthgrouped"):  # batch4 ran on the B200 only; the others never
         assert isinstance(ordinary(variants).exception, _PastTheCheck)
 

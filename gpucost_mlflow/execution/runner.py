@@ -1,4 +1,4 @@
-"""The pass itself, run in a child process: load, warm-up, the measured pass, export.
+"""The pass itself, run in a child process: load, warm-up, the measured pass (`execution/measured.py`), export.
 
 The launcher writes a spec JSON, starts `python -m gpucost_mlflow.execution.runner SPEC`, and reads
 back the outcome (`execution/outcome.py`) and the deliverable files its kind exports from the work folder. It knows no
@@ -22,7 +22,7 @@ from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.kinds import base
 from gpucost_mlflow.core.kinds.settings import Settings
 from gpucost_mlflow.core.kinds.workload import WorkloadRecord
-from gpucost_mlflow.core.measurement.repetitions import again, per_corpus
+from gpucost_mlflow.core.measurement.repetitions import per_corpus
 from gpucost_mlflow.core.names import (
     IDLE_POWER_W,
     IMPORT_S,
@@ -31,6 +31,7 @@ from gpucost_mlflow.core.names import (
 )
 from gpucost_mlflow.execution import faults, gate, timing
 from gpucost_mlflow.execution.batch_counter import BatchCounter
+from gpucost_mlflow.execution.measured import Processing, measure, read_texts
 from gpucost_mlflow.execution.outcome import Counted, PassFailure, PassOutcome
 
 WARMUP_RULE = {
@@ -82,73 +83,12 @@ class PassSpec:
                       "workload": base.workload_record(package).from_record(workload) if workload else None})
 
 
-def read_texts(corpus_path: str) -> tuple[list[str], list[str]]:
-    """Ids and texts of the corpus file, in file order (the launcher validated it already)."""
-    with open(corpus_path, encoding="utf-8") as handle:
-        records = [json.loads(line) for line in handle if line.strip()]
-    return [r["id"] for r in records], [r["text"] for r in records]
-
-
 def tokenizer_parallelism(settings: Settings) -> bool:
     """Let the fast tokenizer encode the corpus on every core (this child never forks while it tokenizes),
     except under torch.compile, whose compile workers fork; returns the choice, the same for every variant."""
     parallel = not settings.compile
     os.environ["TOKENIZERS_PARALLELISM"] = "true" if parallel else "false"
     return parallel
-
-
-@dataclass(frozen=True)
-class Processing:
-    """One corpus's worth of work as the measured clock calls it: the kind's `process` with what it runs on."""
-
-    process: Callable  # Work.process: (ids, texts, tokenizer, model, settings, device, on_batch) -> outputs
-    tokenizer: object
-    model: object
-    settings: Settings
-    device: object
-    on_batch: Callable | None = None
-
-    def __call__(self, ids: list[str], texts: list[str]) -> object:
-        return self.process(ids, texts, self.tokenizer, self.model, self.settings, self.device, self.on_batch)
-
-
-def measure(corpus_path: str, work: Processing, sync: Callable, energy=None, events=None, *, clock=None,
-            repeats=None) -> tuple[object, float]:
-    """The measured pass: synchronise, read the energy counter, start the clock, record the start event,
-    read, tokenize, transfer, infer, bring to host, record the end event, synchronise, stop, read the
-    energy counter. Nothing else happens between the two clock reads; the counter reads are adjacent to
-    them, outside the interval, and no thread samples anything inside it. A failure is raised as PassFailure
-    with the clock's time to it. `clock` (a timing.Stopwatch) keeps its two reads for the caller; `repeats` (the
-    protocol's min_measured_s) makes the clock read and process the corpus again until it ran that long, keeping
-    the later repetitions' outputs, and the seconds returned are then the clock's whole span."""
-
-    clock = clock if clock is not None else timing.Stopwatch(sync)
-    events = events if events is not None else timing.DeviceEvents()
-    sync()
-    if energy is not None:
-        energy.read_before()
-    clock.start()
-    events.record_start()
-    try:
-        ids, texts = read_texts(corpus_path)
-        predictions = work(ids, texts)
-        # Each lap reads the clock (a device synchronisation); a clock of one lap (a deliverable, a lanes pass) reads
-        # nothing more inside it.
-        laps = repeats is not None and (repeats.min_measured_s is not None or repeats.min_laps > 1)
-        while laps and again(repeats.lapped(clock), repeats.min_measured_s, repeats.count, repeats.min_laps):
-            ids, texts = read_texts(corpus_path)
-            repeats.later.append(work(ids, texts))
-            repeats.count += 1
-    except BaseException as exc:  # noqa: BLE001 - raised again as PassFailure, with the clock's time to it
-        failure = PassFailure.of(exc, clock.stop())
-        if energy is not None:
-            energy.read_after()
-        raise failure from failure.cause
-    events.record_end()
-    seconds = clock.stop()
-    if energy is not None:
-        energy.read_after()
-    return predictions, seconds
 
 
 def _seconds(start_ns: int) -> float:
