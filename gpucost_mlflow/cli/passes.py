@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,6 +137,23 @@ def _pass_figures(metrics: dict) -> str:
 def campaign(variant_names, passes, resume, experiment, corpus_path, model_path, variants_file, protocol_file, root,
              series_name, settle, catalog_file) -> None:
     """Run every variant the protocol's number of times in rotated order, as nested runs under one campaign run."""
+    with _starter(protocol_file, root, settle):
+        _campaign(variant_names, passes, resume, experiment, corpus_path, model_path, variants_file, protocol_file,
+                  root, series_name, settle, catalog_file)
+
+
+def _starter(protocol_file: Path, root: Path, settle: bool):
+    """The campaign's starter under `child_imports: once`, started before the command imports torch and MLflow, so
+    its own imports run while they do (a second stage's campaign starts its own, once it has passes to run)."""
+    from gpucost_mlflow.core.inputs.protocol import load_protocol  # deferred: imports numpy
+    from gpucost_mlflow.execution import forkserver  # no torch: the starter imports it
+
+    once = not settle and load_protocol(_file(protocol_file, root)).child_imports == "once"
+    return forkserver.serving() if once else contextlib.nullcontext()
+
+
+def _campaign(variant_names, passes, resume, experiment, corpus_path, model_path, variants_file, protocol_file, root,
+              series_name, settle, catalog_file) -> None:
     from gpucost_mlflow.cli.progress import CampaignProgress  # deferred: imports torch
     from gpucost_mlflow.flow.campaign import run_campaign  # deferred: imports torch
 

@@ -1,10 +1,10 @@
 """A pass's child started without importing torch and transformers again for every pass: the starter.
 
 `python -m gpucost_mlflow.execution.forkserver serve SOCKET` imports what a pass's child imports, timing it, then
-forks one process per request. When `GPUCOST_FORK_SERVER` names that socket, `execution/child.py` starts
-`python -m gpucost_mlflow.execution.forkserver client SOCKET SPEC` instead of the runner: a small client that hands
-its stdin, stdout, stderr, environment and working folder to the server, forwards the signals it gets, and ends as
-the forked pass ends (same exit code, same signal). The pass itself runs the runner's own `main` on the same spec,
+forks one process per request. When `GPUCOST_FORK_SERVER` names that socket, `execution/child.py` starts its client
+(`execution/starter_client.py`, the standard library only) instead of the runner: it hands its stdin, stdout, stderr,
+environment and working folder to the server, forwards the signals it gets, and ends as the forked pass ends (same
+exit code, same signal). The pass itself runs the runner's own `main` on the same spec,
 so its outputs, checks and records are the product's.
 
 Two users. A campaign under a protocol with `child_imports: once` starts its own starter (`serving`) for its passes:
@@ -35,22 +35,22 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from gpucost_mlflow.core.kinds import engines, registry
-from gpucost_mlflow.execution import runner
+from gpucost_mlflow.execution import runner, starter_client
 from gpucost_mlflow.execution.orphans import die_with_parent
+from gpucost_mlflow.execution.starter_client import FORWARDED
 
 ENV = "GPUCOST_FORK_SERVER"
 IMPORTS_ENV = "GPUCOST_IMPORT_S"  # set in a forked pass: the seconds the server's imports took, once
-FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 _MAX_MESSAGE = 1 << 20
-SERVER_WAIT_S = 120
 
 
 def command(spec_path: str) -> list[str] | None:
-    """The child's command through the fork server named by GPUCOST_FORK_SERVER, or None to start it plainly."""
+    """The child's command through the fork server named by GPUCOST_FORK_SERVER (its client run by path, isolated
+    and without site-packages: it needs the standard library only), or None to start it plainly."""
     server = os.environ.get(ENV, "")
     if not server:
         return None
-    return [sys.executable, "-m", "gpucost_mlflow.execution.forkserver", "client", server, spec_path]
+    return [sys.executable, "-I", "-S", starter_client.__file__, server, spec_path]
 
 
 def _preload() -> None:
@@ -209,45 +209,8 @@ def _receive(connection: socket.socket) -> tuple[bytes, list[int]]:
     return data, list(fds)
 
 
-def _connect(path: str) -> socket.socket:
-    """Connect to the server, waiting up to SERVER_WAIT_S for it to finish preloading and listen."""
-    deadline = time.monotonic() + SERVER_WAIT_S
-    while True:
-        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            connection.connect(path)
-            return connection
-        except (FileNotFoundError, ConnectionRefusedError):
-            connection.close()
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
-
-
-def client(path: str, spec_path: str) -> int:
-    """Ask the server for a pass on `spec_path`, forward signals to it, and end as it ends."""
-    connection = _connect(path)
-    request = {"argv": [spec_path], "env": dict(os.environ), "cwd": os.getcwd()}
-    connection.sendmsg([json.dumps(request).encode() + b"\n"],
-                       [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [0, 1, 2]))])
-    reader = connection.makefile("rb")
-    pid = json.loads(reader.readline())["pid"]
-    for forwarded in FORWARDED:
-        signal.signal(forwarded, lambda number, _frame: os.kill(pid, number))
-    line = reader.readline()
-    if not line:
-        return 1
-    ending = json.loads(line)
-    if "signal" in ending:
-        if ending["signal"] not in (signal.SIGKILL, signal.SIGSTOP):  # neither can be caught, nor set
-            signal.signal(ending["signal"], signal.SIG_DFL)
-        os.kill(os.getpid(), ending["signal"])
-    return int(ending.get("code", 1))
-
-
 if __name__ == "__main__":
-    role, socket_path, *rest = sys.argv[1:]
-    if role == "serve":
-        serve(socket_path)
-    else:
-        sys.exit(client(socket_path, Path(rest[0]).as_posix()))
+    role, socket_path = sys.argv[1:3]
+    if role != "serve":
+        sys.exit(f"unknown role {role!r}: the starter only serves (its client is execution/starter_client.py)")
+    serve(socket_path)

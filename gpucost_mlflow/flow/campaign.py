@@ -112,13 +112,24 @@ class Shown:
 
 
 def run_campaign(plan: CampaignPlan, display: Display | None = None) -> CampaignResult:
-    """Run (or resume) a campaign; a pass that fails stays its row and the campaign goes on."""
-    display = display or Display()
+    """Run (or resume) a campaign; a pass that fails stays its row and the campaign goes on. Under `child_imports:
+    once` its starter starts first, so its imports run while the store and the campaign run are opened."""
     clock = Clock()
     parent_from_mlflow_run = os.environ.pop("MLFLOW_RUN_ID", None)
+    protocol = load_protocol(plan.protocol_path)
+    with contextlib.ExitStack() as starter:
+        if protocol.child_imports == "once":
+            starter.enter_context(forkserver.serving())  # imports timed once, each child forked from them
+        return _run(plan, protocol, display or Display(), (clock, starter), parent_from_mlflow_run)
+
+
+def _run(plan: CampaignPlan, protocol: Protocol, display: Display, session: tuple[Clock, contextlib.ExitStack],
+         parent_from_mlflow_run: str | None) -> CampaignResult:
+    """The campaign run opened or resumed, then each slot left to run, in order (`session`: this session's clock and
+    the starter, closed once no pass is left to fork)."""
+    clock, starter = session
     store.bound_http_retries()
     store.check()
-    protocol = load_protocol(plan.protocol_path)
     client = store.client()
     if parent_from_mlflow_run:
         experiment = experiment_of_run(client, parent_from_mlflow_run)
@@ -145,9 +156,8 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
     started = time.time()
     result.stopped.update(_stopped(existing))
     last_runs, looked = _last_runs(existing), 0
-    starter = contextlib.ExitStack()
-    if protocol.child_imports == "once" and todo:
-        starter.enter_context(forkserver.serving())  # imports timed once, each child forked from them
+    if not todo:
+        starter.close()  # no pass left to fork
     try:
         for slot, state in todo:
             if slot.round - 1 > looked:
@@ -183,8 +193,6 @@ def run_campaign(plan: CampaignPlan, display: Display | None = None) -> Campaign
         _measured(plan, opened, result, clock)
         opened.end("FAILED")
         raise
-    finally:
-        starter.close()
     _measured(plan, opened, result, clock)
     _finish(opened, shown, result, time.time() - started)
     return result
