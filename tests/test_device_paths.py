@@ -20,7 +20,7 @@ from gpucost_mlflow.core.inputs.variants import get_variant
 from gpucost_mlflow.core.judging.verdicts import PREDICTIONS
 from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.measurement.energy import ENERGY_COUNTER_TAG
-from gpucost_mlflow.execution import energy, faults, memory, runner, timing
+from gpucost_mlflow.execution import boards, faults, memory, runner, timing
 from gpucost_mlflow.workloads.classification import model as classifier_model
 
 VARIANTS = Path(__file__).resolve().parents[1] / "projects" / "variants.yaml"
@@ -137,7 +137,7 @@ def test_a_cpu_pass_logs_the_counter_and_leaves_empty_cells_with_their_reasons(s
     (run,) = client.search_runs([client.get_experiment_by_name("t").experiment_id])
     verdict = json.loads(Path(mlflow.artifacts.download_artifacts(run_id=run.info.run_id,
                                                                   artifact_path="verdict.json")).read_text())
-    here = energy.rapl_board()
+    here = boards.rapl_board()
     if here.spec is None:
         assert "energy_j" not in run.data.metrics
         assert verdict["missing_measurements"]["energy_j"] == here.reason

@@ -22,7 +22,7 @@ from gpucost_mlflow.core.measurement.energy import (
     joules_per_validated_corpus,
     pass_energy,
 )
-from gpucost_mlflow.execution import energy, runner, timing
+from gpucost_mlflow.execution import boards, energy, runner, timing
 
 VARIANTS = Path(__file__).resolve().parents[1] / "projects" / "variants.yaml"
 
@@ -101,7 +101,7 @@ def test_joules_per_validated_corpus_is_the_median_of_accepted_passes():
 @pytest.mark.unit
 def test_nvml_absent_gives_an_empty_energy_cell_with_the_reason(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)
-    board = energy.nvml_board(energy.DeviceIdentity(0, "1234"))
+    board = boards.nvml_board(boards.DeviceIdentity(0, "1234"))
     probe = energy.EnergyProbe(board)
     probe.read_before()
     probe.read_after()
@@ -116,7 +116,7 @@ def test_fake_nvml_counter_values_give_energy_j_as_their_difference(monkeypatch)
     module = fake_nvml([7_000_000, 7_000_000, 7_431_250])  # the first read checks the counter is supported
     monkeypatch.setitem(sys.modules, "pynvml", module)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    board = energy.nvml_board(energy.DeviceIdentity(0, "1234"))
+    board = boards.nvml_board(boards.DeviceIdentity(0, "1234"))
     facts = board.facts()
     probe = energy.EnergyProbe(board)
     probe.read_before()
@@ -134,7 +134,7 @@ def test_fake_nvml_counter_values_give_energy_j_as_their_difference(monkeypatch)
 @pytest.mark.unit
 def test_nvml_without_the_energy_counter_keeps_the_facts_and_says_why(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", fake_nvml([], supported=False))
-    board = energy.nvml_board(energy.DeviceIdentity(0, "1234"))
+    board = boards.nvml_board(boards.DeviceIdentity(0, "1234"))
     assert board.spec is None and "not supported" in board.reason
     assert board.facts()["name"] == "NVIDIA H200"
 
@@ -142,7 +142,7 @@ def test_nvml_without_the_energy_counter_keeps_the_facts_and_says_why(monkeypatc
 @pytest.mark.unit
 def test_a_failed_pass_has_no_energy_and_says_so(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", fake_nvml([1, 2, 3]))
-    probe = energy.EnergyProbe(energy.nvml_board(energy.DeviceIdentity(0, "1234")))
+    probe = energy.EnergyProbe(boards.nvml_board(boards.DeviceIdentity(0, "1234")))
     probe.read_before()
     probe.read_after()
     assert probe.result(None).reason == "pass did not complete"
@@ -163,7 +163,7 @@ def test_fake_amdsmi_counter_uses_its_resolution(monkeypatch):
     module.amdsmi_get_gpu_asic_info = lambda handle: {"market_name": "AMD Instinct MI300X"}
     module.amdsmi_get_power_cap_info = lambda handle: {"power_cap": 750_000_000}
     monkeypatch.setitem(sys.modules, "amdsmi", module)
-    board = energy.amdsmi_board(energy.DeviceIdentity(1, "", "0000:83:00.0"))
+    board = boards.amdsmi_board(boards.DeviceIdentity(1, "", "0000:83:00.0"))
     probe = energy.EnergyProbe(board)
     probe.read_before()
     probe.read_after()
@@ -174,10 +174,10 @@ def test_fake_amdsmi_counter_uses_its_resolution(monkeypatch):
 
 @pytest.mark.unit
 def test_rapl_absent_or_unreadable_is_an_empty_cell_with_the_reason(tmp_path, monkeypatch):
-    absent = energy.rapl_board(tmp_path / "intel-rapl:0").reason
+    absent = boards.rapl_board(tmp_path / "intel-rapl:0").reason
     assert "is absent" in absent
     # on the real path the whole reason fits a short tag (100 characters): never cut to '/sys/class/powercap … )'
-    assert len(absent.replace(str(tmp_path / "intel-rapl:0"), str(energy.RAPL_DIR))) <= 100
+    assert len(absent.replace(str(tmp_path / "intel-rapl:0"), str(boards.RAPL_DIR))) <= 100
     folder = tmp_path / "intel-rapl:1"
     folder.mkdir()
     (folder / "energy_uj").write_text("5\n")
@@ -185,10 +185,10 @@ def test_rapl_absent_or_unreadable_is_an_empty_cell_with_the_reason(tmp_path, mo
     def root_only(path, *args, **kwargs):
         raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr(energy.Path, "read_text", root_only)
-    board = energy.rapl_board(folder)
+    monkeypatch.setattr(boards.Path, "read_text", root_only)
+    board = boards.rapl_board(folder)
     assert board.spec is None and "not readable here" in board.reason
-    assert len(board.reason.replace(str(folder), str(energy.RAPL_DIR))) <= 100
+    assert len(board.reason.replace(str(folder), str(boards.RAPL_DIR))) <= 100
 
 
 @pytest.mark.unit
@@ -197,7 +197,7 @@ def test_rapl_counter_wraps_at_its_range(tmp_path):
     folder.mkdir()
     (folder / "max_energy_range_uj").write_text("1000000\n")
     (folder / "energy_uj").write_text("999000\n")
-    board = energy.rapl_board(folder)
+    board = boards.rapl_board(folder)
     probe = energy.EnergyProbe(board)
     probe.read_before()
     (folder / "energy_uj").write_text("4000\n")
@@ -252,7 +252,7 @@ def test_energy_and_device_events_bracket_the_clock_in_a_real_pass(tmp_path, cor
             return super().stop()
 
     monkeypatch.setattr(timing, "Stopwatch", LoggedStopwatch)
-    monkeypatch.setattr(energy, "open_board", lambda device: energy.nvml_board(energy.DeviceIdentity(0, "1234")))
+    monkeypatch.setattr(energy, "open_board", lambda device: boards.nvml_board(boards.DeviceIdentity(0, "1234")))
     monkeypatch.setattr(timing.DeviceEvents, "for_device", classmethod(lambda cls, device: cls(LoggedEvent)))
 
     spec = runner.PassSpec(corpus_path=str(corpus_dir / "comparison.jsonl"), model_path=str(minilm_dir),

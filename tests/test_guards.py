@@ -27,7 +27,7 @@ from gpucost_mlflow.core.measurement.board import (
 )
 from gpucost_mlflow.core.measurement.energy import CounterSpec, idle_power, net_of_idle
 from gpucost_mlflow.core.measurement.repetitions import again, per_corpus, timed_seconds
-from gpucost_mlflow.execution import energy, repetitions, runner
+from gpucost_mlflow.execution import boards, energy, repetitions, runner
 from gpucost_mlflow.tracking import schema
 from gpucost_mlflow.workloads.classification import batches
 from tests.test_energy import fake_nvml
@@ -132,7 +132,7 @@ def test_a_throttled_pass_on_a_shared_gpu_is_flagged_and_its_energy_is_net_of_id
     module = throttling_nvml([0, 1_000_000, 1_050_000, 5_000_000, 5_480_000])
     monkeypatch.setitem(sys.modules, "pynvml", module)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    monkeypatch.setattr(energy, "open_board", lambda device: energy.nvml_board(energy.DeviceIdentity(0, "1234")))
+    monkeypatch.setattr(energy, "open_board", lambda device: boards.nvml_board(boards.DeviceIdentity(0, "1234")))
     spec = runner.PassSpec(corpus_path=str(corpus_dir / "comparison.jsonl"), model_path=str(minilm_dir),
                            workdir=str(tmp_path), settings=get_variant(VARIANTS, "batch8").settings, cooldown_s=1.0,
                            implementation=registry.implementation(get_variant(VARIANTS, "batch8").settings))

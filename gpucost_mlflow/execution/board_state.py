@@ -1,7 +1,7 @@
 """The board's state around a measured part, read through the vendor's library (NVML, amdsmi): one read as a
 `BoardState`, never raising, and the outcome parts the two reads around the clock make (temperatures, the clock at
 the end, throttling, other processes on the device, utilisation). The rules that judge them are
-`core/measurement/board.py`; the vendor reads themselves are the boards of `execution/energy.py`.
+`core/measurement/board.py`; the vendor reads themselves are the boards of `execution/boards.py`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from gpucost_mlflow.core.names import (
 )
 
 if TYPE_CHECKING:
-    from gpucost_mlflow.execution.energy import Board
+    from gpucost_mlflow.execution.boards import Board
 
 
 def safely(read: Callable[[], object]) -> object:

@@ -1,6 +1,6 @@
 """The board's state around a measured part, judged: throttling, other processes on the device, and starvation.
 
-The child reads the state just before the clock starts and just after it stops (execution/energy.py: NVML or amdsmi);
+The child reads the state just before the clock starts and just after it stops (execution/boards.py: NVML or amdsmi);
 these rules turn the two reads into flags. Flags, never verdicts: a throttled, contended or starved pass keeps its
 duration, and the report counts them beside the configuration ("throttled k of n"). Pure arithmetic.
 """
