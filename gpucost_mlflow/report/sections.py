@@ -5,9 +5,6 @@ texts around them, which render.py writes as Markdown and as HTML."""
 from __future__ import annotations
 
 from gpucost_mlflow.core.inputs.plan_start import like
-from gpucost_mlflow.core.money import units
-from gpucost_mlflow.core.money.costs import money
-from gpucost_mlflow.core.money.decision import Assessment
 from gpucost_mlflow.core.names import (
     MFU_PADDED,
     MFU_USEFUL,
@@ -15,7 +12,7 @@ from gpucost_mlflow.core.names import (
     STEADY_LAP,
     USEFUL_FLOP_PER_S,
 )
-from gpucost_mlflow.report import short, standing
+from gpucost_mlflow.report import cost_cells, short, standing
 from gpucost_mlflow.report.cells import Table, cell, empty, lift, pair
 from gpucost_mlflow.report.model import Report
 
@@ -182,48 +179,6 @@ PLAN_HEAD = ["device", "variant", "feasible", "committed plan (covers the slowes
              "accepted deliverables", "cost per validated corpus"]
 
 
-def _committed(table: Table, a: Assessment) -> str:
-    """The committed cost, or why there is none: not priced, or not committed (the decision's `shown_of`: a
-    configuration that cannot be committed to shows its reason, never its would-be price)."""
-    return money(a.committed, a.currency) if a.committed is not None else table.fold(a.priced)
-
-
-def _per_corpus(table: Table, a: Assessment) -> str:
-    """The cost per validated corpus, or why it is undefined."""
-    if a.cost_per_validated is not None:
-        return f"{a.cost_per_validated:,.2f} {a.currency}"
-    return table.fold(units.NO_RESULT)
-
-
-def _saving(a: Assessment) -> str:
-    """The median-pass plan when it is cheaper than the committed one, with the difference; else 'the same'."""
-    if a.median_plan is None:
-        return ""
-    if a.saving is None:
-        return "the same plan"
-    return f"{a.median_plan.describe()} (saves {money(a.saving, a.currency)} if no pass is slower than the median)"
-
-
-def _per_inputs(table: Table, a: Assessment) -> str:
-    """The planning budget per million planned inputs (and per million planned output tokens where they are counted),
-    or why none: a forecast from the planned volume, never a cost per validated result."""
-    if a.cost_per_million_inputs is None:
-        return table.fold(a.priced) if a.committed is None else ""
-    tokens = a.cost_per_million_output_tokens
-    extra = f"; {units.money(tokens, a.currency)} per million planned output tokens" if tokens is not None else ""
-    return f"{units.planned_inputs(a.cost_per_million_inputs, a.currency)}{extra}"
-
-
-def _capacity(a: Assessment) -> str:
-    """'328 corpora (324 more), 335.37 USD per million planned inputs then' (a forecast), or '' when not priced."""
-    found = a.spare
-    if found is None:
-        return ""
-    then = (f", {units.planned_inputs(a.spare_cost_per_million_inputs, a.currency)} then"
-            if a.spare_cost_per_million_inputs is not None and found.spare else "")
-    return f"{found.said()}{then}"
-
-
 def plan_table(report: Report) -> Table:
     """Feasibility, the committed and median-pass plans and the cost per validated corpus of each configuration; none
     priced for a configuration that cannot be committed to (the decision's `shown_of`)."""
@@ -231,10 +186,10 @@ def plan_table(report: Report) -> Table:
     for a in (report.decided.shown_of(a) for a in report.assessments):
         c = a.configuration
         table.rows.append([c.device, c.label, f"{'yes' if a.feasible else 'no'} {table.note(a.feasibility)}",
-                           a.plan.describe() if a.plan else f"none {table.note(a.priced)}", _committed(table, a),
-                           _saving(a), _capacity(a), "\n".join([p.describe() for p in a.plans[1:3]] + a.refused),
-                           str(c.accepted_deliverables),
-                           _per_corpus(table, a)])
+                           a.plan.describe() if a.plan else f"none {table.note(a.priced)}",
+                           cost_cells.committed(table, a), cost_cells.saving(a), cost_cells.capacity(a),
+                           "\n".join([p.describe() for p in a.plans[1:3]] + a.refused), str(c.accepted_deliverables),
+                           cost_cells.per_corpus(table, a)])
     return table
 
 
@@ -269,7 +224,7 @@ def decision_table(report: Report) -> Table:
                            cell(a.configuration.durations.median),
                            f"{f.hours:,.3f}" if f else empty(table, a.forecast_note), table.fold(a.deadline_status),
                            *(cost(table, report.decided.shown_of(a))
-                             for cost in (_committed, _per_inputs, _per_corpus))])
+                             for cost in (cost_cells.committed, cost_cells.per_inputs, cost_cells.per_corpus))])
     return table
 
 
