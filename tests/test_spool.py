@@ -43,7 +43,7 @@ def test_sync_publishes_a_spooled_pass_once_with_its_timestamps_and_empties_the_
 def test_a_store_refusing_the_upload_stops_sync_in_one_line_and_keeps_the_entry(spooled, monkeypatch):
     entry = spooled()
 
-    def refuse(client, entry):
+    def refuse(client, entry, **_):
         raise MlflowException("Connection refused")
 
     monkeypatch.setattr(spool, "publish", refuse)

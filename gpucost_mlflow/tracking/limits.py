@@ -20,3 +20,14 @@ def batches(items: list, kind: str):
     size = BATCH[kind]
     for start in range(0, len(items), size):
         yield items[start:start + size]
+
+
+def together(params: list, tags: list, metrics: list):
+    """Params, tags and metrics in as few log_batch calls as MLflow takes: each call within every kind's limit and
+    MAX_ENTITIES_PER_BATCH in all; yields (params, tags, metrics) slices."""
+    while params or tags or metrics:
+        some_params, some_tags = params[:BATCH["params"]], tags[:BATCH["tags"]]
+        room = min(BATCH["metrics"], validation.MAX_ENTITIES_PER_BATCH - len(some_params) - len(some_tags))
+        some_metrics = metrics[:room]
+        yield some_params, some_tags, some_metrics
+        params, tags, metrics = params[len(some_params):], tags[len(some_tags):], metrics[len(some_metrics):]

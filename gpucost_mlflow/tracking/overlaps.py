@@ -24,13 +24,21 @@ def _interval(run) -> Interval | None:
     return Interval(run.info.run_id, schema.run_facts(run).get(schema.HOST, ""), metrics[FROM], metrics[UNTIL])
 
 
-def mark(client: MlflowClient, run_id: str) -> list[str]:
-    """Tag and describe this run and the runs of its experiment whose measured span overlapped it; returns those."""
-    run = client.get_run(run_id)
-    mine = _interval(run)
+def span_of(run_id: str, host: str, metrics: dict, experiment_id: str) -> tuple[Interval | None, str]:
+    """A pass's measured span on its host and its experiment, from what its attempt records (no store read)."""
+    if FROM not in metrics or UNTIL not in metrics:
+        return None, experiment_id
+    return Interval(run_id, host, metrics[FROM], metrics[UNTIL]), experiment_id
+
+
+def mark(client: MlflowClient, run_id: str, known: tuple[Interval | None, str] | None = None) -> list[str]:
+    """Tag and describe this run and the runs of its experiment whose measured span overlapped it; returns those.
+    `known`: its span and experiment as its attempt recorded them (`span_of`), else read from the store."""
+    run = client.get_run(run_id) if known is None else None
+    mine, experiment_id = known if known is not None else (_interval(run), run.info.experiment_id)
     if mine is None or not mine.host:
         return []
-    candidates = search.by_fact(client, run.info.experiment_id, schema.HOST, mine.host,
+    candidates = search.by_fact(client, experiment_id, schema.HOST, mine.host,
                                 f"metrics.`{UNTIL}` > {mine.start!r}")
     spans = [i for i in (_interval(r) for r in candidates) if i is not None]
     if not any(i.run_id == run_id for i in spans):
@@ -40,7 +48,7 @@ def mark(client: MlflowClient, run_id: str) -> list[str]:
     if not others:
         return []
     for target in [run_id, *others]:
-        current = run if target == run_id else client.get_run(target)
+        current = client.get_run(target)
         tagged = [item for item in current.data.tags.get(schema.OVERLAPPED_WITH, "").split(",") if item]
         names = ",".join(sorted(set(found.get(target, [])) | set(tagged)))
         note = descriptions.pass_note({**schema.run_facts(current), schema.OVERLAPPED_WITH: names},

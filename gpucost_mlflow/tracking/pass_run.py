@@ -172,21 +172,24 @@ def publish(client: MlflowClient, record: dict, workdir: Path) -> str:
                                          *registry.exported_files(), schema.PREVIEW, schema.ERROR)]
     entry = spool.write(record, files)
     try:
-        spool.publish_and_remove(client, entry)
+        spool.publish_and_remove(client, entry, opened=True)
     except Exception as exc:
         if not store.is_store_error(exc):
             raise
         print(f"gpucost: tracking store unreachable after the pass ({one_line(exc) or type(exc).__name__}); the "
               f"attempt is kept in {entry.folder}: run `gpucost sync` when the store is back", file=sys.stderr)
         return str(entry.folder)
-    _flag_overlaps(client, record["run_id"])
+    _flag_overlaps(client, record)
     return ""
 
 
-def _flag_overlaps(client: MlflowClient, run_id: str) -> None:
-    """Name the passes whose measured clock overlapped this one's (best effort: the reader finds them anyway)."""
+def _flag_overlaps(client: MlflowClient, record: dict) -> None:
+    """Name the passes whose measured clock overlapped this one's (best effort: the reader finds them anyway), its
+    span and host read from the attempt just published."""
+    metrics = {key: value for key, value, _, _ in record["metrics"]}
     try:
-        others = overlaps.mark(client, run_id)
+        others = overlaps.mark(client, record["run_id"], overlaps.span_of(
+            record["run_id"], record["params"].get(schema.HOST, ""), metrics, record["experiment_id"]))
     except Exception as exc:
         if not store.is_store_error(exc):
             raise

@@ -141,19 +141,17 @@ def _find_run(client: MlflowClient, record: dict) -> tuple[str, bool]:
     return run.info.run_id, True
 
 
-def publish(client: MlflowClient, entry: Entry) -> str:
-    """Upload one spooled pass with its original timestamps; safe to repeat. Returns the run id."""
+def publish(client: MlflowClient, entry: Entry, *, opened: bool = False) -> str:
+    """Upload one spooled pass with its original timestamps, its params, tags and metrics in as few log_batch calls
+    as MLflow takes; safe to repeat. `opened`: the launcher publishing the run it opened itself, which needs no
+    looking up. Returns the run id."""
     record = entry.record
-    run_id, created = _find_run(client, record)
+    run_id, created = (record["run_id"], False) if opened and record.get("run_id") else _find_run(client, record)
     params = [Param(key, value) for key, value in {**record["params"], schema.SPOOL_ID: record["spool_id"]}.items()]
     tags = [RunTag(key, value) for key, value in record["tags"].items()]
     metrics = [Metric(key, value, timestamp, step) for key, value, timestamp, step in record["metrics"]]
-    for chunk in limits.batches(params, "params"):
-        client.log_batch(run_id, params=chunk)
-    for chunk in limits.batches(tags, "tags"):
-        client.log_batch(run_id, tags=chunk)
-    for chunk in limits.batches(metrics, "metrics"):
-        client.log_batch(run_id, metrics=chunk)
+    for some_params, some_tags, some_metrics in limits.together(params, tags, metrics):
+        client.log_batch(run_id, metrics=some_metrics, params=some_params, tags=some_tags)
     if created and record.get("dataset"):
         dataset = Dataset(**record["dataset"])
         context = InputTag(schema.DATASET_CONTEXT_TAG, schema.DATASET_CONTEXT)
@@ -179,10 +177,10 @@ def remove(entry: Entry) -> None:
     shutil.rmtree(entry.folder, ignore_errors=True)
 
 
-def publish_and_remove(client: MlflowClient, entry: Entry) -> str:
+def publish_and_remove(client: MlflowClient, entry: Entry, *, opened: bool = False) -> str:
     """Publish one spooled pass, then drop it from the spool: only once the store holds all of it. Returns the run id;
     an error (store.is_store_error tells which are the store's) leaves the entry for the next `gpucost sync`."""
-    run_id = publish(client, entry)
+    run_id = publish(client, entry, opened=opened)
     remove(entry)
     return run_id
 
