@@ -138,8 +138,31 @@ def campaign(variant_names, passes, resume, experiment, corpus_path, model_path,
              series_name, settle, catalog_file) -> None:
     """Run every variant the protocol's number of times in rotated order, as nested runs under one campaign run."""
     with _starter(protocol_file, root, settle):
-        _campaign(variant_names, passes, resume, experiment, corpus_path, model_path, variants_file, protocol_file,
-                  root, series_name, settle, catalog_file)
+        from gpucost_mlflow.cli.progress import CampaignProgress  # deferred: imports torch
+        from gpucost_mlflow.flow.campaign import run_campaign  # deferred: imports torch
+
+        plan = _campaign_plan(variant_names, passes, resume, experiment, series_name,
+                              InputFiles(corpus_path, model_path, variants_file, protocol_file, root))
+        if catalog_file:
+            plan.catalog = _catalog(tuple(_under(root, p) for p in catalog_file))
+        if settle:
+            plan = _second_stage(plan, resume, catalog_file, root)
+            if plan is None:
+                return
+        progress = CampaignProgress()
+        try:
+            result = run_campaign(plan, progress.display())
+        except KeyboardInterrupt:
+            progress.close()
+            click.echo("campaign interrupted: the current pass is recorded as failed (interrupted); "
+                       f"resume with `gpucost campaign --resume {progress.campaign_id}`", err=True)
+            sys.exit(130)
+        finally:
+            progress.close()
+        _echo_campaign(result)
+        if settle:
+            built = _settled_decision(plan, catalog_file, root)
+            click.echo(f"decision after the second stage (read once): {built.decision}")
 
 
 def _starter(protocol_file: Path, root: Path, settle: bool):
@@ -150,35 +173,6 @@ def _starter(protocol_file: Path, root: Path, settle: bool):
 
     once = not settle and load_protocol(_file(protocol_file, root)).child_imports == "once"
     return forkserver.serving() if once else contextlib.nullcontext()
-
-
-def _campaign(variant_names, passes, resume, experiment, corpus_path, model_path, variants_file, protocol_file, root,
-              series_name, settle, catalog_file) -> None:
-    from gpucost_mlflow.cli.progress import CampaignProgress  # deferred: imports torch
-    from gpucost_mlflow.flow.campaign import run_campaign  # deferred: imports torch
-
-    plan = _campaign_plan(variant_names, passes, resume, experiment, series_name,
-                          InputFiles(corpus_path, model_path, variants_file, protocol_file, root))
-    if catalog_file:
-        plan.catalog = _catalog(tuple(_under(root, p) for p in catalog_file))
-    if settle:
-        plan = _second_stage(plan, resume, catalog_file, root)
-        if plan is None:
-            return
-    progress = CampaignProgress()
-    try:
-        result = run_campaign(plan, progress.display())
-    except KeyboardInterrupt:
-        progress.close()
-        click.echo("campaign interrupted: the current pass is recorded as failed (interrupted); "
-                   f"resume with `gpucost campaign --resume {progress.campaign_id}`", err=True)
-        sys.exit(130)
-    finally:
-        progress.close()
-    _echo_campaign(result)
-    if settle:
-        built = _settled_decision(plan, catalog_file, root)
-        click.echo(f"decision after the second stage (read once): {built.decision}")
 
 
 def _campaign_plan(variant_names: str, passes: int | None, resume: str | None, experiment: str | None,
