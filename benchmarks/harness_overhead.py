@@ -22,7 +22,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import torch
 
 from gpucost_mlflow.core.inputs.variants import get_variant
-from gpucost_mlflow.execution import models, runner
+from gpucost_mlflow.execution import measured, models, runner
 from gpucost_mlflow.execution.timing import no_sync
 from gpucost_mlflow.workloads.classification import batches
 from gpucost_mlflow.workloads.classification import model as classifier_model
@@ -57,17 +57,17 @@ def main() -> None:
     device = torch.device("cpu")
     tokenizer = models.load_tokenizer(args.model)
     model = classifier_model.load_classifier(args.model, device, "fp32", "none", settings.attention, False)
-    ids, texts = runner.read_texts(str(args.corpus))
+    ids, texts = measured.read_texts(str(args.corpus))
     n = runner.WARMUP_RULE["inputs"]
     batches.process(ids[:n], texts[:n], tokenizer, model, settings, device)
     bare_loop(args.corpus, tokenizer, model, settings.batch_size, settings.max_length)
 
-    processing = runner.Processing(batches.process, tokenizer, model, settings, device)
+    processing = measured.Processing(batches.process, tokenizer, model, settings, device)
     pass_times, bare_times = [], []
     for repeat in range(args.repeats):
         for which in (("pass", "bare") if repeat % 2 == 0 else ("bare", "pass")):
             if which == "pass":
-                predictions, seconds = runner.measure(str(args.corpus), processing, no_sync)
+                predictions, seconds = measured.measure(str(args.corpus), processing, no_sync)
                 pass_times.append(seconds)
             else:
                 bare_ids, bare_labels, seconds = bare_loop(args.corpus, tokenizer, model, settings.batch_size, settings.max_length)
