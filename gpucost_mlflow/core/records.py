@@ -18,7 +18,9 @@ import types
 import typing
 from collections.abc import Iterator, Mapping
 from functools import cache
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, TypeVar
+
+R = TypeVar("R", bound="Record")
 
 
 class Record:
@@ -41,7 +43,7 @@ class Record:
         return field.name in self.SPARSE and getattr(self, field.name) == default(field)
 
     @classmethod
-    def from_record(cls, record: Mapping) -> Self:
+    def from_record(cls: type[R], record: Mapping) -> R:  # noqa: PYI019 - typing.Self is 3.11+; 3.10 is supported
         """The record back from its recorded form: nested records typed by their fields' annotations."""
         hints = annotations(cls)
         values = {}
