@@ -137,7 +137,7 @@ def _kept(others: list[Attempt], lanes: dict[Key, list[Attempt]], stopped: dict[
     for key, passes in lanes.items():
         if key in stopped:
             count, why = stopped[key]
-            found += [Attempt(a.identity, {**a.row, "stopped": why}) for a in passes[:count]]
+            found += [dataclasses.replace(a, stopped=why) for a in passes[:count]]
         else:
             found += passes if rounds is None else passes[:rounds]
     return found

@@ -29,7 +29,7 @@ from gpucost_mlflow.execution.outcome import Counted, PassOutcome, Timings
 from gpucost_mlflow.report.configurations import configurations
 from gpucost_mlflow.report.measured import ReportAttempts
 from gpucost_mlflow.tracking import schema
-from gpucost_mlflow.tracking.attempts_table import COLUMNS, Attempt
+from gpucost_mlflow.tracking.attempts_table import COLUMNS, attempt_of_row
 from tests.helpers import CATALOG, only_run, run_pass
 
 ROWS = [{"id": f"r{n:03d}", "text": f"text {n}", "label": "fresh", "bucket": "short"} for n in range(31)]
@@ -153,7 +153,7 @@ def _attempts(*configs: tuple[str, str, str, int]) -> ReportAttempts:
     found = []
     for variant, device, backend, count in configs:
         for n in range(3):
-            found.append(Attempt(Identity(device, variant, "classification", str(count)), {
+            found.append(attempt_of_row(Identity(device, variant, "classification", str(count)), {
                 **dict.fromkeys(COLUMNS), "run_id": f"{len(found):032x}", "variant": variant, "device": device,
                 "backend": backend, "role": "benchmark", "status": "accepted", "lanes": count,
                 "workload": "classification", "pass_s": 100.0 + n, "load_s": 5.0, "warmup_s": 1.0,

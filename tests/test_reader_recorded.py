@@ -128,3 +128,24 @@ def test_each_attempt_carries_its_identity_and_the_table_shows_it():
     assert old.identity.engine == "torch" and old.identity.lanes == "1"  # a field recorded before it existed
     with pytest.raises(TypeError):
         found[0].row["status"] = "accepted"  # read-only
+
+
+def test_each_shipped_variants_settings_read_back_from_its_params_as_written():
+    from types import SimpleNamespace
+
+    from gpucost_mlflow.core.inputs.variants import load_variants
+    from gpucost_mlflow.core.kinds import registry
+    from gpucost_mlflow.tracking import schema
+
+    root = Path(__file__).resolve().parents[1]
+    for variant in load_variants(root / "projects" / "variants.yaml").values():
+        settings = variant.settings
+        manifest = SimpleNamespace(settings=settings, model=SimpleNamespace(revision="r", tokenizer_revision="t"),
+                                   corpus=SimpleNamespace(order_digest="d"), warmup={"inputs": 32, "passes": 1},
+                                   seeds=SimpleNamespace(record=lambda: {"torch": 0}), stack={})
+        params = schema.params_from_manifest(manifest)
+        record = registry.of_settings(settings).settings_record()
+        assert schema.settings_from_params(params, record) == settings, variant.name
+    assert schema.settings_from_params({"setting.batch_size": "8"}) is None  # part of a record: not a whole one
+    assert schema.settings_record({"setting.batch_size": "8", "setting.compile": "False"}) == \
+        {"batch_size": 8, "compile": False}

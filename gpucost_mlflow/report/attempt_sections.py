@@ -29,28 +29,31 @@ CHECK_HEAD = ["#", "run", "ids expected", "ids observed", "ids match", "corpus a
               "MFU useful / padded", "overlapped with"]
 
 
+SHOWN = ["run_id", "campaign_id", "round", "position", "variant", "device", "status", "reason", STEADY_LAP_S, PASS_S,
+         MACRO_F1, "quality_verdict", EXPECTED_IDS, OBSERVED_IDS, "ids_match", "corpus_accepted", COMPLETED_ENTRIES,
+         MFU_USEFUL, MFU_PADDED, "mfu_reason", "overlapped_with"]  # what the two tables read of attempts.csv's row
+
+
 def attempt_tables(report: Report) -> tuple[Table, Table]:
     """The attempts in two narrower tables: outcome, then checks and utilisation; '#' (every attempt numbered once,
-    oldest first, across campaigns) and the run join them, and the campaign each ran in is said."""
+    oldest first, across campaigns) and the run join them, and the campaign each ran in is said. They show the
+    attempts table (attempts.csv) as the report holds it, a column it lacks empty."""
     outcome, checks = Table("attempts", ATTEMPT_HEAD), Table("attempt-checks", CHECK_HEAD)
-    for index, row in enumerate(report.attempts.to_dict("records"), 1):
+    shown = report.attempts.reindex(columns=SHOWN).itertuples(index=False, name=None)
+    for index, (run_id, campaign, round_, position, variant, device, status, reason, steady, pass_s, f1, verdict,
+                expected, observed, ids, accepted, completed, useful, padded, mfu_reason, overlapped) in enumerate(
+                    shown, 1):
         number = str(index)
-        run = run_cell(report, row.get("run_id"))
-        outcome.rows.append([number, cell(row.get("campaign_id")) or "none", cell(row.get("round")),
-                             cell(row.get("position")), cell(row.get("variant")),
-                             cell(row.get("device")), cell(row.get("status")), outcome.fold(cell(row.get("reason"))),
-                             cell(row.get(STEADY_LAP_S) if pd.notna(row.get(STEADY_LAP_S)) else row.get(PASS_S)),
-                             cell(row.get(MACRO_F1)), outcome.fold(cell(row.get("quality_verdict")), 16),
+        run = run_cell(report, run_id)
+        outcome.rows.append([number, cell(campaign) or "none", cell(round_), cell(position), cell(variant),
+                             cell(device), cell(status), outcome.fold(cell(reason)),
+                             cell(steady if pd.notna(steady) else pass_s), cell(f1), outcome.fold(cell(verdict), 16),
                              run])
-        mfu = ({MFU_USEFUL: row.get(MFU_USEFUL), MFU_PADDED: row.get(MFU_PADDED)}
-               if pd.notna(row.get(MFU_USEFUL)) and pd.notna(row.get(MFU_PADDED)) else {})
-        overlapped = ", ".join(other[:8] for other in cell(row.get("overlapped_with")).split(",") if other)
-        checks.rows.append([number, run, cell(row.get(EXPECTED_IDS)), cell(row.get(OBSERVED_IDS)),
-                            cell(row.get("ids_match")), cell(row.get("corpus_accepted")),
-                            cell(row.get(COMPLETED_ENTRIES)),
-                            pair(checks, mfu, MFU_USEFUL, MFU_PADDED, lambda v: f"{v:.3f}",
-                                 cell(row.get("mfu_reason"))),
-                            overlapped])
+        mfu = {MFU_USEFUL: useful, MFU_PADDED: padded} if pd.notna(useful) and pd.notna(padded) else {}
+        others = ", ".join(other[:8] for other in cell(overlapped).split(",") if other)
+        checks.rows.append([number, run, cell(expected), cell(observed), cell(ids), cell(accepted), cell(completed),
+                            pair(checks, mfu, MFU_USEFUL, MFU_PADDED, lambda v: f"{v:.3f}", cell(mfu_reason)),
+                            others])
     return outcome, checks
 
 

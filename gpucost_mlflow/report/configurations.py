@@ -1,8 +1,11 @@
 """The configurations of a report's attempts (PROTOCOL.md §2): one per identity of the benchmark attempts, as the
-runs recorded it (report/measured.py), with the figures the decision reads, from their rows (plain pandas)."""
+runs recorded it (report/measured.py), with the figures the decision reads, from the attempts' attributes (pandas
+for the medians only)."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -32,7 +35,9 @@ from gpucost_mlflow.core.names import (
     WARMUP_S,
 )
 from gpucost_mlflow.report import versus_reference
-from gpucost_mlflow.report.measured import ReportAttempts
+from gpucost_mlflow.report.measured import BENCHMARK, ReportAttempts, attempts_in, median_of
+from gpucost_mlflow.tracking.attempts_table import Attempt
+from gpucost_mlflow.tracking.schema import DELIVERABLE_ROLE
 
 
 @dataclass(frozen=True)
@@ -43,62 +48,56 @@ class AttemptSpans:
     estimated: int
 
 
-EPOCH = pd.Timestamp(0, tz="UTC")
-
-
-def attempt_spans(rows: pd.DataFrame) -> AttemptSpans:
+def attempt_spans(attempts: Sequence[Attempt] | pd.DataFrame) -> AttemptSpans:
     """Each attempt's run as a span; one without an end time lasts its recorded stage times (a lower bound)."""
     spans, estimated = [], 0
-    # Whole microseconds over 1e6, as Timestamp.timestamp() gives them: nanoseconds over 1e9 (pandas 2's unit) would
-    # differ in the last bit from the microseconds pandas 3 parses, and spans must not move with the pandas version.
-    starts = pd.to_datetime(rows["start_time"], utc=True).dt.as_unit("us").fillna(EPOCH)
-    begins = starts.astype("int64") / 1e6
-    staged = rows[list(TIMINGS)].astype(float).sum(axis=1, skipna=True)
-    for begin, wall, host, stages in zip(begins, rows["wall_s"], rows["host"], staged):
-        if pd.notna(wall):
-            length = float(wall)
-        else:
+    for a in attempts_in(attempts):
+        # Whole microseconds over 1e6, as the table's timestamps gave them (0: no start recorded).
+        begin = (a.timings.start_ms or 0) * 1000 / 1e6
+        wall = a.timings.wall_s
+        if wall is None:
             estimated += 1
-            length = float(stages)
-        spans.append(Span(float(begin), float(begin) + length, host if isinstance(host, str) else ""))
+            wall = sum(float(a.metrics[key]) for key in TIMINGS if not _missing(a.metrics.get(key)))
+        spans.append(Span(begin, begin + wall, a.place.host))
     return AttemptSpans(tuple(spans), estimated)
 
 
-BESIDE = ("run_id", "host", "overlapped_with", "contended")  # the columns `_beside` reads
+def _missing(value: float | None) -> bool:
+    return value is None or math.isnan(value)
 
 
-def _beside(row, concurrent: dict[str, int]) -> str:
+def _beside(a: Attempt, concurrent: dict[str, int]) -> str:
     """What ran beside one pass: passes whose measured clock overlapped it, attempts whose run overlapped it."""
-    measured = [r for r in str(row.overlapped_with or "").split(",") if r]
-    busy = str(getattr(row, "contended", "") or "")
-    if busy and busy != "nan":
-        return f"contended: {busy}"
+    measured = [r for r in a.overlapped_with.split(",") if r]
+    if a.facts.contended:
+        return f"contended: {a.facts.contended}"
     if measured:
-        return f"its measured clock overlapped {len(measured)} other pass(es) on host {row.host or 'unknown'}"
-    running = concurrent.get(row.run_id, 0)
+        return f"its measured clock overlapped {len(measured)} other pass(es) on host {a.place.host or 'unknown'}"
+    running = concurrent.get(a.run_id, 0)
     if running:
-        return f"{running} other attempt(s) ran at the same time on host {row.host or 'unknown'}"
+        return f"{running} other attempt(s) ran at the same time on host {a.place.host or 'unknown'}"
     return ""
 
 
-def declared_deliverables(table: pd.DataFrame, corpus_size: int | None) -> pd.DataFrame:
+def declared_deliverables(attempts: Sequence[Attempt], corpus_size: int | None) -> list[Attempt]:
     """The accepted deliverable passes on corpora the protocol declares: of its corpus.size (the unit its volume is
     counted in; a 10-input file is not one of 4,000 corpora of 500), and not a corpus benchmark passes ran on."""
-    delivered = table[(table["role"] == "deliverable") & (table["status"] == Status.ACCEPTED)]
-    benchmarked = set(table[table["role"] == "benchmark"]["corpus_fingerprint"])
-    delivered = delivered[~delivered["corpus_fingerprint"].isin(benchmarked)]
-    if corpus_size is not None and EXPECTED_IDS in delivered:
-        delivered = delivered[delivered[EXPECTED_IDS] == corpus_size]
-    return delivered
+    benchmarked = {a.identity.corpus_fingerprint for a in attempts if a.role == BENCHMARK}
+    return [a for a in attempts if a.role == DELIVERABLE_ROLE and a.status == Status.ACCEPTED
+            and a.identity.corpus_fingerprint not in benchmarked
+            and (corpus_size is None or a.metrics.get(EXPECTED_IDS) == corpus_size)]
 
 
-def excluded_passes(rows: pd.DataFrame) -> tuple[ExcludedPass, ...]:
-    """The excluded passes of one configuration, from the four columns they need (a row of every column, as a
-    named tuple, cost more than the rest of a configuration at thousands of runs)."""
-    before = rows["status_before_exclusion"] if "status_before_exclusion" in rows else [""] * len(rows)
-    seconds = rows[STEADY_LAP_S].fillna(rows[PASS_S]) if STEADY_LAP_S in rows else rows[PASS_S]  # as it would count
-    return tuple(ExcludedPass(run_id, status or "", None if pd.isna(value) else float(value), str(reason or ""))
-                 for run_id, status, value, reason in zip(rows["run_id"], before, seconds, rows["reason"]))
+def excluded_passes(attempts: Sequence[Attempt]) -> tuple[ExcludedPass, ...]:
+    """The excluded passes of one configuration: what each would count (its steady lap, else its pass_s)."""
+    return tuple(ExcludedPass(a.run_id, a.status_before_exclusion, _counted_s(a), a.reason) for a in attempts)
+
+
+def _counted_s(a: Attempt) -> float | None:
+    for key in (STEADY_LAP_S, PASS_S):
+        if not _missing(a.metrics.get(key)):
+            return float(a.metrics[key])
+    return None
 
 
 def configurations(measured: ReportAttempts, corpus_size: int | None = None) -> list[Configuration]:
@@ -106,59 +105,58 @@ def configurations(measured: ReportAttempts, corpus_size: int | None = None) -> 
     stack: PROTOCOL.md §2), in first-seen order; configurations sharing a device and variant are told apart by name.
     Accepted deliverables count only on corpora the protocol declares: `corpus_size` inputs each (the size its
     volume is counted in), never a benchmark corpus."""
-    table = measured.table
     groups = measured.benchmark
-    bench = table.iloc[sorted(p for positions in groups.values() for p in positions)]
-    delivered = declared_deliverables(table, corpus_size)
-    walls = {device: attempt_spans(rows) for device, rows in bench.groupby("device", sort=False)}
-    beside = concurrent(list(zip(bench["run_id"], attempt_spans(bench).spans)))
+    bench = [measured.attempts[p] for p in sorted(p for positions in groups.values() for p in positions)]
+    delivered = declared_deliverables(measured.attempts, corpus_size)
+    on_device: dict[str, list[Attempt]] = {}
+    for a in bench:
+        on_device.setdefault(a.identity.device, []).append(a)
+    walls = {device: attempt_spans(found) for device, found in on_device.items()}
+    beside = concurrent(list(zip((a.run_id for a in bench), attempt_spans(bench).spans)))
     siblings: dict[tuple[str, str], set[Identity]] = {}
     for identity in groups:
         siblings.setdefault((identity.device, identity.variant), set()).add(identity)
-    configs = []
-    for identity, positions in groups.items():
-        rows = measured.rows_at(positions)
-        device, variant = identity.device, identity.variant
-        completed = rows[rows[PASS_S].notna() & (rows["status"] != Status.EXCLUDED)]
-        medians = {key: float(completed[key].median()) for key in (LOAD_S, WARMUP_S, EVAL_S, EXPORT_S, SHAPE_SETUP_S)
-                   if key in completed and completed[key].notna().any()}
-        if CONVERT_S in rows and rows[CONVERT_S].notna().any():  # paid by the pass that exported, whatever its end
-            medians[CONVERT_S] = float(rows[CONVERT_S].median())
-        excluded = rows[rows["status"] == Status.EXCLUDED]
-        done = delivered[(delivered["device"] == device) & (delivered["variant"] == variant)]
-        configs.append(Configuration(
-            device=device,
-            variant=variant,
-            statuses=[Status.INTERRUPTED if interrupted(status, reason) else status
-                      for status, reason in zip(rows["status"], rows["reason"])],
-            durations=Durations(one_corpus_each(_column(completed, FIRST_LAP_S), list(completed[PASS_S]),
-                                                _column(completed, STEADY_LAP_S))),
-            medians=medians,
-            accepted_deliverables=int(done["corpus_fingerprint"].nunique()),
-            attempt_spans=walls[device].spans,
-            walls_estimated=walls[device].estimated,
-            gpus=gpus_used(identity, rows["backend"].iloc[0]),
-            identity=identity,
-            distinction=identity.distinction(siblings[(device, variant)]),
-            pass_runs=tuple(completed["run_id"]),
-            pass_causes=tuple(_beside(row, beside) for row in completed[list(BESIDE)].itertuples(index=False)),
-            excluded=excluded_passes(excluded),
-            output_tokens_per_input=tokens_per_input(rows, (TOKENS_GENERATED,)),
-            input_tokens_per_input=tokens_per_input(rows, (TOKENS_INPUT, TOKENS_PROMPT)),
-            measured_s=tuple(float(v) for v in (completed[MEASURED_TOTAL_S].fillna(completed[PASS_S])
-                                                if MEASURED_TOTAL_S in completed else completed[PASS_S])),
-            not_shown=versus_reference.not_shown(rows),
-            timed_s=steady_or_whole(_column(completed, STEADY_LAP_S), list(completed[PASS_S])),
-            setup_in_rate=len(completed) - int(completed[STEADY_LAP_S].notna().sum()) if STEADY_LAP_S in completed
-            else len(completed),
-            stopped=next((v for v in rows["stopped"] if isinstance(v, str) and v), ""),
-        ))
-    return configs
+    return [_configuration(identity, [measured.attempts[p] for p in positions], walls[identity.device], beside,
+                           siblings[(identity.device, identity.variant)], delivered)
+            for identity, positions in groups.items()]
 
 
-def _column(rows: pd.DataFrame, name: str) -> list:
-    """A metric's values over the rows, [] where no row recorded it (a store written before it existed)."""
-    return list(rows[name]) if name in rows else []
+def _configuration(identity: Identity, rows: list[Attempt], walls: AttemptSpans, beside: dict[str, int],
+                   siblings: set[Identity], delivered: list[Attempt]) -> Configuration:
+    """One configuration of its benchmark attempts (`rows`, in order): its durations, medians and counts."""
+    device, variant = identity.device, identity.variant
+    completed = [a for a in rows if not _missing(a.metrics.get(PASS_S)) and a.status != Status.EXCLUDED]
+    medians = {key: median for key in (LOAD_S, WARMUP_S, EVAL_S, EXPORT_S, SHAPE_SETUP_S)
+               if (median := median_of(completed, key)) is not None}
+    if (convert := median_of(rows, CONVERT_S)) is not None:  # paid by the pass that exported, whatever its end
+        medians[CONVERT_S] = convert
+    steady = [a.metrics.get(STEADY_LAP_S) for a in completed]
+    whole = [float(a.metrics[PASS_S]) for a in completed]
+    return Configuration(
+        device=device,
+        variant=variant,
+        statuses=[Status.INTERRUPTED if interrupted(a.status, a.reason) else a.status for a in rows],
+        durations=Durations(one_corpus_each([a.metrics.get(FIRST_LAP_S) for a in completed], whole, steady)),
+        medians=medians,
+        accepted_deliverables=len({a.identity.corpus_fingerprint for a in delivered
+                                   if (a.identity.device, a.identity.variant) == (device, variant)}),
+        attempt_spans=walls.spans,
+        walls_estimated=walls.estimated,
+        gpus=gpus_used(identity, rows[0].place.backend),
+        identity=identity,
+        distinction=identity.distinction(siblings),
+        pass_runs=tuple(a.run_id for a in completed),
+        pass_causes=tuple(_beside(a, beside) for a in completed),
+        excluded=excluded_passes([a for a in rows if a.status == Status.EXCLUDED]),
+        output_tokens_per_input=tokens_per_input(rows, (TOKENS_GENERATED,)),
+        input_tokens_per_input=tokens_per_input(rows, (TOKENS_INPUT, TOKENS_PROMPT)),
+        measured_s=tuple(float(v) if not _missing(v := a.metrics.get(MEASURED_TOTAL_S)) else float(a.metrics[PASS_S])
+                         for a in completed),
+        not_shown=versus_reference.not_shown(rows),
+        timed_s=steady_or_whole(steady, whole),
+        setup_in_rate=sum(1 for value in steady if _missing(value)),
+        stopped=next((a.stopped for a in rows if a.stopped), ""),
+    )
 
 
 def rate_notes(configs: list[Configuration]) -> list[str]:
@@ -168,16 +166,16 @@ def rate_notes(configs: list[Configuration]) -> list[str]:
             f"{SETUP_IN_RATE}" for config in configs if config.setup_in_rate]
 
 
-def tokens_per_input(rows: pd.DataFrame, names: tuple[str, ...]) -> float | None:
+def tokens_per_input(attempts: Sequence[Attempt], names: tuple[str, ...]) -> float | None:
     """The median over a configuration's accepted passes of the first of `names` they counted, per input observed
     (output tokens: generation; input tokens: an encoder's real tokens, a generation's prompt); None when no
     accepted pass counted them."""
     for name in names:
-        if name not in rows:
-            continue
-        counted = rows[(rows["status"] == Status.ACCEPTED) & rows[name].notna() & (rows[OBSERVED_IDS] > 0)]
-        if len(counted):
-            return float((counted[name] / counted[OBSERVED_IDS]).median())
+        counted = [a.metrics[name] / a.metrics[OBSERVED_IDS] for a in attempts
+                   if a.status == Status.ACCEPTED and not _missing(a.metrics.get(name))
+                   and not _missing(observed := a.metrics.get(OBSERVED_IDS)) and observed > 0]
+        if counted:
+            return float(pd.Series(counted, dtype=float).median())
     return None
 
 

@@ -1,38 +1,37 @@
 """The report's warning when one exclusion rule was not applied alike to the variants it compares (PROTOCOL.md §6):
-the benchmark passes' flags from the attempts table and their exclusions' reasons, judged by
+the benchmark passes' flags and their exclusions' reasons, judged by
 core/judging/excluded_alike.py."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
 from gpucost_mlflow.core.judging.excluded_alike import FlaggedPass, not_alike
 from gpucost_mlflow.core.judging.exclusion_reasons import FLAGS
 from gpucost_mlflow.core.judging.status import EXCLUDABLE, Status, excludable_failure, interrupted
-from gpucost_mlflow.report.measured import BENCHMARK
+from gpucost_mlflow.report.measured import BENCHMARK, attempts_in
+from gpucost_mlflow.tracking.attempts_table import Attempt
 from gpucost_mlflow.tracking.evidence import Exclusion
 
 
-def warnings(table: pd.DataFrame, exclusions: Mapping[str, Exclusion]) -> list[str]:
+def warnings(attempts: Sequence[Attempt] | pd.DataFrame, exclusions: Mapping[str, Exclusion]) -> list[str]:
     """One warning line per device and flag excluded for one variant and kept for another ([] when alike, or when
-    no pass was excluded for a flag). `exclusions`: the evidence's, by run id; a flag column the table lacks
-    (cold_shapes before it was recorded) flags no pass."""
+    no pass was excluded for a flag). `exclusions`: the evidence's, by run id; a flag a pass did not record (cold
+    shapes before it was recorded) flags nothing."""
     if not any(x.reason in FLAGS for x in exclusions.values()):
         return []
-    bench = table[table["role"] == BENCHMARK]
-    columns = [flag for flag in FLAGS if flag in bench]
-    flagged = list(zip(*(bench[flag] for flag in columns))) if columns else [()] * len(bench)
     passes = []
-    for run_id, variant, device, status, reason, values in zip(bench["run_id"], bench["variant"], bench["device"],
-                                                                bench["status"], bench["reason"], flagged):
-        carried = frozenset(flag for flag, value in zip(columns, values) if isinstance(value, str) and value.strip())
+    for a in attempts_in(attempts):
+        if a.role != BENCHMARK:
+            continue
+        carried = frozenset(flag for flag in FLAGS if getattr(a.facts, flag, "").strip())
         excluded_for = ""
-        if status == Status.EXCLUDED:  # its reason, else one no flag is: never counted as kept
-            excluded_for = (exclusions[run_id].reason if run_id in exclusions else "") or "not recorded"
-        passes.append(FlaggedPass(str(variant), str(device), carried, excluded_for,
-                                  _excludable(str(status), str(reason or ""), "contended" in carried)))
+        if a.status == Status.EXCLUDED:  # its reason, else one no flag is: never counted as kept
+            excluded_for = (exclusions[a.run_id].reason if a.run_id in exclusions else "") or "not recorded"
+        passes.append(FlaggedPass(a.identity.variant, a.identity.device, carried, excluded_for,
+                                  _excludable(a.status, a.reason, "contended" in carried)))
     return not_alike(passes)
 
 

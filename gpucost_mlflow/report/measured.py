@@ -1,8 +1,10 @@
 """The attempts one report reads (tracking/reader.py) beside their table: each configuration's attempts are found by
-its identity as the runs recorded it, never by matching the table's columns."""
+its identity as the runs recorded it, never by matching the table's columns, and read by their attributes; the
+table is for attempts.csv and its medians."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -11,7 +13,7 @@ import pandas as pd
 
 from gpucost_mlflow.core.inputs.identity import Identity
 from gpucost_mlflow.core.money.decision import Configuration
-from gpucost_mlflow.tracking.attempts_table import Attempt, frame
+from gpucost_mlflow.tracking.attempts_table import Attempt, attempt_of_row, frame
 
 BENCHMARK = "benchmark"  # the role of the passes a configuration's durations are made of
 
@@ -66,6 +68,40 @@ class ReportAttempts:
             self._slices[key] = self.table.iloc[list(key)]
         return self._slices[key]
 
+    def attempts_of(self, config: Configuration) -> tuple[Attempt, ...]:
+        """The benchmark attempts of one configuration, in its order (its passes at any of its seeds)."""
+        return tuple(self.attempts[p] for p in self.positions(config))
+
     def runs_of(self, config: Configuration) -> list[str]:
         """The run ids of one configuration's benchmark attempts."""
         return [self.attempts[p].run_id for p in self.positions(config)]
+
+
+def attempts_in(source: ReportAttempts | pd.DataFrame | Sequence[Attempt]) -> Sequence[Attempt]:
+    """The attempts of a report: its measured attempts', its attempts table's (tracking/attempts_table.AttemptsTable),
+    or, for a table made by hand (a test's, a slice), each row read back as an attempt."""
+    if isinstance(source, pd.DataFrame):
+        found = getattr(source, "attempts", None)
+        if isinstance(found, tuple):
+            return found
+        return tuple(attempt_of_row(None, row) for row in source.to_dict("records"))
+    return source.attempts if isinstance(source, ReportAttempts) else source
+
+
+def figures(attempts: Sequence[Attempt], name: str) -> pd.Series:
+    """One metric over the attempts, in their order (NaN where one did not record it): the pandas medians and means
+    read it as they read the table's column."""
+    return pd.Series([a.metrics.get(name) for a in attempts], dtype=float)
+
+
+def median_of(attempts: Sequence[Attempt], name: str) -> float | None:
+    """A metric's median over the attempts that recorded it, None when none did."""
+    if not any(recorded(a, name) for a in attempts):
+        return None
+    return float(figures(attempts, name).median())
+
+
+def recorded(a: Attempt, name: str) -> bool:
+    """Whether the attempt recorded this metric (a value, not NaN)."""
+    value = a.metrics.get(name)
+    return value is not None and not math.isnan(value)

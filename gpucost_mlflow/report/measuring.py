@@ -3,25 +3,25 @@ the committed plan's offer (core/money/measuring_price.py), for the card's Windo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
 from gpucost_mlflow.core.money.choice import Choice
 from gpucost_mlflow.core.money.measuring_price import Price, Spent, at_plan
+from gpucost_mlflow.report.measured import attempts_in
+from gpucost_mlflow.tracking.attempts_table import Attempt
 
 
-def spent(table: pd.DataFrame, measuring: Mapping[str, float]) -> Spent | None:
-    """The hours the table's campaigns recorded (`measuring`: each campaign's `measuring_h`), how many recorded none
+def spent(attempts: Sequence[Attempt] | pd.DataFrame, measuring: Mapping[str, float]) -> Spent | None:
+    """The hours the attempts' campaigns recorded (`measuring`: each campaign's `measuring_h`), how many recorded none
     and the devices the recorded ones ran on; None when no campaign recorded its hours (a store written before)."""
-    if not len(table) or "campaign_id" not in table:
-        return None
-    ids = [cid for cid in dict.fromkeys(table["campaign_id"].fillna("")) if cid]
+    found = attempts_in(attempts)
+    ids = [cid for cid in dict.fromkeys(a.place.campaign_id for a in found) if cid]
     recorded = [cid for cid in ids if cid in measuring]
     if not recorded:
         return None
-    rows = table[table["campaign_id"].isin(recorded)]
-    devices = tuple(sorted({str(d) for d in rows["device"].dropna() if str(d)})) if "device" in rows else ()
+    devices = tuple(sorted({a.identity.device for a in found if a.place.campaign_id in recorded and a.identity.device}))
     return Spent(sum(measuring[cid] for cid in recorded), len(recorded), len(ids) - len(recorded), devices)
 
 

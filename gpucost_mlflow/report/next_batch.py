@@ -10,7 +10,7 @@ device's name). A device the table does not name, a CPU included, gets the size 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
@@ -19,6 +19,8 @@ from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.fleet import devices
 from gpucost_mlflow.core.inputs import shipped
 from gpucost_mlflow.core.money.market import load_device_names
+from gpucost_mlflow.report.measured import attempts_in
+from gpucost_mlflow.tracking.attempts_table import Attempt
 
 DEVICE_PEAKS = ("mem_peak_reserved_bytes", "mem_peak_allocated_bytes")  # device memory, reserved first (the larger)
 BASIS = "twice the measured peak"
@@ -42,10 +44,9 @@ def device_bytes(device: str) -> float | None:
     return spec.memory_gib * 2**30 if spec else None
 
 
-def batch_of(rows: pd.DataFrame) -> int | None:
-    """The configuration's batch size, from its attempts' rows; None when none records one."""
-    sizes = pd.to_numeric(rows["batch_size"], errors="coerce").dropna() if "batch_size" in rows else ()
-    return int(sizes.iloc[0]) if len(sizes) else None
+def batch_of(attempts: Sequence[Attempt] | pd.DataFrame) -> int | None:
+    """The configuration's batch size, from its attempts' settings; None when none records one."""
+    return next((a.batch_size for a in attempts_in(attempts) if a.batch_size is not None), None)
 
 
 def text(batch: int | None, memory: Mapping[str, float], device: str) -> str:

@@ -50,10 +50,9 @@ def chosen(attempts: Sequence[Attempt], protocol: Protocol, catalog: Catalog | N
 def _runner(a: Assessment, measured: ReportAttempts) -> Runner:
     """A configuration as the race reads it: its rejected passes' quality verdicts, and whether its workload is
     deterministic (its kind's declaration, which each pass records as `seed.workload_deterministic`)."""
-    rows = measured.rows_of(a.configuration)
-    rejections = tuple(str(verdict) for status, verdict in zip(rows["status"], rows["quality_verdict"])
-                       if status == Status.REJECTED and isinstance(verdict, str))
-    workloads = {str(w) for w in rows["workload"] if isinstance(w, str)} or {registry.DEFAULT}
+    rows = measured.attempts_of(a.configuration)
+    rejections = tuple(r.verdict.quality_verdict for r in rows if r.status == Status.REJECTED)
+    workloads = {r.identity.workload for r in rows} or {registry.DEFAULT}
     try:
         deterministic = all(registry.of_workload(w).deterministic for w in workloads)
     except KeyError:  # a kind no installed package declares now: not known to be deterministic
@@ -71,7 +70,7 @@ def stops_after(attempts: Sequence[Attempt], protocol: Protocol, catalog: Catalo
     assessments, measured = assessed(attempts, protocol, catalog, now or dt.datetime.now(dt.timezone.utc))
 
     def racing(a: Assessment) -> bool:
-        return not campaign_id or campaign_id in set(measured.rows_of(a.configuration)["campaign_id"])
+        return not campaign_id or campaign_id in {r.place.campaign_id for r in measured.attempts_of(a.configuration)}
 
     runners = [_runner(a, measured) for a in assessments if racing(a)]
     return stops(runners, [a for a in assessments if not racing(a)], race, round_)

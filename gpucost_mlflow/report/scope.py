@@ -1,12 +1,15 @@
 """What a decision covers, what of it is reproducible, and whose corpus, models and catalog it used
 (PROTOCOL.md §1, §7, §12).
 
-Pure text from the attempts table and the shipped sources: the report's last section and its footer. The licences are
-the ones read in each package's metadata and model card; docs/licences.md holds the same table with every detail.
+Pure text from the attempts' attributes and the shipped sources: the report's last section and its footer. The
+licences are the ones read in each package's metadata and model card; docs/licences.md holds the same table with
+every detail.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -14,10 +17,12 @@ import pandas as pd
 from gpucost_mlflow.core.inputs import rocm, shipped, sources
 from gpucost_mlflow.core.judging.seeds import DEFAULT_SEED
 from gpucost_mlflow.core.kinds import registry
+from gpucost_mlflow.report.measured import BENCHMARK, attempts_in
+from gpucost_mlflow.tracking.attempts_table import Attempt
 
 TITLE = "What this decision covers"
 LICENCES_DOC = "docs/licences.md"
-# What tells two stacks apart in the attempts table (attempts_table.COLUMNS): the device and the stack identity of §2.
+# What tells two stacks apart (an attempt's device, backend and stack identity of §2), in the table's names.
 STACK_KEYS = ("device", "backend", "torch_build", "cuda_runtime", "hip_runtime", "driver", "torch_version",
               "transformers_version")
 STACK_LABELS = {"torch_build": "torch built for", "cuda_runtime": "CUDA runtime", "hip_runtime": "HIP runtime",
@@ -68,13 +73,9 @@ SOURCES = (
 )
 
 
-def _distinct(attempts: pd.DataFrame, column: str, rows: pd.Series | None = None) -> list[str]:
-    """The column's distinct non-empty values in first-seen order (over `rows` when given); none when absent."""
-    if column not in attempts:
-        return []
-    values = attempts[column] if rows is None else attempts.loc[rows, column]
-    seen = [str(v) for v in values if v is not None and not (not isinstance(v, str) and pd.isna(v)) and str(v)]
-    return list(dict.fromkeys(seen))
+def _distinct(values: Iterable[str]) -> list[str]:
+    """The distinct non-empty values in first-seen order."""
+    return list(dict.fromkeys(value for value in values if value))
 
 
 def _short(values: list[str]) -> str:
@@ -82,27 +83,27 @@ def _short(values: list[str]) -> str:
     return ", ".join(v[:12] if len(v) > 16 else v for v in values) or NOT_RECORDED
 
 
-def _benchmark(attempts: pd.DataFrame) -> pd.Series | None:
-    """The benchmark attempts (the comparison the decision rests on), or every row when roles were not recorded."""
-    if "role" not in attempts or not (attempts["role"] == "benchmark").any():
-        return None
-    return attempts["role"] == "benchmark"
+def _benchmark(attempts: Sequence[Attempt]) -> Sequence[Attempt]:
+    """The benchmark attempts (the comparison the decision rests on), or every attempt when roles were not recorded."""
+    return [a for a in attempts if a.role == BENCHMARK] or attempts
 
 
-def stacks(attempts: pd.DataFrame) -> list[str]:
-    """Every distinct device and stack in the attempts table, first-seen order, with its number of attempts."""
-    if not len(attempts):
-        return []
-    frame = pd.DataFrame({key: (attempts[key].fillna("").astype(str) if key in attempts else "") for key in STACK_KEYS},
-                         index=attempts.index)
+def _stack(a: Attempt) -> tuple[str, ...]:
+    """The attempt's device and stack, in STACK_KEYS' order."""
+    return (a.identity.device, a.place.backend, *(getattr(a.identity, key) for key in STACK_KEYS[2:]))
+
+
+def stacks(attempts: Sequence[Attempt] | pd.DataFrame) -> list[str]:
+    """Every distinct device and stack of the attempts, first-seen order, with its number of attempts."""
+    counts = Counter(_stack(a) for a in attempts_in(attempts))
     lines = []
-    for values, rows in frame.groupby(list(STACK_KEYS), sort=False):
+    for values, count in counts.items():
         found = dict(zip(STACK_KEYS, values))
         parts = [f"{label} {found[key]}" for key, label in STACK_LABELS.items() if found[key]]
-        backend = f" ({found['backend']})" if found["backend"] else ""
+        backend = f" ({values[1]})" if values[1] else ""
         described = ", ".join(parts) or f"torch build, runtime and driver {NOT_RECORDED}"
-        count = f"{len(rows)} attempt{'s' if len(rows) != 1 else ''}"
-        lines.append(f"Stack seen in {count}: {found['device'] or 'device ' + NOT_RECORDED}{backend}, {described}.")
+        said = f"{count} attempt{'s' if count != 1 else ''}"
+        lines.append(f"Stack seen in {said}: {values[0] or 'device ' + NOT_RECORDED}{backend}, {described}.")
     return lines
 
 
@@ -158,13 +159,14 @@ OTHER_STACKS = ("PyTorch does not guarantee identical results across versions, p
                 "another stack are a new configuration to measure, not a replay of these (PROTOCOL.md §7).")
 
 
-def covers(attempts: pd.DataFrame, catalog: str) -> list[str]:
+def covers(attempts: Sequence[Attempt] | pd.DataFrame, catalog: str) -> list[str]:
     """The decision's scope (PROTOCOL.md §1, §12): offline batch work on this corpus, model and stacks, and what it is
     not."""
-    bench = _benchmark(attempts)
-    corpus = _short(_distinct(attempts, "corpus_fingerprint", bench))
-    model = _short(_distinct(attempts, "model_revision", bench))
-    workloads = ", ".join(_distinct(attempts, "workload", bench)) or NOT_RECORDED
+    attempts = attempts_in(attempts)
+    bench = [a.identity for a in _benchmark(attempts)]
+    corpus = _short(_distinct(i.corpus_fingerprint for i in bench))
+    model = _short(_distinct(i.model_revision for i in bench))
+    workloads = ", ".join(_distinct(i.workload for i in bench)) or NOT_RECORDED
     offline = ("Offline batch processing only: a whole corpus processed in batches, with no arrival pattern, "
                f"concurrency or latency target; of this corpus (fingerprint {corpus}), this model (revision {model}, "
                f"workload {workloads}) and these stacks ({len(stacks(attempts))}, listed below), priced with catalog "
@@ -172,7 +174,7 @@ def covers(attempts: pd.DataFrame, catalog: str) -> list[str]:
     return [offline, NOT_MLPERF, NOT_OTHER_USES]
 
 
-def reproducible(attempts: pd.DataFrame, reproduce: str = "bounded-deviation",
+def reproducible(attempts: Sequence[Attempt] | pd.DataFrame, reproduce: str = "bounded-deviation",
                  seeds: tuple[int, ...] = ()) -> list[str]:
     """What can be repeated (PROTOCOL.md §7): the seed, the deterministic flags, the manifest's stack, what the
     protocol declares is to be reproduced, and the limit."""

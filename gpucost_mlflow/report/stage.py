@@ -4,6 +4,8 @@ the note on what it added."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
 
 from gpucost_mlflow.core.campaign.settle import STAGE, Progress, StagePlan, looks
@@ -11,33 +13,38 @@ from gpucost_mlflow.core.inputs.protocol import Protocol
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement.stats import per_look
 from gpucost_mlflow.core.money.decision import Assessment, Configuration
+from gpucost_mlflow.report.measured import attempts_in
+from gpucost_mlflow.tracking.attempts_table import Attempt
+
+Attempts = Sequence[Attempt] | pd.DataFrame  # the report's attempts, or their table (tracking/attempts_table.py)
 
 
-def stage_notes(table: pd.DataFrame, configs: list[Configuration], ceiling: int | None) -> list[str]:
+def stage_notes(attempts: Attempts, configs: list[Configuration], ceiling: int | None) -> list[str]:
     """What a pre-registered second stage (`gpucost campaign --settle`) added: the configurations it ran again and the
     passes each now has, read once with all of them."""
-    if "stage" not in table or not (table["stage"] == STAGE).any():
+    again = {a.identity.variant for a in attempts_in(attempts) if a.place.stage == STAGE}
+    if not again:
         return []
-    again = set(table[table["stage"] == STAGE]["variant"])
     counts = ", ".join(f"{c.name} {len(c.durations.values)}" for c in configs if c.variant in again)
     return [(f"a second stage pre-registered in the protocol (settle.max_passes_per_variant: {ceiling}) ran further "
             f"passes of the undecided configurations, the same number each; passes per configuration now: {counts}; "
             "the decision below reads them all once")]
 
 
-def looked(protocol: Protocol, table: pd.DataFrame) -> tuple[float, int]:
+def looked(protocol: Protocol, attempts: Attempts) -> tuple[float, int]:
     """The confidence each separation is read at and the looks the protocol's is shared over: a second stage declared
     (`settle`) or run makes two looks, each at half the error rate (docs/costs.md, "Two looks at the data")."""
-    count = looks(protocol.settle_max_passes, latest_stage(table) is not None)
+    count = looks(protocol.settle_max_passes, latest_stage(attempts) is not None)
     return per_look(protocol.confidence, count), count
 
 
-def latest_stage(table: pd.DataFrame) -> StagePlan | None:
+def latest_stage(attempts: Attempts) -> StagePlan | None:
     """The latest second stage recorded on the passes (its plan over every device of its group), or None."""
-    if "settle_plan" not in table or not (table["settle_plan"].fillna("") != "").any():
+    staged = [a for a in attempts_in(attempts) if a.place.settle_plan]
+    if not staged:
         return None
-    rows = table[table["settle_plan"].fillna("") != ""].sort_values("start_time")
-    return StagePlan.from_record(rows["settle_plan"].iloc[-1])
+    latest = max(reversed(staged), key=lambda a: (a.timings.start_ms is None, a.timings.start_ms or 0))  # ties: last
+    return StagePlan.from_record(latest.place.settle_plan)
 
 
 def progress(assessments: list[Assessment]) -> dict[tuple[str, str], Progress]:

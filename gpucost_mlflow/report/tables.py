@@ -1,4 +1,4 @@
-"""From a report's configurations to their summaries, separability and the balance (plain pandas)."""
+"""From a report's configurations to their summaries (their attempts' attributes), separability and the balance."""
 
 from __future__ import annotations
 
@@ -31,7 +31,8 @@ from gpucost_mlflow.core.names import (
     USEFUL_FLOP_PER_S,
 )
 from gpucost_mlflow.report import next_batch, versus_reference
-from gpucost_mlflow.report.measured import ReportAttempts
+from gpucost_mlflow.report.measured import ReportAttempts, figures, median_of, recorded
+from gpucost_mlflow.tracking.attempts_table import Attempt
 from gpucost_mlflow.tracking.schema import COST_PER_MILLION_INPUTS as FORECAST_PER_MILLION
 from gpucost_mlflow.tracking.schema import COST_PER_MILLION_OUTPUT_TOKENS as FORECAST_PER_MILLION_TOKENS
 
@@ -70,27 +71,25 @@ def summaries(measured: ReportAttempts, configs: list[Configuration], bar: float
     agreement bar, said beside a rejected configuration's agreement."""
     result = []
     for config in configs:
-        rows = measured.rows_of(config)
-        memory = {key: float(rows[key].max()) for key in MEMORY if rows[key].notna().any()}
-        counters = sorted({c for c in rows["memory_counter"] if c})
-        f1 = rows[MACRO_F1].dropna()
-        verdicts = rows["quality_verdict"].fillna("").replace("", "(none: failed)").value_counts().to_dict()
-        completed = rows[rows[PASS_S].notna() & (rows["status"] != Status.EXCLUDED)]
-        utilisation = {key: float(completed[key].median()) for key in UTILISATION
-                       if key in completed and completed[key].notna().any()}
-        reasons = sorted({r for r in completed.get("mfu_reason", pd.Series(dtype=str)).fillna("") if r})
-        if not len(completed):
-            reasons = ["no completed pass"]
-        overlapped = int((completed["overlapped_with"].fillna("") != "").sum()) if "overlapped_with" in completed else 0
-        busy = _flagged(completed, "contended")
-        clocked = (completed[MEASURED_TOTAL_S].fillna(completed[PASS_S]) if MEASURED_TOTAL_S in completed
-                   else completed[PASS_S])
-        short = sum(1 for value in clocked if too_short(float(value)))
-        summary = Summary(config, memory, "; ".join(counters), float(f1.median()) if len(f1) else None, verdicts,
-                          utilisation, "; ".join(reasons), overlapped, busy, short, _flagged(completed, "throttled"),
-                          _flagged(completed, "starved"),
-                          {key: float(completed[key].mean()) for key in (CPU_UTILISATION, GPU_UTILISATION)
-                           if key in completed and completed[key].notna().any()})
+        rows = measured.attempts_of(config)
+        memory = {key: max(float(a.metrics[key]) for a in found) for key in MEMORY
+                  if (found := [a for a in rows if recorded(a, key)])}
+        counters = sorted({a.facts.memory_counter for a in rows if a.facts.memory_counter})
+        verdicts = pd.Series([a.verdict.quality_verdict or "(none: failed)" for a in rows],
+                             dtype=object).value_counts().to_dict()
+        completed = [a for a in rows if recorded(a, PASS_S) and a.status != Status.EXCLUDED]
+        utilisation = {key: value for key in UTILISATION if (value := median_of(completed, key)) is not None}
+        reasons = sorted({a.mfu_reason for a in completed if a.mfu_reason}) or ([] if completed else
+                                                                                ["no completed pass"])
+        clocked = [a.metrics[MEASURED_TOTAL_S] if recorded(a, MEASURED_TOTAL_S) else a.metrics[PASS_S]
+                   for a in completed]
+        summary = Summary(config, memory, "; ".join(counters), median_of(rows, MACRO_F1), verdicts, utilisation,
+                          "; ".join(reasons), sum(1 for a in completed if a.overlapped_with),
+                          sum(1 for a in completed if a.facts.contended),
+                          sum(1 for value in clocked if too_short(float(value))),
+                          sum(1 for a in completed if a.facts.throttled), sum(1 for a in completed if a.facts.starved),
+                          {key: float(figures(completed, key).mean()) for key in (CPU_UTILISATION, GPU_UTILISATION)
+                           if any(recorded(a, key) for a in completed)})
         _energy(summary, completed)
         summary.against_reference = versus_reference.said(rows, bar)
         if summary.starved:
@@ -99,24 +98,15 @@ def summaries(measured: ReportAttempts, configs: list[Configuration], bar: float
     return result
 
 
-def _flagged(rows: pd.DataFrame, flag: str) -> int:
-    """How many of the rows carry a flag (contended, throttled, starved): a non-empty text in its column."""
-    return int((rows[flag].fillna("").astype(str) != "").sum()) if flag in rows else 0
-
-
-def _energy(summary: Summary, completed: pd.DataFrame) -> None:
+def _energy(summary: Summary, completed: list[Attempt]) -> None:
     """Joules per pass and per validated corpus (core/measurement/energy.py), each empty with the reason."""
-    if energy.ENERGY_METRIC not in completed:
-        summary.energy_reason = "no energy column in the attempts table"
-        return
-    values = completed[energy.ENERGY_METRIC]
-    summary.joules_per_pass = float(values.median()) if values.notna().any() else None
-    accepted = [None if pd.isna(v) else float(v) for v in values[completed["status"] == Status.ACCEPTED]]
+    summary.joules_per_pass = median_of(completed, energy.ENERGY_METRIC)
+    accepted = [float(a.metrics[energy.ENERGY_METRIC]) if recorded(a, energy.ENERGY_METRIC) else None
+                for a in completed if a.status == Status.ACCEPTED]
     summary.joules_per_validated, why = energy.joules_per_validated_corpus(accepted)
-    reasons = sorted({r for r in completed.get("energy_reason", pd.Series(dtype=str)).fillna("") if r})
-    summary.energy_reason = "; ".join(reasons) or why or ("" if len(completed) else "no completed pass")
-    net = completed[ENERGY_NET_J] if ENERGY_NET_J in completed else pd.Series(dtype=float)
-    summary.joules_net_per_pass = float(net.median()) if net.notna().any() else None
+    reasons = sorted({a.energy_reason for a in completed if a.energy_reason})
+    summary.energy_reason = "; ".join(reasons) or why or ("" if completed else "no completed pass")
+    summary.joules_net_per_pass = median_of(completed, ENERGY_NET_J)
     if summary.joules_net_per_pass is None:
         summary.net_reason = (summary.energy_reason if summary.joules_per_pass is None else
                               "no idle power measured: the protocol sets no cooldown_s, or the cooldown did not "

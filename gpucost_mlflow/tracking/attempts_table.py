@@ -1,17 +1,19 @@
-"""An attempt as read back (`Attempt`: its configuration's identity as recorded, and its row), and the attempts
-table, a view of them: the columns of attempts.csv and `gpucost attempts`, their rendering and the protocol's warnings.
+"""The attempts table, a view of the attempts as read (tracking/recorded.py): the columns of attempts.csv and
+`gpucost attempts`, an attempt's row and back, their rendering and the protocol's warnings.
 
-No MLflow here: tracking/reader.py reads the runs into attempts, and the report reads these records.
+No MLflow here: tracking/reader.py reads the runs into attempts; the report reads their attributes, and this table
+only for attempts.csv and its medians.
 """
 
 from __future__ import annotations
 
 import json
+import numbers
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import fields
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 
@@ -52,6 +54,7 @@ from gpucost_mlflow.core.names import (
     WARMUP_S,
 )
 from gpucost_mlflow.tracking import schema
+from gpucost_mlflow.tracking.recorded import TABLE_SETTINGS, Attempt, Facts, Place, RecordedVerdict, RunTimes
 
 COLUMNS = [
     "run_id", "campaign_id", "stage", "settle_plan", "pass_index", "round", "position", "attempt", "variant", "role",
@@ -76,37 +79,92 @@ SHOWN = ["variant", "status", "batch_size", PASS_S, REPETITIONS, MFU_USEFUL, MFU
 COUNTS = (EXPECTED_IDS, OBSERVED_IDS, COMPLETED_ENTRIES)  # whole numbers that may be missing: nullable integers
 
 
-@dataclass(frozen=True)
-class Attempt:
-    """One attempted pass as read back: its configuration's identity as its run recorded it (never rebuilt from the
-    table), and its row of the attempts table (the columns of COLUMNS it has; a missing measurement is absent and the
-    notes say why). The row is read-only."""
-
-    identity: Identity
-    row: Mapping[str, Any]
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.row, MappingProxyType):
-            object.__setattr__(self, "row", MappingProxyType(dict(self.row)))
-
-    @property
-    def run_id(self) -> str:
-        return self.row["run_id"]
-
-    @property
-    def role(self) -> str:
-        return self.row.get("role", "")
-
-    @property
-    def status(self) -> str:
-        return self.row.get("status", "")
+def row_of(attempt: Attempt) -> dict[str, Any]:
+    """An attempt's row of the table, every column it has (a missing measurement is absent, the notes say why)."""
+    a, i, p, v, f, t = attempt, attempt.identity, attempt.place, attempt.verdict, attempt.facts, attempt.timings
+    row = {
+        "run_id": a.run_id, "campaign_id": p.campaign_id, "pass_index": p.pass_index, "round": p.round,
+        "position": p.position, "attempt": p.attempt, "variant": i.variant, "role": p.role,
+        "corpus_fingerprint": i.corpus_fingerprint, "device": i.device, "backend": p.backend,
+        **{key: _shown(a.recorded_settings.get(key)) for key in TABLE_SETTINGS},
+        "workload": i.workload, "engine": i.engine, "lanes": int(i.lanes), "model_revision": i.model_revision,
+        "host": p.host, **{key: getattr(i, key) for key in schema.STACK_IDENTITY}, "seed": i.seed,
+        "endpoint": i.endpoint, "status": a.status, "reason": a.reason,
+        "status_before_exclusion": a.status_before_exclusion, "quality_verdict": v.quality_verdict,
+        "contended": f.contended, "throttled": f.throttled, "starved": f.starved, "cold_shapes": f.cold_shapes,
+        "ids_match": v.ids_match, "against_reference": v.against_reference, "stage": p.stage,
+        "settle_plan": p.settle_plan, "stopped": a.stopped, "corpus_accepted": a.corpus_accepted,
+        "protocol_digest": f.protocol_digest, "memory_counter": f.memory_counter, "start_time": t.start,
+        "end_time": t.end, "wall_s": t.wall_s,
+    }
+    row.update({key: value for key, value in a.metrics.items() if key in _COLUMN_NAMES and key not in row})
+    row.update(energy_reason=a.energy_reason, mfu_reason=a.mfu_reason, notes=a.notes, overlapped_with=a.overlapped_with)
+    return row
 
 
-def frame(attempts: Sequence[Attempt]) -> pd.DataFrame:
+def _shown(value: Any) -> str | None:
+    """A setting as the table shows it: the text its param holds, empty when not recorded."""
+    return None if value is None else str(value)
+
+
+_COLUMN_NAMES = frozenset(COLUMNS)
+
+
+def attempt_of_row(identity: Identity | None, row: Mapping[str, Any]) -> Attempt:
+    """An attempt made from a table row (the inverse of `row_of`: attempts made by hand in tests and replays); a
+    column the row lacks reads empty, and without an identity it is the one its columns name."""
+    def text(key: str) -> str:
+        value = row.get(key)
+        return "" if _absent(value) else str(value)
+
+    metrics = {key: float(value) for key, value in row.items() if key in _COLUMN_NAMES and key not in _RECORD_KEYS
+               and isinstance(value, numbers.Real) and not isinstance(value, bool) and not _absent(value)}
+    start, end = (_ms(row.get(key)) for key in ("start_time", "end_time"))
+    wall = row.get("wall_s")
+    if end is None and start is not None and not _absent(wall):  # a row that gives its wall time only
+        end = start + round(1000 * wall)
+    return Attempt(
+        run_id=text("run_id"), identity=identity or Identity(*(text(f.name) for f in fields(Identity))),
+        place=Place(*(text(f.name) for f in fields(Place))),
+        recorded_settings=MappingProxyType(schema.settings_record({f"{schema.SETTING_PREFIX}{key}": _param(row[key])
+                                                                   for key in TABLE_SETTINGS if text(key)})),
+        timings=RunTimes(start, end),
+        verdict=RecordedVerdict(text("quality_verdict"), (), text("ids_match") == "True",
+                                text("against_reference") == "True"),
+        facts=Facts(*(text(f.name) for f in fields(Facts))), metrics=MappingProxyType(metrics),
+        **{name: text(name) for name in ("status", "reason", "status_before_exclusion", "energy_reason", "mfu_reason",
+                                         "overlapped_with", "stopped", "notes")})
+
+
+def _param(value: Any) -> str:
+    """A table cell as the param it shows (a whole number pandas read as a float: as the whole number)."""
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+def _absent(value: Any) -> bool:
+    return value is None or (not isinstance(value, str) and bool(pd.isna(value)))
+
+
+_RECORD_KEYS = frozenset(row_of(Attempt("", Identity("", "", lanes="1"))))  # the columns that are not metrics
+
+
+def _ms(value: Any) -> int | None:
+    return None if _absent(value) else int(pd.Timestamp(value).value // 1_000_000)
+
+
+class AttemptsTable(pd.DataFrame):
+    """The attempts table, holding the attempts it shows (`attempts`): a reader of the table reads their attributes.
+    What pandas derives from it (a slice, a copy) is a plain DataFrame."""
+
+    _metadata: ClassVar[list[str]] = ["attempts"]  # pandas keeps these attributes beside the frame
+
+
+def frame(attempts: Sequence[Attempt]) -> AttemptsTable:
     """The attempts table: one row per attempt in the order given (row i is attempt i), every column of COLUMNS."""
-    table = pd.DataFrame([attempt.row for attempt in attempts], columns=COLUMNS)
+    table = AttemptsTable([row_of(attempt) for attempt in attempts], columns=COLUMNS)
     for column in COUNTS:
         table[column] = table[column].astype("Int64")
+    table.attempts = tuple(attempts)
     return table
 
 

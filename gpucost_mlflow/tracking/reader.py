@@ -1,20 +1,28 @@
 """Reading attempts back from the tracking store: every attempted pass, failed ones included, as an `Attempt`
-(tracking/attempts_table.py) carrying its configuration's identity as its run recorded it, and its row."""
+(tracking/recorded.py): the pass as it was written (its identity, settings, place, verdict, facts, metrics) and its
+status as read now."""
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import os
 import socket
+from collections.abc import Mapping
+from dataclasses import replace
+from types import MappingProxyType
+from typing import Any
 
-import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.inputs.acceptance import DEFAULT_OUTPUT
 from gpucost_mlflow.core.inputs.identity import Identity
 from gpucost_mlflow.core.judging import verdicts
+from gpucost_mlflow.core.judging.bounds import NOT_SHOWN
 from gpucost_mlflow.core.judging.status import Status
+from gpucost_mlflow.core.judging.verdicts import Check
 from gpucost_mlflow.core.kinds import engines, registry
+from gpucost_mlflow.core.kinds.settings import Settings
 from gpucost_mlflow.core.measurement import energy
 from gpucost_mlflow.core.measurement.overlap import Interval, overlaps
 from gpucost_mlflow.core.measurement.repetitions import SETUP_IN_RATE
@@ -30,8 +38,9 @@ from gpucost_mlflow.core.names import (
     USEFUL_FLOP_PER_S,
 )
 from gpucost_mlflow.tracking import exclusions, heartbeat, schema
-from gpucost_mlflow.tracking.attempts_table import COLUMNS, Attempt
+from gpucost_mlflow.tracking.attempts_table import row_of
 from gpucost_mlflow.tracking.experiments import Experiment
+from gpucost_mlflow.tracking.recorded import Attempt, Facts, Place, RecordedVerdict, RunTimes
 from gpucost_mlflow.tracking.run_records import RunRecord, tagged
 
 
@@ -95,76 +104,81 @@ def attempt_row(run: RunRecord, now: dt.datetime | None = None) -> dict:
 
     A run left RUNNING is interrupted when its launcher is gone (on this host) or its heartbeat stopped (any host),
     judged at `now` (the current time unless told)."""
-    return _read(run, now, {})[1]
+    return row_of(_read(run, now, {}))
 
 
-def _read(run: RunRecord, now: dt.datetime | None, exported: dict[str, str]) -> tuple[Identity, dict]:
-    """The run's identity as recorded and its attempts-table row, whose identity columns are that identity's.
-    `exported`: the file each workload exported before `gpucost.exported` was recorded, filled as workloads are met."""
+def _read(run: RunRecord, now: dt.datetime | None, exported: dict[str, str]) -> Attempt:
+    """The run as the pass wrote it, with its status as read now. `exported`: the file each workload exported
+    before `gpucost.exported` was recorded, filled as workloads are met."""
     tags, metrics, params = schema.facts(run.tags, run.params), run.metrics, run.params
     identity = recorded_identity(tags, params)
     status, reason, excluded = status_of(run, now, tags)
     before = exclusions.details(tags) if excluded else {}
     measured_reason = before.get("reason_before", "") if excluded else reason
-    row = {
-        "run_id": run.run_id,
-        "campaign_id": tags.get(schema.CAMPAIGN_ID, ""),
-        "pass_index": tags.get(schema.PASS_INDEX, ""),
-        "round": tags.get(schema.ROUND, ""),
-        "position": tags.get(schema.POSITION, ""),
-        "attempt": tags.get(schema.ATTEMPT, ""),
-        "variant": identity.variant,
-        "role": tags.get(schema.ROLE, ""),
-        "corpus_fingerprint": identity.corpus_fingerprint,
-        "device": identity.device,
-        "backend": tags.get(schema.BACKEND, ""),
-        "batch_size": params.get(f"{schema.SETTING_PREFIX}batch_size"),
-        "precision": params.get(f"{schema.SETTING_PREFIX}precision"),
-        "quantization": params.get(f"{schema.SETTING_PREFIX}quantization"),
-        "length_grouping": params.get(f"{schema.SETTING_PREFIX}length_grouping"),
-        "workload": identity.workload,
-        "engine": identity.engine,
-        "lanes": int(identity.lanes),
-        "model_revision": identity.model_revision,
-        "host": tags.get(schema.HOST, ""),
-        **{key: getattr(identity, key) for key in schema.STACK_IDENTITY},
-        "seed": identity.seed,
-        "endpoint": identity.endpoint,
-        "status": status,
-        "reason": reason,
-        "status_before_exclusion": before.get("status_before", ""),
-        "quality_verdict": tags.get(schema.QUALITY_VERDICT, ""),
-        "contended": tags.get(schema.CONTENDED, ""),
-        "throttled": tags.get(schema.THROTTLED, ""),
-        "starved": tags.get(schema.STARVED, ""),
-        "cold_shapes": tags.get(schema.COLD_SHAPES, ""),
-        "ids_match": ids_matched(tags),
-        "against_reference": compared_with_reference(tags),
-        "stage": tags.get(schema.STAGE, ""),
-        "settle_plan": tags.get(schema.SETTLE_PLAN, ""),
-        "stopped": tags.get(schema.RACE_STOPPED, ""),
-        # The status says it; passes recorded before carried the tag too.
-        "corpus_accepted": status == Status.ACCEPTED and tags.get(schema.CORPUS_ACCEPTED, "true") == "true",
-        "protocol_digest": tags.get(schema.PROTOCOL_DIGEST, ""),
-        "memory_counter": tags.get(schema.MEMORY_COUNTER, ""),
-        "start_time": pd.Timestamp(run.start_time, unit="ms", tz="UTC"),
-        "end_time": pd.Timestamp(run.end_time, unit="ms", tz="UTC") if run.end_time else None,
-        # The run's measured wall time (start, load, warm-up, pass, evaluation, export): what it held the rental.
-        "wall_s": (run.end_time - run.start_time) / 1000 if run.end_time and run.start_time else None,
-    }
-    row.update({key: value for key, value in metrics.items() if key in _COLUMN_NAMES and key not in row})
-    row["energy_reason"] = energy_reason(tags, metrics, status, measured_reason or reason)
-    row["mfu_reason"] = mfu_reason(metrics, status, measured_reason or reason, row["workload"])
     exported_file = tags.get(schema.EXPORTED, "")
     if not exported_file and status != Status.RUNNING:
         if identity.workload not in exported:
             exported[identity.workload] = _exported_before_the_tag(identity.workload)
         exported_file = exported[identity.workload]
-    row["notes"] = "; ".join(notes_of(run, row, excluded, measured_reason, tags, before, exported_file))
-    return identity, row
+    settings, recorded_settings = _settings_read(tuple(item for item in params.items()
+                                                       if item[0].startswith(schema.SETTING_PREFIX)), identity.workload)
+    found = Attempt(
+        run_id=run.run_id, identity=identity,
+        place=Place(*[tags.get(key, "") for key in PLACE]),
+        settings=settings, recorded_settings=recorded_settings, timings=RunTimes(run.start_time, run.end_time),
+        verdict=_verdict(tags.get(schema.QUALITY_VERDICT, ""), tags.get(schema.CORPUS_ACCEPTED, "true"),
+                         tags.get(schema.CHECKS)) if schema.CHECKS in tags else
+        RecordedVerdict(tags.get(schema.QUALITY_VERDICT, ""), (), ids_matched(tags), compared_with_reference(tags),
+                        tags.get(schema.CORPUS_ACCEPTED, "true") == "true"),
+        facts=Facts(*[tags.get(key, "") for key in FACTS]), metrics=MappingProxyType(metrics),
+        status=status, reason=reason, status_before_exclusion=before.get("status_before", ""),
+        energy_reason=energy_reason(tags, metrics, status, measured_reason or reason),
+        mfu_reason=mfu_reason(metrics, status, measured_reason or reason, identity.workload),
+        stopped=tags.get(schema.RACE_STOPPED, ""))
+    notes = notes_of(run, found, excluded, measured_reason, before, exported_file)
+    return replace(found, notes="; ".join(notes))
 
 
-_COLUMN_NAMES = frozenset(COLUMNS)
+# The tags a Place and Facts are read from, in their fields' order.
+PLACE = (schema.CAMPAIGN_ID, schema.PASS_INDEX, schema.ROUND, schema.POSITION, schema.ATTEMPT, schema.ROLE,
+         schema.STAGE, schema.SETTLE_PLAN, schema.HOST, schema.BACKEND)
+FACTS = (schema.PROTOCOL_DIGEST, schema.MEMORY_COUNTER, schema.CONTENDED, schema.THROTTLED, schema.STARVED,
+         schema.COLD_SHAPES, schema.RACE_STOPPED)
+
+
+@functools.lru_cache(maxsize=1024)
+def _settings_read(params: tuple[tuple[str, str], ...], workload: str) -> tuple[Settings | None, Mapping[str, Any]]:
+    """A pass's `setting.*` params read back by its kind's record (tracking/schema.py `settings_from_params`), and
+    what they hold; thousands of passes share a few settings, so each reading is kept (read-only)."""
+    try:
+        record = registry.of_workload(workload).settings_record()
+    except KeyError:  # a kind no package declares now: the shared record
+        record = Settings
+    found = schema.settings_record(dict(params), record)
+    return (schema.settings_from_params(dict(params), record) if found else None), MappingProxyType(found)
+
+
+@functools.lru_cache(maxsize=1024)
+def _verdict(quality_verdict: str, corpus_accepted: str, checks: str) -> RecordedVerdict:
+    """A pass's verdict from its checks line, kept: thousands of passes share a few (frozen, so shared)."""
+    tags = {schema.CHECKS: checks}
+    return RecordedVerdict(quality_verdict, _checks(checks), ids_matched(tags), compared_with_reference(tags),
+                           corpus_accepted == "true")
+
+
+def checks_of(tags: dict) -> tuple[Check, ...]:
+    """The pass's checks from its checks line (names and outcomes; each reason is in verdict.json), none before it."""
+    return _checks(tags.get(schema.CHECKS, ""))
+
+
+@functools.lru_cache(maxsize=1024)
+def _checks(line: str) -> tuple[Check, ...]:
+    found = []
+    for part in filter(None, line.split(" · ")):
+        head, _, names = part.partition(": ")
+        found += [Check(name, head == "passed", "", head != NOT_SHOWN)
+                  for name in filter(None, (item.strip() for item in names.split(",")))]
+    return tuple(found)
 
 
 def compared_with_reference(tags: dict) -> bool:
@@ -203,12 +217,12 @@ def status_of(run: RunRecord, now: dt.datetime | None, tags: dict | None = None)
     return status, reason, excluded
 
 
-def notes_of(run: RunRecord, row: dict, excluded: bool, measured_reason: str, tags: dict, before: dict,
+def notes_of(run: RunRecord, attempt: Attempt, excluded: bool, measured_reason: str, before: dict,
              exported: str) -> list[str]:
-    """The notes of an attempts-table row: its status and reason, what it was before an exclusion (`before`:
+    """The notes of an attempt's row: its status and reason, what it was before an exclusion (`before`:
     exclusions.details), every empty measurement with why, where its output file (`exported`) is, and why its MFU is
     empty."""
-    metrics, status, reason = run.metrics, row["status"], row["reason"]
+    metrics, status, reason = run.metrics, attempt.status, attempt.reason
     notes = []
     if status not in (Status.ACCEPTED, ""):
         notes.append(f"{status}: {reason}")
@@ -219,26 +233,27 @@ def notes_of(run: RunRecord, row: dict, excluded: bool, measured_reason: str, ta
     for key in schema.TIMINGS + (COMPLETED_ENTRIES,):
         if key not in metrics:
             notes.append(f"{key} empty: {why}")
-    if row["wall_s"] is None:
+    if attempt.timings.wall_s is None:
         notes.append("wall_s empty: the run has no end time (still running, or its launcher died)")
     if status != Status.RUNNING:
         notes.append(f"predictions: {run.artifact_uri}/{exported}")
-    if row["mfu_reason"]:
-        notes.append(f"mfu empty: {row['mfu_reason']}")
+    if attempt.mfu_reason:
+        notes.append(f"mfu empty: {attempt.mfu_reason}")
     short = too_short(metrics.get(MEASURED_TOTAL_S, metrics.get(PASS_S)))
     if short:
         notes.append(f"measured part {short}")
     if metrics.get(REPETITIONS, 1) > 1:
         notes.append(f"pass_s is one corpus: the clock processed it {metrics[REPETITIONS]:.0f} times in "
                      f"{metrics.get(MEASURED_TOTAL_S, float('nan')):.3f} s (min_laps, min_measured_s)")
-    if PASS_S in metrics and STEADY_LAP_S not in metrics and row.get("role", "benchmark") == "benchmark":
+    if PASS_S in metrics and STEADY_LAP_S not in metrics and attempt.role == "benchmark":
         notes.append(SETUP_IN_RATE)
     if metrics.get(REPETITIONS_IDENTICAL) == 0:
         notes.append("repetitions differ: a later repetition's outputs are not identical to the first's "
                      "(the first's were exported and judged)")
-    for flag in ("throttled", "starved", "cold_shapes"):
-        if row.get(flag):
-            notes.append(f"{flag}: {row[flag]}" if flag != "starved" else row[flag])
+    facts = attempt.facts
+    notes += [f"throttled: {facts.throttled}"] if facts.throttled else []
+    notes += [facts.starved] if facts.starved else []
+    notes += [f"cold_shapes: {facts.cold_shapes}"] if facts.cold_shapes else []
     return notes
 
 
@@ -273,26 +288,28 @@ def mfu_reason(metrics: dict, status: str, reason: str, workload: str = registry
     return "no dense-matmul peak cached for this device and precision when the pass ran (run `gpucost doctor --peak`)"
 
 
-def flag_overlaps(rows: list[dict]) -> None:
-    """Fill `overlapped_with` (and a note) for passes whose measured clocks overlapped on the same host."""
+def flag_overlaps(found: list[Attempt]) -> list[Attempt]:
+    """The attempts with `overlapped_with` (and a note) for passes whose measured clocks overlapped on the same host."""
     start, end = schema.MEASURED_SPAN
-    spans = [Interval(r["run_id"], r.get("host") or "", r[start], r[end]) for r in rows
-             if r.get(start) is not None and r.get(end) is not None]
-    found = overlaps(spans)
-    for row in rows:
-        others = found.get(row["run_id"], [])
-        row["overlapped_with"] = ",".join(others)
-        if others:
-            row["notes"] = "; ".join(filter(None, [f"overlapped (same host {row['host']}): {', '.join(others)}",
-                                                   row["notes"]]))
+    spans = [Interval(a.run_id, a.place.host, a.metrics[start], a.metrics[end]) for a in found
+             if a.metrics.get(start) is not None and a.metrics.get(end) is not None]
+    overlapped = overlaps(spans)
+    return [_overlapped(a, overlapped[a.run_id]) if overlapped.get(a.run_id) else a for a in found]
 
 
-def carry_stops(rows: list[dict]) -> None:
-    """Carry a race's stop, recorded on the last pass of the configuration it stopped, to every row of that
-    configuration (its variant on its device) in that campaign: the attempts table's `stopped` column."""
-    found = {(row["campaign_id"], row["variant"], row["device"]): row["stopped"] for row in rows if row.get("stopped")}
-    for row in rows:
-        row["stopped"] = found.get((row["campaign_id"], row["variant"], row["device"]), "")
+def _overlapped(a: Attempt, others: list[str]) -> Attempt:
+    said = f"overlapped (same host {a.place.host}): {', '.join(others)}"
+    return replace(a, overlapped_with=",".join(others), notes="; ".join(filter(None, [said, a.notes])))
+
+
+def carry_stops(found: list[Attempt]) -> list[Attempt]:
+    """The attempts with a race's stop, recorded on the last pass of the configuration it stopped, carried to every
+    attempt of that configuration (its variant on its device) in that campaign: the attempts table's `stopped`."""
+    def key(a: Attempt) -> tuple[str, str, str]:
+        return a.place.campaign_id, a.identity.variant, a.identity.device
+
+    stops = {key(a): a.facts.stopped for a in found if a.facts.stopped}
+    return [a if stops.get(key(a), "") == a.stopped else replace(a, stopped=stops.get(key(a), "")) for a in found]
 
 
 def attempts(client: MlflowClient, experiment: Experiment, now: dt.datetime | None = None) -> list[Attempt]:
@@ -307,7 +324,4 @@ def attempts_of(records: list[RunRecord], now: dt.datetime | None = None) -> lis
     overlapped on one host say so (`overlapped_with`)."""
     now = now or dt.datetime.now(dt.timezone.utc)
     exported: dict[str, str] = {}
-    read = [_read(run, now, exported) for run in records]
-    flag_overlaps([row for _, row in read])
-    carry_stops([row for _, row in read])
-    return [Attempt(identity, row) for identity, row in read]
+    return carry_stops(flag_overlaps([_read(run, now, exported) for run in records]))

@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-import re
+from collections.abc import Mapping
 
 from gpucost_mlflow.core import names
+from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.manifest import Manifest
 from gpucost_mlflow.core.judging import verdicts
+from gpucost_mlflow.core.kinds.endpoint import Endpoint
+from gpucost_mlflow.core.kinds.settings import Settings
 from gpucost_mlflow.core.measurement import energy
 
 # The pass metrics are named in core/names.py (the child imports them there); they are read here as well.
 from gpucost_mlflow.core.names import INPUTS_PER_S, MEASURED_SPAN, TIMINGS, TOKENS_PER_S, UTILISATION  # noqa: F401
+
+# The names made at run time (a candidate's metric part, a money metric's currency, the attention kernel's params).
+from gpucost_mlflow.tracking.run_names import (  # noqa: F401
+    SDPA_PREFIX,
+    in_currency,
+    metric_parts,
+    observed_stack_params,
+)
 
 ROLE = "gpucost.role"
 VARIANT = "gpucost.variant"
@@ -218,9 +230,6 @@ FACTS = frozenset({
     energy.ENERGY_COUNTER_TAG, energy.ENERGY_FLAG_TAG, energy.DEVICE_UUID_TAG, names.ENDPOINT_TAG,
     names.ENDPOINT_FAILED_TAG,
 })
-# The attention kernel the pass's child saw (execution/attention.py), logged as params when the pass ends:
-# stack.sdpa.backend, .kernel, .pinned, .attn_implementation, .num_key_value_heads, .enabled, .cudnn_env, .note
-SDPA_PREFIX = "stack.sdpa."
 FACT_PREFIXES = (MISSING_PREFIX, SDPA_PREFIX)
 # Tags no longer written: the status says whether the corpus was accepted, the checks tag whether the ids matched.
 RETIRED = frozenset({CORPUS_ACCEPTED, IDS_MATCH})
@@ -283,29 +292,6 @@ DATASET_CONTEXT = "comparison"
 DEFAULT_EXPERIMENT = "Default"
 
 
-def metric_parts(texts: list[str]) -> dict[str, str]:
-    """Each text as a metric name's last part MLflow accepts (letters, digits, _ - . and spaces on every platform):
-    every other run of characters ('[', ',', '+', '(' in a configuration's name) becomes one '_'; texts that would
-    then read alike get ' 2', ' 3' after the first, so no two candidates share a metric."""
-    found: dict[str, str] = {}
-    taken: set[str] = set()
-    for text in texts:
-        part = re.sub(r"[^\w.\- ]+", "_", text).strip() or "_"
-        part = "_" if part in (".", "..") else part
-        candidate, number = part, 1
-        while candidate in taken:
-            number += 1
-            candidate = f"{part} {number}"
-        taken.add(candidate)
-        found[text] = candidate
-    return found
-
-
-def in_currency(metric: str, currency: str) -> str:
-    """A money metric's name with its currency code, so the UI shows the unit: committed_cost_usd."""
-    return f"{metric}_{currency.lower()}"
-
-
 def params_from_manifest(manifest: Manifest) -> dict[str, str]:
     """The manifest's MLflow params: every variant setting, model and tokenizer revision, corpus order, warm-up,
     seeds, the stack's identity (strings, as MLflow stores them)."""
@@ -313,34 +299,49 @@ def params_from_manifest(manifest: Manifest) -> dict[str, str]:
     params = {f"{SETTING_PREFIX}{key}": str(value) for key, value in settings.items() if not isinstance(value, dict)}
     params.update({f"{SETTING_PREFIX}{key}.{field}": str(inner) for key, value in settings.items()
                    if isinstance(value, dict) for field, inner in value.items()})  # setting.endpoint.base_url, ...
-    params.update(
-        {
-            MODEL_REVISION: manifest.model.revision,
-            TOKENIZER_REVISION: manifest.model.tokenizer_revision,
-            CORPUS_ORDER_DIGEST: manifest.corpus.order_digest,
-            WARMUP_INPUTS: str(manifest.warmup["inputs"]),
-            WARMUP_PASSES: str(manifest.warmup["passes"]),
-        }
-    )
+    params.update({MODEL_REVISION: manifest.model.revision, TOKENIZER_REVISION: manifest.model.tokenizer_revision,
+                   CORPUS_ORDER_DIGEST: manifest.corpus.order_digest, WARMUP_INPUTS: str(manifest.warmup["inputs"]),
+                   WARMUP_PASSES: str(manifest.warmup["passes"])})
     params.update({f"{SEED_PREFIX}{key}": str(value) for key, value in manifest.seeds.record().items()})
     params.update({f"{STACK_PREFIX}{key}": str(manifest.stack.get(key, "")) for key in STACK_IDENTITY + STACK_RECORDED})
     return params
 
 
-SDPA_PARAMS = ("backend", "kernel", "pinned", "attn_implementation", "num_key_value_heads")
-SDPA_NOTE_CHARS = 1000
+def settings_from_params(params: Mapping[str, str], record: type[Settings] = Settings) -> Settings | None:
+    """The inverse of `params_from_manifest` for a pass's settings: its `setting.<key>` params read back by the kind's
+    record (`record.from_record`, the write side's own); None where they hold part of a record only (a pass
+    recorded before every setting was a param), whose values `settings_record` reads."""
+    try:
+        return record.from_record(settings_record(params, record))
+    except (TypeError, ValueError, GpucostError):
+        return None
 
 
-def observed_stack_params(stack: dict) -> dict[str, str]:
-    """The params of what a pass's child saw of the stack (`stack.sdpa.<key>`): the attention kernel's names, torch's
-    enabled SDPA flags as one list, the TORCH_CUDNN_SDPA_* variables as NAME=value pairs, the note where there is one;
-    none where the child saw nothing."""
-    sdpa = stack.get("sdpa") or {}
-    if not sdpa:
-        return {}
-    params = {f"{SDPA_PREFIX}{key}": "" if sdpa.get(key) is None else str(sdpa[key]) for key in SDPA_PARAMS}
-    params[f"{SDPA_PREFIX}enabled"] = ", ".join(name for name, on in sdpa.get("enabled", {}).items() if on) or "none"
-    params[f"{SDPA_PREFIX}cudnn_env"] = "; ".join(f"{key}={value}" for key, value in sdpa.get("cudnn_env", {}).items())
-    if sdpa.get("note"):
-        params[f"{SDPA_PREFIX}note"] = sdpa["note"][:SDPA_NOTE_CHARS]
-    return params
+def settings_record(params: Mapping[str, str], record: type[Settings] = Settings) -> dict[str, object]:
+    """The settings' recorded form (`Settings.record()`) back from the params, each value as its field's type (an
+    endpoint's fields from `setting.endpoint.<field>`); a value its type cannot read stays the text it was."""
+    found: dict[str, object] = {}
+    for key, value in params.items():
+        if key.startswith(SETTING_PREFIX):
+            name, _, inner = key[len(SETTING_PREFIX):].partition(".")
+            if inner:
+                found.setdefault(name, {})[inner] = _typed(_field_types(Endpoint).get(inner, "str"), value)
+            else:
+                found[name] = _typed(_field_types(record).get(name, "str"), value)
+    return found
+
+
+@functools.lru_cache(maxsize=64)
+def _field_types(record: type) -> dict[str, str]:
+    return {f.name: str(f.type) for f in dataclasses.fields(record)}
+
+
+READERS = {"int": int, "float": float, "bool": {"True": True, "False": False}.__getitem__}  # as str() wrote them
+
+
+def _typed(kind: str, text: str) -> object:
+    """A param's text as its field's type (`str(value)` wrote it): int, float, bool; else, or unreadable, the text."""
+    try:
+        return READERS.get(kind, str)(text)
+    except (ValueError, KeyError):
+        return text
