@@ -12,7 +12,6 @@ DEMO_PASSES ?= 5
 # the hours billed; every pass is timed on the 500-input bucket slice of the comparison corpus it names.
 DEMO_PROTOCOL ?= projects/protocol-demo.yaml
 DEMO_CORPUS = data/corpus/demo-500.jsonl
-DEMO_CONFIRMATION = data/corpus/confirmation-500.jsonl
 export MLFLOW_TRACKING_URI ?= sqlite:///$(CURDIR)/mlflow.db
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -68,17 +67,14 @@ $(WHATIF_CATALOG): | $(STAMP)
 # proposed from the finished campaign before any of its timings exist (written once per experiment). Then the
 # protocol's second stage: when the decision over the what-if catalog is undecided, the undecided configurations get
 # the same number of further passes (at most 10 each, projects/protocol-demo.yaml), and the decision is read once.
-# Last, the chosen configuration's confirmation run: 20 s (the demo protocol's confirmation.min_s) on a 500-input
-# slice of the disjoint confirmation corpus `gpucost corpus build` wrote; the report then says confirmed or not.
+# Last, the chosen configuration's confirmation run: 20 s (the demo protocol's confirmation.min_s) on the disjoint
+# confirmation corpus `gpucost corpus build` wrote; the report then says confirmed or not confirmed.
 PROPOSED = reports/$(EXPERIMENT)-variants-proposed.yaml
 
 $(DEMO_CORPUS): data/corpus/comparison.jsonl
 	$(BIN)/gpucost corpus slice --corpus $< --size 500 --out $@
 
-$(DEMO_CONFIRMATION): data/corpus/comparison.jsonl  # corpus build writes confirmation.jsonl beside it
-	$(BIN)/gpucost corpus slice --corpus data/corpus/confirmation.jsonl --size 500 --out $@
-
-demo: $(STAMP) data/model/config.json $(DEMO_CORPUS) $(DEMO_CONFIRMATION) $(WHATIF_CATALOG)
+demo: $(STAMP) data/model/config.json $(DEMO_CORPUS) $(WHATIF_CATALOG)
 	$(BIN)/gpucost doctor --peak --if-missing
 	variants=$$($(BIN)/gpucost demo variants --list $(if $(DEMO_VARIANTS),--variants $(DEMO_VARIANTS))) && \
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/mlflow run projects -e campaign \

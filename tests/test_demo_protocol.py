@@ -31,9 +31,7 @@ DURATIONS = {
 def test_the_demo_protocol_is_the_shipped_one_on_a_slice_with_a_job_of_4000_corpora_a_second_stage_and_a_short_confirmation():
     demo = load_protocol(DEMO_PROTOCOL)
     assert demo.deliverables["expected"] == 4000 and demo.corpus_size == 500 and demo.settle_max_passes == 10
-    # a CPU demo's confirmation: 20 s, not the default 600 (README), on a 500-input slice of the confirmation corpus,
-    # the size the demo's bars were set for
-    assert demo.confirmation == ("data/corpus/confirmation-500.jsonl", 20.0)
+    assert demo.confirmation == ("", 20.0)  # a CPU demo's confirmation: 20 s, not the default 600 (README)
     assert "4,000 corpora of 500 texts" in demo.question and "(2 million inputs" in demo.question
     differences = changed_fields(SHIPPED_PROTOCOL.read_text(), DEMO_PROTOCOL.read_text())
     assert {d.field for d in differences} == {"question", "deliverables.expected", "deliverables.description",
@@ -42,7 +40,7 @@ def test_the_demo_protocol_is_the_shipped_one_on_a_slice_with_a_job_of_4000_corp
                                               "settle.max_passes_per_variant",  # the demo's second stage
                                               "race.from_round",  # the demo's race: fewer passes to decide
                                               "child_imports",  # imports once a campaign: about 3 s a pass
-                                              "confirmation.min_s", "confirmation.file",
+                                              "confirmation.min_s",
                                               # its 0.50 bucket bar, what its 50 long inputs can show, is the
                                               # shipped protocol's own since 2026-12-05 (issue 61)
                                               "plan.start", "deadline",  # at_report and 96h: never a past window
