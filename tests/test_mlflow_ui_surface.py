@@ -555,14 +555,15 @@ def test_the_decision_descriptions_table_is_sorted_by_cost_with_padded_cells():
 
 @pytest.mark.unit
 def test_only_benchmark_passes_run_by_hand_are_counted_outside_any_campaign():
-    import pandas as pd
-
+    from gpucost_mlflow.core.inputs.identity import Identity
     from gpucost_mlflow.report.decided import outside_campaigns
+    from gpucost_mlflow.tracking.recorded import Attempt, Place
 
-    attempts = pd.DataFrame({"campaign_id": ["c1", None, None, None, ""],
-                             "role": ["benchmark", "confirmation", "deliverable", "benchmark", "confirmation"]})
+    attempts = [Attempt(f"r{i}", Identity("cpu", "batch8"), place=Place(campaign_id=campaign, role=role))
+                for i, (campaign, role) in enumerate([("c1", "benchmark"), ("", "confirmation"), ("", "deliverable"),
+                                                      ("", "benchmark"), ("", "confirmation")])]
     assert outside_campaigns(attempts) == 1
-    assert outside_campaigns(attempts.iloc[:0]) == 0
+    assert outside_campaigns(attempts[:0]) == 0
 
 
 @pytest.mark.unit

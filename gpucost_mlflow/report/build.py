@@ -5,7 +5,7 @@ and the balance; then report.md, report.html, attempts.csv and balance.csv writt
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,8 +39,8 @@ from gpucost_mlflow.report.configurations import identity_notes, rate_notes
 from gpucost_mlflow.report.measured import ReportAttempts
 from gpucost_mlflow.report.stage import looked, stage_notes
 from gpucost_mlflow.tracking import schema
-from gpucost_mlflow.tracking.attempts_table import protocol_warnings
-from gpucost_mlflow.tracking.evidence import Evidence
+from gpucost_mlflow.tracking.attempts_table import Attempt, protocol_warnings
+from gpucost_mlflow.tracking.evidence import Evidence, Exclusion
 
 FILES = ("report.md", "report.html", "attempts.csv", "balance.csv")
 PRICES_TITLE = "Prices and their age"
@@ -106,8 +106,8 @@ def build(evidence: Evidence, protocol: Protocol, protocol_path: Path, catalog: 
         protocol_file=str(protocol_path), catalog=f"{catalog.version} ({catalog.path})", decision=note,
         warnings=warnings, attempts=table, summaries=summaries, separations=separations, decided=decided,
         deadline=protocol.deadline.isoformat() if protocol.deadline else NO_DEADLINE, plan=protocol.plan,
-        overhead=overhead(table, evidence.overheads), other_costs=protocol.other_costs,
-        example_prices=catalog.example, exclusions=excluded_per_variant(table, evidence.exclusions),
+        overhead=overhead(measured.attempts, evidence.overheads), other_costs=protocol.other_costs,
+        example_prices=catalog.example, exclusions=excluded_per_variant(measured.attempts, evidence.exclusions),
         exclusion_rule=protocol.exclusion_rule, passes_per_variant=protocol.passes_per_variant,
         settle=settle_command(experiment, protocol, protocol_path, catalog, options.variants_path, choice.undecided),
         priced_hint=priced_hint, reproduce=protocol.reproduce, seeds=protocol.seeds, written=today, read_at=now,
@@ -154,11 +154,11 @@ def _lists(prices: list[str], protocol: Protocol, today: dt.date, options: Optio
             (CONFIRMATION_TITLE, CONFIRMATION_TEXT, confirmations.lines(decided.confirmations))]
 
 
-def overhead(table: pd.DataFrame, overheads: Mapping[str, float]) -> tuple[float | None, int, int]:
+def overhead(attempts: Sequence[Attempt], overheads: Mapping[str, float]) -> tuple[float | None, int, int]:
     """The harness overhead per pass by the campaign's one definition (flow/campaign.py: its wall time outside the
-    timed parts, per pass), each campaign run's own figure (`overheads`, by campaign id) weighted by its attempts in
-    this table: (seconds, attempts, campaigns); (None, 0, 0) when no campaign recorded one."""
-    counts = {cid: int((table["campaign_id"] == cid).sum()) for cid in overheads} if len(table) else {}
+    timed parts, per pass), each campaign run's own figure (`overheads`, by campaign id) weighted by its attempts
+    here: (seconds, attempts, campaigns); (None, 0, 0) when no campaign recorded one."""
+    counts = {cid: sum(a.place.campaign_id == cid for a in attempts) for cid in overheads} if attempts else {}
     passes = sum(counts.values())
     if not passes:
         return None, 0, 0
@@ -189,17 +189,20 @@ def rules_of(protocol: Protocol, catalog: Catalog, today: dt.date, table: pd.Dat
     return Rules.of(protocol, catalog, today, *looked(protocol, table))
 
 
-def excluded_per_variant(table: pd.DataFrame, found: Mapping) -> list[model.VariantExclusions]:
+def excluded_per_variant(attempts: Sequence[Attempt], found: Mapping[str, Exclusion]) -> list[model.VariantExclusions]:
     """Every variant with its attempts counted and its excluded ones (cause, by, when: `found`, by run id), so one
     rule is seen applied to all."""
+    by_variant: dict[str, list[Attempt]] = {}
+    for attempt in attempts:
+        by_variant.setdefault(attempt.identity.variant, []).append(attempt)
     result = []
-    for variant, rows in table.groupby("variant", sort=False):
+    for variant, each in by_variant.items():
         excluded = []
-        for run_id, device in rows.loc[rows["status"] == Status.EXCLUDED, ["run_id", "device"]].itertuples(index=False):
-            x = found.get(run_id)
-            excluded.append([device, run_id, x.cause, x.by, x.at] if x and x.cause
-                            else [device, run_id, "not recorded", "", ""])
-        result.append(model.VariantExclusions(variant, len(rows), excluded))
+        for a in (a for a in each if a.status == Status.EXCLUDED):
+            x = found.get(a.run_id)
+            excluded.append([a.identity.device, a.run_id, x.cause, x.by, x.at] if x and x.cause
+                            else [a.identity.device, a.run_id, "not recorded", "", ""])
+        result.append(model.VariantExclusions(variant, len(each), excluded))
     return result
 
 
@@ -207,10 +210,10 @@ def write(report: model.Report, balance: pd.DataFrame, out_dir: Path) -> dict[st
     """Write the four files and each figure that names a file (cost against volume, durations, memory: PNG next to
     report.html, so the decision run logs them as artifacts) atomically; returns their paths."""
     paths = {name: out_dir / name for name in FILES}
-    write_atomic(paths["report.md"], render.markdown(report).encode("utf-8"))
-    write_atomic(paths["report.html"], render.page(report).encode("utf-8"))
-    write_atomic(paths["attempts.csv"], report.attempts.to_csv(index=False).encode("utf-8"))
-    write_atomic(paths["balance.csv"], balance.to_csv(index=False).encode("utf-8"))
+    texts = (render.markdown(report), render.page(report), report.attempts.to_csv(index=False),
+             balance.to_csv(index=False))
+    for name, text in zip(FILES, texts):
+        write_atomic(paths[name], text.encode("utf-8"))
     for figure in report.figures.values():
         if figure.file:
             paths[figure.file] = out_dir / figure.file

@@ -5,17 +5,17 @@ cost. tracking/decision_run.py writes it, in one go."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
-
-import pandas as pd
 
 from gpucost_mlflow.core.inputs.plan_start import AT_REPORT
 from gpucost_mlflow.core.money.decision import NO_DEADLINE, Assessment
 from gpucost_mlflow.report import confirmed, decision_text, short, standing
+from gpucost_mlflow.report.measured import BENCHMARK
 from gpucost_mlflow.report.model import Report
 from gpucost_mlflow.tracking import limits, schema
+from gpucost_mlflow.tracking.attempts_table import Attempt
 from gpucost_mlflow.tracking.decision_record import Decided
 
 
@@ -25,7 +25,7 @@ def decided(report: Report, paths: Mapping[str, Path], campaigns: Mapping[str, s
     the chosen configuration's committed cost and forecast hours as metrics and the campaigns it read as tags."""
     choice = report.choice
     note = decision_text.decision_note(report, dict(campaigns), report.experiment_id,
-                                       outside_campaigns(report.attempts))
+                                       outside_campaigns(report.measured.attempts if report.measured else ()))
     tags = {schema.NOTE: note, schema.DECISION: "decided" if choice.decided else "none",
             schema.DECISION_CAMPAIGNS: ",".join(campaigns)[:limits.TAG_VALUE]}
     metrics = {}
@@ -79,12 +79,9 @@ def deadline_params(report: Report) -> dict[str, str]:
             schema.DECISION_READ_AT: report.read_at.isoformat(timespec="minutes")}
 
 
-def outside_campaigns(attempts: pd.DataFrame) -> int:
+def outside_campaigns(attempts: Sequence[Attempt]) -> int:
     """Benchmark passes run by hand, outside any campaign (a confirmation or deliverable run is never in one)."""
-    if not len(attempts):
-        return 0
-    bench = attempts["role"] == "benchmark" if "role" in attempts else True
-    return int(((attempts["campaign_id"].fillna("") == "") & bench).sum())
+    return sum(a.role == BENCHMARK and not a.place.campaign_id for a in attempts)
 
 
 def _runs(report: Report, a: Assessment) -> list[str]:
