@@ -114,7 +114,7 @@ def _runner_running(launcher_pid: int) -> bool:
     for entry in Path("/proc").iterdir():
         try:
             command = (entry / "cmdline").read_bytes() if entry.name.isdigit() else b""
-            if not any(name in command for name in (b"gpucost_mlflow.execution.runner", b"execution.forkserver\0client")):
+            if not any(name in command for name in (b"gpucost_mlflow.execution.runner", b"starter_client.py")):
                 continue  # the child, or the fork server's client that stands for it (tests/conftest.py)
             parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
         except (OSError, ValueError, IndexError):
