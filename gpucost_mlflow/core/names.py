@@ -32,6 +32,7 @@ UTILISATION = (USEFUL_FLOP_PER_S, PADDED_FLOP_PER_S, MFU_USEFUL, MFU_PADDED, PAD
 # Throughputs of an accepted pass a user can sort and chart.
 INPUTS_PER_S = "inputs_per_s"
 TOKENS_PER_S = "tokens_per_s"
+TOKENS_REAL = "tokens_real"  # one corpus's real (unpadded) tokens, where FLOPs were counted
 # What the judge counts of a pass's ids, and how far a failed pass got.
 EXPECTED_IDS = "expected_ids"
 OBSERVED_IDS = "observed_ids"

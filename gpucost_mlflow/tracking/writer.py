@@ -16,7 +16,7 @@ from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.core.judging.status import Status
-from gpucost_mlflow.core.names import COMPLETED_ENTRIES, PASS_S, STEADY_LAP_S, shown, split_step
+from gpucost_mlflow.core.names import COMPLETED_ENTRIES, PASS_S, STEADY_LAP_S, TOKENS_REAL, shown, split_step
 from gpucost_mlflow.tracking import descriptions, heartbeat, limits, schema
 
 
@@ -66,8 +66,8 @@ def throughput(metrics: dict) -> tuple[dict[str, float], dict[str, str]]:
     rates, missing = {}, {}
     if metrics.get(COMPLETED_ENTRIES) is not None:
         rates[schema.INPUTS_PER_S] = metrics[COMPLETED_ENTRIES] / pass_s
-    if metrics.get("tokens_real") is not None:
-        rates[schema.TOKENS_PER_S] = metrics["tokens_real"] / pass_s
+    if metrics.get(TOKENS_REAL) is not None:
+        rates[schema.TOKENS_PER_S] = metrics[TOKENS_REAL] / pass_s
     else:
         missing[schema.TOKENS_PER_S] = "real token count not recorded (FLOPs not counted for this model)"
     return rates, missing

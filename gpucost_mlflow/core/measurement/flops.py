@@ -18,6 +18,7 @@ from gpucost_mlflow.core.names import (
     PADDED_FLOP_PER_S,
     PADDING_SHARE,
     PEAK_FLOP_PER_S,
+    TOKENS_REAL,
     USEFUL_FLOP_PER_S,
 )
 
@@ -44,7 +45,7 @@ def rates(flops: FlopCount, seconds: float, peak_flop_per_s: float | None) -> di
     metrics = {
         "flops_useful": float(flops.useful),
         "flops_padded": float(flops.padded),
-        "tokens_real": float(flops.real_tokens),
+        TOKENS_REAL: float(flops.real_tokens),
         "tokens_padded": float(flops.padded_tokens),
         PADDING_SHARE: flops.padding_share,
     }

@@ -24,6 +24,7 @@ from gpucost_mlflow.core.names import (
     PEAK_FLOP_PER_S,
     TOKENS_GENERATED,
     TOKENS_PROMPT,
+    TOKENS_REAL,
     USEFUL_FLOP_PER_S,
 )
 
@@ -33,7 +34,7 @@ START = ("lanes load and warm up apart (each on the first inputs of its own slic
          "passes together")
 STAGES = "load_s, warmup_s: the slowest lane's (the pass waits for it); export_s: the slowest lane's plus the merge"
 
-SUMMED = ("flops_useful", "flops_padded", "tokens_real", "tokens_padded", "energy_j", TOKENS_PROMPT, TOKENS_GENERATED,
+SUMMED = ("flops_useful", "flops_padded", TOKENS_REAL, "tokens_padded", "energy_j", TOKENS_PROMPT, TOKENS_GENERATED,
           "flops_prefill_useful", "flops_prefill_padded", "flops_decode_useful", "flops_decode_padded")
 LARGEST = ("device_event_s",)  # each lane's device time inside its own clock: the longest is the cross-check
 AGREED = ("device_sm_clock_mhz_at_start", "device_memory_clock_mhz_at_start", "device_power_limit_w")

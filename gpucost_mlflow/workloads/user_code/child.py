@@ -31,7 +31,7 @@ from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.kinds.base import Work
 from gpucost_mlflow.core.kinds.settings import Settings
-from gpucost_mlflow.core.names import MFU_PADDED, MFU_USEFUL, USEFUL_FLOP_PER_S
+from gpucost_mlflow.core.names import MFU_PADDED, MFU_USEFUL, TOKENS_REAL, USEFUL_FLOP_PER_S
 from gpucost_mlflow.execution.batching import batches, each_batch
 
 UNKNOWN_FLOPS = "FLOPs unknown for user code"
@@ -186,7 +186,7 @@ def utilisation(module, tokenizer, settings: Settings, device, outputs: UserOutp
     if isinstance(total, bool) or not isinstance(total, (int, float)) or not math.isfinite(total) or total < 0:
         return {"missing_measurements": {key: f"{UNKNOWN_FLOPS}: flops() returned {total!r}, not a FLOP count"[:300]
                                          for key in keys}}
-    metrics = {"flops_useful": float(total), "tokens_real": float(sum(map(sum, counts)))}
+    metrics = {"flops_useful": float(total), TOKENS_REAL: float(sum(map(sum, counts)))}
     missing = {MFU_PADDED: "padding FLOPs unknown for user code (flops() counts the work it declares)"}
     found, why = peak.lookup(device, peak.precision_of(settings))
     if pass_s > 0:
