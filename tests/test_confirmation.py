@@ -39,6 +39,26 @@ def test_a_rate_within_or_above_the_measured_spread_with_quality_held_is_confirm
 
 
 @pytest.mark.unit
+def test_the_rate_is_read_in_real_tokens_where_both_sides_counted_them():
+    """The confirmation corpus holds other texts: 44 tokens an input against the comparison's 40. Its 82.6 inputs/s
+    is below the slowest lap's 83.3, yet per token it ran within the spread (3,333-4,000 tokens/s): the plan sized
+    on the comparison's mix still covers the work. Per token slower than the slowest lap, it did not hold."""
+    def longer(corpus_s):
+        return ConfirmationRun("r1", Status.ACCEPTED, "every check passed", 2000, corpus_s, 660.0, tokens=88_000)
+
+    held = confirm(DURATIONS, 1000, [longer(24.2)], 600, tokens_per_pass=40_000)
+    assert held.verdict == CONFIRMED
+    assert held.figures == ("3,636 tokens/s (82.6 inputs/s): 27 repetitions of 2,000 confirmation inputs in 660 s "
+                            "(benchmark steady laps 3,333-4,000 tokens/s); quality held")
+    assert held.runs[0].unit == "tokens/s" and held.runs[0].against_slowest == pytest.approx(3636.36 / 3333.33, 1e-4)
+    slowed = confirm(DURATIONS, 1000, [longer(27.0)], 600, tokens_per_pass=40_000)
+    assert slowed.verdict == NOT_CONFIRMED and slowed.figures.startswith("3,259 tokens/s (74.1 inputs/s): ")
+    assert "below the slowest benchmark pass (benchmark steady laps 3,333-4,000 tokens/s)" in slowed.figures
+    # without the benchmark passes' tokens (or the run's), inputs per second as before
+    assert confirm(DURATIONS, 1000, [longer(24.2)], 600).verdict == NOT_CONFIRMED
+
+
+@pytest.mark.unit
 @pytest.mark.parametrize("run, says", [
     (_run(pass_s=13.0), ("76.9 inputs/s: 25 repetitions of 2,000 confirmation inputs in 660 s, below the slowest "
                          "benchmark pass (benchmark steady laps 83.3-100.0 inputs/s); quality held")),

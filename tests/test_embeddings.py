@@ -274,9 +274,10 @@ def test_an_embeddings_campaign_rejudges_bf16_by_cosine_and_the_report_decides(s
     verdicts = [line for line in said if line.startswith("embed-batch8")]
     expected = {}
     for verdict in verdicts:  # its one outcome, the rule's for the figures it shows: its rate against the slowest pass
-        found = re.search(r"^(embed-batch8(?:-bf16)?) on .*?: (confirmed|not confirmed) \(([0-9,.]+) inputs/s: "
-                          r"[0-9,]+ repetitions? of 30 confirmation inputs in [0-9,.]+ s.*\(benchmark steady laps "
-                          r"([0-9,.]+)-[0-9,.]+ inputs/s\); quality held", verdict)
+        # in real tokens per second: the embedding passes count their input tokens (docs/costs.md, "Confirmation")
+        found = re.search(r"^(embed-batch8(?:-bf16)?) on .*?: (confirmed|not confirmed) \(([0-9,.]+) tokens/s "
+                          r"\([0-9,.]+ inputs/s\): [0-9,]+ repetitions? of 30 confirmation inputs in [0-9,.]+ s.*"
+                          r"\(benchmark steady laps ([0-9,.]+)-[0-9,.]+ tokens/s\); quality held", verdict)
         assert found, "\n".join(said)
         rate, slowest = (float(found.group(i).replace(",", "")) for i in (3, 4))
         expected[found.group(1)] = "confirmed" if rate >= slowest else "not confirmed"

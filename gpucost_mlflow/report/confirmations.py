@@ -10,8 +10,8 @@ import pandas as pd
 from gpucost_mlflow.core.inputs.identity import Identity
 from gpucost_mlflow.core.measurement.confirmation import Confirmation, ConfirmationRun, confirm
 from gpucost_mlflow.core.money.decision import Assessment, Configuration
-from gpucost_mlflow.core.names import EXPECTED_IDS, MEASURED_TOTAL_S, PASS_S, REPETITIONS, STEADY_LAP_S
-from gpucost_mlflow.report.measured import ReportAttempts, at_each_seed
+from gpucost_mlflow.core.names import EXPECTED_IDS, MEASURED_TOTAL_S, PASS_S, REPETITIONS, STEADY_LAP_S, TOKENS_INPUT
+from gpucost_mlflow.report.measured import ReportAttempts, at_each_seed, median_of
 from gpucost_mlflow.report.versus_reference import flips_text
 from gpucost_mlflow.tracking.schema import CONFIRMATION_ROLE
 
@@ -39,14 +39,15 @@ def runs_of(measured: ReportAttempts, config: Configuration) -> list[Confirmatio
     rows = measured.table.iloc[positions].sort_values("start_time")
     total = rows[MEASURED_TOTAL_S] if MEASURED_TOTAL_S in rows else rows[PASS_S]
     counts = rows[REPETITIONS] if REPETITIONS in rows else pd.Series([None] * len(rows), index=rows.index)
+    tokens = rows[TOKENS_INPUT] if TOKENS_INPUT in rows else pd.Series([None] * len(rows), index=rows.index)
     # its rate at the steady lap, as the benchmark passes it is compared with are read (before steady laps: pass_s)
     corpus_s = rows[STEADY_LAP_S].fillna(rows[PASS_S]) if STEADY_LAP_S in rows else rows[PASS_S]
     return [ConfirmationRun(row.run_id, str(row.status), str(row.reason or ""),
                             int(row.expected) if _number(row.expected) else None, _number(one),
                             _number(total_s) if _number(total_s) is not None else _number(row.pass_s),
-                            int(count) if _number(count) else None)
-            for row, one, total_s, count in zip(rows.assign(expected=rows[EXPECTED_IDS]).itertuples(index=False),
-                                                corpus_s, total, counts)]
+                            int(count) if _number(count) else None, _number(real))
+            for row, one, total_s, count, real in zip(rows.assign(expected=rows[EXPECTED_IDS]).itertuples(index=False),
+                                                      corpus_s, total, counts, tokens)]
 
 
 HELD = "; quality held"  # how core/measurement/confirmation.py says a run's quality held
@@ -79,7 +80,9 @@ def verdicts(measured: ReportAttempts, chosen: list[Assessment], inputs_per_pass
              ) -> dict[str, Confirmation]:
     """Each chosen configuration's confirmation verdict, by its name, with the answers its runs changed."""
     found = {a.configuration.name: confirm(a.configuration.durations.values, inputs_per_pass,
-                                           runs_of(measured, a.configuration), min_s) for a in chosen}
+                                           runs_of(measured, a.configuration), min_s,
+                                           median_of(measured.attempts_of(a.configuration), TOKENS_INPUT))
+             for a in chosen}
     changed = _changed(measured, {run.run_id for verdict in found.values() for run in verdict.runs})
     return {name: _with_flips(verdict, changed) for name, verdict in found.items()}
 

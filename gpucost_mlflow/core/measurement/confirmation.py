@@ -3,8 +3,9 @@
 `gpucost confirm` runs the chosen configuration on a disjoint confirmation corpus, its clock repeating the corpus for
 at least the protocol's `confirmation.min_s`, judged by the same bars. A run holds when quality held and the rate over
 that whole run stayed within the configuration's measured spread or above it: at least the slowest benchmark pass's
-inputs per second, the rate its committed plan is sized at. Slower than that, the plan committed at the slowest pass
-would not cover the work.
+rate, the rate its committed plan is sized at. Slower than that, the plan committed at the slowest pass would not cover
+the work. The rate is counted in real tokens per second where both sides recorded their tokens: the confirmation
+corpus holds other texts, so the same per-token speed gives another rate in inputs, and inputs per second elsewhere.
 
 Every confirmation run counts, whoever started it (`gpucost confirm` or `gpucost pass --role confirmation` by hand):
 the choice is confirmed only when every one of its runs held, so a run that did not hold is never retried away by a
@@ -42,19 +43,21 @@ class ConfirmationRun:
     pass_s: float | None
     measured_s: float | None
     repetitions: int | None = None
+    tokens: float | None = None  # the real (unpadded) input tokens of one corpus (tokens_input), where counted
 
 
 @dataclass(frozen=True)
 class RunOutcome:
     """What one confirmation run says: confirmed, not confirmed, not yet, excluded or not counted, with its figures
-    and its rate (inputs per second) where it recorded one."""
+    and its rate (in unit: tokens or inputs per second) where it recorded one."""
 
     run_id: str
     outcome: str
     figures: str
     rate: float | None = None
     measured_s: float | None = None  # the seconds its clock ran, where it gave a rate
-    slowest: float | None = None  # the slowest benchmark pass's rate it was compared with (inputs per second)
+    slowest: float | None = None  # the slowest benchmark pass's rate it was compared with, in the same unit
+    unit: str = "inputs/s"
 
     @property
     def against_slowest(self) -> float | None:
@@ -92,7 +95,9 @@ class Confirmation:
 
 
 def _number(rate: float) -> str:
-    """A rate with the digits it has: 90.9, 1,234.5, 0.0188."""
+    """A rate with the digits it has: 10,341, 90.9, 0.0188."""
+    if rate >= 1000:
+        return f"{rate:,.0f}"
     return f"{rate:,.1f}" if rate >= 1 else f"{rate:.3g}"
 
 
@@ -106,8 +111,10 @@ def timed(run: ConfirmationRun) -> str:
     return f"{count:,} repetition{'' if count == 1 else 's'} of {run.inputs:,} confirmation inputs in {seconds} s"
 
 
-def outcome(run: ConfirmationRun, durations: Sequence[float], inputs_per_pass: int, min_s: float) -> RunOutcome:
-    """One run's outcome against the benchmark passes' durations (one corpus of inputs_per_pass inputs each)."""
+def outcome(run: ConfirmationRun, durations: Sequence[float], inputs_per_pass: int, min_s: float,
+            tokens_per_pass: float | None = None) -> RunOutcome:
+    """One run's outcome against the benchmark passes' durations (one corpus of inputs_per_pass inputs, and of
+    tokens_per_pass real tokens where they were counted, each)."""
     if run.status == Status.EXCLUDED:
         return RunOutcome(run.run_id, EXCLUDED, run.reason or "no cause recorded")
     if interrupted(run.status, run.reason):
@@ -124,14 +131,18 @@ def outcome(run: ConfirmationRun, durations: Sequence[float], inputs_per_pass: i
         return RunOutcome(run.run_id, NOT_CONFIRMED, "the confirmation run recorded no rate")
     if not durations:
         return RunOutcome(run.run_id, NOT_YET, "no benchmark duration to compare its rate with")
-    held = run.inputs / run.pass_s
-    slowest, fastest = inputs_per_pass / max(durations), inputs_per_pass / min(durations)
-    spread = f"benchmark {STEADY_LAP}s {_number(slowest)}-{_number(fastest)} inputs/s"
-    over = f"{_number(held)} inputs/s: {timed(run)}"
+    per_token = bool(run.tokens and tokens_per_pass)
+    unit = "tokens/s" if per_token else "inputs/s"
+    run_work, pass_work = (run.tokens, tokens_per_pass) if per_token else (run.inputs, inputs_per_pass)
+    held = run_work / run.pass_s
+    slowest, fastest = pass_work / max(durations), pass_work / min(durations)
+    spread = f"benchmark {STEADY_LAP}s {_number(slowest)}-{_number(fastest)} {unit}"
+    inputs = f" ({_number(run.inputs / run.pass_s)} inputs/s)" if per_token else ""
+    over = f"{_number(held)} {unit}{inputs}: {timed(run)}"
     if held < slowest:
         return RunOutcome(run.run_id, NOT_CONFIRMED, f"{over}, below the slowest benchmark pass ({spread}); quality "
-                                                     "held", held, run.measured_s, slowest)
-    return RunOutcome(run.run_id, CONFIRMED, f"{over} ({spread}); quality held", held, run.measured_s, slowest)
+                                                     "held", held, run.measured_s, slowest, unit)
+    return RunOutcome(run.run_id, CONFIRMED, f"{over} ({spread}); quality held", held, run.measured_s, slowest, unit)
 
 
 def _set_aside(outcomes: Sequence[RunOutcome]) -> str:
@@ -144,10 +155,10 @@ def _set_aside(outcomes: Sequence[RunOutcome]) -> str:
 
 
 def confirm(durations: Sequence[float], inputs_per_pass: int, runs: Sequence[ConfirmationRun],
-            min_s: float) -> Confirmation:
+            min_s: float, tokens_per_pass: float | None = None) -> Confirmation:
     """The verdict over every confirmation run (oldest first): not confirmed when any counted run did not hold, not
     yet while one waits or none was counted, confirmed when every counted run held (its figures: the slowest)."""
-    outcomes = tuple(outcome(run, durations, inputs_per_pass, min_s) for run in runs)
+    outcomes = tuple(outcome(run, durations, inputs_per_pass, min_s, tokens_per_pass) for run in runs)
     counted = [o for o in outcomes if o.counted]
     aside = _set_aside(outcomes)
     if not counted:
@@ -159,6 +170,6 @@ def confirm(durations: Sequence[float], inputs_per_pass: int, runs: Sequence[Con
     waiting = [o for o in counted if o.outcome == NOT_YET]
     if waiting:
         return Confirmation(NOT_YET, f"{waiting[0].figures}{aside}", waiting[0].run_id, outcomes)
-    slowest = min(counted, key=lambda o: o.rate or 0.0)
+    slowest = min(counted, key=lambda o: o.against_slowest or 0.0)
     tally = f"; all {len(counted)} confirmation runs held, the slowest shown" if len(counted) > 1 else ""
     return Confirmation(CONFIRMED, f"{slowest.figures}{tally}{aside}", slowest.run_id, outcomes)
