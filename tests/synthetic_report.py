@@ -8,6 +8,7 @@ from decimal import Decimal
 
 import pandas as pd
 
+from gpucost_mlflow.core.inputs.protocol_sections import PlanAssumptions
 from gpucost_mlflow.core.measurement.stats import Durations, separate
 from gpucost_mlflow.core.measurement.timeline import Span
 from gpucost_mlflow.core.money.billing import HourlyTerms
@@ -94,7 +95,7 @@ def synthetic_report(passes_per_variant: int | None = 5, figures: bool = True) -
         attempts=attempts, summaries=summaries,
         separations=[("batch on NVIDIA GeForce RTX 4090", separate("batch8", fast.durations.values, "batch1",
                                                                    slow.durations.values))],
-        decided=decided, deadline="2025-03-10T00:00:00", plan=plan,
+        decided=decided, deadline="2025-03-10T00:00:00", plan=PlanAssumptions.from_record(plan),
         figures=plots.for_report(summaries, decided) if figures else {},
         passes_per_variant=passes_per_variant, experiment_id="7",
     )
@@ -161,6 +162,7 @@ def decided_report(expected: int = 2000, deadline_h: float = 20.0, changed: dict
                                             "before the deadline?",
         protocol_digest="fedcba9876543210" * 4, catalog="example (catalog/this-machine.csv)",
         decision=decided.note, warnings=[], attempts=pd.DataFrame(rows),
-        summaries=summaries, separations=[], decided=decided, deadline=deadline.isoformat(), plan=plan,
+        summaries=summaries, separations=[], decided=decided, deadline=deadline.isoformat(),
+        plan=PlanAssumptions.from_record(plan),
         figures=plots.for_report(summaries, decided) if figures else {}, example_prices=True,
         passes_per_variant=5, experiment_id="3")

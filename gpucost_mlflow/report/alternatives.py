@@ -41,7 +41,7 @@ def endpoint_lines(protocol: Protocol, today: dt.date, allow_stale: bool = False
     if not declared:
         return []
     lines = []
-    for e in load_endpoints(Path(declared["catalog"]), declared["endpoints"]):
+    for e in load_endpoints(Path(declared.catalog), list(declared.endpoints)):
         age = (today - e.as_of).days
         stale = (f"; stale price ({age} days > max_price_age_days {protocol.max_price_age_days})"
                  if protocol.max_price_age_days is not None and age > protocol.max_price_age_days and not allow_stale

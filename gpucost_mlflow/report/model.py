@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # annotations only: importing plots would load matplotlib for
 
     import pandas as pd
 
+    from gpucost_mlflow.core.inputs.protocol_sections import PlanAssumptions
     from gpucost_mlflow.core.measurement.confirmation import Confirmation
     from gpucost_mlflow.core.measurement.stats import Separation
     from gpucost_mlflow.core.money.choice import Choice
@@ -38,7 +39,7 @@ class Report:
     separations: list[tuple[str, Separation]]
     decided: Decision  # what the report decided, made once (report/deciding.py): every writer reads it, none decides
     deadline: str
-    plan: dict | None
+    plan: PlanAssumptions | None
     figures: dict[str, Figure] = field(default_factory=dict)  # by key: cost_volume, durations, memory (plots.py)
     overhead: tuple = (None, 0, 0)  # harness overhead per pass (s) by the campaigns' figure, attempts, campaigns
     other_costs: tuple = ()

@@ -279,19 +279,19 @@ def plan_text(report: Report) -> str:
     if p is None:
         return ("No plan declared in the protocol: no forecast, so no window to cover and nothing priced "
                 "(no plan: no forecast).")
-    start = p["start"].isoformat() if p.get("start") else "not declared"
+    start = p.start.isoformat() if p.start else "not declared"
     if report.start_at_report:
         start += (" (plan.start: at_report: the moment this report was read; the deadline is the declared hours "
                   "after it)")
-    elif p.get("start") and report.read_at and p["start"] < like(report.read_at, p["start"]):
+    elif p.start and report.read_at and p.start < like(report.read_at, p.start):
         start += (f" (past: this report was read at {report.read_at.isoformat()}; the window still runs from the "
                   "declared start, as pre-registered, so the deadline is checked against the plan; the card also "
                   "gives the end and the volume that fits from now)")
-    return (f"Forecast, not a measurement, and never counted as accepted deliverables: window = {p['setup_hours']:g} h "
-            f"setup + {p['waiting_hours']:g} h declared waiting + every benchmark attempt run on the device on the "
+    return (f"Forecast, not a measurement, and never counted as accepted deliverables: window = {p.setup_hours:g} h "
+            f"setup + {p.waiting_hours:g} h declared waiting + every benchmark attempt run on the device on the "
             "real schedule (the union of their run wall times per host: attempts run side by side on one lot's GPUs "
             "count once; failed, rejected and excluded attempts included; the plain sum is shown beside it) + "
-            f"(children + {p['planned_restarts']} planned restarts) x (median load + warm-up), one child per "
+            f"(children + {p.planned_restarts} planned restarts) x (median load + warm-up), one child per "
             "deliverables.per_child corpora (all when not declared; lanes: one per corpus, as `gpucost deliver` runs "
             "them) + a deliverables audit per corpus under deliverables.audit (the reference variant's child) + "
             "expected deliverables x (median pass + evaluation + export), one deliverable after another unless the "

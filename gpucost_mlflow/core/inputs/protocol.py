@@ -67,7 +67,7 @@ class Protocol:
     # each pass idles this long after loading, before warm-up: idle power where a counter exists
     cooldown_s: float = 0.0
     min_utilisation: float = 0.5  # the pass's device busy less than this share of the measured part: starved
-    alternatives: dict | None = None  # hosted endpoints priced beside the rental: catalog, endpoints, tokens per input
+    alternatives: sections.Alternatives | None = None  # hosted endpoints priced beside the rental (not judged)
     corpus_slice_of: str = ""  # corpus.slice_of: corpus.file is `gpucost corpus slice` of this corpus ("" if none)
     corpus_fingerprint: str = ""  # corpus.fingerprint: the only corpus a benchmark pass may run on ("" if not declared)
     confidence: float = 0.95  # the separation test's confidence (core/measurement/stats.py)

@@ -64,6 +64,16 @@ class PlanAssumptions(Keyed, Record):
     planned_restarts: int = 0
 
 
+@dataclass(frozen=True)
+class Alternatives(Keyed, Record):
+    """`alternatives:` the hosted endpoints' catalog of `api` rows, the endpoints it names (all of the file when
+    none) and the output tokens per input for an output that generates none."""
+
+    catalog: str
+    endpoints: tuple[str, ...] = ()
+    output_tokens_per_input: float | None = None
+
+
 class ConfirmationRule(NamedTuple):
     """`confirmation:` the confirmation corpus ('' for confirmation.jsonl beside the comparison corpus) and the
     seconds `gpucost confirm` runs the chosen configuration on it at least."""
@@ -113,7 +123,7 @@ def interval(path: Path, value) -> float:
     return float(value)
 
 
-def alternatives(path: Path, value) -> dict | None:
+def alternatives(path: Path, value) -> Alternatives | None:
     """`alternatives:` the hosted endpoints the report prices the same deliverables through: a catalog of `api` rows
     (relative to the protocol's folder), the endpoints named (provider/model; all of the file when absent), and the
     output tokens per input for an output that generates none (labels: the label word)."""
@@ -130,8 +140,8 @@ def alternatives(path: Path, value) -> dict | None:
                                or not math.isfinite(tokens)):
         raise GpucostError(f"{path}: field 'alternatives.output_tokens_per_input' must be a number > 0, got {tokens!r}")
     catalog = Path(value["catalog"])
-    return {"catalog": str(catalog if catalog.is_absolute() else path.parent / catalog), "endpoints": list(endpoints),
-            "output_tokens_per_input": float(tokens) if tokens is not None else None}
+    return Alternatives(str(catalog if catalog.is_absolute() else path.parent / catalog), tuple(endpoints),
+                        float(tokens) if tokens is not None else None)
 
 
 def spread_ratio(path: Path, value) -> float:
