@@ -22,11 +22,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from gpucost_mlflow.core.inputs.manifest import Warmup
 from gpucost_mlflow.core.measurement.repetitions import SETUP_IN_RATE
 from gpucost_mlflow.core.names import DISTINCT_SHAPES, PASS_S, SHAPE_SETUP_S, STEADY_LAP_S
 from gpucost_mlflow.report import seeded
 from gpucost_mlflow.report.configurations import configurations
 from gpucost_mlflow.report.measured import ReportAttempts
+from gpucost_mlflow.tracking import schema
 from gpucost_mlflow.tracking.attempts_table import frame
 from gpucost_mlflow.tracking.reader import attempts_of
 from gpucost_mlflow.tracking.run_records import RunRecord
@@ -135,13 +137,12 @@ def test_each_shipped_variants_settings_read_back_from_its_params_as_written():
 
     from gpucost_mlflow.core.inputs.variants import load_variants
     from gpucost_mlflow.core.kinds import registry
-    from gpucost_mlflow.tracking import schema
 
     root = Path(__file__).resolve().parents[1]
     for variant in load_variants(root / "projects" / "variants.yaml").values():
         settings = variant.settings
         manifest = SimpleNamespace(settings=settings, model=SimpleNamespace(revision="r", tokenizer_revision="t"),
-                                   corpus=SimpleNamespace(order_digest="d"), warmup={"inputs": 32, "passes": 1},
+                                   corpus=SimpleNamespace(order_digest="d"), warmup=Warmup(32, 1),
                                    seeds=SimpleNamespace(record=lambda: {"torch": 0}), stack={})
         params = schema.params_from_manifest(manifest)
         record = registry.of_settings(settings).settings_record()
@@ -149,3 +150,67 @@ def test_each_shipped_variants_settings_read_back_from_its_params_as_written():
     assert schema.settings_from_params({"setting.batch_size": "8"}) is None  # part of a record: not a whole one
     assert schema.settings_record({"setting.batch_size": "8", "setting.compile": "False"}) == \
         {"batch_size": 8, "compile": False}
+
+
+def _manifest(variant, warmup):
+    """A pass's manifest as the launcher makes it (flow/preparation.py), for a shipped variant."""
+    from gpucost_mlflow.core.inputs.manifest import CorpusRecord, Manifest, ModelRecord, PassPlace, Seeds, Stack
+    from gpucost_mlflow.core.kinds.workload import EngineRecord, WorkloadRecord
+
+    settings = variant.settings
+    return Manifest(
+        run=PassPlace(variant.name, role="benchmark"), settings=settings,
+        corpus=CorpusRecord("corpus.jsonl", "f" * 64, "c" * 64, "o" * 64, 30),
+        model=ModelRecord("model", "m" * 40, "t" * 40), stack=Stack(device_names=["cpu"], backend="cpu", driver="d1"),
+        code={}, dependencies={}, warmup=warmup, seeds=Seeds(7, True, False, False, False), protocol_digest="p" * 64,
+        protocol_path="protocol.yaml",
+        workload=WorkloadRecord(settings.workload, settings.workload, "labels", EngineRecord(settings.engine, "1")))
+
+
+def test_a_pass_reads_back_with_the_settings_warm_up_tokenizer_and_corpus_order_it_wrote(store):
+    """Written as the launcher writes it (its params from its manifest, its start tags and facts in one batch), a
+    pass comes back typed: the kind's settings, the warm-up as the manifest's own record, the tokenizer revision and
+    the corpus order; those params made again from what was read are the params written."""
+    from types import SimpleNamespace
+
+    from mlflow.tracking import MlflowClient
+
+    from gpucost_mlflow.core.inputs.variants import load_variants
+    from gpucost_mlflow.tracking import pass_run, reader, writer
+    from gpucost_mlflow.tracking.experiments import Experiment
+
+    client = MlflowClient()
+    experiment = Experiment(client.create_experiment("written"), "written")
+    root = Path(__file__).resolve().parents[1]
+    warmup = Warmup(32, 1, "the first inputs", "none")
+    written = {}
+    shipped = load_variants(root / "projects" / "variants.yaml").values()
+    each = {(v.settings.workload, v.settings.engine): v for v in shipped}  # one variant of each workload and engine
+    for variant in each.values():
+        manifest = _manifest(variant, warmup)
+        run_id = client.create_run(experiment.id).info.run_id
+        tags = writer.start_tags(role="benchmark", variant=variant.name, basis=writer.Basis("cpu", "cpu", "c" * 64,
+                                                                                            "p" * 64))
+        params = schema.params_from_manifest(manifest)
+        dataset = pass_run.dataset_fields([{"id": "1", "text": "a"}], manifest.corpus.path, "c" * 16)
+        pass_run.record_start(client, run_id, params, tags, [], dataset)
+        written[run_id] = (manifest, params)
+    found = reader.attempts(client, experiment)
+    assert {a.run_id for a in found} == set(written)
+    for attempt in found:
+        manifest, params = written[attempt.run_id]
+        assert attempt.settings == manifest.settings
+        assert attempt.warmup == Warmup(32, 1)  # what its params hold of it: the inputs and passes
+        assert (attempt.tokenizer_revision, attempt.corpus_order) == ("t" * 40, "o" * 64)
+        again = SimpleNamespace(settings=attempt.settings, warmup=attempt.warmup, seeds=manifest.seeds,
+                                model=SimpleNamespace(revision=attempt.identity.model_revision,
+                                                      tokenizer_revision=attempt.tokenizer_revision),
+                                corpus=SimpleNamespace(order_digest=attempt.corpus_order), stack=manifest.stack)
+        assert schema.params_from_manifest(again) == params
+
+
+def test_a_pass_recorded_before_a_param_reads_it_empty():
+    records, now = _recorded()
+    old = [a for a in attempts_of(records, now) if not a.tokenizer_revision]
+    assert old and all(a.warmup == Warmup() and a.corpus_order == "" for a in old)
+    assert schema.warmup_from_params({"warmup.inputs": "32"}) == Warmup(inputs=32)

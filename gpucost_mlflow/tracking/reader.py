@@ -125,7 +125,10 @@ def _read(run: RunRecord, now: dt.datetime | None, exported: dict[str, str]) -> 
     found = Attempt(
         run_id=run.run_id, identity=identity,
         place=Place(*[tags.get(key, "") for key in PLACE]),
-        settings=settings, recorded_settings=recorded_settings, timings=RunTimes(run.start_time, run.end_time),
+        settings=settings, recorded_settings=recorded_settings,
+        tokenizer_revision=params.get(schema.TOKENIZER_REVISION, ""), warmup=schema.warmup_from_params(params),
+        corpus_order=params.get(schema.CORPUS_ORDER_DIGEST, ""),
+        timings=RunTimes(run.start_time, run.end_time),
         verdict=_verdict(tags.get(schema.QUALITY_VERDICT, ""), tags.get(schema.CORPUS_ACCEPTED, "true"),
                          tags.get(schema.CHECKS)) if schema.CHECKS in tags else
         RecordedVerdict(tags.get(schema.QUALITY_VERDICT, ""), (), ids_matched(tags), compared_with_reference(tags),

@@ -1,7 +1,7 @@
 """A pass read back as it was written (`Recorded`: its place, the kind's settings, its configuration's identity, its
-run's times, its verdict with its checks, its facts, and its metrics, the one open part), and an attempt: that
-record with its status as read (`Attempt`). The attempts table is a view of attempts (`Attempt.row`, the columns of
-tracking/attempts_table.py). No MLflow here: tracking/reader.py reads the runs into these.
+tokenizer, corpus order and warm-up, its run's times, its verdict with its checks, its facts, and its metrics, the one
+open part), and an attempt: that record with its status as read (`Attempt`). The attempts table is a view of attempts
+(`Attempt.row`, the columns of tracking/attempts_table.py). No MLflow here: tracking/reader.py reads runs into these.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from gpucost_mlflow.core.inputs.identity import Identity
+from gpucost_mlflow.core.inputs.manifest import Warmup
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.judging.verdicts import Check
 from gpucost_mlflow.core.kinds.settings import Settings
@@ -93,13 +94,18 @@ class Facts:
 @dataclass(frozen=True)
 class Recorded:
     """One pass as written: `settings` is the kind's record where the params hold a whole one (`recorded_settings`:
-    what they hold, typed, on any pass); `metrics` the pass's metrics by name (a missing one is absent)."""
+    what they hold, typed, on any pass); its tokenizer's revision, its corpus's order digest and its warm-up as its
+    params hold them (tracking/schema.py `params_from_manifest`; '' and None where not recorded); `metrics` the
+    pass's metrics by name (a missing one is absent)."""
 
     run_id: str
     identity: Identity
     place: Place = Place()
     settings: Settings | None = None
     recorded_settings: Mapping[str, Any] = field(default_factory=_empty)
+    tokenizer_revision: str = ""
+    corpus_order: str = ""
+    warmup: Warmup = field(default_factory=Warmup)
     timings: RunTimes = RunTimes()
     verdict: RecordedVerdict = RecordedVerdict()
     facts: Facts = Facts()

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from gpucost_mlflow.core import names
 from gpucost_mlflow.core.errors import GpucostError
-from gpucost_mlflow.core.inputs.manifest import Manifest
+from gpucost_mlflow.core.inputs.manifest import Manifest, Warmup
 from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.core.kinds.endpoint import Endpoint
 from gpucost_mlflow.core.kinds.settings import Settings
@@ -66,8 +66,7 @@ DELIVERY_OUTPUTS = "gpucost.delivery.outputs"  # its outputs' folder in the flee
 DELIVERY_HELD = "gpucost.delivery.held"
 DELIVERY_FLEET = "gpucost.delivery.fleet"
 # On the fleet run, per GPU type, once its job has ended: what its attempts really rented (core/fleet/realized.py),
-# the metric realized_<gpu>_<currency> (realized_a10g_usd) beside the tags gpucost.fleet.<GPU>.realized
-# and .realized_line.
+# the metric realized_<gpu>_<currency> (realized_a10g_usd) beside the tags gpucost.fleet.<GPU>.realized[_line].
 REALIZED = "realized"
 LAUNCHER = "gpucost.launcher"
 HOST = "gpucost.host"
@@ -77,10 +76,9 @@ HEARTBEAT = "gpucost.heartbeat"
 HEARTBEAT_INTERVAL = "gpucost.heartbeat_interval_s"
 SYSTEM_METRICS_INTERVAL = "gpucost.system_metrics_interval_s"  # MLflow's system/... metrics sampled at this interval
 HARNESS_OVERHEAD = "harness_overhead_s_per_pass"  # campaign metric: wall time outside the timed parts, per pass
-# The price of measuring (core/campaign/measuring.py): a campaign's machine time in hours, summed over its sessions
-# and rewritten as each ends (finished, interrupted, stopped): its wall, its passes' walls, its harness (the wall
-# outside the passes' timed parts, idle included) and its idle time (inside no pass). The decision run records the
-# hours of the campaigns it read as measuring_h too.
+# The price of measuring (core/campaign/measuring.py): a campaign's machine time in hours over its sessions, rewritten
+# as each ends: its wall, its passes' walls, its harness (the wall outside the passes' timed parts, idle included) and
+# its idle time (in no pass); the decision run records its campaigns' measuring_h.
 MEASURING_HOURS = "measuring_h"
 MEASURING_PASSES_HOURS = "measuring_passes_h"
 MEASURING_HARNESS_HOURS = "measuring_harness_h"
@@ -196,10 +194,9 @@ REJUDGED = "gpucost.rejudged"
 REJUDGED_AT = "gpucost.rejudged_at"
 REJUDGED_AGAINST = "gpucost.rejudged_against"
 FIRST_STATUS = "gpucost.first_status"
-# A pass excluded for a documented external cause (`gpucost exclude`, PROTOCOL.md §6): one tag holding, as JSON, its
-# reason and note (core/judging/exclusion_reasons.py) and the cause line they make, who and when (UTC), and the status
-# and reason it had before, which `--undo` restores; undo leaves one trace in it. Passes excluded before it carry the
-# six tags after it (tracking/exclusions.py reads both).
+# A pass excluded for a documented external cause (`gpucost exclude`, PROTOCOL.md §6): one JSON tag of its reason and
+# note (core/judging/exclusion_reasons.py), the cause line they make, who, when (UTC), and the status and reason before,
+# which `--undo` restores (leaving one trace). Passes excluded before it carry the six tags after it (exclusions.py).
 EXCLUSION = "gpucost.exclusion"
 EXCLUDED_CAUSE = "gpucost.excluded_cause"
 EXCLUDED_BY = "gpucost.excluded_by"
@@ -268,13 +265,11 @@ COST_VOLUME_FIGURE = "cost-volume.png"  # on a decision run: committed cost agai
 DURATIONS_FIGURE = "durations.png"  # on a decision run: every pass's duration per configuration
 MEMORY_FIGURE = "memory.png"  # on a decision run: peak memory per configuration and counter
 
-# The software stack that is part of a configuration's identity (PROTOCOL.md §2): params `stack.<key>`.
-# The software stack a pass ran on, part of its configuration (core/inputs/identity.py): passes before and after an
-# upgrade of torch, transformers or the engine are two configurations, never pooled.
+# Pass params (params_from_manifest): `setting.<key>`, `seed.<key>`, `stack.<key>`; the stack is part of the
+# configuration (PROTOCOL.md §2): passes before and after an upgrade of torch, transformers or the engine never pool.
 STACK_IDENTITY = ("torch_build", "cuda_runtime", "hip_runtime", "driver", "torch_version", "transformers_version",
                   "engine_version")
 STACK_RECORDED = ("gpucost_version",)  # recorded on every pass, not part of the configuration
-# Pass params (params_from_manifest): `setting.<key>` per variant setting, `seed.<key>`, `stack.<key>`.
 SETTING_PREFIX = "setting."
 ENDPOINT = names.ENDPOINT_TAG  # an endpoint pass's host, served model and server version (its configuration's identity)
 ENDPOINT_FAILED = names.ENDPOINT_FAILED_TAG
@@ -284,9 +279,7 @@ STACK_PREFIX = "stack."
 MODEL_REVISION = "model.revision"
 TOKENIZER_REVISION = "model.tokenizer_revision"
 CORPUS_ORDER_DIGEST = "corpus.order_digest"
-WARMUP_INPUTS = "warmup.inputs"
-WARMUP_PASSES = "warmup.passes"
-
+WARMUP = {"inputs": "warmup.inputs", "passes": "warmup.passes"}  # the warm-up's params by its record's field
 DATASET_CONTEXT = "comparison"
 # MLflow's own default experiment: where `mlflow run` puts a run without --experiment-name, and so gpucost's default.
 DEFAULT_EXPERIMENT = "Default"
@@ -300,21 +293,31 @@ def params_from_manifest(manifest: Manifest) -> dict[str, str]:
     params.update({f"{SETTING_PREFIX}{key}.{field}": str(inner) for key, value in settings.items()
                    if isinstance(value, dict) for field, inner in value.items()})  # setting.endpoint.base_url, ...
     params.update({MODEL_REVISION: manifest.model.revision, TOKENIZER_REVISION: manifest.model.tokenizer_revision,
-                   CORPUS_ORDER_DIGEST: manifest.corpus.order_digest, WARMUP_INPUTS: str(manifest.warmup["inputs"]),
-                   WARMUP_PASSES: str(manifest.warmup["passes"])})
+                   CORPUS_ORDER_DIGEST: manifest.corpus.order_digest,
+                   **{key: str(getattr(manifest.warmup, name)) for name, key in WARMUP.items()}})
     params.update({f"{SEED_PREFIX}{key}": str(value) for key, value in manifest.seeds.record().items()})
     params.update({f"{STACK_PREFIX}{key}": str(manifest.stack.get(key, "")) for key in STACK_IDENTITY + STACK_RECORDED})
     return params
 
 
 def settings_from_params(params: Mapping[str, str], record: type[Settings] = Settings) -> Settings | None:
-    """The inverse of `params_from_manifest` for a pass's settings: its `setting.<key>` params read back by the kind's
-    record (`record.from_record`, the write side's own); None where they hold part of a record only (a pass
-    recorded before every setting was a param), whose values `settings_record` reads."""
+    """The inverse of `params_from_manifest` for a pass's settings, read back by the kind's record's `from_record`;
+    None where they hold part of a record (a pass recorded before every setting was a param: `settings_record`)."""
     try:
         return record.from_record(settings_record(params, record))
     except (TypeError, ValueError, GpucostError):
         return None
+
+
+def warmup_from_params(params: Mapping[str, str]) -> Warmup:
+    """The inverse of `params_from_manifest` for the warm-up: its params read back by the manifest's own record
+    (`Warmup.from_record`), each a whole number; a field not recorded stays None."""
+    return _warmup(*(params.get(key) for key in WARMUP.values()))
+
+
+@functools.lru_cache(maxsize=256)
+def _warmup(*texts: str | None) -> Warmup:  # thousands of passes share a few warm-ups (frozen, so shared)
+    return Warmup.from_record({name: _typed("int", text) for name, text in zip(WARMUP, texts) if text is not None})
 
 
 def settings_record(params: Mapping[str, str], record: type[Settings] = Settings) -> dict[str, object]:
