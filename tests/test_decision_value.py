@@ -16,7 +16,8 @@ REPORT = Path(__file__).resolve().parents[1] / "gpucost_mlflow" / "report"
 READERS = ("card.py", "card_window.py", "sections.py", "plots.py", "decided.py", "decision_text.py", "render.py")
 # What decides: none of it is called while the report is written or the decision run is made.
 DECIDING = {"assess", "assess_one", "choose", "hold", "await_stage", "doubt", "device_plans", "break_evens",
-            "break_even", "priced", "steps", "decide", "made", "unpriced", "covering_plans"}
+            "break_even", "priced", "steps", "decide", "made", "unpriced", "covering_plans", "separate",
+            "repetitions_needed", "settling"}
 
 
 def test_the_report_and_the_decision_run_read_the_decision_and_never_decide_again():
@@ -49,3 +50,12 @@ def test_each_assessment_is_shown_once_as_the_tables_show_it_and_its_curve_is_wo
     curve = report.decided.curve(chosen)
     assert curve.steps is curve.steps and curve.steps[0].volume == 1  # drawn once, when first read
     assert report.decided.curve(shown["batch8-int8"]) is None  # a copy shown without a price has no curve
+
+
+def test_what_would_settle_an_undecided_choice_is_worked_out_once_and_the_card_says_it():
+    report = decided_report(changed=NOISE_PRICED, figures=False)
+    (settling,) = report.decided.settling
+    assert settling.first is report.choice.undecided[0] and settling.other is report.choice.undecided[1]
+    assert not settling.too_short and settling.needed
+    assert dict(card.lines(report))["Settle"].startswith(f"about {settling.needed} passes per configuration")
+    assert decided_report(figures=False).decided.settling == ()  # a decided choice: nothing to settle

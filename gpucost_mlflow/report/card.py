@@ -11,16 +11,11 @@ import re
 
 from gpucost_mlflow.core.inputs.plan_start import like
 from gpucost_mlflow.core.measurement.confirmation import NOT_YET
-from gpucost_mlflow.core.measurement.stats import (
-    DEFAULT_CONFIDENCE,
-    NOT_BY_PASSES,
-    TOO_SHORT_TO_TIME,
-    repetitions_needed,
-    separate,
-)
+from gpucost_mlflow.core.measurement.stats import NOT_BY_PASSES, TOO_SHORT_TO_TIME
 from gpucost_mlflow.core.money import costs, units
 from gpucost_mlflow.core.money.catalog import UNDATED
 from gpucost_mlflow.core.money.choice import NOT_HELD, NOTHING_PRICED, STAGE_OPEN, Doubt
+from gpucost_mlflow.core.money.decided import Settling
 from gpucost_mlflow.core.money.decision import NO_PLAN, Assessment
 from gpucost_mlflow.core.money.plans import Plan
 from gpucost_mlflow.report import short
@@ -152,11 +147,6 @@ def _runner_up(report: Report, names: short.Names) -> str:
     return f"{names.of(rest[0].configuration)} at {_margin(choice.chosen[0], rest[0])}"
 
 
-def _confidence(a: Assessment) -> float:
-    """The protocol's confidence for the separation test, as the assessment's rules carry it."""
-    return a.rules.confidence if a.rules else DEFAULT_CONFIDENCE
-
-
 def _reach_from_now(report: Report, a: Assessment) -> int | None:
     """The volume whose slowest-pass forecast meets the deadline when started at the report's reading (None unless
     the declared start is past and a deadline is declared)."""
@@ -238,31 +228,25 @@ def _undecided(report: Report, names: short.Names) -> list[tuple[str, str]]:
     the fastest median among them (Run), the money that depends on which is really faster (In doubt), and whether and
     how more passes would settle it (Settle)."""
     group = report.choice.undecided
-    first = group[0]
     prices = ", ".join(f"{names.of(a.configuration)} at {costs.money(a.committed, a.currency)}" for a in group)
     result = [("No decision", (f"undecided between {prices}: their durations do not separate, yet their slowest-pass "
                               "plans differ in price (PROTOCOL.md §6)"))]
     found = report.decided.doubt
     if found is not None:
         result += _rent_run_doubt(found, group, names, report.written)
-    settle = []
-    for other in group[1:]:
-        if separate(first.configuration.name, first.configuration.separated_on, other.configuration.name,
-                    other.configuration.separated_on, confidence=_confidence(first),
-                    too_short_to_time=(first.configuration.too_short, other.configuration.too_short)).decided:
-            continue
-        if first.configuration.too_short or other.configuration.too_short:
-            settle.append(f"{TOO_SHORT_TO_TIME} to separate {names.of(first.configuration)} from "
-                          f"{names.of(other.configuration)}: {NOT_BY_PASSES}")
-            continue
-        needed = repetitions_needed(first.configuration.separated_on, other.configuration.separated_on,
-                                    _confidence(first))
-        settle.append(f"about {needed} passes per configuration would separate {names.of(first.configuration)} "
-                      f"from {names.of(other.configuration)}" if needed else
-                      f"{names.of(first.configuration)} and {names.of(other.configuration)} show no median difference")
-    said = "; ".join(settle) or "more passes under the same protocol"
+    said = "; ".join(_settle(s, names) for s in report.decided.settling) or "more passes under the same protocol"
     result.append(("Settle", f"{said}; {report.settle}" if report.settle else said))
     return result
+
+
+def _settle(s: Settling, names: short.Names) -> str:
+    """What would separate two undecided configurations, as the card says it."""
+    first, other = names.of(s.first.configuration), names.of(s.other.configuration)
+    if s.too_short:
+        return f"{TOO_SHORT_TO_TIME} to separate {first} from {other}: {NOT_BY_PASSES}"
+    if s.needed:
+        return f"about {s.needed} passes per configuration would separate {first} from {other}"
+    return f"{first} and {other} show no median difference"
 
 
 def state(report: Report) -> str:

@@ -12,6 +12,7 @@ from decimal import Decimal
 from types import MappingProxyType
 
 from gpucost_mlflow.core.measurement.confirmation import NOT_CONFIRMED, Confirmation
+from gpucost_mlflow.core.measurement.stats import DEFAULT_CONFIDENCE, repetitions_needed, separate
 from gpucost_mlflow.core.money.breakeven import MAX_VOLUME, BreakEven, Priced, break_even
 from gpucost_mlflow.core.money.choice import Choice, Doubt, break_evens, doubt
 from gpucost_mlflow.core.money.curve import Step, priced, steps
@@ -53,12 +54,44 @@ class Curve:
 
 
 @dataclass(frozen=True)
+class Settling:
+    """What would separate the fastest undecided configuration from another that it does not separate from: nothing
+    more passes could (`too_short`: a counted pass's measured clock under the floor), or about `needed` passes per
+    configuration (None: their medians do not differ)."""
+
+    first: Assessment
+    other: Assessment
+    too_short: bool = False
+    needed: int | None = None
+
+
+def settling(group: list[Assessment]) -> tuple[Settling, ...]:
+    """For an undecided group (its fastest first), what would separate the first from each other one it does not
+    separate from, at the protocol's confidence as its rules carry it."""
+    if not group:
+        return ()
+    first = group[0].configuration
+    confidence = group[0].rules.confidence if group[0].rules else DEFAULT_CONFIDENCE
+    found = []
+    for other in group[1:]:
+        mine, theirs = first, other.configuration
+        if separate(mine.name, mine.separated_on, theirs.name, theirs.separated_on, confidence=confidence,
+                    too_short_to_time=(mine.too_short, theirs.too_short)).decided:
+            continue
+        short = bool(mine.too_short or theirs.too_short)
+        found.append(Settling(group[0], other, short, None if short else
+                              repetitions_needed(mine.separated_on, theirs.separated_on, confidence)))
+    return tuple(found)
+
+
+@dataclass(frozen=True)
 class Decision:
     """What the report decided, as one value: every configuration assessed (`shown`: as the tables show each, no
     price where one is withheld), the choice, the note, the chosen configurations' confirmations by name, the latest
     second stage (core/campaign/settle.StagePlan, or None), and what follows from them, computed once: the doubt of
-    an undecided choice, the break-evens between devices, each assessment's curve (None: not priced), the declared
-    volume, the chosen one's nearest break-evens (`flips`) and the points they mark on its curve (`marks`)."""
+    an undecided choice and what would settle it (`settling`), the break-evens between devices, each assessment's
+    curve (None: not priced), the declared volume, the chosen one's nearest break-evens (`flips`) and the points they
+    mark on its curve (`marks`)."""
 
     assessments: tuple[Assessment, ...]
     choice: Choice
@@ -72,6 +105,7 @@ class Decision:
     volume: int | None = None
     flips: Flips | None = None
     marks: tuple[tuple[int, Decimal], ...] = ()
+    settling: tuple[Settling, ...] = ()
 
     @functools.cached_property
     def _positions(self) -> dict[int, int]:
@@ -156,4 +190,5 @@ def made(assessments: list[Assessment], choice: Choice, note: str = "",
     return Decision(tuple(assessments), choice, note, MappingProxyType(dict(confirmations or {})), stage,
                     tuple(shown(a, choice) for a in assessments), doubt(choice.undecided),
                     tuple(break_evens(assessments)),
-                    tuple(Curve(p, span) if p is not None else None for p in curves.values()), volume, found, marks)
+                    tuple(Curve(p, span) if p is not None else None for p in curves.values()), volume, found, marks,
+                    settling(choice.undecided))
