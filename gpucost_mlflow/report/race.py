@@ -13,10 +13,10 @@ from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.kinds import registry
 from gpucost_mlflow.core.money.catalog import Catalog, dated
 from gpucost_mlflow.core.money.choice import Choice, choose
-from gpucost_mlflow.core.money.decision import Assessment, assess
+from gpucost_mlflow.core.money.decision import Assessment, Rules, assess
 from gpucost_mlflow.report import seeded
-from gpucost_mlflow.report.build import rules_of
 from gpucost_mlflow.report.measured import ReportAttempts
+from gpucost_mlflow.report.stage import looked
 from gpucost_mlflow.tracking.attempts_table import Attempt
 
 # No --catalog: nothing is priced, so only the quality and deadline stops apply.
@@ -33,12 +33,13 @@ def race_of(protocol: Protocol) -> Race | None:
 def assessed(attempts: Sequence[Attempt], protocol: Protocol, catalog: Catalog | None, now: dt.datetime
              ) -> tuple[list[Assessment], ReportAttempts]:
     """Every configuration of these attempts assessed as the report assesses it at `now` (its window placed, its
-    prices aged), and the attempts measured."""
+    prices aged), and the attempts measured. The rules are report/build.py `rules_of`'s, read here without the
+    report's writers (matplotlib): the live race imports this after each round, inside the campaign's clock."""
     protocol = protocol.at(now)
     catalog, _ = dated(catalog or NO_CATALOG, now.date(), protocol.max_price_age_days)
     measured = ReportAttempts.of(attempts)
     configs, _ = seeded.configurations(measured, protocol)
-    return assess(configs, rules_of(protocol, catalog, now.date(), measured.table)), measured
+    return assess(configs, Rules.of(protocol, catalog, now.date(), *looked(protocol, measured.table))), measured
 
 
 def chosen(attempts: Sequence[Attempt], protocol: Protocol, catalog: Catalog | None, now: dt.datetime) -> Choice:
