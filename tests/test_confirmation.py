@@ -376,9 +376,9 @@ def test_under_child_imports_once_the_confirmation_forks_from_one_starter(tmp_pa
 
     monkeypatch.delenv(forkserver.ENV, raising=False)
     monkeypatch.setattr(forkserver, "serving", starter)
-    monkeypatch.setattr(confirm_flow, "execute", lambda request: seen.append(forkserver.command("spec")) or "ran")
+    monkeypatch.setattr(confirm_flow, "execute", lambda request: seen.append(forkserver.server()) or "ran")
     plan, _ = _plan(tmp_path)
     plan = dataclasses.replace(plan, protocol=dataclasses.replace(plan.protocol, child_imports=child_imports))
     confirm_flow.run([_chosen("batch8", "compared-elsewhere")], plan, lambda *_: None)
     assert len(entered) == starters
-    assert (seen[0] is not None) == (starters == 1)
+    assert bool(seen[0]) == (starters == 1)

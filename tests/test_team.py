@@ -108,14 +108,17 @@ def test_four_concurrent_passes_all_arrive_with_postgres_behind_the_server(team_
     assert spool.entries() == []
 
 
-def _runner_running(launcher_pid: int) -> bool:
-    """Whether the launcher's own pass child (the measured work) is running: another test's child, in another
-    pytest worker, does not count."""
+def _runner_running(launcher_pid: int, folder: Path) -> bool:
+    """Whether the launcher's own pass (the measured work) is running: its plain child, or the pass the tests'
+    starter forked for it, which works in the launcher's folder (another test's pass, in another pytest worker, does
+    not count)."""
     for entry in Path("/proc").iterdir():
         try:
             command = (entry / "cmdline").read_bytes() if entry.name.isdigit() else b""
-            if not any(name in command for name in (b"gpucost_mlflow.execution.runner", b"starter_client.py")):
-                continue  # the child, or the fork server's client that stands for it (tests/conftest.py)
+            if b"gpucost_mlflow.execution.forkserver" in command and (entry / "cwd").resolve() == folder.resolve():
+                return True  # forked: the supervisor and the starter work elsewhere
+            if b"gpucost_mlflow.execution.runner" not in command:
+                continue
             parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
         except (OSError, ValueError, IndexError):
             continue
@@ -129,7 +132,10 @@ def test_server_killed_mid_campaign_then_sync_keeps_every_pass_once(team_env, se
     protocol = write_protocol(tmp_path / "protocol.yaml")
     protocol.write_text(protocol.read_text().replace("passes_per_variant: 5", "passes_per_variant: 2"))
     try:
-        campaign = subprocess.Popen(_campaign_cmd(corpus_dir, model_dir, protocol, "team-outage"), env=env,
+        # Each pass of this campaign sleeps 3 s after its first batch, so the loop below sees one running however
+        # slowly the server answers it (a forked pass is the process itself, no client standing for it before).
+        campaign = subprocess.Popen(_campaign_cmd(corpus_dir, model_dir, protocol, "team-outage"),
+                                    env=dict(env, GPUCOST_FAULT="stall@1:3"),
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         client = MlflowClient()
         deadline = time.time() + 300
@@ -137,7 +143,7 @@ def test_server_killed_mid_campaign_then_sync_keeps_every_pass_once(team_env, se
             experiment = client.get_experiment_by_name("team-outage")
             first = experiment and client.search_runs(
                 [experiment.experiment_id], filter_string=f"params.`{schema.PASS_INDEX}` = '1'")
-            if first and _runner_running(campaign.pid):
+            if first and _runner_running(campaign.pid, tmp_path):
                 break
             time.sleep(0.2)
         else:

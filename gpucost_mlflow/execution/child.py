@@ -14,11 +14,12 @@ import time
 from pathlib import Path
 
 from gpucost_mlflow.core.judging.status import Status
-from gpucost_mlflow.execution import batch_counter, forkserver, runner
+from gpucost_mlflow.execution import batch_counter, forked, forkserver, runner
 from gpucost_mlflow.execution.orphans import die_with_parent
 from gpucost_mlflow.execution.outcome import Counted, PassOutcome
 
 CHILD_GRACE_S = 60
+Child = subprocess.Popen | forked.Forked  # a pass's child as the launcher holds it: started plainly, or forked
 
 
 def run(spec: runner.PassSpec, workdir: Path) -> tuple[int, bool]:
@@ -27,14 +28,17 @@ def run(spec: runner.PassSpec, workdir: Path) -> tuple[int, bool]:
     return codes[0], interrupted
 
 
-def start(spec: runner.PassSpec, workdir: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
-    """Start a child on its spec (written to its work folder), with `env` added to the launcher's environment;
-    a gated child (a lane) gets a pipe on stdin for its go."""
+def start(spec: runner.PassSpec, workdir: Path, env: dict[str, str] | None = None) -> Child:
+    """Start a child on its spec (written to its work folder), with `env` added to the launcher's environment: forked
+    by the starter GPUCOST_FORK_SERVER names (execution/forked.py), else a fresh interpreter; a gated child (a lane)
+    gets a pipe on stdin for its go."""
     spec_path = workdir / "spec.json"
     spec_path.write_text(spec.document(), encoding="utf-8")
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false", **(env or {}))
+    if forkserver.server():
+        return forked.Forked(forkserver.server(), [str(spec_path)], env, gated=spec.gate)
     return subprocess.Popen(
-        forkserver.command(str(spec_path)) or [sys.executable, "-m", "gpucost_mlflow.execution.runner", str(spec_path)],
+        [sys.executable, "-m", "gpucost_mlflow.execution.runner", str(spec_path)],
         env=env,
         stdin=subprocess.PIPE if spec.gate else None,
         # The launcher starts no threads of its own; the hook only sets PR_SET_PDEATHSIG in the child.
@@ -42,7 +46,7 @@ def start(spec: runner.PassSpec, workdir: Path, env: dict[str, str] | None = Non
     )
 
 
-def wait(children: list[subprocess.Popen]) -> tuple[list[int], bool]:
+def wait(children: list[Child]) -> tuple[list[int], bool]:
     """Wait for every child; on Ctrl-C, pass SIGINT to those still running and give them CHILD_GRACE_S to write
     their outcome before they are killed. Returns their return codes and whether the launcher was interrupted."""
     try:
@@ -51,7 +55,7 @@ def wait(children: list[subprocess.Popen]) -> tuple[list[int], bool]:
         return stop(children), True
 
 
-def stop(children: list[subprocess.Popen]) -> list[int]:
+def stop(children: list[Child]) -> list[int]:
     """SIGINT to every child still running, CHILD_GRACE_S for them to write their outcome, then SIGKILL."""
     for child in children:
         if child.poll() is None:

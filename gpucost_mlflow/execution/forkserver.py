@@ -1,10 +1,10 @@
 """A pass's child started without importing torch and transformers again for every pass: the starter.
 
 `python -m gpucost_mlflow.execution.forkserver serve SOCKET` imports what a pass's child imports, timing it, then
-forks one process per request. When `GPUCOST_FORK_SERVER` names that socket, `execution/child.py` starts its client
-(`execution/starter_client.py`, the standard library only) instead of the runner: it hands its stdin, stdout, stderr,
-environment and working folder to the server, forwards the signals it gets, and ends as the forked pass ends (same
-exit code, same signal). The pass itself runs the runner's own `main` on the same spec,
+forks one process per request. When `GPUCOST_FORK_SERVER` names that socket, `execution/child.py` asks it for the
+pass (`execution/forked.py`, the launcher's handle) instead of starting the runner: the launcher hands it its stdin,
+stdout, stderr, environment and working folder, sends it the signals the pass is to get, and reads how the forked
+pass ended (same exit code, same signal). The pass itself runs the runner's own `main` on the same spec,
 so its outputs, checks and records are the product's.
 
 Two users. A campaign under a protocol with `child_imports: once` starts its own starter (`serving`) for its passes:
@@ -35,22 +35,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from gpucost_mlflow.core.kinds import engines, registry
-from gpucost_mlflow.execution import runner, starter_client
+from gpucost_mlflow.execution import runner
 from gpucost_mlflow.execution.orphans import die_with_parent
-from gpucost_mlflow.execution.starter_client import FORWARDED
 
 ENV = "GPUCOST_FORK_SERVER"
 IMPORTS_ENV = "GPUCOST_IMPORT_S"  # set in a forked pass: the seconds the server's imports took, once
 _MAX_MESSAGE = 1 << 20
+# The signals a pass resets to their defaults (the server's own handlers are not the pass's): a plain child's.
+DEFAULTED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 
 
-def command(spec_path: str) -> list[str] | None:
-    """The child's command through the fork server named by GPUCOST_FORK_SERVER (its client run by path, isolated
-    and without site-packages: it needs the standard library only), or None to start it plainly."""
-    server = os.environ.get(ENV, "")
-    if not server:
-        return None
-    return [sys.executable, "-I", "-S", starter_client.__file__, server, spec_path]
+def server() -> str:
+    """The starter's socket named by GPUCOST_FORK_SERVER, '' when a pass's child starts plainly."""
+    return os.environ.get(ENV, "")
 
 
 def _preload() -> None:
@@ -123,8 +120,8 @@ def serve(path: str) -> None:
 
 
 def _supervise(connection: socket.socket) -> None:
-    """Fork the pass with the client's descriptors, environment and folder; report its pid, then how it ended.
-    A client that goes away (killed with its launcher) takes the pass with it."""
+    """Fork the pass with the launcher's descriptors, environment and folder; report its pid, then how it ended.
+    Each byte the launcher sends is a signal for the pass; a launcher that goes away takes the pass with it."""
     message, fds = _receive(connection)
     request = json.loads(message)
     pid = os.fork()
@@ -139,9 +136,12 @@ def _supervise(connection: socket.socket) -> None:
         ready, _, _ = select.select([connection, pidfd], [], [])
         if pidfd in ready:
             break
-        if not connection.recv(1):  # the client is gone: so is the pass
+        numbers = connection.recv(64)
+        if not numbers:  # the launcher is gone: so is the pass
             os.kill(pid, signal.SIGKILL)
             break
+        for number in numbers:  # not reaped yet: the pid is still the pass's
+            os.kill(pid, number)
     _, status = os.waitpid(pid, 0)
     ending = {"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status) else {"code": os.waitstatus_to_exitcode(status)}
     try:
@@ -157,13 +157,13 @@ def _run_pass(request: dict, fds: list[int]) -> None:
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
             os.close(fd)
-        for forwarded in FORWARDED:
-            signal.signal(forwarded, signal.default_int_handler if forwarded == signal.SIGINT else signal.SIG_DFL)
+        for number in DEFAULTED:
+            signal.signal(number, signal.default_int_handler if number == signal.SIGINT else signal.SIG_DFL)
         imports = os.environ.get(IMPORTS_ENV, "")
         os.environ.clear()
         os.environ.update(request["env"], **{IMPORTS_ENV: imports})
         os.chdir(request["cwd"])
-        # sys.path as `python -m` in the client's folder with its PYTHONPATH would start it (a kind or a stand-in
+        # sys.path as `python -m` in the launcher's folder with its PYTHONPATH would start it (a kind or a stand-in
         # module kept outside the package is found the same way).
         extra = [entry for entry in request["env"].get("PYTHONPATH", "").split(os.pathsep) if entry]
         sys.path[:1] = [request["cwd"], *extra]
@@ -212,5 +212,5 @@ def _receive(connection: socket.socket) -> tuple[bytes, list[int]]:
 if __name__ == "__main__":
     role, socket_path = sys.argv[1:3]
     if role != "serve":
-        sys.exit(f"unknown role {role!r}: the starter only serves (its client is execution/starter_client.py)")
+        sys.exit(f"unknown role {role!r}: the starter only serves (the launcher's side is execution/forked.py)")
     serve(socket_path)

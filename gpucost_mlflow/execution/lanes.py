@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -118,7 +117,7 @@ def run(specs: list[runner.PassSpec], plan: Layout) -> tuple[list[PassOutcome], 
     return [child.read_outcome(Path(spec.workdir), code, interrupted) for spec, code in zip(specs, codes)], interrupted
 
 
-def _release_together(children: list[subprocess.Popen], workdirs: list[Path]) -> None:
+def _release_together(children: list[child.Child], workdirs: list[Path]) -> None:
     """Wait until every lane is ready for its measured pass or has ended, then give every waiting lane its go."""
     waiting = set(range(len(children)))
     while waiting:
@@ -129,7 +128,7 @@ def _release_together(children: list[subprocess.Popen], workdirs: list[Path]) ->
         _go(process)
 
 
-def _go(process: subprocess.Popen) -> None:
+def _go(process: child.Child) -> None:
     try:
         process.stdin.write(b"g")
         process.stdin.close()
