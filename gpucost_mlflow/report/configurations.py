@@ -156,6 +156,7 @@ def _configuration(identity: Identity, rows: list[Attempt], walls: AttemptSpans,
         timed_s=steady_or_whole(steady, whole),
         setup_in_rate=sum(1 for value in steady if _missing(value)),
         stopped=next((a.stopped for a in rows if a.stopped), ""),
+        attempts=tuple(rows),
     )
 
 

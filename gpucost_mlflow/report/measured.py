@@ -1,6 +1,6 @@
-"""The attempts one report reads (tracking/reader.py) beside their table: each configuration's attempts are found by
-its identity as the runs recorded it, never by matching the table's columns, and read by their attributes; the
-table is for attempts.csv and its medians."""
+"""The attempts one report reads (tracking/reader.py) beside their table: each configuration holds its attempts
+(grouped by their identity as the runs recorded it, never by matching the table's columns; one built by hand is found
+by its identity here) and they are read by their attributes; the table is for attempts.csv and its medians."""
 
 from __future__ import annotations
 
@@ -26,14 +26,19 @@ def at_each_seed(identity: Identity) -> tuple[Identity, ...]:
 @dataclass(frozen=True, eq=False)
 class ReportAttempts:
     """The attempts of one report, oldest first, and their table: row i of the table is attempt i (its identity may
-    be a pooled one, report/seeded.py, while the table shows each pass's own seed)."""
+    be a pooled one, report/seeded.py, while the table shows each pass's own seed). The table is built when first
+    read: the configurations need only the attempts, so the report's p-values start before it."""
 
     attempts: tuple[Attempt, ...]
-    table: pd.DataFrame
+    shown: pd.DataFrame | None = None  # the table as given (report/seeded.py), else built of the attempts
 
     @classmethod
     def of(cls, attempts: Sequence[Attempt]) -> ReportAttempts:
-        return cls(tuple(attempts), frame(attempts))
+        return cls(tuple(attempts))
+
+    @cached_property
+    def table(self) -> pd.DataFrame:
+        return self.shown if self.shown is not None else frame(self.attempts)
 
     @cached_property
     def benchmark(self) -> dict[Identity, tuple[int, ...]]:
@@ -69,12 +74,13 @@ class ReportAttempts:
         return self._slices[key]
 
     def attempts_of(self, config: Configuration) -> tuple[Attempt, ...]:
-        """The benchmark attempts of one configuration, in its order (its passes at any of its seeds)."""
-        return tuple(self.attempts[p] for p in self.positions(config))
+        """The benchmark attempts of one configuration, in its order (its passes at any of its seeds): those it holds
+        (report/configurations.py), found by its identity only for one built by hand."""
+        return config.attempts or tuple(self.attempts[p] for p in self.positions(config))
 
     def runs_of(self, config: Configuration) -> list[str]:
         """The run ids of one configuration's benchmark attempts."""
-        return [self.attempts[p].run_id for p in self.positions(config)]
+        return [a.run_id for a in self.attempts_of(config)]
 
 
 def attempts_in(source: ReportAttempts | pd.DataFrame | Sequence[Attempt]) -> Sequence[Attempt]:

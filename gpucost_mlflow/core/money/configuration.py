@@ -3,7 +3,7 @@ from it for a documented cause (`core/money/decision.py` assesses it under the p
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from gpucost_mlflow.core.inputs.identity import Identity
 from gpucost_mlflow.core.judging.status import JUDGED, Status
@@ -23,7 +23,7 @@ class ExcludedPass:
 
 @dataclass
 class Configuration:
-    """One allowed configuration as measured: a variant on a device, with its attempts' figures."""
+    """One allowed configuration as measured: a variant on a device, with its attempts' figures and its attempts."""
 
     device: str
     variant: str
@@ -50,6 +50,9 @@ class Configuration:
     # inputs that would show it), core/judging/bounds.py
     setup_in_rate: int = 0  # counted passes recorded before steady laps: their duration includes each shape's setup
     stopped: str = ""  # why the protocol's race stopped measuring it (core/campaign/race.py), '' when it did not
+    # its benchmark attempts as read, in order (tracking/recorded.py `Attempt`, which core never imports): what its
+    # figures were made of, read here by the report; () when built by hand
+    attempts: tuple = field(default=(), repr=False, compare=False)
 
     @property
     def separated_on(self) -> tuple[float, ...]:
