@@ -73,6 +73,22 @@ def pytest_runtest_makereport(item, call):
 # 9 s of `make unit` in them (2026-12-05, docs/benchmarks.md). What lives when a test module starts has survived
 # every test before it and is here to stay: it is collected once, then frozen out of later passes.
 _FROZEN_AT: list = [None]
+# Between freezes, the collector's young passes ran every 700 allocations and its full passes whenever the objects
+# made since the last freeze reached a quarter of the few that were not frozen: 2.2 s of each worker's wall. Ten
+# thousand allocations a young pass, and twenty of those a middle one, left 1.4 s (2026-12-05, docs/benchmarks.md).
+GC_THRESHOLDS = (10_000, 20, 20)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session):
+    """No collector pass while the test modules import the suite's libraries: nothing they make is garbage, and the
+    full passes over a heap growing to a million objects took 0.6 s of each worker (the first test freezes it)."""
+    gc.disable()
+    gc.set_threshold(*GC_THRESHOLDS)
+    try:
+        return (yield)
+    finally:
+        gc.enable()
 
 
 @pytest.hookimpl(tryfirst=True)
