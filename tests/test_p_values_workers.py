@@ -17,7 +17,8 @@ pytestmark = pytest.mark.integration
 SCRIPT = """
 import json
 from gpucost_mlflow.core.measurement import stats
-pairs = [([float(i) for i in range(12)], [0.5 + k + i for i in range(12)]) for k in range(3)] + [([1, 2, 3], [4, 5, 6])]
+pairs = [([float(i) for i in range(12)], [0.5 + k + i for i in range(12 + k)]) for k in range(3)] + [([1, 2, 3], [4, 5, 6])]
+pairs.append(([0.3 + i for i in range(12)], [float(i) for i in range(12)]))  # as many passes as the first: its splits
 with stats.PValues(pairs) as p_values:
     pooled = p_values._pool is not None
     shared = p_values.result()
@@ -27,10 +28,10 @@ print(json.dumps({"pooled": pooled, "shared": shared,
 
 
 def test_a_tables_p_values_shared_over_worker_processes_are_the_numbers_computed_one_after_another():
-    """Each test draws its own seeded splits, so sharing the pairs out over forked workers (a fresh process runs one
-    thread) changes no p-value; the exact one rides along."""
+    """Each test draws its own seeded splits (those of a test of as many passes, drawn once), so sharing the pairs out
+    over forked workers (a fresh process runs one thread) changes no p-value; the exact one rides along."""
     done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120, check=True)
     found = json.loads(done.stdout)
     assert found["pooled"] == (len(os.sched_getaffinity(0)) >= 2)
-    assert found["shared"] == found["alone"] and len(found["shared"]) == 4
+    assert found["shared"] == found["alone"] and len(found["shared"]) == 5
     assert found["shared"][3] == pytest.approx(2 / 20)
