@@ -193,7 +193,7 @@ def _p_values_of(pairs: list[Pair]) -> list[float | None]:
     seeded_splits.py)."""
     if len(pairs) < 2:
         return [permutation_p_value(a, b) for a, b in pairs]
-    from gpucost_mlflow.core.measurement.seeded_splits import Splits
+    from gpucost_mlflow.core.measurement.seeded_splits import Splits  # deferred: imports numpy
 
     splits = Splits(SEED)
     return [permutation_p_value(a, b, splits) for a, b in pairs]
