@@ -88,10 +88,10 @@ def build(evidence: Evidence, protocol: Protocol, protocol_path: Path, catalog: 
     today = options.today or now.date()
     catalog, prices = dated(catalog, today, protocol.max_price_age_days, options.allow_stale)
     measured = ReportAttempts.of(evidence.attempts)
-    table = measured.table
     configs, seed_notes = seeded.configurations(measured, protocol)
     pairs = tables.pairs_to_separate(configs, variants)
     with tables.p_values_of(pairs) as p_values:  # computed beside the rest of the build where they are many
+        table = measured.table  # built meanwhile: the configurations read the attempts alone
         warnings = _warnings(evidence, protocol, protocol_path, options, measured, configs) + seed_notes
         warnings += stage_notes(table, configs, protocol.settle_max_passes)
         warnings += excluded_alike.warnings(table, evidence.exclusions)

@@ -46,7 +46,7 @@ def read(client: MlflowClient, experiment: Experiment, now: dt.datetime | None =
     """The experiment's evidence, each kind read once; running passes are judged at `now` (the current time unless
     told)."""
     attempts = tuple(reader.attempts(client, experiment, now))
-    ids = list(dict.fromkeys(a.row.get("campaign_id") or "" for a in attempts))
+    ids = list(dict.fromkeys(a.place.campaign_id or "" for a in attempts))
     campaigns, overheads, measuring = _campaigns(client, experiment.id, [cid for cid in ids if cid])
     excluded = {}
     if any(a.status == Status.EXCLUDED for a in attempts):
