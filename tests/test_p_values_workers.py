@@ -16,14 +16,14 @@ pytestmark = pytest.mark.integration
 
 SCRIPT = """
 import json
-from gpucost_mlflow.core.measurement import stats
+from gpucost_mlflow.core.measurement import p_values as pv
 pairs = [([float(i) for i in range(12)], [0.5 + k + i for i in range(12 + k)]) for k in range(3)] + [([1, 2, 3], [4, 5, 6])]
 pairs.append(([0.3 + i for i in range(12)], [float(i) for i in range(12)]))  # as many passes as the first: its splits
-with stats.PValues(pairs) as p_values:
+with pv.PValues(pairs) as p_values:
     pooled = p_values._pool is not None
     shared = p_values.result()
 print(json.dumps({"pooled": pooled, "shared": shared,
-                  "alone": [stats.permutation_p_value(a, b) for a, b in pairs]}))
+                  "alone": [pv.permutation_p_value(a, b) for a, b in pairs]}))
 """
 
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from gpucost_mlflow.core.measurement.p_values import SEED, PValues, permutation_p_value
 from gpucost_mlflow.core.measurement.seeded_splits import Splits
-from gpucost_mlflow.core.measurement.stats import SEED, PValues, permutation_p_value
 
 pytestmark = pytest.mark.unit
 

@@ -6,12 +6,10 @@ import math
 
 import pytest
 
+from gpucost_mlflow.core.measurement.p_values import EXACT_SPLITS_LIMIT, RANDOM_RESAMPLES, permutation_p_value
 from gpucost_mlflow.core.measurement.stats import (
-    EXACT_SPLITS_LIMIT,
-    RANDOM_RESAMPLES,
     Durations,
     critical_u,
-    permutation_p_value,
     repetitions_needed,
     separate,
 )

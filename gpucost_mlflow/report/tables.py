@@ -9,9 +9,9 @@ import pandas as pd
 from gpucost_mlflow.core.inputs.variants import Variant
 from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.measurement import energy
+from gpucost_mlflow.core.measurement.p_values import PValues
 from gpucost_mlflow.core.measurement.stats import (
     DEFAULT_CONFIDENCE,
-    PValues,
     Separation,
     separate,
     too_short,
