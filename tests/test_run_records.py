@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import mlflow
 import pandas as pd
 import pytest
 from mlflow.entities import Metric, RunTag
@@ -40,7 +41,10 @@ def varied_store(tmp_path_factory, migrated_store) -> tuple[MlflowClient, str]:
     for the module: its tests only read it."""
     with pytest.MonkeyPatch.context() as monkeypatch:
         store = use_store(tmp_path_factory.mktemp("varied"), monkeypatch, migrated_store)
-        return _varied(store)
+        try:
+            return _varied(store)
+        finally:  # use_store set MLflow's own tracking URI, which would outlive the environment restored here
+            mlflow.set_tracking_uri(None)
 
 
 def _varied(store: str) -> tuple[MlflowClient, str]:
