@@ -11,7 +11,7 @@ import socket
 from collections.abc import Mapping
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from mlflow.tracking import MlflowClient
 
@@ -88,15 +88,19 @@ def recorded_identity(tags: dict, params: dict) -> Identity:
     return Identity(
         device=tags.get(schema.DEVICE_NAME, ""),
         variant=tags.get(schema.VARIANT, ""),
-        workload=params.get(f"{schema.SETTING_PREFIX}workload", registry.DEFAULT),
-        lanes=str(int(params.get(f"{schema.SETTING_PREFIX}lanes", 1))),
+        workload=params.get(_WORKLOAD, registry.DEFAULT),
+        lanes=str(int(params.get(_LANES, 1))),
         model_revision=params.get(schema.MODEL_REVISION, ""),
         corpus_fingerprint=tags.get(schema.CORPUS_FINGERPRINT, ""),
-        engine=params.get(f"{schema.SETTING_PREFIX}engine", engines.DEFAULT),
+        engine=params.get(_ENGINE, engines.DEFAULT),
         seed=params.get(schema.SEED_TORCH, ""),
         endpoint=tags.get(schema.ENDPOINT, ""),
-        **{key: params.get(f"{schema.STACK_PREFIX}{key}", "") for key in schema.STACK_IDENTITY},
+        **{key: params.get(param, "") for key, param in _STACK_PARAMS},
     )
+
+
+_WORKLOAD, _LANES, _ENGINE = (f"{schema.SETTING_PREFIX}{key}" for key in ("workload", "lanes", "engine"))
+_STACK_PARAMS = tuple((key, f"{schema.STACK_PREFIX}{key}") for key in schema.STACK_IDENTITY)
 
 
 def attempt_row(run: RunRecord, now: dt.datetime | None = None) -> dict:
@@ -110,7 +114,9 @@ def attempt_row(run: RunRecord, now: dt.datetime | None = None) -> dict:
 def _read(run: RunRecord, now: dt.datetime | None, exported: dict[str, str]) -> Attempt:
     """The run as the pass wrote it, with its status as read now. `exported`: the file each workload exported
     before `gpucost.exported` was recorded, filled as workloads are met."""
-    tags, metrics, params = schema.facts(run.tags, run.params), run.metrics, run.params
+    metrics, params = run.metrics, run.params
+    setting_keys, fact_keys = _keys_of(tuple(params))
+    tags = {**run.tags, **{key: params[key] for key in fact_keys}} if fact_keys else dict(run.tags)  # schema.facts
     identity = recorded_identity(tags, params)
     status, reason, excluded = status_of(run, now, tags)
     before = exclusions.details(tags) if excluded else {}
@@ -120,26 +126,35 @@ def _read(run: RunRecord, now: dt.datetime | None, exported: dict[str, str]) -> 
         if identity.workload not in exported:
             exported[identity.workload] = _exported_before_the_tag(identity.workload)
         exported_file = exported[identity.workload]
-    settings, recorded_settings = _settings_read(tuple(item for item in params.items()
-                                                       if item[0].startswith(schema.SETTING_PREFIX)), identity.workload)
-    found = Attempt(
-        run_id=run.run_id, identity=identity,
-        place=Place(*[tags.get(key, "") for key in PLACE]),
+    settings, recorded_settings = _settings_read(tuple(zip(setting_keys, map(params.__getitem__, setting_keys))),
+                                                 identity.workload)
+    place, facts, timings = (Place(*map(tags.get, PLACE, _BLANKS)), Facts(*map(tags.get, FACTS, _BLANKS)),
+                             RunTimes(run.start_time, run.end_time))
+    mfu = mfu_reason(metrics, status, measured_reason or reason, identity.workload)
+    return Attempt(
+        run_id=run.run_id, identity=identity, place=place,
         settings=settings, recorded_settings=recorded_settings,
         tokenizer_revision=params.get(schema.TOKENIZER_REVISION, ""), warmup=schema.warmup_from_params(params),
         corpus_order=params.get(schema.CORPUS_ORDER_DIGEST, ""),
-        timings=RunTimes(run.start_time, run.end_time),
+        timings=timings,
         verdict=_verdict(tags.get(schema.QUALITY_VERDICT, ""), tags.get(schema.CORPUS_ACCEPTED, "true"),
                          tags.get(schema.CHECKS)) if schema.CHECKS in tags else
         RecordedVerdict(tags.get(schema.QUALITY_VERDICT, ""), (), ids_matched(tags), compared_with_reference(tags),
                         tags.get(schema.CORPUS_ACCEPTED, "true") == "true"),
-        facts=Facts(*[tags.get(key, "") for key in FACTS]), metrics=MappingProxyType(metrics),
+        facts=facts, metrics=MappingProxyType(metrics),
         status=status, reason=reason, status_before_exclusion=before.get("status_before", ""),
         energy_reason=energy_reason(tags, metrics, status, measured_reason or reason),
-        mfu_reason=mfu_reason(metrics, status, measured_reason or reason, identity.workload),
-        stopped=tags.get(schema.RACE_STOPPED, ""))
-    notes = notes_of(run, found, excluded, measured_reason, before, exported_file)
-    return replace(found, notes="; ".join(notes))
+        mfu_reason=mfu, stopped=tags.get(schema.RACE_STOPPED, ""),
+        notes="; ".join(notes_of(run, Noted(status, reason, timings.wall_s, mfu, place.role, facts), excluded,
+                                 measured_reason, before, exported_file)))
+
+
+@functools.lru_cache(maxsize=256)
+def _keys_of(keys: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Of a pass's param names, in their order, its settings' (`setting.*`) and its facts' (schema.facts): thousands
+    of passes share a few sets of names, so each answer is kept."""
+    return (tuple(key for key in keys if key.startswith(schema.SETTING_PREFIX)),
+            tuple(key for key in keys if schema.is_fact(key)))
 
 
 # The tags a Place and Facts are read from, in their fields' order.
@@ -147,6 +162,7 @@ PLACE = (schema.CAMPAIGN_ID, schema.PASS_INDEX, schema.ROUND, schema.POSITION, s
          schema.STAGE, schema.SETTLE_PLAN, schema.HOST, schema.BACKEND)
 FACTS = (schema.PROTOCOL_DIGEST, schema.MEMORY_COUNTER, schema.CONTENDED, schema.THROTTLED, schema.STARVED,
          schema.COLD_SHAPES, schema.RACE_STOPPED)
+_BLANKS = ("",) * max(len(PLACE), len(FACTS))  # each absent tag reads ''
 
 
 @functools.lru_cache(maxsize=1024)
@@ -220,7 +236,19 @@ def status_of(run: RunRecord, now: dt.datetime | None, tags: dict | None = None)
     return status, reason, excluded
 
 
-def notes_of(run: RunRecord, attempt: Attempt, excluded: bool, measured_reason: str, before: dict,
+class Noted(NamedTuple):
+    """What an attempt's notes read of it besides its run: its status and reason, wall time, why its MFU is empty,
+    its role and its facts."""
+
+    status: str
+    reason: str
+    wall_s: float | None
+    mfu_reason: str
+    role: str
+    facts: Facts
+
+
+def notes_of(run: RunRecord, attempt: Noted, excluded: bool, measured_reason: str, before: dict,
              exported: str) -> list[str]:
     """The notes of an attempt's row: its status and reason, what it was before an exclusion (`before`:
     exclusions.details), every empty measurement with why, where its output file (`exported`) is, and why its MFU is
@@ -236,7 +264,7 @@ def notes_of(run: RunRecord, attempt: Attempt, excluded: bool, measured_reason: 
     for key in schema.TIMINGS + (COMPLETED_ENTRIES,):
         if key not in metrics:
             notes.append(f"{key} empty: {why}")
-    if attempt.timings.wall_s is None:
+    if attempt.wall_s is None:
         notes.append("wall_s empty: the run has no end time (still running, or its launcher died)")
     if status != Status.RUNNING:
         notes.append(f"predictions: {run.artifact_uri}/{exported}")

@@ -78,20 +78,29 @@ def _from_tables(store, experiment_id: str, tag: str, wanted: str | None) -> lis
             .order_by(case((SqlRun.start_time.is_(None), 1), else_=0), SqlRun.start_time, SqlRun.run_uuid)
         ).all()
         records = {run_id: RunRecord(run_id, status, start, end, uri) for run_id, status, start, end, uri in rows}
-        for run_id, key, value in _plain_rows(connection, select(SqlTag.run_uuid, SqlTag.key, SqlTag.value)
-                                              .where(SqlTag.run_uuid.in_(chosen))):
-            if run_id in records:  # a run that began carrying the tag since the first query waits for the next read
-                records[run_id].tags[key] = value
-        for run_id, key, value in _plain_rows(connection, select(SqlParam.run_uuid, SqlParam.key, SqlParam.value)
-                                              .where(SqlParam.run_uuid.in_(chosen))):
-            if run_id in records:
-                records[run_id].params[key] = value
+        # A run that began carrying the tag since the first query is left out: it waits for the next read.
+        _group(_plain_rows(connection, select(SqlTag.run_uuid, SqlTag.key, SqlTag.value)
+                           .where(SqlTag.run_uuid.in_(chosen))), {r.run_id: r.tags for r in records.values()})
+        _group(_plain_rows(connection, select(SqlParam.run_uuid, SqlParam.key, SqlParam.value)
+                           .where(SqlParam.run_uuid.in_(chosen))), {r.run_id: r.params for r in records.values()})
+        metrics = {r.run_id: r.metrics for r in records.values()}
+        nan = float("nan")
         for run_id, key, value, is_nan in _plain_rows(connection, select(
                 SqlLatestMetric.run_uuid, SqlLatestMetric.key, SqlLatestMetric.value, SqlLatestMetric.is_nan)
                 .where(SqlLatestMetric.run_uuid.in_(chosen))):
-            if run_id in records:
-                records[run_id].metrics[key] = float("nan") if is_nan else float(value)
+            found = metrics.get(run_id)
+            if found is not None:
+                found[key] = nan if is_nan else float(value)
     return list(records.values())
+
+
+def _group(rows: list[tuple], into: dict[str, dict[str, str]]) -> None:
+    """Each (run id, key, value) row into its run's dict (`into`: run id -> dict); a run not there is skipped."""
+    get = into.get
+    for run_id, key, value in rows:
+        found = get(run_id)
+        if found is not None:
+            found[key] = value
 
 
 def _plain_rows(connection, statement) -> list[tuple]:
