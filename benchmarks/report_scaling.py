@@ -10,7 +10,7 @@ one `log_batch` and `set_terminated` per run. Then, three times each (median kep
   report_s       the report's read and build: `tracking.evidence.read` then `report.build.build(...)` (assess,
                  separations, figures), the experiment resolved once before either
 
-and prints report_s / search_runs_s (target <= 0.30 at 5,000 runs) and the time per run (growth no
+and prints report_s / search_runs_s (target <= 0.15 at 5,000 runs, issue 65) and the time per run (growth no
 worse than linear when it does not rise with the size).
 
     .venv/bin/python benchmarks/report_scaling.py [--sizes 1000,5000,10000] [--repeats 3]
