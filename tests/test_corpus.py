@@ -124,28 +124,6 @@ def test_user_jsonl_source_keeps_its_ids_and_gets_a_disjoint_confirmation_corpus
     assert mix["confirmation"] == sorted(["short"] * 12 + ["medium"] * 6 + ["long"] * 2)  # 600/300/100 of 20
 
 
-def test_the_confirmation_corpus_has_the_comparisons_lengths_not_only_its_buckets():
-    """Its rate is compared with the comparison's: drawn to the buckets alone, the demo's confirmation corpus carried
-    4 % more tokens an input and 25 % more in the sum of squared lengths (attention and padding grow with it). Drawn
-    to the comparison's lengths, each bucket and label holds the comparison's token counts where the source has them."""
-    source = synthetic(3000)
-    comparison, tuning, _, confirmation = sampling.build(source, _words, size=60, tuning_size=100, seed=0,
-                                                         confirmation_size=60)
-    assert not {r["id"] for r in confirmation} & {r["id"] for r in comparison + tuning}
-
-    def strata(rows):
-        return sorted((row["bucket"], row["label"], len(row["text"].split())) for row in rows)
-
-    assert strata(confirmation) == strata(comparison)
-    # a smaller one takes the comparison's lengths at its own quantiles: the same mean within a word
-    half = sampling.build(source, _words, size=60, tuning_size=100, seed=0, confirmation_size=30)[3]
-    assert abs(sum(w for *_, w in strata(half)) / 30 - sum(w for *_, w in strata(comparison)) / 60) < 1
-    # where the source runs short of a length, the nearest one left stands in: close, not equal
-    few = sampling.build(synthetic(600), _words, size=60, tuning_size=100, seed=0, confirmation_size=60)
-    gaps = [abs(a[2] - b[2]) for a, b in zip(strata(few[3]), strata(few[0]))]
-    assert strata(few[3]) != strata(few[0]) and sum(gaps) / len(gaps) < 1
-
-
 def test_user_csv_source_is_read(tmp_path):
     source = tmp_path / "mine.csv"
     lines = ["id,text,label"] + [f"c{i},\"text number {i}, with comma\",{'yes' if i % 2 else 'no'}" for i in range(40)]

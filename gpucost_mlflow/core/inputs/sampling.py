@@ -6,7 +6,6 @@ Pure Python: the token counter is passed in by the caller, so this module never 
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Callable, Iterable, Sequence
 
 from gpucost_mlflow.core.errors import GpucostError
@@ -78,37 +77,6 @@ def stratified_sample(rows: Sequence[dict], sizes: dict[str, int], seed: int) ->
     return sorted(chosen, key=lambda r: stable_rank(seed, "order:" + r["id"]))
 
 
-def matched_sample(rows: Sequence[dict], like: Sequence[dict], tokens: dict[str, int], sizes: dict[str, int],
-                   seed: int) -> list[dict]:
-    """Draw sizes[bucket] rows like `like`'s: per bucket its labels in like's proportions, and per bucket and label
-    the unused row nearest in token count (`tokens`, by id; ties by stable rank) to like's row at the same quantile,
-    so a confirmation corpus has the comparison's lengths, not only its buckets (docs/costs.md, "Confirmation")."""
-    chosen = []
-    for bucket, size in sizes.items():
-        wanted = [row for row in like if row["bucket"] == bucket]
-        pool = [row for row in rows if row["bucket"] == bucket]
-        if len(pool) < size:
-            raise GpucostError(f"bucket '{bucket}' has {len(pool)} inputs left, {size} requested: use a smaller --size")
-        labels = sorted({row["label"] for row in wanted})
-        quota = allocate(size, {label: sum(1 for row in wanted if row["label"] == label) for label in labels})
-        for label in labels:
-            targets = sorted(tokens[row["id"]] for row in wanted if row["label"] == label)
-            candidates = sorted((row for row in pool if row["label"] == label),
-                                key=lambda r: (tokens[r["id"]], stable_rank(seed, r["id"])))
-            if len(candidates) < quota[label]:
-                raise GpucostError(f"bucket '{bucket}' has {len(candidates)} '{label}' inputs left, {quota[label]} "
-                                   "requested: use a smaller --confirmation-size")
-            counts = [tokens[row["id"]] for row in candidates]
-            for i in range(quota[label]):
-                target = targets[int((i + 0.5) * len(targets) / quota[label])]
-                at = bisect.bisect_left(counts, target)
-                if at == len(counts) or (at > 0 and target - counts[at - 1] <= counts[at] - target):
-                    at -= 1  # the shorter neighbour is as near or nearer
-                chosen.append(candidates.pop(at))
-                counts.pop(at)
-    return sorted(chosen, key=lambda r: stable_rank(seed, "order:" + r["id"]))
-
-
 def proportional_sample(rows: Sequence[dict], size: int, seed: int) -> list[dict]:
     """Draw size rows keeping the (bucket, label) mix of rows, order-independent."""
     if len(rows) < size:
@@ -159,8 +127,8 @@ def build(
 ) -> tuple[list[dict], list[dict], dict, list[dict]]:
     """Bucket the source (the mix's buckets: a protocol's, else short / medium / long at 600/300/100), draw the
     comparison corpus, then a disjoint tuning corpus from the rest, then (confirmation_size > 0) a confirmation corpus
-    with the comparison's buckets, labels and token lengths from what is left: disjoint from both, and drawn last so
-    the other two stay as they were without it.
+    with the comparison's bucket mix from what is left: disjoint from both, and drawn last so the other two stay as
+    they were without it.
 
     Returns (comparison rows, tuning rows, bucket description for the metadata, confirmation rows).
     """
@@ -181,8 +149,7 @@ def build(
     if confirmation_size:
         tuned = {row["id"] for row in tuning} | {row["text"] for row in tuning}
         left = [row for row in rest if row["id"] not in tuned and row["text"] not in tuned]
-        tokens = {row["id"]: count for row, count in zip(rows, counts)}
-        confirmation = matched_sample(left, comparison, tokens, split_sizes(confirmation_size, mix), seed + 2)
+        confirmation = stratified_sample(left, split_sizes(confirmation_size, mix), seed + 2)
     description = {
         "quantiles": list(quantiles),
         "bounds_tokens": bounds,
