@@ -11,11 +11,10 @@ import socket
 from collections.abc import Mapping
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any
 
 from mlflow.tracking import MlflowClient
 
-from gpucost_mlflow.core.inputs.acceptance import DEFAULT_OUTPUT
 from gpucost_mlflow.core.inputs.identity import Identity
 from gpucost_mlflow.core.judging import verdicts
 from gpucost_mlflow.core.judging.bounds import NOT_SHOWN
@@ -23,21 +22,8 @@ from gpucost_mlflow.core.judging.status import Status
 from gpucost_mlflow.core.judging.verdicts import Check
 from gpucost_mlflow.core.kinds import engines, registry
 from gpucost_mlflow.core.kinds.settings import Settings
-from gpucost_mlflow.core.measurement import energy
 from gpucost_mlflow.core.measurement.overlap import Interval, overlaps
-from gpucost_mlflow.core.measurement.repetitions import SETUP_IN_RATE
-from gpucost_mlflow.core.measurement.stats import too_short
-from gpucost_mlflow.core.names import (
-    COMPLETED_ENTRIES,
-    MEASURED_TOTAL_S,
-    MFU_USEFUL,
-    PASS_S,
-    REPETITIONS,
-    REPETITIONS_IDENTICAL,
-    STEADY_LAP_S,
-    USEFUL_FLOP_PER_S,
-)
-from gpucost_mlflow.tracking import exclusions, heartbeat, schema
+from gpucost_mlflow.tracking import empty_cells, exclusions, heartbeat, schema
 from gpucost_mlflow.tracking.attempts_table import row_of
 from gpucost_mlflow.tracking.experiments import Experiment
 from gpucost_mlflow.tracking.recorded import Attempt, Facts, Place, RecordedVerdict, RunTimes
@@ -124,13 +110,13 @@ def _read(run: RunRecord, now: dt.datetime | None, exported: dict[str, str]) -> 
     exported_file = tags.get(schema.EXPORTED, "")
     if not exported_file and status != Status.RUNNING:
         if identity.workload not in exported:
-            exported[identity.workload] = _exported_before_the_tag(identity.workload)
+            exported[identity.workload] = empty_cells.exported_before_the_tag(identity.workload)
         exported_file = exported[identity.workload]
     settings, recorded_settings = _settings_read(tuple(zip(setting_keys, map(params.__getitem__, setting_keys))),
                                                  identity.workload)
     place, facts, timings = (Place(*map(tags.get, PLACE, _BLANKS)), Facts(*map(tags.get, FACTS, _BLANKS)),
                              RunTimes(run.start_time, run.end_time))
-    mfu = mfu_reason(metrics, status, measured_reason or reason, identity.workload)
+    mfu = empty_cells.mfu_reason(metrics, status, measured_reason or reason, identity.workload)
     return Attempt(
         run_id=run.run_id, identity=identity, place=place,
         settings=settings, recorded_settings=recorded_settings,
@@ -143,10 +129,11 @@ def _read(run: RunRecord, now: dt.datetime | None, exported: dict[str, str]) -> 
                         tags.get(schema.CORPUS_ACCEPTED, "true") == "true"),
         facts=facts, metrics=MappingProxyType(metrics),
         status=status, reason=reason, status_before_exclusion=before.get("status_before", ""),
-        energy_reason=energy_reason(tags, metrics, status, measured_reason or reason),
+        energy_reason=empty_cells.energy_reason(tags, metrics, status, measured_reason or reason),
         mfu_reason=mfu, stopped=tags.get(schema.RACE_STOPPED, ""),
-        notes="; ".join(notes_of(run, Noted(status, reason, timings.wall_s, mfu, place.role, facts), excluded,
-                                 measured_reason, before, exported_file)))
+        notes="; ".join(empty_cells.notes_of(run, empty_cells.Noted(status, reason, timings.wall_s, mfu, place.role,
+                                                                    facts), excluded, measured_reason, before,
+                                             exported_file)))
 
 
 @functools.lru_cache(maxsize=256)
@@ -234,89 +221,6 @@ def status_of(run: RunRecord, now: dt.datetime | None, tags: dict | None = None)
     if excluded:
         status, reason = str(Status.EXCLUDED), exclusions.describe(tags)
     return status, reason, excluded
-
-
-class Noted(NamedTuple):
-    """What an attempt's notes read of it besides its run: its status and reason, wall time, why its MFU is empty,
-    its role and its facts."""
-
-    status: str
-    reason: str
-    wall_s: float | None
-    mfu_reason: str
-    role: str
-    facts: Facts
-
-
-def notes_of(run: RunRecord, attempt: Noted, excluded: bool, measured_reason: str, before: dict,
-             exported: str) -> list[str]:
-    """The notes of an attempt's row: its status and reason, what it was before an exclusion (`before`:
-    exclusions.details), every empty measurement with why, where its output file (`exported`) is, and why its MFU is
-    empty."""
-    metrics, status, reason = run.metrics, attempt.status, attempt.reason
-    notes = []
-    if status not in (Status.ACCEPTED, ""):
-        notes.append(f"{status}: {reason}")
-    if excluded:
-        notes.append(f"before exclusion: {before.get('status_before', '') or 'not recorded'}"
-                     f" ({measured_reason or 'no reason recorded'})")
-    why = measured_reason or reason or "not recorded"
-    for key in schema.TIMINGS + (COMPLETED_ENTRIES,):
-        if key not in metrics:
-            notes.append(f"{key} empty: {why}")
-    if attempt.wall_s is None:
-        notes.append("wall_s empty: the run has no end time (still running, or its launcher died)")
-    if status != Status.RUNNING:
-        notes.append(f"predictions: {run.artifact_uri}/{exported}")
-    if attempt.mfu_reason:
-        notes.append(f"mfu empty: {attempt.mfu_reason}")
-    short = too_short(metrics.get(MEASURED_TOTAL_S, metrics.get(PASS_S)))
-    if short:
-        notes.append(f"measured part {short}")
-    if metrics.get(REPETITIONS, 1) > 1:
-        notes.append(f"pass_s is one corpus: the clock processed it {metrics[REPETITIONS]:.0f} times in "
-                     f"{metrics.get(MEASURED_TOTAL_S, float('nan')):.3f} s (min_laps, min_measured_s)")
-    if PASS_S in metrics and STEADY_LAP_S not in metrics and attempt.role == "benchmark":
-        notes.append(SETUP_IN_RATE)
-    if metrics.get(REPETITIONS_IDENTICAL) == 0:
-        notes.append("repetitions differ: a later repetition's outputs are not identical to the first's "
-                     "(the first's were exported and judged)")
-    facts = attempt.facts
-    notes += [f"throttled: {facts.throttled}"] if facts.throttled else []
-    notes += [facts.starved] if facts.starved else []
-    notes += [f"cold_shapes: {facts.cold_shapes}"] if facts.cold_shapes else []
-    return notes
-
-
-def energy_reason(tags: dict, metrics: dict, status: str, reason: str) -> str:
-    """Why a pass has no energy_j ('' when it has one; its flag when the value is coarse): an empty cell says why."""
-    if energy.ENERGY_METRIC in metrics:
-        return tags.get(energy.ENERGY_FLAG_TAG, "")
-    if PASS_S not in metrics:
-        return f"no completed pass ({reason or status or 'not recorded'})"
-    return tags.get(f"{schema.MISSING_PREFIX}{energy.ENERGY_METRIC}", "") or "no energy counter recorded for the pass"
-
-
-def _exported_before_the_tag(workload: str) -> str:
-    """A pass recorded before `gpucost.exported` existed: what its workload wrote (user code: labels then)."""
-    try:
-        delivered = registry.of_workload(workload).output
-    except KeyError:
-        delivered = ""
-    return registry.output(delivered or DEFAULT_OUTPUT).FILE
-
-
-def mfu_reason(metrics: dict, status: str, reason: str, workload: str = registry.DEFAULT) -> str:
-    """Why a pass has no MFU figures ('' when it has them): an empty cell always says why."""
-    if MFU_USEFUL in metrics:
-        return ""
-    if PASS_S not in metrics:
-        return f"no completed pass ({reason or status or 'not recorded'})"
-    if USEFUL_FLOP_PER_S not in metrics and workload.startswith("python:"):
-        return "FLOPs unknown for user code (its module declares no flops(), or its count failed: verdict.json says)"
-    if USEFUL_FLOP_PER_S not in metrics:
-        return "FLOPs not counted (model config not BERT-style, or the pass predates FLOP counting)"
-    return "no dense-matmul peak cached for this device and precision when the pass ran (run `gpucost doctor --peak`)"
 
 
 def flag_overlaps(found: list[Attempt]) -> list[Attempt]:
