@@ -68,7 +68,8 @@ $(WHATIF_CATALOG): | $(STAMP)
 # protocol's second stage: when the decision over the what-if catalog is undecided, the undecided configurations get
 # the same number of further passes (at most 10 each, projects/protocol-demo.yaml), and the decision is read once.
 # Last, the chosen configuration's confirmation run: 20 s (the demo protocol's confirmation.min_s) on the disjoint
-# confirmation corpus `gpucost corpus build` wrote; the report then says confirmed or not confirmed.
+# confirmation corpus `gpucost corpus build` wrote (of a tie, the one the card runs; the next when it does not hold);
+# the report then says confirmed or not confirmed.
 PROPOSED = reports/$(EXPERIMENT)-variants-proposed.yaml
 
 $(DEMO_CORPUS): data/corpus/comparison.jsonl

@@ -30,7 +30,8 @@ from gpucost_mlflow.core.measurement.confirmation import NOT_YET
               help="Folder that relative paths are resolved from.")
 def confirm(experiment, protocol_file, variants_file, catalog_file, corpus_path, model_path, root) -> None:
     """Run the chosen configuration (of a tie, the one the card runs) on the confirmation corpus for the protocol's
-    confirmation.min_s, judged by the same bars; the report then says confirmed or not confirmed."""
+    confirmation.min_s, judged by the same bars; when it does not hold it leaves the tie, and the next one the card
+    runs is confirmed in turn, until one holds or the tie is spent. The report then says confirmed or not."""
     from gpucost_mlflow.core.inputs.protocol import load_protocol  # deferred: imports numpy
     from gpucost_mlflow.flow import confirm as confirming  # deferred: imports torch
 
@@ -42,27 +43,38 @@ def confirm(experiment, protocol_file, variants_file, catalog_file, corpus_path,
     if not built.choice.decided:
         click.echo(f"nothing to confirm: {built.decision}")
         return
-    # The one configuration the card runs: a tie's others are equal in cost and not run, so not confirmed.
-    waiting = [a for a in built.choice.chosen[:1] if built.confirmations[a.configuration.name].verdict == NOT_YET]
-    for a in built.choice.chosen[:1]:
-        if a not in waiting:
-            found = built.confirmations[a.configuration.name]
-            click.echo(f"{a.configuration.name}: already {found.verdict} ({found.figures})")
-    if waiting:
-        plan = confirming.ConfirmPlan(
+    plan, ran = None, []
+    while (waiting := _next(built, ran)) is not None:
+        plan = plan or confirming.ConfirmPlan(
             experiment=name, protocol=protocol, protocol_path=protocol_path, declared=declared,
             corpus_path=_under(root, corpus_path) if corpus_path else confirming.corpus_of(root, protocol),
             model_path=_model(root, model_path, protocol_path), code_root=CODE_ROOT)
-        confirming.check(waiting, plan)
-        click.echo(f"confirming {', '.join(a.configuration.name for a in waiting)} on {plan.corpus_path} for at least "
+        confirming.check([waiting], plan)
+        tied = f" (the next of its tie: {ran[-1]} left it)" if ran else ""
+        click.echo(f"confirming {waiting.configuration.name}{tied} on {plan.corpus_path} for at least "
                    f"{protocol.confirmation.min_s:g} s each (confirmation.min_s)")
-        confirming.run(waiting, plan, lambda variant, result, why: click.echo(
+        confirming.run([waiting], plan, lambda variant, result, why: click.echo(
             f"{why}: {variant} {result.status} ({result.reason}); run {result.run_id}"))
+        ran.append(waiting.configuration.name)
         built, _, _, _ = _build_report(name, protocol_path, catalogs, declared, what_if=False)
+    if not ran:
+        for a in built.choice.chosen[:1]:
+            found = built.confirmations[a.configuration.name]
+            click.echo(f"{a.configuration.name}: already {found.verdict} ({found.figures})")
     for a in built.choice.chosen[:1] + built.choice.unconfirmed:
         found = built.confirmations[a.configuration.name]
         click.echo(f"{a.configuration.name}: {found.verdict} ({found.figures})")
     click.echo(built.decision)
+
+
+def _next(built, ran: list[str]):
+    """The configuration to confirm now: the one the card runs (a tie's others are equal in cost and not run), while
+    it is not yet confirmed and was not run by this command already (a run waiting on its reference stays not yet
+    confirmed); None once the choice held, committed nothing, or is waiting."""
+    first = built.choice.chosen[0] if built.choice.decided else None
+    if first is None or first.configuration.name in ran:
+        return None
+    return first if built.confirmations[first.configuration.name].verdict == NOT_YET else None
 
 
 COMMANDS = (confirm,)
