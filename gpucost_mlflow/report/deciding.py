@@ -25,7 +25,7 @@ def decision(configs: list[Configuration], rules: Rules, protocol: Protocol, mea
     if stage is not None:
         missing = unreported(stage, progress(assessments))
         choice = await_stage(choice, assessments, {s.device: s.variants for s in stage.shares}, missing)
-    confirmed = confirmations.verdicts(measured, choice.chosen, protocol.corpus_size, protocol.confirmation[1])
+    confirmed = confirmations.verdicts(measured, choice.chosen, protocol.corpus_size, protocol.confirmation.min_s)
     choice = hold(choice, confirmed)
     note = decide(assessments, rules.expected_deliverables, protocol.corpus_size, deadline_declared=declared,
                   choice=choice)
