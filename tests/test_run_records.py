@@ -7,7 +7,7 @@ import math
 import mlflow
 import pandas as pd
 import pytest
-from mlflow.entities import Metric, RunTag
+from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
 from gpucost_mlflow.core.inputs.protocol import load_protocol
@@ -95,3 +95,26 @@ def test_the_runs_with_one_tag_value_are_the_same_read_either_way(varied_store, 
     monkeypatch.setattr(run_records, "_sql_store", lambda client: None)
     paged = tagged(client, experiment_id, schema.ROLE, schema.CAMPAIGN_ROLE)
     assert [_comparable(r) for r in direct] == [_comparable(r) for r in paged]
+
+
+def test_sqlite_folds_a_runs_tags_and_params_into_one_object_read_as_the_rows_are(tmp_path, monkeypatch,
+                                                                                  migrated_store):
+    """SQLite hands each run's tags and params as one JSON object (`json_group_object`): the same texts in the same
+    order as read one row at a time; quotes, backslashes, line breaks, non-ASCII and JSON-looking texts included."""
+    try:
+        client = MlflowClient(tracking_uri=use_store(tmp_path, monkeypatch, migrated_store))
+        experiment_id = client.create_experiment("folded")
+        odd = {"quote": 'say "hi"', "slash": "a\\b", "lines": "one\ntwo\tthree", "accents": "déjà vu ✓",
+               "json": '{"a": [1, null]}', "number": "1e3"}
+        for k in range(3):
+            run = client.create_run(experiment_id, start_time=k)
+            client.log_batch(run.info.run_id, params=[Param(f"p.{key}", text) for key, text in odd.items()],
+                             tags=[RunTag(schema.VARIANT, f"v{k}"), *(RunTag(f"t.{key}", t) for key, t in odd.items())])
+        folded = tagged(client, experiment_id, schema.VARIANT)
+        monkeypatch.setattr(run_records, "_by_run", run_records._group)
+        rows = tagged(client, experiment_id, schema.VARIANT)
+    finally:
+        mlflow.set_tracking_uri(None)
+    assert [(list(r.tags.items()), list(r.params.items())) for r in folded] == \
+        [(list(r.tags.items()), list(r.params.items())) for r in rows]
+    assert folded[2].params["p.accents"] == "déjà vu ✓" and folded[2].tags["t.json"] == '{"a": [1, null]}'
