@@ -20,7 +20,7 @@ from gpucost_mlflow.core.measurement import p_values as pv
 pairs = [([float(i) for i in range(12)], [0.5 + k + i for i in range(12 + k)]) for k in range(3)] + [([1, 2, 3], [4, 5, 6])]
 pairs.append(([0.3 + i for i in range(12)], [float(i) for i in range(12)]))  # as many passes as the first: its splits
 with pv.PValues(pairs) as p_values:
-    pooled = p_values._pool is not None
+    pooled = bool(p_values._workers)
     shared = p_values.result()
 print(json.dumps({"pooled": pooled, "shared": shared,
                   "alone": [pv.permutation_p_value(a, b) for a, b in pairs]}))

@@ -79,15 +79,18 @@ class PValues:
     """`permutation_p_value` of each pair, started on entry and read with `result()`; the same numbers whichever way
     they are computed, each test drawing its own seeded splits (tests of as many passes in all draw the same ones,
     so those are drawn once for them all). Where two or more sizes draw random splits (numpy shuffles one split at a
-    time: 0.1 s a size at hundreds of passes a side), they are shared out over forked worker processes, one per
-    usable core, while the caller goes on; only when this process runs one thread (forking a threaded one can
-    deadlock the child). Otherwise they are computed one after another when read."""
+    time: 0.1 s a size at hundreds of passes a side), forked workers, one fewer than the usable cores, start on them
+    while the caller goes on; each takes the next group of pairs no one has taken, and so does the caller once it
+    asks for the result, so that no more processes than cores contend (a third process on two cores slowed both
+    others). Only when this process runs one thread (forking a threaded one can deadlock the child). Otherwise they
+    are computed one after another when read."""
 
     def __init__(self, pairs: Sequence[Pair]):
         self.pairs = [(tuple(a), tuple(b)) for a, b in pairs]
         self._groups = _alike(self.pairs)
-        self._pool = None
-        self._pending = None
+        self._next = None  # the next group to take, shared with the workers
+        self._workers: list = []  # (process, the end of its pipe its p-values come back on)
+        self._read = False
 
     def __enter__(self) -> PValues:  # noqa: PYI034 (3.10 has no typing.Self)
         drawn = sum(1 for group in self._groups if _random_splits(*self.pairs[group[0]]))
@@ -98,27 +101,55 @@ class PValues:
             return self
         import scipy.stats  # noqa: F401 (imported once here, not again in every worker)
 
+        context = multiprocessing.get_context("fork")
         gc.freeze()  # the children's collector then leaves the parent's objects alone instead of copying their pages
         try:
-            self._pool = multiprocessing.get_context("fork").Pool(min(cores, drawn))
-        except OSError:  # no process could be forked (a sandbox's limit): the same numbers, one after another
-            return self
+            self._next = context.Value("i", 0)
+            for _ in range(min(cores, drawn) - 1):
+                receiving, sending = context.Pipe(duplex=False)
+                worker = context.Process(target=self._work, args=(sending,), daemon=True)
+                worker.start()
+                sending.close()  # the worker's alone: its end closing says it is gone
+                self._workers.append((worker, receiving))
+        except (OSError, ImportError):  # no process could be forked (a sandbox's limit): the caller takes what is left
+            pass
         finally:
             gc.unfreeze()
-        self._pending = self._pool.map_async(_p_values_of, [[self.pairs[p] for p in g] for g in self._groups],
-                                             chunksize=1)
         return self
 
+    def _work(self, sending) -> None:
+        """A worker's life: the groups it took and their p-values, sent back."""
+        sending.send(self._take())
+
+    def _take(self) -> list[tuple[int, list[float | None]]]:
+        """Groups no one has taken, one at a time until none is left, each with its p-values."""
+        done = []
+        while True:
+            with self._next.get_lock():
+                index = self._next.value
+                self._next.value = index + 1
+            if index >= len(self._groups):
+                return done
+            done.append((index, _p_values_of([self.pairs[p] for p in self._groups[index]])))
+
     def result(self) -> list[float | None]:
-        found = (self._pending.get() if self._pending is not None
-                 else [_p_values_of([self.pairs[p] for p in group]) for group in self._groups])
+        self._read = True
+        found: dict[int, list[float | None]] = dict(self._take()) if self._next is not None else {}
+        for _, receiving in self._workers:
+            try:
+                found.update(receiving.recv())
+            except EOFError:  # a worker gone without its p-values: its groups are computed below
+                pass
         p_values: list[float | None] = [None] * len(self.pairs)
-        for group, values in zip(self._groups, found):
+        for index, group in enumerate(self._groups):
+            values = found[index] if index in found else _p_values_of([self.pairs[p] for p in group])
             for position, value in zip(group, values):
                 p_values[position] = value
         return p_values
 
     def __exit__(self, *exc) -> None:
-        if self._pool is not None:
-            self._pool.terminate()
-            self._pool.join()
+        for worker, receiving in self._workers:
+            if not self._read:  # the build stopped before it asked: nothing waits for the rest
+                worker.terminate()
+            worker.join()
+            receiving.close()
