@@ -97,9 +97,9 @@ def build(evidence: Evidence, protocol: Protocol, protocol_path: Path, catalog: 
         warnings += excluded_alike.warnings(table, evidence.exclusions)
         decided = deciding.decision(configs, rules_of(protocol, catalog, today, table), protocol, measured)
         summaries = tables.summaries(measured, configs, protocol.acceptance.min_label_agreement)
-        separations = tables.separated(pairs, p_values.result(), protocol.passes_per_variant, *looked(protocol, table))
-    note, priced_hint = _note(decided, catalog, evidence, protocol_path, options)
-    spent = measuring.spent(table, evidence.measuring)
+        note, priced_hint = _note(decided, catalog, evidence, protocol_path, options)
+        spent = measuring.spent(table, evidence.measuring)
+        separations = tables.separated(pairs, p_values.result, protocol.passes_per_variant, *looked(protocol, table))
     experiment, choice = evidence.experiment.name, decided.choice
     report = model.Report(
         experiment=experiment, question=protocol.question,

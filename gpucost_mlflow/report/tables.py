@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import pandas as pd
@@ -152,13 +153,15 @@ def p_values_of(pairs: list[Pair]) -> PValues:
     return PValues([(a.separated_on, b.separated_on) for _, _, a, _, b in pairs])
 
 
-def separated(pairs: list[Pair], p_values: list[float | None], required: int | None = None,
+def separated(pairs: list[Pair], p_values: Callable[[], list[float | None]], required: int | None = None,
               confidence: float = DEFAULT_CONFIDENCE, looks: int = 1) -> list[tuple[str, Separation]]:
     """Each pair separated, or not: a side with fewer than `required` passes is under-sampled, never separated; each
-    at this look's confidence (one of `looks`), with its permutation p-value beside it."""
-    return [(label, replace(separate(first, a.separated_on, second, b.separated_on, required, confidence,
-                                     (a.too_short, b.too_short), looks), p_value=p_value))
-            for (label, first, a, second, b), p_value in zip(pairs, p_values)]
+    at this look's confidence (one of `looks`), with its permutation p-value beside it (`p_values`: waited for once
+    every pair is separated, PValues.result)."""
+    found = [separate(first, a.separated_on, second, b.separated_on, required, confidence, (a.too_short, b.too_short),
+                      looks) for _, first, a, second, b in pairs]
+    return [(pair[0], replace(separation, p_value=p_value))
+            for pair, separation, p_value in zip(pairs, found, p_values())]
 
 
 def separations(configs: list[Configuration], variants: dict[str, Variant], required: int | None = None,
@@ -166,7 +169,7 @@ def separations(configs: list[Configuration], variants: dict[str, Variant], requ
     """`separated` over `pairs_to_separate`, the p-values waited for."""
     pairs = pairs_to_separate(configs, variants)
     with p_values_of(pairs) as p_values:
-        return separated(pairs, p_values.result(), required, confidence, looks)
+        return separated(pairs, p_values.result, required, confidence, looks)
 
 
 def _fmt(value, digits: int = 3) -> str:
