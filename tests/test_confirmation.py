@@ -382,3 +382,66 @@ def test_under_child_imports_once_the_confirmation_forks_from_one_starter(tmp_pa
     confirm_flow.run([_chosen("batch8", "compared-elsewhere")], plan, lambda *_: None)
     assert len(entered) == starters
     assert bool(seen[0]) == (starters == 1)
+
+
+@pytest.mark.unit
+def test_a_run_tagged_as_the_reference_outputs_is_never_counted_whatever_its_clock():
+    """`gpucost confirm` runs the reference variant once on the confirmation corpus for another configuration to be
+    judged against. On a slow host its one lap can outlast confirmation.min_s; it is still not a confirmation."""
+    reference = ConfirmationRun("ref", Status.ACCEPTED, "every check passed", 2000, 26.0, 700.0, 1,
+                                reference_outputs=True)
+    found = confirm(DURATIONS, 1000, [reference], 600)
+    assert found.verdict == NOT_YET
+    assert found.figures == "no confirmation run yet; 1 not counted (each listed under Confirmation)"
+    assert found.runs[0].outcome == NOT_COUNTED and found.runs[0].figures == (
+        "accepted, tagged as the reference's outputs on the confirmation corpus: compared against, not a confirmation")
+    assert confirm(DURATIONS, 1000, [reference, _run(pass_s=11.0)], 600).verdict == CONFIRMED
+
+
+def _tie_of_two(experiment, tmp_path):
+    """batch4 and batch8 on one GPU, five passes each of the same 14.8-15.0 h a corpus: tied at one cost, batch4 the
+    one the card runs (then the name). The protocol."""
+    from tests.scenario import RTX, lock_to
+    from tests.test_report import protocol_like_shipped
+
+    protocol = protocol_like_shipped(tmp_path, drop_deadline=True, append="confirmation: {min_s: 600}\n")
+    lock_to(protocol)
+    for hours in (14.8, 14.85, 14.9, 14.95, 15.0):
+        for variant in ("batch4", "batch8"):
+            experiment(variant, RTX, hours * H)
+    return protocol
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("second_hours, ends", [(16.0, "No decision: the choice did not hold on the confirmation run"),
+                                                (14.9, "Decision: batch8 on ")])
+def test_confirm_goes_on_to_the_next_of_a_tie_when_the_one_it_runs_does_not_hold(experiment, tmp_path, second_hours,
+                                                                                   ends):
+    """The one the card runs is confirmed first; slower than its slowest benchmark pass it leaves the tie (and stays
+    not confirmed), and the next one the card then runs is confirmed in turn, as a user running `gpucost confirm` again
+    would; nothing is run twice, and the loop ends on a choice that held or on nothing committed. The passes are
+    recorded as a confirmation run records them (`confirm_one` stands in for the pass itself)."""
+    from gpucost_mlflow.flow.confirm import in_turn
+    from tests.scenario import RTX, report
+
+    protocol = _tie_of_two(experiment, tmp_path)
+    first, _ = report(protocol_path=protocol)
+    assert first.decision.startswith("Decision (tied): batch4 on") and first.choice.chosen[0].configuration.variant \
+        == "batch4"
+    hours = {"batch4": 16.0, "batch8": second_hours}
+    calls = []
+
+    def confirm_one(a, left):
+        variant = a.configuration.variant
+        calls.append((variant, left))
+        experiment(variant, RTX, hours[variant] * H, role="confirmation", fingerprint="c" * 64,
+                   metrics_extra={"measured_total_s": hours[variant] * H, "repetitions": 1})
+
+    built, ran = in_turn(first, lambda: report(protocol_path=protocol)[0], confirm_one)
+    assert calls == [("batch4", ""), ("batch8", f"batch4 on {RTX}")]
+    assert ran == [f"batch4 on {RTX}", f"batch8 on {RTX}"]
+    assert built.decision.startswith(ends)
+    assert built.confirmations[f"batch4 on {RTX}"].verdict == NOT_CONFIRMED  # left the tie, never retried away
+    assert [a.configuration.variant for a in built.choice.unconfirmed][:1] == ["batch4"]
+    # read again, nothing more is run: the choice held, or nothing is committed
+    assert in_turn(built, lambda: report(protocol_path=protocol)[0], confirm_one)[1] == []

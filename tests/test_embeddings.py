@@ -323,36 +323,6 @@ def _confirmation_of(corpus_dir, tmp_path, words) -> Path:
     return path
 
 
-@pytest.mark.integration
-def test_a_tied_configuration_that_does_not_hold_leaves_the_tie_and_confirm_goes_on_to_the_next(
-        store, corpus_dir, embeddings_protocol, tmp_path):
-    """One word an input: a handful of tokens each, so the rate in tokens is a fraction of the benchmark pass's. The
-    one the tie runs does not hold and leaves the tie; `gpucost confirm` goes on to its tie-mate, the one the card then
-    runs, on the same corpus; each run counts (none retried away), and when neither holds nothing is committed."""
-    runner = CliRunner()
-    catalog = _tie(runner, corpus_dir, embeddings_protocol, tmp_path)
-    confirmation = _confirmation_of(corpus_dir, tmp_path, lambda words: words[:1])
-    result = runner.invoke(main, ["confirm", "--experiment", "emb", "--protocol", str(embeddings_protocol),
-                                  "--variants-file", str(VARIANTS), "--catalog", str(catalog), "--corpus",
-                                  str(confirmation)])
-    assert result.exit_code == 0, result.output
-    said = result.output.splitlines()
-    starts = [line for line in said if line.startswith("confirming ")]
-    first, second = (re.match(r"confirming (embed-batch8(?:-bf16)?)", line).group(1) for line in starts)
-    assert {first, second} == {"embed-batch8", "embed-batch8-bf16"}, "\n".join(said)
-    assert re.search(rf"\(the next of its tie: {first} on .* left it\)", starts[1]), starts[1]
-    assert [line.split(";")[0] for line in said if line.startswith("confirmation:")] == [
-        f"confirmation: {name} accepted (every check passed)" for name in (first, second)]
-    for name in (first, second):
-        (verdict,) = [line for line in said if line.startswith(f"{name} on ")]
-        assert ": not confirmed (" in verdict and ", below the slowest benchmark pass (" in verdict, verdict
-    assert said[-1].startswith("No decision: the choice did not hold on the confirmation run")
-    again = runner.invoke(main, ["confirm", "--experiment", "emb", "--protocol", str(embeddings_protocol),
-                                 "--variants-file", str(VARIANTS), "--catalog", str(catalog), "--corpus",
-                                 str(confirmation)])
-    assert again.exit_code == 0 and again.output.startswith("nothing to confirm: No decision: the choice did not hold")
-
-
 def _report(runner, out, catalog, protocol):
     result = runner.invoke(main, ["report", "--experiment", "emb", "--out", str(out), "--catalog", str(catalog),
                                   "--protocol", str(protocol), "--variants-file", str(VARIANTS), "--no-log"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import click
@@ -11,7 +12,6 @@ from gpucost_mlflow.cli.passes import CODE_ROOT
 from gpucost_mlflow.cli.report import _build_report
 from gpucost_mlflow.core.inputs import shipped
 from gpucost_mlflow.core.inputs.variants import read_declaration
-from gpucost_mlflow.core.measurement.confirmation import NOT_YET
 
 
 @click.command("confirm")
@@ -43,20 +43,24 @@ def confirm(experiment, protocol_file, variants_file, catalog_file, corpus_path,
     if not built.choice.decided:
         click.echo(f"nothing to confirm: {built.decision}")
         return
-    plan, ran = None, []
-    while (waiting := _next(built, ran)) is not None:
-        plan = plan or confirming.ConfirmPlan(
+
+    @functools.cache
+    def plan() -> confirming.ConfirmPlan:
+        return confirming.ConfirmPlan(
             experiment=name, protocol=protocol, protocol_path=protocol_path, declared=declared,
             corpus_path=_under(root, corpus_path) if corpus_path else confirming.corpus_of(root, protocol),
             model_path=_model(root, model_path, protocol_path), code_root=CODE_ROOT)
-        confirming.check([waiting], plan)
-        tied = f" (the next of its tie: {ran[-1]} left it)" if ran else ""
-        click.echo(f"confirming {waiting.configuration.name}{tied} on {plan.corpus_path} for at least "
+
+    def confirm_one(a, left: str) -> None:
+        confirming.check([a], plan())
+        tied = f" (the next of its tie: {left} left it)" if left else ""
+        click.echo(f"confirming {a.configuration.name}{tied} on {plan().corpus_path} for at least "
                    f"{protocol.confirmation.min_s:g} s each (confirmation.min_s)")
-        confirming.run([waiting], plan, lambda variant, result, why: click.echo(
+        confirming.run([a], plan(), lambda variant, result, why: click.echo(
             f"{why}: {variant} {result.status} ({result.reason}); run {result.run_id}"))
-        ran.append(waiting.configuration.name)
-        built, _, _, _ = _build_report(name, protocol_path, catalogs, declared, what_if=False)
+
+    built, ran = confirming.in_turn(
+        built, lambda: _build_report(name, protocol_path, catalogs, declared, what_if=False)[0], confirm_one)
     if not ran:
         for a in built.choice.chosen[:1]:
             found = built.confirmations[a.configuration.name]
@@ -65,16 +69,6 @@ def confirm(experiment, protocol_file, variants_file, catalog_file, corpus_path,
         found = built.confirmations[a.configuration.name]
         click.echo(f"{a.configuration.name}: {found.verdict} ({found.figures})")
     click.echo(built.decision)
-
-
-def _next(built, ran: list[str]):
-    """The configuration to confirm now: the one the card runs (a tie's others are equal in cost and not run), while
-    it is not yet confirmed and was not run by this command already (a run waiting on its reference stays not yet
-    confirmed); None once the choice held, committed nothing, or is waiting."""
-    first = built.choice.chosen[0] if built.choice.decided else None
-    if first is None or first.configuration.name in ran:
-        return None
-    return first if built.confirmations[first.configuration.name].verdict == NOT_YET else None
 
 
 COMMANDS = (confirm,)

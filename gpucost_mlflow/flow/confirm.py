@@ -10,9 +10,10 @@ verdicts are read by the report (report/confirmations.py, core/measurement/confi
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol as Shape
 
 from gpucost_mlflow.core.errors import GpucostError
 from gpucost_mlflow.core.inputs.corpus import read_corpus
@@ -20,6 +21,8 @@ from gpucost_mlflow.core.inputs.method_fields import CONFIRMATION_FILE
 from gpucost_mlflow.core.inputs.protocol import Protocol
 from gpucost_mlflow.core.inputs.variants import Declaration, Variant
 from gpucost_mlflow.core.kinds import registry
+from gpucost_mlflow.core.measurement.confirmation import NOT_YET, Confirmation
+from gpucost_mlflow.core.money.choice import Choice
 from gpucost_mlflow.core.money.decision import Assessment
 from gpucost_mlflow.execution import forkserver
 from gpucost_mlflow.flow.launcher import PassResult, execute
@@ -99,3 +102,34 @@ def run(chosen: list[Assessment], plan: ConfirmPlan, on_pass: Callable[[str, Pas
             variant = plan.declared.variant(a.configuration.variant)
             _reference_outputs(a, variant, plan, fingerprint, on_pass)
             on_pass(variant.name, execute(_request(variant, plan, repeat=True)), "confirmation")
+
+
+class Read(Shape):
+    """What a confirmation reads of the decision each time: the choice and its confirmation verdicts by name."""
+
+    choice: Choice
+    confirmations: Mapping[str, Confirmation]
+
+
+def to_confirm(read: Read, ran: list[str]) -> Assessment | None:
+    """The configuration to confirm now: the one the card runs (a tie's others are equal in cost and not run), while
+    it is not yet confirmed and was not run already (a run waiting on its reference stays not yet confirmed); None
+    once the choice held, committed nothing, or waits."""
+    first = read.choice.chosen[0] if read.choice.decided else None
+    if first is None or first.configuration.name in ran:
+        return None
+    return first if read.confirmations[first.configuration.name].verdict == NOT_YET else None
+
+
+def in_turn(built: Read, read: Callable[[], Read], confirm_one: Callable[[Assessment, str], None]
+            ) -> tuple[Read, list[str]]:
+    """Confirm the choice (`built`, as read) as a user would: the one the card runs; one that does not hold leaves its
+    tie and the next is confirmed in turn, until one holds or nothing is committed. `confirm_one(a, left)` runs a (left:
+    the one that left the tie before it, else ''); `read()` reads the decision again. The decision as last read, and
+    the configurations run, in order."""
+    ran: list[str] = []
+    while (waiting := to_confirm(built, ran)) is not None:
+        confirm_one(waiting, ran[-1] if ran else "")
+        ran.append(waiting.configuration.name)
+        built = read()
+    return built, ran

@@ -13,7 +13,7 @@ from gpucost_mlflow.core.money.decision import Assessment, Configuration
 from gpucost_mlflow.core.names import EXPECTED_IDS, MEASURED_TOTAL_S, PASS_S, REPETITIONS, STEADY_LAP_S, TOKENS_INPUT
 from gpucost_mlflow.report.measured import ReportAttempts, at_each_seed, median_of
 from gpucost_mlflow.report.versus_reference import flips_text
-from gpucost_mlflow.tracking.schema import CONFIRMATION_ROLE
+from gpucost_mlflow.tracking.schema import CONFIRMATION_ROLE, REFERENCE_OUTPUTS
 
 
 def _number(value) -> float | None:
@@ -36,7 +36,8 @@ def runs_of(measured: ReportAttempts, config: Configuration) -> list[Confirmatio
         def mine(identity: Identity) -> bool:
             return _any_corpus(identity) in wanted
     positions = [p for p, a in enumerate(measured.attempts) if a.role == CONFIRMATION_ROLE and mine(a.identity)]
-    rows = measured.table.iloc[positions].sort_values("start_time")
+    marked = [measured.attempts[p].place.confirmation == REFERENCE_OUTPUTS for p in positions]
+    rows = measured.table.iloc[positions].assign(reference_outputs=marked).sort_values("start_time")
     total = rows[MEASURED_TOTAL_S] if MEASURED_TOTAL_S in rows else rows[PASS_S]
     counts = rows[REPETITIONS] if REPETITIONS in rows else pd.Series([None] * len(rows), index=rows.index)
     tokens = rows[TOKENS_INPUT] if TOKENS_INPUT in rows else pd.Series([None] * len(rows), index=rows.index)
@@ -45,7 +46,7 @@ def runs_of(measured: ReportAttempts, config: Configuration) -> list[Confirmatio
     return [ConfirmationRun(row.run_id, str(row.status), str(row.reason or ""),
                             int(row.expected) if _number(row.expected) else None, _number(one),
                             _number(total_s) if _number(total_s) is not None else _number(row.pass_s),
-                            int(count) if _number(count) else None, _number(real))
+                            int(count) if _number(count) else None, _number(real), bool(row.reference_outputs))
             for row, one, total_s, count, real in zip(rows.assign(expected=rows[EXPECTED_IDS]).itertuples(index=False),
                                                       corpus_s, total, counts, tokens)]
 

@@ -30,7 +30,8 @@ def _empty() -> Mapping:
 @dataclass(frozen=True)
 class Place:
     """Where a pass ran: its campaign, pass index, round, position and attempt (as recorded: text, '' when not), its
-    role, its stage and the stage's plan, and its host and backend."""
+    role, its stage and the stage's plan, its host and backend, and its `gpucost.confirmation` mark (a confirmation
+    run's verdict as the latest decision wrote it, or 'reference outputs': compared against, never counted)."""
 
     campaign_id: str = ""
     pass_index: str = ""
@@ -42,6 +43,7 @@ class Place:
     settle_plan: str = ""
     host: str = ""
     backend: str = ""
+    confirmation: str = ""
 
 
 @dataclass(frozen=True)

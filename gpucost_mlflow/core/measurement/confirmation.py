@@ -10,8 +10,10 @@ corpus holds other texts, so the same per-token speed gives another rate in inpu
 Every confirmation run counts, whoever started it (`gpucost confirm` or `gpucost pass --role confirmation` by hand):
 the choice is confirmed only when every one of its runs held, so a run that did not hold is never retried away by a
 later one. Only three kinds of run are listed without being counted: one excluded by `gpucost exclude` for its
-documented cause, one interrupted before any result (its launcher stopped: no rate, no verdict), and an accepted run
-shorter than `confirmation.min_s` (the reference's outputs on the confirmation corpus, not a confirmation).
+documented cause, one interrupted before any result (its launcher stopped: no rate, no verdict), and one tagged as the
+reference's outputs on the confirmation corpus (`gpucost confirm` runs the reference variant there for another
+configuration to be judged against, whatever its clock; recorded before that tag, an accepted run shorter than
+`confirmation.min_s`).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class ConfirmationRun:
     measured_s: float | None
     repetitions: int | None = None
     tokens: float | None = None  # the real (unpadded) input tokens of one corpus (tokens_input), where counted
+    reference_outputs: bool = False  # tagged by `gpucost confirm` as the reference's outputs: compared against only
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,9 @@ def outcome(run: ConfirmationRun, durations: Sequence[float], inputs_per_pass: i
         return RunOutcome(run.run_id, EXCLUDED, run.reason or "no cause recorded")
     if interrupted(run.status, run.reason):
         return RunOutcome(run.run_id, NOT_COUNTED, f"{run.reason}: stopped before any rate or verdict")
+    if run.reference_outputs:
+        return RunOutcome(run.run_id, NOT_COUNTED, f"{run.status}, tagged as the reference's outputs on the "
+                                                   "confirmation corpus: compared against, not a confirmation")
     if run.status == Status.ACCEPTED and run.measured_s is not None and run.measured_s < min_s:
         clock = f"{run.measured_s:,.1f}" if run.measured_s >= 1 else f"{run.measured_s:.3f}"
         return RunOutcome(run.run_id, NOT_COUNTED, f"accepted, its clock {clock} s, under confirmation.min_s "
