@@ -445,3 +445,24 @@ def test_confirm_goes_on_to_the_next_of_a_tie_when_the_one_it_runs_does_not_hold
     assert [a.configuration.variant for a in built.choice.unconfirmed][:1] == ["batch4"]
     # read again, nothing more is run: the choice held, or nothing is committed
     assert in_turn(built, lambda: report(protocol_path=protocol)[0], confirm_one)[1] == []
+
+
+@pytest.mark.unit
+def test_the_reference_outputs_mark_is_read_back_from_the_run(experiment, tmp_path):
+    """A run `gpucost confirm` tagged as the reference's outputs, its one lap past confirmation.min_s and slower than
+    every benchmark pass, is listed and not counted: the configuration stays not yet confirmed."""
+    from gpucost_mlflow.tracking import schema
+    from tests.scenario import RTX, lock_to, report
+    from tests.test_report import protocol_like_shipped
+
+    protocol = protocol_like_shipped(tmp_path, drop_deadline=True, append="confirmation: {min_s: 600}\n")
+    lock_to(protocol)
+    for hours in (14.8, 14.85, 14.9, 14.95, 15.0):
+        experiment("batch4", RTX, hours * H)
+    marked = experiment("batch4", RTX, 16.0 * H, role="confirmation", fingerprint="c" * 64,
+                        metrics_extra={"measured_total_s": 16.0 * H, "repetitions": 1},
+                        tags_extra={schema.CONFIRMATION: schema.REFERENCE_OUTPUTS})
+    found, _ = report(protocol_path=protocol)
+    verdict = found.confirmations[f"batch4 on {RTX}"]
+    assert verdict.verdict == NOT_YET and [(r.run_id, r.outcome) for r in verdict.runs] == [(marked, NOT_COUNTED)]
+    assert found.decision.startswith(f"Decision: batch4 on {RTX}")

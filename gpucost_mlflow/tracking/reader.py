@@ -146,7 +146,7 @@ def _keys_of(keys: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 # The tags a Place and Facts are read from, in their fields' order.
 PLACE = (schema.CAMPAIGN_ID, schema.PASS_INDEX, schema.ROUND, schema.POSITION, schema.ATTEMPT, schema.ROLE,
-         schema.STAGE, schema.SETTLE_PLAN, schema.HOST, schema.BACKEND)
+         schema.STAGE, schema.SETTLE_PLAN, schema.HOST, schema.BACKEND, schema.CONFIRMATION)
 FACTS = (schema.PROTOCOL_DIGEST, schema.MEMORY_COUNTER, schema.CONTENDED, schema.THROTTLED, schema.STARVED,
          schema.COLD_SHAPES, schema.RACE_STOPPED)
 _BLANKS = ("",) * max(len(PLACE), len(FACTS))  # each absent tag reads ''
