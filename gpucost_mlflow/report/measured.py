@@ -5,6 +5,7 @@ by its identity here) and they are read by their attributes; the table is for at
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -101,10 +102,10 @@ def figures(attempts: Sequence[Attempt], name: str) -> pd.Series:
 
 
 def median_of(attempts: Sequence[Attempt], name: str) -> float | None:
-    """A metric's median over the attempts that recorded it, None when none did."""
-    if not any(recorded(a, name) for a in attempts):
-        return None
-    return float(figures(attempts, name).median())
+    """A metric's median over the attempts that recorded it, None when none did: the value pandas' median gives
+    (the middle one, or the mean of the two middle ones), without a Series per configuration and metric."""
+    values = [float(value) for a in attempts if (value := a.metrics.get(name)) is not None and not math.isnan(value)]
+    return float(statistics.median(values)) if values else None
 
 
 def recorded(a: Attempt, name: str) -> bool:

@@ -8,9 +8,11 @@ only for attempts.csv and its medians.
 from __future__ import annotations
 
 import json
+import math
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
+from operator import attrgetter
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -79,26 +81,38 @@ SHOWN = ["variant", "status", "batch_size", PASS_S, REPETITIONS, MFU_USEFUL, MFU
 COUNTS = (EXPECTED_IDS, OBSERVED_IDS, COMPLETED_ENTRIES)  # whole numbers that may be missing: nullable integers
 
 
+def _setting(key: str) -> Callable[[Attempt], str | None]:
+    return lambda a: _shown(a.recorded_settings.get(key))
+
+
+# The columns an attempt's record gives, in its row's order, each read from the attempt; its metrics give the others.
+_RECORDED: dict[str, Callable[[Attempt], Any]] = {
+    "run_id": attrgetter("run_id"), **{key: attrgetter(f"place.{key}") for key in (
+        "campaign_id", "pass_index", "round", "position", "attempt")},
+    "variant": attrgetter("identity.variant"), "role": attrgetter("place.role"),
+    "corpus_fingerprint": attrgetter("identity.corpus_fingerprint"), "device": attrgetter("identity.device"),
+    "backend": attrgetter("place.backend"), **{key: _setting(key) for key in TABLE_SETTINGS},
+    **{key: attrgetter(f"identity.{key}") for key in ("workload", "engine")}, "lanes": lambda a: int(a.identity.lanes),
+    "model_revision": attrgetter("identity.model_revision"), "host": attrgetter("place.host"),
+    **{key: attrgetter(f"identity.{key}") for key in (*schema.STACK_IDENTITY, "seed", "endpoint")},
+    **{key: attrgetter(key) for key in ("status", "reason", "status_before_exclusion")},
+    "quality_verdict": attrgetter("verdict.quality_verdict"),
+    **{key: attrgetter(f"facts.{key}") for key in ("contended", "throttled", "starved", "cold_shapes")},
+    **{key: attrgetter(f"verdict.{key}") for key in ("ids_match", "against_reference")},
+    **{key: attrgetter(f"place.{key}") for key in ("stage", "settle_plan")},
+    **{key: attrgetter(key) for key in ("stopped", "corpus_accepted")},
+    **{key: attrgetter(f"facts.{key}") for key in ("protocol_digest", "memory_counter")},
+    "start_time": attrgetter("timings.start"), "end_time": attrgetter("timings.end"),
+    "wall_s": attrgetter("timings.wall_s"),
+}
+_EXPLAINED = ("energy_reason", "mfu_reason", "notes", "overlapped_with")  # after its metrics: a metric never hides one
+
+
 def row_of(attempt: Attempt) -> dict[str, Any]:
     """An attempt's row of the table, every column it has (a missing measurement is absent, the notes say why)."""
-    a, i, p, v, f, t = attempt, attempt.identity, attempt.place, attempt.verdict, attempt.facts, attempt.timings
-    row = {
-        "run_id": a.run_id, "campaign_id": p.campaign_id, "pass_index": p.pass_index, "round": p.round,
-        "position": p.position, "attempt": p.attempt, "variant": i.variant, "role": p.role,
-        "corpus_fingerprint": i.corpus_fingerprint, "device": i.device, "backend": p.backend,
-        **{key: _shown(a.recorded_settings.get(key)) for key in TABLE_SETTINGS},
-        "workload": i.workload, "engine": i.engine, "lanes": int(i.lanes), "model_revision": i.model_revision,
-        "host": p.host, **{key: getattr(i, key) for key in schema.STACK_IDENTITY}, "seed": i.seed,
-        "endpoint": i.endpoint, "status": a.status, "reason": a.reason,
-        "status_before_exclusion": a.status_before_exclusion, "quality_verdict": v.quality_verdict,
-        "contended": f.contended, "throttled": f.throttled, "starved": f.starved, "cold_shapes": f.cold_shapes,
-        "ids_match": v.ids_match, "against_reference": v.against_reference, "stage": p.stage,
-        "settle_plan": p.settle_plan, "stopped": a.stopped, "corpus_accepted": a.corpus_accepted,
-        "protocol_digest": f.protocol_digest, "memory_counter": f.memory_counter, "start_time": t.start,
-        "end_time": t.end, "wall_s": t.wall_s,
-    }
-    row.update({key: value for key, value in a.metrics.items() if key in _COLUMN_NAMES and key not in row})
-    row.update(energy_reason=a.energy_reason, mfu_reason=a.mfu_reason, notes=a.notes, overlapped_with=a.overlapped_with)
+    row = {key: read(attempt) for key, read in _RECORDED.items()}
+    row.update({key: value for key, value in attempt.metrics.items() if key in _METRIC_COLUMNS})
+    row.update({key: getattr(attempt, key) for key in _EXPLAINED})
     return row
 
 
@@ -108,6 +122,7 @@ def _shown(value: Any) -> str | None:
 
 
 _COLUMN_NAMES = frozenset(COLUMNS)
+_METRIC_COLUMNS = _COLUMN_NAMES - set(_RECORDED) - set(_EXPLAINED)  # the columns a metric fills
 
 
 def attempt_of_row(identity: Identity | None, row: Mapping[str, Any]) -> Attempt:
@@ -145,7 +160,7 @@ def _absent(value: Any) -> bool:
     return value is None or (not isinstance(value, str) and bool(pd.isna(value)))
 
 
-_RECORD_KEYS = frozenset(row_of(Attempt("", Identity("", "", lanes="1"))))  # the columns that are not metrics
+_RECORD_KEYS = frozenset((*_RECORDED, *_EXPLAINED))  # the columns that are not metrics
 
 
 def _ms(value: Any) -> int | None:
@@ -160,12 +175,34 @@ class AttemptsTable(pd.DataFrame):
 
 
 def frame(attempts: Sequence[Attempt]) -> AttemptsTable:
-    """The attempts table: one row per attempt in the order given (row i is attempt i), every column of COLUMNS."""
-    table = AttemptsTable([row_of(attempt) for attempt in attempts], columns=COLUMNS)
+    """The attempts table: one row per attempt in the order given (row i is attempt i), every column of COLUMNS; built
+    a column at a time (the same cells as each attempt's `row_of`), the runs' times converted once per column."""
+    attempts = tuple(attempts)
+    metrics = [a.metrics for a in attempts]
+    times = [a.timings for a in attempts]
+    columns = {key: [read(a) for a in attempts] for key, read in _RECORDED.items() if key not in _TIMES}
+    held = _METRIC_COLUMNS & set().union(*metrics)
+    columns.update({key: [m.get(key, math.nan) for m in metrics] if key in held else [math.nan] * len(metrics)
+                    for key in _METRIC_COLUMNS})
+    columns.update({key: [getattr(a, key) for a in attempts] for key in _EXPLAINED})
+    columns.update(start_time=_times([t.start_ms for t in times], times, "start"),
+                   end_time=_times([t.end_ms or None for t in times], times, "end"), wall_s=[t.wall_s for t in times])
+    table = AttemptsTable(columns, columns=COLUMNS)
     for column in COUNTS:
         table[column] = table[column].astype("Int64")
-    table.attempts = tuple(attempts)
+    table.attempts = attempts
     return table
+
+
+_TIMES = ("start_time", "end_time", "wall_s")
+
+
+def _times(ms: list[int | None], times: list[RunTimes], name: str) -> Any:
+    """A column of the runs' times (UTC) converted at once; with none recorded, each run's own empty value (the type
+    pandas gives such a column)."""
+    if all(value is None for value in ms):
+        return [getattr(t, name) for t in times]
+    return pd.to_datetime(pd.array(ms, dtype="Int64"), unit="ms", utc=True)
 
 
 def protocol_warnings(table: pd.DataFrame, experiment_tags: Mapping[str, str], protocol_path: Path) -> list[str]:
