@@ -71,18 +71,21 @@ def recorded_identity(tags: dict, params: dict) -> Identity:
     """The configuration a run measured, as it recorded it (PROTOCOL.md §2; `tags`: its tags with its facts,
     schema.facts). A field recorded before it existed reads as what every such pass ran: the built-in classifier on
     torch, one lane; any other absent field is '' (not recorded)."""
-    return Identity(
-        device=tags.get(schema.DEVICE_NAME, ""),
-        variant=tags.get(schema.VARIANT, ""),
-        workload=params.get(_WORKLOAD, registry.DEFAULT),
-        lanes=str(int(params.get(_LANES, 1))),
-        model_revision=params.get(schema.MODEL_REVISION, ""),
-        corpus_fingerprint=tags.get(schema.CORPUS_FINGERPRINT, ""),
-        engine=params.get(_ENGINE, engines.DEFAULT),
-        seed=params.get(schema.SEED_TORCH, ""),
-        endpoint=tags.get(schema.ENDPOINT, ""),
-        **{key: params.get(param, "") for key, param in _STACK_PARAMS},
-    )
+    return _identity(tags.get(schema.DEVICE_NAME, ""), tags.get(schema.VARIANT, ""),
+                     params.get(_WORKLOAD, registry.DEFAULT), params.get(_LANES, 1),
+                     params.get(schema.MODEL_REVISION, ""), tags.get(schema.CORPUS_FINGERPRINT, ""),
+                     params.get(_ENGINE, engines.DEFAULT), params.get(schema.SEED_TORCH, ""),
+                     tags.get(schema.ENDPOINT, ""), tuple(params.get(param, "") for _, param in _STACK_PARAMS))
+
+
+@functools.lru_cache(maxsize=4096)
+def _identity(device: str, variant: str, workload: str, lanes: str | int, model_revision: str,
+              corpus_fingerprint: str, engine: str, seed: str, endpoint: str, stack: tuple[str, ...]) -> Identity:
+    """One identity of the values its run recorded: thousands of passes share a few, so each is kept (frozen, so
+    shared: the report's groupings then find the same object)."""
+    return Identity(device=device, variant=variant, workload=workload, lanes=str(int(lanes)),
+                    model_revision=model_revision, corpus_fingerprint=corpus_fingerprint, engine=engine, seed=seed,
+                    endpoint=endpoint, **dict(zip(schema.STACK_IDENTITY, stack)))
 
 
 _WORKLOAD, _LANES, _ENGINE = (f"{schema.SETTING_PREFIX}{key}" for key in ("workload", "lanes", "engine"))
