@@ -75,7 +75,7 @@ def recorded_identity(tags: dict, params: dict) -> Identity:
                      params.get(_WORKLOAD, registry.DEFAULT), params.get(_LANES, 1),
                      params.get(schema.MODEL_REVISION, ""), tags.get(schema.CORPUS_FINGERPRINT, ""),
                      params.get(_ENGINE, engines.DEFAULT), params.get(schema.SEED_TORCH, ""),
-                     tags.get(schema.ENDPOINT, ""), tuple(params.get(param, "") for _, param in _STACK_PARAMS))
+                     tags.get(schema.ENDPOINT, ""), tuple(map(params.get, _STACK_PARAMS, _BLANKS)))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -89,7 +89,7 @@ def _identity(device: str, variant: str, workload: str, lanes: str | int, model_
 
 
 _WORKLOAD, _LANES, _ENGINE = (f"{schema.SETTING_PREFIX}{key}" for key in ("workload", "lanes", "engine"))
-_STACK_PARAMS = tuple((key, f"{schema.STACK_PREFIX}{key}") for key in schema.STACK_IDENTITY)
+_STACK_PARAMS = tuple(f"{schema.STACK_PREFIX}{key}" for key in schema.STACK_IDENTITY)
 
 
 def attempt_row(run: RunRecord, now: dt.datetime | None = None) -> dict:
@@ -152,7 +152,7 @@ PLACE = (schema.CAMPAIGN_ID, schema.PASS_INDEX, schema.ROUND, schema.POSITION, s
          schema.STAGE, schema.SETTLE_PLAN, schema.HOST, schema.BACKEND, schema.CONFIRMATION)
 FACTS = (schema.PROTOCOL_DIGEST, schema.MEMORY_COUNTER, schema.CONTENDED, schema.THROTTLED, schema.STARVED,
          schema.COLD_SHAPES, schema.RACE_STOPPED)
-_BLANKS = ("",) * max(len(PLACE), len(FACTS))  # each absent tag reads ''
+_BLANKS = ("",) * max(len(PLACE), len(FACTS), len(_STACK_PARAMS))  # each absent tag or param reads ''
 
 
 @functools.lru_cache(maxsize=1024)
