@@ -71,18 +71,18 @@ def recorded_identity(tags: dict, params: dict) -> Identity:
     """The configuration a run measured, as it recorded it (PROTOCOL.md §2; `tags`: its tags with its facts,
     schema.facts). A field recorded before it existed reads as what every such pass ran: the built-in classifier on
     torch, one lane; any other absent field is '' (not recorded)."""
-    return _identity(tags.get(schema.DEVICE_NAME, ""), tags.get(schema.VARIANT, ""),
-                     params.get(_WORKLOAD, registry.DEFAULT), params.get(_LANES, 1),
-                     params.get(schema.MODEL_REVISION, ""), tags.get(schema.CORPUS_FINGERPRINT, ""),
-                     params.get(_ENGINE, engines.DEFAULT), params.get(schema.SEED_TORCH, ""),
-                     tags.get(schema.ENDPOINT, ""), tuple(map(params.get, _STACK_PARAMS, _BLANKS)))
+    return _identity((tags.get(schema.DEVICE_NAME, ""), tags.get(schema.VARIANT, ""),
+                      params.get(_WORKLOAD, registry.DEFAULT), params.get(_LANES, 1),
+                      params.get(schema.MODEL_REVISION, ""), tags.get(schema.CORPUS_FINGERPRINT, ""),
+                      params.get(_ENGINE, engines.DEFAULT), params.get(schema.SEED_TORCH, ""),
+                      tags.get(schema.ENDPOINT, "")), tuple(map(params.get, _STACK_PARAMS, _BLANKS)))
 
 
 @functools.lru_cache(maxsize=4096)
-def _identity(device: str, variant: str, workload: str, lanes: str | int, model_revision: str,
-              corpus_fingerprint: str, engine: str, seed: str, endpoint: str, stack: tuple[str, ...]) -> Identity:
-    """One identity of the values its run recorded: thousands of passes share a few, so each is kept (frozen, so
-    shared: the report's groupings then find the same object)."""
+def _identity(recorded: tuple, stack: tuple[str, ...]) -> Identity:
+    """One identity of the values its run recorded (`recorded_identity`'s, then its stack's): thousands of passes
+    share a few, so each is kept (frozen, so shared: the report's groupings then find the same object)."""
+    device, variant, workload, lanes, model_revision, corpus_fingerprint, engine, seed, endpoint = recorded
     return Identity(device=device, variant=variant, workload=workload, lanes=str(int(lanes)),
                     model_revision=model_revision, corpus_fingerprint=corpus_fingerprint, engine=engine, seed=seed,
                     endpoint=endpoint, **dict(zip(schema.STACK_IDENTITY, stack)))
