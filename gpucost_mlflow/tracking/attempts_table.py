@@ -202,7 +202,9 @@ def _times(ms: list[int | None], times: list[RunTimes], name: str) -> Any:
     pandas gives such a column)."""
     if all(value is None for value in ms):
         return [getattr(t, name) for t in times]
-    return pd.to_datetime(pd.array(ms, dtype="Int64"), unit="ms", utc=True)
+    column = pd.to_datetime(pd.array(ms, dtype="Int64"), unit="ms", utc=True)
+    sample = next(getattr(t, name) for t, value in zip(times, ms) if value is not None)
+    return column.as_unit(pd.Series([sample]).dtype.unit)  # the unit pandas gives such times: ns before pandas 3
 
 
 def protocol_warnings(table: pd.DataFrame, experiment_tags: Mapping[str, str], protocol_path: Path) -> list[str]:
